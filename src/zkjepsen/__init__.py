@@ -1,0 +1,3 @@
+"""zkjepsen: shows, with evidence, where ZooKeeper locks break atomicity."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,42 @@
+"""The `zkjepsen` command. Each subcommand is thin: it parses options and calls the library."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from zkjepsen.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, ZkJepsenError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """Show, with evidence, where ZooKeeper locks break atomicity."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: turn every expected error into one sentence and an exit status."""
+    try:
+        rv = cli.main(args=argv, standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("zkjepsen: interrupted.", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        # Bad options and arguments: click's own message, our exit status.
+        click.echo(f"zkjepsen: {e.format_message()}", err=True)
+        sys.exit(EXIT_BAD_INPUT)
+    except ZkJepsenError as e:
+        click.echo(f"zkjepsen: {e}", err=True)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        click.echo("zkjepsen: interrupted.", err=True)
+        sys.exit(130)
+    except Exception as e:  # noqa: BLE001 - last resort: one line, not a traceback
+        click.echo(f"zkjepsen: internal error: {type(e).__name__}: {e} "
+                   "(please report it with the run's run.log)", err=True)
+        sys.exit(EXIT_INTERNAL)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+if __name__ == "__main__":
+    main()
