@@ -1,0 +1,285 @@
+"""Linearizability: Wing & Gong's search with Lowe's memoization (WGL), in pure Python.
+
+The history's calls become a doubly linked list of call and return entries in time order. The
+search walks it from the head: a call entry is a candidate to linearize next (its op is applied
+to the model; on success the op is lifted out of the list and the walk restarts at the head); the
+first return entry met means the op returning there must be linearized before anything later, so
+the walk backtracks. Each explored configuration (linearized set as an int bitset, model state)
+is cached: meeting it again cannot succeed where it failed before.
+
+Prunings (each sound, argued here because a wrong pruning silently hides a bug):
+- Crashed ops (`info`, or never completed) have no return entry: they are candidates from their
+  call on and are never forced; the search succeeds when every *completed* op is linearized.
+  A crashed read-only op constrains nothing and is dropped.
+- A read-only action (legal only in states it leaves unchanged) that is legal now is placed
+  greedily with no backtrack point: any linearization that places it later (legal there, hence
+  state-preserving) can move it to now, since every op that must precede it in real time already
+  precedes the current point (it is a candidate) and moving it does not change any later state.
+  So if the configuration after it fails, the current one fails too, and the search backtracks.
+- Identical crashed ops (same transition, same argument) are interchangeable; the later-invoked
+  one may be linearized only after the earlier one, which removes symmetric orders.
+
+Partitions (per key, when the model partitions) are independent (P-compositionality); their
+searches are generators stepped round-robin, so one hard partition cannot hide a quick refutation
+in another. A time limit and a memory limit (process RSS) stop the search with `unknown`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator
+from typing import Any, NamedTuple
+
+from zkjepsen.checker import Result
+from zkjepsen.checker.models import ILLEGAL, Action, Model
+from zkjepsen.history import Call, History
+
+SLICE = 2048  # search steps between yields to the scheduler
+
+
+class LinOp(NamedTuple):
+    """One op as the search sees it: its call, its action, and its real-time interval."""
+
+    call: Call
+    action: Action
+    start: int
+    end: int | None  # None: crashed (may take effect any time after start, or never)
+
+
+class Outcome(NamedTuple):
+    valid: bool
+    ops: list[LinOp]
+    best: list[int]  # longest linearizable prefix found (indices into ops, in order)
+    states: list[Any]  # model state after each op of `best`
+    stuck: int | None  # index of the op that cannot be placed after `best`
+    configs: int
+
+
+def prepare(history: History, model: Model) -> dict[Any, list[LinOp]]:
+    """Pair calls, turn them into model actions, and group them by partition key."""
+    parts: dict[Any, list[LinOp]] = {}
+    for call in history.calls(validate=False):
+        inv, comp = call.invoke, call.complete
+        status = call.status
+        if status == "info":
+            value = inv.value
+        else:
+            value = comp.value if comp.value is not None else inv.value
+        action = model.action(inv.f, inv.key, value, status, inv.actor)
+        if action is None:
+            continue
+        end = comp.time if status in ("ok", "fail") else None
+        if end is None and action.read_only:
+            continue  # a crashed read-only op constrains nothing
+        part = model.partition_key(inv.f, inv.key)
+        parts.setdefault(part, []).append(LinOp(call, action, inv.time, end))
+    return parts
+
+
+def search(ops: list[LinOp], init: Any) -> Generator[None, None, Outcome]:
+    """WGL over one partition; yields every SLICE steps so a scheduler can interleave it."""
+    n = len(ops)
+    events = [(op.start, 0, i) for i, op in enumerate(ops)]
+    events += [(op.end, 1, i) for i, op in enumerate(ops) if op.end is not None]
+    events.sort()
+    m = len(events)
+    head, tail = 0, m + 1
+    nxt = list(range(1, m + 2)) + [tail]
+    prv = [0] + list(range(0, m + 1))
+    # entry e (1..m): e_op[e] = op index, or -1-op for a return entry
+    e_op = [0] * (m + 2)
+    call_e = [0] * n
+    ret_e = [0] * n
+    for e, (_, kind, i) in enumerate(events, 1):
+        if kind == 0:
+            e_op[e] = i
+            call_e[i] = e
+        else:
+            e_op[e] = -1 - i
+            ret_e[i] = e
+    e_op[tail] = -1 - n  # the tail acts as a return entry; unreachable while ops remain
+    fns = [op.action.fn for op in ops]
+    args = [op.action.arg for op in ops]
+    ro = [op.action.read_only for op in ops]
+    crashed = [op.end is None for op in ops]
+    bit = [1 << i for i in range(n)]
+    # need[i]: bit of the previous identical crashed op, which must be linearized first
+    need = [0] * n
+    last_same: dict[Any, int] = {}
+    for e in range(1, m + 1):
+        i = e_op[e]
+        if i >= 0 and crashed[i]:
+            ident = (fns[i], args[i])
+            try:
+                j = last_same.get(ident)
+            except TypeError:  # unhashable argument: no symmetry pruning
+                continue
+            if j is not None:
+                need[i] = bit[j]
+            last_same[ident] = i
+
+    remaining = sum(1 for c in crashed if not c)
+    state = init
+    bits = 0
+    stack: list[tuple[int, Any, bool]] = []
+    cache: set[tuple[int, Any]] = set()
+    best: list[int] = []
+    steps = 0
+    e = nxt[head]
+    while remaining:
+        steps += 1
+        if not steps % SLICE:
+            yield
+        i = e_op[e]
+        if i >= 0:
+            if bits & need[i] == need[i]:
+                ns = fns[i](state, args[i])
+                if ns is not ILLEGAL:
+                    nb = bits | bit[i]
+                    key = (nb, ns)
+                    if key not in cache:
+                        cache.add(key)
+                        stack.append((i, state, ro[i]))
+                        bits = nb
+                        state = ns
+                        c = call_e[i]  # lift the op out of the list
+                        nxt[prv[c]] = nxt[c]
+                        prv[nxt[c]] = prv[c]
+                        if not crashed[i]:
+                            r = ret_e[i]
+                            nxt[prv[r]] = nxt[r]
+                            prv[nxt[r]] = prv[r]
+                            remaining -= 1
+                        if len(stack) > len(best):
+                            best = [fr[0] for fr in stack]
+                        e = nxt[head]
+                        continue
+                    if not ro[i]:
+                        e = nxt[e]
+                        continue
+                    # a legal read-only op leads to an explored configuration: this one is dead
+                else:
+                    e = nxt[e]
+                    continue
+            else:
+                e = nxt[e]
+                continue
+        # backtrack: undo forced (read-only) placements, then the last real choice
+        while True:
+            if not stack:
+                return _outcome(False, ops, init, best, len(cache))
+            i, state, forced = stack.pop()
+            bits ^= bit[i]
+            c = call_e[i]
+            if not crashed[i]:
+                r = ret_e[i]
+                nxt[prv[r]] = r
+                prv[nxt[r]] = r
+                remaining += 1
+            nxt[prv[c]] = c
+            prv[nxt[c]] = c
+            if not forced:
+                break
+        e = nxt[c]
+    return _outcome(True, ops, init, [fr[0] for fr in stack], len(cache))
+
+
+def _outcome(valid: bool, ops: list[LinOp], init: Any, best: list[int], configs: int) -> Outcome:
+    """Replay the best prefix for its states, and name the op that cannot follow it: the
+    unplaced completed op that returns first (it had to be placed before anything later)."""
+    states, s = [], init
+    for i in best:
+        s = ops[i].action.fn(s, ops[i].action.arg)
+        states.append(s)
+    stuck = None
+    if not valid:
+        placed = set(best)
+        rest = [i for i in range(len(ops)) if i not in placed and ops[i].end is not None]
+        stuck = min(rest, key=lambda i: ops[i].end, default=None)  # type: ignore[arg-type,return-value]
+    return Outcome(valid, ops, best, states, stuck, configs)
+
+
+def _rss_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as fh:
+            import os
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0
+
+
+def check_partitions(parts: dict[Any, list[LinOp]], model: Model, time_limit: float | None = None,
+                     memory_limit: int | None = None) -> tuple[Any, dict[Any, Outcome], str]:
+    """Race the partitions' searches round-robin. Returns (verdict, outcomes, reason): the first
+    refuted partition ends everything; a budget running out gives "unknown"."""
+    t0 = time.monotonic()
+    rss0 = _rss_bytes() if memory_limit else 0
+    running = {k: search(ops, model.init()) for k, ops in parts.items()}
+    done: dict[Any, Outcome] = {}
+    rounds = 0
+    while running:
+        for k in list(running):
+            try:
+                next(running[k])
+            except StopIteration as stop:
+                out: Outcome = stop.value
+                del running[k]
+                done[k] = out
+                if not out.valid:
+                    for g in running.values():
+                        g.close()
+                    return False, done, f"partition {k!r} is not linearizable"
+        rounds += 1
+        if time_limit is not None and time.monotonic() - t0 > time_limit:
+            return "unknown", done, (f"time limit of {time_limit:g} s reached with "
+                                     f"{len(running)} partition(s) undecided")
+        if memory_limit and rounds % 16 == 0 and _rss_bytes() - rss0 > memory_limit:
+            return "unknown", done, (f"memory limit of {memory_limit >> 20} MiB reached with "
+                                     f"{len(running)} partition(s) undecided")
+    return True, done, "every partition is linearizable"
+
+
+def _op_json(op: LinOp, state: Any = ILLEGAL) -> dict[str, Any]:
+    inv, comp = op.call
+    d: dict[str, Any] = {"process": inv.process, "actor": inv.actor, "f": inv.f,
+                         "op": op.action.text, "status": op.call.status,
+                         "invoke_index": inv.index, "start": op.start, "end": op.end}
+    if comp is not None:
+        d["complete_index"] = comp.index
+    if inv.key is not None:
+        d["key"] = inv.key
+    if state is not ILLEGAL:
+        d["state_after"] = repr(state)
+    return d
+
+
+class Linearizable:
+    """Checker: is the history linearizable with respect to `model`?"""
+
+    def __init__(self, model: Model, time_limit: float | None = 60.0,
+                 memory_limit: int | None = 2 << 30) -> None:
+        self.model = model
+        self.time_limit = time_limit
+        self.memory_limit = memory_limit
+        self.last_outcome: Outcome | None = None  # the failing partition, for the HTML report
+
+    def check(self, history: History) -> Result:
+        parts = prepare(history, self.model)
+        verdict, done, reason = check_partitions(parts, self.model, self.time_limit,
+                                                 self.memory_limit)
+        details: dict[str, Any] = {
+            "model": self.model.name, "reason": reason, "partitions": len(parts),
+            "ops": sum(len(v) for v in parts.values()),
+            "configurations": sum(o.configs for o in done.values()),
+        }
+        if verdict is False:
+            key, out = next((k, o) for k, o in done.items() if not o.valid)
+            self.last_outcome = out
+            details["partition"] = key
+            details["longest_prefix"] = [_op_json(out.ops[i], s)
+                                         for i, s in zip(out.best, out.states, strict=True)]
+            if out.stuck is not None:
+                details["cannot_place"] = _op_json(out.ops[out.stuck])
+        elif verdict == "unknown":
+            details["undecided"] = [k for k in parts if k not in done]
+        return Result(verdict, details)

@@ -1,0 +1,255 @@
+"""Readers for external history formats, so histories from other tools can be checked.
+
+Every reader returns a `History` of `Op` records in FILE ORDER: `index` is the position in the
+file and `time` is that same position (these formats order events by their position; the source's
+own `:time`, when present, is kept in `extra["source_time"]` but not trusted for ordering, as
+Knossos does). Keywords become plain strings without the colon (`:cas` -> "cas"), EDN vectors and
+lists become lists, `nil` becomes None, process `:nemesis` becomes "nemesis". How an op's outcome
+is interpreted (`fail` = did not happen, or asserted "did not apply" for porcupine's etcd model;
+`info` = unknown) is the model's business, not the reader's: see checker/models.py.
+
+Formats (`--format`):
+- `jsonl`: our own format (history.read_jsonl).
+- `jepsen-log`: lines of a Jepsen log, `... jepsen.util - <process> <:type> <:f> <value>`, tab or
+  space separated (porcupine's etcd data). Lines without `jepsen.util - ` are ignored. The value is
+  EDN (`nil`, `3`, `[1 4]`, `:timed-out`).
+- `porcupine-kv` and `edn`: EDN, either one vector/list of op maps or a bare sequence of op maps
+  (porcupine's kv data is one map per line). `;` comments, commas, `#_` discards and tags are
+  handled. Op map keys `:process :type :f :key :value :index :time`; others go to `extra`.
+- `json`: a JSON array of op objects with string values (elle-cli's Knossos histories).
+- `auto`: by content: a first form `[{"`... is json, `{"` jsonl, `jepsen.util` jepsen-log,
+  anything else EDN.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+from zkjepsen.errors import BadInput
+from zkjepsen.history import History, Op, read_jsonl
+
+FORMATS = ("auto", "jsonl", "jepsen-log", "porcupine-kv", "edn", "json")
+
+_TOKEN = re.compile(r"""
+  (?P<ws>[\s,]+)
+ |(?P<comment>;[^\n]*)
+ |(?P<str>"(?:[^"\\]|\\.)*")
+ |(?P<open>\#\{|[\[\({])
+ |(?P<close>[\]\)}])
+ |(?P<disc>\#_)
+ |(?P<atom>[^\s,;"\[\](){}]+)
+""", re.VERBOSE)
+_INT = re.compile(r"[-+]?\d+N?")
+_FLOAT = re.compile(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?M?")
+_CLOSERS = {"[": "]", "(": ")", "{": "}", "#{": "}"}
+
+
+class _Map(list):
+    """Key/value list of an EDN map under construction (dict built at the close)."""
+
+
+def _line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _atom(tok: str) -> Any:
+    if tok == "nil":
+        return None
+    if tok == "true":
+        return True
+    if tok == "false":
+        return False
+    if tok[0] == ":":
+        return tok[1:]
+    if _INT.fullmatch(tok):
+        return int(tok.rstrip("N"))
+    if _FLOAT.fullmatch(tok):
+        return float(tok.rstrip("M"))
+    return tok  # a symbol: keep its name
+
+
+def parse_edn(text: str, source: str = "EDN", first_line: int = 1) -> list[Any]:
+    """Parse a sequence of EDN forms into Python values (keywords as plain strings)."""
+    base = first_line - 1
+    forms: list[Any] = []
+    stack: list[tuple[str, list[Any], int]] = []
+    discard = 0  # pending `#_` markers: the next complete form is dropped
+    pos, n = 0, len(text)
+
+    def emit(v: Any) -> None:
+        nonlocal discard
+        if discard:
+            discard -= 1
+            return
+        (stack[-1][1] if stack else forms).append(v)
+
+    while pos < n:
+        m = _TOKEN.match(text, pos)
+        if m is None:
+            raise BadInput(f"{source} line {_line_of(text, pos) + base}: cannot parse "
+                           f"{text[pos:pos + 20]!r}")
+        kind, tok, start = m.lastgroup, m.group(), pos
+        pos = m.end()
+        if kind in ("ws", "comment"):
+            continue
+        if kind == "open":
+            stack.append((tok, _Map() if tok == "{" else [], start))
+        elif kind == "close":
+            if not stack or _CLOSERS[stack[-1][0]] != tok:
+                raise BadInput(f"{source} line {_line_of(text, start) + base}: unexpected {tok!r}")
+            opener, items, where = stack.pop()
+            if opener == "{":
+                if len(items) % 2:
+                    raise BadInput(f"{source} line {_line_of(text, where) + base}: map with an odd "
+                                   "number of forms")
+                emit({_hashable(items[i]): items[i + 1] for i in range(0, len(items), 2)})
+            else:
+                emit(items)
+        elif kind == "disc":
+            discard += 1
+        elif kind == "str":
+            try:
+                emit(json.loads(tok))
+            except json.JSONDecodeError:
+                emit(tok[1:-1])
+        elif tok[0] == "#":
+            continue  # a tag such as #inst: the tagged form follows and stands for itself
+        else:
+            emit(_atom(tok))
+    if stack:
+        raise BadInput(f"{source} line {_line_of(text, stack[-1][2]) + base}: {stack[-1][0]!r} "
+                       "is never closed")
+    return forms
+
+
+def _hashable(v: Any) -> Any:
+    return tuple(_hashable(x) for x in v) if isinstance(v, list) else v
+
+
+_OP_FIELDS = {"process", "type", "f", "key", "value", "index", "time"}
+
+
+def _op_from_map(m: Any, pos: int, line: int, source: str) -> Op:
+    if not isinstance(m, dict):
+        raise BadInput(f"{source} op {pos + 1} (line {line}): expected a map, "
+                       f"got {type(m).__name__}")
+    for k in ("process", "type", "f"):
+        if k not in m:
+            raise BadInput(f"{source} op {pos + 1} (line {line}): missing :{k}")
+    t = m["type"]
+    if t not in ("invoke", "ok", "fail", "info"):
+        raise BadInput(f"{source} op {pos + 1} (line {line}): unknown :type {t!r}")
+    p = m["process"]
+    if not isinstance(p, (int, str)) or isinstance(p, bool):
+        raise BadInput(f"{source} op {pos + 1} (line {line}): bad :process {p!r}")
+    extra = {str(k): v for k, v in m.items() if k not in _OP_FIELDS}
+    if "time" in m:
+        extra["source_time"] = m["time"]
+    if "index" in m:
+        extra["source_index"] = m["index"]
+    f = m["f"]
+    return Op(pos, pos, p, t, f if isinstance(f, str) else str(f), m.get("key"), m.get("value"),
+              None, extra)
+
+
+def _ops_from_forms(forms: list[Any], source: str, lines: list[int] | None = None) -> History:
+    if len(forms) == 1 and isinstance(forms[0], list):
+        forms = forms[0]
+    ln = lines or [0] * len(forms)
+    ops = [_op_from_map(m, i, ln[i], source) for i, m in enumerate(forms)]
+    return History(ops, ln if lines else list(range(1, len(ops) + 1)))
+
+
+def read_edn(text: str, source: str = "EDN") -> History:
+    """EDN history: a vector/list of op maps, or a bare sequence of op maps."""
+    return _ops_from_forms(parse_edn(text, source), source)
+
+
+def read_porcupine_kv(text: str, source: str = "porcupine-kv") -> History:
+    """One EDN op map per line (porcupine's kv data); errors name the line."""
+    forms, lines = [], []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            parsed = parse_edn(line, source, n)
+            forms.extend(parsed)
+            lines.extend([n] * len(parsed))
+    return _ops_from_forms(forms, source, lines)
+
+
+_JEPSEN_LINE = re.compile(r"jepsen\.util - (\S+)\s+:(\w+)\s+:([\w-]+)\s*(.*)$")
+
+
+def read_jepsen_log(text: str, source: str = "jepsen-log") -> History:
+    """Jepsen log lines `jepsen.util - <process> :<type> :<f> <edn value>`; others ignored."""
+    ops, lines = [], []
+    for n, line in enumerate(text.splitlines(), 1):
+        if "jepsen.util - " not in line:
+            continue
+        m = _JEPSEN_LINE.search(line)
+        if m is None:
+            raise BadInput(f"{source} line {n}: not a '<process> :<type> :<f> <value>' record")
+        proc, typ, f, raw = m.groups()
+        if typ not in ("invoke", "ok", "fail", "info"):
+            raise BadInput(f"{source} line {n}: unknown type :{typ}")
+        if proc.lstrip("-").isdigit():
+            process: int | str = int(proc)
+        else:
+            process = proc.lstrip(":")
+        vals = parse_edn(raw, source, n) if raw.strip() else [None]
+        value = vals[0] if len(vals) == 1 else vals
+        pos = len(ops)
+        ops.append(Op(pos, pos, process, typ, f, None, value))
+        lines.append(n)
+    return History(ops, lines)
+
+
+def read_json_array(text: str, source: str = "json") -> History:
+    """A JSON array of op objects (elle-cli's Knossos twins)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise BadInput(f"{source} line {e.lineno}: not valid JSON ({e.msg})") from None
+    if not isinstance(data, list):
+        raise BadInput(f"{source}: expected a JSON array of operations")
+    return _ops_from_forms([data], source)
+
+
+def detect_format(text: str) -> str:
+    head = text.lstrip()[:200]
+    if head.startswith("[") and head[1:].lstrip().startswith(("{\"", "]")):
+        return "json"
+    if head.startswith("{\""):
+        return "jsonl"
+    if "jepsen.util - " in text[:5000]:
+        return "jepsen-log"
+    return "edn"
+
+
+def read_history(path: str | os.PathLike[str], fmt: str = "auto") -> History:
+    """Read a history in any supported format; BadInput (with a line number) when malformed."""
+    if fmt not in FORMATS:
+        raise BadInput(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
+    if fmt == "jsonl":
+        return read_jsonl(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as e:
+        raise BadInput(f"cannot read history {str(path)!r}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise BadInput(f"history {str(path)!r} is not UTF-8 text ({e.reason})") from None
+    if fmt == "auto":
+        fmt = detect_format(text)
+        if fmt == "jsonl":
+            return read_jsonl(path)
+    src = os.path.basename(path)
+    if fmt == "jepsen-log":
+        return read_jepsen_log(text, src)
+    if fmt == "porcupine-kv":
+        return read_porcupine_kv(text, src)
+    if fmt == "json":
+        return read_json_array(text, src)
+    return read_edn(text, src)
