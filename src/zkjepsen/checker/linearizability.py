@@ -124,55 +124,59 @@ def search(ops: list[LinOp], init: Any) -> Generator[None, None, Outcome]:
     stack: list[tuple[int, Any, bool]] = []
     cache: set[tuple[int, Any]] = set()
     best: list[int] = []
-    steps = 0
+    depth = best_depth = 0
+    budget = SLICE
     e = nxt[head]
     while remaining:
-        steps += 1
-        if not steps % SLICE:
+        budget -= 1
+        if not budget:
+            budget = SLICE
             yield
         i = e_op[e]
         if i >= 0:
-            if bits & need[i] == need[i]:
-                ns = fns[i](state, args[i])
-                if ns is not ILLEGAL:
-                    nb = bits | bit[i]
-                    key = (nb, ns)
-                    if key not in cache:
-                        cache.add(key)
-                        stack.append((i, state, ro[i]))
-                        bits = nb
-                        state = ns
-                        c = call_e[i]  # lift the op out of the list
-                        nxt[prv[c]] = nxt[c]
-                        prv[nxt[c]] = prv[c]
-                        if not crashed[i]:
-                            r = ret_e[i]
-                            nxt[prv[r]] = nxt[r]
-                            prv[nxt[r]] = prv[r]
-                            remaining -= 1
-                        if len(stack) > len(best):
-                            best = [fr[0] for fr in stack]
-                        e = nxt[head]
-                        continue
-                    if not ro[i]:
-                        e = nxt[e]
-                        continue
-                    # a legal read-only op leads to an explored configuration: this one is dead
-                else:
-                    e = nxt[e]
-                    continue
-            else:
+            ni = need[i]
+            if ni and not bits & ni:
                 e = nxt[e]
                 continue
+            ns = fns[i](state, args[i])
+            if ns is ILLEGAL:
+                e = nxt[e]
+                continue
+            nb = bits | bit[i]
+            key = (nb, ns)
+            if key not in cache:
+                cache.add(key)
+                stack.append((i, state, ro[i]))
+                bits = nb
+                state = ns
+                c = call_e[i]  # lift the op out of the list
+                nxt[prv[c]] = nxt[c]
+                prv[nxt[c]] = prv[c]
+                r = ret_e[i]
+                if r:
+                    nxt[prv[r]] = nxt[r]
+                    prv[nxt[r]] = prv[r]
+                    remaining -= 1
+                depth += 1
+                if depth > best_depth:
+                    best_depth = depth
+                    best = [fr[0] for fr in stack]
+                e = nxt[head]
+                continue
+            if not ro[i]:
+                e = nxt[e]
+                continue
+            # a legal read-only op leads to an explored configuration: this one is dead
         # backtrack: undo forced (read-only) placements, then the last real choice
         while True:
             if not stack:
                 return _outcome(False, ops, init, best, len(cache))
             i, state, forced = stack.pop()
+            depth -= 1
             bits ^= bit[i]
             c = call_e[i]
-            if not crashed[i]:
-                r = ret_e[i]
+            r = ret_e[i]
+            if r:
                 nxt[prv[r]] = r
                 prv[nxt[r]] = r
                 remaining += 1
