@@ -14,6 +14,16 @@ def cli() -> None:
     """Show, with evidence, where ZooKeeper locks break atomicity."""
 
 
+def _register() -> None:
+    from zkjepsen.cli_cluster import cleanup, cluster_group, demo, image_group
+
+    for command in (image_group, cluster_group, cleanup, demo):
+        cli.add_command(command)
+
+
+_register()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: turn every expected error into one sentence and an exit status."""
     try:

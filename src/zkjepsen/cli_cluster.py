@@ -1,0 +1,195 @@
+"""`zkjepsen image|cluster|cleanup|demo`: the harness on the command line."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from zkjepsen.errors import BadInput
+from zkjepsen.harness import resources
+from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
+from zkjepsen.harness.image import ImageInfo, build_image, default_tag, image_exists
+from zkjepsen.harness.zkconfig import ZkSettings
+from zkjepsen.store import new_run_dir
+
+console = Console(stderr=True)
+
+
+def ensure_image(client, image: str | None, force: bool = False) -> ImageInfo:
+    """The image to run: the user's (`--image`, must exist) or ours (built if missing)."""
+    if image:
+        if not image_exists(client, image):
+            raise BadInput(f"image {image} does not exist locally; build or load it first, "
+                           "or drop --image to use zkjepsen's own")
+        return ImageInfo(image, client.images.get(image).attrs.get("Size", 0), built=False)
+    tag = default_tag()
+    if image_exists(client, tag) and not force:
+        return ImageInfo(tag, client.images.get(tag).attrs.get("Size", 0), built=False)
+    with console.status(f"building {tag} (first time only, ~1-2 min)") as status:
+        info = build_image(client, tag, force=force,
+                           on_progress=lambda s: status.update(f"building {tag}: {s}"))
+    console.print(f"built {info.tag}: {info.size_bytes / 1e6:.0f} MB in "
+                  f"{info.build_seconds:.0f} s")
+    return info
+
+
+def image_option(f):
+    return click.option("--image", default=None, metavar="NAME",
+                        help="Use this local image instead of building zkjepsen's own.")(f)
+
+
+@click.group("image")
+def image_group() -> None:
+    """The ZooKeeper node image (built locally from Debian packages, no registry)."""
+
+
+@image_group.command("build")
+@click.option("--force", is_flag=True, help="Rebuild even if the image for these inputs exists.")
+def image_build(force: bool) -> None:
+    """Build the node image with debootstrap + docker import."""
+    info = ensure_image(resources.docker_client(), None, force=force)
+    click.echo(f"{info.tag}\t{info.size_bytes / 1e6:.0f} MB"
+               + (f"\tbuilt in {info.build_seconds:.1f} s" if info.built else "\t(cached)"))
+
+
+@click.group("cluster")
+def cluster_group() -> None:
+    """Bring a ZooKeeper ensemble up, look at it, take it down."""
+
+
+@cluster_group.command("up")
+@click.option("--nodes", default=3, show_default=True, type=click.IntRange(1, 9))
+@click.option("--tick-ms", default=500, show_default=True, type=click.IntRange(50, 10000))
+@click.option("--store", "store_root", default=None, type=click.Path(path_type=Path),
+              help="Store root (default ./store).")
+@image_option
+def cluster_up(nodes: int, tick_ms: int, store_root: Path | None, image: str | None) -> None:
+    """Start an ensemble and leave it running (take it down with `cluster down`)."""
+    client = resources.docker_client()
+    info = ensure_image(client, image)
+    spec = EnsembleSpec(nodes=nodes, image=info.tag, settings=ZkSettings(tick_ms=tick_ms))
+    ens = DockerEnsemble(spec, new_run_dir("cluster", store_root), client=client)
+    t0 = time.monotonic()
+    with resources.teardown_on_signals():
+        try:
+            with console.status(f"starting {nodes} ZooKeeper servers ({ens.run_id})"):
+                ens.start()
+            ens.detach()
+        except BaseException:
+            ens.stop()
+            raise
+    console.print(f"{nodes} servers serving in {time.monotonic() - t0:.1f} s; "
+                  f"leader {ens.leader().name}")
+    click.echo(f"{ens.run_id}\t{ens.connect_string()}")
+
+
+def _pick_run(client, run_id: str | None) -> str:
+    if run_id:
+        return run_id
+    running = sorted(r.run_id for r in resources.find_runs(client).values() if r.containers)
+    if not running:
+        raise BadInput("no zkjepsen ensemble is running; start one with `zkjepsen cluster up`")
+    if len(running) > 1:
+        raise BadInput(f"{len(running)} ensembles are running ({', '.join(running)}); "
+                       "name one by its run id")
+    return running[0]
+
+
+@cluster_group.command("status")
+@click.argument("run_id", required=False)
+def cluster_status(run_id: str | None) -> None:
+    """Show each node's mode, zxid and connection count."""
+    client = resources.docker_client()
+    ens = DockerEnsemble.attach(_pick_run(client, run_id), client)
+    table = Table(title=f"{ens.run_id}  {ens.connect_string()}")
+    for col in ("node", "ip", "container", "mode", "zxid", "connections"):
+        table.add_column(col)
+    for row in ens.status():
+        table.add_row(*(str(row[k]) for k in ("node", "ip", "container", "mode", "zxid",
+                                              "connections")))
+    Console().print(table)
+
+
+@cluster_group.command("down")
+@click.argument("run_id", required=False)
+def cluster_down(run_id: str | None) -> None:
+    """Remove an ensemble's containers and network (its logs stay in the store)."""
+    client = resources.docker_client()
+    ens = DockerEnsemble.attach(_pick_run(client, run_id), client)
+    ens.stop()
+    click.echo(f"removed {ens.run_id} (logs in {ens.store_dir})")
+
+
+@click.command("cleanup")
+@click.option("--all", "everything", is_flag=True,
+              help="Also remove detached clusters and runs whose owner is still alive.")
+@click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
+def cleanup(everything: bool, dry_run: bool) -> None:
+    """Remove what crashed zkjepsen runs left behind (containers, networks, scratch files).
+
+    Only resources labelled by zkjepsen are touched. Faults die with them: partitions live in the
+    containers' own network namespaces, paused containers are killed, faketime files are in the
+    run's scratch directory.
+    """
+    client = resources.docker_client()
+    runs = resources.find_runs(client)
+    removed = 0
+    for run in sorted(runs.values(), key=lambda r: r.run_id):
+        if not (everything or run.orphaned):
+            reason = "detached cluster" if run.detached else "owner still running"
+            click.echo(f"kept    {run.run_id} ({reason}; use --all to remove)")
+            continue
+        if dry_run:
+            click.echo(f"would remove {run.run_id}: {len(run.containers)} containers, "
+                       f"{len(run.networks)} networks")
+            continue
+        nc, nn = resources.remove_run(client, run.run_id)
+        removed += 1
+        click.echo(f"removed {run.run_id}: {nc} containers, {nn} networks")
+    if not runs:
+        click.echo("nothing to clean up")
+
+
+@click.command("demo")
+@click.option("--nodes", default=5, show_default=True, type=click.IntRange(1, 9))
+@image_option
+def demo(nodes: int, image: str | None) -> None:
+    """Bring up an ensemble, write through one server, read through another, tear down."""
+    from kazoo.client import KazooClient
+
+    client = resources.docker_client()
+    info = ensure_image(client, image)
+    spec = EnsembleSpec(nodes=nodes, image=info.tag)
+    t0 = time.monotonic()
+    with resources.teardown_on_signals(), \
+            DockerEnsemble(spec, new_run_dir("demo"), client=client) as ens:
+        console.print(f"{nodes} servers serving in {time.monotonic() - t0:.1f} s "
+                      f"(run {ens.run_id}); leader {ens.leader().name}")
+        first, last = ens.nodes[0], ens.nodes[-1]
+        writer = KazooClient(hosts=first.address, timeout=4)
+        reader = KazooClient(hosts=last.address, timeout=4)
+        writer.start(timeout=10)
+        reader.start(timeout=10)
+        try:
+            value = f"written through {first.name} at {time.time():.3f}".encode()
+            writer.ensure_path("/zkjepsen")
+            writer.create("/zkjepsen/demo", value)
+            reader.sync("/zkjepsen/demo")  # a follower may lag the leader without sync()
+            got, _ = reader.get("/zkjepsen/demo")
+        finally:
+            writer.stop()
+            reader.stop()
+            writer.close()
+            reader.close()
+        ok = got == value
+        console.print(f"read through {last.name}: {got.decode()!r} -> "
+                      f"{'same value' if ok else 'DIFFERENT value'}")
+    left = resources.find_runs(client).get(ens.run_id)
+    console.print(f"torn down: {'nothing left behind' if not left else 'LEFTOVERS: ' + str(left)}; "
+                  f"logs in {ens.store_dir}")
+    if not ok:
+        raise SystemExit(1)

@@ -1,0 +1,334 @@
+"""A real ZooKeeper ensemble: one Docker container per server on a private bridge network.
+
+The host reaches every container by its fixed IP (no published ports, so no port clashes), which
+is how the harness asks servers `srvr`/`mntr` and how host-side kazoo clients connect.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import platform
+import random
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from zkjepsen.errors import BadInput, EnvironmentProblem
+from zkjepsen.harness import resources
+from zkjepsen.harness.fourlw import four_letter
+from zkjepsen.harness.zkconfig import CLIENT_PORT, LOG4J_PROPERTIES, ZkSettings, zoo_cfg
+
+SERVER_IP_OFFSET = 10  # n1 = .11, n2 = .12, ...; clients get .101 and up
+CLIENT_IP_OFFSET = 100
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str  # n1, n2, ...
+    id: int  # ZooKeeper's myid
+    ip: str
+    port: int = CLIENT_PORT
+
+    @property
+    def address(self) -> str:
+        return f"{self.ip}:{self.port}"
+
+
+class Ensemble(Protocol):
+    """What workloads and nemeses may rely on; a remote backend implements the same."""
+
+    nodes: list[Node]
+
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def leader(self) -> Node | None: ...
+    def connect_string(self, nodes: list[Node] | None = None) -> str: ...
+    def exec(self, node: Node, argv: list[str]) -> tuple[int, str]: ...
+    def logs(self, node: Node) -> str: ...
+
+
+@dataclass
+class EnsembleSpec:
+    nodes: int = 3
+    image: str | None = None  # default: the locally built image for the current inputs
+    settings: ZkSettings = field(default_factory=ZkSettings)
+    faketime: bool = True  # preload libfaketime (clock faults need it from the start)
+    quorum_timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.nodes < 1 or self.nodes > 9:
+            raise BadInput(f"--nodes {self.nodes} is out of range; use 1 to 9 (3, 5 or 7 usual)")
+
+
+class DockerEnsemble:
+    """The Docker backend. Use as a context manager: leaving it always removes everything."""
+
+    def __init__(self, spec: EnsembleSpec, store_dir: Path, run_id: str | None = None,
+                 client=None) -> None:
+        self.spec = spec
+        self.run_id = run_id or resources.new_run_id()
+        self.store_dir = Path(store_dir)
+        self.client = client or resources.docker_client()
+        self.network_name = self.run_id
+        self.nodes: list[Node] = []
+        self.subnet: ipaddress.IPv4Network | None = None
+        self._containers: dict[str, object] = {}
+        self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="ensemble")
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    def __enter__(self) -> DockerEnsemble:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def image(self) -> str:
+        from zkjepsen.harness.image import default_tag
+
+        return self.spec.image or default_tag()
+
+    @property
+    def scratch(self) -> Path:
+        return resources.SCRATCH_ROOT / self.run_id
+
+    def start(self) -> None:
+        self._create_network()
+        ips = [str(self.subnet.network_address + SERVER_IP_OFFSET + i)
+               for i in range(1, self.spec.nodes + 1)]
+        self.nodes = [Node(f"n{i}", i, ip) for i, ip in enumerate(ips, start=1)]
+        for node in self.nodes:
+            self._write_node_files(node, ips)
+        list(self._pool.map(self._create_server, self.nodes))
+        self.wait_for_quorum(self.spec.quorum_timeout_s)
+
+    def stop(self) -> None:
+        """Remove every container and the network; keep the logs in the store. Idempotent."""
+        with resources.signals_deferred():
+            for node in self.nodes:
+                self._save_stdout(node)
+            resources.remove_run(self.client, self.run_id)
+            self._containers.clear()
+
+    def detach(self) -> None:
+        """Leave the ensemble running after this process exits (`cluster up`)."""
+        (self.scratch / resources.DETACHED_MARKER).write_text(str(self.store_dir))
+
+    @classmethod
+    def attach(cls, run_id: str, client=None) -> DockerEnsemble:
+        """Rebuild the handle of a running ensemble from its container labels."""
+        client = client or resources.docker_client()
+        found = client.containers.list(
+            all=True, filters={"label": [f"{resources.RUN_LABEL}={run_id}",
+                                         f"{resources.ROLE_LABEL}=server"]})
+        if not found:
+            raise BadInput(f"no zkjepsen ensemble with run id {run_id}; "
+                           "`zkjepsen cluster status` lists the running ones")
+        marker = resources.SCRATCH_ROOT / run_id / resources.DETACHED_MARKER
+        store = Path(marker.read_text()) if marker.exists() else Path("store/cluster") / run_id
+        self = cls(EnsembleSpec(nodes=len(found), image=found[0].image.tags[0]
+                                if found[0].image.tags else None), store, run_id, client)
+        for c in sorted(found, key=lambda c: int(c.labels["zkjepsen.myid"])):
+            node = Node(c.labels["zkjepsen.node"], int(c.labels["zkjepsen.myid"]),
+                        c.labels["zkjepsen.ip"])
+            self.nodes.append(node)
+            self._containers[node.name] = c
+        return self
+
+    # ---- Ensemble interface ----------------------------------------------------------------
+    def connect_string(self, nodes: list[Node] | None = None) -> str:
+        return ",".join(n.address for n in (nodes or self.nodes))
+
+    def node(self, name: str) -> Node:
+        for n in self.nodes:
+            if n.name == name:
+                return n
+        raise BadInput(f"no node named {name}; nodes are {', '.join(n.name for n in self.nodes)}")
+
+    def srvr(self, node: Node, timeout: float = 0.5) -> dict[str, str] | None:
+        """`srvr` of one node, or None if it does not answer as a serving member."""
+        out = four_letter(node.ip, node.port, "srvr", timeout)
+        if out is None or "Mode:" not in out:
+            return None
+        from zkjepsen.harness.zkconfig import parse_four_letter
+
+        return parse_four_letter(out)
+
+    def leader(self) -> Node | None:
+        """The node that says it leads, asked of all nodes at once (one round trip, ~ms).
+
+        For ~1.4 s after being cut off an old leader still says "leader" next to the new one, so
+        when two claim it we believe the one with the newer epoch (the high 32 bits of its zxid).
+        """
+        answers = list(self._pool.map(lambda n: (n, self.srvr(n)), self.nodes))
+        leaders = [(int(a.get("Zxid", "0x0"), 16) >> 32, n) for n, a in answers
+                   if a and a.get("Mode") == "leader"]
+        return max(leaders, key=lambda t: t[0])[1] if leaders else None
+
+    def status(self) -> list[dict]:
+        def one(node: Node) -> dict:
+            state = self._container(node).status if self._container(node) else "missing"
+            a = self.srvr(node) if state == "running" else None
+            return {"node": node.name, "ip": node.ip, "container": state,
+                    "mode": a.get("Mode") if a else "not serving",
+                    "zxid": a.get("Zxid") if a else None,
+                    "connections": int(a["Connections"]) if a and "Connections" in a else None}
+
+        return list(self._pool.map(one, self.nodes))
+
+    def exec(self, node: Node, argv: list[str]) -> tuple[int, str]:
+        res = self._container(node).exec_run(argv, demux=False)
+        return res.exit_code, (res.output or b"").decode(errors="replace")
+
+    def logs(self, node: Node) -> str:
+        path = self.store_dir / "nodes" / node.name / "zookeeper.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    # ---- node control (used by the nemesis) -----------------------------------------------
+    def kill(self, node: Node) -> None:
+        self._container(node).kill(signal="SIGKILL")
+
+    def restart(self, node: Node) -> None:
+        self._container(node).start()
+
+    def pause(self, node: Node) -> None:
+        self._container(node).pause()
+
+    def resume(self, node: Node) -> None:
+        self._container(node).unpause()
+
+    def wait_for_quorum(self, timeout_s: float) -> float:
+        """Block until every server serves and exactly one leads; returns the seconds waited."""
+        t0 = time.monotonic()
+        last: list[dict] = []
+        while time.monotonic() - t0 < timeout_s:
+            last = list(self._pool.map(lambda n: (n, self.srvr(n)), self.nodes))
+            modes = [a.get("Mode") if a else None for _, a in last]
+            if all(modes) and modes.count("leader") == 1:
+                return time.monotonic() - t0
+            for node in self.nodes:
+                c = self._container(node)
+                if c is not None:
+                    c.reload()
+                    if c.status == "exited":
+                        raise EnvironmentProblem(
+                            f"ZooKeeper on {node.name} exited during start-up; its log ends: "
+                            + self._tail(node))
+            time.sleep(0.1)
+        bad = next((n for n, a in last if not a), self.nodes[0])
+        raise EnvironmentProblem(
+            f"the ensemble did not reach quorum within {timeout_s:.0f} s ({bad.name} is not "
+            f"serving); its log ends: " + self._tail(bad))
+
+    # ---- helpers --------------------------------------------------------------------------
+    def _container(self, node: Node):
+        return self._containers.get(node.name)
+
+    def _tail(self, node: Node, lines: int = 8) -> str:
+        text = self.logs(node) or self._docker_logs(node)
+        return " | ".join(text.strip().splitlines()[-lines:]) or "(empty)"
+
+    def _docker_logs(self, node: Node) -> str:
+        c = self._container(node)
+        try:
+            return c.logs().decode(errors="replace") if c else ""
+        except Exception:  # noqa: BLE001 - best effort on the way out
+            return ""
+
+    def _save_stdout(self, node: Node) -> None:
+        text = self._docker_logs(node)
+        if text:
+            d = self.store_dir / "nodes" / node.name
+            d.mkdir(parents=True, exist_ok=True)
+            (d / "stdout.log").write_text(text)
+
+    def _create_network(self) -> None:
+        import docker.errors
+        import docker.types
+
+        rng = random.Random()
+        last_error = ""
+        for _ in range(30):
+            second, third = rng.randrange(60, 250), rng.randrange(0, 256)
+            subnet = ipaddress.ip_network(f"10.{second}.{third}.0/24")
+            ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(
+                subnet=str(subnet), gateway=str(subnet.network_address + 1))])
+            try:
+                self.client.networks.create(
+                    self.network_name, driver="bridge", ipam=ipam, check_duplicate=True,
+                    labels=resources.labels(self.run_id, "network"))
+                self.subnet = subnet
+                return
+            except docker.errors.APIError as e:
+                last_error = str(e)
+                if "overlap" in last_error or "in use" in last_error:
+                    continue  # another network holds this subnet: try another
+                raise EnvironmentProblem(f"Docker refused to create network {self.network_name}: "
+                                         f"{e.explanation or e}") from None
+        raise EnvironmentProblem("every /24 tried under 10.60-249.x.0 clashes with an existing "
+                                 f"network ({last_error}); remove unused Docker networks")
+
+    def _write_node_files(self, node: Node, ips: list[str]) -> None:
+        conf = self.scratch / "nodes" / node.name / "conf"
+        data = self.scratch / "nodes" / node.name / "data"
+        logd = self.store_dir / "nodes" / node.name
+        for d in (conf, data, logd, self.faketime_dir(node)):
+            d.mkdir(parents=True, exist_ok=True)
+        (conf / "zoo.cfg").write_text(zoo_cfg(node.id, ips, self.spec.settings))
+        (conf / "log4j.properties").write_text(LOG4J_PROPERTIES)
+        (data / "myid").write_text(f"{node.id}\n")
+        self.faketime_file(node).write_text("+0 x1\n")
+        shutil.copy(conf / "zoo.cfg", logd / "zoo.cfg")
+
+    def faketime_dir(self, node: Node) -> Path:
+        return self.scratch / "faketime" / node.name
+
+    def faketime_file(self, node: Node) -> Path:
+        return self.faketime_dir(node) / "timestamp"
+
+    def _env(self) -> dict[str, str]:
+        env = {"ZK_HEAP": self.spec.settings.heap}
+        if self.spec.faketime:
+            # The control file is read at most once a second; the nemesis rewrites it at run
+            # time. Monotonic faking stays ON for the JVM: turning it off makes timed waits spin.
+            env |= {"LD_PRELOAD": f"/usr/lib/{platform.machine()}-linux-gnu/faketime/"
+                                  "libfaketime.so.1",
+                    "FAKETIME_TIMESTAMP_FILE": "/zk/faketime/timestamp",
+                    "FAKETIME_CACHE_DURATION": "1",
+                    "FAKETIME_XRESET": "1"}
+        return env
+
+    def _create_server(self, node: Node) -> None:
+        api = self.client.api
+        binds = {
+            str(self.scratch / "nodes" / node.name / "conf"): {"bind": "/zk/conf", "mode": "ro"},
+            str(self.scratch / "nodes" / node.name / "data"): {"bind": "/zk/data", "mode": "rw"},
+            str((self.store_dir / "nodes" / node.name).resolve()): {"bind": "/zk/log",
+                                                                     "mode": "rw"},
+            str(self.faketime_dir(node)): {"bind": "/zk/faketime", "mode": "ro"},
+        }
+        host_config = api.create_host_config(binds=binds, cap_add=["NET_ADMIN", "NET_RAW"],
+                                             init=False)
+        net = api.create_networking_config(
+            {self.network_name: api.create_endpoint_config(ipv4_address=node.ip)})
+        try:
+            cid = api.create_container(
+                self.image, name=f"{self.run_id}-{node.name}", hostname=node.name,
+                labels=resources.labels(self.run_id, "server", node=node.name, myid=node.id,
+                                        ip=node.ip),
+                environment=self._env(), host_config=host_config, networking_config=net)["Id"]
+        except Exception as e:
+            if "No such image" in str(e):
+                raise EnvironmentProblem(f"image {self.image} is not built; run `zkjepsen image "
+                                         "build` (or pass --image NAME)") from None
+            raise
+        api.start(cid)
+        self._containers[node.name] = self.client.containers.get(cid)

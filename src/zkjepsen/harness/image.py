@@ -1,0 +1,186 @@
+"""Build the ZooKeeper node image with no container registry.
+
+Why this way: our machines (and many CI runners) have a Docker engine but no registry, so no base
+image can be pulled. We make a minimal Debian root filesystem with `debootstrap` from the Debian
+mirror the machine already uses, add one entrypoint script, and `docker import` the tree. The same
+image runs the ZooKeeper servers and the client processes (it carries `python3`; kazoo and our own
+package are bind-mounted from the host so both sides run exactly the same code).
+
+The tag is a content hash of every input (suite, package list, entrypoint, build steps), so a
+rebuild happens only when one of them changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from zkjepsen.errors import EnvironmentProblem
+
+IMAGE_REPO = "zkjepsen/zookeeper"
+SUITE = "bookworm"
+# Headless JRE only: Debian's `zookeeper` package pulls the full GUI JRE (~930 MB vs ~450 MB).
+PACKAGES = (
+    "libzookeeper-java",
+    "default-jre-headless",
+    "iptables",  # the nemesis drops packets inside a node's own network namespace
+    "iproute2",
+    "libfaketime",  # clock faults: preloaded into the JVM and the clients
+    "procps",
+    "python3",  # client processes run in containers of this same image
+)
+# Bumped when the build steps below change in a way the other inputs do not show.
+BUILD_RECIPE_VERSION = "3"
+ZK_JAVA_DIR = "/usr/share/java"
+# slf4j needs a binding or the server logs nothing (measured: see FIELD-NOTES.md).
+EXTRA_JARS = ("slf4j-log4j12.jar", "log4j-1.2.jar")
+
+ENTRYPOINT = r"""#!/bin/sh
+# zk-node: start one ZooKeeper server from the config the harness bind-mounted at /zk/conf.
+# No systemd, no Debian wrapper: the JVM is PID 1's only child, so SIGSTOP/SIGKILL reach it.
+set -e
+exec java -Xmx"${ZK_HEAP:-128m}" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k \
+  -Dzookeeper.log.dir=/zk/log -Dlog4j.configuration=file:/zk/conf/log4j.properties \
+  -cp "/zk/conf:@CLASSPATH@" org.apache.zookeeper.server.quorum.QuorumPeerMain /zk/conf/zoo.cfg
+"""
+
+LABEL = "zkjepsen.image"
+
+
+@dataclass(frozen=True)
+class ImageInfo:
+    tag: str
+    size_bytes: int
+    built: bool  # False when the cached image was reused
+    build_seconds: float | None = None
+
+
+def inputs_hash() -> str:
+    """Content hash of everything that determines the image."""
+    h = hashlib.sha256()
+    for part in (SUITE, BUILD_RECIPE_VERSION, ENTRYPOINT, *PACKAGES, *EXTRA_JARS):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:12]
+
+
+def default_tag() -> str:
+    return f"{IMAGE_REPO}:{inputs_hash()}"
+
+
+def debian_mirror() -> str:
+    """The Debian mirror this machine's apt already uses (no other host is reachable)."""
+    env = os.environ.get("ZKJEPSEN_DEBIAN_MIRROR")
+    if env:
+        return env
+    candidates = [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]
+    for path in candidates:
+        try:
+            text = path.read_text()
+        except OSError:
+            continue
+        for m in re.finditer(r"(https?://\S+/debian)/?(?:\s|$)", text):
+            if "security" not in m.group(1):
+                return m.group(1)
+    return "http://deb.debian.org/debian"
+
+
+def _classpath(rootfs: Path) -> str:
+    """zookeeper.jar's manifest names the jars it needs; add the log binding it does not."""
+    jar = rootfs / ZK_JAVA_DIR.lstrip("/") / "zookeeper.jar"
+    with zipfile.ZipFile(jar) as z:
+        manifest = z.read("META-INF/MANIFEST.MF").decode()
+    # Manifest lines are wrapped at 72 bytes with a leading space on continuation lines.
+    unwrapped = re.sub(r"\r?\n ", "", manifest)
+    entries: list[str] = [f"{ZK_JAVA_DIR}/zookeeper.jar"]
+    for line in unwrapped.splitlines():
+        if line.startswith("Class-Path:"):
+            for rel in line.split(":", 1)[1].split():
+                entries.append(rel if rel.startswith("/") else f"{ZK_JAVA_DIR}/{rel}")
+    entries += [f"{ZK_JAVA_DIR}/{j}" for j in EXTRA_JARS]
+    present = [e for e in dict.fromkeys(entries) if (rootfs / e.lstrip("/")).exists()]
+    return ":".join(present)
+
+
+def _run_streaming(argv: list[str], on_line: Callable[[str], None], what: str) -> None:
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    tail: list[str] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        line = line.rstrip()
+        tail = (tail + [line])[-15:]
+        on_line(line)
+    if proc.wait() != 0:
+        raise EnvironmentProblem(
+            f"{what} failed (exit {proc.returncode}); last output: " + " | ".join(tail[-5:]))
+
+
+def image_exists(client, tag: str) -> bool:  # client: docker.DockerClient
+    import docker.errors
+
+    try:
+        client.images.get(tag)
+        return True
+    except docker.errors.ImageNotFound:
+        return False
+
+
+def build_image(client, tag: str | None = None, force: bool = False,
+                on_progress: Callable[[str], None] = lambda s: None) -> ImageInfo:
+    """Build (or reuse) the node image; returns its tag, size and the build time."""
+    tag = tag or default_tag()
+    if not force and image_exists(client, tag):
+        return ImageInfo(tag, client.images.get(tag).attrs.get("Size", 0), built=False)
+    if os.geteuid() != 0:
+        raise EnvironmentProblem("building the image needs root (debootstrap); run it as root "
+                                 "or pass --image NAME to use an image you built yourself")
+    if shutil.which("debootstrap") is None:
+        raise EnvironmentProblem("debootstrap is not installed; run `apt-get install debootstrap` "
+                                 "(./run does it for you)")
+    started = time.monotonic()
+    work = Path(tempfile.mkdtemp(prefix="zkjepsen-build-", dir="/var/tmp"))
+    try:
+        rootfs = work / "rootfs"
+        on_progress(f"debootstrap {SUITE} from {debian_mirror()}")
+        _run_streaming(
+            ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}",
+             SUITE, str(rootfs), debian_mirror()],
+            lambda line: on_progress(line[:100]), "debootstrap")
+        on_progress("trimming the root filesystem")
+        subprocess.run(["chroot", str(rootfs), "apt-get", "clean"], check=True,
+                       capture_output=True)
+        for junk in ("var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale",
+                     "usr/share/info", "var/cache/debconf/templates.dat-old"):
+            target = rootfs / junk
+            if target.is_dir():
+                shutil.rmtree(target, ignore_errors=True)
+                target.mkdir(parents=True, exist_ok=True)
+        entry = rootfs / "usr/local/bin/zk-node"
+        entry.write_text(ENTRYPOINT.replace("@CLASSPATH@", _classpath(rootfs)))
+        entry.chmod(0o755)
+        on_progress("importing into Docker")
+        tarball = work / "rootfs.tar"
+        subprocess.run(["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(tarball), "."],
+                       check=True, capture_output=True)
+        repo, _, version = tag.rpartition(":")
+        # From a file, not a stream: the engine rejects the SDK's chunked upload.
+        client.api.import_image_from_file(
+            str(tarball), repository=repo, tag=version,
+            changes=['ENTRYPOINT ["/usr/local/bin/zk-node"]',
+                     f'LABEL {LABEL}="{inputs_hash()}"',
+                     "ENV LANG=C.UTF-8"])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if not image_exists(client, tag):
+        raise EnvironmentProblem(f"docker import finished but image {tag} is missing")
+    size = client.images.get(tag).attrs.get("Size", 0)
+    return ImageInfo(tag, size, built=True, build_seconds=time.monotonic() - started)
