@@ -1,0 +1,82 @@
+"""Fencing checker: what the protected resource accepted must follow lock order.
+
+Per resource, over accepted (`ok`) writes:
+- **Never backwards**: no accepted write certainly after (in real time: invoked after the other
+  completed) an accepted write with a larger token.
+- **A change of token means a change of holder**: a token is granted by exactly one acquisition
+  (two `ok` acquires of one lock with the same token is a violation), and every accepted write
+  carries a token its own client was granted (a write whose token was granted to another client,
+  or to nobody while acquisitions are recorded, is a violation). So consecutive accepted writes
+  with different tokens come from different holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from zkjepsen.checker import Result
+from zkjepsen.checker.lock import observe
+from zkjepsen.history import History, Op, fault_windows, faults_during
+
+
+class FencingChecker:
+    def __init__(self, acquire: Iterable[str] = ("acquire",), release: Iterable[str] = ("release",),
+                 write: Iterable[str] = ("write",), max_reported: int = 50) -> None:
+        self.names = (tuple(acquire), tuple(release), tuple(write))
+        self.max_reported = max_reported
+
+    def check(self, history: History | list[Op]) -> Result:
+        ops = history.ops if isinstance(history, History) else history
+        obs = observe(ops, *self.names)
+        faults = fault_windows(ops)
+        backwards: list[dict[str, Any]] = []
+        by_key: dict[Any, list[Any]] = {}
+        for w in obs.writes:
+            if w.token is not None:
+                by_key.setdefault(w.key, []).append(w)
+        for key, ws in by_key.items():
+            # Sweep by time; at equal times a completion counts as before an invoke (as lock.py).
+            events = sorted([(w.end, 0, i) for i, w in enumerate(ws)] +
+                            [(w.start, 1, i) for i, w in enumerate(ws)])
+            top = None  # the completed write with the largest token so far
+            for t, kind, i in events:
+                w = ws[i]
+                if kind == 0:
+                    if top is None or w.token > top.token:
+                        top = w
+                elif top is not None and w.token < top.token:  # top completed before w began
+                    backwards.append({
+                        "resource": key, "clients": [top.client, w.client],
+                        "tokens": [top.token, w.token], "window": [top.end, w.end],
+                        "faults": faults_during(faults, top.end, w.end)})
+        granted: dict[tuple[Any, Any], Any] = {}  # (lock, token) -> client
+        token_owner: dict[Any, set[Any]] = {}
+        reused = []
+        for h in obs.holds:
+            if h.maybe or h.token is None:
+                continue
+            prev = granted.get((h.key, h.token))
+            if prev is not None:
+                reused.append({"lock": h.key, "token": h.token, "clients": [prev, h.client]})
+            granted[(h.key, h.token)] = h.client
+            token_owner.setdefault(h.token, set()).add(h.client)
+        maybe_tokens = {h.token for h in obs.holds if h.maybe}
+        foreign = []
+        if granted:
+            for w in obs.writes:
+                owners = token_owner.get(w.token)
+                if w.token is None or w.token in maybe_tokens:
+                    continue
+                if owners is None or w.client not in owners:
+                    foreign.append({"resource": w.key, "client": w.client, "token": w.token,
+                                    "granted_to": sorted(owners or (), key=repr),
+                                    "window": [w.start, w.end],
+                                    "faults": faults_during(faults, w.start, w.end)})
+        cap = self.max_reported
+        valid = not (backwards or reused or foreign)
+        return Result(valid, {
+            "accepted_writes": len(obs.writes), "rejected_writes": obs.rejected_writes,
+            "backwards_count": len(backwards), "backwards": backwards[:cap],
+            "reused_token_count": len(reused), "reused_tokens": reused[:cap],
+            "foreign_token_count": len(foreign), "foreign_tokens": foreign[:cap]})

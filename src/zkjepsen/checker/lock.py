@@ -1,0 +1,253 @@
+"""Lock checker: mutual exclusion as the clients believed it, and atomicity as the resource saw it.
+
+Terms (all times are the history's monotonic ns):
+- A **hold** is one acquisition. For an `ok` acquire its **belief** is [acquire ok, the client's
+  next release invoke on that lock) - end of history if it never releases, or the client's next
+  acquire invoke on that lock if it re-acquires without releasing. The **careful** belief (an
+  application that stops at the first sign of trouble) also ends at the client's own SUSPENDED or
+  LOST session event. An `info` acquire is a **maybe** hold over [acquire invoke, same end): it
+  may have been granted at any time after the invoke.
+- **Belief overlap**: two definite holds of the same lock by different clients whose beliefs
+  intersect (for a mode-aware rwlock: unless both are read holds). Involving a maybe hold, the
+  overlap is only "possible" and never makes the verdict invalid on its own.
+- **Effect overlap** (atomicity broken) on one resource: two accepted (`ok`) writes w and w'
+  carrying tokens t < t' (t' was granted later in lock order) where w is NOT certainly before w'
+  in real time, i.e. w completed after w' was invoked. Either w' completed before w was invoked:
+  the resource certainly accepted the smaller token after the larger ("stale-after-newer", out of
+  lock order); or the two writes were in flight at once ("interleaved"): each write lies inside
+  its holder's belief, so the holders' beliefs overlapped and the resource took writes from both,
+  in an order nobody can show to be lock order. A belief overlap with no effect overlap between
+  the same two holds is a **near miss** (fencing, or luck, kept the data atomic).
+
+Every violation names both clients (`client` when recorded, else the process), its window, and
+the nemesis faults active in that window. Cost: one pass over the history, then a sort and a
+sweep over interval endpoints per lock and per resource (O(n log n)).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from zkjepsen.checker import Result
+from zkjepsen.history import NEMESIS, History, Op, fault_windows, faults_during
+
+INF = float("inf")
+
+
+@dataclass(slots=True)
+class Hold:
+    client: Any
+    process: Any
+    key: Any
+    token: Any
+    start: int  # acquire ok (or acquire invoke for a maybe hold)
+    end: float = INF  # release invoke (or re-acquire invoke); INF = held to the end
+    careful_end: float = INF
+    maybe: bool = False
+    mode: str = "write"
+    seq: Any = None
+    node: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"client": self.client, "process": self.process, "token": self.token,
+                "seq": self.seq, "node": self.node, "mode": self.mode, "maybe": self.maybe,
+                "start": self.start, "end": None if self.end == INF else self.end}
+
+
+@dataclass(slots=True)
+class Write:
+    client: Any
+    key: Any
+    token: Any
+    start: int
+    end: int
+
+
+@dataclass
+class LockObservations:
+    """What the lock and fencing checkers read from a history (one pass)."""
+
+    holds: list[Hold] = field(default_factory=list)
+    writes: list[Write] = field(default_factory=list)  # accepted writes only
+    rejected_writes: int = 0
+    unknown_writes: int = 0
+    last_time: int = 0
+
+
+def _mode(*values: Any) -> str:
+    for v in values:
+        if isinstance(v, dict) and v.get("mode") in ("read", "write"):
+            return v["mode"]
+    return "write"
+
+
+def observe(ops: Iterable[Op], acquire: Iterable[str] = ("acquire",),
+            release: Iterable[str] = ("release",), write: Iterable[str] = ("write",)) -> LockObservations:
+    """One pass: holds (with belief ends), accepted writes, counts of rejected/unknown writes."""
+    acq, rel, wr = frozenset(acquire), frozenset(release), frozenset(write)
+    obs = LockObservations()
+    pending: dict[Any, Op] = {}  # process -> its open invoke
+    open_holds: dict[tuple[Any, Any], Hold] = {}  # (client, lock key) -> hold still believed
+    by_client: dict[Any, list[Hold]] = {}  # client -> its holds still open to careful ends
+    holds, writes = obs.holds, obs.writes
+    t = 0
+    for op in ops:
+        t = op.time
+        typ = op.type
+        p = op.process
+        if p == NEMESIS:
+            continue
+        client = p if op.client is None else op.client
+        if typ == "invoke":
+            pending[p] = op
+            f = op.f
+            if f in rel or f in acq:
+                h = open_holds.pop((client, op.key), None)
+                if h is not None:
+                    h.end = t
+                    if t < h.careful_end:
+                        h.careful_end = t
+            continue
+        if typ == "event":
+            if op.f == "session-state" and op.value in ("SUSPENDED", "LOST"):
+                for h in by_client.pop(client, ()):
+                    if t < h.careful_end:
+                        h.careful_end = t
+            continue
+        inv = pending.pop(p, None)
+        if inv is None:
+            continue
+        f = inv.f
+        if f in acq:
+            if typ == "fail":
+                continue
+            v = op.value if isinstance(op.value, dict) else {}
+            maybe = typ != "ok"
+            h = Hold(client, p, inv.key, v.get("token"), inv.time if maybe else t, maybe=maybe,
+                     mode=_mode(inv.value, op.value), seq=v.get("seq"), node=v.get("node"))
+            holds.append(h)
+            open_holds[(client, inv.key)] = h
+            by_client.setdefault(client, []).append(h)
+        elif f in wr:
+            if typ == "ok":
+                v = inv.value if isinstance(inv.value, dict) else op.value
+                token = v.get("token") if isinstance(v, dict) else None
+                writes.append(Write(client, inv.key, token, inv.time, t))
+            elif typ == "fail":
+                obs.rejected_writes += 1
+            else:
+                obs.unknown_writes += 1
+    obs.last_time = t
+    return obs
+
+
+def interval_overlaps(holds: list[Hold], careful: bool = False) -> list[tuple[Hold, Hold]]:
+    """Pairs of holds of the same lock by different clients whose (careful) beliefs intersect,
+    by a sweep over sorted endpoints: O(n log n + overlaps)."""
+    events: list[tuple[Any, int, int]] = []
+    for i, h in enumerate(holds):
+        end = h.careful_end if careful else h.end
+        if end > h.start:
+            events.append((h.start, 1, i))
+            events.append((end, 0, i))  # at equal times an end closes before a start opens
+    events.sort()
+    active: dict[Any, dict[int, Hold]] = {}
+    out = []
+    for _, kind, i in events:
+        h = holds[i]
+        act = active.setdefault(h.key, {})
+        if kind == 0:
+            act.pop(i, None)
+            continue
+        for o in act.values():
+            if o.client != h.client and not (o.mode == "read" and h.mode == "read"):
+                out.append((o, h))
+        act[i] = h
+    return out
+
+
+def effect_overlaps(writes: list[Write]) -> list[tuple[Write, Write, str]]:
+    """(w, w', kind) with token(w) < token(w') and w completed after w' was invoked (see the
+    module docstring). For each w the witness is the largest-token write invoked before w
+    completed: a prefix maximum over writes sorted by invoke time, found by bisection."""
+    out = []
+    by_key: dict[Any, list[Write]] = {}
+    for w in writes:
+        if w.token is not None:
+            by_key.setdefault(w.key, []).append(w)
+    for ws in by_key.values():
+        ws.sort(key=lambda w: w.start)
+        starts = [w.start for w in ws]
+        best: list[Write] = []
+        for w in ws:
+            best.append(w if not best or w.token > best[-1].token else best[-1])
+        for w in ws:
+            j = bisect.bisect_left(starts, w.end) - 1  # writes invoked strictly before w ended
+            if j >= 0 and best[j].token > w.token:
+                newer = best[j]
+                kind = "stale-after-newer" if newer.end < w.start else "interleaved"
+                out.append((w, newer, kind))
+    return out
+
+
+class LockChecker:
+    """Belief and effect overlap for mutexes (and, with read/write modes, rwlocks).
+
+    `acquire`/`release`/`write` name the ops (an election is acquire="elected",
+    release="resign"). `fail_on` picks which findings make the verdict invalid.
+    """
+
+    def __init__(self, acquire: Iterable[str] = ("acquire",), release: Iterable[str] = ("release",),
+                 write: Iterable[str] = ("write",),
+                 fail_on: Iterable[str] = ("belief", "effect"), max_reported: int = 50) -> None:
+        self.names = (tuple(acquire), tuple(release), tuple(write))
+        self.fail_on = frozenset(fail_on)
+        self.max_reported = max_reported
+
+    def check(self, history: History | list[Op]) -> Result:
+        ops = history.ops if isinstance(history, History) else history
+        obs = observe(ops, *self.names)
+        faults = fault_windows(ops)
+        end_of_test = obs.last_time
+
+        def window(a: float, b: float) -> dict[str, Any]:
+            lo, hi = a, b
+            return {"start": lo, "end": None if hi == INF else hi,
+                    "faults": faults_during(faults, int(lo), None if hi == INF else int(hi))}
+
+        definite = [h for h in obs.holds if not h.maybe]
+        belief, possible = [], []
+        for a, b in interval_overlaps(obs.holds):
+            rec = {"key": a.key, "clients": [a.client, b.client], "holds": [a, b],
+                   **window(max(a.start, b.start), min(a.end, b.end))}
+            (possible if a.maybe or b.maybe else belief).append(rec)
+        careful = [{"key": a.key, "clients": [a.client, b.client], "holds": [a, b],
+                    **window(max(a.start, b.start), min(a.careful_end, b.careful_end))}
+                   for a, b in interval_overlaps(definite, careful=True)]
+        effects = []
+        for w, newer, kind in effect_overlaps(obs.writes):
+            effects.append({"kind": kind, "resource": w.key, "clients": [w.client, newer.client],
+                            "tokens": [w.token, newer.token],
+                            "writes": [{"client": x.client, "token": x.token, "start": x.start,
+                                        "end": x.end} for x in (w, newer)],
+                            **window(min(w.start, newer.start), max(w.end, newer.end))})
+        effect_tokens = {frozenset(e["tokens"]) for e in effects}
+        near = [b for b in belief
+                if frozenset((b["holds"][0].token, b["holds"][1].token)) not in effect_tokens]
+        found = {"belief": belief, "careful": careful, "effect": effects}
+        valid = not any(found[k] for k in self.fail_on if k in found)
+        cap = self.max_reported
+        details: dict[str, Any] = {
+            "holds": len(obs.holds), "maybe_holds": len(obs.holds) - len(definite),
+            "accepted_writes": len(obs.writes), "rejected_writes": obs.rejected_writes,
+            "unknown_writes": obs.unknown_writes, "end_of_test": end_of_test,
+            "belief_overlap_count": len(belief), "belief_overlaps": belief[:cap],
+            "careful_belief_overlap_count": len(careful), "careful_belief_overlaps": careful[:cap],
+            "effect_overlap_count": len(effects), "effect_overlaps": effects[:cap],
+            "near_miss_count": len(near), "near_misses": near[:cap],
+            "possible_overlap_count": len(possible), "possible_overlaps": possible[:cap],
+        }
+        return Result(valid, details)

@@ -1,0 +1,88 @@
+"""Entry point of one client process (runs inside its own container): `python3 -m
+zkjepsen.client_main SPEC.json`. Stdlib + kazoo only; the workload drives the loop."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from zkjepsen.clientctx import ClientContext, Recorder
+
+
+def _next_process(path: Path, client: int, nclients: int) -> int:
+    """A restarted client (after a kill) must not reuse a process id of its earlier life."""
+    highest = 0
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                p = json.loads(line).get("process")
+            except ValueError:
+                continue  # the line a SIGKILL cut short
+            if isinstance(p, int):
+                highest = max(highest, p)
+    return client if highest == 0 else highest + nclients
+
+
+def main(spec_path: str) -> int:
+    from kazoo.client import KazooClient
+    from kazoo.retry import KazooRetry
+
+    from zkjepsen.workloads import get_workload
+
+    spec = json.loads(Path(spec_path).read_text())
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    n, nclients = spec["client"], spec["nclients"]
+    out = Path(spec["out"]) / f"client-{n}.jsonl"
+    process = _next_process(out, n, nclients)
+    rec = Recorder(str(out), spec["t0_ns"], n, nclients)
+    rec.process = process
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # Retries stay bounded so an op under a partition ends (as info) instead of hanging forever.
+    retry = {"max_tries": 3, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
+    zk = KazooClient(hosts=spec["hosts"], timeout=spec["session_timeout_s"],
+                     connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
+                     command_retry=retry)
+    ctx = ClientContext(client=n, nclients=nclients, zk=zk, hosts=spec["hosts"],
+                        recipe=spec["recipe"], params=spec.get("params", {}), recorder=rec,
+                        deadline=spec["deadline_monotonic"],
+                        rng=random.Random(f"{spec.get('seed', 0)}:{n}:{process}"),
+                        stop_event=stop)
+
+    def on_state(state) -> None:
+        ctx.event("session-state", str(state))
+
+    zk.add_listener(on_state)
+    try:
+        zk.start(timeout=spec.get("connect_timeout_s", 15))
+    except Exception as e:  # noqa: BLE001 - recorded, then the process ends
+        ctx.event("client-error", f"could not connect: {e}")
+        return 3
+    session_id, _ = zk.client_id
+    ctx.event("session", {"session_id": f"0x{session_id:x}",
+                          "timeout_ms": getattr(zk, "_session_timeout", None)})
+    workload = get_workload(spec["workload"])
+    try:
+        workload.run_client(ctx)
+    except Exception as e:  # noqa: BLE001 - the history must say why a client stopped
+        ctx.event("client-error", f"{type(e).__name__}: {e}")
+        logging.exception("workload loop failed")
+        return 4
+    finally:
+        try:
+            zk.stop()
+            zk.close()
+        except Exception:  # noqa: BLE001
+            pass
+        rec.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -1,0 +1,156 @@
+"""Client processes: one container per logical client, each with its own IP and kazoo session.
+
+Why containers: a split holder happens to a *client* (a GC pause, a cut network), so the nemesis
+must pause one client (`docker pause`, the cgroup freezer: every thread stops at once, like a
+stop-the-world GC) and isolate one client (iptables in that container's own network namespace).
+The client code is bind-mounted from the host (our package and the host's kazoo), so clients run
+exactly the code under test, in the image's Python 3.11.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import kazoo
+
+import zkjepsen
+from zkjepsen.harness import resources
+from zkjepsen.harness.ensemble import CLIENT_IP_OFFSET, DockerEnsemble
+
+SRC_ROOT = Path(zkjepsen.__file__).resolve().parent.parent
+KAZOO_DIR = Path(kazoo.__file__).resolve().parent
+
+
+@dataclass
+class ClientHandle:
+    index: int  # logical client number, 1..N
+    ip: str
+    hosts: str
+    container: object  # docker Container
+
+    @property
+    def name(self) -> str:
+        return f"c{self.index}"
+
+    def pause(self) -> None:
+        self.container.pause()
+
+    def resume(self) -> None:
+        self.container.unpause()
+
+    def kill(self) -> None:
+        self.container.kill(signal="SIGKILL")
+
+    def restart(self) -> None:
+        """A killed client comes back as a new process with a new session."""
+        self.container.start()
+
+    def status(self) -> str:
+        self.container.reload()
+        return self.container.status
+
+    def exec(self, argv: list[str]) -> tuple[int, str]:
+        res = self.container.exec_run(argv)
+        return res.exit_code, (res.output or b"").decode(errors="replace")
+
+
+class ClientPool:
+    """Starts, controls and collects the client containers of one run."""
+
+    def __init__(self, ensemble: DockerEnsemble, out_dir: Path, image: str | None = None) -> None:
+        self.ensemble = ensemble
+        self.out_dir = Path(out_dir).resolve()
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        # A user's own server image (e.g. the official one) may have no python3: clients then
+        # run in zkjepsen's image.
+        self.image = image or ensemble.image
+        self.handles: list[ClientHandle] = []
+
+    def client_ip(self, index: int) -> str:
+        return str(self.ensemble.subnet.network_address + CLIENT_IP_OFFSET + index)
+
+    def start(self, specs: list[dict]) -> list[ClientHandle]:
+        """Start one container per spec (see client_main for the keys); returns the handles."""
+        api = self.ensemble.client.api
+        for spec in specs:
+            n = spec["client"]
+            spec = {**spec, "out": "/out"}
+            (self.out_dir / f"spec-c{n}.json").write_text(json.dumps(spec, indent=1))
+            binds = {
+                str(SRC_ROOT): {"bind": "/opt/zkjepsen/src", "mode": "ro"},
+                str(KAZOO_DIR): {"bind": "/opt/zkjepsen/site/kazoo", "mode": "ro"},
+                str(self.out_dir): {"bind": "/out", "mode": "rw"},
+            }
+            env = {"PYTHONPATH": "/opt/zkjepsen/src:/opt/zkjepsen/site",
+                   "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+            env.update(spec.get("env", {}))
+            host_config = api.create_host_config(binds=binds, cap_add=["NET_ADMIN", "NET_RAW"])
+            ip = self.client_ip(n)
+            net = api.create_networking_config(
+                {self.ensemble.network_name: api.create_endpoint_config(ipv4_address=ip)})
+            cid = api.create_container(
+                self.image, name=f"{self.ensemble.run_id}-c{n}", hostname=f"c{n}",
+                entrypoint=["python3", "-m", "zkjepsen.client_main", f"/out/spec-c{n}.json"],
+                labels=resources.labels(self.ensemble.run_id, "client", client=n, ip=ip),
+                environment=env, host_config=host_config, networking_config=net)["Id"]
+            api.start(cid)
+            self.handles.append(ClientHandle(n, ip, spec["hosts"],
+                                             self.ensemble.client.containers.get(cid)))
+        return self.handles
+
+    def handle(self, index: int) -> ClientHandle:
+        return next(h for h in self.handles if h.index == index)
+
+    def wait(self, timeout_s: float) -> dict[int, int | None]:
+        """Wait for every client to exit; returns exit codes (None: still running at timeout)."""
+        deadline = time.monotonic() + timeout_s
+        codes: dict[int, int | None] = {}
+        for h in self.handles:
+            remaining = max(0.1, deadline - time.monotonic())
+            try:
+                codes[h.index] = h.container.wait(timeout=remaining)["StatusCode"]
+            except Exception:  # noqa: BLE001 - requests' timeout: still running
+                codes[h.index] = None
+        return codes
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        """Ask every client to finish (SIGTERM), then save their logs. Containers stay until the
+        ensemble is removed (they carry the run label)."""
+        for h in self.handles:
+            try:
+                if h.status() == "paused":
+                    h.resume()
+                if h.status() == "running":
+                    h.container.kill(signal="SIGTERM")
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        self.wait(grace_s)
+        for h in self.handles:
+            try:
+                (self.out_dir / f"client-{h.index}.log").write_bytes(h.container.logs())
+            except Exception:  # noqa: BLE001
+                pass
+
+
+def merge_histories(out_dir: Path, extra: list[Path] = ()) -> list[dict]:
+    """Merge every client's (and the nemesis') JSONL into one history ordered by time.
+
+    A client killed mid-write may leave a truncated last line: it is dropped (the op it would
+    have recorded stays incomplete, which the checkers read as "unknown").
+    """
+    records: list[dict] = []
+    for path in [*sorted(Path(out_dir).glob("client-*.jsonl")), *extra]:
+        if not Path(path).exists():
+            continue
+        for line in Path(path).read_text().splitlines():
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                continue
+    records.sort(key=lambda r: r["time"])  # stable: per-file order survives equal times
+    for i, r in enumerate(records):
+        r["index"] = i
+    return records
