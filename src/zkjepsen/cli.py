@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from zkjepsen.cli_check import check
 from zkjepsen.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, ZkJepsenError
 
 
@@ -22,6 +23,7 @@ def _register() -> None:
 
 
 _register()
+cli.add_command(check)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -40,7 +40,7 @@ class FencingChecker:
             events = sorted([(w.end, 0, i) for i, w in enumerate(ws)] +
                             [(w.start, 1, i) for i, w in enumerate(ws)])
             top = None  # the completed write with the largest token so far
-            for t, kind, i in events:
+            for _t, kind, i in events:
                 w = ws[i]
                 if kind == 0:
                     if top is None or w.token > top.token:

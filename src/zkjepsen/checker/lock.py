@@ -85,7 +85,8 @@ def _mode(*values: Any) -> str:
 
 
 def observe(ops: Iterable[Op], acquire: Iterable[str] = ("acquire",),
-            release: Iterable[str] = ("release",), write: Iterable[str] = ("write",)) -> LockObservations:
+            release: Iterable[str] = ("release",),
+            write: Iterable[str] = ("write",)) -> LockObservations:
     """One pass: holds (with belief ends), accepted writes, counts of rejected/unknown writes."""
     acq, rel, wr = frozenset(acquire), frozenset(release), frozenset(write)
     obs = LockObservations()

@@ -1,0 +1,70 @@
+"""Counter checker (Jepsen's counter semantics), plus lost updates.
+
+Each `ok` read must lie within [lower, upper]: lower = the sum of adds that completed `ok` before
+the read was invoked (they certainly happened before it); upper = the sum of adds invoked before
+the read completed and not `fail`ed (`ok` or `info`: they may have happened before it). At equal
+timestamps the bounds are taken in the permissive direction.
+
+The final read is the last `ok` read. Lost updates = acknowledged adds missing from it: the sum of
+`ok` adds that completed before it was invoked, minus its value, when positive (an `info` add that
+did happen could hide a loss of the same size, so this is a lower bound on what was lost).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zkjepsen.checker import Result
+from zkjepsen.history import History
+
+
+class CounterChecker:
+    def __init__(self, add: str = "add", read: str = "read", max_reported: int = 50) -> None:
+        self.add, self.read, self.max_reported = add, read, max_reported
+
+    def check(self, history: History) -> Result:
+        # (time, order, kind, payload); order makes ties permissive: read invokes see the lower
+        # bound before same-time add completions, read completions see the upper bound after
+        # same-time add invokes.
+        events: list[tuple[int, int, str, Any]] = []
+        reads = []
+        for call in history.calls(validate=False):
+            inv, comp = call.invoke, call.complete
+            status = call.status
+            if inv.f == self.add:
+                if status == "fail":
+                    continue
+                v = inv.value if inv.value is not None else 1
+                events.append((inv.time, 0, "up", v))
+                if status == "ok":
+                    events.append((comp.time, 2, "low", v))
+            elif inv.f == self.read and status == "ok" and comp.value is not None:
+                r = len(reads)
+                reads.append({"value": comp.value, "process": inv.process, "client": inv.actor,
+                              "start": inv.time, "end": comp.time})
+                events.append((inv.time, 1, "read-start", r))
+                events.append((comp.time, 3, "read-end", r))
+        events.sort(key=lambda e: (e[0], e[1]))
+        lower = upper = 0
+        for _, _, kind, x in events:
+            if kind == "up":
+                upper += x
+            elif kind == "low":
+                lower += x
+            elif kind == "read-start":
+                reads[x]["lower"] = lower
+            else:
+                reads[x]["upper"] = upper
+        errors = [r for r in reads if not r["lower"] <= r["value"] <= r["upper"]]
+        details: dict[str, Any] = {"reads": len(reads), "error_count": len(errors),
+                                   "errors": errors[:self.max_reported]}
+        if reads:
+            final = max(reads, key=lambda r: r["end"])
+            details["final_read"] = final
+            details["acknowledged"] = final["lower"]
+            details["lost"] = max(0, final["lower"] - final["value"])
+        else:
+            details["final_read"] = None
+            details["lost"] = None
+        valid = not errors and not details.get("lost")
+        return Result(valid, details)

@@ -1,0 +1,90 @@
+"""Queue checker: nothing lost, nothing duplicated, nothing invented, FIFO where promised.
+
+Ops: `enqueue v`, `dequeue` (ok with the value taken; fail = empty), `drain` (ok with the list of
+values left, taken at the end). A value is **taken** by an ok dequeue or by a drain.
+- **duplicated**: taken more than once (values are assumed unique per enqueue).
+- **unexpected**: taken but never enqueued (neither ok nor info).
+- **lost**: enqueued ok but never taken; only decided when the history has a drain (without it a
+  value may still be in the queue) - else reported as `lost: null`.
+- **recovered**: enqueued with info (unknown) and taken: it did happen; not an error.
+- **FIFO** (`fifo=True`): if the enqueue of a completed before the enqueue of b was invoked, the
+  take of b must not complete before the take of a is invoked. Checked by a sweep over enqueues
+  in invoke order with a running maximum of the take-start of enqueues already completed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from zkjepsen.checker import Result
+from zkjepsen.checker.models import _freeze
+from zkjepsen.history import History
+
+
+class QueueChecker:
+    def __init__(self, fifo: bool = False, enqueue: str = "enqueue", dequeue: str = "dequeue",
+                 drain: str = "drain", max_reported: int = 50) -> None:
+        self.fifo = fifo
+        self.names = (enqueue, dequeue, drain)
+        self.max_reported = max_reported
+
+    def check(self, history: History) -> Result:
+        enq_f, deq_f, drain_f = self.names
+        enq: dict[Any, tuple[int, float, str]] = {}  # value -> (start, end, status)
+        taken: dict[Any, tuple[int, int]] = {}  # value -> first take (start, end)
+        takes: Counter[Any] = Counter()
+        drained = False
+        for call in history.calls(validate=False):
+            inv, comp = call.invoke, call.complete
+            status = call.status
+            if inv.f == enq_f and status != "fail":
+                end = comp.time if status == "ok" else float("inf")
+                enq[_freeze(inv.value)] = (inv.time, end, status)
+            elif status == "ok" and inv.f == deq_f:
+                v = _freeze(comp.value)
+                takes[v] += 1
+                taken.setdefault(v, (inv.time, comp.time))
+            elif status == "ok" and inv.f == drain_f:
+                drained = True
+                for x in comp.value or ():
+                    v = _freeze(x)
+                    takes[v] += 1
+                    taken.setdefault(v, (inv.time, comp.time))
+        cap = self.max_reported
+        duplicated = sorted((v for v, n in takes.items() if n > 1), key=repr)
+        unexpected = sorted((v for v in takes if v not in enq), key=repr)
+        lost = (sorted((v for v, e in enq.items() if e[2] == "ok" and v not in takes), key=repr)
+                if drained else None)
+        recovered = sum(1 for v, e in enq.items() if e[2] != "ok" and v in takes)
+        fifo_violations = self._fifo(enq, taken) if self.fifo else []
+        valid = not (duplicated or unexpected or lost or fifo_violations)
+        return Result(valid, {
+            "enqueued": len(enq), "taken": sum(takes.values()), "drained": drained,
+            "duplicated_count": len(duplicated), "duplicated": duplicated[:cap],
+            "unexpected_count": len(unexpected), "unexpected": unexpected[:cap],
+            "lost_count": None if lost is None else len(lost),
+            "lost": None if lost is None else lost[:cap],
+            "recovered": recovered,
+            "fifo_checked": self.fifo, "fifo_violation_count": len(fifo_violations),
+            "fifo_violations": fifo_violations[:cap]})
+
+    @staticmethod
+    def _fifo(enq: dict[Any, tuple[int, float, str]],
+              taken: dict[Any, tuple[int, int]]) -> list[dict[str, Any]]:
+        both = [(v, enq[v], taken[v]) for v in enq if v in taken]
+        # events: enqueue completion of a makes a "certainly earlier" candidate for later b
+        events = sorted([(e[1], 0, k) for k, (_, e, _) in enumerate(both)] +
+                        [(e[0], 1, k) for k, (_, e, _) in enumerate(both)])
+        out = []
+        top = None  # index into both: among completed enqueues, the one taken latest (by start)
+        for _, kind, k in events:
+            if kind == 0:
+                if top is None or both[k][2][0] > both[top][2][0]:
+                    top = k
+            elif top is not None and both[k][2][1] < both[top][2][0] and top != k:
+                a, b = both[top], both[k]
+                out.append({"first_enqueued": a[0], "taken_after": b[0],
+                            "enqueue_windows": [a[1][:2], b[1][:2]],
+                            "take_windows": [a[2], b[2]]})
+        return out

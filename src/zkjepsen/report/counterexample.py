@@ -1,0 +1,109 @@
+"""One self-contained HTML file for a linearizability failure, in Porcupine's style.
+
+One lane per process; each op is a bar from its invocation to its completion (a crashed op runs
+to the right edge, hatched). Time is drawn by rank (every distinct call/return time is one step)
+so dense and sparse stretches are equally readable. Ops in the longest linearizable prefix are
+green and numbered in linearization order; the op that cannot be placed after it is red; the rest
+grey. Below the lanes: the partial linearization with the model state after each op. No scripts,
+fonts or images are loaded from anywhere: the file works offline and as a CI artifact.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+from pathlib import Path
+from typing import Any
+
+from zkjepsen.checker.linearizability import Outcome
+from zkjepsen.checker.models import Model
+
+LANE_H, BAR_H, LEFT, WIDTH = 30, 20, 110, 1100
+_CSS = """
+body{font:13px system-ui,sans-serif;margin:16px;color:#222}
+h1{font-size:18px}.lanes{position:relative;border:1px solid #ccc;background:#fafafa;
+overflow-x:auto}.lane{position:absolute;left:0;font:12px monospace;color:#555}
+.op{position:absolute;height:BAR_Hpx;border-radius:3px;font:11px monospace;overflow:hidden;
+white-space:nowrap;padding:0 3px;box-sizing:border-box;border:1px solid #999;background:#ddd}
+.op.lin{background:#b8e6b8;border-color:#3a3}.op.bad{background:#f5a3a3;border:2px solid #c00}
+.op.crashed{background-image:repeating-linear-gradient(45deg,transparent 0 4px,#0001 4px 8px)}
+table{border-collapse:collapse;margin-top:12px}td,th{border:1px solid #ddd;padding:2px 6px;
+font:12px monospace;text-align:left}tr.bad td{background:#fdd}
+.legend span{display:inline-block;padding:0 6px;margin-right:8px;border:1px solid #999}
+""".replace("BAR_H", str(BAR_H))
+
+
+def render(outcome: Outcome, model: Model, title: str = "Linearizability counterexample",
+           partition: Any = None) -> str:
+    """The HTML text for one failing partition's outcome."""
+    ops = outcome.ops
+    order = {i: n for n, i in enumerate(outcome.best, 1)}
+    times = sorted({op.start for op in ops} | {op.end for op in ops if op.end is not None})
+    rank = {t: r for r, t in enumerate(times)}
+    span = max(len(times), 1)
+    x = lambda r: LEFT + (WIDTH - LEFT - 10) * r / span  # noqa: E731 - a tiny local scale
+
+    procs = sorted({op.call.invoke.process for op in ops}, key=lambda p: (str(type(p)), p))
+    lane = {p: k for k, p in enumerate(procs)}
+    parts = []
+    for p in procs:
+        parts.append(f'<div class="lane" style="top:{lane[p] * LANE_H + 6}px;width:{LEFT}px">'
+                     f"&nbsp;process {html.escape(str(p))}</div>")
+    for i, op in enumerate(ops):
+        x0 = x(rank[op.start])
+        x1 = x(rank[op.end] + 0.9) if op.end is not None else WIDTH - 6
+        cls = ["op"]
+        if i in order:
+            cls.append("lin")
+        if i == outcome.stuck:
+            cls.append("bad")
+        if op.end is None:
+            cls.append("crashed")
+        label = (f"{order[i]}. " if i in order else "") + op.action.text
+        inv = op.call.invoke
+        tip = (f"{op.action.text} | process {inv.process} | {op.call.status} | "
+               f"invoke index {inv.index} time {op.start} | end {op.end}")
+        parts.append(f'<div class="{" ".join(cls)}" title="{html.escape(tip)}" '
+                     f'style="top:{lane[inv.process] * LANE_H + 4}px;left:{x0:.1f}px;'
+                     f'width:{max(x1 - x0, 4):.1f}px">{html.escape(label)}</div>')
+    height = len(procs) * LANE_H + 8
+
+    rows = [f"<tr><td>0</td><td>(initial)</td><td></td>"
+            f"<td>{html.escape(model.describe_state(model.init()))}</td></tr>"]
+    for n, (i, s) in enumerate(zip(outcome.best, outcome.states, strict=True), 1):
+        op = ops[i]
+        rows.append(f"<tr><td>{n}</td><td>{html.escape(op.action.text)}</td>"
+                    f"<td>{html.escape(str(op.call.invoke.process))}</td>"
+                    f"<td>{html.escape(model.describe_state(s))}</td></tr>")
+    if outcome.stuck is not None:
+        op = ops[outcome.stuck]
+        rows.append(f'<tr class="bad"><td>✗</td><td>{html.escape(op.action.text)}</td>'
+                    f"<td>{html.escape(str(op.call.invoke.process))}</td>"
+                    "<td>cannot be placed here (illegal in every reachable order)</td></tr>")
+    stuck_text = ops[outcome.stuck].action.text if outcome.stuck is not None else "?"
+    part = "" if partition is None else f" · partition {html.escape(repr(partition))}"
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>{_CSS}</style></head><body>
+<h1>{html.escape(title)}</h1>
+<p>Model <b>{html.escape(model.name)}</b>{part} · {len(ops)} ops · {outcome.configs} configurations
+explored. The longest linearizable prefix has <b>{len(outcome.best)}</b> ops; then
+<b>{html.escape(stuck_text)}</b> cannot be placed.</p>
+<p class="legend"><span style="background:#b8e6b8">linearized (numbered in order)</span>
+<span style="background:#f5a3a3">cannot be placed</span><span>not reached</span>
+<span style="background-image:repeating-linear-gradient(45deg,transparent 0 4px,#0002 4px 8px)">
+crashed (unknown outcome)</span></p>
+<div class="lanes" style="height:{height}px;width:{WIDTH}px">{"".join(parts)}</div>
+<h2 style="font-size:15px">Partial linearization</h2>
+<table><tr><th>#</th><th>op</th><th>process</th><th>state after</th></tr>{"".join(rows)}</table>
+</body></html>
+"""
+
+
+def write(path: str | os.PathLike[str], outcome: Outcome, model: Model, **kw: Any) -> Path:
+    """Write the HTML atomically (temp file, then rename): never a half-written report."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(render(outcome, model, **kw), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
