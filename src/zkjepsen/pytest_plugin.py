@@ -1,0 +1,95 @@
+"""pytest plugin (entry point `pytest11`): fixtures for testing your own lock against real
+ZooKeeper, and a failure message a CI gate can act on.
+
+    def test_my_lock_survives_a_client_pause(zkjepsen_run):
+        result = zkjepsen_run(recipe="mypkg.locks:MyLock", workload="counter",
+                              nemesis=["pause-client"], time_limit_s=30)
+        result.assert_valid()
+
+Options: `--zk-nodes N` (default 3), `--zk-image NAME` (default: zkjepsen's own image, built on
+first use). Marker: `@pytest.mark.zkjepsen_faults(max_faults=N)` caps the faults a test may run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def pytest_addoption(parser) -> None:
+    group = parser.getgroup("zkjepsen")
+    group.addoption("--zk-nodes", type=int, default=3, help="ZooKeeper servers per ensemble")
+    group.addoption("--zk-image", default=None, help="use this local image for the servers")
+    group.addoption("--zk-store", default=None, help="store root for zkjepsen runs")
+
+
+def pytest_configure(config) -> None:
+    config.addinivalue_line(
+        "markers", "zkjepsen_faults(max_faults=N): a fault budget for zkjepsen_run in this test")
+
+
+class ZkJepsenFailure(AssertionError):
+    """Raised by `RunOutcome.assert_valid`: names the violations and where the evidence is."""
+
+
+class RunOutcome:
+    def __init__(self, run) -> None:
+        self.run = run
+        self.valid = run.valid
+        self.results: dict[str, Any] = run.results
+        self.store_dir: Path = run.store_dir
+
+    def violations(self) -> list[str]:
+        from zkjepsen.cli_test import summarise
+
+        return [f"{name}: {summarise(res)}" for name, res in self.results.items()
+                if isinstance(res, dict) and res.get("valid") is not True]
+
+    def assert_valid(self) -> None:
+        if self.valid is not True:
+            word = "INVALID" if self.valid is False else "UNKNOWN"
+            raise ZkJepsenFailure(
+                f"zkjepsen verdict {word} for {self.run.spec.test_name}:\n  "
+                + "\n  ".join(self.violations())
+                + f"\nevidence: {self.store_dir}/timeline.html, history.jsonl, results.json")
+
+
+@pytest.fixture(scope="session")
+def zk_ensemble(request, tmp_path_factory):
+    """A running ensemble for the whole session (nodes and image from the command line)."""
+    from zkjepsen.cli_cluster import ensure_image
+    from zkjepsen.harness import resources
+    from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
+
+    client = resources.docker_client()
+    image = ensure_image(client, request.config.getoption("--zk-image")).tag
+    spec = EnsembleSpec(nodes=request.config.getoption("--zk-nodes"), image=image)
+    with DockerEnsemble(spec, tmp_path_factory.mktemp("zk_ensemble"), client=client) as ens:
+        yield ens
+
+
+@pytest.fixture
+def zkjepsen_run(request):
+    """`zkjepsen_run(spec=None, **settings) -> RunOutcome`: one full test run (its own
+    ensemble, clients, faults, checks); the run's store dir is printed on failure."""
+    from zkjepsen.runner import TestSpec, run_test
+
+    marker = request.node.get_closest_marker("zkjepsen_faults")
+    store = request.config.getoption("--zk-store")
+
+    def run(spec: TestSpec | None = None, **settings: Any) -> RunOutcome:
+        if spec is None:
+            settings.setdefault("nodes", request.config.getoption("--zk-nodes"))
+            settings.setdefault("image", request.config.getoption("--zk-image"))
+            spec = TestSpec(**settings)
+        if marker is not None:
+            budget = marker.kwargs.get("max_faults")
+            if budget is not None:
+                spec.params = {**spec.params, "max_faults": budget}
+        outcome = RunOutcome(run_test(spec, Path(store) if store else None))
+        request.node.user_properties.append(("zkjepsen_store", str(outcome.store_dir)))
+        return outcome
+
+    return run
