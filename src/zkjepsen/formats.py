@@ -23,6 +23,7 @@ Formats (`--format`):
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import re
@@ -71,8 +72,10 @@ def _atom(tok: str) -> Any:
     return tok  # a symbol: keep its name
 
 
-def parse_edn(text: str, source: str = "EDN", first_line: int = 1) -> list[Any]:
-    """Parse a sequence of EDN forms into Python values (keywords as plain strings)."""
+def parse_edn(text: str, source: str = "EDN", first_line: int = 1,
+              offsets: dict[int, int] | None = None) -> list[Any]:
+    """Parse a sequence of EDN forms into Python values (keywords as plain strings).
+    With `offsets`, record each map's start offset under id(map) (for error messages)."""
     base = first_line - 1
     forms: list[Any] = []
     stack: list[tuple[str, list[Any], int]] = []
@@ -105,7 +108,10 @@ def parse_edn(text: str, source: str = "EDN", first_line: int = 1) -> list[Any]:
                 if len(items) % 2:
                     raise BadInput(f"{source} line {_line_of(text, where) + base}: map with an odd "
                                    "number of forms")
-                emit({_hashable(items[i]): items[i + 1] for i in range(0, len(items), 2)})
+                d = {_hashable(items[i]): items[i + 1] for i in range(0, len(items), 2)}
+                if offsets is not None:
+                    offsets[id(d)] = where
+                emit(d)
             else:
                 emit(items)
         elif kind == "disc":
@@ -133,18 +139,18 @@ _OP_FIELDS = {"process", "type", "f", "key", "value", "index", "time"}
 
 
 def _op_from_map(m: Any, pos: int, line: int, source: str) -> Op:
+    where = f"{source} line {line} (op {pos + 1})" if line else f"{source} op {pos + 1}"
     if not isinstance(m, dict):
-        raise BadInput(f"{source} op {pos + 1} (line {line}): expected a map, "
-                       f"got {type(m).__name__}")
+        raise BadInput(f"{where}: expected a map, got {type(m).__name__}")
     for k in ("process", "type", "f"):
         if k not in m:
-            raise BadInput(f"{source} op {pos + 1} (line {line}): missing :{k}")
+            raise BadInput(f"{where}: missing :{k}")
     t = m["type"]
     if t not in ("invoke", "ok", "fail", "info"):
-        raise BadInput(f"{source} op {pos + 1} (line {line}): unknown :type {t!r}")
+        raise BadInput(f"{where}: unknown :type {t!r}")
     p = m["process"]
     if not isinstance(p, (int, str)) or isinstance(p, bool):
-        raise BadInput(f"{source} op {pos + 1} (line {line}): bad :process {p!r}")
+        raise BadInput(f"{where}: bad :process {p!r}")
     extra = {str(k): v for k, v in m.items() if k not in _OP_FIELDS}
     if "time" in m:
         extra["source_time"] = m["time"]
@@ -158,14 +164,20 @@ def _op_from_map(m: Any, pos: int, line: int, source: str) -> Op:
 def _ops_from_forms(forms: list[Any], source: str, lines: list[int] | None = None) -> History:
     if len(forms) == 1 and isinstance(forms[0], list):
         forms = forms[0]
-    ln = lines or [0] * len(forms)
+    ln = lines if lines is not None else [0] * len(forms)
     ops = [_op_from_map(m, i, ln[i], source) for i, m in enumerate(forms)]
-    return History(ops, ln if lines else list(range(1, len(ops) + 1)))
+    return History(ops, ln if lines is not None else list(range(1, len(ops) + 1)))
 
 
 def read_edn(text: str, source: str = "EDN") -> History:
     """EDN history: a vector/list of op maps, or a bare sequence of op maps."""
-    return _ops_from_forms(parse_edn(text, source), source)
+    offsets: dict[int, int] = {}
+    forms = parse_edn(text, source, offsets=offsets)
+    ops = forms[0] if len(forms) == 1 and isinstance(forms[0], list) else forms
+    newlines = [m.start() for m in re.finditer("\n", text)]
+    lines = [bisect.bisect_left(newlines, offsets.get(id(m), -1)) + 1 if id(m) in offsets else 0
+             for m in ops]
+    return _ops_from_forms([ops], source, lines)
 
 
 def read_porcupine_kv(text: str, source: str = "porcupine-kv") -> History:

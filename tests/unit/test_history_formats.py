@@ -43,8 +43,10 @@ def test_knossos_edn_ops_keep_file_order_and_extra_fields():
 
 
 def test_edn_missing_field_is_bad_input():
-    with pytest.raises(BadInput, match="op 1 .*missing :type"):
-        read_edn("[{:process 0, :f :read}]")
+    with pytest.raises(BadInput, match="line 2 \\(op 2\\): missing :type"):
+        read_edn("[{:process 0, :type :invoke :f :read}\n {:process 0, :f :read}]")
+    with pytest.raises(BadInput, match="op 1: missing :f"):
+        read_json_array('[{"process": 0, "type": "ok"}]')
 
 
 def test_jepsen_log_lines():

@@ -260,12 +260,26 @@ def _dequeue(s: tuple[Any, ...], v: Any) -> Any:
     return s[1:] if s and s[0] == v else ILLEGAL
 
 
+def _dequeue_any(s: tuple[Any, ...], _: Any) -> Any:
+    return s[1:] if s else ILLEGAL  # on an empty queue it changed nothing: not placing it is that
+
+
 def _empty(s: tuple[Any, ...], _: Any) -> Any:
     return ILLEGAL if s else s
 
 
+def _drain(s: tuple[Any, ...], v: tuple[Any, ...]) -> Any:
+    return () if s == v else ILLEGAL
+
+
+def _clear(s: tuple[Any, ...], _: Any) -> Any:
+    return ()
+
+
 class FifoQueue(Model):
-    """enqueue v / dequeue v (ok) / dequeue fail = the queue was empty / drain [rest...]."""
+    """enqueue v / dequeue v (ok) / dequeue fail = the queue was empty / drain [rest...] (takes
+    everything left). A crashed dequeue may have taken the head, whatever it was; a crashed drain
+    may have taken everything (a drain cut off halfway is not modelled)."""
 
     name = "fifo-queue"
 
@@ -280,12 +294,13 @@ class FifoQueue(Model):
             if status == "fail":
                 return Action(_empty, None, True, "dequeue (empty)")
             if status != "ok":
-                return None  # unknown dequeue: we do not know which element it took
+                return Action(_dequeue_any, None, False, "dequeue (unknown)")
             return Action(_dequeue, _freeze(value), False, f"dequeue {value!r}")
         if f == "drain":
             if status != "ok":
-                return None
-            return Action(_read, tuple(_freeze(x) for x in value or ()), True, f"drain {value!r}")
+                return Action(_clear, None, False, "drain (unknown)")
+            return Action(_drain, tuple(_freeze(x) for x in value or ()), False,
+                          f"drain {value!r}")
         raise self._unsupported(f)
 
 

@@ -1,0 +1,93 @@
+"""`zkjepsen check`: verdict line, exit status, HTML on failure, one sentence for bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from zkjepsen.cli import main
+
+REGISTER_BAD = [
+    {"index": 0, "time": 0, "process": 0, "type": "invoke", "f": "write", "value": 1},
+    {"index": 1, "time": 10, "process": 0, "type": "ok", "f": "write", "value": 1},
+    {"index": 2, "time": 20, "process": 1, "type": "invoke", "f": "read"},
+    {"index": 3, "time": 30, "process": 1, "type": "ok", "f": "read", "value": 2},
+]
+
+
+def run(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    out = capsys.readouterr()
+    return exc.value.code, out.out, out.err
+
+
+def write_jsonl(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def test_valid_history_exits_0(tmp_path, capsys):
+    h = write_jsonl(tmp_path / "h.jsonl", REGISTER_BAD[:2])
+    code, out, _ = run(["check", str(h), "--model", "register"], capsys)
+    assert code == 0 and out.strip().endswith(": valid")
+
+
+def test_invalid_history_exits_1_and_writes_html(tmp_path, capsys):
+    h = write_jsonl(tmp_path / "h.jsonl", REGISTER_BAD)
+    page = tmp_path / "cx.html"
+    code, out, _ = run(["check", str(h), "--model", "register", "--html", str(page)], capsys)
+    assert code == 1
+    assert "NOT linearizable: read 2 by process 1 cannot be placed" in out
+    assert page.read_text().startswith("<!doctype html>")
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_unknown_exits_2(tmp_path, capsys):
+    recs = []
+    for p in range(16):  # 16 concurrent crashed writes make the refutation exponential
+        recs.append({"index": p, "time": p, "process": p, "type": "invoke", "f": "write",
+                     "value": p})
+    recs += [{"index": 20, "time": 20, "process": 99, "type": "invoke", "f": "read"},
+             {"index": 21, "time": 21, "process": 99, "type": "ok", "f": "read", "value": -1},
+             {"index": 22, "time": 22, "process": 98, "type": "invoke", "f": "read"},
+             {"index": 23, "time": 23, "process": 98, "type": "ok", "f": "read", "value": 3}]
+    h = write_jsonl(tmp_path / "h.jsonl", recs)
+    code, out, _ = run(["check", str(h), "--model", "register", "--time-limit", "0.05"], capsys)
+    assert code == 2 and "unknown: time limit" in out
+
+
+def test_malformed_line_exits_254_with_one_sentence(tmp_path, capsys):
+    h = tmp_path / "h.jsonl"
+    h.write_text(json.dumps(REGISTER_BAD[0]) + "\n{\"index\": 1, oops\n")
+    page = tmp_path / "cx.html"
+    code, out, err = run(["check", str(h), "--model", "register", "--html", str(page)], capsys)
+    assert code == 254
+    assert err.startswith("zkjepsen: history line 2: not valid JSON") and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and not page.exists()
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--model", "nope"], "Invalid value for '--model'"),
+    (["--model", "register", "--initial", "{bad"], "--initial must be JSON"),
+    (["--model", "register", "--format", "edn"], "line 1 (op 1): missing"),
+])
+def test_bad_arguments_exit_254(tmp_path, capsys, argv, msg):
+    h = write_jsonl(tmp_path / "h.jsonl", REGISTER_BAD[:2])
+    code, _, err = run(["check", str(h), *argv], capsys)
+    assert code == 254 and msg in err
+
+
+def test_other_checkers_and_json_output(tmp_path, capsys):
+    recs = [{"index": 0, "time": 0, "process": 1, "type": "invoke", "f": "acquire", "key": "/l"},
+            {"index": 1, "time": 1, "process": 1, "type": "ok", "f": "acquire", "key": "/l",
+             "value": {"token": 1}},
+            {"index": 2, "time": 2, "process": 2, "type": "invoke", "f": "acquire", "key": "/l"},
+            {"index": 3, "time": 3, "process": 2, "type": "ok", "f": "acquire", "key": "/l",
+             "value": {"token": 2}}]
+    h = write_jsonl(tmp_path / "h.jsonl", recs)
+    code, out, _ = run(["check", str(h), "--model", "lock", "--json"], capsys)
+    assert code == 1 and "1 belief overlap" in out
+    doc = json.loads(out[:out.rindex("}") + 1])
+    assert doc["valid"] is False and doc["belief_overlaps"][0]["clients"] == [1, 2]
