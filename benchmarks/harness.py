@@ -1,0 +1,72 @@
+"""Harness figures: time from `up` to quorum (3 and 5 nodes, image cached, median of N), the
+image size, memory per ZooKeeper node, and (with --cold) the cold image build time.
+
+    .venv/bin/python benchmarks/harness.py [--runs 5] [--cold]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from zkjepsen.harness import resources
+from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
+from zkjepsen.harness.image import build_image, default_tag
+
+
+def rss_mb(container) -> float:
+    """Resident memory of the JVM (the container's PID 1), read from the host's /proc."""
+    container.reload()
+    pid = container.attrs["State"]["Pid"]
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def time_to_quorum(client, nodes: int, faketime: bool = True) -> tuple[float, list[float]]:
+    with tempfile.TemporaryDirectory() as d:
+        ens = DockerEnsemble(EnsembleSpec(nodes=nodes, faketime=faketime), Path(d),
+                             client=client)
+        t0 = time.monotonic()
+        with ens:
+            elapsed = time.monotonic() - t0
+            time.sleep(2)  # let the JVMs settle before reading memory
+            mem = [rss_mb(ens._container(n)) for n in ens.nodes]
+        return elapsed, mem
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--cold", action="store_true", help="remove and rebuild the image first")
+    args = ap.parse_args()
+    client = resources.docker_client()
+    tag = default_tag()
+    if args.cold:
+        try:
+            client.images.remove(tag, force=True)
+        except Exception:  # noqa: BLE001 - not there yet
+            pass
+        info = build_image(client, tag)
+        print(f"cold image build: {info.build_seconds:.1f} s")
+    info = build_image(client, tag)
+    print(f"image {tag}: {info.size_bytes / 1e6:.0f} MB")
+    for faketime in (True, False):
+        for nodes in (3, 5):
+            times, mems = [], []
+            for _ in range(args.runs):
+                t, m = time_to_quorum(client, nodes, faketime)
+                times.append(t)
+                mems += m
+            print(f"{nodes} nodes, faketime {'on ' if faketime else 'off'}: up->quorum median "
+                  f"{statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f},"
+                  f" n={len(times)}); RSS per node median {statistics.median(mems):.0f} MB "
+                  f"(max {max(mems):.0f})")
+
+
+if __name__ == "__main__":
+    main()
