@@ -31,6 +31,13 @@ class Workload(Protocol):
 # name -> "module:attribute"
 WORKLOADS: dict[str, str] = {
     "ping": "zkjepsen.workloads.ping:PING",
+    "lock": "zkjepsen.workloads.lock:LOCK",
+    "election": "zkjepsen.workloads.lock:ELECTION",
+    "counter": "zkjepsen.workloads.counter:COUNTER",
+    "register": "zkjepsen.workloads.register:REGISTER",
+    "rwlock": "zkjepsen.workloads.rwlock:RWLOCK",
+    "queue": "zkjepsen.workloads.queue:QUEUE",
+    "raw": "zkjepsen.workloads.raw:RAW",
 }
 
 

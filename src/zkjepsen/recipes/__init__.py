@@ -1,0 +1,116 @@
+"""Recipes under test: the registry behind `--recipe NAME`, and `make_recipe`.
+
+Each recipe is a module that ports one algorithm faithfully, bugs included (see
+../shared/RECIPES.md and each module's docstring). `--recipe package.module:Name` imports a
+user's own recipe: a class or factory called as `Name(zk, path, hosts=, identifier=, params=)`
+(or `Name(zk, path)` if it takes no keywords), or an object that already has `acquire`.
+
+Modules are imported lazily: a client container imports only the recipe it runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+from zkjepsen.errors import BadInput
+from zkjepsen.recipes.base import Recipe, Token
+
+
+@dataclass(frozen=True)
+class RecipeInfo:
+    target: str  # "module:attribute" of the factory
+    description: str
+    flaw: str  # what to expect (see the module docstring for the source)
+
+
+_M = "zkjepsen.recipes."
+RECIPES: dict[str, RecipeInfo] = {
+    "kazoo": RecipeInfo(
+        _M + "kazoo_lock:KazooLock", "kazoo's Lock as-is (reference)",
+        "is_acquired survives session loss: split holder under pauses/partitions"),
+    "kazoo-careful": RecipeInfo(
+        _M + "kazoo_lock:CarefulKazooLock",
+        "kazoo's Lock; the application abandons its critical section on SUSPENDED/LOST",
+        "none expected in belief; writes in flight at SUSPENDED may still land"),
+    "blog": RecipeInfo(
+        _M + "blog:BlogLock", "ZkDistributedLock from a blog post (own client per lock object)",
+        "never re-lists: a dead waiter ahead makes the next one 'acquire' (split holder, no "
+        "fault); dangling watch hangs; no session handling; no GUID"),
+    "herd": RecipeInfo(
+        _M + "herd:HerdLock", "two-version lock v1: watch the children list",
+        "herd effect (every release wakes every waiter); no session handling"),
+    "predecessor": RecipeInfo(
+        _M + "predecessor:PredecessorLock", "two-version lock v2: watch the predecessor, re-list",
+        "no session handling"),
+    "paper": RecipeInfo(
+        _M + "paper:PaperLock", "the ZooKeeper paper's scalable lock (lecture notes)",
+        "no atomicity: a holder dying mid-update leaves a half-done state to the next holder"),
+    "exclusive": RecipeInfo(
+        _M + "exclusive:ExclusiveLock", "create one ephemeral node; others watch the children",
+        "herd, unfair; after session loss release deletes another holder's node"),
+    "rwlock": RecipeInfo(
+        _M + "rwlock:RWLock", "shared read/write lock v2 (-R-/-W- nodes, watch last blocker)",
+        "no session handling (mode: read/write)"),
+    "election": RecipeInfo(
+        _M + "election:Election", "master election on one ephemeral node",
+        "stale master keeps believing after session loss; resign deletes whoever's node"),
+    "queue": RecipeInfo(
+        _M + "queue:FifoQueue", "FIFO queue (members proceed in order; data put/get)",
+        "none without faults"),
+    "curator": RecipeInfo(
+        _M + "curator:CuratorMutex", "Curator InterProcessMutex algorithm (protected, getData)",
+        "none without faults; belief survives session loss until checked"),
+}
+
+
+def recipe_names() -> list[str]:
+    return sorted(RECIPES)
+
+
+def _import(target: str) -> Any:
+    module, _, attr = target.partition(":")
+    if not module or not attr:
+        raise BadInput(f"recipe {target!r} is not package.module:Name")
+    try:
+        obj = importlib.import_module(module)
+    except ImportError as e:
+        raise BadInput(f"cannot import recipe module {module!r}: {e}") from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise BadInput(f"recipe module {module!r} has no {attr!r}") from None
+    return obj
+
+
+def make_recipe(name: str, zk: Any, path: str, *, hosts: str = "", identifier: str = "",
+                params: dict[str, Any] | None = None) -> Recipe:
+    """Build the recipe `name` (a registry name or `package.module:Name`) on client `zk` for the
+    lock at `path`."""
+    if name in RECIPES:
+        factory = _import(RECIPES[name].target)
+    elif ":" in name:
+        factory = _import(name)
+    else:
+        raise BadInput(f"unknown recipe {name!r}; choose from {', '.join(recipe_names())} "
+                       "or give package.module:Name")
+    if not callable(factory) and hasattr(factory, "acquire"):
+        return factory  # a ready-made object
+    kw = dict(hosts=hosts, identifier=identifier, params=params or {})
+    try:
+        sig = inspect.signature(factory)
+        accepts = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()) or \
+            all(k in sig.parameters for k in kw)
+    except (TypeError, ValueError):
+        accepts = True
+    obj = factory(zk, path, **kw) if accepts else factory(zk, path)
+    for m in ("acquire", "release", "holding"):
+        if not callable(getattr(obj, m, None)):
+            raise BadInput(f"recipe {name!r} has no {m}() (see zkjepsen.recipes.base.Recipe)")
+    return obj
+
+
+__all__ = ["RECIPES", "Recipe", "RecipeInfo", "Token", "make_recipe", "recipe_names"]

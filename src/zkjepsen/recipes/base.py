@@ -1,0 +1,80 @@
+"""The `Recipe` interface every lock under test implements, its `Token`, and shared helpers.
+
+A recipe is a *test subject*: each module ports an algorithm as its source describes it, bugs
+included. The helpers here only do what every port needs identically (parse a sequence suffix,
+read a node's czxid for the fencing token) so a port's module shows just its own algorithm.
+
+Runs inside client containers: stdlib and kazoo only.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from kazoo.exceptions import NoNodeError
+
+
+@dataclass(frozen=True)
+class Token:
+    """What an acquisition yields. `token` is the fencing token: the lock node's czxid (the zxid
+    of the transaction that created it; it grows in creation order across the whole ensemble).
+    None when the recipe believes it holds but its node is already gone (a finding, recorded
+    as-is). `seq` is the sequence suffix for sequential recipes, else None."""
+
+    token: int | None
+    seq: int | None
+    node: str
+
+    def to_value(self, **extra: Any) -> dict[str, Any]:
+        """The `value` of an `acquire` ok record (the checkers read exactly these keys)."""
+        return {"token": self.token, "seq": self.seq, "node": self.node, **extra}
+
+
+@runtime_checkable
+class Recipe(Protocol):
+    """`acquire(timeout)`: a Token when held, None when not acquired within `timeout` seconds
+    (certainly not holding), or a kazoo exception (outcome unknown). `release()`: give it up.
+    `holding()`: does the *application* believe it holds? (kazoo's Lock keeps saying True after
+    its session is lost - that is the point of testing it.) Optional: `close()` to drop listeners
+    or own sessions; `single_use = True` when one object serves one acquisition only."""
+
+    def acquire(self, timeout: float | None) -> Token | None: ...
+    def release(self) -> None: ...
+    def holding(self) -> bool: ...
+
+
+_SEQ = re.compile(r"(-?\d{10})$")
+
+
+def seq_of(name: str) -> int | None:
+    """The 10-digit sequence suffix ZooKeeper appends to a sequential node name."""
+    m = _SEQ.search(name)
+    return int(m.group(1)) if m else None
+
+
+def sort_by_seq(children: list[str]) -> list[str]:
+    """Children that carry a sequence suffix, in sequence order (names may carry a host or GUID
+    prefix, so a plain string sort would be wrong)."""
+    return sorted((c for c in children if seq_of(c) is not None), key=lambda c: seq_of(c))
+
+
+def token_for(zk: Any, node: str) -> Token:
+    """The fencing token of a node we believe we hold: read its czxid. A vanished node gives
+    token None (the recipe still believes; the workload records that belief)."""
+    try:
+        stat = zk.exists(node)
+    except NoNodeError:
+        stat = None
+    return Token(stat.czxid if stat is not None else None, seq_of(node), node)
+
+
+def param(params: dict[str, Any] | None, name: str, default: Any) -> Any:
+    """A workload/recipe parameter, typed like its default (CLI values may arrive as strings)."""
+    v = (params or {}).get(name, default)
+    if v is None or default is None or isinstance(v, type(default)):
+        return v
+    if isinstance(default, bool):
+        return str(v).lower() in ("1", "true", "yes", "on")
+    return type(default)(v)

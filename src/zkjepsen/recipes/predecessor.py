@@ -1,0 +1,73 @@
+"""The two-version lock, version 2 (`predecessor`): each waiter watches only its predecessor.
+
+Source: a Russian article on ZooKeeper locks (../shared/RECIPES.md). Create the
+ephemeral-sequential node `<lock>/lock-`; list the children; the smallest holds; otherwise watch
+the node immediately before yours (`exists` + watch) and, after the notification, list again
+(the predecessor may have died rather than released, so its death proves nothing).
+
+Expected flaw: none for safety without faults; no session-loss handling (a holder whose session
+expired still believes it holds). One notification and one listing per release (no herd).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from kazoo.exceptions import NoNodeError
+
+from zkjepsen.recipes.base import Token, seq_of, sort_by_seq
+
+
+class PredecessorLock:
+    PREFIX = "lock-"
+
+    def __init__(self, zk: Any, path: str, *, hosts: str = "", identifier: str = "",
+                 params: dict[str, Any] | None = None) -> None:
+        self.zk = zk
+        self.path = path
+        self.node: str | None = None
+        self._token: Token | None = None
+        self._wake = threading.Event()
+        zk.ensure_path(path)
+
+    def _on_predecessor(self, event: Any) -> None:
+        self._wake.set()
+
+    def acquire(self, timeout: float | None) -> Token | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        node, stat = self.zk.create(f"{self.path}/{self.PREFIX}", ephemeral=True, sequence=True,
+                                    include_data=True)
+        self.node = node
+        mine = node.rsplit("/", 1)[1]
+        while True:
+            children = sort_by_seq(self.zk.get_children(self.path))
+            if mine not in children:
+                raise NoNodeError(f"own lock node {node} is gone (session lost?)")
+            i = children.index(mine)
+            if i == 0:
+                self._token = Token(stat.czxid, seq_of(mine), node)
+                return self._token
+            self._wake.clear()
+            if self.zk.exists(f"{self.path}/{children[i - 1]}", watch=self._on_predecessor) is None:
+                continue  # gone between the listing and the exists: list again at once
+            left = None if deadline is None else deadline - time.monotonic()
+            if (left is not None and left <= 0) or not self._wake.wait(left):
+                self._delete()
+                return None
+
+    def _delete(self) -> None:
+        try:
+            self.zk.delete(self.node)
+        except NoNodeError:
+            pass
+        self.node = None
+
+    def release(self) -> None:
+        self._token = None
+        if self.node:
+            self._delete()
+
+    def holding(self) -> bool:
+        return self._token is not None

@@ -1,0 +1,155 @@
+"""What the lock-shaped workloads share: outcome classification, the protected resource, and one
+acquire/release step recorded with the history conventions the checkers rely on.
+
+Conventions (exact; checker/lock.py and checker/fencing.py read them):
+- `acquire` / `release` ops carry `key` = the lock path; an `ok` acquire has
+  `value = {"token": czxid, "seq": seq, "node": path}` (plus `mode` for the rwlock);
+  `fail` = certainly not acquired (timeout), `info` = unknown.
+- critical-section writes: `f: "write"`, `key` = resource path, `value = {"token": t}`;
+  `ok` = the resource accepted it, `fail` = rejected (fencing), `info` = unknown.
+Runs inside client containers: stdlib and kazoo only.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kazoo.exceptions import (
+    BadVersionError,
+    LockTimeout,
+    NodeExistsError,
+    NoNodeError,
+    RolledBackError,
+)
+
+from zkjepsen.recipes.base import Token, param
+
+# A definite "no": the server refused, nothing changed. Everything else (ConnectionLoss,
+# OperationTimeout, SessionExpired, a closed client, our own bugs) leaves the outcome unknown.
+DEFINITE = (BadVersionError, NoNodeError, NodeExistsError, RolledBackError, LockTimeout)
+RESOURCE_MODES = ("unguarded", "fenced", "token")
+
+
+class Rejected(Exception):
+    """The resource refused a write (fencing): a definite failure."""
+
+
+def error_name(e: BaseException) -> str:
+    return type(e).__name__
+
+
+def is_definite(e: BaseException) -> bool:
+    return isinstance(e, (*DEFINITE, Rejected)) or type(e).__name__ == "AcquireHung"
+
+
+def resource_mode(params: dict[str, Any]) -> str:
+    mode = param(params, "resource", "unguarded")
+    if mode not in RESOURCE_MODES:
+        raise ValueError(f"resource must be one of {', '.join(RESOURCE_MODES)}, not {mode!r}")
+    return mode
+
+
+def read_resource(zk: Any, path: str) -> tuple[dict[str, Any], Any]:
+    data, stat = zk.get(path)
+    try:
+        doc = json.loads(data) if data else {}
+    except ValueError:
+        doc = {}
+    return (doc if isinstance(doc, dict) else {}), stat
+
+
+def write_resource(zk: Any, path: str, doc: dict[str, Any], tok: Token | None, mode: str,
+                   version: int = -1) -> None:
+    """Write `doc` (with our token) to the resource the way `mode` says; raise Rejected (or a
+    definite kazoo error) when fencing refuses, any other exception when the outcome is unknown.
+
+    - unguarded: `set_data(version)`, whoever holds what.
+    - fenced: one transaction that checks our own lock node still exists, then sets the data:
+      once our session is gone (node deleted), the write is refused.
+    - token: compare-and-set on the resource's stored highest token: refuse a lower token; the
+      set is conditional on the version we read, so no write slips between check and set.
+    """
+    token = tok.token if tok else None
+    body = {**doc, "token": token}
+    if mode == "unguarded":
+        zk.set(path, json.dumps(body).encode(), version=version)
+        return
+    if mode == "fenced":
+        if tok is None:
+            raise Rejected("no lock node to fence with")
+        t = zk.transaction()
+        t.check(tok.node, -1)
+        t.set_data(path, json.dumps(body).encode(), version=version)
+        for r in t.commit():
+            if isinstance(r, Exception) and not isinstance(r, RolledBackError):
+                raise r
+        return
+    for _ in range(20):  # token mode; a BadVersion means someone wrote between: look again
+        if token is None:
+            raise Rejected("no fencing token")
+        stored, stat = read_resource(zk, path)
+        top = stored.get("top_token") or 0
+        if token < top:
+            raise Rejected(f"token {token} < stored {top}")
+        want = stat.version if version == -1 else version
+        try:
+            zk.set(path, json.dumps({**body, "top_token": token}).encode(), version=want)
+            return
+        except BadVersionError:
+            if version != -1:
+                raise
+    raise Rejected("resource kept changing under compare-and-set")
+
+
+def acquire_op(ctx: Any, recipe: Any, lock: str, timeout: float, f: str = "acquire",
+               extra: dict[str, Any] | None = None) -> tuple[Token | None, bool]:
+    """Invoke and complete one acquire. Returns (token or None, still_usable): after an unknown
+    outcome the recipe object must be replaced (it may hold a half-made node)."""
+    extra = extra or {}
+    op = ctx.invoke(f, key=lock, value=extra or None)
+    try:
+        tok = recipe.acquire(timeout)
+    except Exception as e:  # noqa: BLE001 - classified below; the loop must go on
+        if is_definite(e):
+            op.fail(extra or None, error="hung" if type(e).__name__ == "AcquireHung"
+                    else error_name(e))
+            return None, not getattr(recipe, "single_use", False)
+        op.info(extra or None, error=error_name(e))
+        return None, False
+    if tok is None:
+        op.fail(extra or None, error="timeout")
+        return None, True
+    op.ok(tok.to_value(**extra))
+    return tok, True
+
+
+def release_op(ctx: Any, recipe: Any, lock: str, f: str = "release",
+               extra: dict[str, Any] | None = None) -> bool:
+    """Invoke and complete one release; returns whether the recipe object is still usable."""
+    op = ctx.invoke(f, key=lock, value=extra or None)
+    try:
+        recipe.release()
+    except Exception as e:  # noqa: BLE001
+        op.info(extra or None, error=error_name(e))
+        return False
+    op.ok(extra or None)
+    return not getattr(recipe, "single_use", False)
+
+
+def discard(recipe: Any) -> None:
+    """Best effort: drop a recipe object we no longer trust (its node, its listeners)."""
+    for m in ("release", "close"):
+        try:
+            getattr(recipe, m, lambda: None)()
+        except Exception:  # noqa: BLE001 - it is being thrown away
+            pass
+
+
+def ensure(zk: Any, path: str, data: bytes = b"") -> None:
+    """Create `path` (and parents) with `data` unless it exists."""
+    zk.ensure_path(path.rsplit("/", 1)[0] or "/")
+    try:
+        zk.create(path, data)
+    except NodeExistsError:
+        pass

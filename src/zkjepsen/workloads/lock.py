@@ -1,0 +1,125 @@
+"""`lock` (and `election`): acquire -> critical section writing a protected resource -> release.
+
+Each client loops: acquire (timeout `acquire_timeout_s`), then `writes` writes to the resource
+znode spread over a random hold time (mean `hold_s`), release, think (mean `think_s`). The
+resource is written `unguarded`, `fenced` or `token` (param `resource`; see common.py). Before
+each write the client asks the recipe whether it still holds (`holding()`): kazoo's Lock always
+says yes, a careful application stops at SUSPENDED/LOST (an `abandon` event).
+
+Multi-step updates (the paper lock's flaw): every write but the last stores `state: "half"`,
+the last `state: "done"`. A new holder that finds "half" records a `half-done-seen` event: its
+predecessor died (or lost the lock) mid-update and left the resource half-done.
+
+Params: lock_path, resource_path, resource, hold_s, think_s, writes, acquire_timeout_s.
+Checkers: lock (belief + effect overlap), fencing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zkjepsen.recipes.base import param
+from zkjepsen.workloads.common import (
+    acquire_op,
+    discard,
+    ensure,
+    error_name,
+    is_definite,
+    read_resource,
+    release_op,
+    resource_mode,
+    write_resource,
+)
+
+
+def critical_section(ctx: Any, recipe: Any, tok: Any, resource: str, mode: str,
+                     writes: int, hold: float) -> None:
+    """The holder's work: `writes` writes over `hold` seconds, stopping once it stops holding."""
+    try:
+        stored, _ = read_resource(ctx.zk, resource)
+        if stored.get("state") == "half":
+            ctx.event("half-done-seen", {"token": tok.token, "left_by": stored.get("token")})
+    except Exception:  # noqa: BLE001 - only an observation; the writes below are what count
+        pass
+    for i in range(writes):
+        if i:
+            ctx.sleep(hold / max(1, writes - 1))
+        if not recipe.holding():
+            ctx.event("abandon", {"token": tok.token, "after_writes": i})
+            return
+        value = {"token": tok.token}
+        op = ctx.invoke("write", key=resource, value=value)
+        doc = {"state": "done" if i == writes - 1 else "half", "client": ctx.client}
+        try:
+            write_resource(ctx.zk, resource, doc, tok, mode)
+        except Exception as e:  # noqa: BLE001
+            if is_definite(e):
+                op.fail(value, error=f"{error_name(e)}: {e}" if str(e) else error_name(e))
+            else:
+                op.info(value, error=error_name(e))
+            continue
+        op.ok(value)
+
+
+class LockWorkload:
+    def __init__(self, name: str = "lock", acquire_f: str = "acquire",
+                 release_f: str = "release", default_path: str = "/zkjepsen/lock") -> None:
+        self.name = name
+        self.acquire_f, self.release_f = acquire_f, release_f
+        self.default_path = default_path
+        self.description = (
+            "acquire -> write a protected resource (unguarded/fenced/token) -> release"
+            if name == "lock" else
+            "stand for election -> lead (write the resource) -> resign; at most one leader")
+
+    def _paths(self, params: dict[str, Any]) -> tuple[str, str]:
+        return (param(params, "lock_path", self.default_path),
+                param(params, "resource_path", "/zkjepsen/resource"))
+
+    def setup(self, ctx: Any) -> None:
+        lock, resource = self._paths(ctx.params)
+        resource_mode(ctx.params)  # a bad mode fails here, on the host, not in every client
+        ctx.zk.ensure_path(lock)
+        ensure(ctx.zk, resource, b"{}")
+
+    def run_client(self, ctx: Any) -> None:
+        p = ctx.params
+        lock, resource = self._paths(p)
+        mode = resource_mode(p)
+        hold_s, think_s = param(p, "hold_s", 0.05), param(p, "think_s", 0.05)
+        writes = max(1, param(p, "writes", 2))
+        timeout = param(p, "acquire_timeout_s", 10.0)
+        recipe = None
+        while ctx.running():
+            if recipe is None:
+                try:
+                    recipe = ctx.make_recipe(lock)
+                except Exception as e:  # noqa: BLE001 - e.g. no connection right now
+                    ctx.event("recipe-error", f"{error_name(e)}: {e}")
+                    ctx.sleep(0.5)
+                    continue
+            tok, usable = acquire_op(ctx, recipe, lock, timeout, f=self.acquire_f)
+            if tok is not None:
+                critical_section(ctx, recipe, tok, resource, mode, writes,
+                                 ctx.rng.uniform(0, 2 * hold_s))
+                usable = release_op(ctx, recipe, lock, f=self.release_f)
+            if not usable:
+                discard(recipe)
+                recipe = None
+            ctx.sleep(ctx.rng.uniform(0, 2 * think_s))
+        if recipe is not None:
+            discard(recipe)
+
+    def final(self, ctx: Any) -> None:
+        pass
+
+    def checkers(self, params: dict[str, Any]) -> dict[str, Any]:
+        from zkjepsen.checker.fencing import FencingChecker
+        from zkjepsen.checker.lock import LockChecker
+
+        names = dict(acquire=(self.acquire_f,), release=(self.release_f,))
+        return {"lock": LockChecker(**names), "fencing": FencingChecker(**names)}
+
+
+LOCK = LockWorkload()
+ELECTION = LockWorkload("election", "elected", "resign", "/zkjepsen/master_election")
