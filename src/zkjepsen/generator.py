@@ -1,0 +1,211 @@
+"""Seeded fault schedules built from Jepsen-style combinators; pure (no Docker, no clock).
+
+A generator is a function `(rng, env) -> iterator of items`; an item is `Sleep(s)`, `Fault(f,
+target, duration, params)` or `Heal()`. Combinators (`mix`, `stagger`, `delay`, `time_limit`,
+`phases`, `once`, `final_heal`) wrap generators. `plan(gen, seed, env)` walks one to a list of
+planned faults with their start offsets (seconds after the nemesis starts), all from ONE seed:
+the same seed, names and settings give the same list, byte for byte.
+
+Durations: a number of seconds, or "1.5x" = 1.5 x the session timeout. Planning uses the
+requested timeout; at run time a client fault re-reads its target's negotiated timeout.
+Targets are resolved at run time (the leader moves), from a RNG seeded by (seed, fault id),
+and written, resolved, to schedule.json, which replays as-is.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Sleep:
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Fault:
+    f: str
+    target: str | None = None  # None: the fault's default (see nemesis.FAULTS)
+    duration: float | str | None = None  # None: the fault's default, else env.fault_duration_s
+    params: dict[str, Any] = field(default_factory=dict, hash=False)
+
+
+@dataclass(frozen=True)
+class Heal:
+    pass
+
+
+Item = Sleep | Fault | Heal
+
+
+@dataclass(frozen=True)
+class Env:
+    session_timeout_s: float = 4.0
+    fault_duration_s: float = 8.0
+
+    def duration_spec(self, item: Fault) -> float | str:
+        if item.duration is not None:
+            return item.duration
+        from zkjepsen.nemesis import FAULTS
+
+        kind = FAULTS.get(item.f)
+        return kind.duration if kind is not None and kind.duration else self.fault_duration_s
+
+    def seconds(self, spec: float | str, session_timeout_s: float | None = None) -> float:
+        return resolve_duration(spec, session_timeout_s or self.session_timeout_s)
+
+
+Gen = Callable[[random.Random, Env], Iterator[Item]]
+
+
+def resolve_duration(spec: float | str, session_timeout_s: float) -> float:
+    """`8` or `"8"` -> 8.0 s; `"1.5x"` -> 1.5 x session_timeout_s."""
+    if isinstance(spec, str) and spec.strip().endswith("x"):
+        return float(spec.strip()[:-1]) * session_timeout_s
+    value = float(spec)
+    if value < 0:
+        raise ValueError(f"negative fault duration {spec!r}")
+    return value
+
+
+# ---- combinators --------------------------------------------------------------------------------
+def fault(f: str, target: str | None = None, duration: float | str | None = None,
+          **params: Any) -> Gen:
+    """An endless stream of one fault (bound it with time_limit)."""
+    item = Fault(f, target, duration, params)
+
+    def gen(rng: random.Random, env: Env) -> Iterator[Item]:
+        while True:
+            yield item
+
+    return gen
+
+
+def once(item: Item) -> Gen:
+    def gen(rng: random.Random, env: Env) -> Iterator[Item]:
+        yield item
+
+    return gen
+
+
+def sleep(seconds: float) -> Gen:
+    return once(Sleep(seconds))
+
+
+def final_heal() -> Gen:
+    return once(Heal())
+
+
+def mix(*gens: Gen) -> Gen:
+    """Each item comes from a generator picked uniformly at random; exhausted ones drop out."""
+
+    def gen(rng: random.Random, env: Env) -> Iterator[Item]:
+        live = [g(rng, env) for g in gens]
+        while live:
+            i = rng.randrange(len(live))
+            try:
+                yield next(live[i])
+            except StopIteration:
+                live.pop(i)
+
+    return gen
+
+
+def stagger(interval_s: float, g: Gen) -> Gen:
+    """Before every item, a random quiet time uniform in [0, 2 x interval) (mean: interval)."""
+
+    def gen(rng: random.Random, env: Env) -> Iterator[Item]:
+        for item in g(rng, env):
+            yield Sleep(rng.uniform(0, 2 * interval_s))
+            yield item
+
+    return gen
+
+
+def delay(interval_s: float, g: Gen) -> Gen:
+    """Before every item, exactly interval_s of quiet."""
+
+    def gen(rng: random.Random, env: Env) -> Iterator[Item]:
+        for item in g(rng, env):
+            yield Sleep(interval_s)
+            yield item
+
+    return gen
+
+
+def time_limit(limit_s: float, g: Gen) -> Gen:
+    """Items while the planned time (sleeps + fault durations) is under limit_s; a sleep that
+    crosses the limit is cut to it. A fault that starts in time runs its full length."""
+
+    def gen(rng: random.Random, env: Env) -> Iterator[Item]:
+        elapsed = 0.0
+        for item in g(rng, env):
+            if elapsed >= limit_s:
+                return
+            if isinstance(item, Sleep):
+                s = min(item.seconds, limit_s - elapsed)
+                elapsed += s
+                yield Sleep(s)
+            elif isinstance(item, Fault):
+                elapsed += env.seconds(env.duration_spec(item))
+                yield item
+            else:
+                yield item
+
+    return gen
+
+
+def phases(*gens: Gen) -> Gen:
+    """One generator after another."""
+
+    def gen(rng: random.Random, env: Env) -> Iterator[Item]:
+        for g in gens:
+            yield from g(rng, env)
+
+    return gen
+
+
+def standard(names: list[str], *, time_limit_s: float, interval_s: float) -> Gen:
+    """The default schedule: random faults from `names`, staggered, for the time limit, then a
+    final heal. Each fault lasts its own default (`1.5x` for pause-client) or env's duration."""
+    faults = [fault(n) for n in names if n != "none"]
+    if not faults:
+        return final_heal()
+    return phases(time_limit(time_limit_s, stagger(interval_s, mix(*faults))), final_heal())
+
+
+# ---- planning -----------------------------------------------------------------------------------
+def plan(gen: Gen, seed: int, env: Env | None = None, max_items: int = 100_000) -> list[dict]:
+    """Walk a generator into planned faults: {fault_id, f, target, duration, duration_s, at_s,
+    params} and {"f": "heal", at_s}. `at_s` is the offset from the nemesis' start."""
+    env = env or Env()
+    rng = random.Random(seed)
+    out: list[dict] = []
+    t = 0.0
+    fid = 0
+    for n, item in enumerate(gen(rng, env)):
+        if n >= max_items:
+            raise ValueError("generator produced too many items; bound it with time_limit")
+        if isinstance(item, Sleep):
+            t += item.seconds
+        elif isinstance(item, Fault):
+            fid += 1
+            spec = env.duration_spec(item)
+            d = env.seconds(spec)
+            out.append({"fault_id": fid, "f": item.f, "target": item.target, "duration": spec,
+                        "duration_s": round(d, 6), "at_s": round(t, 6),
+                        "params": dict(item.params)})
+            t += d
+        elif isinstance(item, Heal):
+            out.append({"f": "heal", "at_s": round(t, 6)})
+    return out
+
+
+def standard_plan(names: list[str], *, seed: int, time_limit_s: float, interval_s: float,
+                  fault_duration_s: float, session_timeout_s: float) -> list[dict]:
+    env = Env(session_timeout_s=session_timeout_s, fault_duration_s=fault_duration_s)
+    gen = standard(names, time_limit_s=time_limit_s, interval_s=interval_s)
+    return plan(gen, seed, env)

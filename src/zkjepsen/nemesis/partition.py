@@ -1,0 +1,200 @@
+"""Network faults as packet drops inside each container's own network namespace.
+
+Every rule lives in ONE chain named for the run (`zkj-<stamp>-<hex>`), created in the container's
+netns and jumped to from its INPUT and OUTPUT. The host's own chains are never touched, so two
+runs on one machine cannot interfere, and healing removes exactly that chain. A container that
+is killed loses its netns and its rules with it; `docker start` gives it a clean one.
+
+The same chain serves both hooks: `-s X` matches only on INPUT and `-d X` only on OUTPUT inside
+a container whose own address is neither, so each cut drops both directions on both sides.
+Server partitions cut server-to-server links only (as Jepsen's do); clients keep reaching every
+server, and a client on a server that lost its quorum is disconnected by that server and moves.
+There is no `tc netem` on this kernel: loss is iptables' `statistic` match; no latency fault.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import shlex
+from typing import Any
+
+from zkjepsen.nemesis import NemesisError
+from zkjepsen.nemesis.targets import NemesisContext, resolve_client, resolve_servers
+
+DEFAULT_LOSS = 0.1
+
+
+def chain_name(run_id: str) -> str:
+    # iptables chain names are at most 28 characters; run ids are 23.
+    return run_id if len(run_id) <= 28 else "zkj-" + hashlib.sha1(run_id.encode()).hexdigest()[:12]
+
+
+# ---- which links to cut ------------------------------------------------------------------------
+def grudge_from_components(components: list[list[str]]) -> dict[str, list[str]]:
+    """Each node -> the nodes it must not talk to (everything outside its component)."""
+    everyone = [n for c in components for n in c]
+    return {n: sorted(m for m in everyone if m not in comp) for comp in components for n in comp}
+
+
+def halves(names: list[str], rng: random.Random) -> list[list[str]]:
+    shuffled = rng.sample(names, len(names))
+    k = len(names) // 2  # the minority side (n=5: 2 | 3)
+    return [sorted(shuffled[:k]), sorted(shuffled[k:])]
+
+
+def bridge(names: list[str], rng: random.Random) -> dict[str, list[str]]:
+    """Two halves that share one bridge node: A - b - B. Cut A from B only."""
+    shuffled = rng.sample(names, len(names))
+    mid = len(names) // 2
+    a, b = shuffled[:mid], shuffled[mid + 1:]
+    g = {n: [] for n in names}
+    for x in a:
+        g[x] = sorted(b)
+    for y in b:
+        g[y] = sorted(a)
+    return g
+
+
+def majorities_ring(names: list[str], rng: random.Random) -> dict[str, list[str]]:
+    """Nodes on a shuffled ring; each talks to the nodes within ring distance k where
+    2k+1 is a majority, so every node sees a majority and no two see the same one. Needs >= 5
+    nodes: with 3 the nearest majority is everyone, so fall back to halves (noted in detail)."""
+    n = len(names)
+    if n < 5:
+        return grudge_from_components(halves(names, rng))
+    ring = rng.sample(names, n)
+    k = (n // 2 + 1) // 2  # n=5: 1 (self + 2 neighbours = 3)
+    g: dict[str, list[str]] = {}
+    for i, x in enumerate(ring):
+        near = {ring[(i + d) % n] for d in range(-k, k + 1)}
+        g[x] = sorted(set(names) - near)
+    return g
+
+
+# ---- resolve / apply / undo / heal ---------------------------------------------------------------
+def resolve(ctx: NemesisContext, f: str, target: str, rng: random.Random,
+            params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    names = [n.name for n in ctx.ensemble.nodes]
+    detail: dict[str, Any] = {}
+    if f in ("partition-one", "partition-leader"):
+        alone = resolve_servers(ctx, target, rng)
+        detail["components"] = [alone, [n for n in names if n not in alone]]
+        detail["grudge"] = grudge_from_components(detail["components"])
+        return alone, detail  # the history names the isolated server, not every peer
+    elif f == "partition-halves":
+        comps = halves(names, rng)
+        detail["components"] = comps
+        g = grudge_from_components(comps)
+    elif f == "partition-ring":
+        g = majorities_ring(names, rng)
+        if len(names) < 5:
+            detail["note"] = "fewer than 5 nodes: a ring is impossible, used random halves"
+    elif f == "partition-bridge":
+        g = bridge(names, rng)
+    elif f == "isolate-client":
+        client, how = resolve_client(ctx, target, rng)
+        detail |= {"chosen": how, "servers": names}
+        return [client], detail
+    elif f == "packet-loss":
+        targets = resolve_servers(ctx, target, rng)
+        detail["probability"] = float(params.get("probability", DEFAULT_LOSS))
+        return targets, detail
+    else:
+        raise NemesisError(f"{f} is not a partition fault")
+    detail["grudge"] = {k: v for k, v in g.items() if v}
+    return sorted(detail["grudge"]), detail
+
+
+def _ip_of(ctx: NemesisContext, name: str) -> str:
+    return ctx.client(name).ip if name.startswith("c") else ctx.node(name).ip
+
+
+def _rules(ctx: NemesisContext, f: str, targets: list[str],
+           detail: dict[str, Any]) -> dict[str, list[list[str]]]:
+    """container name -> rule specs (argv after `-A CHAIN`) for this fault."""
+    if f == "isolate-client":
+        ips = [ctx.node(n).ip for n in detail["servers"]]
+        return {targets[0]: [r for ip in ips for r in (["-s", ip, "-j", "DROP"],
+                                                       ["-d", ip, "-j", "DROP"])]}
+    if f == "packet-loss":
+        p = f"{detail['probability']:.4f}"
+        peers = [n.ip for n in ctx.ensemble.nodes] + [
+            h.ip for h in (ctx.pool.handles if ctx.pool is not None else [])]
+        out = {}
+        for t in targets:
+            mine = ctx.node(t).ip
+            out[t] = [[d, ip, "-m", "statistic", "--mode", "random", "--probability", p,
+                       "-j", "DROP"] for ip in peers if ip != mine for d in ("-s", "-d")]
+        return out
+    return {node: [r for peer in peers for r in (["-s", ctx.node(peer).ip, "-j", "DROP"],
+                                                 ["-d", ctx.node(peer).ip, "-j", "DROP"])]
+            for node, peers in detail["grudge"].items()}
+
+
+def _run(ctx: NemesisContext, name: str, script: str) -> str:
+    target = ctx.client(name) if name.startswith("c") else ctx.node(name)
+    if name.startswith("c"):
+        code, out = target.exec(["sh", "-c", script])
+    else:
+        code, out = ctx.ensemble.exec(target, ["sh", "-c", script])
+    if code != 0:
+        raise NemesisError(f"iptables in {name} failed ({code}): {out.strip()[-300:]}")
+    return out
+
+
+def apply(ctx: NemesisContext, f: str, targets: list[str], detail: dict[str, Any]) -> None:
+    chain = chain_name(ctx.run_id)
+    q = shlex.quote(chain)
+    rules = _rules(ctx, f, targets, detail)
+
+    def one(item: tuple[str, list[list[str]]]) -> None:
+        name, specs = item
+        lines = [f"iptables -w -N {q} 2>/dev/null || true"]
+        lines += [f"iptables -w -A {q} " + " ".join(map(shlex.quote, s)) for s in specs]
+        # Jump last, so the rules are complete before any packet sees them.
+        lines += [f"iptables -w -C {h} -j {q} 2>/dev/null || iptables -w -I {h} -j {q}"
+                  for h in ("INPUT", "OUTPUT")]
+        _run(ctx, name, " && ".join(f"( {x} )" for x in lines))
+
+    ctx.each(one, list(rules.items()))
+
+
+def undo(ctx: NemesisContext, f: str, targets: list[str], detail: dict[str, Any]) -> None:
+    """Delete exactly this fault's rules (others, e.g. a concurrent loss fault, stay)."""
+    q = shlex.quote(chain_name(ctx.run_id))
+    rules = _rules(ctx, f, targets, detail)
+
+    def one(item: tuple[str, list[list[str]]]) -> None:
+        name, specs = item
+        _run(ctx, name, "; ".join(f"iptables -w -D {q} " + " ".join(map(shlex.quote, s))
+                                  + " 2>/dev/null" for s in specs) + "; true")
+
+    ctx.each(one, list(rules.items()))
+
+
+HEAL_SCRIPT = ("for h in INPUT OUTPUT; do while iptables -w -D $h -j {c} 2>/dev/null; do :; done;"
+               " done; iptables -w -F {c} 2>/dev/null; iptables -w -X {c} 2>/dev/null; "
+               "! iptables -w -S {c} >/dev/null 2>&1")
+
+
+def heal(ctx: NemesisContext) -> list[str]:
+    """Remove the run's chain from every running container (servers and clients). Returns
+    the containers where that failed (e.g. frozen ones: resume them first)."""
+    script = HEAL_SCRIPT.format(c=shlex.quote(chain_name(ctx.run_id)))
+    names = [n.name for n in ctx.ensemble.nodes] + [
+        h.name for h in (ctx.pool.handles if ctx.pool is not None else [])]
+
+    def one(name: str) -> str | None:
+        try:
+            _run(ctx, name, script)
+            return None
+        except Exception as e:  # noqa: BLE001 - a stopped container has no netns to heal
+            return None if _gone(e) else f"{name}: {e}"
+
+    return [e for e in ctx.each(one, names) if e]
+
+
+def _gone(e: Exception) -> bool:
+    msg = str(e)
+    return "is not running" in msg or "No such container" in msg or "404" in msg

@@ -1,0 +1,247 @@
+"""Executing a fault plan against a live run: history records, schedule.json, always a heal.
+
+`run_nemesis` is the runner's one blocking entry point. It plans from the seed (or replays an
+executed schedule), starts and ends each fault on the real clock, writes a `start` and an `end`
+nemesis op per fault to `<out_dir>/nemesis.jsonl`, rewrites `<out_dir>/schedule.json` after
+every fault (a crash still leaves what ran), and heals everything before returning - also on an
+exception, Ctrl-C (KeyboardInterrupt) or the runner's SIGTERM (`resources.Terminated`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from zkjepsen import generator
+from zkjepsen.nemesis import FAULTS, NemesisError, clock, partition, process
+from zkjepsen.nemesis.targets import NemesisContext
+
+FAMILIES = {"partition": partition, "process": process, "clock": clock}
+NEMESIS = "nemesis"
+
+
+class NemesisLog:
+    """nemesis.jsonl: one write(2) per line, O_APPEND, times on the host's real monotonic clock
+    (never faked: the recorder runs outside the skewed JVMs)."""
+
+    def __init__(self, path: Path, t0_ns: int) -> None:
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.t0_ns = t0_ns
+        self.lock = threading.Lock()
+
+    def now(self) -> int:
+        return time.monotonic_ns() - self.t0_ns
+
+    def record(self, at_ns: int, f: str, value: dict[str, Any]) -> None:
+        line = json.dumps({"time": at_ns, "process": NEMESIS, "type": "info", "f": f,
+                           "value": value}, separators=(",", ":"), default=str) + "\n"
+        with self.lock:
+            os.write(self.fd, line.encode())
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class FaultNemesis:
+    """The `Nemesis` for every registered fault; `invoke` dispatches on op["f"]."""
+
+    def __init__(self, ctx: NemesisContext, names: list[str], seed: int = 0,
+                 log: NemesisLog | None = None) -> None:
+        unknown = [n for n in names if n not in FAULTS and n != "heal"]
+        if unknown:
+            raise NemesisError(f"unknown fault(s) {', '.join(unknown)}")
+        self.ctx, self.names, self.seed, self.log = ctx, names, seed, log
+
+    def setup(self) -> None:
+        pass  # nothing to prepare: every fault acts on containers the harness already made
+
+    def fs(self) -> list[str]:
+        return list(self.names)
+
+    def invoke(self, op: dict[str, Any]) -> dict[str, Any]:
+        kind = FAULTS[op["f"]]
+        fam = FAMILIES[kind.family]
+        op = dict(op)
+        if op["phase"] == "start":
+            if op.get("targets") is None:  # replays carry resolved targets; plans do not
+                rng = random.Random(f"{self.seed}:{op['fault_id']}")
+                op["targets"], op["detail"] = fam.resolve(
+                    self.ctx, op["f"], op.get("target") or kind.target, rng,
+                    op.get("params") or {})
+            op["start_ns"] = self._now()
+            self._record(op, "start")
+            try:
+                fam.apply(self.ctx, op["f"], op["targets"], op.get("detail") or {})
+            except Exception as e:  # noqa: BLE001 - recorded; the end undoes what went in
+                op["error"] = f"{type(e).__name__}: {e}"
+            op["applied_ns"] = self._now()
+        else:
+            try:
+                fam.undo(self.ctx, op["f"], op["targets"], op.get("detail") or {})
+            except Exception as e:  # noqa: BLE001 - teardown's heal_all still runs
+                op["end_error"] = f"{type(e).__name__}: {e}"
+            op["end_ns"] = self._now()
+            self._record(op, "end")
+        return op
+
+    def teardown(self) -> list[str]:
+        return heal_context(self.ctx)
+
+    def _now(self) -> int:
+        return self.log.now() if self.log else time.monotonic_ns()
+
+    def _record(self, op: dict[str, Any], phase: str) -> None:
+        if self.log is None:
+            return
+        value = {"fault_id": op["fault_id"], "phase": phase, "targets": op["targets"]}
+        if op.get("detail"):
+            value["detail"] = op["detail"]
+        for k in ("error", "end_error"):
+            if op.get(k):
+                value[k] = op[k]
+        self.log.record(op["start_ns"] if phase == "start" else op["end_ns"], op["f"], value)
+
+
+def heal_context(ctx: NemesisContext, everything: bool = False) -> list[str]:
+    """Thaw first (iptables cannot run in a frozen container), then remove the run's chain
+    everywhere, then put clocks back on real time. Returns what could not be healed."""
+    problems = process.heal(ctx)
+    problems += partition.heal(ctx)
+    problems += clock.heal(ctx, everything=everything)
+    return problems
+
+
+def heal_all(ensemble: Any, pool: Any = None, out_dir: Path | None = None) -> list[str]:
+    """Heal a run from scratch (teardown, `zkjepsen cleanup`, a crashed runner): resume every
+    frozen container, start stopped servers, drop the run's iptables chain in every container,
+    reset every server's clock. Client containers are found by label when no pool is given."""
+    if pool is None:
+        pool = _LabelledClients(ensemble)
+    problems = heal_context(NemesisContext(ensemble, pool), everything=True)
+    if out_dir is not None:
+        with open(Path(out_dir) / "heal.log", "a") as fh:
+            fh.write(json.dumps({"healed_at": time.time(), "problems": problems}) + "\n")
+    return problems
+
+
+class _LabelledClients:
+    """A stand-in for ClientPool: the run's client containers, found by their labels."""
+
+    def __init__(self, ensemble: Any) -> None:
+        from zkjepsen.clients import ClientHandle
+        from zkjepsen.harness import resources
+
+        self.out_dir = None
+        self.handles = []
+        client = getattr(ensemble, "client", None)
+        if client is None:
+            return
+        for c in client.containers.list(all=True, filters={"label": [
+                f"{resources.RUN_LABEL}={ensemble.run_id}", f"{resources.ROLE_LABEL}=client"]}):
+            self.handles.append(ClientHandle(int(c.labels["zkjepsen.client"]),
+                                             c.labels.get("zkjepsen.ip", ""), "", c))
+
+
+def _load_replay(schedule: Any) -> list[dict]:
+    faults = schedule.get("faults", []) if isinstance(schedule, dict) else list(schedule)
+    out = []
+    for f in faults:
+        if f.get("f") == "heal" or "start_ns" not in f:
+            continue
+        out.append({k: f.get(k) for k in ("fault_id", "f", "target", "targets", "detail",
+                                          "params", "duration", "start_ns", "end_ns")})
+    return sorted(out, key=lambda f: f["start_ns"])
+
+
+def _wait_until(deadline_ns: int, stop: threading.Event) -> bool:
+    """Sleep until the monotonic deadline; True if stopped first."""
+    while True:
+        left = (deadline_ns - time.monotonic_ns()) / 1e9
+        if left <= 0:
+            return stop.is_set()
+        if stop.wait(min(left, 0.5)):
+            return True
+
+
+def run_nemesis(ensemble: Any, pool: Any, names: list[str], *, seed: int, time_limit_s: float,
+                interval_s: float = 10.0, fault_duration_s: float = 8.0,
+                session_timeout_s: float = 4.0, t0_ns: int, out_dir: Path,
+                stop_event: threading.Event | None = None, schedule: Any = None,
+                gen: generator.Gen | None = None) -> list[dict]:
+    """Run faults until `time_limit_s` after the call (or `stop_event`), heal, return the
+    executed faults (as in schedule.json). `schedule`: an executed schedule (schedule.json's
+    dict or its "faults" list) to replay at its recorded times since t0 with its resolved
+    targets. `gen`: a custom generator instead of the standard mix of `names`."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stop = stop_event or threading.Event()
+    log = NemesisLog(out_dir / "nemesis.jsonl", t0_ns)
+    ctx = NemesisContext(ensemble, pool, session_timeout_s=session_timeout_s)
+    origin_ns = time.monotonic_ns()
+    env = generator.Env(session_timeout_s=session_timeout_s, fault_duration_s=fault_duration_s)
+    if schedule is not None:
+        planned = _load_replay(schedule)
+        names = sorted({p["f"] for p in planned})
+    else:
+        g = gen or generator.standard(names, time_limit_s=time_limit_s, interval_s=interval_s)
+        planned = generator.plan(g, seed, env)
+    nem = FaultNemesis(ctx, [n for n in names if n != "none"], seed, log)
+    meta = {"seed": seed, "names": names, "time_limit_s": time_limit_s, "interval_s": interval_s,
+            "fault_duration_s": fault_duration_s, "session_timeout_s": session_timeout_s,
+            "replay": schedule is not None, "planned": planned,
+            "origin_ns": origin_ns - t0_ns, "run_id": getattr(ensemble, "run_id", None)}
+    executed: list[dict] = []
+    active: dict | None = None
+    nem.setup()
+    try:
+        for p in planned:
+            if p["f"] == "heal":
+                continue  # the heal below runs after the last fault, whatever the plan says
+            if p["f"] == "none":
+                continue
+            at = (t0_ns + p["start_ns"] if schedule is not None
+                  else origin_ns + int(p["at_s"] * 1e9))
+            if _wait_until(at, stop):
+                break
+            active = nem.invoke({**p, "phase": "start"})
+            if schedule is not None:
+                hold_s = (p["end_ns"] - p["start_ns"]) / 1e9
+            else:
+                client = next((t for t in active["targets"] if t.startswith("c")), None)
+                hold_s = env.seconds(p["duration"], ctx.session_timeout_of(client))
+            active["duration_s"] = round(hold_s, 6)
+            _wait_until(t0_ns + active["start_ns"] + int(hold_s * 1e9), stop)
+            executed.append(_done(nem.invoke({**active, "phase": "end"})))
+            active = None
+            _write_schedule(out_dir, meta, executed)
+        _wait_until(origin_ns + int(time_limit_s * 1e9), stop)
+    finally:
+        from zkjepsen.harness.resources import signals_deferred
+
+        with signals_deferred():  # a second Ctrl-C must not stop the heal halfway
+            if active is not None:
+                executed.append(_done(nem.invoke({**active, "phase": "end",
+                                                  "interrupted": True})))
+            heal_start = log.now()
+            problems = nem.teardown()
+            meta["final_heal"] = {"start_ns": heal_start, "end_ns": log.now(),
+                                  "problems": problems}
+            _write_schedule(out_dir, meta, executed)
+            log.close()
+    return executed
+
+
+def _done(op: dict) -> dict:
+    op.pop("phase", None)
+    return op
+
+
+def _write_schedule(out_dir: Path, meta: dict, executed: list[dict]) -> None:
+    tmp = out_dir / ".schedule.json.tmp"
+    tmp.write_text(json.dumps({**meta, "faults": executed}, indent=1, default=str))
+    os.replace(tmp, out_dir / "schedule.json")

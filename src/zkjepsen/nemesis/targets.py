@@ -1,0 +1,169 @@
+"""Who a fault hits: the shared context, target specs, and reading the clients' own records.
+
+Target specs: `one` (a random server), `leader`, `minority`, `majority`, `all`, `n2` or `n1,n3`
+(explicit servers), `client:N`, `holder` (the client that believes it holds the lock, else a
+random running client). Random choices come from the fault's own seeded RNG so a plan replays.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zkjepsen.nemesis import NemesisError
+
+ACQUIRE_FS = ("acquire", "lock")
+RELEASE_FS = ("release", "unlock")
+
+
+@dataclass
+class NemesisContext:
+    ensemble: Any  # DockerEnsemble (or anything with nodes/leader/exec/kill/restart/pause)
+    pool: Any = None  # ClientPool, None when the run has no client containers
+    session_timeout_s: float = 4.0  # requested; a client's own `session` event wins
+    holder_wait_s: float = 2.0  # how long `holder` waits for some client to hold the lock
+    dirty_clocks: set[str] = field(default_factory=set)  # nodes whose clock needs a reset
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    state: dict[str, Any] = field(default_factory=dict)  # per-family live state (strobes)
+    _exec: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(8, thread_name_prefix="nemesis"))
+
+    @property
+    def run_id(self) -> str:
+        return getattr(self.ensemble, "run_id", "zkj")
+
+    @property
+    def clients_dir(self) -> Path | None:
+        return Path(self.pool.out_dir) if self.pool is not None else None
+
+    def each(self, fn, items: list) -> list:
+        """Apply fn to every item at once (a docker exec costs ~0.1-0.3 s each)."""
+        return list(self._exec.map(fn, items))
+
+    def node(self, name: str):
+        for n in self.ensemble.nodes:
+            if n.name == name:
+                return n
+        raise NemesisError(f"no server named {name}")
+
+    def client(self, name: str):
+        idx = int(name.lstrip("c"))
+        for h in self.pool.handles if self.pool is not None else []:
+            if h.index == idx:
+                return h
+        raise NemesisError(f"no client named {name}")
+
+    def session_timeout_of(self, client_name: str | None) -> float:
+        """The negotiated timeout from the client's `session` event, else the requested one."""
+        if client_name and self.clients_dir:
+            path = self.clients_dir / f"client-{client_name.lstrip('c')}.jsonl"
+            for rec in reversed(_tail_records(path)):  # a restarted client: its latest session
+                if rec.get("f") == "session" and isinstance(rec.get("value"), dict):
+                    ms = rec["value"].get("timeout_ms")
+                    if ms:
+                        return ms / 1000
+        return self.session_timeout_s
+
+
+def resolve_servers(ctx: NemesisContext, spec: str, rng: random.Random) -> list[str]:
+    names = [n.name for n in ctx.ensemble.nodes]
+    n = len(names)
+    if spec == "one":
+        return [rng.choice(names)]
+    if spec == "leader":
+        leader = ctx.ensemble.leader()
+        # Mid-election nobody leads: hit a random server rather than nothing (noted by caller).
+        return [leader.name if leader else rng.choice(names)]
+    if spec == "minority":
+        return sorted(rng.sample(names, max(1, (n - 1) // 2)))
+    if spec == "majority":
+        return sorted(rng.sample(names, n // 2 + 1))
+    if spec == "all":
+        return names
+    chosen = [s.strip() for s in spec.split(",") if s.strip()]
+    for c in chosen:
+        ctx.node(c)
+    return chosen
+
+
+def running_clients(ctx: NemesisContext) -> list[Any]:
+    if ctx.pool is None:
+        return []
+    out = []
+    for h in ctx.pool.handles:
+        try:
+            if h.status() == "running":
+                out.append(h)
+        except Exception:  # noqa: BLE001 - a removed container is simply not a target
+            pass
+    return out
+
+
+def resolve_client(ctx: NemesisContext, spec: str, rng: random.Random) -> tuple[str, str]:
+    """One client name (`c3`) and how it was chosen (`holder`, `random`, `explicit`)."""
+    if spec.startswith("client:"):
+        return f"c{int(spec.split(':', 1)[1])}", "explicit"
+    live = running_clients(ctx)
+    if not live:
+        raise NemesisError("no running client to target")
+    if spec == "holder":
+        deadline = time.monotonic() + ctx.holder_wait_s
+        while True:
+            live_idx = {h.index for h in live}
+            holders = [i for i in current_holders(ctx.clients_dir) if i in live_idx]
+            if holders:
+                return f"c{rng.choice(sorted(holders))}", "holder"
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+    return f"c{rng.choice(sorted(h.index for h in live))}", "random"
+
+
+def current_holders(clients_dir: Path | None) -> list[int]:
+    """Clients whose own record says they hold a lock: an `acquire` ok not followed by a
+    `release` invoke. Cheap (reads each file's tail) and needs no ZooKeeper session, so it
+    works while the ensemble itself is faulted."""
+    if clients_dir is None:
+        return []
+    out = []
+    for path in sorted(Path(clients_dir).glob("client-*.jsonl")):
+        idx = int(path.stem.split("-", 1)[1])
+        if idx == 0:
+            continue  # the runner's own session
+        holding = False
+        for rec in _tail_records(path):
+            f, t = rec.get("f"), rec.get("type")
+            if f in ACQUIRE_FS and t == "ok":
+                holding = True
+            elif f in RELEASE_FS and t == "invoke":
+                holding = False
+        if holding:
+            out.append(idx)
+    return out
+
+
+def _tail_records(path: Path, max_bytes: int = 256 * 1024) -> list[dict]:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(0, size - max_bytes))
+            data = fh.read()
+    except OSError:
+        return []
+    lines = data.decode(errors="replace").splitlines()
+    if size > max_bytes:
+        lines = lines[1:]  # the first line may be cut
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
