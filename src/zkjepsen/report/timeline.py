@@ -1,0 +1,214 @@
+"""timeline.html: one self-contained file that shows a split holder at a glance.
+
+One lane per client. In a lane: waiting for the lock (thin grey), holding it (solid blue, from
+`acquire ok` to `release invoke` — what the client believed), other ops as short bars coloured by
+outcome, and the session state underneath (amber while SUSPENDED, red after LOST until the next
+CONNECTED). Nemesis faults are shaded across every lane; violations are red frames over the two
+clients' lanes for their window. Hover anything for its details (SVG <title>, no scripts needed);
+the zoom buttons only widen the drawing.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+LANE_H = 34
+LEFT = 70
+TOP = 40
+OUTCOME_COLOUR = {"ok": "#2e7d32", "fail": "#9e9e9e", "info": "#ef6c00", None: "#ef6c00"}
+VIOLATION_KEYS = ("belief_overlaps", "effect_overlaps")
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.1f} ms"
+
+
+def _esc(x: Any) -> str:
+    return html.escape(x if isinstance(x, str) else json.dumps(x, default=str))
+
+
+def _collect_violations(results: Any, out: list[dict]) -> list[dict]:
+    """Every belief/effect overlap anywhere in the (composed) results."""
+    if isinstance(results, dict):
+        for k, v in results.items():
+            if k in VIOLATION_KEYS and isinstance(v, list):
+                out.extend({**x, "_kind": k} for x in v if isinstance(x, dict))
+            else:
+                _collect_violations(v, out)
+    elif isinstance(results, list):
+        for v in results:
+            _collect_violations(v, out)
+    return out
+
+
+class _Lanes:
+    """Turns the flat history into per-client drawable spans."""
+
+    def __init__(self, records: list[dict]) -> None:
+        self.spans: dict[Any, list[tuple]] = {}  # client -> (start, end, kind, colour, title)
+        self.faults: list[tuple[int, int | None, str]] = []
+        self.end = max((r["time"] for r in records), default=1) or 1
+        pending: dict[Any, dict] = {}
+        holding: dict[Any, dict] = {}
+        session: dict[Any, tuple[int, str]] = {}
+        fault_open: dict[Any, dict] = {}
+        for r in records:
+            p, t, typ = r.get("process"), r["time"], r.get("type")
+            if p == "nemesis":
+                v = r.get("value") if isinstance(r.get("value"), dict) else {}
+                fid = v.get("fault_id", r.get("f"))
+                if v.get("phase") == "end":
+                    start = fault_open.pop(fid, None)
+                    if start:
+                        self.faults.append((start["time"], t, self._fault_label(start)))
+                else:
+                    fault_open[fid] = r
+                continue
+            c = r.get("client", p)
+            lane = self.spans.setdefault(c, [])
+            if typ == "event":
+                if r.get("f") == "session-state":
+                    prev = session.get(c)
+                    if prev and prev[1] in ("SUSPENDED", "LOST"):
+                        colour = "#ffb300" if prev[1] == "SUSPENDED" else "#c62828"
+                        lane.append((prev[0], t, "session", colour, f"session {prev[1]} "
+                                     f"{_ms(prev[0])} - {_ms(t)}"))
+                    session[c] = (t, r.get("value"))
+                continue
+            if typ == "invoke":
+                if r.get("f") in ("release", "acquire", "resign", "elected"):
+                    h = holding.pop(c, None)
+                    if h:
+                        lane.append((h["time"], t, "hold", "#1565c0",
+                                     f"holds {h.get('key')} token {_token(h)} "
+                                     f"{_ms(h['time'])} - {_ms(t)}"))
+                pending[p] = r
+                continue
+            inv = pending.pop(p, None)
+            if inv is None:
+                continue
+            f = inv.get("f")
+            title = (f"{f} {inv.get('key') or ''} {typ} {_esc(r.get('value'))} "
+                     f"{_ms(inv['time'])} - {_ms(t)}" + (f" error {r['error']}"
+                                                        if r.get("error") else ""))
+            if f in ("acquire", "elected"):
+                lane.append((inv["time"], t, "wait", "#bdbdbd", "waiting: " + title))
+                if typ in ("ok", "info"):
+                    holding[c] = {**r, "key": inv.get("key"), "maybe": typ == "info"}
+            else:
+                lane.append((inv["time"], t, "op", OUTCOME_COLOUR.get(typ, "#ef6c00"), title))
+        for c, h in holding.items():
+            self.spans[c].append((h["time"], self.end, "hold", "#1565c0",
+                                  f"holds {h.get('key')} token {_token(h)} from {_ms(h['time'])}"
+                                  " to the end of the history (never released)"))
+        for r in fault_open.values():
+            self.faults.append((r["time"], None, self._fault_label(r)))
+        for c, (t, state) in session.items():
+            if state in ("SUSPENDED", "LOST"):
+                colour = "#ffb300" if state == "SUSPENDED" else "#c62828"
+                self.spans[c].append((t, self.end, "session", colour, f"session {state} from "
+                                      f"{_ms(t)} to the end"))
+
+    @staticmethod
+    def _fault_label(r: dict) -> str:
+        v = r.get("value") if isinstance(r.get("value"), dict) else {}
+        return f"{r.get('f')} {_esc(v.get('targets', ''))}"
+
+
+def _token(r: dict) -> Any:
+    v = r.get("value")
+    return v.get("token") if isinstance(v, dict) else None
+
+
+def render_timeline(records: list[dict], results: dict | None, title: str) -> str:
+    lanes = _Lanes(records)
+    clients = sorted(lanes.spans, key=lambda c: (isinstance(c, str), c))
+    row = {c: i for i, c in enumerate(clients)}
+    width = 1400
+    scale = (width - LEFT - 20) / lanes.end
+    height = TOP + LANE_H * len(clients) + 30
+
+    def x(t: float) -> float:
+        return LEFT + t * scale
+
+    parts: list[str] = []
+    for start, end, label in lanes.faults:  # shaded across all lanes, under everything
+        e = lanes.end if end is None else end
+        parts.append(f'<rect x="{x(start):.1f}" y="{TOP - 14}" '
+                     f'width="{max(1, (e - start) * scale):.1f}"'
+                     f' height="{height - TOP - 16}" fill="#7e57c2" opacity="0.13">'
+                     f"<title>fault {label} {_ms(start)} - {_ms(e)}</title></rect>")
+        parts.append(f'<text x="{x(start) + 2:.1f}" y="{TOP - 4}" class="f">{label}</text>')
+    for c in clients:
+        y = TOP + row[c] * LANE_H
+        name = "final" if c == 0 else f"client {c}"
+        parts.append(f'<text x="4" y="{y + 15}" class="l">{_esc(name)}</text>'
+                     f'<line x1="{LEFT}" x2="{width - 20}" y1="{y + LANE_H - 2}" '
+                     f'y2="{y + LANE_H - 2}" stroke="#eee"/>')
+        for start, end, kind, colour, tip in lanes.spans[c]:
+            w = max(1.0, (end - start) * scale)
+            yy, hh = {"wait": (y + 9, 4), "hold": (y + 4, 14), "op": (y + 6, 10),
+                      "session": (y + 22, 6)}[kind]
+            parts.append(f'<rect x="{x(start):.1f}" y="{yy}" width="{w:.1f}" height="{hh}" '
+                         f'fill="{colour}"><title>{html.escape(tip)}</title></rect>')
+    violations = _collect_violations(results or {}, [])
+    for v in violations:
+        start = v.get("start") or 0
+        end = v.get("end") or lanes.end
+        ys = [TOP + row[c] * LANE_H for c in v.get("clients", []) if c in row]
+        if not ys:
+            continue
+        tip = (f"{v['_kind'][:-1].replace('_', ' ')}: clients {v.get('clients')} "
+               f"{_ms(start)} - {_ms(end)}; faults active: "
+               + (", ".join(f.get("f", "?") for f in v.get("faults", [])) or "none"))
+        parts.append(f'<rect x="{x(start) - 2:.1f}" y="{min(ys) + 1}" '
+                     f'width="{max(4, (end - start) * scale + 4):.1f}" '
+                     f'height="{max(ys) - min(ys) + LANE_H - 4}" fill="none" stroke="#d50000" '
+                     f'stroke-width="2.5"><title>{html.escape(tip)}</title></rect>')
+    for i in range(11):  # time axis
+        t = lanes.end * i / 10
+        parts.append(f'<text x="{x(t):.1f}" y="{height - 8}" class="a">{t / 1e9:.1f}s</text>')
+    summary = (f"{len(clients)} lanes, {len(records)} records, {len(lanes.faults)} faults, "
+               f"{len(violations)} violations marked")
+    return PAGE.format(title=html.escape(title), summary=summary, width=width, height=height,
+                       body="\n".join(parts))
+
+
+PAGE = """<!doctype html>
+<html><head><meta charset="utf-8"><title>{title}</title>
+<style>
+body {{ font: 13px sans-serif; margin: 16px; }}
+svg text.l {{ font-size: 12px; }} svg text.f {{ font-size: 10px; fill: #5e35b1; }}
+svg text.a {{ font-size: 10px; fill: #666; }}
+.legend span {{ display: inline-block; width: 14px; height: 10px; margin: 0 4px 0 12px; }}
+#wrap {{ overflow-x: auto; border: 1px solid #ddd; }}
+</style></head><body>
+<h2>{title}</h2>
+<div>{summary}. Hover for details.
+<button onclick="z(2)">zoom in</button><button onclick="z(0.5)">zoom out</button></div>
+<div class="legend"><span style="background:#bdbdbd"></span>waiting
+<span style="background:#1565c0"></span>holding (believed)
+<span style="background:#2e7d32"></span>op ok <span style="background:#9e9e9e"></span>op failed
+<span style="background:#ef6c00"></span>op unknown
+<span style="background:#ffb300"></span>SUSPENDED <span style="background:#c62828"></span>LOST
+<span style="background:#7e57c2;opacity:.3"></span>fault
+<span style="border:2px solid #d50000;height:8px"></span>violation</div>
+<div id="wrap"><svg id="tl" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}"
+ viewBox="0 0 {width} {height}" preserveAspectRatio="none">
+{body}
+</svg></div>
+<script>
+function z(k) {{ const s = document.getElementById('tl');
+  s.setAttribute('width', Math.max(600, s.getAttribute('width') * k)); }}
+</script>
+</body></html>
+"""
+
+
+def write_timeline(store_dir: Path, records: list[dict], results: dict | None) -> Path:
+    path = Path(store_dir) / "timeline.html"
+    path.write_text(render_timeline(records, results, f"zkjepsen timeline: {store_dir}"))
+    return path
