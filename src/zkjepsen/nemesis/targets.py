@@ -18,8 +18,8 @@ from typing import Any
 
 from zkjepsen.nemesis import NemesisError
 
-ACQUIRE_FS = ("acquire", "lock")
-RELEASE_FS = ("release", "unlock")
+ACQUIRE_FS = ("acquire", "lock", "elected")
+RELEASE_FS = ("release", "unlock", "resign")
 
 
 @dataclass

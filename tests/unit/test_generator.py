@@ -1,0 +1,143 @@
+"""The generator is pure: same seed -> same plan; combinators keep their promises."""
+
+from __future__ import annotations
+
+import json
+import random
+from itertools import pairwise
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zkjepsen import generator as g
+from zkjepsen.nemesis import FAULTS, NEMESES
+from zkjepsen.nemesis.partition import bridge, grudge_from_components, halves, majorities_ring
+from zkjepsen.nemesis.targets import current_holders
+
+NAMES = ["pause-client", "kill-leader", "partition-halves", "clock-bump"]
+
+
+def std(seed: int, **kw) -> list[dict]:
+    args = dict(seed=seed, time_limit_s=60, interval_s=5, fault_duration_s=4,
+                session_timeout_s=4) | kw
+    return g.standard_plan(NAMES, **args)
+
+
+def test_same_seed_same_plan_byte_for_byte():
+    assert json.dumps(std(7)) == json.dumps(std(7))
+    assert std(7) != std(8)
+
+
+def test_standard_plan_shape():
+    plan = std(3)
+    faults = [p for p in plan if p["f"] != "heal"]
+    assert plan[-1]["f"] == "heal"  # final heal
+    assert [p["fault_id"] for p in faults] == list(range(1, len(faults) + 1))
+    starts = [p["at_s"] for p in faults]
+    assert starts == sorted(starts)
+    for a, b in pairwise(faults):  # sequential: one fault ends before the next starts
+        assert a["at_s"] + a["duration_s"] <= b["at_s"] + 1e-9
+    assert all(p["at_s"] < 60 for p in faults)  # time limit: nothing starts after it
+    pc = [p for p in faults if p["f"] == "pause-client"]
+    assert pc and all(p["duration"] == "1.5x" and p["duration_s"] == 6.0 for p in pc)
+    assert all(p["duration_s"] == 4 for p in faults if p["f"] == "kill-leader")
+
+
+def test_resolve_duration():
+    assert g.resolve_duration("1.5x", 4) == 6.0
+    assert g.resolve_duration(8, 4) == 8.0
+    assert g.resolve_duration("2.5", 4) == 2.5
+    with pytest.raises(ValueError):
+        g.resolve_duration(-1, 4)
+
+
+def test_time_limit_cuts_sleeps_and_stops():
+    gen = g.time_limit(10, g.delay(3, g.fault("kill-one", duration=1)))
+    plan = g.plan(gen, 0)
+    # 3 + 1 + 3 + 1 + 2(cut) = 10: two faults, at 3 and 7
+    assert [p["at_s"] for p in plan] == [3.0, 7.0]
+
+
+def test_phases_and_once_and_final_heal():
+    gen = g.phases(g.sleep(2), g.once(g.Fault("kill-one", duration=1)), g.sleep(1),
+                   g.once(g.Fault("pause-client")), g.final_heal())
+    plan = g.plan(gen, 0, g.Env(session_timeout_s=2))
+    assert [(p["f"], p["at_s"]) for p in plan] == [("kill-one", 2.0), ("pause-client", 4.0),
+                                                   ("heal", 7.0)]
+
+
+def test_mix_draws_from_all_and_is_seeded():
+    gen = g.time_limit(500, g.delay(1, g.mix(g.fault("kill-one", duration=1),
+                                             g.fault("clock-bump", duration=1))))
+    fs = [p["f"] for p in g.plan(gen, 1)]
+    assert set(fs) == {"kill-one", "clock-bump"}
+    assert 0.35 < fs.count("kill-one") / len(fs) < 0.65
+    assert fs == [p["f"] for p in g.plan(gen, 1)]
+
+
+def test_mix_drops_exhausted_generators():
+    gen = g.mix(g.once(g.Fault("kill-one", duration=1)), g.once(g.Fault("clock-bump", duration=1)))
+    assert sorted(p["f"] for p in g.plan(gen, 5)) == ["clock-bump", "kill-one"]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 2**32), st.floats(1, 30))
+def test_stagger_mean_interval_bounds(seed, interval):
+    gen = g.time_limit(200, g.stagger(interval, g.fault("kill-one", duration=0)))
+    starts = [p["at_s"] for p in g.plan(gen, seed)]
+    gaps = [b - a for a, b in pairwise([0.0, *starts])]
+    assert all(0 <= x < 2 * interval + 1e-9 for x in gaps)
+
+
+def test_unbounded_generator_is_refused():
+    with pytest.raises(ValueError):
+        g.plan(g.fault("kill-one", duration=0), 0, max_items=1000)
+
+
+def test_registry_has_every_required_fault():
+    required = {"none", "partition-one", "partition-leader", "partition-halves", "partition-ring",
+                "partition-bridge", "isolate-client", "packet-loss", "kill-one", "kill-leader",
+                "kill-minority", "kill-majority", "pause-server", "pause-leader", "pause-client",
+                "kill-client", "clock-bump", "clock-strobe", "clock-rate-leader"}
+    assert required <= set(NEMESES) == set(FAULTS)
+    assert all(NEMESES[n] for n in NEMESES)
+
+
+NODES5 = ["n1", "n2", "n3", "n4", "n5"]
+
+
+def _sees(grudge: dict[str, list[str]], names: list[str]) -> dict[str, set[str]]:
+    return {n: set(names) - set(grudge.get(n, [])) for n in names}
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_partition_shapes(seed):
+    rng = random.Random(seed)
+    comps = halves(NODES5, rng)
+    assert sorted(map(len, comps)) == [2, 3] and sorted(sum(comps, [])) == NODES5
+    ring = majorities_ring(NODES5, rng)
+    sees = _sees(ring, NODES5)
+    assert all(len(s) == 3 and n in s for n, s in sees.items())  # each sees a majority
+    assert len({frozenset(s) for s in sees.values()}) == 5  # no two the same one
+    assert all(b in sees[a] for a in NODES5 for b in sees[a])  # symmetric cuts
+    br = bridge(NODES5, rng)
+    hub = [n for n, cut in br.items() if not cut]
+    assert len(hub) == 1 and all(len(v) == 2 for n, v in br.items() if n != hub[0])
+
+
+def test_grudge_from_components():
+    assert grudge_from_components([["n1"], ["n2", "n3"]]) == {"n1": ["n2", "n3"], "n2": ["n1"],
+                                                              "n3": ["n1"]}
+
+
+def test_current_holders_from_client_records(tmp_path):
+    def write(i, recs):
+        (tmp_path / f"client-{i}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+
+    write(0, [{"f": "acquire", "type": "ok"}])  # the runner's own session: never a target
+    write(1, [{"f": "acquire", "type": "invoke"}, {"f": "acquire", "type": "ok"}])
+    write(2, [{"f": "acquire", "type": "ok"}, {"f": "release", "type": "invoke"}])
+    write(3, [{"f": "acquire", "type": "invoke"}])
+    (tmp_path / "client-4.jsonl").write_text('{"f": "acquire", "type": "ok"}\n{"f": "rel')
+    assert current_holders(tmp_path) == [1, 4]  # a cut last line is ignored
