@@ -45,7 +45,7 @@ class Recipe(Protocol):
     def holding(self) -> bool: ...
 
 
-_SEQ = re.compile(r"(-?\d{10})$")
+_SEQ = re.compile(r"(\d{10})$")  # sequence overflow to negative (2^31 creates) ignored
 
 
 def seq_of(name: str) -> int | None:

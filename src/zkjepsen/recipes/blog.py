@@ -17,7 +17,9 @@ watch with a NONE event when the session expires, which this lock also takes for
 
 Harness concession (not in the source): so a run can end, the wait is sliced and, after
 `timeout`, the lock gives up, deletes its node, closes its client and raises `AcquireHung` -
-the workload records that as a failed acquire with error "hung" (flaw 2 made visible).
+the workload records that as a failed acquire with error "hung" (flaw 2 made visible). The
+node's data is the client's identifier (the post writes none) so a test can tell whose node is
+whose when it picks a waiter to kill; the algorithm never reads it.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class BlogLock:
         self.client = KazooClient(hosts=hosts, timeout=timeout_s)
         self.client.start(timeout=15)
         self.path = path
+        self.data = identifier.encode()
         self.node: str | None = None
         self.event = threading.Event()
         self._held = False
@@ -56,7 +59,8 @@ class BlogLock:
         self.event.set()  # any event at all: created, deleted, changed, or the session's NONE
 
     def acquire(self, timeout: float | None) -> Token | None:
-        self.node = self.client.create(f"{self.path}/foo", ephemeral=True, sequence=True)
+        self.node = self.client.create(f"{self.path}/foo", self.data, ephemeral=True,
+                                       sequence=True)
         children = sorted(self.client.get_children(self.path))
         mine = self.node.rsplit("/", 1)[1]
         if len(children) == 1 or mine == children[0]:

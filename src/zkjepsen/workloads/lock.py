@@ -10,7 +10,8 @@ Multi-step updates (the paper lock's flaw): every write but the last stores `sta
 the last `state: "done"`. A new holder that finds "half" records a `half-done-seen` event: its
 predecessor died (or lost the lock) mid-update and left the resource half-done.
 
-Params: lock_path, resource_path, resource, hold_s, think_s, writes, acquire_timeout_s.
+Params: lock_path, resource_path, resource, hold_s, hold_fixed, think_s, writes,
+acquire_timeout_s.
 Checkers: lock (belief + effect overlap), fencing.
 """
 
@@ -88,6 +89,7 @@ class LockWorkload:
         mode = resource_mode(p)
         hold_s, think_s = param(p, "hold_s", 0.05), param(p, "think_s", 0.05)
         writes = max(1, param(p, "writes", 2))
+        fixed = param(p, "hold_fixed", False)  # hold exactly hold_s (scripted scenarios)
         timeout = param(p, "acquire_timeout_s", 10.0)
         recipe = None
         while ctx.running():
@@ -100,8 +102,8 @@ class LockWorkload:
                     continue
             tok, usable = acquire_op(ctx, recipe, lock, timeout, f=self.acquire_f)
             if tok is not None:
-                critical_section(ctx, recipe, tok, resource, mode, writes,
-                                 ctx.rng.uniform(0, 2 * hold_s))
+                hold = hold_s if fixed else ctx.rng.uniform(0, 2 * hold_s)
+                critical_section(ctx, recipe, tok, resource, mode, writes, hold)
                 usable = release_op(ctx, recipe, lock, f=self.release_f)
             if not usable:
                 discard(recipe)
