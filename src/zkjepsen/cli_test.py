@@ -118,13 +118,24 @@ def print_verdict(run: RunResult) -> None:
 
 
 def summarise(res: dict) -> str:
-    """One line per checker: the first violation, or why it is unknown."""
-    for key in ("violations", "belief_overlaps", "effect_overlaps", "errors", "anomalies"):
+    """One line per checker: how many violations, and the first one in a few words."""
+    preferred = ["belief_overlaps", "effect_overlaps"]
+    others = [k for k, v in res.items() if isinstance(v, list) and v and k not in preferred
+              and res.get("valid") is not True]
+    for key in preferred + others:
         items = res.get(key)
-        if items:
-            first = items[0] if isinstance(items, list) else items
-            return f"{len(items) if isinstance(items, list) else ''} {key}; first: " \
-                   f"{json.dumps(first, default=str)[:200]}"
+        if not items:
+            continue
+        count = res.get(f"{key[:-1]}_count", res.get(f"{key}_count", len(items)))
+        first = items[0] if isinstance(items, list) else items
+        if isinstance(first, dict) and "clients" in first:
+            start, end = first.get("start"), first.get("end")
+            when = f" at {start / 1e9:.2f}s-" + (f"{end / 1e9:.2f}s" if end else "end") \
+                if isinstance(start, int) else ""
+            faults = ", ".join(f.get("f", "?") for f in first.get("faults", [])) or "no fault"
+            return (f"{count} {key.replace('_', ' ')}; first: clients {first['clients']}"
+                    f"{when} during {faults}")
+        return f"{count} {key.replace('_', ' ')}; first: {json.dumps(first, default=str)[:160]}"
     if res.get("valid") == "unknown":
         return str(res.get("error") or res.get("reason") or "")[:200]
     return ""

@@ -84,7 +84,8 @@ class ClientPool:
                 str(KAZOO_DIR): {"bind": "/opt/zkjepsen/site/kazoo", "mode": "ro"},
                 str(self.out_dir): {"bind": "/out", "mode": "rw"},
             }
-            env = {"PYTHONPATH": "/opt/zkjepsen/src:/opt/zkjepsen/site",
+            binds.update(user_recipe_binds(spec.get("recipe", "")))
+            env = {"PYTHONPATH": "/opt/zkjepsen/src:/opt/zkjepsen/site:/opt/zkjepsen/user",
                    "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
             env.update(spec.get("env", {}))
             host_config = api.create_host_config(binds=binds, cap_add=["NET_ADMIN", "NET_RAW"])
@@ -133,6 +134,23 @@ class ClientPool:
                 (self.out_dir / f"client-{h.index}.log").write_bytes(h.container.logs())
             except Exception:  # noqa: BLE001
                 pass
+
+
+def user_recipe_binds(recipe: str) -> dict[str, dict]:
+    """`--recipe package.module:Name` must import inside the client containers too: mount the
+    user's top-level package (or single module) read-only next to ours."""
+    if ":" not in recipe:
+        return {}
+    import importlib.util
+
+    top = recipe.partition(":")[0].split(".")[0]
+    spec = importlib.util.find_spec(top)
+    if spec is None or spec.origin in (None, "built-in", "frozen"):
+        return {}  # validate_spec reports an unimportable recipe before anything starts
+    origin = Path(spec.origin).resolve()
+    if origin.name == "__init__.py":
+        return {str(origin.parent): {"bind": f"/opt/zkjepsen/user/{top}", "mode": "ro"}}
+    return {str(origin): {"bind": f"/opt/zkjepsen/user/{origin.name}", "mode": "ro"}}
 
 
 def merge_histories(out_dir: Path, extra: list[Path] = ()) -> list[dict]:

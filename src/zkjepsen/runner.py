@@ -89,10 +89,12 @@ def validate_spec(spec: TestSpec) -> None:
     get_workload(spec.workload)
     import zkjepsen.recipes as recipes
 
-    registry = getattr(recipes, "RECIPES", {})
-    if ":" not in spec.recipe and registry and spec.recipe not in registry:
-        raise BadInput(f"unknown recipe {spec.recipe!r}; choose from {', '.join(sorted(registry))}"
-                       " or give package.module:Name (`zkjepsen list recipes`)")
+    if ":" in spec.recipe:
+        recipes._import(spec.recipe)  # BadInput now rather than in every client container
+    elif spec.recipe not in recipes.RECIPES:
+        raise BadInput(f"unknown recipe {spec.recipe!r}; choose from "
+                       f"{', '.join(recipes.recipe_names())} or give package.module:Name "
+                       "(`zkjepsen list recipes`)")
     names = [n for n in spec.nemesis if n != "none"]
     if names:
         from zkjepsen.nemesis import NEMESES
