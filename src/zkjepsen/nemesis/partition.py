@@ -167,8 +167,12 @@ def undo(ctx: NemesisContext, f: str, targets: list[str], detail: dict[str, Any]
 
     def one(item: tuple[str, list[list[str]]]) -> None:
         name, specs = item
-        _run(ctx, name, "; ".join(f"iptables -w -D {q} " + " ".join(map(shlex.quote, s))
-                                  + " 2>/dev/null" for s in specs) + "; true")
+        deletes = "; ".join(f"iptables -w -D {q} " + " ".join(map(shlex.quote, s))
+                            + " 2>/dev/null" for s in specs)
+        # The last fault out removes the chain and its jumps: nothing of ours stays behind.
+        drop_empty = (f'[ "$(iptables -w -S {q} | wc -l)" -le 1 ] && '
+                      f"{{ {HEAL_SCRIPT.format(c=q)}; }}")
+        _run(ctx, name, f"{deletes}; {drop_empty}; true")
 
     ctx.each(one, list(rules.items()))
 

@@ -1,0 +1,322 @@
+"""Every fault family against a real 3-node ensemble and real client containers: the fault is
+observable while it lasts, and fully healed afterwards. One ensemble for the module; each test
+leaves it serving. Timings are printed (run with -s to see them)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.protocol.states import KazooState
+
+from zkjepsen.clients import ClientPool
+from zkjepsen.harness.fourlw import four_letter
+from zkjepsen.nemesis.partition import chain_name
+from zkjepsen.nemesis.schedule import FaultNemesis, NemesisLog, heal_all, run_nemesis
+from zkjepsen.nemesis.targets import NemesisContext
+
+SESSION_S = 4
+
+
+@pytest.fixture(scope="module")
+def rig(ensemble3, tmp_path_factory):
+    """The ensemble plus 3 `ping` clients (each writes its own znode every 50 ms)."""
+    out = tmp_path_factory.mktemp("nemesis")
+    pool = ClientPool(ensemble3, out / "clients")
+    t0 = time.monotonic_ns()
+    pool.start([dict(client=i, nclients=3, hosts=ensemble3.connect_string(),
+                     session_timeout_s=SESSION_S, workload="ping", recipe="kazoo", params={},
+                     t0_ns=t0, deadline_monotonic=time.monotonic() + 900, seed=1)
+                for i in (1, 2, 3)])
+    ctx = NemesisContext(ensemble3, pool, SESSION_S)
+    nem = FaultNemesis(ctx, [], seed=1, log=NemesisLog(out / "nemesis.jsonl", t0))
+    _wait(lambda: all(_records(pool, h.index, "session") for h in pool.handles), 20)
+    yield ensemble3, pool, nem, out, t0
+    heal_all(ensemble3, pool)
+    pool.stop()
+
+
+_ids = iter(range(1, 1000))
+
+
+def start(nem, f: str, target: str | None = None, **params) -> dict:
+    return nem.invoke({"fault_id": next(_ids), "f": f, "phase": "start", "target": target,
+                       "params": params})
+
+
+def end(nem, op: dict) -> dict:
+    return nem.invoke({**op, "phase": "end"})
+
+
+def _wait(cond, timeout: float, step: float = 0.1):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return None
+
+
+def _records(pool, idx: int, f: str | None = None) -> list[dict]:
+    path = pool.out_dir / f"client-{idx}.jsonl"
+    if not path.exists():
+        return []
+    recs = [json.loads(x) for x in path.read_text().splitlines() if x.strip().endswith("}")]
+    return [r for r in recs if f is None or r.get("f") == f]
+
+
+def _serving(ens) -> dict[str, str | None]:
+    return {s["node"]: s["mode"] for s in ens.status()}
+
+
+def _healed(ens, pool) -> None:
+    """Every server serves with one leader, no container holds the run's chain, no clock is
+    skewed, nothing is frozen."""
+    ens.wait_for_quorum(30)
+    chain = chain_name(ens.run_id)
+    for n in ens.nodes:
+        assert chain not in ens.exec(n, ["iptables", "-S"])[1]
+        assert ens.faketime_file(n).read_text().strip() in ("+0", "+0 x1")
+    for h in pool.handles:
+        assert h.status() == "running"
+        assert chain not in h.exec(["iptables", "-S"])[1]
+
+
+def _tcp_open(ens, src, dst_ip: str) -> bool:
+    """Can `src` (a server) open a TCP connection to dst_ip:2181? Run inside src's netns."""
+    code, _ = ens.exec(src, ["python3", "-c", "import socket,sys; socket.create_connection("
+                             f"('{dst_ip}', 2181), timeout=2); sys.exit(0)"])
+    return code == 0
+
+
+def _pinned_client_works(node, timeout: float = 4) -> bool:
+    zk = KazooClient(hosts=node.address, timeout=SESSION_S)
+    try:
+        zk.start(timeout=timeout)
+        zk.get("/")
+        return True
+    except Exception:  # noqa: BLE001 - any failure: it cannot talk to that server
+        return False
+    finally:
+        zk.stop()
+        zk.close()
+
+
+# ---- partitions ---------------------------------------------------------------------------------
+def test_partition_leader_isolates_it_and_heals(rig):
+    ens, pool, nem, _, _ = rig
+    old = ens.leader()
+    others = [n for n in ens.nodes if n != old]
+    assert _tcp_open(ens, others[0], old.ip)
+    t = time.monotonic()
+    op = start(nem, "partition-leader")
+    assert op["targets"] == [old.name] and not op.get("error")
+    # Packets really are dropped: the majority cannot even open a TCP connection to it.
+    assert not _tcp_open(ens, others[0], old.ip)
+    new = _wait(lambda: (lambda ld: ld if ld and ld != old else None)(ens.leader()), 20)
+    elected = time.monotonic() - t
+    assert new in others, "the majority elected a new leader"
+    assert _wait(lambda: _serving(ens)[old.name] == "not serving", 15)
+    stopped = time.monotonic() - t
+    assert not _pinned_client_works(old), "a client pinned to the isolated server gets nowhere"
+    assert _pinned_client_works(new)
+    t = time.monotonic()
+    end(nem, op)
+    back = ens.wait_for_quorum(30)
+    print(f"\npartition-leader: new leader after {elected:.1f}s, old stopped serving after "
+          f"{stopped:.1f}s, all serving {back:.1f}s after heal")
+    assert _tcp_open(ens, others[0], old.ip)
+    assert _pinned_client_works(old)
+    _healed(ens, pool)
+
+
+def test_partition_halves_minority_stops_serving(rig):
+    ens, pool, nem, _, _ = rig
+    op = start(nem, "partition-halves")
+    minority = min(op["detail"]["components"], key=len)
+    assert _wait(lambda: all(_serving(ens)[n] == "not serving" for n in minority), 15)
+    assert _wait(lambda: ens.leader() is not None and ens.leader().name not in minority, 15)
+    end(nem, op)
+    _healed(ens, pool)
+
+
+def test_isolate_client_suspends_it_and_heals(rig):
+    ens, pool, nem, _, _ = rig
+    op = start(nem, "isolate-client", "client:2")
+    assert op["targets"] == ["c2"]
+    t_ns = time.monotonic_ns() - rig[4]
+    h = pool.handle(2)
+    code, out = h.exec(["python3", "-c", "import socket; socket.create_connection("
+                        f"('{ens.nodes[0].ip}', 2181), timeout=2)"])
+    assert code != 0, "the client cannot reach any server"
+    assert _wait(lambda: any(r["value"] == "SUSPENDED" and r["time"] > t_ns
+                             for r in _records(pool, 2, "session-state")), 10)
+    time.sleep(2 * SESSION_S)  # longer than its session: the servers expire it
+    end(nem, op)
+    assert _wait(lambda: any(r["value"] == "LOST" and r["time"] > t_ns
+                             for r in _records(pool, 2, "session-state")), 15)
+    healed_ns = time.monotonic_ns() - rig[4]
+    # ...and it writes again (kazoo opened a new session by itself).
+    assert _wait(lambda: any(r["type"] == "ok" and r["time"] > healed_ns
+                             for r in _records(pool, 2, "write")), 15)
+    _healed(ens, pool)
+
+
+def test_packet_loss_drops_packets(rig):
+    ens, pool, nem, _, _ = rig
+    op = start(nem, "packet-loss", "n1", probability=0.3)
+    time.sleep(3)
+    code, out = ens.exec(ens.nodes[0], ["iptables", "-L", chain_name(ens.run_id), "-v", "-x",
+                                        "-n"])
+    dropped = sum(int(line.split()[0]) for line in out.splitlines()[2:] if line.strip())
+    print(f"\npacket-loss 30% on n1: {dropped} packets dropped in 3 s")
+    assert dropped > 0
+    end(nem, op)
+    _healed(ens, pool)
+
+
+# ---- processes ----------------------------------------------------------------------------------
+def test_kill_leader_is_replaced_and_restarts(rig):
+    ens, pool, nem, _, _ = rig
+    old = ens.leader()
+    t = time.monotonic()
+    op = start(nem, "kill-leader")
+    assert op["targets"] == [old.name]
+    new = _wait(lambda: (lambda ld: ld if ld and ld != old else None)(ens.leader()), 20)
+    print(f"\nkill-leader: {new.name} leads {time.monotonic() - t:.1f}s after the kill")
+    assert new is not None
+    end(nem, op)
+    _healed(ens, pool)
+
+
+def test_pause_follower_stops_answering(rig):
+    ens, pool, nem, _, _ = rig
+    follower = next(n for n in ens.nodes if n != ens.leader())
+    op = start(nem, "pause-server", follower.name)
+    assert four_letter(follower.ip, follower.port, "srvr", 1.0) is None
+    end(nem, op)
+    _healed(ens, pool)
+
+
+def _sessions_on_servers(ens) -> str:
+    return "".join(four_letter(n.ip, n.port, "cons", 1.0) or "" for n in ens.nodes)
+
+
+def test_pause_client_expires_its_session_server_side(rig):
+    ens, pool, nem, _, t0 = rig
+    sid = _records(pool, 1, "session")[-1]["value"]["session_id"]
+    assert f"sid={sid}" in _sessions_on_servers(ens)
+    t = time.monotonic()
+    op = start(nem, "pause-client", "client:1")
+    assert op["detail"]["session_timeout_s"] == SESSION_S  # the negotiated one, from its record
+    gone = _wait(lambda: f"sid={sid}" not in _sessions_on_servers(ens), 3 * SESSION_S)
+    expired = time.monotonic() - t
+    print(f"\npause-client: session {sid} gone from every server {expired:.1f}s into the pause "
+          f"(timeout {SESSION_S}s)")
+    assert gone and expired >= SESSION_S * 0.9
+    t_ns = time.monotonic_ns() - t0
+    end(nem, op)
+    assert _wait(lambda: any(r["value"] == "LOST" and r["time"] >= t_ns
+                             for r in _records(pool, 1, "session-state")), 10)
+    _healed(ens, pool)
+
+
+def test_kill_client_restarts_with_a_new_session(rig):
+    ens, pool, nem, _, _ = rig
+    before = len(_records(pool, 3, "session"))
+    op = start(nem, "kill-client", "client:3")
+    assert pool.handle(3).status() == "exited"
+    end(nem, op)
+    assert _wait(lambda: len(_records(pool, 3, "session")) > before, 20)
+    _healed(ens, pool)
+
+
+# ---- clocks -------------------------------------------------------------------------------------
+def _time_to_lost(ens, rate: float, timeout_s: float, limit_s: float, nem) -> float | None:
+    """An idle host-side session (no ops, only kazoo's pings), then the leader's clock at
+    `rate` x: real seconds until the session is LOST, or None if it survives limit_s."""
+    leader = ens.leader()
+    follower = next(n for n in ens.nodes if n != leader)
+    zk = KazooClient(hosts=follower.address, timeout=timeout_s)
+    lost: list[float] = []
+    zk.add_listener(lambda s: lost.append(time.monotonic()) if s == KazooState.LOST else None)
+    zk.start(timeout=10)
+    op = start(nem, "clock-rate-leader", rate=rate)
+    t = time.monotonic()
+    try:
+        _wait(lambda: lost, limit_s)
+        took = lost[0] - t if lost else None  # before stop(): closing also says LOST
+    finally:
+        end(nem, op)
+        zk.stop()
+        zk.close()
+    return took
+
+
+def test_fast_leader_clock_expires_idle_sessions(rig):
+    ens, pool, nem, _, _ = rig
+    took = _time_to_lost(ens, 5.0, 6.0, 15.0, nem)
+    print(f"\nclock-rate-leader x5: idle 6 s session LOST after {took}s")
+    assert took is not None and took < 6.0
+    heal_all(ens, pool)  # reset the clock to real time before the control run
+    ens.wait_for_quorum(30)
+    control = _time_to_lost(ens, 1.0, 6.0, 8.0, nem)
+    assert control is None, "at 1x nothing expires"
+    _healed(ens, pool)
+
+
+def test_clock_bump_and_strobe_are_written_and_reset(rig):
+    ens, pool, nem, _, _ = rig
+    node = ens.nodes[1]
+    op = start(nem, "clock-bump", node.name, offset_s=-3)
+    assert ens.faketime_file(node).read_text().strip() == "-3"
+    end(nem, op)
+    op = start(nem, "clock-strobe", node.name, offset_s=2)
+    seen = set()
+    _wait(lambda: seen.add(ens.faketime_file(node).read_text().strip()) or len(seen) > 1, 4)
+    assert seen == {"+2", "+0"}
+    end(nem, op)
+    _healed(ens, pool)
+
+
+# ---- the runner's entry point -------------------------------------------------------------------
+def test_run_nemesis_records_schedule_and_replays(rig, tmp_path):
+    ens, pool, _, _, t0 = rig
+    names = ["partition-one", "pause-server"]
+    executed = run_nemesis(ens, pool, names, seed=5, time_limit_s=8, interval_s=1,
+                           fault_duration_s=1.5, session_timeout_s=SESSION_S, t0_ns=t0,
+                           out_dir=tmp_path / "a")
+    assert executed and all(e["end_ns"] > e["start_ns"] for e in executed)
+    sched = json.loads((tmp_path / "a" / "schedule.json").read_text())
+    assert sched["faults"] == json.loads(json.dumps(executed, default=str))
+    recs = [json.loads(x) for x in (tmp_path / "a" / "nemesis.jsonl").read_text().splitlines()]
+    assert [r["value"]["phase"] for r in recs] == ["start", "end"] * len(executed)
+    _healed(ens, pool)
+    # Replay: same faults, same resolved targets, at the same times since (a new) t0.
+    t1 = time.monotonic_ns()
+    again = run_nemesis(ens, pool, [], seed=99, time_limit_s=8, t0_ns=t1, out_dir=tmp_path / "b",
+                        schedule=sched)
+    assert [(e["f"], e["targets"]) for e in again] == [(e["f"], e["targets"]) for e in executed]
+    for a, b in zip(executed, again, strict=True):
+        assert abs(a["start_ns"] - b["start_ns"]) < 0.5e9
+    _healed(ens, pool)
+
+
+def test_run_nemesis_heals_on_interrupt(rig, tmp_path):
+    ens, pool, _, _, t0 = rig
+    import threading
+
+    stop = threading.Event()
+    threading.Timer(2.5, stop.set).start()
+    from zkjepsen import generator as g
+
+    gen = g.phases(g.sleep(0.5), g.once(g.Fault("partition-one", duration=30)))
+    t = time.monotonic()
+    executed = run_nemesis(ens, pool, [], seed=1, time_limit_s=60, t0_ns=t0,
+                           out_dir=tmp_path, stop_event=stop, gen=gen)
+    assert time.monotonic() - t < 10
+    assert len(executed) == 1 and executed[0]["end_ns"] - executed[0]["start_ns"] < 5e9
+    _healed(ens, pool)
