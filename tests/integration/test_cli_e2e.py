@@ -1,0 +1,71 @@
+"""`zkjepsen test` and `analyze` end to end through the CLI, against real ensembles."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parents[1]
+ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
+# `subjects` (broken recipes used as test subjects) is importable like a user's own package.
+ENV = {**os.environ, "PYTHONPATH": f"{TESTS}:{os.environ.get('PYTHONPATH', '')}"}
+SMALL = ["--nodes", "3", "--clients", "3", "--time-limit", "6", "--session-timeout", "3s"]
+
+
+def zkj(*argv: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([*ZKJEPSEN, *argv], capture_output=True, text=True, env=ENV,
+                          timeout=timeout)
+
+
+def store_dir(store: Path) -> Path:
+    (latest,) = store.glob("*/latest")
+    return latest.resolve()
+
+
+def test_valid_run_exits_0_and_analyze_reproduces_it(tmp_path, zk_image):
+    out = zkj("test", "--recipe", "kazoo", "--workload", "lock", "--nemesis", "none", *SMALL,
+              "--store", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    run = store_dir(tmp_path)
+    for name in ("test.json", "history.jsonl", "results.json", "timeline.html", "latency.png",
+                 "rate.png", "run.log", "nodes/n1/zookeeper.log"):
+        assert (run / name).exists(), name
+    results = json.loads((run / "results.json").read_text())
+    assert results["valid"] is True and results["lock"]["holds"] > 0
+    again = zkj("analyze", str(run))
+    assert again.returncode == 0 and "reproduced" in again.stderr
+
+
+def test_broken_recipe_exits_1_naming_the_violation(tmp_path, zk_image):
+    out = zkj("test", "--recipe", "subjects.nolock:NoLock", "--workload", "lock",
+              "--nemesis", "none", *SMALL, "--store", str(tmp_path))
+    assert out.returncode == 1, out.stderr
+    assert "INVALID" in out.stderr and "belief overlaps; first: clients" in out.stderr
+    run = store_dir(tmp_path)
+    assert 'stroke="#d50000"' in (run / "timeline.html").read_text()  # violations drawn
+    again = zkj("analyze", str(run))
+    assert again.returncode == 1 and "reproduced" in again.stderr
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["test", "--recipe", "no-such-recipe"], "unknown recipe"),
+    (["test", "--nemesis", "pause-everything"], "unknown nemesis"),
+    (["test", "--workload", "nope"], "unknown workload"),
+    (["test", "--session-timeout", "soon"], "not a duration"),
+    (["test", "--session-timeout", "60s"], "outside what the servers grant"),
+    (["test", "--param", "novalue"], "not KEY=VALUE"),
+    (["test", "--recipe", "no_such_pkg.mod:Lock"], "cannot import recipe module"),
+    (["analyze", "/nonexistent/run"], "has no test.json"),
+    (["list", "things"], "Invalid value"),
+])
+def test_bad_arguments_exit_254_with_one_sentence(argv, words, tmp_path):
+    out = zkj(*argv, "--store", str(tmp_path)) if argv[0] == "test" else zkj(*argv)
+    assert out.returncode == 254, (out.returncode, out.stderr)
+    assert words in out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert not list(tmp_path.glob("*/*/history.jsonl"))  # nothing half-written
