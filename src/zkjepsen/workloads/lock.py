@@ -37,11 +37,13 @@ def critical_section(ctx: Any, recipe: Any, tok: Any, resource: str, mode: str,
                      writes: int, hold: float) -> None:
     """The holder's work: `writes` writes over `hold` seconds, stopping once it stops holding."""
     try:
-        stored, _ = read_resource(ctx.zk, resource)
+        stored, _ = read_resource(ctx.zk, resource) if writes else ({}, None)
         if stored.get("state") == "half":
             ctx.event("half-done-seen", {"token": tok.token, "left_by": stored.get("token")})
     except Exception:  # noqa: BLE001 - only an observation; the writes below are what count
         pass
+    if not writes:
+        ctx.sleep(hold)
     for i in range(writes):
         if i:
             ctx.sleep(hold / max(1, writes - 1))
@@ -88,7 +90,7 @@ class LockWorkload:
         lock, resource = self._paths(p)
         mode = resource_mode(p)
         hold_s, think_s = param(p, "hold_s", 0.05), param(p, "think_s", 0.05)
-        writes = max(1, param(p, "writes", 2))
+        writes = max(0, param(p, "writes", 2))  # 0: an empty critical section (benchmarks)
         fixed = param(p, "hold_fixed", False)  # hold exactly hold_s (scripted scenarios)
         timeout = param(p, "acquire_timeout_s", 10.0)
         recipe = None
