@@ -8,6 +8,7 @@ import click
 
 from zkjepsen.cli_check import check
 from zkjepsen.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, ZkJepsenError
+from zkjepsen.harness.resources import Terminated
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -34,7 +35,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         rv = cli.main(args=argv, standalone_mode=False)
     except click.exceptions.Abort:
-        click.echo("zkjepsen: interrupted.", err=True)
+        click.echo("zkjepsen: interrupted; everything this run started was removed.", err=True)
         sys.exit(130)
     except click.ClickException as e:
         # Bad options and arguments: click's own message, our exit status.
@@ -44,8 +45,11 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"zkjepsen: {e}", err=True)
         sys.exit(e.exit_code)
     except KeyboardInterrupt:
-        click.echo("zkjepsen: interrupted.", err=True)
+        click.echo("zkjepsen: interrupted; everything this run started was removed.", err=True)
         sys.exit(130)
+    except Terminated as e:
+        click.echo(f"zkjepsen: {e}; everything this run started was removed.", err=True)
+        sys.exit(143)
     except Exception as e:  # noqa: BLE001 - last resort: one line, not a traceback
         click.echo(f"zkjepsen: internal error: {type(e).__name__}: {e} "
                    "(please report it with the run's run.log)", err=True)

@@ -99,11 +99,15 @@ class RunResources:
 
 
 def find_runs(client) -> dict[str, RunResources]:
+    """Every run with a labelled container, network or scratch dir. Containers are the engine's
+    list entries (dicts with "Id", "Labels", "State"): listing without inspecting each one, so
+    a container another run removes meanwhile cannot make this fail."""
     runs: dict[str, RunResources] = {}
-    for c in client.containers.list(all=True, filters={"label": RUN_LABEL}):
-        r = runs.setdefault(c.labels[RUN_LABEL], RunResources(c.labels[RUN_LABEL]))
+    for c in client.api.containers(all=True, filters={"label": RUN_LABEL}):
+        labels_ = c.get("Labels") or {}
+        r = runs.setdefault(labels_[RUN_LABEL], RunResources(labels_[RUN_LABEL]))
         r.containers.append(c)
-        r.owners.add(c.labels.get(OWNER_LABEL, ""))
+        r.owners.add(labels_.get(OWNER_LABEL, ""))
     for n in client.networks.list(filters={"label": RUN_LABEL}):
         run_id = n.attrs["Labels"][RUN_LABEL]
         r = runs.setdefault(run_id, RunResources(run_id))
@@ -126,9 +130,9 @@ def remove_run(client, run_id: str) -> tuple[int, int]:
     import docker.errors
 
     nc = nn = 0
-    for c in client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_id}"}):
+    for c in client.api.containers(all=True, filters={"label": f"{RUN_LABEL}={run_id}"}):
         try:
-            c.remove(force=True, v=True)
+            client.api.remove_container(c["Id"], force=True, v=True)
             nc += 1
         except docker.errors.NotFound:
             pass
