@@ -56,6 +56,7 @@ class FaultNemesis:
         if unknown:
             raise NemesisError(f"unknown fault(s) {', '.join(unknown)}")
         self.ctx, self.names, self.seed, self.log = ctx, names, seed, log
+        self.current: dict[str, Any] | None = None  # the started, not yet ended, fault
 
     def setup(self) -> None:
         pass  # nothing to prepare: every fault acts on containers the harness already made
@@ -75,6 +76,7 @@ class FaultNemesis:
                     op.get("params") or {})
             op["start_ns"] = self._now()
             self._record(op, "start")
+            self.current = op  # an interrupt inside apply still gets this fault ended
             try:
                 fam.apply(self.ctx, op["f"], op["targets"], op.get("detail") or {})
             except Exception as e:  # noqa: BLE001 - recorded; the end undoes what went in
@@ -87,6 +89,7 @@ class FaultNemesis:
                 op["end_error"] = f"{type(e).__name__}: {e}"
             op["end_ns"] = self._now()
             self._record(op, "end")
+            self.current = None
         return op
 
     def teardown(self) -> list[str]:
@@ -224,6 +227,7 @@ def run_nemesis(ensemble: Any, pool: Any, names: list[str], *, seed: int, time_l
         from zkjepsen.harness.resources import signals_deferred
 
         with signals_deferred():  # a second Ctrl-C must not stop the heal halfway
+            active = active or nem.current
             if active is not None:
                 executed.append(_done(nem.invoke({**active, "phase": "end",
                                                   "interrupted": True})))

@@ -1,0 +1,150 @@
+"""run_nemesis without Docker: a fake fault family records what it is asked to do, so the
+executor's promises (records, schedule.json, replay, heal on every exit path) are checked fast."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from zkjepsen import generator as g
+from zkjepsen.nemesis import schedule
+from zkjepsen.nemesis.targets import NemesisContext, resolve_servers
+
+
+class FakeFamily:
+    def __init__(self, fail_apply: bool = False, raise_in_apply: type | None = None) -> None:
+        self.calls: list[tuple] = []
+        self.fail_apply = fail_apply
+        self.raise_in_apply = raise_in_apply
+
+    def resolve(self, ctx, f, target, rng, params):
+        return [f"n{rng.randint(1, 3)}"], {"target": target}
+
+    def apply(self, ctx, f, targets, detail):
+        self.calls.append(("apply", f, tuple(targets)))
+        if self.raise_in_apply:
+            raise self.raise_in_apply()
+        if self.fail_apply:
+            raise RuntimeError("docker said no")
+
+    def undo(self, ctx, f, targets, detail):
+        self.calls.append(("undo", f, tuple(targets)))
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    fam = FakeFamily()
+    healed: list[bool] = []
+    monkeypatch.setitem(schedule.FAMILIES, "process", fam)
+    monkeypatch.setitem(schedule.FAMILIES, "partition", fam)
+    monkeypatch.setattr(schedule, "heal_context", lambda ctx, everything=False: healed.append(1)
+                        or [])
+    ens = SimpleNamespace(nodes=[SimpleNamespace(name=f"n{i}") for i in (1, 2, 3)],
+                          run_id="zkj-test", leader=lambda: None)
+    return fam, healed, ens
+
+
+def _run(ens, tmp_path, **kw):
+    args = dict(seed=3, time_limit_s=1.0, t0_ns=time.monotonic_ns(), out_dir=tmp_path,
+                session_timeout_s=0.2, fault_duration_s=0.05)
+    args |= kw
+    gen = args.pop("gen", g.phases(g.delay(0.05, g.time_limit(0.6, g.mix(
+        g.fault("kill-one", duration=0.05), g.fault("partition-one", duration=0.05)))),
+        g.final_heal()))
+    return schedule.run_nemesis(ens, None, ["kill-one", "partition-one"], gen=gen, **args)
+
+
+def test_records_pairs_and_schedule(fake, tmp_path):
+    fam, healed, ens = fake
+    executed = _run(ens, tmp_path)
+    assert executed and healed == [1]
+    recs = [json.loads(x) for x in (tmp_path / "nemesis.jsonl").read_text().splitlines()]
+    assert all(r["process"] == "nemesis" and r["type"] == "info" for r in recs)
+    by_id: dict = {}
+    for r in recs:
+        by_id.setdefault(r["value"]["fault_id"], []).append(r)
+    assert all([x["value"]["phase"] for x in v] == ["start", "end"] and v[0]["time"] < v[1]["time"]
+               for v in by_id.values())
+    sched = json.loads((tmp_path / "schedule.json").read_text())
+    assert [f["fault_id"] for f in sched["faults"]] == sorted(by_id)
+    assert sched["seed"] == 3 and sched["final_heal"]["problems"] == []
+    assert [c[0] for c in fam.calls] == ["apply", "undo"] * len(executed)
+
+
+def test_same_seed_same_targets(fake, tmp_path):
+    _, _, ens = fake
+    a = _run(ens, tmp_path / "a")
+    b = _run(ens, tmp_path / "b")
+    assert [(e["f"], e["targets"]) for e in a] == [(e["f"], e["targets"]) for e in b]
+
+
+def test_replay_uses_recorded_targets_and_times(fake, tmp_path):
+    fam, _, ens = fake
+    a = _run(ens, tmp_path / "a")
+    sched = json.loads((tmp_path / "a" / "schedule.json").read_text())
+    fam.calls.clear()
+    b = schedule.run_nemesis(ens, None, [], seed=999, time_limit_s=1.0,
+                             t0_ns=time.monotonic_ns(), out_dir=tmp_path / "b", schedule=sched)
+    assert [(e["f"], e["targets"]) for e in b] == [(e["f"], e["targets"]) for e in a]
+    for x, y in zip(a, b, strict=True):
+        assert abs(x["start_ns"] - y["start_ns"]) < 0.05e9
+
+
+def test_failed_apply_is_recorded_not_hidden(fake, tmp_path):
+    fam, healed, ens = fake
+    fam.fail_apply = True
+    executed = _run(ens, tmp_path)
+    assert executed and all("docker said no" in e["error"] for e in executed)
+    assert healed == [1]
+
+
+def test_heals_on_interrupt_inside_a_fault(fake, tmp_path):
+    fam, healed, ens = fake
+    fam.raise_in_apply = KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        _run(ens, tmp_path)
+    assert healed == [1]
+    sched = json.loads((tmp_path / "schedule.json").read_text())
+    assert len(sched["faults"]) == 1 and sched["faults"][0].get("interrupted")
+    assert fam.calls[-1][0] == "undo"  # the fault in progress was ended before the heal
+    recs = (tmp_path / "nemesis.jsonl").read_text().splitlines()
+    assert [json.loads(r)["value"]["phase"] for r in recs] == ["start", "end"]
+
+
+def test_heals_on_exception_outside_a_fault(fake, tmp_path, monkeypatch):
+    fam, healed, ens = fake
+
+    def boom(*a, **k):
+        raise RuntimeError("resolve failed")
+
+    monkeypatch.setattr(fam, "resolve", boom)
+    with pytest.raises(RuntimeError):
+        _run(ens, tmp_path)
+    assert healed == [1] and fam.calls == []
+
+
+def test_stop_event_ends_the_fault_early(fake, tmp_path):
+    _, healed, ens = fake
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
+    gen = g.phases(g.sleep(0.05), g.once(g.Fault("kill-one", duration=30)))
+    t = time.monotonic()
+    executed = _run(ens, tmp_path, gen=gen, stop_event=stop, time_limit_s=60)
+    assert time.monotonic() - t < 2 and len(executed) == 1 and healed == [1]
+
+
+def test_resolve_servers_sizes():
+    ens = SimpleNamespace(nodes=[SimpleNamespace(name=f"n{i}") for i in range(1, 6)],
+                          leader=lambda: None)
+    ctx = NemesisContext(ens)
+    rng = random.Random(1)
+    assert len(resolve_servers(ctx, "minority", rng)) == 2
+    assert len(resolve_servers(ctx, "majority", rng)) == 3
+    assert len(resolve_servers(ctx, "all", rng)) == 5
+    assert resolve_servers(ctx, "n2,n4", rng) == ["n2", "n4"]
+    assert len(resolve_servers(ctx, "leader", rng)) == 1  # nobody leads: a random one
