@@ -158,6 +158,10 @@ def apply(ctx: NemesisContext, f: str, targets: list[str], detail: dict[str, Any
         _run(ctx, name, " && ".join(f"( {x} )" for x in lines))
 
     ctx.each(one, list(rules.items()))
+    if f == "isolate-client":
+        from zkjepsen.nemesis.process import note_holding
+
+        note_holding(ctx, targets[0], detail)
 
 
 def undo(ctx: NemesisContext, f: str, targets: list[str], detail: dict[str, Any]) -> None:

@@ -52,6 +52,16 @@ def apply(ctx: NemesisContext, f: str, targets: list[str], detail: dict[str, Any
             ens.pause(ctx.node(name))
 
     ctx.each(one, targets)
+    if f in CLIENT_FAULTS:
+        note_holding(ctx, targets[0], detail)
+
+
+def note_holding(ctx: NemesisContext, client: str, detail: dict[str, Any]) -> None:
+    """Did the fault land inside the target's critical section? (It was chosen holding, but
+    docker takes 50-200 ms to act.) Read once the fault is in place; reported in the end op."""
+    tracker = ctx.state.get("holders")
+    if tracker is not None and detail.get("chosen") == "holder":
+        detail["holding_when_hit"] = tracker.holding(int(client.lstrip("c")))
 
 
 def undo(ctx: NemesisContext, f: str, targets: list[str], detail: dict[str, Any]) -> None:

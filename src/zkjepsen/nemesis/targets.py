@@ -106,46 +106,78 @@ def running_clients(ctx: NemesisContext) -> list[Any]:
 
 
 def resolve_client(ctx: NemesisContext, spec: str, rng: random.Random) -> tuple[str, str]:
-    """One client name (`c3`) and how it was chosen (`holder`, `random`, `explicit`)."""
+    """One client name (`c3`) and how it was chosen (`holder`, `random`, `explicit`).
+
+    `holder` picks the client that acquired most recently and has not begun to release: it has
+    the most critical section left, since the pause lands ~50-200 ms later (docker's API)."""
     if spec.startswith("client:"):
         return f"c{int(spec.split(':', 1)[1])}", "explicit"
-    live = running_clients(ctx)
+    live = running_clients(ctx)  # docker round trips: done once, before the holder watch
     if not live:
         raise NemesisError("no running client to target")
-    if spec == "holder":
+    live_idx = {h.index for h in live}
+    if spec == "holder" and ctx.clients_dir is not None:
+        tracker = ctx.state.setdefault("holders", HolderTracker(ctx.clients_dir))
         deadline = time.monotonic() + ctx.holder_wait_s
         while True:
-            live_idx = {h.index for h in live}
-            holders = [i for i in current_holders(ctx.clients_dir) if i in live_idx]
+            holders = {i: t for i, t in tracker.poll().items() if i in live_idx}
             if holders:
-                return f"c{rng.choice(sorted(holders))}", "holder"
+                return f"c{max(holders, key=lambda i: (holders[i], i))}", "holder"
             if time.monotonic() >= deadline:
                 break
-            time.sleep(0.05)
-    return f"c{rng.choice(sorted(h.index for h in live))}", "random"
+            time.sleep(0.01)
+    return f"c{rng.choice(sorted(live_idx))}", "random"
+
+
+class HolderTracker:
+    """Follows every client's JSONL incrementally (only new bytes are parsed, so polling every
+    10 ms is cheap) and knows who believes it holds a lock: an `acquire` ok not followed by a
+    `release` invoke. Needs no ZooKeeper session, so it works while the ensemble is faulted."""
+
+    def __init__(self, clients_dir: Path) -> None:
+        self.dir = Path(clients_dir)
+        self.files: dict[int, list] = {}  # client -> [offset, partial line, hold start or None]
+
+    def poll(self) -> dict[int, int]:
+        """client -> time (history ns) of the acquire it currently believes it holds."""
+        for path in self.dir.glob("client-*.jsonl"):
+            try:
+                idx = int(path.stem.split("-", 1)[1])
+            except ValueError:
+                continue
+            if idx == 0:
+                continue  # the runner's own session
+            st = self.files.setdefault(idx, [0, "", None])
+            try:
+                with open(path, "rb") as fh:
+                    fh.seek(st[0])
+                    data = fh.read()
+            except OSError:
+                continue
+            st[0] += len(data)
+            lines = (st[1] + data.decode(errors="replace")).split("\n")
+            st[1] = lines.pop()  # an unfinished last line waits for its end
+            for line in lines:
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                f, t = rec.get("f"), rec.get("type")
+                if f in ACQUIRE_FS and t == "ok":
+                    st[2] = rec.get("time", 0)
+                elif f in RELEASE_FS and t == "invoke":
+                    st[2] = None
+        return {i: st[2] for i, st in self.files.items() if st[2] is not None}
+
+    def holding(self, idx: int) -> bool:
+        return self.poll().get(idx) is not None
 
 
 def current_holders(clients_dir: Path | None) -> list[int]:
-    """Clients whose own record says they hold a lock: an `acquire` ok not followed by a
-    `release` invoke. Cheap (reads each file's tail) and needs no ZooKeeper session, so it
-    works while the ensemble itself is faulted."""
+    """Clients that believe they hold a lock right now (a one-off HolderTracker poll)."""
     if clients_dir is None:
         return []
-    out = []
-    for path in sorted(Path(clients_dir).glob("client-*.jsonl")):
-        idx = int(path.stem.split("-", 1)[1])
-        if idx == 0:
-            continue  # the runner's own session
-        holding = False
-        for rec in _tail_records(path):
-            f, t = rec.get("f"), rec.get("type")
-            if f in ACQUIRE_FS and t == "ok":
-                holding = True
-            elif f in RELEASE_FS and t == "invoke":
-                holding = False
-        if holding:
-            out.append(idx)
-    return out
+    return sorted(HolderTracker(clients_dir).poll())
 
 
 def _tail_records(path: Path, max_bytes: int = 256 * 1024) -> list[dict]:
