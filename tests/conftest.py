@@ -55,3 +55,6 @@ def ensemble3(docker_client, zk_image, tmp_path_factory):
     store = tmp_path_factory.mktemp("ens3")
     with DockerEnsemble(EnsembleSpec(nodes=3, image=zk_image), store, client=docker_client) as ens:
         yield ens
+
+
+pytest_plugins = ["pytester"]

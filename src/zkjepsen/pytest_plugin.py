@@ -87,7 +87,8 @@ def zkjepsen_run(request):
         if marker is not None:
             budget = marker.kwargs.get("max_faults")
             if budget is not None:
-                spec.params = {**spec.params, "max_faults": budget}
+                spec.max_faults = budget if spec.max_faults is None else min(budget,
+                                                                             spec.max_faults)
         outcome = RunOutcome(run_test(spec, Path(store) if store else None))
         request.node.user_properties.append(("zkjepsen_store", str(outcome.store_dir)))
         return outcome

@@ -39,6 +39,7 @@ class TestSpec:
     params: dict[str, Any] = field(default_factory=dict)  # workload/recipe parameters
     name: str | None = None
     tick_ms: int = 500
+    max_faults: int | None = None  # a fault budget (the pytest marker sets it)
 
     def __post_init__(self) -> None:
         if self.clients < 1 or self.clients > 100:
@@ -177,7 +178,7 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
                     ens, pool, names, seed=spec.seed, time_limit_s=spec.time_limit_s,
                     interval_s=spec.interval_s, fault_duration_s=spec.fault_duration_s,
                     session_timeout_s=spec.session_timeout_s, t0_ns=t0_ns, out_dir=store_dir,
-                    stop_event=stop, schedule=schedule)
+                    stop_event=stop, schedule=schedule, gen=fault_budget(spec, names))
             else:
                 stop.wait(spec.time_limit_s)
             log(f"main phase over; {len(executed)} faults executed and healed; "
@@ -208,6 +209,26 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
     run = RunResult(spec, store_dir, result["valid"], result, stats)
     render_reports(run, history)
     return run
+
+
+def fault_budget(spec: TestSpec, names: list[str]):
+    """The standard schedule, cut after `max_faults` faults (None: the standard one)."""
+    if spec.max_faults is None or not names:
+        return None
+    from zkjepsen import generator
+
+    base = generator.standard(names, time_limit_s=spec.time_limit_s, interval_s=spec.interval_s)
+
+    def gen(rng, env):
+        n = 0
+        for item in base(rng, env):
+            if isinstance(item, generator.Fault):
+                if n >= spec.max_faults:
+                    return  # run_nemesis heals whatever the plan ends with
+                n += 1
+            yield item
+
+    return gen
 
 
 def check_history(history, spec: TestSpec) -> dict[str, Any]:
