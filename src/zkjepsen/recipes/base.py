@@ -37,8 +37,10 @@ class Recipe(Protocol):
     """`acquire(timeout)`: a Token when held, None when not acquired within `timeout` seconds
     (certainly not holding), or a kazoo exception (outcome unknown). `release()`: give it up.
     `holding()`: does the *application* believe it holds? (kazoo's Lock keeps saying True after
-    its session is lost - that is the point of testing it.) Optional: `close()` to drop listeners
-    or own sessions; `single_use = True` when one object serves one acquisition only."""
+    its session is lost - that is the point of testing it.) Optional: `close()` to drop listeners,
+    own sessions or a node a failed acquire left behind - never another client's node (the
+    harness calls `release()` only while `holding()`); `single_use = True` when one object
+    serves one acquisition only."""
 
     def acquire(self, timeout: float | None) -> Token | None: ...
     def release(self) -> None: ...

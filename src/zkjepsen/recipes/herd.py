@@ -68,3 +68,8 @@ class HerdLock:
 
     def holding(self) -> bool:
         return self._token is not None
+
+    def close(self) -> None:
+        """Drop our own node if an acquire left one (never anyone else's)."""
+        if self.node and self._token is None:
+            self._delete()

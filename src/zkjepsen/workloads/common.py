@@ -138,12 +138,18 @@ def release_op(ctx: Any, recipe: Any, lock: str, f: str = "release",
 
 
 def discard(recipe: Any) -> None:
-    """Best effort: drop a recipe object we no longer trust (its node, its listeners)."""
-    for m in ("release", "close"):
-        try:
-            getattr(recipe, m, lambda: None)()
-        except Exception:  # noqa: BLE001 - it is being thrown away
-            pass
+    """Best effort: drop a recipe object we no longer trust. Release only if it believes it
+    holds (a non-holder's release can delete *another* client's node: `exclusive` and
+    `election` delete the shared node whoever made it); `close()` drops only its own leftovers."""
+    try:
+        if recipe.holding():
+            recipe.release()
+    except Exception:  # noqa: BLE001 - it is being thrown away
+        pass
+    try:
+        getattr(recipe, "close", lambda: None)()
+    except Exception:  # noqa: BLE001
+        pass
 
 
 def ensure(zk: Any, path: str, data: bytes = b"") -> None:
