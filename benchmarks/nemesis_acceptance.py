@@ -18,20 +18,20 @@ from pathlib import Path
 
 # name -> (workload, nemesis, nodes, params)
 CONFIGS: dict[str, tuple[str, str, int, dict]] = {
-    "pause-counter": ("counter", "pause-client", 3, {"resource": "unguarded", "hold_s": 0.2}),
+    "pause-counter": ("counter", "pause-client", 3, {"resource": "unguarded", "hold_s": 0.5}),
     "pause-lock-unguarded": ("lock", "pause-client", 3,
-                             {"resource": "unguarded", "writes": 4, "hold_s": 0.4}),
+                             {"resource": "unguarded", "writes": 4, "hold_s": 0.6}),
     "pause-lock-fenced": ("lock", "pause-client", 3,
-                          {"resource": "fenced", "writes": 4, "hold_s": 0.4}),
-    "isolate-counter": ("counter", "isolate-client", 3, {"resource": "unguarded", "hold_s": 0.2}),
+                          {"resource": "fenced", "writes": 4, "hold_s": 0.6}),
+    "isolate-counter": ("counter", "isolate-client", 3, {"resource": "unguarded", "hold_s": 0.5}),
     "isolate-lock-unguarded": ("lock", "isolate-client", 3,
-                               {"resource": "unguarded", "writes": 4, "hold_s": 0.4}),
+                               {"resource": "unguarded", "writes": 4, "hold_s": 0.6}),
     "isolate-lock-fenced": ("lock", "isolate-client", 3,
-                            {"resource": "fenced", "writes": 4, "hold_s": 0.4}),
+                            {"resource": "fenced", "writes": 4, "hold_s": 0.6}),
     "kill-leader-lock": ("lock", "kill-leader", 5, {"resource": "unguarded", "writes": 2}),
     "halves-lock": ("lock", "partition-halves", 5, {"resource": "unguarded", "writes": 2}),
     "clock-rate-lock": ("lock", "clock-rate-leader", 3,
-                        {"resource": "unguarded", "writes": 4, "hold_s": 0.4}),
+                        {"resource": "unguarded", "writes": 4, "hold_s": 0.6}),
 }
 
 

@@ -141,3 +141,37 @@ def test_current_holders_from_client_records(tmp_path):
     write(3, [{"f": "acquire", "type": "invoke"}])
     (tmp_path / "client-4.jsonl").write_text('{"f": "acquire", "type": "ok"}\n{"f": "rel')
     assert current_holders(tmp_path) == [1, 4]  # a cut last line is ignored
+
+
+def _fake_ctx():
+    from types import SimpleNamespace
+
+    from zkjepsen.nemesis.targets import NemesisContext
+
+    nodes = [SimpleNamespace(name=f"n{i}", ip=f"10.0.0.1{i}") for i in (1, 2, 3)]
+    handles = [SimpleNamespace(index=1, name="c1", ip="10.0.0.101")]
+    ens = SimpleNamespace(nodes=nodes, run_id="zkj-20261122000000-abcd", leader=lambda: nodes[0])
+    return NemesisContext(ens, SimpleNamespace(handles=handles, out_dir=None))
+
+
+def test_partition_rules_cut_both_directions_on_both_sides():
+    from zkjepsen.nemesis import partition
+
+    ctx = _fake_ctx()
+    targets, detail = partition.resolve(ctx, "partition-leader", "leader", random.Random(0), {})
+    assert targets == ["n1"]
+    rules = partition._rules(ctx, "partition-leader", targets, detail)
+    assert rules["n1"] == [["-s", "10.0.0.12", "-j", "DROP"], ["-d", "10.0.0.12", "-j", "DROP"],
+                           ["-s", "10.0.0.13", "-j", "DROP"], ["-d", "10.0.0.13", "-j", "DROP"]]
+    assert rules["n2"] == [["-s", "10.0.0.11", "-j", "DROP"], ["-d", "10.0.0.11", "-j", "DROP"]]
+    assert partition.chain_name(ctx.run_id) == ctx.run_id and len(partition.chain_name("x" * 40))\
+        <= 28
+
+
+def test_isolate_client_rules_live_in_the_client_only():
+    from zkjepsen.nemesis import partition
+
+    ctx = _fake_ctx()
+    targets, detail = partition.resolve(ctx, "isolate-client", "client:1", random.Random(0), {})
+    rules = partition._rules(ctx, "isolate-client", targets, detail)
+    assert list(rules) == ["c1"] and len(rules["c1"]) == 6

@@ -10,6 +10,9 @@ a container whose own address is neither, so each cut drops both directions on b
 Server partitions cut server-to-server links only (as Jepsen's do); clients keep reaching every
 server, and a client on a server that lost its quorum is disconnected by that server and moves.
 There is no `tc netem` on this kernel: loss is iptables' `statistic` match; no latency fault.
+`packet-loss` puts the loss rules on every target server for every peer, both directions; a
+packet between two target servers meets two lossy hooks (sender OUTPUT, receiver INPUT), so its
+loss is 1-(1-p)^2 (19% at p=0.1).
 """
 
 from __future__ import annotations
