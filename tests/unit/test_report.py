@@ -1,0 +1,74 @@
+"""timeline.html, the plots and the verdict summaries, from synthetic histories (pure logic)."""
+
+from __future__ import annotations
+
+from zkjepsen.checker.lock import LockChecker
+from zkjepsen.cli_matrix import cell_summary, markdown_table
+from zkjepsen.cli_test import summarise
+from zkjepsen.history import History, Op
+from zkjepsen.report import render_run
+from zkjepsen.report.timeline import render_timeline
+
+S = 1_000_000_000
+
+
+def split_holder_history() -> list[dict]:
+    """Client 1 holds, is paused (a fault), loses its session; client 2 acquires meanwhile."""
+    recs = [
+        (0, 1, "invoke", "acquire", "/l", None), (1, 1, "ok", "acquire", "/l", {"token": 10}),
+        (2, "nemesis", "info", "pause-client", None,
+         {"fault_id": 1, "phase": "start", "targets": ["c1"]}),
+        (3, 2, "invoke", "acquire", "/l", None), (8, 2, "ok", "acquire", "/l", {"token": 11}),
+        (9, "nemesis", "info", "pause-client", None, {"fault_id": 1, "phase": "end"}),
+        (9.1, 1, "event", "session-state", None, "SUSPENDED"),
+        (9.2, 1, "event", "session-state", None, "LOST"),
+        (10, 2, "invoke", "release", "/l", None), (10.5, 2, "ok", "release", "/l", None),
+        (11, 1, "invoke", "release", "/l", None), (11.2, 1, "ok", "release", "/l", None),
+    ]
+    out = []
+    for i, (t, p, typ, f, key, value) in enumerate(recs):
+        r = {"index": i, "time": int(t * S), "process": p, "type": typ, "f": f, "value": value}
+        if key:
+            r["key"] = key
+        if p != "nemesis":
+            r["client"] = p
+        out.append(r)
+    return out
+
+
+def test_timeline_draws_holds_faults_sessions_and_the_violation():
+    recs = split_holder_history()
+    results = {"lock": LockChecker().check(History([Op.from_dict(r) for r in recs])).to_json()}
+    assert results["lock"]["valid"] is False
+    page = render_timeline(recs, results, "t")
+    assert page.count('fill="#1565c0"') == 2  # two holds
+    assert "pause-client" in page and 'fill="#7e57c2"' in page  # the fault, shaded
+    assert 'fill="#ffb300"' in page and 'fill="#c62828"' in page  # SUSPENDED, then LOST
+    assert page.count('stroke="#d50000"') == 1  # one violation frame
+    assert "faults active: pause-client" in page
+    assert "<script src" not in page and "http" not in page.split("<svg", 1)[0]  # self-contained
+
+
+def test_render_run_writes_three_files(tmp_path):
+    recs = split_holder_history()
+    paths = render_run(tmp_path, recs, {})
+    assert sorted(p.name for p in paths) == ["latency.png", "rate.png", "timeline.html"]
+    assert all(p.stat().st_size > 1000 for p in paths)
+
+
+def test_summary_names_clients_window_and_fault():
+    recs = split_holder_history()
+    res = LockChecker().check(History([Op.from_dict(r) for r in recs])).to_json()
+    line = summarise(res)
+    assert line.startswith("1 belief overlaps; first: clients [1, 2] at 8.00s-")
+    assert "during pause-client" in line
+
+
+def test_matrix_cells_count_runs_and_fencing():
+    run = {"valid": False, "store": "s", "results": {
+        "lock": {"valid": False, "belief_overlap_count": 2, "effect_overlap_count": 0}}}
+    ok = {"valid": True, "store": "t", "results": {"lock": {"valid": True}}}
+    cell = cell_summary([run, ok, run])
+    assert (cell["runs"], cell["invalid"], cell["belief"], cell["effect"]) == (3, 2, 2, 0)
+    md = markdown_table({"kazoo|pause-client": cell}, ["kazoo"], ["pause-client"], "# m")
+    assert "| kazoo | 2/3 invalid (belief 2, effect 0) |" in md
