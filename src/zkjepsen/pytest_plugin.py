@@ -72,14 +72,16 @@ def zk_ensemble(request, tmp_path_factory):
 
 @pytest.fixture
 def zkjepsen_run(request):
-    """`zkjepsen_run(spec=None, **settings) -> RunOutcome`: one full test run (its own
-    ensemble, clients, faults, checks); the run's store dir is printed on failure."""
+    """`zkjepsen_run(spec=None, schedule=None, **settings) -> RunOutcome`: one full test run
+    (its own ensemble, clients, faults, checks); `schedule` replays an executed fault schedule
+    (what `zkjepsen shrink` emits); the run's store dir is named on failure."""
     from zkjepsen.runner import TestSpec, run_test
 
     marker = request.node.get_closest_marker("zkjepsen_faults")
     store = request.config.getoption("--zk-store")
 
-    def run(spec: TestSpec | None = None, **settings: Any) -> RunOutcome:
+    def run(spec: TestSpec | None = None, schedule: dict | None = None,
+            **settings: Any) -> RunOutcome:
         if spec is None:
             settings.setdefault("nodes", request.config.getoption("--zk-nodes"))
             settings.setdefault("image", request.config.getoption("--zk-image"))
@@ -89,7 +91,7 @@ def zkjepsen_run(request):
             if budget is not None:
                 spec.max_faults = budget if spec.max_faults is None else min(budget,
                                                                              spec.max_faults)
-        outcome = RunOutcome(run_test(spec, Path(store) if store else None))
+        outcome = RunOutcome(run_test(spec, Path(store) if store else None, schedule=schedule))
         request.node.user_properties.append(("zkjepsen_store", str(outcome.store_dir)))
         return outcome
 

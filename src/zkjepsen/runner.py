@@ -23,6 +23,7 @@ from zkjepsen.errors import BadInput
 
 @dataclass
 class TestSpec:
+    __test__ = False  # a spec, not a pytest test class
     recipe: str = "kazoo"
     workload: str = "lock"
     nemesis: list[str] = field(default_factory=lambda: ["none"])

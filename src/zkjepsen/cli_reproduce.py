@@ -1,0 +1,114 @@
+"""`zkjepsen replay`, `zkjepsen shrink` and `zkjepsen scenario`: from a failing run to a minimal,
+replayable proof."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from zkjepsen.reproduce import StoredRun, replay, shrink, violation_kinds
+
+console = Console(stderr=True)
+
+NONDETERMINISM = ("Replays are not deterministic: the same faults at the same times meet a "
+                  "different interleaving of clients and servers each time, so what matters is "
+                  "the rate.")
+
+
+@click.command("replay")
+@click.argument("store_dir", type=click.Path(path_type=Path))
+@click.option("--runs", type=click.IntRange(1, 100), default=3, show_default=True)
+@click.option("--as-recorded", is_flag=True,
+              help="Aim role-targeted faults (holder, leader) at the recorded node/client "
+                   "instead of whoever has the role at replay time.")
+@click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
+def replay_command(store_dir: Path, runs: int, as_recorded: bool, store_root: Path | None) -> None:
+    """Re-run a stored run's fault schedule on fresh ensembles; report how often it recurs."""
+    run = StoredRun.load(store_dir)
+    target = violation_kinds(run.results)
+    console.print(f"replaying {len(run.schedule.get('faults', []))} faults of {store_dir} "
+                  f"{runs}x; original violations: {sorted(target) or 'none (valid run)'}")
+    hits = 0
+
+    def report(i, r):
+        nonlocal hits
+        got = violation_kinds(r.results)
+        same = bool(target) and target <= got or (not target and r.valid is True)
+        hits += same
+        console.print(f"  replay {i + 1}/{runs}: {r.valid} {sorted(got)} "
+                      f"{'(same)' if same else '(different)'}  {r.store_dir}")
+
+    replay(run, runs, retarget=not as_recorded, store_root=store_root, on_result=report)
+    console.print(NONDETERMINISM)
+    click.echo(f"recurred in {hits}/{runs} replays ({100 * hits / runs:.0f}%)")
+    raise SystemExit(0 if hits else 1)
+
+
+@click.command("shrink")
+@click.argument("store_dir", type=click.Path(path_type=Path))
+@click.option("--tries", type=click.IntRange(1, 20), default=3, show_default=True,
+              help="Replays per candidate.")
+@click.option("--min-hits", type=click.IntRange(1, 20), default=2, show_default=True,
+              help="Keep a candidate if the violation recurs in at least this many tries.")
+@click.option("--budget", default="30m", show_default=True, help="Wall-clock budget, e.g. 20m.")
+@click.option("--kind", "kinds", multiple=True,
+              help="Violation to preserve (e.g. lock:belief); default: all the run had.")
+@click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
+def shrink_command(store_dir: Path, tries: int, min_hits: int, budget: str, kinds: tuple,
+                   store_root: Path | None) -> None:
+    """Shrink a failing run's schedule to the fewest, shortest faults on the fewest clients."""
+    from zkjepsen.cli_test import parse_duration
+    from zkjepsen.errors import BadInput
+
+    if min_hits > tries:
+        raise BadInput(f"--min-hits {min_hits} exceeds --tries {tries}")
+    run = StoredRun.load(store_dir)
+    started = time.monotonic()
+    res = shrink(run, kinds=set(kinds) or None, tries=tries, min_hits=min_hits,
+                 budget_s=parse_duration(budget, "--budget"), store_root=store_root,
+                 progress=console.print)
+    out = Path(store_dir) / "minimal"
+    out.mkdir(exist_ok=True)
+    schedule = {"faults": res.best.faults, "source": str(Path(store_dir).resolve()),
+                "reproduced": f"{res.hits}/{res.tries}", "search": res.log}
+    (out / "schedule.json").write_text(json.dumps(schedule, indent=1))
+    (out / "test.json").write_text(json.dumps(res.best.spec.to_json(), indent=1))
+    name = re.sub(r"[^a-z0-9]+", "_", res.best.spec.test_name.lower()).strip("_")
+    test_file = out / f"test_reproduce_{name}.py"
+    test_file.write_text(emit_pytest(res, run, name))
+    console.print(NONDETERMINISM)
+    click.echo(f"minimal: {res.best.summary()}; reproduced {res.hits}/{res.tries} "
+               f"({time.monotonic() - started:.0f}s of search)")
+    click.echo(f"written {out / 'schedule.json'} and {test_file}")
+
+
+def emit_pytest(res, run: StoredRun, name: str) -> str:
+    """A standalone pytest file (needs only zkjepsen installed) that fails while the bug exists."""
+    spec = {**res.best.spec.to_json(), "name": f"reproduce-{name}"}
+    kinds = ", ".join(sorted(violation_kinds(run.results)))
+    return f'''"""Reproduces {kinds} of recipe {spec["recipe"]!r} ({spec["workload"]} workload):
+{res.best.summary()}.
+
+Shrunk by `zkjepsen shrink` on {time.strftime("%Y-%m-%d")} from {run.store_dir}; the violation
+recurred in {res.hits} of {res.tries} replays. This test FAILS while the bug exists (replays are
+not deterministic, so it may occasionally pass). Run: pytest test_reproduce_{name}.py
+"""
+
+import json
+
+SPEC = json.loads(r"""{json.dumps(spec, indent=1)}""")
+
+SCHEDULE = json.loads(r"""{json.dumps({"faults": res.best.faults}, indent=1)}""")
+
+
+def test_reproduce_{name}(zkjepsen_run):
+    from zkjepsen.runner import TestSpec
+
+    result = zkjepsen_run(TestSpec.from_json(SPEC), schedule=SCHEDULE)
+    result.assert_valid()
+'''

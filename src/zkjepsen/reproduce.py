@@ -1,0 +1,255 @@
+"""Replay a stored run's fault schedule, and shrink it to the smallest schedule that still breaks.
+
+Real systems are not deterministic: the same faults at the same times give a different
+interleaving every time. So a replay is judged by a *rate* ("the belief overlap recurred in 4 of
+5 replays"), and shrinking keeps a candidate only if its violation recurs at a stated rate.
+
+Replay semantics: every fault is re-run at its recorded offset from the test's start, for its
+recorded length. A fault whose target was a *role* (the lock holder, the leader) is re-aimed at
+whoever has that role at replay time (`retarget=True`, the default): the client that held the
+lock at 14.1 s in the original need not hold it at 14.1 s in the replay, and pausing a waiter
+reproduces nothing. Faults aimed at a random or explicit target keep the recorded identity.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zkjepsen.errors import BadInput
+from zkjepsen.runner import RunResult, TestSpec, run_test
+
+ROLE_CHOICES = ("holder", "leader")
+WARMUP_S = 4.0  # clients connected and contending before the first fault of a shifted schedule
+MARGIN_S = 3.0  # main phase kept after the last fault / the violation
+
+
+def violation_kinds(results: dict) -> set[str]:
+    """What broke, as comparable labels: `lock:belief`, `lock:effect`, `counter:lost`, or the
+    bare checker name for a checker that says only "invalid"."""
+    kinds: set[str] = set()
+    for name, res in results.items():
+        if not isinstance(res, dict) or res.get("valid") is not False:
+            continue
+        found = False
+        for key, label in (("belief_overlap_count", "belief"), ("effect_overlap_count", "effect"),
+                           ("lost", "lost"), ("backwards_count", "backwards")):
+            if isinstance(res.get(key), int) and res[key] > 0:
+                kinds.add(f"{name}:{label}")
+                found = True
+        if not found:
+            kinds.add(name)
+    return kinds
+
+
+@dataclass
+class StoredRun:
+    store_dir: Path
+    spec: TestSpec
+    schedule: dict
+    results: dict
+
+    @classmethod
+    def load(cls, store_dir: Path) -> StoredRun:
+        store_dir = Path(store_dir)
+        missing = [n for n in ("test.json", "results.json") if not (store_dir / n).exists()]
+        if missing:
+            raise BadInput(f"{store_dir} has no {' or '.join(missing)}; give a run directory "
+                           "from the store (e.g. store/<test>/latest)")
+        sched_path = store_dir / "schedule.json"
+        schedule = json.loads(sched_path.read_text()) if sched_path.exists() else {"faults": []}
+        return cls(store_dir, TestSpec.from_json(json.loads((store_dir / "test.json").read_text())),
+                   schedule, json.loads((store_dir / "results.json").read_text()))
+
+    def first_violation_ns(self) -> int | None:
+        """Earliest end of any reported violation window (when the break was complete)."""
+        best = None
+        for res in self.results.values():
+            if not isinstance(res, dict):
+                continue
+            for key in ("belief_overlaps", "effect_overlaps"):
+                for v in res.get(key) or []:
+                    t = v.get("end") or v.get("start")
+                    if isinstance(t, int) and (best is None or t < best):
+                        best = t
+        return best
+
+
+def faults_for_replay(faults: list[dict], retarget: bool = True) -> list[dict]:
+    out = []
+    for f in faults:
+        g = {k: copy.deepcopy(f.get(k)) for k in ("fault_id", "f", "target", "targets", "detail",
+                                                   "params", "duration", "start_ns", "end_ns")}
+        chosen = (f.get("detail") or {}).get("chosen")
+        if retarget and (chosen in ROLE_CHOICES or f.get("target") in ROLE_CHOICES):
+            g["targets"] = None  # re-resolved at replay time by role
+            g["target"] = chosen if chosen in ROLE_CHOICES else f.get("target")
+            g["detail"] = None
+        out.append(g)
+    return out
+
+
+def replay(run: StoredRun, runs: int = 1, retarget: bool = True, store_root: Path | None = None,
+           spec: TestSpec | None = None, faults: list[dict] | None = None,
+           on_result: Callable[[int, RunResult], None] = lambda i, r: None) -> list[RunResult]:
+    """Re-execute the schedule (or `faults`) against fresh ensembles `runs` times."""
+    spec = copy.deepcopy(spec or run.spec)
+    spec.name = f"{run.spec.test_name}-replay"
+    schedule = {"faults": faults_for_replay(run.schedule.get("faults", []), retarget)
+                if faults is None else faults}
+    out = []
+    for i in range(runs):
+        r = run_test(spec, store_root, schedule=schedule)
+        on_result(i, r)
+        out.append(r)
+    return out
+
+
+@dataclass
+class Candidate:
+    spec: TestSpec
+    faults: list[dict]  # replay-ready (see faults_for_replay)
+    why: str
+
+    def summary(self) -> str:
+        fs = ", ".join(f"{f['f']}@{f['start_ns'] / 1e9:.1f}s"
+                       f"+{(f['end_ns'] - f['start_ns']) / 1e9:.1f}s" for f in self.faults)
+        return (f"{len(self.faults)} faults [{fs}], {self.spec.clients} clients, "
+                f"{self.spec.time_limit_s:.0f}s")
+
+
+@dataclass
+class ShrinkResult:
+    best: Candidate
+    hits: int
+    tries: int
+    log: list[dict] = field(default_factory=list)
+
+
+def _with(c: Candidate, why: str, faults: list[dict] | None = None, **spec_changes: Any
+          ) -> Candidate:
+    spec = copy.deepcopy(c.spec)
+    for k, v in spec_changes.items():
+        setattr(spec, k, v)
+    return Candidate(spec, copy.deepcopy(c.faults if faults is None else faults), why)
+
+
+def _fit_time_limit(c: Candidate) -> Candidate:
+    last = max((f["end_ns"] for f in c.faults), default=0) / 1e9
+    c.spec.time_limit_s = max(WARMUP_S + 1, round(last + MARGIN_S, 1))
+    return c
+
+
+def _shifted(c: Candidate) -> Candidate | None:
+    """The same faults, moved so the first starts right after the warm-up."""
+    first = min((f["start_ns"] for f in c.faults), default=0)
+    delta = int(first - WARMUP_S * 1e9)
+    if delta <= 1e9:
+        return None
+    faults = [{**f, "start_ns": f["start_ns"] - delta, "end_ns": f["end_ns"] - delta}
+              for f in c.faults]
+    return _fit_time_limit(_with(c, f"start {delta / 1e9:.1f}s earlier", faults))
+
+
+def candidates(run: StoredRun, current: Candidate) -> list[Candidate]:
+    """Simpler variants of `current`, most promising first (one step of the search)."""
+    out: list[Candidate] = []
+    faults = current.faults
+    # 1. Faults that started after the original break cannot have caused it.
+    t_v = run.first_violation_ns()
+    if t_v is not None:
+        early = [f for f in faults if f["start_ns"] <= t_v]
+        if early and len(early) < len(faults):
+            out.append(_fit_time_limit(_with(current, "drop faults after the violation", early)))
+    # 2. Each fault alone, those active during a violation first; then drop one at a time.
+    if len(faults) > 1:
+        active = _violation_fault_ids(run)
+        ranked = sorted(faults, key=lambda f: f.get("fault_id") not in active)
+        out += [_fit_time_limit(_with(current, f"only {f['f']}@{f['start_ns'] / 1e9:.1f}s", [f]))
+                for f in ranked]
+        if len(faults) > 2:
+            out += [_fit_time_limit(_with(current, f"without {f['f']}@{f['start_ns'] / 1e9:.1f}s",
+                                          [g for g in faults if g is not f])) for f in faults]
+    # 3. Earlier, shorter, fewer clients.
+    shifted = _shifted(current)
+    if shifted:
+        out.append(shifted)
+    for f in faults:
+        length = f["end_ns"] - f["start_ns"]
+        if length > 1.5e9:
+            shorter = [{**g, "end_ns": g["start_ns"] + int(length * 0.75)} if g is f else g
+                       for g in faults]
+            out.append(_fit_time_limit(_with(current, f"{f['f']} 25% shorter", shorter)))
+    if current.spec.clients > 2:
+        out.append(_with(current, "half the clients", clients=max(2, current.spec.clients // 2)))
+    return out
+
+
+def _violation_fault_ids(run: StoredRun) -> set:
+    """Ids of the faults the checkers found active during a violation window."""
+    out = set()
+    for res in run.results.values():
+        if isinstance(res, dict):
+            for key in ("belief_overlaps", "effect_overlaps"):
+                for v in res.get(key) or []:
+                    out |= {f.get("fault_id") for f in v.get("faults", [])}
+    return out
+
+
+def shrink(run: StoredRun, *, kinds: set[str] | None = None, tries: int = 3, min_hits: int = 2,
+           budget_s: float = 1800, store_root: Path | None = None,
+           progress: Callable[[str], None] = print) -> ShrinkResult:
+    """Greedy delta debugging over the schedule: take the first simpler candidate whose
+    violation recurs in at least `min_hits` of `tries` replays; repeat until no candidate does
+    or the wall-clock budget is spent."""
+    target = kinds or violation_kinds(run.results)
+    if not target:
+        raise BadInput(f"{run.store_dir} recorded no violation (valid: "
+                       f"{run.results.get('valid')}); shrink needs a failing run")
+    deadline = time.monotonic() + budget_s
+    best = _fit_time_limit(Candidate(copy.deepcopy(run.spec),
+                                     faults_for_replay(run.schedule.get("faults", [])),
+                                     "the original schedule"))
+    log: list[dict] = []
+    best_hits = None
+
+    def judge(c: Candidate) -> int:
+        hits = 0
+        for i in range(tries):
+            if time.monotonic() > deadline:
+                break
+            r = replay(run, 1, store_root=store_root, spec=c.spec, faults=c.faults)[0]
+            got = violation_kinds(r.results)
+            ok = target <= got
+            hits += ok
+            progress(f"    try {i + 1}/{tries}: {sorted(got) or 'valid'} -> "
+                     f"{'reproduced' if ok else 'not reproduced'} ({r.store_dir})")
+            if hits >= min_hits or hits + (tries - i - 1) < min_hits:
+                break  # decided either way: save the machine time
+        log.append({"candidate": c.summary(), "why": c.why, "hits": hits, "tries": tries})
+        return hits
+
+    progress(f"shrinking {run.store_dir}: target {sorted(target)}, keep a candidate if it "
+             f"reproduces in >= {min_hits} of {tries} replays")
+    improved = True
+    while improved and time.monotonic() < deadline:
+        improved = False
+        for c in candidates(run, best):
+            if time.monotonic() > deadline:
+                progress("budget spent; keeping the best so far")
+                break
+            progress(f"  trying {c.why}: {c.summary()}")
+            hits = judge(c)
+            if hits >= min_hits:
+                best, best_hits, improved = c, hits, True
+                progress(f"  kept: {best.summary()}")
+                break
+    if best_hits is None:  # nothing simpler reproduced: measure the original itself
+        progress(f"  no simpler candidate reproduced; replaying the original: {best.summary()}")
+        best_hits = judge(best)
+    return ShrinkResult(best, best_hits, tries, log)

@@ -1,0 +1,86 @@
+"""Replay/shrink logic without a cluster: kinds, retargeting, candidate generation, the emitted
+pytest file."""
+
+from __future__ import annotations
+
+import ast
+import json
+
+from zkjepsen.cli_reproduce import emit_pytest
+from zkjepsen.reproduce import (
+    Candidate,
+    ShrinkResult,
+    StoredRun,
+    candidates,
+    faults_for_replay,
+    violation_kinds,
+)
+from zkjepsen.runner import TestSpec
+
+S = 1_000_000_000
+
+
+def fault(fid, f, start, length, chosen="holder", targets=("c2",)):
+    return {"fault_id": fid, "f": f, "target": None, "targets": list(targets),
+            "detail": {"chosen": chosen}, "params": {}, "duration": "1.5x",
+            "start_ns": int(start * S), "end_ns": int((start + length) * S)}
+
+
+def stored(tmp_path, faults, violation_at=20.0, fault_ids=(2,)):
+    results = {"valid": False, "lock": {
+        "valid": False, "belief_overlap_count": 1, "effect_overlap_count": 0,
+        "belief_overlaps": [{"clients": [1, 2], "start": int((violation_at - 1) * S),
+                             "end": int(violation_at * S),
+                             "faults": [{"fault_id": i, "f": "pause-client"}
+                                        for i in fault_ids]}]},
+        "counter": {"valid": True, "lost": 0}}
+    spec = TestSpec(recipe="kazoo", workload="counter", nemesis=["pause-client", "kill-one"],
+                    clients=8, time_limit_s=60)
+    return StoredRun(tmp_path, spec, {"faults": faults}, results)
+
+
+def test_violation_kinds():
+    assert violation_kinds({"lock": {"valid": False, "belief_overlap_count": 3,
+                                     "effect_overlap_count": 1},
+                            "counter": {"valid": False, "lost": 2},
+                            "queue": {"valid": False}, "fencing": {"valid": True}}) == {
+        "lock:belief", "lock:effect", "counter:lost", "queue"}
+
+
+def test_role_targets_are_reaimed_and_identities_kept():
+    out = faults_for_replay([fault(1, "pause-client", 5, 4),
+                             fault(2, "kill-one", 9, 4, chosen="random", targets=["n2"])])
+    assert out[0]["targets"] is None and out[0]["target"] == "holder"
+    assert out[1]["targets"] == ["n2"]
+    assert faults_for_replay([fault(1, "pause-client", 5, 4)], retarget=False)[0]["targets"] == \
+        ["c2"]
+
+
+def test_candidates_drop_late_faults_first_then_try_the_guilty_fault_alone(tmp_path):
+    faults = faults_for_replay([fault(1, "pause-client", 5, 4), fault(2, "pause-client", 15, 4),
+                                fault(3, "kill-one", 40, 4, chosen="random", targets=["n1"])])
+    run = stored(tmp_path, faults)
+    current = Candidate(run.spec, faults, "original")
+    cs = candidates(run, current)
+    assert cs[0].why == "drop faults after the violation"
+    assert [f["fault_id"] for f in cs[0].faults] == [1, 2]
+    assert cs[0].spec.time_limit_s == 22.0  # last kept fault ends at 19 s, plus the margin
+    alone = [c for c in cs if c.why.startswith("only")]
+    assert [f["fault_id"] for f in alone[0].faults] == [2]  # active during the violation
+    assert any(c.why == "half the clients" and c.spec.clients == 4 for c in cs)
+    shifted = next(c for c in candidates(run, alone[0]) if c.why.startswith("start"))
+    assert shifted.faults[0]["start_ns"] == 4 * S and shifted.spec.time_limit_s == 11.0
+
+
+def test_emitted_pytest_file_is_valid_python_carrying_the_schedule(tmp_path):
+    faults = faults_for_replay([fault(2, "pause-client", 4, 4.5)])
+    run = stored(tmp_path, faults)
+    res = ShrinkResult(Candidate(run.spec, faults, "x"), hits=3, tries=3)
+    text = emit_pytest(res, run, "kazoo_counter")
+    tree = ast.parse(text)
+    assert any(isinstance(n, ast.FunctionDef) and n.name == "test_reproduce_kazoo_counter"
+               for n in tree.body)
+    ns: dict = {}
+    exec(compile(tree, "t", "exec"), ns)  # noqa: S102 - our own generated file
+    assert ns["SCHEDULE"] == json.loads(json.dumps({"faults": faults}))
+    assert TestSpec.from_json(ns["SPEC"]).recipe == "kazoo"
