@@ -77,51 +77,70 @@ def prepare(history: History, model: Model) -> dict[Any, list[LinOp]]:
 
 
 def search(ops: list[LinOp], init: Any) -> Generator[None, None, Outcome]:
-    """WGL over one partition; yields every SLICE steps so a scheduler can interleave it."""
+    """WGL over one partition; yields every SLICE steps so a scheduler can interleave it.
+
+    Completed ops live in the main list (call and return entries in time order); crashed ops,
+    which have no return, live in a second list in call order. At a configuration the walk
+    tries the main list's calls up to its first return entry R, then the crashed ops invoked
+    no later than R: optional ops are tried last, so the search does not guess at effects
+    that nothing needs yet.
+    """
     n = len(ops)
-    events = [(op.start, 0, i) for i, op in enumerate(ops)]
+    events = [(op.start, 0, i) for i, op in enumerate(ops) if op.end is not None]
     events += [(op.end, 1, i) for i, op in enumerate(ops) if op.end is not None]
     events.sort()
-    m = len(events)
-    head, tail = 0, m + 1
-    nxt = list(range(1, m + 2)) + [tail]
-    prv = [0] + list(range(0, m + 1))
-    # entry e (1..m): e_op[e] = op index, or -1-op for a return entry
-    e_op = [0] * (m + 2)
+    crashed_order = sorted((op.start, i) for i, op in enumerate(ops) if op.end is None)
+    m, k = len(events), len(crashed_order)
+    # entries: 0 main head, 1..m main, m+1 main tail, m+2 crashed head, m+3..m+2+k crashed,
+    # m+3+k crashed tail
+    head, tail, chead, ctail = 0, m + 1, m + 2, m + 3 + k
+    size = ctail + 1
+    nxt = list(range(1, size + 1))
+    prv = list(range(-1, size - 1))
+    nxt[tail], prv[chead], nxt[ctail] = tail, chead, ctail
+    e_op = [0] * size  # op index for call entries; -1-op for return entries
+    e_time: list[float] = [0] * size
     call_e = [0] * n
-    ret_e = [0] * n
-    for e, (_, kind, i) in enumerate(events, 1):
+    ret_e = [0] * n  # 0 for crashed ops: nothing to lift
+    for e, (t, kind, i) in enumerate(events, 1):
+        e_time[e] = t
         if kind == 0:
             e_op[e] = i
             call_e[i] = e
         else:
             e_op[e] = -1 - i
             ret_e[i] = e
-    e_op[tail] = -1 - n  # the tail acts as a return entry; unreachable while ops remain
+    e_op[tail] = -1 - n
+    e_time[tail] = float("inf")
+    for e, (t, i) in enumerate(crashed_order, m + 3):
+        e_op[e] = i
+        e_time[e] = t
+        call_e[i] = e
+    CTAIL = -2 - n
+    e_op[ctail] = CTAIL
+    e_time[ctail] = float("inf")
     fns = [op.action.fn for op in ops]
     args = [op.action.arg for op in ops]
     ro = [op.action.read_only for op in ops]
-    crashed = [op.end is None for op in ops]
     bit = [1 << i for i in range(n)]
     # need[i]: bit of the previous identical crashed op, which must be linearized first
     need = [0] * n
     last_same: dict[Any, int] = {}
-    for e in range(1, m + 1):
-        i = e_op[e]
-        if i >= 0 and crashed[i]:
-            ident = (fns[i], args[i])
-            try:
-                j = last_same.get(ident)
-            except TypeError:  # unhashable argument: no symmetry pruning
-                continue
-            if j is not None:
-                need[i] = bit[j]
-            last_same[ident] = i
+    for _, i in crashed_order:
+        ident = (fns[i], args[i])
+        try:
+            j = last_same.get(ident)
+        except TypeError:  # unhashable argument: no symmetry pruning
+            continue
+        if j is not None:
+            need[i] = bit[j]
+        last_same[ident] = i
 
-    remaining = sum(1 for c in crashed if not c)
+    remaining = n - k
     state = init
     bits = 0
-    stack: list[tuple[int, Any, bool]] = []
+    limit: float = 0  # time of the main list's first return entry, while in the crashed list
+    stack: list[tuple[int, Any, bool, float]] = []
     cache: set[tuple[int, Any]] = set()
     best: list[int] = []
     depth = best_depth = 0
@@ -133,7 +152,16 @@ def search(ops: list[LinOp], init: Any) -> Generator[None, None, Outcome]:
             budget = SLICE
             yield
         i = e_op[e]
-        if i >= 0:
+        if i < 0:
+            if i != CTAIL:
+                limit = e_time[e]  # first return entry: now the crashed ops invoked by then
+                e = nxt[chead]
+                if e_time[e] <= limit:
+                    continue
+            # else every candidate was tried: backtrack
+        elif e > chead and e_time[e] > limit:
+            pass  # crashed op invoked after the return that must come first: backtrack
+        else:
             ni = need[i]
             if ni and not bits & ni:
                 e = nxt[e]
@@ -146,10 +174,10 @@ def search(ops: list[LinOp], init: Any) -> Generator[None, None, Outcome]:
             key = (nb, ns)
             if key not in cache:
                 cache.add(key)
-                stack.append((i, state, ro[i]))
+                stack.append((i, state, ro[i], limit))
                 bits = nb
                 state = ns
-                c = call_e[i]  # lift the op out of the list
+                c = call_e[i]  # lift the op out of its list
                 nxt[prv[c]] = nxt[c]
                 prv[nxt[c]] = prv[c]
                 r = ret_e[i]
@@ -171,7 +199,7 @@ def search(ops: list[LinOp], init: Any) -> Generator[None, None, Outcome]:
         while True:
             if not stack:
                 return _outcome(False, ops, init, best, len(cache))
-            i, state, forced = stack.pop()
+            i, state, forced, limit = stack.pop()
             depth -= 1
             bits ^= bit[i]
             c = call_e[i]
