@@ -19,11 +19,12 @@ def cli() -> None:
 def _register() -> None:
     from zkjepsen.cli_cluster import cleanup, cluster_group, demo, image_group
     from zkjepsen.cli_matrix import list_command, matrix_command
-    from zkjepsen.cli_reproduce import replay_command, shrink_command
+    from zkjepsen.cli_reproduce import replay_command, scenario_group, shrink_command
     from zkjepsen.cli_test import analyze_command, test_command
 
     for command in (image_group, cluster_group, cleanup, demo, test_command, analyze_command,
-                    list_command, matrix_command, replay_command, shrink_command):
+                    list_command, matrix_command, replay_command, shrink_command,
+                    scenario_group):
         cli.add_command(command)
 
 

@@ -112,3 +112,51 @@ def test_reproduce_{name}(zkjepsen_run):
     result = zkjepsen_run(TestSpec.from_json(SPEC), schedule=SCHEDULE)
     result.assert_valid()
 '''
+
+
+@click.group("scenario")
+def scenario_group() -> None:
+    """Named scenarios for known ZooKeeper lock failure modes."""
+
+
+@scenario_group.command("list")
+def scenario_list() -> None:
+    """Each scenario, the recipes it applies to and the outcome it expects."""
+    from zkjepsen.scenarios import SCENARIOS
+
+    for s in SCENARIOS.values():
+        click.echo(f"{s.name}: {s.title}\n    {s.why}")
+        for recipe, exp in s.expect.items():
+            click.echo(f"    --recipe {recipe}: {exp.describe()}")
+
+
+@scenario_group.command("run")
+@click.argument("names", nargs=-1)
+@click.option("--all", "run_all", is_flag=True, help="Every scenario with every recipe it names.")
+@click.option("--recipe", "recipes", multiple=True,
+              help="Only these recipes (default: every recipe the scenario names).")
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
+def scenario_run(names: tuple, run_all: bool, recipes: tuple, seed: int,
+                 store_root: Path | None) -> None:
+    """Run scenarios end to end; exit 0 only if every outcome is as expected."""
+    from zkjepsen.errors import BadInput
+    from zkjepsen.runner import run_test, validate_spec
+    from zkjepsen.scenarios import SCENARIOS, get_scenario
+
+    chosen = list(SCENARIOS.values()) if run_all else [get_scenario(n) for n in names]
+    if not chosen:
+        raise BadInput("name a scenario (`zkjepsen scenario list`) or pass --all")
+    plan = [(s, r) for s in chosen for r in s.expect if not recipes or r in recipes]
+    for s, r in plan:
+        validate_spec(s.spec(r, seed))
+    outcomes = []
+    for s, r in plan:
+        console.print(f"[bold]{s.name}[/bold] with {r}: expect {s.expect[r].describe()}")
+        run = run_test(s.spec(r, seed), store_root)
+        ok, why = s.expect[r].judge(run.valid, run.results)
+        outcomes.append(ok)
+        console.print(f"    {'as expected' if ok else 'NOT as expected'}: {why}  "
+                      f"({run.store_dir})")
+    click.echo(f"{sum(outcomes)}/{len(outcomes)} scenario runs as expected")
+    raise SystemExit(0 if all(outcomes) else 1)

@@ -41,6 +41,7 @@ class TestSpec:
     name: str | None = None
     tick_ms: int = 500
     max_faults: int | None = None  # a fault budget (the pytest marker sets it)
+    fault_target: str | None = None  # override every fault's default target (e.g. "random")
 
     def __post_init__(self) -> None:
         if self.clients < 1 or self.clients > 100:
@@ -179,7 +180,7 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
                     ens, pool, names, seed=spec.seed, time_limit_s=spec.time_limit_s,
                     interval_s=spec.interval_s, fault_duration_s=spec.fault_duration_s,
                     session_timeout_s=spec.session_timeout_s, t0_ns=t0_ns, out_dir=store_dir,
-                    stop_event=stop, schedule=schedule, gen=fault_budget(spec, names))
+                    stop_event=stop, schedule=schedule, gen=fault_generator(spec, names))
             else:
                 stop.wait(spec.time_limit_s)
             log(f"main phase over; {len(executed)} faults executed and healed; "
@@ -212,19 +213,24 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
     return run
 
 
-def fault_budget(spec: TestSpec, names: list[str]):
-    """The standard schedule, cut after `max_faults` faults (None: the standard one)."""
-    if spec.max_faults is None or not names:
+def fault_generator(spec: TestSpec, names: list[str]):
+    """The standard schedule (random faults from `names`, staggered, for the time limit), with
+    `fault_target` aimed at every fault and cut after `max_faults` faults; None: the default."""
+    if (spec.max_faults is None and spec.fault_target is None) or not names:
         return None
     from zkjepsen import generator
 
-    base = generator.standard(names, time_limit_s=spec.time_limit_s, interval_s=spec.interval_s)
+    faults = [generator.fault(n, target=spec.fault_target) for n in names]
+    base = generator.phases(
+        generator.time_limit(spec.time_limit_s,
+                             generator.stagger(spec.interval_s, generator.mix(*faults))),
+        generator.final_heal())
 
     def gen(rng, env):
         n = 0
         for item in base(rng, env):
             if isinstance(item, generator.Fault):
-                if n >= spec.max_faults:
+                if spec.max_faults is not None and n >= spec.max_faults:
                     return  # run_nemesis heals whatever the plan ends with
                 n += 1
             yield item

@@ -1,0 +1,123 @@
+"""A catalogue of known ZooKeeper lock failure modes, each runnable by name.
+
+A scenario is a test spec plus, per recipe, the outcome it expects: the violation kinds that
+must appear (see `reproduce.violation_kinds`: `lock:belief` two clients believed they held the
+lock, `lock:effect` the resource accepted writes out of lock order, `counter:lost` acknowledged
+increments missing) and those that must not. "As expected" is judged from the history's checker
+results only; the scenario never tells a checker what fault it injected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from zkjepsen.errors import BadInput
+from zkjepsen.reproduce import violation_kinds
+from zkjepsen.runner import TestSpec
+
+
+@dataclass(frozen=True)
+class Expectation:
+    present: frozenset[str] = frozenset()  # every one of these must be found
+    absent: frozenset[str] = frozenset()  # none of these may be found
+    valid: bool = False  # True: the run must be judged valid outright
+
+    def judge(self, valid: Any, results: dict) -> tuple[bool, str]:
+        kinds = violation_kinds(results)
+        if self.valid:
+            return valid is True, f"expected valid, got {valid} {sorted(kinds)}"
+        missing, unwanted = self.present - kinds, self.absent & kinds
+        ok = not missing and not unwanted
+        why = (f"found {sorted(kinds) or 'nothing'}" + (f"; missing {sorted(missing)}"
+               if missing else "") + (f"; unexpected {sorted(unwanted)}" if unwanted else ""))
+        return ok, why
+
+    def describe(self) -> str:
+        if self.valid:
+            return "valid (no violation)"
+        parts = [f"shows {', '.join(sorted(self.present))}"] if self.present else []
+        parts += [f"never {', '.join(sorted(self.absent))}"] if self.absent else []
+        return "; ".join(parts)
+
+
+def _x(present: tuple[str, ...] = (), absent: tuple[str, ...] = (), valid: bool = False
+       ) -> Expectation:
+    return Expectation(frozenset(present), frozenset(absent), valid)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    title: str
+    why: str
+    settings: dict[str, Any]  # TestSpec fields
+    expect: dict[str, Expectation] = field(default_factory=dict)  # recipe -> outcome
+
+    def spec(self, recipe: str, seed: int = 1) -> TestSpec:
+        return TestSpec(**{"nodes": 3, "clients": 5, "time_limit_s": 40.0, "recovery_s": 5.0,
+                           "session_timeout_s": 3.0, "interval_s": 8.0, **self.settings,
+                           "recipe": recipe, "seed": seed, "name": f"scenario-{self.name}"})
+
+
+BELIEF = _x(("lock:belief",))
+UNGUARDED = {"resource": "unguarded", "hold_s": 0.4}
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
+    Scenario(
+        "client-pause", "lock holder paused past its session timeout (CURATOR-206 class)",
+        "A GC pause longer than the session: the server expires the session and deletes the "
+        "lock node, the next waiter takes the lock, the paused holder resumes still believing.",
+        {"workload": "counter", "nemesis": ["pause-client"], "params": UNGUARDED},
+        {"kazoo": BELIEF, "kazoo-careful": BELIEF, "curator": BELIEF, "predecessor": BELIEF}),
+    Scenario(
+        "client-pause-fenced", "the same pause, with a fenced resource",
+        "Fencing (a transaction that checks the holder's own lock node) turns the split holder "
+        "into a near miss: two beliefs, but the resource refuses the stale holder's writes.",
+        {"workload": "lock", "nemesis": ["pause-client"],
+         "params": {"resource": "fenced", "hold_s": 0.4}},
+        {"kazoo": _x(("lock:belief",), ("lock:effect", "fencing:backwards"))}),
+    Scenario(
+        "client-partition", "lock holder cut off from every server past its session timeout",
+        "The isolated holder sees SUSPENDED but (with kazoo's Lock as-is) keeps believing until "
+        "the heal; meanwhile its session expires and another client takes the lock.",
+        {"workload": "counter", "nemesis": ["isolate-client"], "params": UNGUARDED},
+        {"kazoo": BELIEF}),
+    Scenario(
+        "blog-waiter-crash", "a waiter ahead of another dies (blog-post lock, no fault needed)",
+        "ZkDistributedLock never re-lists children: when the node it watches vanishes it "
+        "assumes it holds, so killing a waiter (not the holder) makes its successor a second "
+        "holder. kazoo's Lock re-lists and is safe.",
+        {"workload": "lock", "nemesis": ["kill-client"], "fault_target": "random",
+         "clients": 6, "params": {"resource": "unguarded", "hold_s": 1.0}},
+        {"blog": BELIEF, "kazoo": _x(absent=("lock:belief",))}),
+    Scenario(
+        "sort-by-full-name", "contenders sorted by full node name (ZOOKEEPER-2931 class)",
+        "ZooKeeper's WriteLock recipe compared `x-<sessionId>` before the sequence number, so "
+        "a newcomer with a smaller session id jumps the queue: two holders with no fault.",
+        {"workload": "lock", "nemesis": ["none"], "time_limit_s": 20.0,
+         "params": {"resource": "unguarded"}},
+        {"writelock-2931": BELIEF, "kazoo": _x(valid=True)}),
+    Scenario(
+        "lost-create-response", "a create whose response is lost (orphan lock node)",
+        "With packets dropped, a create can succeed on the server while the client sees a "
+        "connection loss. kazoo's uuid prefix (and Curator's protected mode) let the retry find "
+        "the node; a recipe without it may leave an orphan node that blocks everyone.",
+        {"workload": "lock", "nemesis": ["packet-loss"], "time_limit_s": 40.0,
+         "params": {"resource": "unguarded", "hold_s": 0.2}},
+        {"kazoo": _x(absent=("lock:belief",)), "blog": _x(absent=())}),
+    Scenario(
+        "fast-clock-leader", "the leader's clock runs fast",
+        "ZooKeeper expires sessions on the leader by its own monotonic clock: a leader at 4x "
+        "expires healthy sessions early, so a holder that never paused loses its lock node "
+        "while it still believes it holds.",
+        {"workload": "counter", "nemesis": ["clock-rate-leader"], "params": UNGUARDED},
+        {"kazoo": BELIEF}),
+]}
+
+
+def get_scenario(name: str) -> Scenario:
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise BadInput(f"unknown scenario {name!r}; choose from {', '.join(SCENARIOS)} "
+                       "(`zkjepsen scenario list`)") from None
