@@ -34,15 +34,17 @@ from zkjepsen.history import History, Op, read_jsonl
 
 FORMATS = ("auto", "jsonl", "jepsen-log", "porcupine-kv", "edn", "json")
 
+# One token per match, leading whitespace/commas/comments absorbed; groups by number:
+# 1 string, 2 opener, 3 closer, 4 discard (#_), 5 atom (symbol, keyword, number, tag).
 _TOKEN = re.compile(r"""
-  (?P<ws>[\s,]+)
- |(?P<comment>;[^\n]*)
- |(?P<str>"(?:[^"\\]|\\.)*")
- |(?P<open>\#\{|[\[\({])
- |(?P<close>[\]\)}])
- |(?P<disc>\#_)
- |(?P<atom>[^\s,;"\[\](){}]+)
+  (?:[\s,]+|;[^\n]*)*
+  (?:("(?:[^"\\]|\\.)*")
+   |(\#\{|[\[\({])
+   |([\])}])
+   |(\#_)
+   |([^\s,;"\[\](){}]+))
 """, re.VERBOSE)
+_TRAILER = re.compile(r"(?:[\s,]+|;[^\n]*)*\Z")
 _INT = re.compile(r"[-+]?\d+N?")
 _FLOAT = re.compile(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?M?")
 _CLOSERS = {"[": "]", "(": ")", "{": "}", "#{": "}"}
@@ -78,57 +80,67 @@ def parse_edn(text: str, source: str = "EDN", first_line: int = 1,
     With `offsets`, record each map's start offset under id(map) (for error messages)."""
     base = first_line - 1
     forms: list[Any] = []
-    stack: list[tuple[str, list[Any], int]] = []
+    cur = forms  # the collection the next complete form goes into
+    stack: list[tuple[str, list[Any], int, list[Any]]] = []  # (opener, items, offset, parent)
     discard = 0  # pending `#_` markers: the next complete form is dropped
-    pos, n = 0, len(text)
-
-    def emit(v: Any) -> None:
-        nonlocal discard
-        if discard:
-            discard -= 1
-            return
-        (stack[-1][1] if stack else forms).append(v)
-
-    while pos < n:
-        m = _TOKEN.match(text, pos)
-        if m is None:
-            raise BadInput(f"{source} line {_line_of(text, pos) + base}: cannot parse "
-                           f"{text[pos:pos + 20]!r}")
-        kind, tok, start = m.lastgroup, m.group(), pos
+    atoms: dict[str, Any] = {}  # tokens repeat a lot (keywords, small ints): convert once
+    pos = 0
+    for m in _TOKEN.finditer(text):
+        if m.start() != pos:
+            break
         pos = m.end()
-        if kind in ("ws", "comment"):
+        g = m.lastindex
+        if g == 5:
+            tok = m.group(5)
+            if tok[0] == "#":
+                continue  # a tag such as #inst: the tagged form follows and stands for itself
+            v = atoms.get(tok, _atoms_miss)
+            if v is _atoms_miss:
+                v = atoms[tok] = _atom(tok)
+        elif g == 2:
+            tok = m.group(2)
+            items: list[Any] = _Map() if tok == "{" else []
+            stack.append((tok, items, m.start(2), cur))
+            cur = items
             continue
-        if kind == "open":
-            stack.append((tok, _Map() if tok == "{" else [], start))
-        elif kind == "close":
+        elif g == 3:
+            tok = m.group(3)
             if not stack or _CLOSERS[stack[-1][0]] != tok:
-                raise BadInput(f"{source} line {_line_of(text, start) + base}: unexpected {tok!r}")
-            opener, items, where = stack.pop()
+                raise BadInput(f"{source} line {_line_of(text, m.start(3)) + base}: "
+                               f"unexpected {tok!r}")
+            opener, items, where, cur = stack.pop()
             if opener == "{":
                 if len(items) % 2:
-                    raise BadInput(f"{source} line {_line_of(text, where) + base}: map with an odd "
-                                   "number of forms")
-                d = {_hashable(items[i]): items[i + 1] for i in range(0, len(items), 2)}
+                    raise BadInput(f"{source} line {_line_of(text, where) + base}: map with an "
+                                   "odd number of forms")
+                v = {_hashable(items[i]): items[i + 1] for i in range(0, len(items), 2)}
                 if offsets is not None:
-                    offsets[id(d)] = where
-                emit(d)
+                    offsets[id(v)] = where
             else:
-                emit(items)
-        elif kind == "disc":
-            discard += 1
-        elif kind == "str":
+                v = items
+        elif g == 1:
+            tok = m.group(1)
             try:
-                emit(json.loads(tok))
+                v = json.loads(tok)
             except json.JSONDecodeError:
-                emit(tok[1:-1])
-        elif tok[0] == "#":
-            continue  # a tag such as #inst: the tagged form follows and stands for itself
+                v = tok[1:-1]
         else:
-            emit(_atom(tok))
+            discard += 1
+            continue
+        if discard:
+            discard -= 1
+            continue
+        cur.append(v)
+    if not _TRAILER.match(text, pos):
+        raise BadInput(f"{source} line {_line_of(text, pos) + base}: cannot parse "
+                       f"{text[pos:pos + 20].strip()!r}")
     if stack:
         raise BadInput(f"{source} line {_line_of(text, stack[-1][2]) + base}: {stack[-1][0]!r} "
                        "is never closed")
     return forms
+
+
+_atoms_miss = object()
 
 
 def _hashable(v: Any) -> Any:
