@@ -104,6 +104,43 @@ def test_wgl_agrees_with_brute_force_hypothesis(seed, n):
     assert wgl is brute
 
 
+def _random_op(model: str, rng: random.Random, r: int, p: int):
+    choices = {
+        "counter": [("add", 1, 1), ("read", None, r)],
+        "mutex": [("acquire", None, None), ("release", None, None)],
+        "set": [("add", r, r), ("read", None, sorted({r, p % 2}))],
+        "fifo-queue": [("enqueue", r, r), ("dequeue", None, r), ("drain", None, [r] if r else [])],
+        "multi-register": [("txn", [["write", "x", r]], [["write", "x", r]]),
+                           ("txn", [["read", "x", None], ["read", "y", None]],
+                            [["read", "x", r], ["read", "y", 0]])],
+    }[model]
+    return rng.choice(choices)
+
+
+def random_calls(model: str, rng: random.Random, n: int):
+    """Random (mostly wrong) ops for any model, with random intervals and outcomes."""
+    calls = []
+    for p in range(n):
+        f, v, out = _random_op(model, rng, rng.randrange(3), p)
+        start = rng.randrange(0, 40)
+        typ = rng.choices(["ok", "info", "fail"], [8, 2, 1])[0]
+        end = None if typ == "info" and rng.random() < 0.5 else start + rng.randrange(0, 25)
+        calls.append({"process": p, "f": f, "value": v, "out": out, "start": start, "end": end,
+                      "type": typ})
+    return build(calls)
+
+
+def test_wgl_agrees_with_brute_force_for_every_model():
+    rng = random.Random(99)
+    for model in ("counter", "mutex", "set", "fifo-queue", "multi-register"):
+        seen = {True: 0, False: 0}
+        for _ in range(150):
+            wgl, brute = wgl_and_brute(model, random_calls(model, rng, rng.randrange(1, 8)))
+            assert wgl is brute, model
+            seen[wgl] += 1
+        assert seen[True] > 10 and seen[False] > 10, (model, seen)
+
+
 # ---------------------------------------------------------------- sequential executions
 
 
