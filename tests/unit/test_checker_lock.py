@@ -142,3 +142,17 @@ def test_fencing_backwards_and_token_ownership():
     r = FencingChecker().check(h.history())
     assert r.details["reused_token_count"] == 1 and r.details["foreign_token_count"] == 1
     assert r.valid is False
+
+
+def test_without_client_ids_a_retired_process_stops_believing():
+    h = H()
+    h.call(0, 1, 1, "acquire", "/l", out={"token": 1})
+    h.call(2, 3, 1, "write", "/r", {"token": 1}, typ="info")  # process 1 is retired here
+    h.call(10, 11, 2, "acquire", "/l", out={"token": 2})
+    r = LockChecker().check(h.history())
+    assert r.valid is True and r.details["beliefs_cut_at_retirement"] == 1
+    with_client = H()
+    with_client.call(0, 1, 1, "acquire", "/l", out={"token": 1}, client=1)
+    with_client.call(2, 3, 1, "write", "/r", {"token": 1}, typ="info", client=1)
+    with_client.call(10, 11, 2, "acquire", "/l", out={"token": 2}, client=2)
+    assert LockChecker().check(with_client.history()).valid is False

@@ -6,7 +6,9 @@ Terms (all times are the history's monotonic ns):
   acquire invoke on that lock if it re-acquires without releasing. The **careful** belief (an
   application that stops at the first sign of trouble) also ends at the client's own SUSPENDED or
   LOST session event. An `info` acquire is a **maybe** hold over [acquire invoke, same end): it
-  may have been granted at any time after the invoke.
+  may have been granted at any time after the invoke. Clients are linked across retired
+  processes by the `client` field; a history without it cannot link them, so a belief ends at
+  an `info` op of its process (counted in `beliefs_cut_at_retirement`).
 - **Belief overlap**: two definite holds of the same lock by different clients whose beliefs
   intersect (for a mode-aware rwlock: unless both are read holds). Involving a maybe hold, the
   overlap is only "possible" and never makes the verdict invalid on its own.
@@ -74,6 +76,7 @@ class LockObservations:
     writes: list[Write] = field(default_factory=list)  # accepted writes only
     rejected_writes: int = 0
     unknown_writes: int = 0
+    cut_at_retirement: int = 0  # beliefs ended at an info op of a process with no client id
     last_time: int = 0
 
 
@@ -122,6 +125,14 @@ def observe(ops: Iterable[Op], acquire: Iterable[str] = ("acquire",),
         if inv is None:
             continue
         f = inv.f
+        if typ == "info" and op.client is None and f not in acq:
+            # The process is retired and, with no `client` field, its successor cannot be
+            # linked to it: end its beliefs here rather than let them run to the end of time.
+            for key in [k for (c, k) in open_holds if c == client]:
+                h = open_holds.pop((client, key))
+                h.end = min(h.end, t)
+                h.careful_end = min(h.careful_end, t)
+                obs.cut_at_retirement += 1
         if f in acq:
             if typ == "fail":
                 continue
@@ -245,6 +256,7 @@ class LockChecker:
             "holds": len(obs.holds), "maybe_holds": len(obs.holds) - len(definite),
             "accepted_writes": len(obs.writes), "rejected_writes": obs.rejected_writes,
             "unknown_writes": obs.unknown_writes, "end_of_test": end_of_test,
+            "beliefs_cut_at_retirement": obs.cut_at_retirement,
             "belief_overlap_count": len(belief), "belief_overlaps": belief[:cap],
             "careful_belief_overlap_count": len(careful), "careful_belief_overlaps": careful[:cap],
             "effect_overlap_count": len(effects), "effect_overlaps": effects[:cap],
