@@ -148,3 +148,12 @@ def test_resolve_servers_sizes():
     assert len(resolve_servers(ctx, "all", rng)) == 5
     assert resolve_servers(ctx, "n2,n4", rng) == ["n2", "n4"]
     assert len(resolve_servers(ctx, "leader", rng)) == 1  # nobody leads: a random one
+
+
+def test_heal_between_phases_runs_mid_plan(fake, tmp_path):
+    _, healed, ens = fake
+    gen = g.phases(g.once(g.Fault("kill-one", duration=0.05)), g.final_heal(), g.sleep(0.1),
+                   g.once(g.Fault("kill-one", duration=0.05)), g.final_heal())
+    executed = _run(ens, tmp_path, gen=gen, time_limit_s=0.5)
+    sched = json.loads((tmp_path / "schedule.json").read_text())
+    assert len(executed) == 2 and len(sched["heals"]) == 1 and healed == [1, 1]

@@ -202,10 +202,16 @@ def run_nemesis(ensemble: Any, pool: Any, names: list[str], *, seed: int, time_l
     active: dict | None = None
     nem.setup()
     try:
-        for p in planned:
-            if p["f"] == "heal":
-                continue  # the heal below runs after the last fault, whatever the plan says
+        for i, p in enumerate(planned):
             if p["f"] == "none":
+                continue
+            if p["f"] == "heal":
+                # A heal between phases runs now; the last one is the teardown's, below.
+                if i < len(planned) - 1 and not _wait_until(origin_ns + int(p["at_s"] * 1e9),
+                                                            stop):
+                    meta.setdefault("heals", []).append(
+                        {"start_ns": log.now(), "problems": heal_context(ctx),
+                         "end_ns": log.now()})
                 continue
             at = (t0_ns + p["start_ns"] if schedule is not None
                   else origin_ns + int(p["at_s"] * 1e9))
@@ -231,12 +237,17 @@ def run_nemesis(ensemble: Any, pool: Any, names: list[str], *, seed: int, time_l
             if active is not None:
                 executed.append(_done(nem.invoke({**active, "phase": "end",
                                                   "interrupted": True})))
-            heal_start = log.now()
-            problems = nem.teardown()
-            meta["final_heal"] = {"start_ns": heal_start, "end_ns": log.now(),
-                                  "problems": problems}
-            _write_schedule(out_dir, meta, executed)
-            log.close()
+            heal_start, problems = log.now(), ["heal interrupted"]
+            try:
+                problems = nem.teardown()
+            except Exception as e:  # noqa: BLE001 - say so in schedule.json, then re-raise
+                problems = [f"heal failed: {type(e).__name__}: {e}"]
+                raise
+            finally:
+                meta["final_heal"] = {"start_ns": heal_start, "end_ns": log.now(),
+                                      "problems": problems}
+                _write_schedule(out_dir, meta, executed)
+                log.close()
     return executed
 
 
