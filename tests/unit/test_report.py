@@ -72,3 +72,25 @@ def test_matrix_cells_count_runs_and_fencing():
     assert (cell["runs"], cell["invalid"], cell["belief"], cell["effect"]) == (3, 2, 2, 0)
     md = markdown_table({"kazoo|pause-client": cell}, ["kazoo"], ["pause-client"], "# m")
     assert "| kazoo | 2/3 invalid (belief 2, effect 0) |" in md
+
+
+def _ops(recs):
+    return [Op.from_dict({"index": i, "time": int(t * S), "process": p, "type": typ, "f": f,
+                          "value": v}) for i, (t, p, typ, f, v) in enumerate(recs)]
+
+
+def test_liveness_flags_a_lock_that_stops_granting_after_the_heal():
+    from zkjepsen.checker.liveness import LivenessChecker
+
+    fault = {"fault_id": 1, "phase": "start", "targets": ["c1"]}
+    stuck = _ops([(0, 1, "invoke", "acquire", None), (1, 1, "ok", "acquire", None),
+                  (2, "nemesis", "info", "packet-loss", fault),
+                  (4, "nemesis", "info", "packet-loss", {**fault, "phase": "end"}),
+                  (10, 2, "invoke", "acquire", None), (20, 2, "fail", "acquire", None)])
+    res = LivenessChecker(grace_s=5).check(stuck)
+    assert res.valid is False and res.details["stuck"][0]["clients"] == [2]
+    progressing = stuck[:-1] + _ops([(15, 2, "ok", "acquire", None),
+                                     (20, 2, "invoke", "release", None)])[:2]
+    assert LivenessChecker(grace_s=5).check(progressing).valid is True
+    short = stuck[:-2] + _ops([(9.5, 2, "invoke", "acquire", None)])
+    assert LivenessChecker(grace_s=5).check(short).valid in (True, "unknown")
