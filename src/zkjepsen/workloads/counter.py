@@ -47,7 +47,7 @@ def add_one(ctx: Any, tok: Any, counter: str, mode: str, hold: float) -> None:
         else:
             op.info(1, error=error_name(e))
         return
-    op.ok(1)
+    op.ok(1, read=value - 1)  # what it read: two adds that read the same n lost one
 
 
 class CounterWorkload:
