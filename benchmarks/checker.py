@@ -76,8 +76,8 @@ def lock_history(records: int, clients: int = 10) -> list[Op]:
         late = 5 if turn % 1000 == 999 else 0  # a split holder now and then
         for typ, f, val, dt in (("invoke", "acquire", None, 1), ("ok", "acquire",
                                 {"token": token, "seq": token, "node": f"/l/n{token}"}, 1),
-                                ("invoke", "write", {"token": token}, 1),
-                                ("ok", "write", None, 1 + late),
+                                ("invoke", "write", {"token": token}, 1 + late),
+                                ("ok", "write", None, 1),
                                 ("invoke", "release", None, 1), ("ok", "release", None, 1)):
             ops.append(Op(len(ops), t, p, typ, f, "/l" if f != "write" else "/r", val, c))
             t += dt
