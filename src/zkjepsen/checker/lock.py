@@ -80,10 +80,12 @@ class LockObservations:
     last_time: int = 0
 
 
-def _mode(*values: Any) -> str:
-    for v in values:
-        if isinstance(v, dict) and v.get("mode") in ("read", "write"):
-            return v["mode"]
+def _mode(invoked: Any, granted: dict[str, Any]) -> str:
+    """"read" only when the invoke or the grant says so: a hold is exclusive by default."""
+    if granted.get("mode") == "read":
+        return "read"
+    if isinstance(invoked, dict) and invoked.get("mode") == "read" and "mode" not in granted:
+        return "read"
     return "write"
 
 
@@ -95,7 +97,6 @@ def observe(ops: Iterable[Op], acquire: Iterable[str] = ("acquire",),
     obs = LockObservations()
     pending: dict[Any, Op] = {}  # process -> its open invoke
     open_holds: dict[tuple[Any, Any], Hold] = {}  # (client, lock key) -> hold still believed
-    by_client: dict[Any, list[Hold]] = {}  # client -> its holds still open to careful ends
     holds, writes = obs.holds, obs.writes
     t = 0
     for op in ops:
@@ -117,8 +118,8 @@ def observe(ops: Iterable[Op], acquire: Iterable[str] = ("acquire",),
             continue
         if typ == "event":
             if op.f == "session-state" and op.value in ("SUSPENDED", "LOST"):
-                for h in by_client.pop(client, ()):
-                    if t < h.careful_end:
+                for (c, _), h in open_holds.items():  # events are rare: a scan is fine
+                    if c == client and t < h.careful_end:
                         h.careful_end = t
             continue
         inv = pending.pop(p, None)
@@ -136,13 +137,12 @@ def observe(ops: Iterable[Op], acquire: Iterable[str] = ("acquire",),
         if f in acq:
             if typ == "fail":
                 continue
-            v = op.value if isinstance(op.value, dict) else {}
+            v = op.value if op.value.__class__ is dict else {}
             maybe = typ != "ok"
-            h = Hold(client, p, inv.key, v.get("token"), inv.time if maybe else t, maybe=maybe,
-                     mode=_mode(inv.value, op.value), seq=v.get("seq"), node=v.get("node"))
+            h = Hold(client, p, inv.key, v.get("token"), inv.time if maybe else t, INF, INF,
+                     maybe, _mode(inv.value, v), v.get("seq"), v.get("node"))
             holds.append(h)
             open_holds[(client, inv.key)] = h
-            by_client.setdefault(client, []).append(h)
         elif f in wr:
             if typ == "ok":
                 v = inv.value if isinstance(inv.value, dict) else op.value
@@ -159,25 +159,28 @@ def observe(ops: Iterable[Op], acquire: Iterable[str] = ("acquire",),
 def interval_overlaps(holds: list[Hold], careful: bool = False) -> list[tuple[Hold, Hold]]:
     """Pairs of holds of the same lock by different clients whose (careful) beliefs intersect,
     by a sweep over sorted endpoints: O(n log n + overlaps)."""
-    events: list[tuple[Any, int, int]] = []
+    by_key: dict[Any, list[tuple[Any, int, int]]] = {}
     for i, h in enumerate(holds):
         end = h.careful_end if careful else h.end
         if end > h.start:
-            events.append((h.start, 1, i))
-            events.append((end, 0, i))  # at equal times an end closes before a start opens
-    events.sort()
-    active: dict[Any, dict[int, Hold]] = {}
+            ev = by_key.get(h.key)
+            if ev is None:
+                ev = by_key[h.key] = []
+            ev.append((h.start, 1, i))
+            ev.append((end, 0, i))  # at equal times an end closes before a start opens
     out = []
-    for _, kind, i in events:
-        h = holds[i]
-        act = active.setdefault(h.key, {})
-        if kind == 0:
-            act.pop(i, None)
-            continue
-        for o in act.values():
-            if o.client != h.client and not (o.mode == "read" and h.mode == "read"):
-                out.append((o, h))
-        act[i] = h
+    for events in by_key.values():
+        events.sort()
+        active: dict[int, Hold] = {}
+        for _, kind, i in events:
+            if kind == 0:
+                del active[i]
+                continue
+            h = holds[i]
+            for o in active.values():
+                if o.client != h.client and not (o.mode == "read" and h.mode == "read"):
+                    out.append((o, h))
+            active[i] = h
     return out
 
 
