@@ -187,3 +187,12 @@ def test_counterexample_html_is_self_contained():
     assert page.startswith("<!doctype html>") and "op lin" in page and "op bad" in page
     assert "crashed" in page and "read 2" in page
     assert "<script src" not in page and "http" not in page
+
+
+def test_memory_budget_gives_unknown_with_reason():
+    calls = [(p, "write", p, p, None, None, None) for p in range(18)]
+    calls.append((99, "read", None, 20, 21, "ok", -1))
+    model = make_model("register")
+    verdict, _, reason = check_partitions(prepare(hist(*calls), model), model,
+                                          time_limit=30, memory_limit=1)
+    assert verdict == "unknown" and "memory limit" in reason
