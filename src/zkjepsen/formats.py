@@ -182,7 +182,14 @@ def _ops_from_forms(forms: list[Any], source: str, lines: list[int] | None = Non
 
 
 def read_edn(text: str, source: str = "EDN") -> History:
-    """EDN history: a vector/list of op maps, or a bare sequence of op maps."""
+    """Knossos EDN: a vector/list of op maps, or a bare sequence of op maps, in history order.
+
+    Maps keep their fields (`:error`, ...) in `extra`; `:time`/`:index` go to `source_time` /
+    `source_index` and `index`/`time` become the file position. Nemesis ops are kept (process
+    "nemesis"). No Knossos preprocessing happens here: replacing an invoke's value by its
+    completion's, dropping failed ops and treating unmatched invokes as crashed is what the
+    linearizability checker's `prepare` and the models do.
+    """
     offsets: dict[int, int] = {}
     forms = parse_edn(text, source, offsets=offsets)
     ops = forms[0] if len(forms) == 1 and isinstance(forms[0], list) else forms
@@ -193,7 +200,9 @@ def read_edn(text: str, source: str = "EDN") -> History:
 
 
 def read_porcupine_kv(text: str, source: str = "porcupine-kv") -> History:
-    """One EDN op map per line (porcupine's kv data); errors name the line."""
+    """Porcupine kv: one EDN op map per line (`{:process 9, :type :invoke, :f :append, :key "0",
+    :value "x 9 0 y"}`). `:get` invokes carry nil and their `:ok` the string read; `:put` and
+    `:append` carry their argument on both. Blank lines are skipped; errors name the line."""
     forms, lines = [], []
     for n, line in enumerate(text.splitlines(), 1):
         if line.strip():
@@ -207,7 +216,14 @@ _JEPSEN_LINE = re.compile(r"jepsen\.util - (\S+)\s+:(\w+)\s+:([\w-]+)\s*(.*)$")
 
 
 def read_jepsen_log(text: str, source: str = "jepsen-log") -> History:
-    """Jepsen log lines `jepsen.util - <process> :<type> :<f> <edn value>`; others ignored."""
+    """Jepsen log lines `jepsen.util - <process> :<type> :<f> <edn value>`; other lines ignored.
+
+    Porcupine's etcd data: `:invoke :read nil` / `:ok :read 3` (nil read = key absent),
+    `:write 3`, `:cas [1 4]` (`:ok` applied, `:fail` did not apply), `:fail :read :timed-out`
+    (a read with unknown result), `:info :write :timed-out` (indeterminate: the op may take
+    effect at any time after its invoke; its process is retired). The value of a `:timed-out`
+    completion is the string "timed-out"; the invoke keeps the op's real argument.
+    """
     ops, lines = [], []
     for n, line in enumerate(text.splitlines(), 1):
         if "jepsen.util - " not in line:
@@ -231,7 +247,8 @@ def read_jepsen_log(text: str, source: str = "jepsen-log") -> History:
 
 
 def read_json_array(text: str, source: str = "json") -> History:
-    """A JSON array of op objects (elle-cli's Knossos twins)."""
+    """A JSON array of op objects with string values (elle-cli's Knossos twins):
+    `{"type": "invoke", "f": "cas", "value": [3, 4], "process": 1}`; same semantics as EDN."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
