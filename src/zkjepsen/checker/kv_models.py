@@ -1,0 +1,118 @@
+"""Models over keyed and composite state: porcupine's kv (partitioned or as one partition)
+and Knossos' multi-register. Same conventions as models.py (which re-exports these)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zkjepsen.checker.model_base import ILLEGAL, Action, Model, _freeze, _read, _write
+
+
+def _append(s: str, v: str) -> str:
+    return s + v
+
+
+class KV(Model):
+    """Porcupine's kv: get/put/append of strings per key, initial "" (partitioned by key)."""
+
+    name = "kv"
+
+    def __init__(self, initial: Any = None) -> None:
+        super().__init__("" if initial is None else initial)
+
+    def partition_key(self, f: str, key: Any) -> Any:
+        return key
+
+    def action(self, f: str, key: Any, value: Any, status: str, actor: Any) -> Action | None:
+        if status == "fail":
+            return None
+        v = "" if value is None else value
+        if f == "get":
+            return None if status != "ok" else Action(_read, v, True, f"get {key}={v!r}")
+        if f == "put":
+            return Action(_write, v, False, f"put {key}={v!r}")
+        if f == "append":
+            return Action(_append, v, False, f"append {key}+={v!r}")
+        raise self._unsupported(f)
+
+
+# The unpartitioned kv keeps one string per key in a tuple indexed by the key's number (keys are
+# numbered as first seen; a shorter tuple means the later keys still hold "").
+def _kv_get(s: tuple[str, ...], iv: tuple[int, str]) -> Any:
+    i, v = iv
+    return s if (s[i] if i < len(s) else "") == v else ILLEGAL
+
+
+def _kv_put(s: tuple[str, ...], iv: tuple[int, str]) -> Any:
+    i, v = iv
+    if i < len(s):
+        return s[:i] + (v,) + s[i + 1:]
+    return s + ("",) * (i - len(s)) + (v,)
+
+
+def _kv_append(s: tuple[str, ...], iv: tuple[int, str]) -> Any:
+    i, v = iv
+    if i < len(s):
+        return s[:i] + (s[i] + v,) + s[i + 1:]
+    return s + ("",) * (i - len(s)) + (v,)
+
+
+class KVSingle(KV):
+    """kv checked as ONE partition (a state-explosion benchmark; same verdicts as `kv`)."""
+
+    name = "kv-single"
+
+    def __init__(self, initial: Any = None) -> None:
+        super().__init__(initial)
+        self._key_numbers: dict[Any, int] = {}
+
+    def init(self) -> Any:
+        return ()
+
+    def partition_key(self, f: str, key: Any) -> Any:
+        return None
+
+    def action(self, f: str, key: Any, value: Any, status: str, actor: Any) -> Action | None:
+        a = super().action(f, key, value, status, actor)
+        if a is None:
+            return None
+        i = self._key_numbers.setdefault(key, len(self._key_numbers))
+        fn = {_read: _kv_get, _write: _kv_put, _append: _kv_append}[a.fn]
+        return Action(fn, (i, a.arg), a.read_only, a.text)
+
+    def describe_state(self, state: Any) -> str:
+        names = list(self._key_numbers)
+        return repr({names[i]: v for i, v in enumerate(state)})
+
+
+def _txn(s: tuple[Any, ...], mops: tuple[tuple[str, Any, Any], ...]) -> Any:
+    d = dict(s)
+    for f, k, v in mops:
+        if f == "read":
+            if v is not None and d.get(k) != v:
+                return ILLEGAL
+        else:
+            d[k] = v
+    return tuple(sorted(d.items()))
+
+
+class MultiRegister(Model):
+    """Knossos' multi-register: `txn` [[read k v] [write k v] ...] applied atomically; nil reads
+    are unknown. Initial state a dict (default {"x": 0, "y": 0})."""
+
+    name = "multi-register"
+
+    def __init__(self, initial: Any = None) -> None:
+        init = {"x": 0, "y": 0} if initial is None else initial
+        super().__init__(tuple(sorted((k, _freeze(v)) for k, v in init.items())))
+
+    def action(self, f: str, key: Any, value: Any, status: str, actor: Any) -> Action | None:
+        if status == "fail":
+            return None
+        if f != "txn":
+            raise self._unsupported(f)
+        mops = tuple((m[0], m[1], _freeze(m[2])) for m in value)
+        ro = all(m[0] == "read" for m in mops)
+        if ro and status != "ok":
+            return None
+        return Action(_txn, mops, ro, f"txn {value!r}")

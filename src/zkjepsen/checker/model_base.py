@@ -1,0 +1,73 @@
+"""The model protocol shared by every model module: ILLEGAL, Action, Model, and the
+transitions several models share. See models.py for the conventions."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from zkjepsen.errors import BadInput
+
+
+class _Illegal:
+    def __repr__(self) -> str:
+        return "ILLEGAL"
+
+
+ILLEGAL: Any = _Illegal()
+
+
+class Action(NamedTuple):
+    fn: Callable[[Any, Any], Any]
+    arg: Any
+    read_only: bool
+    text: str
+
+
+def _freeze(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _freeze(x)) for k, x in v.items()))
+    return v
+
+
+# Transition functions: module-level so identical actions compare equal (see the crashed-op rule).
+def _read(s: Any, v: Any) -> Any:
+    return s if s == v else ILLEGAL
+
+
+def _read_not(s: Any, v: Any) -> Any:
+    return s if s != v else ILLEGAL
+
+
+def _write(s: Any, v: Any) -> Any:
+    return v
+
+
+class Model:
+    """Base: subclasses set `name` and implement `action`. Partitioning is off by default."""
+
+    name = "model"
+
+    def __init__(self, initial: Any = None) -> None:
+        self.initial = initial
+
+    def init(self) -> Any:
+        return self.initial
+
+    def step(self, state: Any, action: Action) -> tuple[bool, Any]:
+        ns = action.fn(state, action.arg)
+        return (ns is not ILLEGAL, ns)
+
+    def partition_key(self, f: str, key: Any) -> Any:
+        return None
+
+    def action(self, f: str, key: Any, value: Any, status: str, actor: Any) -> Action | None:
+        raise NotImplementedError
+
+    def describe_state(self, state: Any) -> str:
+        return repr(state)
+
+    def _unsupported(self, f: str) -> BadInput:
+        return BadInput(f"model {self.name!r} has no operation {f!r}")
