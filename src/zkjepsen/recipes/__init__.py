@@ -38,7 +38,8 @@ RECIPES: dict[str, RecipeInfo] = {
     "blog": RecipeInfo(
         _M + "blog:BlogLock", "ZkDistributedLock from a blog post (own client per lock object)",
         "never re-lists: a dead waiter ahead makes the next one 'acquire' (split holder, no "
-        "fault); dangling watch hangs; no session handling; no GUID"),
+        "fault); dangling watch hangs; no session handling; no GUID; own session, so data "
+        "reads on the app's session can be stale (lost updates)"),
     "herd": RecipeInfo(
         _M + "herd:HerdLock", "two-version lock v1: watch the children list",
         "herd effect (every release wakes every waiter); no session handling"),

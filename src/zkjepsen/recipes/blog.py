@@ -14,6 +14,10 @@ client "acquires" while the real holder still holds: a split holder with no netw
 node and never fires: the client waits forever; (3) no session-loss handling (kazoo fires every
 watch with a NONE event when the session expires, which this lock also takes for "acquired");
 (4) no GUID in the node name, so a create retried after a connection loss can orphan a node.
+Observed here too: (5) the lock lives on its own session while the application reads its data
+on another, with no `sync()`: the next holder's read can be served by a server that has not yet
+applied the previous holder's last write - lost counter updates with disjoint holds and no
+fault (kazoo's Lock, on the application's own session, orders them by session FIFO).
 
 Harness concession (not in the source): so a run can end, the wait is sliced and, after
 `timeout`, the lock gives up, deletes its node, closes its client and raises `AcquireHung` -
