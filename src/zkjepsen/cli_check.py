@@ -53,7 +53,7 @@ def _summary(result: Result) -> str:
     if "cannot_place" in d:
         stuck = d["cannot_place"]
         return (f"NOT linearizable: {stuck['op']} by process {stuck['process']} cannot be placed "
-                f"after a linearizable prefix of {len(d['longest_prefix'])} ops"
+                f"after a linearizable prefix of {d['longest_prefix_length']} ops"
                 + (f" (partition {d['partition']!r})" if d.get("partition") is not None else ""))
     counts = {k[:-len("_count")]: v for k, v in d.items() if k.endswith("_count") and v}
     return "invalid: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())

@@ -35,6 +35,7 @@ from zkjepsen.checker.models import ILLEGAL, Action, Model
 from zkjepsen.history import Call, History
 
 SLICE = 2048  # search steps between yields to the scheduler
+PREFIX_SHOWN = 200  # ops of the longest linearizable prefix kept in a result's details
 
 
 class LinOp(NamedTuple):
@@ -286,7 +287,14 @@ def _op_json(op: LinOp, state: Any = ILLEGAL) -> dict[str, Any]:
 
 
 class Linearizable:
-    """Checker: is the history linearizable with respect to `model`?"""
+    """Checker: is the history linearizable with respect to `model`?
+
+    Details: model, reason, partitions, ops, configurations; when invalid also the refuted
+    `partition`, `longest_prefix_length`, the last PREFIX_SHOWN ops of `longest_prefix` (each
+    with the state after it) and `cannot_place` (the op that cannot follow that prefix); when
+    unknown, the `undecided` partitions. `last_outcome` keeps the refuted partition's full
+    outcome for report.counterexample.
+    """
 
     def __init__(self, model: Model, time_limit: float | None = 60.0,
                  memory_limit: int | None = 2 << 30) -> None:
@@ -308,8 +316,11 @@ class Linearizable:
             key, out = next((k, o) for k, o in done.items() if not o.valid)
             self.last_outcome = out
             details["partition"] = key
-            details["longest_prefix"] = [_op_json(out.ops[i], s)
-                                         for i, s in zip(out.best, out.states, strict=True)]
+            # The tail of the prefix is what explains the failure; the HTML report has it all.
+            details["longest_prefix_length"] = len(out.best)
+            details["longest_prefix"] = [
+                _op_json(out.ops[i], s)
+                for i, s in list(zip(out.best, out.states, strict=True))[-PREFIX_SHOWN:]]
             if out.stuck is not None:
                 details["cannot_place"] = _op_json(out.ops[out.stuck])
         elif verdict == "unknown":
