@@ -1,0 +1,156 @@
+"""The history conventions the checkers rely on, driven through the real workload code with a fake
+context and scripted recipes (no ZooKeeper): ok/fail/info per outcome, process retirement after
+info, abandoned critical sections, fenced rejections, and the careful kazoo lock's belief."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from kazoo.exceptions import ConnectionLoss, NoNodeError
+from kazoo.protocol.states import KazooState
+
+from zkjepsen.clientctx import ClientContext, Recorder
+from zkjepsen.recipes.base import Token
+from zkjepsen.workloads.common import acquire_op, discard, release_op
+from zkjepsen.workloads.lock import critical_section
+
+
+def _ctx(tmp_path, zk=None) -> ClientContext:
+    rec = Recorder(str(tmp_path / "c.jsonl"), 0, 2, 5)
+    return ClientContext(client=2, nclients=5, zk=zk, hosts="", recipe="x", params={},
+                         recorder=rec, deadline=float("inf"), rng=random.Random(1))
+
+
+def _records(tmp_path) -> list[dict]:
+    return [json.loads(line) for line in (tmp_path / "c.jsonl").read_text().splitlines()]
+
+
+class Scripted:
+    """acquire() returns or raises what it is told; holding() follows a script too."""
+
+    def __init__(self, outcome, holding=(True,)) -> None:
+        self.outcome, self._holding = outcome, list(holding)
+        self.released = 0
+
+    def acquire(self, timeout):
+        if isinstance(self.outcome, BaseException):
+            raise self.outcome
+        return self.outcome
+
+    def release(self):
+        self.released += 1
+
+    def holding(self):
+        return self._holding.pop(0) if len(self._holding) > 1 else self._holding[0]
+
+
+TOK = Token(42, 7, "/l/lock-0000000007")
+
+
+def test_acquire_ok_fail_info(tmp_path):
+    ctx = _ctx(tmp_path)
+    assert acquire_op(ctx, Scripted(TOK), "/l", 1) == (TOK, True)
+    assert acquire_op(ctx, Scripted(None), "/l", 1) == (None, True)  # timeout: definite
+    assert acquire_op(ctx, Scripted(ConnectionLoss()), "/l", 1) == (None, False)
+    assert acquire_op(ctx, Scripted(None), "/l", 1)[0] is None
+    recs = _records(tmp_path)
+    assert [(r["type"], r["process"]) for r in recs] == [
+        ("invoke", 2), ("ok", 2), ("invoke", 2), ("fail", 2), ("invoke", 2), ("info", 2),
+        ("invoke", 7), ("fail", 7)]  # after info: a new process id (2 + nclients)
+    assert recs[1]["value"] == {"token": 42, "seq": 7, "node": "/l/lock-0000000007"}
+    assert all(r["key"] == "/l" and r["f"] == "acquire" for r in recs)
+    assert recs[3]["error"] == "timeout" and recs[5]["error"] == "ConnectionLoss"
+
+
+def test_release_info_makes_recipe_unusable(tmp_path):
+    ctx = _ctx(tmp_path)
+    assert release_op(ctx, Scripted(TOK), "/l") is True
+    bad = Scripted(TOK)
+    bad.release = lambda: (_ for _ in ()).throw(ConnectionLoss())
+    assert release_op(ctx, bad, "/l") is False
+    assert [r["type"] for r in _records(tmp_path)] == ["invoke", "ok", "invoke", "info"]
+
+
+class FakeZk:
+    """get/set/transaction on one resource; the fenced check fails once `lock_gone`."""
+
+    def __init__(self) -> None:
+        self.data, self.version, self.lock_gone = b"{}", 0, False
+
+    def get(self, path):
+        return self.data, type("S", (), {"version": self.version})()
+
+    def set(self, path, data, version=-1):
+        self.data, self.version = data, self.version + 1
+
+    def transaction(self):
+        zk = self
+
+        class T:
+            def check(self, path, version):
+                self.ok = not zk.lock_gone
+
+            def set_data(self, path, data, version=-1):
+                self.payload = data
+
+            def commit(self):
+                if not self.ok:
+                    return [NoNodeError(), Exception("rolled back")]
+                zk.set("/r", self.payload)
+                return [True, True]
+        return T()
+
+
+def test_critical_section_writes_fences_and_abandons(tmp_path):
+    zk = FakeZk()
+    ctx = _ctx(tmp_path, zk)
+    critical_section(ctx, Scripted(TOK), TOK, "/r", "fenced", 2, 0.0)
+    zk.lock_gone = True
+    critical_section(ctx, Scripted(TOK), TOK, "/r", "fenced", 1, 0.0)
+    critical_section(ctx, Scripted(TOK, holding=(True, False)), TOK, "/r", "unguarded", 3, 0.0)
+    recs = _records(tmp_path)
+    writes = [(r["type"], r.get("value")) for r in recs if r["f"] == "write"]
+    assert writes == [("invoke", {"token": 42}), ("ok", {"token": 42}),
+                      ("invoke", {"token": 42}), ("ok", {"token": 42}),
+                      ("invoke", {"token": 42}), ("fail", {"token": 42}),  # fencing refused
+                      ("invoke", {"token": 42}), ("ok", {"token": 42})]
+    assert all(r["key"] == "/r" for r in recs if r["f"] == "write")
+    abandon = [r for r in recs if r["f"] == "abandon"]
+    assert abandon and abandon[0]["value"]["after_writes"] == 1
+    assert json.loads(zk.data)["state"] == "half"  # abandoned mid-update: half-done left
+
+
+def test_token_mode_rejects_lower_token(tmp_path):
+    zk = FakeZk()
+    zk.data = json.dumps({"top_token": 50}).encode()
+    ctx = _ctx(tmp_path, zk)
+    critical_section(ctx, Scripted(TOK), TOK, "/r", "token", 1, 0.0)
+    higher = Token(60, 8, "/l/x")
+    critical_section(ctx, Scripted(higher), higher, "/r", "token", 1, 0.0)
+    done = [r["type"] for r in _records(tmp_path) if r["f"] == "write" and r["type"] != "invoke"]
+    assert done == ["fail", "ok"]
+    assert json.loads(zk.data)["top_token"] == 60
+
+
+def test_discard_releases_only_a_holder():
+    holder, waiter = Scripted(TOK, holding=(True,)), Scripted(TOK, holding=(False,))
+    discard(holder)
+    discard(waiter)
+    assert holder.released == 1 and waiter.released == 0
+
+
+def test_careful_kazoo_lock_stops_believing_on_suspended():
+    from kazoo.client import KazooClient
+
+    from zkjepsen.recipes.kazoo_lock import CarefulKazooLock, KazooLock
+
+    zk = KazooClient(hosts="127.0.0.1:1")  # never started: the Lock object only needs a handler
+    plain, careful = KazooLock(zk, "/l"), CarefulKazooLock(zk, "/l")
+    plain.lock.is_acquired = careful.lock.is_acquired = True
+    for listener in list(zk.state_listeners):
+        listener(KazooState.SUSPENDED)
+    assert plain.holding() is True  # kazoo's own flag survives, the flaw under test
+    assert careful.holding() is False
+    careful.close()
+    assert careful._on_state not in zk.state_listeners
