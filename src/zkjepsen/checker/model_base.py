@@ -66,6 +66,13 @@ class Model:
     def action(self, f: str, key: Any, value: Any, status: str, actor: Any) -> Action | None:
         raise NotImplementedError
 
+    def partition(self, op: Any) -> Any:
+        """DESIGN's name: the partition an op (with `f` and `key`) belongs to."""
+        return self.partition_key(op.f, op.key)
+
+    def describe(self, action: Action) -> str:
+        return action.text
+
     def describe_state(self, state: Any) -> str:
         return repr(state)
 
