@@ -64,6 +64,8 @@ def figures(records: list[dict]) -> dict:
 
     first, last = {}, {}
     for r in records:
+        if r.get("client", 0) == 0:
+            continue  # client 0 is the host's setup/final reads, not a contender
         if r["type"] == "invoke":
             first.setdefault(r["client"], r["time"])
         if r["type"] in ("ok", "fail", "info"):
