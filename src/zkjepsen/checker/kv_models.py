@@ -20,9 +20,6 @@ class KV(Model):
     def __init__(self, initial: Any = None) -> None:
         super().__init__("" if initial is None else initial)
 
-    def partition_key(self, f: str, key: Any) -> Any:
-        return key
-
     def action(self, f: str, key: Any, value: Any, status: str, actor: Any) -> Action | None:
         if status == "fail":
             return None

@@ -46,7 +46,7 @@ def _write(s: Any, v: Any) -> Any:
 
 
 class Model:
-    """Base: subclasses set `name` and implement `action`. Partitioning is off by default."""
+    """Base: subclasses set `name` and implement `action`. Partitioned by `key` by default."""
 
     name = "model"
 
@@ -61,7 +61,9 @@ class Model:
         return (ns is not ILLEGAL, ns)
 
     def partition_key(self, f: str, key: Any) -> Any:
-        return None
+        """Objects with different keys are independent (P-compositionality): each key is
+        checked as its own history. Ops without a key form one partition."""
+        return key
 
     def action(self, f: str, key: Any, value: Any, status: str, actor: Any) -> Action | None:
         raise NotImplementedError

@@ -90,9 +90,6 @@ class Register(CasRegister):
     def __init__(self, initial: Any = None) -> None:
         super().__init__(initial, name="register", nil_read_unknown=False)
 
-    def partition_key(self, f: str, key: Any) -> Any:
-        return key  # independent registers per key: P-compositionality
-
 
 class Counter(Model):
     """add v / read v, starting from `initial` (0)."""
@@ -130,9 +127,6 @@ class Mutex(Model):
             return Action(_release, None, False, "release")
         raise self._unsupported(f)
 
-    def partition_key(self, f: str, key: Any) -> Any:
-        return key
-
     def describe_state(self, state: Any) -> str:
         return "held" if state else "free"
 
@@ -169,9 +163,6 @@ class FencedMutex(Model):
         if f in ("release", "resign"):
             return Action(_fenced_release, actor, False, "release")
         raise self._unsupported(f)
-
-    def partition_key(self, f: str, key: Any) -> Any:
-        return key
 
 
 def _set_add(s: frozenset[Any], v: Any) -> Any:
