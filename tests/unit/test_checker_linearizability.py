@@ -44,6 +44,14 @@ def test_register_stale_read_is_refuted_with_prefix_and_stuck_op():
     json.dumps(r.to_json())  # results.json must be able to hold it
 
 
+def test_refutation_names_the_faults_active_around_the_stuck_op():
+    h = hist((0, "write", 1, 0, 10, "ok", 1), (1, "read", None, 20, 30, "ok", None))
+    h.ops.append(Op(len(h.ops), 15, "nemesis", "info", "partition-halves",
+                    value={"fault_id": 1, "phase": "start", "targets": ["n1"]}))
+    r = check("register", h)
+    assert [f["f"] for f in r.details["faults"]] == ["partition-halves"]
+
+
 def test_concurrent_read_may_see_either_value():
     for seen in (None, 1):
         h = hist((0, "write", 1, 0, 10, "ok", 1), (1, "read", None, 5, 30, "ok", seen))

@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 
 from zkjepsen.checker import Result
 from zkjepsen.checker.models import ILLEGAL, Action, Model
-from zkjepsen.history import Call, History
+from zkjepsen.history import Call, History, fault_windows, faults_during
 
 SLICE = 2048  # search steps between yields to the scheduler
 PREFIX_SHOWN = 200  # ops of the longest linearizable prefix kept in a result's details
@@ -291,9 +291,9 @@ class Linearizable:
 
     Details: model, reason, partitions, ops, configurations; when invalid also the refuted
     `partition`, `longest_prefix_length`, the last PREFIX_SHOWN ops of `longest_prefix` (each
-    with the state after it) and `cannot_place` (the op that cannot follow that prefix); when
-    unknown, the `undecided` partitions. `last_outcome` keeps the refuted partition's full
-    outcome for report.counterexample.
+    with the state after it), `cannot_place` (the op that cannot follow that prefix) and the
+    `faults` active while it was in flight; when unknown, the `undecided` partitions.
+    `last_outcome` keeps the refuted partition's full outcome for report.counterexample.
     """
 
     def __init__(self, model: Model, time_limit: float | None = 60.0,
@@ -322,7 +322,9 @@ class Linearizable:
                 _op_json(out.ops[i], s)
                 for i, s in list(zip(out.best, out.states, strict=True))[-PREFIX_SHOWN:]]
             if out.stuck is not None:
-                details["cannot_place"] = _op_json(out.ops[out.stuck])
+                stuck = out.ops[out.stuck]
+                details["cannot_place"] = _op_json(stuck)
+                details["faults"] = faults_during(fault_windows(history), stuck.start, stuck.end)
         elif verdict == "unknown":
             details["undecided"] = [k for k in parts if k not in done]
         return Result(verdict, details)
