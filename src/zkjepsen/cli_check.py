@@ -22,6 +22,7 @@ from zkjepsen.checker.models import MODELS, make_model
 from zkjepsen.checker.queue import QueueChecker
 from zkjepsen.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
 from zkjepsen.formats import FORMATS, read_history
+from zkjepsen.history import fault_windows
 
 # Checkers that are not linearizability models, selectable with --model too.
 OTHER_CHECKERS = {
@@ -89,7 +90,7 @@ def check(ctx: click.Context, history: Path, model_name: str, fmt: str, initial:
 
             out = html_path or Path(history.name + ".counterexample.html")
             write(out, checker.last_outcome, model, title=f"{history.name}: not linearizable",
-                  partition=result.details.get("partition"))
+                  partition=result.details.get("partition"), faults=fault_windows(h))
             result.details["html"] = str(out)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2, default=str))

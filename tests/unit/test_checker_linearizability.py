@@ -10,7 +10,7 @@ from zkjepsen.checker import Result, compose, merge_valid, safe_check
 from zkjepsen.checker.linearizability import Linearizable, check_partitions, prepare
 from zkjepsen.checker.models import ILLEGAL, make_model
 from zkjepsen.errors import BadInput
-from zkjepsen.history import History, Op
+from zkjepsen.history import FaultWindow, History, Op
 from zkjepsen.report.counterexample import render
 
 
@@ -191,7 +191,9 @@ def test_counterexample_html_is_self_contained():
              (2, "write", 3, 5, None, None, None))
     c = Linearizable(make_model("register"))
     assert c.check(h).valid is False
-    page = render(c.last_outcome, c.model, title="t")
+    faults = [FaultWindow(1, "kill-leader", ["n2"], 12, 18), FaultWindow(2, "late", [], 99, None)]
+    page = render(c.last_outcome, c.model, title="t", faults=faults)
+    assert "kill-leader" in page and "late" not in page
     assert page.startswith("<!doctype html>") and "op lin" in page and "op bad" in page
     assert "crashed" in page and "read 2" in page
     assert "<script src" not in page and "http" not in page

@@ -10,13 +10,16 @@ fonts or images are loaded from anywhere: the file works offline and as a CI art
 
 from __future__ import annotations
 
+import bisect
 import html
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from zkjepsen.checker.linearizability import Outcome
 from zkjepsen.checker.models import Model
+from zkjepsen.history import FaultWindow
 
 LANE_H, BAR_H, LEFT, WIDTH = 30, 20, 110, 1100
 _CSS = """
@@ -26,6 +29,7 @@ overflow-x:auto}.lane{position:absolute;left:0;font:12px monospace;color:#555}
 .op{position:absolute;height:BAR_Hpx;border-radius:3px;font:11px monospace;overflow:hidden;
 white-space:nowrap;padding:0 3px;box-sizing:border-box;border:1px solid #999;background:#ddd}
 .op.lin{background:#b8e6b8;border-color:#3a3}.op.bad{background:#f5a3a3;border:2px solid #c00}
+.op.fault{background:#fde7b0;border-color:#c90;opacity:.8}
 .op.crashed{background-image:repeating-linear-gradient(45deg,transparent 0 4px,#0001 4px 8px)}
 table{border-collapse:collapse;margin-top:12px}td,th{border:1px solid #ddd;padding:2px 6px;
 font:12px monospace;text-align:left}tr.bad td{background:#fdd}
@@ -34,8 +38,9 @@ font:12px monospace;text-align:left}tr.bad td{background:#fdd}
 
 
 def render(outcome: Outcome, model: Model, title: str = "Linearizability counterexample",
-           partition: Any = None) -> str:
-    """The HTML text for one failing partition's outcome."""
+           partition: Any = None, faults: Iterable[FaultWindow] = ()) -> str:
+    """The HTML text for one failing partition's outcome; `faults` (history.fault_windows)
+    are drawn in a "nemesis" lane on the same time axis."""
     ops = outcome.ops
     order = {i: n for n, i in enumerate(outcome.best, 1)}
     times = sorted({op.start for op in ops} | {op.end for op in ops if op.end is not None})
@@ -66,7 +71,23 @@ def render(outcome: Outcome, model: Model, title: str = "Linearizability counter
         parts.append(f'<div class="{" ".join(cls)}" title="{html.escape(tip)}" '
                      f'style="top:{lane[inv.process] * LANE_H + 4}px;left:{x0:.1f}px;'
                      f'width:{max(x1 - x0, 4):.1f}px">{html.escape(label)}</div>')
-    height = len(procs) * LANE_H + 8
+    nem_top = len(procs) * LANE_H
+    shown = 0
+    for w in faults:
+        if not times or w.start > times[-1] or (w.end is not None and w.end < times[0]):
+            continue  # outside the ops' span
+        lo = bisect.bisect_left(times, w.start)
+        hi = len(times) if w.end is None else bisect.bisect_right(times, w.end)
+        x0, x1 = x(lo), x(max(hi, lo + 0.3))
+        tip = f"{w.f} {w.targets!r} from {w.start} to {w.end}"
+        parts.append(f'<div class="op fault" title="{html.escape(tip)}" style="top:'
+                     f'{nem_top + 4 + (shown % 2) * 10}px;left:{x0:.1f}px;width:{x1 - x0:.1f}px">'
+                     f"{html.escape(w.f)}</div>")
+        shown += 1
+    if shown:
+        parts.append(f'<div class="lane" style="top:{nem_top + 6}px;width:{LEFT}px">'
+                     "&nbsp;nemesis</div>")
+    height = len(procs) * LANE_H + (LANE_H + 12 if shown else 0) + 8
 
     rows = [f"<tr><td>0</td><td>(initial)</td><td></td>"
             f"<td>{html.escape(model.describe_state(model.init()))}</td></tr>"]
