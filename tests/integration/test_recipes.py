@@ -4,7 +4,9 @@
   the holder releases, then hands over with a larger token;
 - the rwlock lets readers share and makes a writer wait; Curator's mutex is re-entrant;
 - the blog lock shows a split holder when a waiter ahead of another is SIGKILLed (no network
-  fault), while kazoo's Lock and the predecessor lock keep the next waiter waiting.
+  fault), while kazoo's Lock and the predecessor lock keep the next waiter waiting;
+- the blog lock hangs when its predecessor goes between the listing and the `exists` (its watch
+  sits on a missing node), where the predecessor lock lists again and acquires.
 """
 
 from __future__ import annotations
@@ -136,6 +138,35 @@ def test_blog_lock_has_no_timeout_and_gives_up_as_hung(sessions, ensemble3):
     with pytest.raises(AcquireHung):
         b.acquire(0.5)
     a.release()
+
+
+@pytest.mark.parametrize("name,hangs", [("blog", True), ("predecessor", False)])
+def test_predecessor_vanishing_before_the_watch(name, hangs, sessions, ensemble3):
+    """Flaw 2 of the blog lock, made deterministic: the holder releases right after the
+    waiter's listing, before its `exists`. The blog lock's watch then sits on a missing node and
+    never fires (it gives up as hung although the lock is free); the predecessor lock sees
+    `exists` return None and lists again."""
+    path = f"/t/vanish-{name}-{uuid.uuid4().hex[:6]}"
+    a = _recipe(name, sessions(), path, ensemble3, "a")
+    assert a.acquire(5) is not None
+    b = _recipe(name, sessions(), path, ensemble3, "b")
+    zk_b = b.client if name == "blog" else b.zk
+    real = zk_b.get_children
+
+    def listing_then_holder_releases(*args, **kw):
+        kids = real(*args, **kw)
+        if a.holding():
+            a.release()
+        return kids
+
+    zk_b.get_children = listing_then_holder_releases
+    if hangs:
+        with pytest.raises(AcquireHung):
+            b.acquire(1.5)
+    else:
+        tok = b.acquire(1.5)
+        assert isinstance(tok, Token)
+        b.release()
 
 
 def test_rwlock_readers_share_writer_waits(sessions, ensemble3):
