@@ -229,9 +229,7 @@ class LockChecker:
         end_of_test = obs.last_time
 
         def window(a: float, b: float) -> dict[str, Any]:
-            lo, hi = a, b
-            return {"start": lo, "end": None if hi == INF else hi,
-                    "faults": faults_during(faults, int(lo), None if hi == INF else int(hi))}
+            return {"start": a, "end": None if b == INF else b}
 
         definite = [h for h in obs.holds if not h.maybe]
         belief, possible = [], []
@@ -255,6 +253,10 @@ class LockChecker:
         found = {"belief": belief, "careful": careful, "effect": effects}
         valid = not any(found[k] for k in self.fail_on if k in found)
         cap = self.max_reported
+        for found_list in (belief, careful, effects, possible, near):
+            for rec in found_list[:cap]:  # only what is reported: faults cost a scan each
+                if "faults" not in rec:
+                    rec["faults"] = faults_during(faults, rec["start"], rec["end"])
         details: dict[str, Any] = {
             "holds": len(obs.holds), "maybe_holds": len(obs.holds) - len(definite),
             "accepted_writes": len(obs.writes), "rejected_writes": obs.rejected_writes,
