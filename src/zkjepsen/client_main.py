@@ -28,6 +28,22 @@ def _next_process(path: Path, client: int, nclients: int) -> int:
     return client if highest == 0 else highest + nclients
 
 
+def _await_start(path: Path, ctx: ClientContext, stop: threading.Event,
+                 timeout_s: float = 180.0) -> bool:
+    """The start barrier: every client connects first, then all begin together when the runner
+    writes the main phase's deadline (a monotonic time) into `path`. A client restarted after
+    a kill finds the file already there and goes straight on."""
+    waited = 0.0
+    while not stop.is_set() and waited < timeout_s:
+        try:
+            ctx.deadline = float(path.read_text())
+            return True
+        except (OSError, ValueError):
+            stop.wait(0.02)
+            waited += 0.02
+    return False
+
+
 def main(spec_path: str) -> int:
     from kazoo.client import KazooClient
     from kazoo.retry import KazooRetry
@@ -67,6 +83,9 @@ def main(spec_path: str) -> int:
     session_id, _ = zk.client_id
     ctx.event("session", {"session_id": f"0x{session_id:x}",
                           "timeout_ms": getattr(zk, "_session_timeout", None)})
+    if spec.get("start_file") and not _await_start(Path(spec["start_file"]), ctx, stop):
+        ctx.event("client-error", "the runner never released the start barrier")
+        return 5
     workload = get_workload(spec["workload"])
     try:
         workload.run_client(ctx)

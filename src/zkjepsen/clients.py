@@ -73,34 +73,59 @@ class ClientPool:
         return str(self.ensemble.subnet.network_address + CLIENT_IP_OFFSET + index)
 
     def start(self, specs: list[dict]) -> list[ClientHandle]:
-        """Start one container per spec (see client_main for the keys); returns the handles."""
-        api = self.ensemble.client.api
-        for spec in specs:
-            n = spec["client"]
-            spec = {**spec, "out": "/out"}
-            (self.out_dir / f"spec-c{n}.json").write_text(json.dumps(spec, indent=1))
-            binds = {
-                str(SRC_ROOT): {"bind": "/opt/zkjepsen/src", "mode": "ro"},
-                str(KAZOO_DIR): {"bind": "/opt/zkjepsen/site/kazoo", "mode": "ro"},
-                str(self.out_dir): {"bind": "/out", "mode": "rw"},
-            }
-            binds.update(user_recipe_binds(spec.get("recipe", "")))
-            env = {"PYTHONPATH": "/opt/zkjepsen/src:/opt/zkjepsen/site:/opt/zkjepsen/user",
-                   "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
-            env.update(spec.get("env", {}))
-            host_config = api.create_host_config(binds=binds, cap_add=["NET_ADMIN", "NET_RAW"])
-            ip = self.client_ip(n)
-            net = api.create_networking_config(
-                {self.ensemble.network_name: api.create_endpoint_config(ipv4_address=ip)})
-            cid = api.create_container(
-                self.image, name=f"{self.ensemble.run_id}-c{n}", hostname=f"c{n}",
-                entrypoint=["python3", "-m", "zkjepsen.client_main", f"/out/spec-c{n}.json"],
-                labels=resources.labels(self.ensemble.run_id, "client", client=n, ip=ip),
-                environment=env, host_config=host_config, networking_config=net)["Id"]
-            api.start(cid)
-            self.handles.append(ClientHandle(n, ip, spec["hosts"],
-                                             self.ensemble.client.containers.get(cid)))
+        """Start one container per spec (see client_main for the keys), all at once. With
+        `"start_file": "/out/start"` in a spec, that client connects, then waits at the start
+        barrier until `release()`. Returns the handles."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            self.handles = sorted(pool.map(self._start_one, specs), key=lambda h: h.index)
         return self.handles
+
+    def release(self, deadline_monotonic: float) -> None:
+        """Open the start barrier: clients run until `deadline_monotonic` (shared clock)."""
+        tmp = self.out_dir / ".start.tmp"
+        tmp.write_text(repr(deadline_monotonic))
+        tmp.replace(self.out_dir / "start")
+
+    def wait_connected(self, timeout_s: float) -> list[int]:
+        """Wait until every client recorded its session (or gave up); returns the laggards."""
+        deadline = time.monotonic() + timeout_s
+        pending = {h.index for h in self.handles}
+        while pending and time.monotonic() < deadline:
+            for i in list(pending):
+                path = self.out_dir / f"client-{i}.jsonl"
+                text = path.read_text() if path.exists() else ""
+                if '"f":"session"' in text or '"f":"client-error"' in text:
+                    pending.discard(i)
+            time.sleep(0.05)
+        return sorted(pending)
+
+    def _start_one(self, spec: dict) -> ClientHandle:
+        api = self.ensemble.client.api
+        n = spec["client"]
+        spec = {**spec, "out": "/out"}
+        (self.out_dir / f"spec-c{n}.json").write_text(json.dumps(spec, indent=1))
+        binds = {
+            str(SRC_ROOT): {"bind": "/opt/zkjepsen/src", "mode": "ro"},
+            str(KAZOO_DIR): {"bind": "/opt/zkjepsen/site/kazoo", "mode": "ro"},
+            str(self.out_dir): {"bind": "/out", "mode": "rw"},
+        }
+        binds.update(user_recipe_binds(spec.get("recipe", "")))
+        env = {"PYTHONPATH": "/opt/zkjepsen/src:/opt/zkjepsen/site:/opt/zkjepsen/user",
+               "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+        env.update(spec.get("env", {}))
+        host_config = api.create_host_config(binds=binds, cap_add=["NET_ADMIN", "NET_RAW"])
+        ip = self.client_ip(n)
+        net = api.create_networking_config(
+            {self.ensemble.network_name: api.create_endpoint_config(ipv4_address=ip)})
+        cid = api.create_container(
+            self.image, name=f"{self.ensemble.run_id}-c{n}", hostname=f"c{n}",
+            entrypoint=["python3", "-m", "zkjepsen.client_main", f"/out/spec-c{n}.json"],
+            labels=resources.labels(self.ensemble.run_id, "client", client=n, ip=ip),
+            environment=env, host_config=host_config, networking_config=net)["Id"]
+        api.start(cid)
+        return ClientHandle(n, ip, spec["hosts"], self.ensemble.client.containers.get(cid))
 
     def handle(self, index: int) -> ClientHandle:
         return next(h for h in self.handles if h.index == index)

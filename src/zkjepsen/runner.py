@@ -116,7 +116,7 @@ def _client_specs(spec: TestSpec, ens, t0_ns: int, deadline: float) -> list[dict
         out.append(dict(client=i, nclients=spec.clients, hosts=hosts,
                         session_timeout_s=spec.session_timeout_s, workload=spec.workload,
                         recipe=spec.recipe, params=spec.params, t0_ns=t0_ns,
-                        deadline_monotonic=deadline, seed=spec.seed))
+                        deadline_monotonic=deadline, seed=spec.seed, start_file="/out/start"))
     return out
 
 
@@ -167,8 +167,14 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
         stop = threading.Event()
         try:
             workload.setup(host_ctx)
+            # Containers start in parallel and connect; the main phase (and the clock of the
+            # fault schedule) begins when all of them are ready, so every client sees it whole.
+            pool.start(_client_specs(spec, ens, t0_ns, deadline=0.0))
+            laggards = pool.wait_connected(60)
+            if laggards:
+                log(f"clients {laggards} did not connect within 60 s; starting without them")
             deadline = time.monotonic() + spec.time_limit_s + spec.recovery_s
-            pool.start(_client_specs(spec, ens, t0_ns, deadline))
+            pool.release(deadline)
             log(f"{spec.clients} clients started; main phase {spec.time_limit_s:g}s")
             if display:
                 display.attach(out_dir, store_dir / "nemesis.jsonl", t0_ns, spec)
