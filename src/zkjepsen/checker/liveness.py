@@ -3,10 +3,13 @@
 Safety checkers cannot see a lock that stops granting: an orphan lock node (a create whose
 response was lost, by a recipe that cannot find its own node again) or a watch set on a node
 that vanished leaves waiters blocked forever, and an empty history of holds is trivially
-exclusive. Definition: the *quiet period* starts `grace_s` after the last fault ended (or at the
-start of the history when there were none) and runs to the last client op. If clients invoked
-`acquire` in the quiet period, it lasted at least `min_quiet_s`, and no acquire completed `ok`
-in it, the lock is stuck: invalid. (A quiet period too short to judge gives `unknown`.)
+exclusive. Definition: the *quiet period* starts a grace time after the last fault ended (or at
+the start of the history when there were none) and runs to the last client op; the grace is
+`grace_s` or 1.5x the longest session timeout the clients recorded, whichever is longer (a
+stale holder's lock node may live that long). If clients invoked `acquire` in the quiet period,
+it lasted at least `min_quiet_s`, and no acquire completed `ok` in it, the lock is stuck:
+invalid. A quiet period too short to judge is reported as `judged: false` and does not change
+the verdict (the recovery phase of the run was too short for this check).
 """
 
 from __future__ import annotations
@@ -33,9 +36,12 @@ class LivenessChecker:
         if not client_ops:
             return Result(True, {"reason": "no client ops"})
         windows = fault_windows(ops)
+        timeouts = [op.value.get("timeout_ms") or 0 for op in ops if op.type == "event"
+                    and op.f == "session" and isinstance(op.value, dict)]
+        grace_ns = max(self.grace_ns, int(1.5 * max(timeouts, default=0) * 1_000_000))
         healed = max((w.end if w.end is not None else client_ops[-1].time for w in windows),
                      default=client_ops[0].time)
-        quiet_start = healed + self.grace_ns if windows else client_ops[0].time
+        quiet_start = healed + grace_ns if windows else client_ops[0].time
         quiet_end = client_ops[-1].time
         details: dict[str, Any] = {"quiet_start": quiet_start, "quiet_end": quiet_end}
         waiting = sorted({op.actor for op in client_ops if op.type == "invoke"
@@ -46,11 +52,11 @@ class LivenessChecker:
         if not waiting:
             return Result(True, {**details, "reason": "no acquire attempted after the heal"})
         if quiet_end - quiet_start < self.min_quiet_ns:
-            return Result("unknown", {**details, "reason": "the quiet period after the last "
-                                      "fault is too short to judge progress"})
+            return Result(True, {**details, "judged": False, "reason": "the quiet period "
+                                 "after the last fault is too short to judge progress"})
         if granted == 0:
             return Result(False, {**details, "stuck": [{
                 "clients": waiting, "start": quiet_start, "end": quiet_end,
                 "reason": f"no acquire succeeded in the {(quiet_end - quiet_start) / S:.1f} s "
                           "after every fault healed, though clients kept asking"}]})
-        return Result(True, details)
+        return Result(True, {**details, "judged": True})

@@ -61,6 +61,11 @@ RECIPES: dict[str, RecipeInfo] = {
     "queue": RecipeInfo(
         _M + "queue:FifoQueue", "FIFO queue (members proceed in order; data put/get)",
         "none without faults"),
+    "writelock-2931": RecipeInfo(
+        _M + "writelock_fullname:FullNameWriteLock",
+        "ZooKeeper's own WriteLock recipe before ZOOKEEPER-2931 (x-<sessionId>- nodes)",
+        "orders contenders by session id before sequence: a newcomer jumps the queue (split "
+        "holder, no fault)"),
     "curator": RecipeInfo(
         _M + "curator:CuratorMutex", "Curator InterProcessMutex algorithm (protected, getData)",
         "none without faults; belief survives session loss until checked"),

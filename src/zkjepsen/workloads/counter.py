@@ -107,9 +107,11 @@ class CounterWorkload:
 
     def checkers(self, params: dict[str, Any]) -> dict[str, Any]:
         from zkjepsen.checker.counter import CounterChecker
+        from zkjepsen.checker.liveness import LivenessChecker
         from zkjepsen.checker.lock import LockChecker
 
-        return {"counter": CounterChecker(), "lock": LockChecker(fail_on=("belief",))}
+        return {"counter": CounterChecker(), "lock": LockChecker(fail_on=("belief",)),
+                "liveness": LivenessChecker()}
 
 
 COUNTER = CounterWorkload()

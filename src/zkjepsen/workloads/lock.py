@@ -122,7 +122,10 @@ class LockWorkload:
         from zkjepsen.checker.lock import LockChecker
 
         names = dict(acquire=(self.acquire_f,), release=(self.release_f,))
-        return {"lock": LockChecker(**names), "fencing": FencingChecker(**names)}
+        from zkjepsen.checker.liveness import LivenessChecker
+
+        return {"lock": LockChecker(**names), "fencing": FencingChecker(**names),
+                "liveness": LivenessChecker(acquire=(self.acquire_f,))}
 
 
 LOCK = LockWorkload()
