@@ -80,7 +80,11 @@ def check(ctx: click.Context, history: Path, model_name: str, fmt: str, initial:
     h = read_history(history, fmt)
     if model_name in OTHER_CHECKERS:
         checker: Any = OTHER_CHECKERS[model_name]()
-        result = checker.check(h)
+        try:
+            result = checker.check(h)
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
+            raise BadInput(f"the {model_name} checker cannot read this history's values: "
+                           f"{type(e).__name__}: {e}") from None
     else:
         model = make_model(model_name, _parse_initial(initial))
         checker = Linearizable(model, time_limit=time_limit)

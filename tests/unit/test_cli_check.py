@@ -91,3 +91,21 @@ def test_other_checkers_and_json_output(tmp_path, capsys):
     assert code == 1 and "1 belief overlap" in out
     doc = json.loads(out[:out.rindex("}") + 1])
     assert doc["valid"] is False and doc["belief_overlaps"][0]["clients"] == [1, 2]
+
+
+@pytest.mark.parametrize("model,rec", [
+    ("multi-register", {"f": "txn", "value": [["read"]]}),
+    ("counter", {"f": "add", "value": "one"}),
+    ("jepsen-counter", {"f": "add", "value": "one"}),
+    ("cas-register", {"f": "cas", "value": 3}),
+])
+def test_values_a_model_cannot_use_are_bad_input_not_a_crash(tmp_path, capsys, model, rec):
+    recs = [{"index": 0, "time": 0, "process": 0, "type": "invoke", **rec},
+            {"index": 1, "time": 1, "process": 0, "type": "ok", **rec}]
+    if model != "multi-register":  # a read to make the search combine the odd values
+        recs += [{"index": 2, "time": 2, "process": 1, "type": "invoke", "f": "read"},
+                 {"index": 3, "time": 3, "process": 1, "type": "ok", "f": "read", "value": 1}]
+    h = write_jsonl(tmp_path / "h.jsonl", recs)
+    code, _, err = run(["check", str(h), "--model", model], capsys)
+    assert code == 254 and "internal error" not in err and len(err.strip().splitlines()) == 1
+    assert any(w in err for w in ("does not fit", "cannot", "must be"))

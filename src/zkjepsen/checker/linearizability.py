@@ -31,7 +31,8 @@ from collections.abc import Generator
 from typing import Any, NamedTuple
 
 from zkjepsen.checker import Result
-from zkjepsen.checker.models import ILLEGAL, Action, Model
+from zkjepsen.checker.models import ILLEGAL, Action, Model, _freeze
+from zkjepsen.errors import BadInput
 from zkjepsen.history import Call, History, fault_windows, faults_during
 
 SLICE = 2048  # search steps between yields to the scheduler
@@ -66,13 +67,21 @@ def prepare(history: History, model: Model) -> dict[Any, list[LinOp]]:
             value = inv.value
         else:
             value = comp.value if comp.value is not None else inv.value
-        action = model.action(inv.f, inv.key, value, status, inv.actor)
-        if action is None:
-            continue
+        try:
+            action = model.action(inv.f, inv.key, value, status, inv.actor)
+            if action is None:
+                continue
+            hash(action.arg)  # the search memoizes states built from it
+            part = _freeze(model.partition_key(inv.f, inv.key))
+            hash(part)
+        except BadInput:
+            raise
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
+            raise BadInput(f"op {inv.f!r} at index {inv.index} (value {value!r}) does not fit "
+                           f"model {model.name!r}: {e}") from None
         end = comp.time if status in ("ok", "fail") else None
         if end is None and action.read_only:
             continue  # a crashed read-only op constrains nothing
-        part = model.partition_key(inv.f, inv.key)
         parts.setdefault(part, []).append(LinOp(call, action, inv.time, end))
     return parts
 
@@ -305,8 +314,13 @@ class Linearizable:
 
     def check(self, history: History) -> Result:
         parts = prepare(history, self.model)
-        verdict, done, reason = check_partitions(parts, self.model, self.time_limit,
-                                                 self.memory_limit)
+        try:
+            verdict, done, reason = check_partitions(parts, self.model, self.time_limit,
+                                                     self.memory_limit)
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
+            # the model's transitions met values they cannot compare or combine
+            raise BadInput(f"model {self.model.name!r} cannot apply this history's values: "
+                           f"{type(e).__name__}: {e}") from None
         details: dict[str, Any] = {
             "model": self.model.name, "reason": reason, "partitions": len(parts),
             "ops": sum(len(v) for v in parts.values()),
