@@ -206,3 +206,18 @@ def test_memory_budget_gives_unknown_with_reason():
     verdict, _, reason = check_partitions(prepare(hist(*calls), model), model,
                                           time_limit=30, memory_limit=1)
     assert verdict == "unknown" and "memory limit" in reason
+
+
+def test_write_failures_writes_one_page_per_refuted_checker(tmp_path):
+    from zkjepsen.report.counterexample import write_failures
+
+    bad = hist((0, "write", 1, 0, 10, "ok", 1), (1, "read", None, 20, 30, "ok", 2))
+    checkers = {"linear": Linearizable(make_model("register")), "other": compose({})}
+    for c in checkers.values():
+        c.check(bad)
+    paths = write_failures(checkers, tmp_path, bad)
+    assert [p.name for p in paths] == ["counterexample.html"]
+    assert "read 2" in paths[0].read_text()
+    good = hist((0, "write", 1, 0, 10, "ok", 1))
+    checkers["linear"].check(good)
+    assert write_failures(checkers, tmp_path / "x") == []

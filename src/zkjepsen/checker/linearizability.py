@@ -313,6 +313,7 @@ class Linearizable:
         self.last_outcome: Outcome | None = None  # the failing partition, for the HTML report
 
     def check(self, history: History) -> Result:
+        self.last_outcome = None
         parts = prepare(history, self.model)
         try:
             verdict, done, reason = check_partitions(parts, self.model, self.time_limit,

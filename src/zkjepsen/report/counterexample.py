@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import html
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -128,3 +128,23 @@ def write(path: str | os.PathLike[str], outcome: Outcome, model: Model, **kw: An
     tmp.write_text(render(outcome, model, **kw), encoding="utf-8")
     os.replace(tmp, path)
     return path
+
+
+def write_failures(checkers: Mapping[str, Any], store_dir: str | os.PathLike[str],
+                   history: Any = None) -> list[Path]:
+    """After a run's checks: one counterexample HTML per refuted linearizability checker among
+    `checkers` (name -> checker, as a workload returns them), in `store_dir`:
+    `counterexample.html`, or `counterexample-<name>.html` when several could fail."""
+    from zkjepsen.checker.linearizability import Linearizable
+    from zkjepsen.history import fault_windows
+
+    lin = {n: c for n, c in checkers.items() if isinstance(c, Linearizable)}
+    faults = fault_windows(history) if history is not None else []
+    out = []
+    for name, c in lin.items():
+        if c.last_outcome is None or c.last_outcome.valid:
+            continue
+        fname = "counterexample.html" if len(lin) == 1 else f"counterexample-{name}.html"
+        out.append(write(Path(store_dir) / fname, c.last_outcome, c.model,
+                         title=f"{name}: not linearizable", faults=faults))
+    return out
