@@ -211,7 +211,7 @@ def analyze_command(store_dir: Path) -> None:
                            "(e.g. store/<test>/latest)")
     spec = TestSpec.from_json(json.loads((store_dir / "test.json").read_text()))
     history = read_jsonl(store_dir / "history.jsonl")
-    result = check_history(history, spec)
+    result = check_history(history, spec, store_dir)
     stored = json.loads((store_dir / "results.json").read_text()) \
         if (store_dir / "results.json").exists() else None
     run = RunResult(spec, store_dir, result["valid"], result, {})

@@ -210,7 +210,7 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
 
     history = History([Op.from_dict(r) for r in records])
     history.to_jsonl(store_dir / "history.jsonl")
-    result = check_history(history, spec)
+    result = check_history(history, spec, store_dir)
     (store_dir / "results.json").write_text(json.dumps(result, indent=2, default=str))
     stats.update(history_stats(records))
     log(f"verdict: {result['valid']} ({len(records)} history records)")
@@ -244,13 +244,22 @@ def fault_generator(spec: TestSpec, names: list[str]):
     return gen
 
 
-def check_history(history, spec: TestSpec) -> dict[str, Any]:
-    """Run the workload's checkers on a history (also what `analyze` does)."""
+def check_history(history, spec: TestSpec, store_dir: Path | None = None) -> dict[str, Any]:
+    """Run the workload's checkers on a history (also what `analyze` does); with `store_dir`,
+    write a counterexample HTML for every refuted linearizability checker there."""
     from zkjepsen.checker import compose
     from zkjepsen.workloads import get_workload
 
     checkers = get_workload(spec.workload).checkers(spec.params)
-    return compose(checkers).check(history).to_json()
+    result = compose(checkers).check(history).to_json()
+    if store_dir is not None and result.get("valid") is not True:
+        try:
+            from zkjepsen.report.counterexample import write_failures
+
+            write_failures(checkers, store_dir, history)
+        except Exception as e:  # noqa: BLE001 - evidence, not the verdict
+            result["counterexample_error"] = f"{type(e).__name__}: {e}"
+    return result
 
 
 def history_stats(records: list[dict]) -> dict[str, Any]:
