@@ -119,6 +119,11 @@ def print_verdict(run: RunResult) -> None:
 
 def summarise(res: dict) -> str:
     """One line per checker: how many violations, and the first one in a few words."""
+    if res.get("valid") is False and isinstance(res.get("cannot_place"), dict):
+        op = res["cannot_place"]  # a linearizability refutation
+        return (f"{res.get('reason', 'not linearizable')}; after a linearizable prefix of "
+                f"{res.get('longest_prefix_length')} ops, no order fits {op.get('op')} by "
+                f"process {op.get('process')} ({op.get('status')})")
     preferred = ["belief_overlaps", "effect_overlaps"]
     others = [k for k, v in res.items() if isinstance(v, list) and v and k not in preferred
               and res.get("valid") is not True]
