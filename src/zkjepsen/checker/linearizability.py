@@ -18,6 +18,8 @@ Prunings (each sound, argued here because a wrong pruning silently hides a bug):
   So if the configuration after it fails, the current one fails too, and the search backtracks.
 - Identical crashed ops (same transition, same argument) are interchangeable; the later-invoked
   one may be linearized only after the earlier one, which removes symmetric orders.
+- A model may drop crashed ops whose effect nothing could observe (`Model.reduce`; the queue
+  and set models do, each arguing why).
 
 Partitions (per key, when the model partitions) are independent (P-compositionality); their
 searches are generators stepped round-robin, so one hard partition cannot hide a quick refutation
@@ -57,8 +59,9 @@ class Outcome(NamedTuple):
     configs: int
 
 
-def prepare(history: History, model: Model) -> dict[Any, list[LinOp]]:
-    """Pair calls, turn them into model actions, and group them by partition key."""
+def prepare(history: History, model: Model, reduce: bool = True) -> dict[Any, list[LinOp]]:
+    """Pair calls, turn them into model actions, and group them by partition key; with
+    `reduce`, let the model drop crashed ops nothing could observe."""
     parts: dict[Any, list[LinOp]] = {}
     for call in history.calls(validate=False):
         inv, comp = call.invoke, call.complete
@@ -83,7 +86,7 @@ def prepare(history: History, model: Model) -> dict[Any, list[LinOp]]:
         if end is None and action.read_only:
             continue  # a crashed read-only op constrains nothing
         parts.setdefault(part, []).append(LinOp(call, action, inv.time, end))
-    return parts
+    return {k: model.reduce(ops) for k, ops in parts.items()} if reduce else parts
 
 
 def search(ops: list[LinOp], init: Any) -> Generator[None, None, Outcome]:

@@ -68,6 +68,11 @@ class Model:
     def action(self, f: str, key: Any, value: Any, status: str, actor: Any) -> Action | None:
         raise NotImplementedError
 
+    def reduce(self, ops: list[Any]) -> list[Any]:
+        """Drop crashed ops whose effect no op could ever observe, where that is sound for the
+        model (each override argues why). `ops` are the search's LinOps of one partition."""
+        return ops
+
     def partition(self, op: Any) -> Any:
         """DESIGN's name: the partition an op (with `f` and `key`) belongs to."""
         return self.partition_key(op.f, op.key)

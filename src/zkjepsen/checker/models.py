@@ -188,6 +188,16 @@ class SetModel(Model):
             return Action(_read, frozenset(_freeze(x) for x in value), True, f"read {value!r}")
         raise self._unsupported(f)
 
+    def reduce(self, ops: list[Any]) -> list[Any]:
+        """A crashed add of a value no read returns can go: had it happened, every later read
+        would contain the value, so it could only have happened after the last read."""
+        seen: set[Any] = set()
+        for o in ops:
+            if o.action.fn is _read:
+                seen |= o.action.arg
+        return [o for o in ops if not (o.end is None and o.action.fn is _set_add
+                                       and o.action.arg not in seen)]
+
 
 def _enqueue(s: tuple[Any, ...], v: Any) -> Any:
     return s + (v,)
@@ -239,6 +249,23 @@ class FifoQueue(Model):
             return Action(_drain, tuple(_freeze(x) for x in value or ()), False,
                           f"drain {value!r}")
         raise self._unsupported(f)
+
+    def reduce(self, ops: list[Any]) -> list[Any]:
+        """A crashed enqueue of a value no ok dequeue or drain returns can go. Take any valid
+        order that places it: remove it, and the crashed dequeue that took that element if
+        any. Every other op sees the same queue minus elements of that value, which no ok
+        dequeue returns (so none stood before the head it took), no drain lists (so none were
+        there), and an empty queue stays empty: the order stays valid. Crashed enqueues are
+        what make queue histories explode (each stays a candidate to the end)."""
+        seen: set[Any] = set()
+        for o in ops:
+            fn = o.action.fn
+            if fn is _dequeue:
+                seen.add(o.action.arg)
+            elif fn is _drain:
+                seen.update(o.action.arg)
+        return [o for o in ops if not (o.end is None and o.action.fn is _enqueue
+                                       and o.action.arg not in seen)]
 
 
 MODELS: dict[str, Callable[[Any], Model]] = {
