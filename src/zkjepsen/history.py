@@ -98,7 +98,8 @@ def _fast_record(d: Any) -> Op | None:
         i, t, p, typ, f = d["index"], d["time"], d["process"], d["type"], d["f"]
     except (KeyError, TypeError):
         return None
-    if (type(i) is not int or type(t) is not int or t < 0 or typ not in TYPES
+    if (type(i) is not int or type(t) is not int or t < 0 or type(typ) is not str
+            or typ not in TYPES
             or type(f) is not str or not (type(p) is int or type(p) is str)):
         return None
     c = d.get("client")
@@ -123,7 +124,7 @@ def _check_record(d: Any, line: int) -> Op:
     p = d["process"]
     if not (isinstance(p, str) or (isinstance(p, int) and not isinstance(p, bool))):
         raise BadInput(f"history line {line}: 'process' must be an integer or a name")
-    if d["type"] not in TYPES:
+    if not isinstance(d["type"], str) or d["type"] not in TYPES:
         raise BadInput(f"history line {line}: unknown type {d['type']!r} "
                        f"(expected one of {', '.join(sorted(TYPES))})")
     if not isinstance(d["f"], str):

@@ -55,6 +55,7 @@ def test_writer_appends_and_flushes_each_record(tmp_path):
     ("[1, 2]", "line 2: expected a JSON object"),
     ('{"index": 1, "time": 5, "process": 0, "type": "ok"}', "line 2: missing field 'f'"),
     (_line(type="okay"), "line 2: unknown type 'okay'"),
+    (_line(type=["ok"]), "line 2: unknown type \\['ok'\\]"),
     (_line(time=-1), "line 2: 'time' must be a non-negative integer"),
     (_line(process=1.5), "line 2: 'process' must be an integer or a name"),
     (_line(index="x"), "line 2: 'index' must be an integer"),
