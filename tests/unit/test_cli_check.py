@@ -16,6 +16,11 @@ REGISTER_BAD = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # a default counterexample path must not land in the repo
+
+
 def run(argv, capsys):
     with pytest.raises(SystemExit) as exc:
         main(argv)
@@ -32,6 +37,13 @@ def test_valid_history_exits_0(tmp_path, capsys):
     h = write_jsonl(tmp_path / "h.jsonl", REGISTER_BAD[:2])
     code, out, _ = run(["check", str(h), "--model", "register"], capsys)
     assert code == 0 and out.strip().endswith(": valid")
+
+
+def test_default_html_path_is_next_to_the_working_directory(tmp_path, capsys):
+    h = write_jsonl(tmp_path / "h.jsonl", REGISTER_BAD)
+    code, out, _ = run(["check", str(h), "--model", "register"], capsys)
+    assert code == 1 and "counterexample: h.jsonl.counterexample.html" in out
+    assert (tmp_path / "h.jsonl.counterexample.html").exists()
 
 
 def test_invalid_history_exits_1_and_writes_html(tmp_path, capsys):
