@@ -2,7 +2,8 @@
 
 Terms (all times are the history's monotonic ns):
 - A **hold** is one acquisition. For an `ok` acquire its **belief** is [acquire ok, the client's
-  next release invoke on that lock) - end of history if it never releases, or the client's next
+  next release invoke on that lock) - the SIGKILL of its process (a `kill-client` nemesis op
+  naming it), end of history if it never releases, or the client's next
   acquire invoke on that lock if it re-acquires without releasing. The **careful** belief (an
   application that stops at the first sign of trouble) also ends at the client's own SUSPENDED or
   LOST session event. An `info` acquire is a **maybe** hold over [acquire invoke, same end): it
@@ -89,6 +90,16 @@ def _mode(invoked: Any, granted: dict[str, Any]) -> str:
     return "write"
 
 
+CLIENT_DEATHS = frozenset({"kill-client"})  # nemesis ops that end a client process
+
+
+def _client_number(target: Any) -> Any:
+    """Nemesis targets name clients `c3`; histories number them 3."""
+    if isinstance(target, str) and target[:1] == "c" and target[1:].isdigit():
+        return int(target[1:])
+    return target
+
+
 def observe(ops: Iterable[Op], acquire: Iterable[str] = ("acquire",),
             release: Iterable[str] = ("release",),
             write: Iterable[str] = ("write",)) -> LockObservations:
@@ -104,6 +115,16 @@ def observe(ops: Iterable[Op], acquire: Iterable[str] = ("acquire",),
         typ = op.type
         p = op.process
         if p == NEMESIS:
+            # A SIGKILLed client process believes nothing any more: its holds end at the kill
+            # (its lock node lingers until the session expires; a successor taking the lock
+            # then is the recipe working, not a second believer).
+            v = op.value if isinstance(op.value, dict) else {}
+            if op.f in CLIENT_DEATHS and v.get("phase") == "start":
+                dead = {_client_number(x) for x in v.get("targets") or ()}
+                for ck in [ck for ck in open_holds if ck[0] in dead]:
+                    h = open_holds.pop(ck)
+                    h.end = t
+                    h.careful_end = min(h.careful_end, t)
             continue
         client = p if op.client is None else op.client
         if typ == "invoke":
