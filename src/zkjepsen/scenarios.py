@@ -88,7 +88,8 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
         "assumes it holds, so killing a waiter (not the holder) makes its successor a second "
         "holder. kazoo's Lock re-lists and is safe.",
         {"workload": "lock", "nemesis": ["kill-client"], "fault_target": "random",
-         "clients": 6, "params": {"resource": "unguarded", "hold_s": 1.0}},
+         "clients": 6, "interval_s": 4.0, "fault_duration_s": 3.0,
+         "params": {"resource": "unguarded", "hold_s": 1.0}},
         {"blog": BELIEF, "kazoo": _x(absent=("lock:belief",))}),
     Scenario(
         "sort-by-full-name", "contenders sorted by full node name (ZOOKEEPER-2931 class)",
