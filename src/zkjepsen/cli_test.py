@@ -124,6 +124,10 @@ def summarise(res: dict) -> str:
         return (f"{res.get('reason', 'not linearizable')}; after a linearizable prefix of "
                 f"{res.get('longest_prefix_length')} ops, no order fits {op.get('op')} by "
                 f"process {op.get('process')} ({op.get('status')})")
+    if res.get("valid") is False and res.get("lost"):
+        final = res.get("final_read") or {}
+        return (f"{res['lost']} acknowledged increments lost: final read {final.get('value')}, "
+                f"but {res.get('acknowledged')} adds were acknowledged")
     preferred = ["belief_overlaps", "effect_overlaps"]
     others = [k for k, v in res.items() if isinstance(v, list) and v and k not in preferred
               and res.get("valid") is not True]

@@ -59,8 +59,21 @@ def read_resource(zk: Any, path: str) -> tuple[dict[str, Any], Any]:
     return (doc if isinstance(doc, dict) else {}), stat
 
 
+def retrying(retry: bool) -> Any:
+    """How the application calls ZooKeeper for its protected writes. With `retry` (the default,
+    param `retry_writes`) it does what kazoo recommends, `KazooRetry` with `ignore_expire=True`:
+    a write cut off by a connection loss or a session expiry is sent again once the client has
+    reconnected - on a NEW session, so a holder whose lock node is gone still writes. That is how
+    real applications end up with lost updates after a pause."""
+    if not retry:
+        return lambda func, *a, **kw: func(*a, **kw)
+    from kazoo.retry import KazooRetry
+
+    return KazooRetry(max_tries=10, delay=0.1, backoff=2, max_delay=1.0, ignore_expire=True)
+
+
 def write_resource(zk: Any, path: str, doc: dict[str, Any], tok: Token | None, mode: str,
-                   version: int = -1) -> None:
+                   version: int = -1, retry: bool = False) -> None:
     """Write `doc` (with our token) to the resource the way `mode` says; raise Rejected (or a
     definite kazoo error) when fencing refuses, any other exception when the outcome is unknown.
 
@@ -72,19 +85,29 @@ def write_resource(zk: Any, path: str, doc: dict[str, Any], tok: Token | None, m
     """
     token = tok.token if tok else None
     body = {**doc, "token": token}
+    call = retrying(retry)
     if mode == "unguarded":
-        zk.set(path, json.dumps(body).encode(), version=version)
+        call(zk.set, path, json.dumps(body).encode(), version=version)
         return
     if mode == "fenced":
         if tok is None:
             raise Rejected("no lock node to fence with")
-        t = zk.transaction()
-        t.check(tok.node, -1)
-        t.set_data(path, json.dumps(body).encode(), version=version)
-        for r in t.commit():
-            if isinstance(r, Exception) and not isinstance(r, RolledBackError):
-                raise r
+
+        def fenced_set() -> None:
+            t = zk.transaction()
+            t.check(tok.node, -1)
+            t.set_data(path, json.dumps(body).encode(), version=version)
+            for r in t.commit():
+                if isinstance(r, Exception) and not isinstance(r, RolledBackError):
+                    raise r
+
+        call(fenced_set)
         return
+    call(_token_set, zk, path, body, token, version)
+
+
+def _token_set(zk: Any, path: str, body: dict[str, Any], token: int | None,
+               version: int) -> None:
     for _ in range(20):  # token mode; a BadVersion means someone wrote between: look again
         if token is None:
             raise Rejected("no fencing token")

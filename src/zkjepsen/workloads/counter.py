@@ -6,7 +6,8 @@ release. If two clients hold at once and both read n, one increment is lost: the
 falls short of the acknowledged adds (atomicity broken). `final` reads the counter once more
 (client 0, after the faults are healed).
 
-Params: lock_path, counter_path, resource, hold_s, think_s, acquire_timeout_s.
+Params: lock_path, counter_path, resource, hold_s, think_s, acquire_timeout_s, retry_writes
+(default true: the application retries its writes with kazoo's KazooRetry, see common.py).
 Checkers: counter (bounds + lost updates), lock (belief overlap).
 """
 
@@ -40,7 +41,8 @@ def add_one(ctx: Any, tok: Any, counter: str, mode: str, hold: float) -> None:
     try:
         # token mode: conditional on the version read, so the check covers the whole update
         write_resource(ctx.zk, counter, {"value": value, "client": ctx.client}, tok, mode,
-                       version=stat.version if mode == "token" else -1)
+                       version=stat.version if mode == "token" else -1,
+                       retry=param(ctx.params, "retry_writes", True))
     except Exception as e:  # noqa: BLE001
         if is_definite(e):
             op.fail(1, error=error_name(e))

@@ -11,7 +11,7 @@ the last `state: "done"`. A new holder that finds "half" records a `half-done-se
 predecessor died (or lost the lock) mid-update and left the resource half-done.
 
 Params: lock_path, resource_path, resource, hold_s, hold_fixed, think_s, writes,
-acquire_timeout_s.
+acquire_timeout_s, retry_writes (default true: writes go through KazooRetry, see common.py).
 Checkers: lock (belief + effect overlap), fencing.
 """
 
@@ -54,7 +54,8 @@ def critical_section(ctx: Any, recipe: Any, tok: Any, resource: str, mode: str,
         op = ctx.invoke("write", key=resource, value=value)
         doc = {"state": "done" if i == writes - 1 else "half", "client": ctx.client}
         try:
-            write_resource(ctx.zk, resource, doc, tok, mode)
+            write_resource(ctx.zk, resource, doc, tok, mode,
+                           retry=param(ctx.params, "retry_writes", True))
         except Exception as e:  # noqa: BLE001
             if is_definite(e):
                 op.fail(value, error=f"{error_name(e)}: {e}" if str(e) else error_name(e))
