@@ -71,7 +71,9 @@ class CounterWorkload:
         p = ctx.params
         lock, counter = self._paths(p)
         mode = resource_mode(p)
-        hold_s, think_s = param(p, "hold_s", 0.02), param(p, "think_s", 0.05)
+        # A mean hold of 0.2 s: a real critical section, and long enough that a fault aimed at
+        # the holder (docker pause takes ~0.1 s to land) usually finds it still holding.
+        hold_s, think_s = param(p, "hold_s", 0.2), param(p, "think_s", 0.05)
         timeout = param(p, "acquire_timeout_s", 10.0)
         recipe = None
         while ctx.running():

@@ -90,7 +90,9 @@ class LockWorkload:
         p = ctx.params
         lock, resource = self._paths(p)
         mode = resource_mode(p)
-        hold_s, think_s = param(p, "hold_s", 0.05), param(p, "think_s", 0.05)
+        # A mean hold of 0.2 s: a real critical section, and long enough that a fault aimed at
+        # the holder (docker pause takes ~0.1 s to land) usually finds it still holding.
+        hold_s, think_s = param(p, "hold_s", 0.2), param(p, "think_s", 0.05)
         writes = max(0, param(p, "writes", 2))  # 0: an empty critical section (benchmarks)
         fixed = param(p, "hold_fixed", False)  # hold exactly hold_s (scripted scenarios)
         timeout = param(p, "acquire_timeout_s", 10.0)
