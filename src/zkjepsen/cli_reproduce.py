@@ -15,6 +15,11 @@ from zkjepsen.reproduce import StoredRun, replay, shrink, violation_kinds
 
 console = Console(stderr=True)
 
+
+def say(text: str) -> None:
+    """Plain text: schedules print as `[pause-client@4.0s+4.5s]`, which rich would eat as markup."""
+    console.print(text, markup=False, highlight=False)
+
 NONDETERMINISM = ("Replays are not deterministic: the same faults at the same times meet a "
                   "different interleaving of clients and servers each time, so what matters is "
                   "the rate.")
@@ -31,8 +36,8 @@ def replay_command(store_dir: Path, runs: int, as_recorded: bool, store_root: Pa
     """Re-run a stored run's fault schedule on fresh ensembles; report how often it recurs."""
     run = StoredRun.load(store_dir)
     target = violation_kinds(run.results)
-    console.print(f"replaying {len(run.schedule.get('faults', []))} faults of {store_dir} "
-                  f"{runs}x; original violations: {sorted(target) or 'none (valid run)'}")
+    say(f"replaying {len(run.schedule.get('faults', []))} faults of {store_dir} "
+        f"{runs}x; original violations: {sorted(target) or 'none (valid run)'}")
     hits = 0
 
     def report(i, r):
@@ -40,8 +45,8 @@ def replay_command(store_dir: Path, runs: int, as_recorded: bool, store_root: Pa
         got = violation_kinds(r.results)
         same = bool(target) and target <= got or (not target and r.valid is True)
         hits += same
-        console.print(f"  replay {i + 1}/{runs}: {r.valid} {sorted(got)} "
-                      f"{'(same)' if same else '(different)'}  {r.store_dir}")
+        say(f"  replay {i + 1}/{runs}: {r.valid} {sorted(got)} "
+            f"{'(same)' if same else '(different)'}  {r.store_dir}")
 
     replay(run, runs, retarget=not as_recorded, store_root=store_root, on_result=report)
     console.print(NONDETERMINISM)
@@ -71,7 +76,7 @@ def shrink_command(store_dir: Path, tries: int, min_hits: int, budget: str, kind
     started = time.monotonic()
     res = shrink(run, kinds=set(kinds) or None, tries=tries, min_hits=min_hits,
                  budget_s=parse_duration(budget, "--budget"), store_root=store_root,
-                 progress=console.print)
+                 progress=say)
     out = Path(store_dir) / "minimal"
     out.mkdir(exist_ok=True)
     schedule = {"faults": res.best.faults, "source": str(Path(store_dir).resolve()),
@@ -156,7 +161,6 @@ def scenario_run(names: tuple, run_all: bool, recipes: tuple, seed: int,
         run = run_test(s.spec(r, seed), store_root)
         ok, why = s.expect[r].judge(run.valid, run.results)
         outcomes.append(ok)
-        console.print(f"    {'as expected' if ok else 'NOT as expected'}: {why}  "
-                      f"({run.store_dir})")
+        say(f"    {'as expected' if ok else 'NOT as expected'}: {why}  ({run.store_dir})")
     click.echo(f"{sum(outcomes)}/{len(outcomes)} scenario runs as expected")
     raise SystemExit(0 if all(outcomes) else 1)
