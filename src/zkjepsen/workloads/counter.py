@@ -17,13 +17,11 @@ from typing import Any
 
 from zkjepsen.recipes.base import param
 from zkjepsen.workloads.common import (
-    acquire_op,
-    discard,
     ensure,
     error_name,
     is_definite,
+    lock_loop,
     read_resource,
-    release_op,
     resource_mode,
     write_resource,
 )
@@ -75,28 +73,14 @@ class CounterWorkload:
         # the holder (docker pause takes ~0.1 s to land) usually finds it still holding.
         hold_s, think_s = param(p, "hold_s", 0.2), param(p, "think_s", 0.05)
         timeout = param(p, "acquire_timeout_s", 10.0)
-        recipe = None
-        while ctx.running():
-            if recipe is None:
-                try:
-                    recipe = ctx.make_recipe(lock)
-                except Exception as e:  # noqa: BLE001
-                    ctx.event("recipe-error", f"{error_name(e)}: {e}")
-                    ctx.sleep(0.5)
-                    continue
-            tok, usable = acquire_op(ctx, recipe, lock, timeout)
-            if tok is not None:
-                if recipe.holding():
-                    add_one(ctx, tok, counter, mode, ctx.rng.uniform(0, 2 * hold_s))
-                else:
-                    ctx.event("abandon", {"token": tok.token, "after_writes": 0})
-                usable = release_op(ctx, recipe, lock)
-            if not usable:
-                discard(recipe)
-                recipe = None
-            ctx.sleep(ctx.rng.uniform(0, 2 * think_s))
-        if recipe is not None:
-            discard(recipe)
+
+        def critical(recipe: Any, tok: Any) -> None:
+            if recipe.holding():
+                add_one(ctx, tok, counter, mode, ctx.rng.uniform(0, 2 * hold_s))
+            else:
+                ctx.event("abandon", {"token": tok.token, "after_writes": 0})
+
+        lock_loop(ctx, lock, timeout, think_s, critical)
 
     def final(self, ctx: Any) -> None:
         _, counter = self._paths(ctx.params)

@@ -21,13 +21,11 @@ from typing import Any
 
 from zkjepsen.recipes.base import param
 from zkjepsen.workloads.common import (
-    acquire_op,
-    discard,
     ensure,
     error_name,
     is_definite,
+    lock_loop,
     read_resource,
-    release_op,
     resource_mode,
     write_resource,
 )
@@ -96,26 +94,12 @@ class LockWorkload:
         writes = max(0, param(p, "writes", 2))  # 0: an empty critical section (benchmarks)
         fixed = param(p, "hold_fixed", False)  # hold exactly hold_s (scripted scenarios)
         timeout = param(p, "acquire_timeout_s", 10.0)
-        recipe = None
-        while ctx.running():
-            if recipe is None:
-                try:
-                    recipe = ctx.make_recipe(lock)
-                except Exception as e:  # noqa: BLE001 - e.g. no connection right now
-                    ctx.event("recipe-error", f"{error_name(e)}: {e}")
-                    ctx.sleep(0.5)
-                    continue
-            tok, usable = acquire_op(ctx, recipe, lock, timeout, f=self.acquire_f)
-            if tok is not None:
-                hold = hold_s if fixed else ctx.rng.uniform(0, 2 * hold_s)
-                critical_section(ctx, recipe, tok, resource, mode, writes, hold)
-                usable = release_op(ctx, recipe, lock, f=self.release_f)
-            if not usable:
-                discard(recipe)
-                recipe = None
-            ctx.sleep(ctx.rng.uniform(0, 2 * think_s))
-        if recipe is not None:
-            discard(recipe)
+
+        def critical(recipe: Any, tok: Any) -> None:
+            hold = hold_s if fixed else ctx.rng.uniform(0, 2 * hold_s)
+            critical_section(ctx, recipe, tok, resource, mode, writes, hold)
+
+        lock_loop(ctx, lock, timeout, think_s, critical, self.acquire_f, self.release_f)
 
     def final(self, ctx: Any) -> None:
         pass
