@@ -1,8 +1,9 @@
 """Fencing checker: what the protected resource accepted must follow lock order.
 
 Per resource, over accepted (`ok`) writes:
-- **Never backwards**: no accepted write certainly after (in real time: invoked after the other
-  completed) an accepted write with a larger token.
+- **Never backwards**: no accepted write after an accepted write with a larger token. "After" is
+  the resource's own order when every write recorded the resource's version after it; else only
+  what real time makes certain (invoked after the other completed).
 - **A change of token means a change of holder**: a token is granted by exactly one acquisition
   (two `ok` acquires of one lock with the same token is a violation), and every accepted write
   carries a token its own client was granted (a write whose token was granted to another client,
@@ -16,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from zkjepsen.checker import Result
-from zkjepsen.checker.lock import observe
+from zkjepsen.checker.lock import _out_of_version_order, observe
 from zkjepsen.history import History, Op, fault_windows, faults_during
 
 
@@ -36,6 +37,15 @@ class FencingChecker:
             if w.token is not None:
                 by_key.setdefault(w.key, []).append(w)
         for key, ws in by_key.items():
+            if all(w.version is not None for w in ws):
+                # The resource's versions give its exact acceptance order (see lock.py).
+                for w, top, _ in _out_of_version_order(ws):
+                    backwards.append({
+                        "resource": key, "clients": [top.client, w.client],
+                        "tokens": [top.token, w.token], "versions": [top.version, w.version],
+                        "window": [top.end, w.end],
+                        "faults": faults_during(faults, min(top.start, w.start), w.end)})
+                continue
             # Sweep by time; at equal times a completion counts as before an invoke (as lock.py).
             events = sorted([(w.end, 0, i) for i, w in enumerate(ws)] +
                             [(w.start, 1, i) for i, w in enumerate(ws)])

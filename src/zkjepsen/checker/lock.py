@@ -67,6 +67,7 @@ class Write:
     token: Any
     start: int
     end: int
+    version: int | None = None  # the resource's version after this write, when recorded
 
 
 @dataclass
@@ -168,7 +169,9 @@ def observe(ops: Iterable[Op], acquire: Iterable[str] = ("acquire",),
             if typ == "ok":
                 v = inv.value if isinstance(inv.value, dict) else op.value
                 token = v.get("token") if isinstance(v, dict) else None
-                writes.append(Write(client, inv.key, token, inv.time, t))
+                done = op.value if isinstance(op.value, dict) else {}
+                version = done.get("version") if isinstance(done.get("version"), int) else None
+                writes.append(Write(client, inv.key, token, inv.time, t, version))
             elif typ == "fail":
                 obs.rejected_writes += 1
             else:
@@ -215,6 +218,9 @@ def effect_overlaps(writes: list[Write]) -> list[tuple[Write, Write, str]]:
         if w.token is not None:
             by_key.setdefault(w.key, []).append(w)
     for ws in by_key.values():
+        if all(w.version is not None for w in ws):
+            out += _out_of_version_order(ws)
+            continue
         ws.sort(key=lambda w: w.start)
         starts = [w.start for w in ws]
         best: list[Write] = []
@@ -226,6 +232,20 @@ def effect_overlaps(writes: list[Write]) -> list[tuple[Write, Write, str]]:
                 newer = best[j]
                 kind = "stale-after-newer" if newer.end < w.start else "interleaved"
                 out.append((w, newer, kind))
+    return out
+
+
+def _out_of_version_order(ws: list[Write]) -> list[tuple[Write, Write, str]]:
+    """When every accepted write recorded the resource's version after it, the resource's own
+    acceptance order is known exactly (no real-time guesswork about writes in flight): a write
+    whose token is below the largest token accepted before it went in out of lock order."""
+    out = []
+    best: Write | None = None
+    for w in sorted(ws, key=lambda w: w.version):
+        if best is not None and w.token < best.token:
+            out.append((w, best, "stale-after-newer"))
+        if best is None or w.token > best.token:
+            best = w
     return out
 
 

@@ -74,9 +74,11 @@ def retrying(retry: bool) -> Any:
 
 
 def write_resource(zk: Any, path: str, doc: dict[str, Any], tok: Token | None, mode: str,
-                   version: int = -1, retry: bool = False) -> None:
+                   version: int = -1, retry: bool = False) -> Any:
     """Write `doc` (with our token) to the resource the way `mode` says; raise Rejected (or a
     definite kazoo error) when fencing refuses, any other exception when the outcome is unknown.
+    Returns the resource's ZnodeStat after the write: its `version` is the order in which the
+    resource accepted writes, which the lock checker uses to order accepted writes exactly.
 
     - unguarded: `set_data(version)`, whoever holds what.
     - fenced: one transaction that checks our own lock node still exists, then sets the data:
@@ -88,27 +90,27 @@ def write_resource(zk: Any, path: str, doc: dict[str, Any], tok: Token | None, m
     body = {**doc, "token": token}
     call = retrying(retry)
     if mode == "unguarded":
-        call(zk.set, path, json.dumps(body).encode(), version=version)
-        return
+        return call(zk.set, path, json.dumps(body).encode(), version=version)
     if mode == "fenced":
         if tok is None:
             raise Rejected("no lock node to fence with")
 
-        def fenced_set() -> None:
+        def fenced_set() -> Any:
             t = zk.transaction()
             t.check(tok.node, -1)
             t.set_data(path, json.dumps(body).encode(), version=version)
-            for r in t.commit():
+            results = t.commit()
+            for r in results:
                 if isinstance(r, Exception) and not isinstance(r, RolledBackError):
                     raise r
+            return results[-1]  # the set_data's stat
 
-        call(fenced_set)
-        return
-    call(_token_set, zk, path, body, token, version)
+        return call(fenced_set)
+    return call(_token_set, zk, path, body, token, version)
 
 
 def _token_set(zk: Any, path: str, body: dict[str, Any], token: int | None,
-               version: int) -> None:
+               version: int) -> Any:
     for _ in range(20):  # token mode; a BadVersion means someone wrote between: look again
         if token is None:
             raise Rejected("no fencing token")
@@ -118,8 +120,7 @@ def _token_set(zk: Any, path: str, body: dict[str, Any], token: int | None,
             raise Rejected(f"token {token} < stored {top}")
         want = stat.version if version == -1 else version
         try:
-            zk.set(path, json.dumps({**body, "top_token": token}).encode(), version=want)
-            return
+            return zk.set(path, json.dumps({**body, "top_token": token}).encode(), version=want)
         except BadVersionError:
             if version != -1:
                 raise

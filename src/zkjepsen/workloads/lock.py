@@ -52,15 +52,17 @@ def critical_section(ctx: Any, recipe: Any, tok: Any, resource: str, mode: str,
         op = ctx.invoke("write", key=resource, value=value)
         doc = {"state": "done" if i == writes - 1 else "half", "client": ctx.client}
         try:
-            write_resource(ctx.zk, resource, doc, tok, mode,
-                           retry=param(ctx.params, "retry_writes", True))
+            stat = write_resource(ctx.zk, resource, doc, tok, mode,
+                                  retry=param(ctx.params, "retry_writes", True))
         except Exception as e:  # noqa: BLE001
             if is_definite(e):
                 op.fail(value, error=f"{error_name(e)}: {e}" if str(e) else error_name(e))
             else:
                 op.info(value, error=error_name(e))
             continue
-        op.ok(value)
+        # The resource's version after our write: the order in which it accepted writes.
+        version = getattr(stat, "version", None)
+        op.ok(value if version is None else {**value, "version": version})
 
 
 class LockWorkload:
