@@ -105,7 +105,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
         "the node; a recipe without it may leave an orphan node that blocks everyone.",
         {"workload": "lock", "nemesis": ["packet-loss"], "time_limit_s": 40.0,
          "params": {"resource": "unguarded", "hold_s": 0.2}},
-        {"kazoo": _x(absent=("lock:belief",)), "blog": _x(absent=())}),
+        # Only kazoo is judged here: random packet loss hits a create's response too rarely to
+        # expect the blog lock's orphan node in a given run (a fault that drops exactly one
+        # create response is not built yet).
+        {"kazoo": _x(absent=("lock:belief", "liveness"))}),
     Scenario(
         "fast-clock-leader", "the leader's clock runs fast",
         "ZooKeeper expires sessions on the leader by its own monotonic clock: a leader at 4x "
