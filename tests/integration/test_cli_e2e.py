@@ -69,3 +69,13 @@ def test_bad_arguments_exit_254_with_one_sentence(argv, words, tmp_path):
     assert words in out.stderr
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert not list(tmp_path.glob("*/*/history.jsonl"))  # nothing half-written
+
+
+def test_a_named_scenario_runs_end_to_end_as_expected(tmp_path, zk_image):
+    # ZOOKEEPER-2931: the pre-fix WriteLock splits holders with no fault at all.
+    out = zkj("scenario", "run", "sort-by-full-name", "--recipe", "writelock-2931",
+              "--store", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert "as expected: found ['fencing:backwards', 'lock:belief'" in out.stderr or \
+        "as expected: found ['lock:belief'" in out.stderr
+    assert "1/1 scenario runs as expected" in out.stdout

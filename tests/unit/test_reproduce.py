@@ -84,3 +84,20 @@ def test_emitted_pytest_file_is_valid_python_carrying_the_schedule(tmp_path):
     exec(compile(tree, "t", "exec"), ns)  # noqa: S102 - our own generated file
     assert ns["SCHEDULE"] == json.loads(json.dumps({"faults": faults}))
     assert TestSpec.from_json(ns["SPEC"]).recipe == "kazoo"
+
+
+def test_scenario_expectations_judge_from_results_only():
+    from zkjepsen.scenarios import SCENARIOS, Expectation
+
+    belief = {"lock": {"valid": False, "belief_overlap_count": 2, "effect_overlap_count": 0}}
+    fenced = SCENARIOS["client-pause-fenced"].expect["kazoo"]
+    assert fenced.judge(False, belief)[0] is True
+    broken = {"lock": {"valid": False, "belief_overlap_count": 2, "effect_overlap_count": 1}}
+    assert fenced.judge(False, broken)[0] is False
+    assert SCENARIOS["client-pause"].expect["kazoo"].judge(True, {"lock": {"valid": True}})[0] \
+        is False
+    assert Expectation(valid=True).judge(True, {})[0] is True
+    # Every expectation in the catalogue can fail: it asks for something or forbids something.
+    for s in SCENARIOS.values():
+        for e in s.expect.values():
+            assert e.valid or e.present or e.absent, (s.name, e)
