@@ -114,7 +114,10 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
         "ZooKeeper expires sessions on the leader by its own monotonic clock: a leader at 4x "
         "expires healthy sessions early, so a holder that never paused loses its lock node "
         "while it still believes it holds.",
-        {"workload": "counter", "nemesis": ["clock-rate-leader"], "params": UNGUARDED},
+        # A holder that talks to ZooKeeper less often than timeout/k (here: 4 writes spread over
+        # a ~0.6 s hold, the leader at 4x with 3 s sessions) loses its session mid-hold.
+        {"workload": "lock", "nemesis": ["clock-rate-leader"],
+         "params": {"resource": "unguarded", "writes": 4, "hold_s": 0.6}},
         {"kazoo": BELIEF}),
 ]}
 
