@@ -72,6 +72,14 @@ def token_for(zk: Any, node: str) -> Token:
     return Token(stat.czxid if stat is not None else None, seq_of(node), node)
 
 
+def delete_quietly(zk: Any, node: str) -> None:
+    """Delete one's own node; already gone (session expired, or deleted by someone) is fine."""
+    try:
+        zk.delete(node)
+    except NoNodeError:
+        pass
+
+
 def param(params: dict[str, Any] | None, name: str, default: Any) -> Any:
     """A workload/recipe parameter, typed like its default (CLI values may arrive as strings)."""
     v = (params or {}).get(name, default)

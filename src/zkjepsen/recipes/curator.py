@@ -24,7 +24,7 @@ from typing import Any
 
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 
-from zkjepsen.recipes.base import Token, seq_of
+from zkjepsen.recipes.base import Token, delete_quietly, seq_of
 
 LOCK_NAME = "lock-"
 RETRIES = 3
@@ -100,10 +100,7 @@ class CuratorMutex:
                 self._delete(node)
 
     def _delete(self, node: str) -> None:
-        try:
-            self.zk.delete(node)
-        except NoNodeError:
-            pass
+        delete_quietly(self.zk, node)
 
     def acquire(self, timeout: float | None) -> Token | None:
         me = threading.get_ident()

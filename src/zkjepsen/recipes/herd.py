@@ -19,7 +19,7 @@ from typing import Any
 
 from kazoo.exceptions import NoNodeError
 
-from zkjepsen.recipes.base import Token, seq_of, sort_by_seq
+from zkjepsen.recipes.base import Token, delete_quietly, seq_of, sort_by_seq
 
 
 class HerdLock:
@@ -55,10 +55,7 @@ class HerdLock:
                 return None
 
     def _delete(self) -> None:
-        try:
-            self.zk.delete(self.node)
-        except NoNodeError:
-            pass
+        delete_quietly(self.zk, self.node)
         self.node = None
 
     def release(self) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from kazoo.exceptions import NoNodeError
 
-from zkjepsen.recipes.base import Token, seq_of, sort_by_seq
+from zkjepsen.recipes.base import Token, delete_quietly, seq_of, sort_by_seq
 
 
 class PredecessorLock:
@@ -58,10 +58,7 @@ class PredecessorLock:
                 return None
 
     def _delete(self) -> None:
-        try:
-            self.zk.delete(self.node)
-        except NoNodeError:
-            pass
+        delete_quietly(self.zk, self.node)
         self.node = None
 
     def release(self) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 from kazoo.exceptions import NoNodeError
 
-from zkjepsen.recipes.base import Token, seq_of, sort_by_seq
+from zkjepsen.recipes.base import Token, delete_quietly, seq_of, sort_by_seq
 
 
 class RWLock:
@@ -79,10 +79,7 @@ class RWLock:
                 return None
 
     def _delete(self) -> None:
-        try:
-            self.zk.delete(self.node)
-        except NoNodeError:
-            pass
+        delete_quietly(self.zk, self.node)
         self.node = None
 
     def release(self) -> None:

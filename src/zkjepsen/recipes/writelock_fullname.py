@@ -22,9 +22,7 @@ import time
 from functools import cmp_to_key
 from typing import Any
 
-from kazoo.exceptions import NoNodeError
-
-from zkjepsen.recipes.base import Token, token_for
+from zkjepsen.recipes.base import Token, delete_quietly, token_for
 
 
 def _parts(name: str) -> tuple[str, int]:
@@ -98,10 +96,7 @@ class FullNameWriteLock:
 
     def _give_up(self) -> None:
         if self.node is not None:
-            try:
-                self.zk.delete(self.node)
-            except NoNodeError:
-                pass
+            delete_quietly(self.zk, self.node)
             self.node = None
 
     def release(self) -> None:
