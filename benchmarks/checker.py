@@ -30,8 +30,8 @@ from pathlib import Path
 from zkjepsen.checker.linearizability import Linearizable
 from zkjepsen.checker.lock import LockChecker
 from zkjepsen.checker.models import make_model
-from zkjepsen.formats import read_history
 from zkjepsen.history import History, Op
+from zkjepsen.history.formats import read_history
 
 REPO = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("ZKJEPSEN_CORPUS") or REPO.parent / "shared" / "corpus")

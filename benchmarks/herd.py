@@ -86,7 +86,7 @@ def main() -> None:
             from zkjepsen.store import new_run_dir
 
             ens = stack.enter_context(DockerEnsemble(EnsembleSpec(nodes=3),
-                                                     new_run_dir("bench-herd")))
+                                                     new_run_dir("bench-herd").path))
             hosts = ens.connect_string()
         rows = [measure(hosts, r, int(n)) for n in args.waiters.split(",")
                 for r in args.recipes.split(",")]

@@ -68,7 +68,8 @@ def main() -> int:
         for k, v in CONFIGS.items():
             print(f"{k:24s} {v}")
         return 0
-    from zkjepsen.runner import TestSpec, run_test
+    from zkjepsen.runner import run_test
+    from zkjepsen.spec import TestSpec
 
     a.out.parent.mkdir(parents=True, exist_ok=True)
     for name in a.configs:

@@ -105,7 +105,7 @@ def main() -> int:
 
     script = Path(tempfile.mkdtemp()) / "client.py"
     script.write_text(CLIENT)
-    with DockerEnsemble(EnsembleSpec(nodes=3), new_run_dir("bench-nemesis-clock")) as ens:
+    with DockerEnsemble(EnsembleSpec(nodes=3), new_run_dir("bench-nemesis-clock").path) as ens:
         ctx = NemesisContext(ens, None, TIMEOUT_S)
         print(f"session timeout {TIMEOUT_S:g}s, window {WINDOW_S:g}s; seconds until LOST "
               "(None = survived), measured from when the JVM has certainly read the change")

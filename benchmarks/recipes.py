@@ -26,7 +26,9 @@ DEFAULT = ("raw,kazoo,kazoo-careful,blog,herd,predecessor,paper,exclusive,curato
 
 
 def run(ens, out: Path, recipe: str, clients: int, seconds: float, writes: int) -> list[dict]:
-    from zkjepsen.clients import ClientPool, merge_histories
+    from zkjepsen.client.pool import ClientPool
+    from zkjepsen.client.spec import ClientSpec
+    from zkjepsen.history.jsonl import merge_records
 
     workload = "raw" if recipe == "raw" else "lock"
     params = {"lock_path": f"/bench/{recipe}", "resource_path": f"/bench/{recipe}-res",
@@ -45,7 +47,8 @@ def run(ens, out: Path, recipe: str, clients: int, seconds: float, writes: int) 
     pool = ClientPool(ens, out)
     t0 = time.monotonic_ns()
     deadline = time.monotonic() + 1.5 * clients + seconds
-    pool.start([dict(client=i, nclients=clients, hosts=ens.connect_string(),
+    pool.start([ClientSpec(client=i, start_file=None, nclients=clients,
+                           hosts=ens.connect_string(),
                      session_timeout_s=4, workload=workload, recipe=recipe, params=params,
                      t0_ns=t0, deadline_monotonic=deadline, seed=1)
                 for i in range(1, clients + 1)])
@@ -55,7 +58,7 @@ def run(ens, out: Path, recipe: str, clients: int, seconds: float, writes: int) 
     finally:
         for h in pool.handles:
             h.container.remove(force=True)
-    return merge_histories(out)
+    return merge_records(sorted(Path(out).glob("client-*.jsonl")))
 
 
 def figures(records: list[dict]) -> dict:
@@ -109,7 +112,7 @@ def main() -> None:
     from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
     from zkjepsen.store import new_run_dir
 
-    d = new_run_dir("bench-recipes")
+    d = new_run_dir("bench-recipes").path
     rows = {}
     with DockerEnsemble(EnsembleSpec(nodes=3), d) as ens:
         for recipe in args.recipes.split(","):

@@ -42,7 +42,7 @@ class RunOutcome:
         self.store_dir: Path = run.store_dir
 
     def violations(self) -> list[str]:
-        from zkjepsen.cli_test import summarise
+        from zkjepsen.report.summary import summarise
 
         return [f"{name}: {summarise(res)}" for name, res in self.results.items()
                 if isinstance(res, dict) and res.get("valid") is not True]
@@ -59,9 +59,9 @@ class RunOutcome:
 @pytest.fixture(scope="session")
 def zk_ensemble(request, tmp_path_factory):
     """A running ensemble for the whole session (nodes and image from the command line)."""
-    from zkjepsen.cli_cluster import ensure_image
     from zkjepsen.harness import resources
     from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
+    from zkjepsen.harness.image import ensure_image
 
     client = resources.docker_client()
     image = ensure_image(client, request.config.getoption("--zk-image")).tag
@@ -75,7 +75,8 @@ def zkjepsen_run(request):
     """`zkjepsen_run(spec=None, schedule=None, **settings) -> RunOutcome`: one full test run
     (its own ensemble, clients, faults, checks); `schedule` replays an executed fault schedule
     (what `zkjepsen shrink` emits); the run's store dir is named on failure."""
-    from zkjepsen.runner import TestSpec, run_test
+    from zkjepsen.runner import run_test
+    from zkjepsen.spec import TestSpec
 
     marker = request.node.get_closest_marker("zkjepsen_faults")
     store = request.config.getoption("--zk-store")

@@ -9,66 +9,19 @@ crashed runner still leaves every op that happened on disk.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from zkjepsen import errors
-from zkjepsen.clientctx import ClientContext, Recorder
-from zkjepsen.errors import BadInput
+from zkjepsen.client.context import ClientContext, Recorder
+from zkjepsen.client.spec import ClientSpec
+from zkjepsen.spec import TestSpec, validate_spec
+from zkjepsen.store import RunDir, new_run_dir
 
-
-@dataclass
-class TestSpec:
-    __test__ = False  # a spec, not a pytest test class
-    recipe: str = "kazoo"
-    workload: str = "lock"
-    nemesis: list[str] = field(default_factory=lambda: ["none"])
-    nodes: int = 5
-    clients: int = 10
-    time_limit_s: float = 60.0
-    recovery_s: float = 10.0
-    session_timeout_s: float = 4.0
-    seed: int = 0
-    image: str | None = None
-    pin_clients: bool = False  # True: client i talks only to server i mod n; False: all servers
-    interval_s: float = 10.0  # quiet time between faults
-    fault_duration_s: float = 8.0  # default fault length (pause faults: relative to the session)
-    params: dict[str, Any] = field(default_factory=dict)  # workload/recipe parameters
-    name: str | None = None
-    tick_ms: int = 500
-    max_faults: int | None = None  # a fault budget (the pytest marker sets it)
-    fault_target: str | None = None  # override every fault's default target (e.g. "random")
-
-    def __post_init__(self) -> None:
-        if self.clients < 1 or self.clients > 100:
-            raise BadInput(f"--clients {self.clients} is out of range; use 1 to 100")
-        if self.time_limit_s <= 0:
-            raise BadInput("--time-limit must be positive (seconds)")
-        lo, hi = 2 * self.tick_ms / 1000, 20 * self.tick_ms / 1000
-        if not lo <= self.session_timeout_s <= hi:
-            raise BadInput(f"--session-timeout {self.session_timeout_s:g}s is outside what the "
-                           f"servers grant with tickTime {self.tick_ms} ms ([{lo:g}s, {hi:g}s])")
-
-    @property
-    def test_name(self) -> str:
-        return self.name or f"{self.recipe}-{self.workload}-{'+'.join(self.nemesis)}".replace(
-            ":", "_").replace("/", "_")
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> TestSpec:
-        known = {f for f in cls.__dataclass_fields__}
-        unknown = set(d) - known
-        if unknown:
-            raise BadInput(f"unknown test setting(s) {', '.join(sorted(unknown))}; "
-                           f"valid ones: {', '.join(sorted(known))}")
-        return cls(**d)
+__all__ = ["RunResult", "TestSpec", "check_history", "run_test", "validate_spec"]
 
 
 @dataclass
@@ -85,44 +38,19 @@ class RunResult:
                                                                           errors.EXIT_UNKNOWN)
 
 
-def validate_spec(spec: TestSpec) -> None:
-    """Fail fast, before any container starts, on names that do not exist."""
-    from zkjepsen.workloads import get_workload
-
-    get_workload(spec.workload)
-    import zkjepsen.recipes as recipes
-
-    if ":" in spec.recipe:
-        recipes._import(spec.recipe)  # BadInput now rather than in every client container
-    elif spec.recipe not in recipes.RECIPES:
-        raise BadInput(f"unknown recipe {spec.recipe!r}; choose from "
-                       f"{', '.join(recipes.recipe_names())} or give package.module:Name "
-                       "(`zkjepsen list recipes`)")
-    names = [n for n in spec.nemesis if n != "none"]
-    if names:
-        from zkjepsen.nemesis import NEMESES
-
-        for n in names:
-            if n not in NEMESES:
-                raise BadInput(f"unknown nemesis {n!r}; choose from {', '.join(sorted(NEMESES))}"
-                               " (`zkjepsen list nemeses`)")
+def client_specs(spec: TestSpec, ens, t0_ns: int) -> list[ClientSpec]:
+    """One ClientSpec per logical client; each waits at the start barrier for the deadline."""
+    return [ClientSpec(client=i, nclients=spec.clients,
+                       hosts=(ens.nodes[(i - 1) % len(ens.nodes)].address if spec.pin_clients
+                              else ens.connect_string()),
+                       session_timeout_s=spec.session_timeout_s, workload=spec.workload,
+                       recipe=spec.recipe, params=spec.params, t0_ns=t0_ns, seed=spec.seed)
+            for i in range(1, spec.clients + 1)]
 
 
-def _client_specs(spec: TestSpec, ens, t0_ns: int, deadline: float) -> list[dict]:
-    out = []
-    for i in range(1, spec.clients + 1):
-        hosts = (ens.nodes[(i - 1) % len(ens.nodes)].address if spec.pin_clients
-                 else ens.connect_string())
-        out.append(dict(client=i, nclients=spec.clients, hosts=hosts,
-                        session_timeout_s=spec.session_timeout_s, workload=spec.workload,
-                        recipe=spec.recipe, params=spec.params, t0_ns=t0_ns,
-                        deadline_monotonic=deadline, seed=spec.seed, start_file="/out/start"))
-    return out
-
-
-def _host_context(spec: TestSpec, ens, out_dir: Path, t0_ns: int, zk) -> ClientContext:
+def _host_context(spec: TestSpec, ens, run_dir: RunDir, t0_ns: int, zk) -> ClientContext:
     """Client 0: the runner's own session, for setup and the final reads."""
-    rec = Recorder(str(out_dir / "client-0.jsonl"), t0_ns, 0, max(1, spec.clients))
+    rec = Recorder(str(run_dir.client_history(0)), t0_ns, 0, max(1, spec.clients))
     return ClientContext(client=0, nclients=spec.clients, zk=zk, hosts=ens.connect_string(),
                          recipe=spec.recipe, params=spec.params, recorder=rec,
                          deadline=time.monotonic() + 3600)
@@ -134,42 +62,41 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
     replays an executed schedule instead of generating one."""
     from kazoo.client import KazooClient
 
-    from zkjepsen.clients import ClientPool, merge_histories
-    from zkjepsen.harness import resources
+    from zkjepsen.client.pool import ClientPool
+    from zkjepsen.harness import resources, signals
     from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
+    from zkjepsen.harness.image import ensure_image
     from zkjepsen.harness.zkconfig import ZkSettings
-    from zkjepsen.store import new_run_dir
     from zkjepsen.workloads import get_workload
 
     validate_spec(spec)
     workload = get_workload(spec.workload)
     client = resources.docker_client()
-    from zkjepsen.cli_cluster import ensure_image
-
     image = ensure_image(client, spec.image).tag
-    store_dir = new_run_dir(spec.test_name, store_root)
-    (store_dir / "test.json").write_text(json.dumps(spec.to_json(), indent=2))
-    out_dir = store_dir / "clients"
+    run_dir = new_run_dir(spec.test_name, store_root)
+    store_dir = run_dir.path
+    run_dir.save_spec(spec)
+    out_dir = run_dir.clients
     out_dir.mkdir()
-    log = RunLog(store_dir / "run.log", display)
+    log = RunLog(run_dir.run_log, display)
     names = [n for n in spec.nemesis if n != "none"]
     stats: dict[str, Any] = {}
     ens_spec = EnsembleSpec(nodes=spec.nodes, image=image,
                             settings=ZkSettings(tick_ms=spec.tick_ms))
-    with resources.teardown_on_signals(), \
+    with signals.teardown_on_signals(), \
             DockerEnsemble(ens_spec, store_dir, client=client) as ens:
         log(f"ensemble {ens.run_id} up: {ens.connect_string()} (leader {ens.leader().name})")
         t0_ns = time.monotonic_ns()
         zk = KazooClient(hosts=ens.connect_string(), timeout=spec.session_timeout_s)
         zk.start(timeout=15)
-        host_ctx = _host_context(spec, ens, out_dir, t0_ns, zk)
+        host_ctx = _host_context(spec, ens, run_dir, t0_ns, zk)
         pool = ClientPool(ens, out_dir)
         stop = threading.Event()
         try:
             workload.setup(host_ctx)
             # Containers start in parallel and connect; the main phase (and the clock of the
             # fault schedule) begins when all of them are ready, so every client sees it whole.
-            pool.start(_client_specs(spec, ens, t0_ns, deadline=0.0))
+            pool.start(client_specs(spec, ens, t0_ns))
             laggards = pool.wait_connected(60)
             if laggards:
                 log(f"clients {laggards} did not connect within 60 s; starting without them")
@@ -177,10 +104,10 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
             pool.release(deadline)
             log(f"{spec.clients} clients started; main phase {spec.time_limit_s:g}s")
             if display:
-                display.attach(out_dir, store_dir / "nemesis.jsonl", t0_ns, spec)
+                display.attach(out_dir, run_dir.nemesis_log, t0_ns, spec)
             executed: list[dict] = []
             if names or schedule:
-                from zkjepsen.nemesis import run_nemesis
+                from zkjepsen.nemesis.schedule import run_nemesis
 
                 executed = run_nemesis(
                     ens, pool, names, seed=spec.seed, time_limit_s=spec.time_limit_s,
@@ -205,13 +132,14 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
             if display:
                 display.detach()
         log("ensemble torn down")
-    records = merge_histories(out_dir, extra=[store_dir / "nemesis.jsonl"])
     from zkjepsen.history import History, Op
+    from zkjepsen.history.jsonl import merge_records
 
+    records = merge_records(run_dir.history_sources())
     history = History([Op.from_dict(r) for r in records])
-    history.to_jsonl(store_dir / "history.jsonl")
+    history.to_jsonl(run_dir.history)
     result = check_history(history, spec, store_dir)
-    (store_dir / "results.json").write_text(json.dumps(result, indent=2, default=str))
+    run_dir.save_results(result)
     stats.update(history_stats(records))
     log(f"verdict: {result['valid']} ({len(records)} history records)")
     run = RunResult(spec, store_dir, result["valid"], result, stats)
@@ -224,7 +152,7 @@ def fault_generator(spec: TestSpec, names: list[str]):
     `fault_target` aimed at every fault and cut after `max_faults` faults; None: the default."""
     if (spec.max_faults is None and spec.fault_target is None) or not names:
         return None
-    from zkjepsen import generator
+    from zkjepsen.nemesis import generator
 
     faults = [generator.fault(n, target=spec.fault_target) for n in names]
     base = generator.phases(
@@ -280,7 +208,8 @@ def render_reports(run: RunResult, history) -> None:
     try:
         render_run(run.store_dir, history, run.results)
     except Exception as e:  # noqa: BLE001 - reports are evidence, not the verdict
-        (run.store_dir / "run.log").open("a").write(f"report rendering failed: {e}\n")
+        with RunDir(run.store_dir).run_log.open("a") as f:
+            f.write(f"report rendering failed: {e}\n")
 
 
 class RunLog:

@@ -1,28 +1,152 @@
-"""The store: `store/<test-name>/<YYYYmmddTHHMMSS>/` with a `latest` link per test."""
+"""The store: `store/<test-name>/<YYYYmmddTHHMMSS>[-n]/` with a `latest` link per test.
+
+Only this module knows the names of a run's files. `RunDir` gives their paths and saves them;
+`StoredRun` loads a finished (or interrupted) run for `analyze`, `replay` and `shrink`.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from zkjepsen.errors import BadInput
+from zkjepsen.spec import TestSpec
 
 DEFAULT_ROOT = Path(os.environ.get("ZKJEPSEN_STORE", "store"))
 
 
-def new_run_dir(test_name: str, root: Path | None = None) -> Path:
+@dataclass(frozen=True)
+class RunDir:
+    """The paths of one run's folder (it need not exist yet)."""
+
+    path: Path
+
+    test_json = property(lambda self: self.path / "test.json")
+    history = property(lambda self: self.path / "history.jsonl")
+    schedule = property(lambda self: self.path / "schedule.json")
+    results = property(lambda self: self.path / "results.json")
+    run_log = property(lambda self: self.path / "run.log")
+    nemesis_log = property(lambda self: self.path / "nemesis.jsonl")
+    clients = property(lambda self: self.path / "clients")
+    nodes = property(lambda self: self.path / "nodes")
+    timeline = property(lambda self: self.path / "timeline.html")
+    minimal = property(lambda self: self.path / "minimal")
+
+    def client_history(self, client: int) -> Path:
+        return self.clients / f"client-{client}.jsonl"
+
+    def client_histories(self) -> list[Path]:
+        """Every client's own history file (client 0 is the host: setup and final reads)."""
+        return sorted(self.clients.glob("client-*.jsonl"))
+
+    def history_sources(self) -> list[Path]:
+        """What `history.jsonl` is merged from."""
+        return [*self.client_histories(), self.nemesis_log]
+
+    def save_spec(self, spec: TestSpec) -> None:
+        _write_json(self.test_json, spec.to_json())
+
+    def save_results(self, results: dict[str, Any]) -> None:
+        _write_json(self.results, results)
+
+
+def _write_json(path: Path, doc: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(doc, indent=2, default=str))
+    tmp.replace(path)  # a reader (or a crash) never sees half a file
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise BadInput(f"{path} is not a readable {what} ({type(e).__name__}); give a run "
+                       "directory written by zkjepsen") from None
+
+
+def check_root(root: Path | None) -> Path:
+    """The store root, usable: an existing directory we can write into, or creatable."""
+    root = Path(root or DEFAULT_ROOT)
+    probe = root
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise BadInput(f"store path {root} is not a directory ({probe} is a file); give "
+                       "--store a directory")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise BadInput(f"store path {root} is not writable ({probe}); give --store a "
+                       "directory you can write to")
+    return root
+
+
+def new_run_dir(test_name: str, root: Path | None = None) -> RunDir:
     """Create a fresh directory for one run and point `<test-name>/latest` at it."""
-    base = (root or DEFAULT_ROOT) / test_name
+    base = check_root(root) / test_name
     base.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    run_dir = base / stamp
     n = 1
-    while run_dir.exists():  # two runs in one second: keep both
-        n += 1
-        run_dir = base / f"{stamp}-{n}"
-    run_dir.mkdir()
+    while True:  # several runs in one second (several processes, too): each gets its own
+        run_dir = base / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            run_dir.mkdir()
+            break
+        except FileExistsError:
+            n += 1
     latest = base / "latest"
     tmp = base / f".latest-{os.getpid()}"
     tmp.unlink(missing_ok=True)
     tmp.symlink_to(run_dir.name)
     tmp.replace(latest)  # atomic: a reader never sees a missing `latest`
-    return run_dir
+    return RunDir(run_dir)
+
+
+@dataclass
+class StoredRun:
+    """A run read back from the store. `history()` merges the clients' own files when the run
+    was interrupted before `history.jsonl` was written."""
+
+    dir: RunDir
+    spec: TestSpec
+    schedule: dict[str, Any]
+    results: dict[str, Any] | None
+
+    @property
+    def store_dir(self) -> Path:
+        return self.dir.path
+
+    @classmethod
+    def load(cls, store_dir: Path, need_results: bool = False) -> StoredRun:
+        d = RunDir(Path(store_dir))
+        if not d.test_json.exists():
+            raise BadInput(f"{store_dir} has no test.json; give a run directory from the store "
+                           "(e.g. store/<test>/latest)")
+        if need_results and not d.results.exists():
+            raise BadInput(f"{store_dir} has no results.json (the run did not finish); run "
+                           f"`zkjepsen analyze {store_dir}` first")
+        spec = TestSpec.from_json(_read_json(d.test_json, "test.json"))
+        schedule = _read_json(d.schedule, "schedule.json") if d.schedule.exists() else {}
+        if not isinstance(schedule, dict) or not isinstance(schedule.get("faults", []), list):
+            raise BadInput(f"{d.schedule} is not a fault schedule (a table with a list of "
+                           "faults); give a run directory written by zkjepsen")
+        schedule.setdefault("faults", [])
+        results = _read_json(d.results, "results.json") if d.results.exists() else None
+        if results is not None and not isinstance(results, dict):
+            raise BadInput(f"{d.results} is not a results table; re-run `zkjepsen analyze`")
+        return cls(d, spec, schedule, results)
+
+    def history(self):
+        """The run's history: `history.jsonl`, or merged from the clients' files."""
+        from zkjepsen.history import read_jsonl
+        from zkjepsen.history.jsonl import merge_files
+
+        if self.dir.history.exists():
+            return read_jsonl(self.dir.history)
+        sources = [p for p in self.dir.history_sources() if p.exists()]
+        if not sources:
+            raise BadInput(f"{self.store_dir} has neither history.jsonl nor client histories; "
+                           "the run stopped before any client started")
+        return merge_files(sources)

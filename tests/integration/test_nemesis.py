@@ -11,7 +11,8 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
-from zkjepsen.clients import ClientPool
+from zkjepsen.client.pool import ClientPool
+from zkjepsen.client.spec import ClientSpec
 from zkjepsen.harness.fourlw import four_letter
 from zkjepsen.nemesis.partition import chain_name
 from zkjepsen.nemesis.schedule import FaultNemesis, NemesisLog, heal_all, run_nemesis
@@ -26,7 +27,8 @@ def rig(ensemble3, tmp_path_factory):
     out = tmp_path_factory.mktemp("nemesis")
     pool = ClientPool(ensemble3, out / "clients")
     t0 = time.monotonic_ns()
-    pool.start([dict(client=i, nclients=3, hosts=ensemble3.connect_string(),
+    pool.start([ClientSpec(client=i, start_file=None, nclients=3,
+                           hosts=ensemble3.connect_string(),
                      session_timeout_s=SESSION_S, workload="ping", recipe="kazoo", params={},
                      t0_ns=t0, deadline_monotonic=time.monotonic() + 900, seed=1)
                 for i in (1, 2, 3)])
@@ -315,7 +317,7 @@ def test_run_nemesis_heals_on_interrupt(rig, tmp_path):
 
     stop = threading.Event()
     threading.Timer(2.5, stop.set).start()
-    from zkjepsen import generator as g
+    from zkjepsen.nemesis import generator as g
 
     gen = g.phases(g.sleep(0.5), g.once(g.Fault("partition-one", duration=30)))
     t = time.monotonic()

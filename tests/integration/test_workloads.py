@@ -16,9 +16,11 @@ import pytest
 from kazoo.client import KazooClient
 
 from zkjepsen.checker import compose
-from zkjepsen.clientctx import ClientContext, Recorder
-from zkjepsen.clients import ClientPool, merge_histories
+from zkjepsen.client.context import ClientContext, Recorder
+from zkjepsen.client.pool import ClientPool
+from zkjepsen.client.spec import ClientSpec
 from zkjepsen.history import History, Op
+from zkjepsen.history.jsonl import merge_records
 from zkjepsen.workloads import get_workload
 
 
@@ -38,7 +40,8 @@ def run_workload(ens, out, workload, recipe, params, clients=3, seconds=4.0, dur
         wl.setup(host)
         # containers start one after another (~1 s each here): the clock starts after that
         deadline = time.monotonic() + 1.5 * clients + seconds
-        pool.start([dict(client=i, nclients=clients, hosts=ens.connect_string(),
+        pool.start([ClientSpec(client=i, start_file=None, nclients=clients,
+                           hosts=ens.connect_string(),
                          session_timeout_s=4, workload=workload, recipe=recipe, params=params,
                          t0_ns=t0, deadline_monotonic=deadline, seed=7)
                     for i in range(1, clients + 1)])
@@ -53,7 +56,7 @@ def run_workload(ens, out, workload, recipe, params, clients=3, seconds=4.0, dur
         zk.close()
         for h in pool.handles:  # container names are per ensemble: free them for the next run
             h.container.remove(force=True)
-    history = History([Op.from_dict(r) for r in merge_histories(out)])
+    history = History([Op.from_dict(r) for r in merge_records(sorted(out.glob("client-*.jsonl")))])
     result = compose(wl.checkers(params)).check(history).to_json()
     return history, result, codes
 

@@ -14,7 +14,7 @@ import pytest
 
 from zkjepsen.checker.linearizability import Linearizable, check_partitions, prepare
 from zkjepsen.checker.models import make_model
-from zkjepsen.formats import read_history
+from zkjepsen.history.formats import read_history
 
 CORPUS = Path(os.environ.get("ZKJEPSEN_CORPUS")
               or Path(__file__).resolve().parents[2].parent / "shared" / "corpus")

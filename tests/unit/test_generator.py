@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkjepsen import generator as g
 from zkjepsen.nemesis import FAULTS, NEMESES
+from zkjepsen.nemesis import generator as g
 from zkjepsen.nemesis.partition import bridge, grudge_from_components, halves, majorities_ring
 from zkjepsen.nemesis.targets import current_holders
 

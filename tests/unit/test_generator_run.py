@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from zkjepsen import generator as g
+from zkjepsen.nemesis import generator as g
 from zkjepsen.nemesis import schedule
 from zkjepsen.nemesis.targets import NemesisContext, resolve_servers
 

@@ -43,7 +43,7 @@ def test_image_hash_is_stable_and_short():
 
 
 def test_store_dirs_are_distinct_and_latest_follows(tmp_path):
-    a = new_run_dir("t", tmp_path)
-    b = new_run_dir("t", tmp_path)
+    a = new_run_dir("t", tmp_path).path
+    b = new_run_dir("t", tmp_path).path
     assert a != b
     assert (tmp_path / "t" / "latest").resolve() == b.resolve()

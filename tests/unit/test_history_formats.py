@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from zkjepsen.errors import BadInput
-from zkjepsen.formats import (
+from zkjepsen.history.formats import (
     detect_format,
     parse_edn,
     read_edn,

@@ -10,7 +10,7 @@ import random
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 
-from zkjepsen.clientctx import ClientContext, Recorder
+from zkjepsen.client.context import ClientContext, Recorder
 from zkjepsen.recipes.base import Token
 from zkjepsen.workloads.common import acquire_op, discard, release_op
 from zkjepsen.workloads.lock import critical_section

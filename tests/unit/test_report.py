@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from zkjepsen.checker.lock import LockChecker
-from zkjepsen.cli_matrix import cell_summary, markdown_table
-from zkjepsen.cli_test import summarise
+from zkjepsen.cli.matrix import cell_summary, markdown_table
 from zkjepsen.history import History, Op
 from zkjepsen.report import render_run
+from zkjepsen.report.summary import summarise
 from zkjepsen.report.timeline import render_timeline
 
 S = 1_000_000_000

@@ -6,16 +6,11 @@ from __future__ import annotations
 import ast
 import json
 
-from zkjepsen.cli_reproduce import emit_pytest
-from zkjepsen.reproduce import (
-    Candidate,
-    ShrinkResult,
-    StoredRun,
-    candidates,
-    faults_for_replay,
-    violation_kinds,
-)
-from zkjepsen.runner import TestSpec
+from zkjepsen.cli.reproduce import emit_pytest
+from zkjepsen.reproduce.replay import faults_for_replay, violation_kinds
+from zkjepsen.reproduce.shrink import Candidate, ShrinkResult, candidates
+from zkjepsen.spec import TestSpec
+from zkjepsen.store import RunDir, StoredRun
 
 S = 1_000_000_000
 
@@ -36,7 +31,7 @@ def stored(tmp_path, faults, violation_at=20.0, fault_ids=(2,)):
         "counter": {"valid": True, "lost": 0}}
     spec = TestSpec(recipe="kazoo", workload="counter", nemesis=["pause-client", "kill-one"],
                     clients=8, time_limit_s=60)
-    return StoredRun(tmp_path, spec, {"faults": faults}, results)
+    return StoredRun(RunDir(tmp_path), spec, {"faults": faults}, results)
 
 
 def test_violation_kinds():
@@ -87,7 +82,7 @@ def test_emitted_pytest_file_is_valid_python_carrying_the_schedule(tmp_path):
 
 
 def test_scenario_expectations_judge_from_results_only():
-    from zkjepsen.scenarios import SCENARIOS, Expectation
+    from zkjepsen.reproduce.scenarios import SCENARIOS, Expectation
 
     belief = {"lock": {"valid": False, "belief_overlap_count": 2, "effect_overlap_count": 0}}
     fenced = SCENARIOS["client-pause-fenced"].expect["kazoo"]

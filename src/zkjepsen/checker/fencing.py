@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from zkjepsen.checker import Result
-from zkjepsen.checker.lock import _out_of_version_order, observe
+from zkjepsen.checker.lock import observe, out_of_version_order
 from zkjepsen.history import History, Op, fault_windows, faults_during
 
 
@@ -39,7 +39,7 @@ class FencingChecker:
         for key, ws in by_key.items():
             if all(w.version is not None for w in ws):
                 # The resource's versions give its exact acceptance order (see lock.py).
-                for w, top, _ in _out_of_version_order(ws):
+                for w, top, _ in out_of_version_order(ws):
                     backwards.append({
                         "resource": key, "clients": [top.client, w.client],
                         "tokens": [top.token, w.token], "versions": [top.version, w.version],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from zkjepsen.checker.model_base import ILLEGAL, Action, Model, _freeze, _read, _write
+from zkjepsen.checker.model_base import ILLEGAL, Action, Model, freeze, read_value, write_value
 
 
 def _append(s: str, v: str) -> str:
@@ -25,9 +25,9 @@ class KV(Model):
             return None
         v = "" if value is None else value
         if f == "get":
-            return None if status != "ok" else Action(_read, v, True, f"get {key}={v!r}")
+            return None if status != "ok" else Action(read_value, v, True, f"get {key}={v!r}")
         if f == "put":
-            return Action(_write, v, False, f"put {key}={v!r}")
+            return Action(write_value, v, False, f"put {key}={v!r}")
         if f == "append":
             return Action(_append, v, False, f"append {key}+={v!r}")
         raise self._unsupported(f)
@@ -74,7 +74,7 @@ class KVSingle(KV):
         if a is None:
             return None
         i = self._key_numbers.setdefault(key, len(self._key_numbers))
-        fn = {_read: _kv_get, _write: _kv_put, _append: _kv_append}[a.fn]
+        fn = {read_value: _kv_get, write_value: _kv_put, _append: _kv_append}[a.fn]
         return Action(fn, (i, a.arg), a.read_only, a.text)
 
     def describe_state(self, state: Any) -> str:
@@ -101,14 +101,14 @@ class MultiRegister(Model):
 
     def __init__(self, initial: Any = None) -> None:
         init = {"x": 0, "y": 0} if initial is None else initial
-        super().__init__(tuple(sorted((k, _freeze(v)) for k, v in init.items())))
+        super().__init__(tuple(sorted((k, freeze(v)) for k, v in init.items())))
 
     def action(self, f: str, key: Any, value: Any, status: str, actor: Any) -> Action | None:
         if status == "fail":
             return None
         if f != "txn":
             raise self._unsupported(f)
-        mops = tuple((m[0], m[1], _freeze(m[2])) for m in value)
+        mops = tuple((m[0], m[1], freeze(m[2])) for m in value)
         ro = all(m[0] == "read" for m in mops)
         if ro and status != "ok":
             return None

@@ -33,7 +33,7 @@ from collections.abc import Generator
 from typing import Any, NamedTuple
 
 from zkjepsen.checker import Result
-from zkjepsen.checker.models import ILLEGAL, Action, Model, _freeze
+from zkjepsen.checker.models import ILLEGAL, Action, Model, freeze
 from zkjepsen.errors import BadInput
 from zkjepsen.history import Call, History, fault_windows, faults_during
 
@@ -75,7 +75,7 @@ def prepare(history: History, model: Model, reduce: bool = True) -> dict[Any, li
             if action is None:
                 continue
             hash(action.arg)  # the search memoizes states built from it
-            part = _freeze(model.partition_key(inv.f, inv.key))
+            part = freeze(model.partition_key(inv.f, inv.key))
             hash(part)
         except BadInput:
             raise

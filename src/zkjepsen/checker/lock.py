@@ -219,7 +219,7 @@ def effect_overlaps(writes: list[Write]) -> list[tuple[Write, Write, str]]:
             by_key.setdefault(w.key, []).append(w)
     for ws in by_key.values():
         if all(w.version is not None for w in ws):
-            out += _out_of_version_order(ws)
+            out += out_of_version_order(ws)
             continue
         ws.sort(key=lambda w: w.start)
         starts = [w.start for w in ws]
@@ -235,7 +235,7 @@ def effect_overlaps(writes: list[Write]) -> list[tuple[Write, Write, str]]:
     return out
 
 
-def _out_of_version_order(ws: list[Write]) -> list[tuple[Write, Write, str]]:
+def out_of_version_order(ws: list[Write]) -> list[tuple[Write, Write, str]]:
     """When every accepted write recorded the resource's version after it, the resource's own
     acceptance order is known exactly (no real-time guesswork about writes in flight): a write
     whose token is below the largest token accepted before it went in out of lock order."""

@@ -24,24 +24,24 @@ class Action(NamedTuple):
     text: str
 
 
-def _freeze(v: Any) -> Any:
+def freeze(v: Any) -> Any:
     if isinstance(v, list):
-        return tuple(_freeze(x) for x in v)
+        return tuple(freeze(x) for x in v)
     if isinstance(v, dict):
-        return tuple(sorted((k, _freeze(x)) for k, x in v.items()))
+        return tuple(sorted((k, freeze(x)) for k, x in v.items()))
     return v
 
 
 # Transition functions: module-level so identical actions compare equal (see the crashed-op rule).
-def _read(s: Any, v: Any) -> Any:
+def read_value(s: Any, v: Any) -> Any:
     return s if s == v else ILLEGAL
 
 
-def _read_not(s: Any, v: Any) -> Any:
+def read_not(s: Any, v: Any) -> Any:
     return s if s != v else ILLEGAL
 
 
-def _write(s: Any, v: Any) -> Any:
+def write_value(s: Any, v: Any) -> Any:
     return v
 
 

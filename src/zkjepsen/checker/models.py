@@ -21,10 +21,10 @@ from zkjepsen.checker.model_base import (
     ILLEGAL,
     Action,
     Model,
-    _freeze,
-    _read,
-    _read_not,
-    _write,
+    freeze,
+    read_not,
+    read_value,
+    write_value,
 )
 from zkjepsen.errors import BadInput
 
@@ -66,20 +66,20 @@ class CasRegister(Model):
         if status == "fail":
             if f == "cas" and self.fail_asserts_cas:
                 old = value[0]
-                return Action(_read_not, old, True, f"cas {value[0]}->{value[1]} (failed)")
+                return Action(read_not, old, True, f"cas {value[0]}->{value[1]} (failed)")
             if f in ("read", "write", "cas"):
                 return None
             raise self._unsupported(f)
         if f == "read":
             if status != "ok" or (value is None and self.nil_read_unknown):
                 return None
-            return Action(_read, _freeze(value), True, f"read {value!r}")
+            return Action(read_value, freeze(value), True, f"read {value!r}")
         if f == "write":
-            return Action(_write, _freeze(value), False, f"write {value!r}")
+            return Action(write_value, freeze(value), False, f"write {value!r}")
         if f == "cas":
             if not isinstance(value, (list, tuple)) or len(value) != 2:
                 raise BadInput(f"cas value must be [old, new], got {value!r}")
-            old, new = _freeze(value[0]), _freeze(value[1])
+            old, new = freeze(value[0]), freeze(value[1])
             return Action(_cas, (old, new), old == new, f"cas {old!r}->{new!r}")
         raise self._unsupported(f)
 
@@ -106,7 +106,7 @@ class Counter(Model):
             return Action(_add, 1 if value is None else value, False, f"add {value!r}")
         if f == "read":
             return None if status != "ok" or value is None else \
-                Action(_read, value, True, f"read {value!r}")
+                Action(read_value, value, True, f"read {value!r}")
         raise self._unsupported(f)
 
 
@@ -175,17 +175,17 @@ class SetModel(Model):
     name = "set"
 
     def __init__(self, initial: Any = None) -> None:
-        super().__init__(frozenset(_freeze(x) for x in (initial or ())))
+        super().__init__(frozenset(freeze(x) for x in (initial or ())))
 
     def action(self, f: str, key: Any, value: Any, status: str, actor: Any) -> Action | None:
         if status == "fail":
             return None
         if f == "add":
-            return Action(_set_add, _freeze(value), False, f"add {value!r}")
+            return Action(_set_add, freeze(value), False, f"add {value!r}")
         if f == "read":
             if status != "ok" or value is None:
                 return None
-            return Action(_read, frozenset(_freeze(x) for x in value), True, f"read {value!r}")
+            return Action(read_value, frozenset(freeze(x) for x in value), True, f"read {value!r}")
         raise self._unsupported(f)
 
     def reduce(self, ops: list[Any]) -> list[Any]:
@@ -193,7 +193,7 @@ class SetModel(Model):
         would contain the value, so it could only have happened after the last read."""
         seen: set[Any] = set()
         for o in ops:
-            if o.action.fn is _read:
+            if o.action.fn is read_value:
                 seen |= o.action.arg
         return [o for o in ops if not (o.end is None and o.action.fn is _set_add
                                        and o.action.arg not in seen)]
@@ -231,22 +231,22 @@ class FifoQueue(Model):
     name = "fifo-queue"
 
     def __init__(self, initial: Any = None) -> None:
-        super().__init__(tuple(_freeze(x) for x in (initial or ())))
+        super().__init__(tuple(freeze(x) for x in (initial or ())))
 
     def action(self, f: str, key: Any, value: Any, status: str, actor: Any) -> Action | None:
         if f == "enqueue":
-            return None if status == "fail" else Action(_enqueue, _freeze(value), False,
+            return None if status == "fail" else Action(_enqueue, freeze(value), False,
                                                         f"enqueue {value!r}")
         if f == "dequeue":
             if status == "fail":
                 return Action(_empty, None, True, "dequeue (empty)")
             if status != "ok":
                 return Action(_dequeue_any, None, False, "dequeue (unknown)")
-            return Action(_dequeue, _freeze(value), False, f"dequeue {value!r}")
+            return Action(_dequeue, freeze(value), False, f"dequeue {value!r}")
         if f == "drain":
             if status != "ok":
                 return Action(_clear, None, False, "drain (unknown)")
-            return Action(_drain, tuple(_freeze(x) for x in value or ()), False,
+            return Action(_drain, tuple(freeze(x) for x in value or ()), False,
                           f"drain {value!r}")
         raise self._unsupported(f)
 

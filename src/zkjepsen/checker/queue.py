@@ -18,7 +18,7 @@ from collections import Counter
 from typing import Any
 
 from zkjepsen.checker import Result
-from zkjepsen.checker.models import _freeze
+from zkjepsen.checker.models import freeze
 from zkjepsen.history import History
 
 
@@ -40,15 +40,15 @@ class QueueChecker:
             status = call.status
             if inv.f == enq_f and status != "fail":
                 end = comp.time if status == "ok" else float("inf")
-                enq[_freeze(inv.value)] = (inv.time, end, status)
+                enq[freeze(inv.value)] = (inv.time, end, status)
             elif status == "ok" and inv.f == deq_f:
-                v = _freeze(comp.value)
+                v = freeze(comp.value)
                 takes[v] += 1
                 taken.setdefault(v, (inv.time, comp.time))
             elif status == "ok" and inv.f == drain_f:
                 drained = True
                 for x in comp.value or ():
-                    v = _freeze(x)
+                    v = freeze(x)
                     takes[v] += 1
                     taken.setdefault(v, (inv.time, comp.time))
         cap = self.max_reported

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from zkjepsen.errors import BadInput, EnvironmentProblem
-from zkjepsen.harness import resources
+from zkjepsen.harness import resources, signals
 from zkjepsen.harness.fourlw import four_letter
 from zkjepsen.harness.zkconfig import CLIENT_PORT, LOG4J_PROPERTIES, ZkSettings, zoo_cfg
 
@@ -112,7 +112,7 @@ class DockerEnsemble:
 
     def stop(self) -> None:
         """Remove every container and the network; keep the logs in the store. Idempotent."""
-        with resources.signals_deferred():
+        with signals.signals_deferred():
             for node in self.nodes:
                 self._save_stdout(node)
             resources.remove_run(self.client, self.run_id)

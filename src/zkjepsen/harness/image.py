@@ -184,3 +184,20 @@ def build_image(client, tag: str | None = None, force: bool = False,
         raise EnvironmentProblem(f"docker import finished but image {tag} is missing")
     size = client.images.get(tag).attrs.get("Size", 0)
     return ImageInfo(tag, size, built=True, build_seconds=time.monotonic() - started)
+
+
+def ensure_image(client, image: str | None, force: bool = False,
+                 on_progress: Callable[[str], None] = lambda line: None) -> ImageInfo:
+    """The image to run: the user's (`image`, must exist locally) or ours (built if missing,
+    reporting each build step to `on_progress`)."""
+    from zkjepsen.errors import BadInput
+
+    if image:
+        if not image_exists(client, image):
+            raise BadInput(f"image {image} does not exist locally; build or load it first, "
+                           "or drop --image to use zkjepsen's own")
+        return ImageInfo(image, client.images.get(image).attrs.get("Size", 0), built=False)
+    tag = default_tag()
+    if image_exists(client, tag) and not force:
+        return ImageInfo(tag, client.images.get(tag).attrs.get("Size", 0), built=False)
+    return build_image(client, tag, force=force, on_progress=on_progress)

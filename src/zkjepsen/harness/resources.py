@@ -11,10 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import signal
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -144,33 +141,3 @@ def remove_run(client, run_id: str) -> tuple[int, int]:
             pass
     shutil.rmtree(SCRATCH_ROOT / run_id, ignore_errors=True)
     return nc, nn
-
-
-class Terminated(BaseException):
-    """Raised in the main thread on SIGTERM/SIGHUP so `finally` blocks tear everything down."""
-
-
-@contextmanager
-def teardown_on_signals() -> Iterator[None]:
-    """Turn SIGTERM/SIGHUP into an exception (Ctrl-C already is one) for the duration."""
-
-    def raise_terminated(signum, frame):
-        raise Terminated(f"received signal {signum}")
-
-    old = {s: signal.signal(s, raise_terminated) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
-@contextmanager
-def signals_deferred() -> Iterator[None]:
-    """Block SIGINT/SIGTERM while tearing down so a second Ctrl-C cannot leave things behind."""
-    sigs = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)

@@ -3,7 +3,7 @@
 Three families, one module each: `partition` (iptables inside each container's own network
 namespace), `process` (SIGKILL/restart and cgroup-freezer pause of servers AND clients), `clock`
 (libfaketime control files of the ZooKeeper JVMs). `schedule.run_nemesis` executes a seeded plan
-from `zkjepsen.generator` and writes every fault to `nemesis.jsonl` (history ops) and
+from `zkjepsen.nemesis.generator` and writes every fault to `nemesis.jsonl` (history ops) and
 `schedule.json` (replayable).
 
 This module stays import-light (no docker): the CLI and the runner read `NEMESES` to validate
@@ -13,10 +13,7 @@ names before anything starts.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
-
-if TYPE_CHECKING:
-    from pathlib import Path
+from typing import Any, Protocol
 
 
 class Nemesis(Protocol):
@@ -84,17 +81,3 @@ NEMESES: dict[str, str] = {k.name: k.description for k in _KINDS}
 
 class NemesisError(Exception):
     """A fault could not be applied or undone (Docker refused, iptables failed)."""
-
-
-def run_nemesis(ensemble: Any, pool: Any, names: list[str], **kw: Any) -> list[dict[str, Any]]:
-    """See `zkjepsen.nemesis.schedule.run_nemesis` (imported lazily: it needs docker)."""
-    from zkjepsen.nemesis.schedule import run_nemesis as run
-
-    return run(ensemble, pool, names, **kw)
-
-
-def heal_all(ensemble: Any, pool: Any = None, out_dir: Path | None = None) -> list[str]:
-    """Remove every fault zkjepsen can leave in one run; see `schedule.heal_all`."""
-    from zkjepsen.nemesis.schedule import heal_all as heal
-
-    return heal(ensemble, pool, out_dir)

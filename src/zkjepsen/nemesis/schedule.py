@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from zkjepsen import generator
-from zkjepsen.nemesis import FAULTS, NemesisError, clock, partition, process
+from zkjepsen.history.jsonl import Appender
+from zkjepsen.nemesis import FAULTS, NemesisError, clock, generator, partition, process
 from zkjepsen.nemesis.targets import NemesisContext
 
 FAMILIES = {"partition": partition, "process": process, "clock": clock}
@@ -30,21 +30,18 @@ class NemesisLog:
     (never faked: the recorder runs outside the skewed JVMs)."""
 
     def __init__(self, path: Path, t0_ns: int) -> None:
-        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.out = Appender(path)
         self.t0_ns = t0_ns
-        self.lock = threading.Lock()
 
     def now(self) -> int:
         return time.monotonic_ns() - self.t0_ns
 
     def record(self, at_ns: int, f: str, value: dict[str, Any]) -> None:
-        line = json.dumps({"time": at_ns, "process": NEMESIS, "type": "info", "f": f,
-                           "value": value}, separators=(",", ":"), default=str) + "\n"
-        with self.lock:
-            os.write(self.fd, line.encode())
+        self.out.write({"time": at_ns, "process": NEMESIS, "type": "info", "f": f,
+                        "value": value})
 
     def close(self) -> None:
-        os.close(self.fd)
+        self.out.close()
 
 
 class FaultNemesis:
@@ -136,7 +133,7 @@ class _LabelledClients:
     """A stand-in for ClientPool: the run's client containers, found by their labels."""
 
     def __init__(self, ensemble: Any) -> None:
-        from zkjepsen.clients import ClientHandle
+        from zkjepsen.client.pool import ClientHandle
         from zkjepsen.harness import resources
 
         self.out_dir = None
@@ -230,7 +227,7 @@ def run_nemesis(ensemble: Any, pool: Any, names: list[str], *, seed: int, time_l
             _write_schedule(out_dir, meta, executed)
         _wait_until(origin_ns + int(time_limit_s * 1e9), stop)
     finally:
-        from zkjepsen.harness.resources import signals_deferred
+        from zkjepsen.harness.signals import signals_deferred
 
         with signals_deferred():  # a second Ctrl-C must not stop the heal halfway
             active = active or nem.current

@@ -7,7 +7,6 @@ random running client). Random choices come from the fault's own seeded RNG so a
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 import time
@@ -16,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.history.jsonl import DirTailer, client_of, read_records
 from zkjepsen.nemesis import NemesisError
 
 ACQUIRE_FS = ("acquire", "lock", "elected")
@@ -63,7 +63,7 @@ class NemesisContext:
         """The negotiated timeout from the client's `session` event, else the requested one."""
         if client_name and self.clients_dir:
             path = self.clients_dir / f"client-{client_name.lstrip('c')}.jsonl"
-            for rec in reversed(_tail_records(path)):  # a restarted client: its latest session
+            for rec in reversed(read_records(path)):  # a restarted client: its latest session
                 if rec.get("f") == "session" and isinstance(rec.get("value"), dict):
                     ms = rec["value"].get("timeout_ms")
                     if ms:
@@ -135,39 +135,22 @@ class HolderTracker:
     `release` invoke. Needs no ZooKeeper session, so it works while the ensemble is faulted."""
 
     def __init__(self, clients_dir: Path) -> None:
-        self.dir = Path(clients_dir)
-        self.files: dict[int, list] = {}  # client -> [offset, partial line, hold start or None]
+        self.tail = DirTailer(clients_dir)
+        self.since: dict[int, int | None] = {}  # client -> hold start (history ns) or None
 
     def poll(self) -> dict[int, int]:
         """client -> time (history ns) of the acquire it currently believes it holds."""
-        for path in self.dir.glob("client-*.jsonl"):
-            try:
-                idx = int(path.stem.split("-", 1)[1])
-            except ValueError:
-                continue
-            if idx == 0:
-                continue  # the runner's own session
-            st = self.files.setdefault(idx, [0, "", None])
-            try:
-                with open(path, "rb") as fh:
-                    fh.seek(st[0])
-                    data = fh.read()
-            except OSError:
-                continue
-            st[0] += len(data)
-            lines = (st[1] + data.decode(errors="replace")).split("\n")
-            st[1] = lines.pop()  # an unfinished last line waits for its end
-            for line in lines:
-                try:
-                    rec = json.loads(line)
-                except ValueError:
-                    continue
+        for path, records in self.tail.poll().items():
+            idx = client_of(path)
+            if not idx:
+                continue  # the runner's own session (client 0), or a stray file
+            for rec in records:
                 f, t = rec.get("f"), rec.get("type")
                 if f in ACQUIRE_FS and t == "ok":
-                    st[2] = rec.get("time", 0)
+                    self.since[idx] = rec.get("time", 0)
                 elif f in RELEASE_FS and t == "invoke":
-                    st[2] = None
-        return {i: st[2] for i, st in self.files.items() if st[2] is not None}
+                    self.since[idx] = None
+        return {i: t for i, t in self.since.items() if t is not None}
 
     def holding(self, idx: int) -> bool:
         return self.poll().get(idx) is not None
@@ -178,24 +161,3 @@ def current_holders(clients_dir: Path | None) -> list[int]:
     if clients_dir is None:
         return []
     return sorted(HolderTracker(clients_dir).poll())
-
-
-def _tail_records(path: Path, max_bytes: int = 256 * 1024) -> list[dict]:
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, 2)
-            size = fh.tell()
-            fh.seek(max(0, size - max_bytes))
-            data = fh.read()
-    except OSError:
-        return []
-    lines = data.decode(errors="replace").splitlines()
-    if size > max_bytes:
-        lines = lines[1:]  # the first line may be cut
-    out = []
-    for line in lines:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out

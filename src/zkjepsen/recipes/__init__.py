@@ -82,8 +82,9 @@ def _import(target: str) -> Any:
         raise BadInput(f"recipe {target!r} is not package.module:Name")
     try:
         obj = importlib.import_module(module)
-    except ImportError as e:
-        raise BadInput(f"cannot import recipe module {module!r}: {e}") from None
+    except Exception as e:  # noqa: BLE001 - a syntax error or a raise on import is bad input
+        raise BadInput(f"cannot import recipe module {module!r}: {type(e).__name__}: {e}; "
+                       "fix the module or give another recipe") from None
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
@@ -119,4 +120,24 @@ def make_recipe(name: str, zk: Any, path: str, *, hosts: str = "", identifier: s
     return obj
 
 
-__all__ = ["RECIPES", "Recipe", "RecipeInfo", "Token", "make_recipe", "recipe_names"]
+def validate_recipe(name: str) -> None:
+    """On the host, before anything starts: the recipe exists, imports, and its class (or
+    object) has acquire, release and holding. A recipe that fails here would fail in every
+    client container, and a run in which nothing was acquired tests nothing."""
+    if name in RECIPES:
+        return
+    if ":" not in name:
+        raise BadInput(f"unknown recipe {name!r}; choose from {', '.join(recipe_names())} "
+                       "or give package.module:Name (`zkjepsen list recipes`)")
+    factory = _import(name)
+    if inspect.isclass(factory) or not callable(factory):
+        missing = [m for m in ("acquire", "release", "holding")
+                   if not callable(getattr(factory, m, None))]
+        if missing:
+            raise BadInput(f"recipe {name!r} has no {', '.join(m + '()' for m in missing)}; a "
+                           "recipe needs acquire(timeout), release() and holding() "
+                           "(see zkjepsen.recipes.base.Recipe)")
+
+
+__all__ = ["RECIPES", "Recipe", "RecipeInfo", "Token", "make_recipe", "recipe_names",
+           "validate_recipe"]

@@ -6,7 +6,7 @@ A workload is an object with:
 - `run_client(ctx)`: inside each client container, until `ctx.running()` is False;
 - `final(ctx)`: host side, after the faults are healed (final reads, recorded as client 0);
 - `checkers(params) -> dict[name, Checker]`.
-`ctx` is a `zkjepsen.clientctx.ClientContext`. Modules are imported lazily by name so a client
+`ctx` is a `zkjepsen.client.context.ClientContext`. Modules are imported lazily by name so a client
 container imports only the workload it runs (stdlib + kazoo there; no matplotlib, no docker).
 """
 

@@ -21,8 +21,8 @@ from zkjepsen.checker.lock import LockChecker
 from zkjepsen.checker.models import MODELS, make_model
 from zkjepsen.checker.queue import QueueChecker
 from zkjepsen.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
-from zkjepsen.formats import FORMATS, read_history
 from zkjepsen.history import fault_windows
+from zkjepsen.history.formats import FORMATS, read_history
 
 # Checkers that are not linearizability models, selectable with --model too.
 OTHER_CHECKERS = {

@@ -1,5 +1,5 @@
 """Entry point of one client process (runs inside its own container): `python3 -m
-zkjepsen.client_main SPEC.json`. Stdlib + kazoo only; the workload drives the loop."""
+zkjepsen.client.main SPEC.json`. Stdlib + kazoo only; the workload drives the loop."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import sys
 import threading
 from pathlib import Path
 
-from zkjepsen.clientctx import ClientContext, Recorder
+from zkjepsen.client.context import ClientContext, Recorder
+from zkjepsen.client.spec import ClientSpec
 
 
 def _next_process(path: Path, client: int, nclients: int) -> int:
@@ -50,25 +51,25 @@ def main(spec_path: str) -> int:
 
     from zkjepsen.workloads import get_workload
 
-    spec = json.loads(Path(spec_path).read_text())
+    spec = ClientSpec.load(spec_path)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    n, nclients = spec["client"], spec["nclients"]
-    out = Path(spec["out"]) / f"client-{n}.jsonl"
+    n, nclients = spec.client, spec.nclients
+    out = spec.history_file
     process = _next_process(out, n, nclients)
-    rec = Recorder(str(out), spec["t0_ns"], n, nclients)
+    rec = Recorder(str(out), spec.t0_ns, n, nclients)
     rec.process = process
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     # Retries stay bounded so an op under a partition ends (as info) instead of hanging forever.
     retry = {"max_tries": 3, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
-    zk = KazooClient(hosts=spec["hosts"], timeout=spec["session_timeout_s"],
+    zk = KazooClient(hosts=spec.hosts, timeout=spec.session_timeout_s,
                      connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
                      command_retry=retry)
-    ctx = ClientContext(client=n, nclients=nclients, zk=zk, hosts=spec["hosts"],
-                        recipe=spec["recipe"], params=spec.get("params", {}), recorder=rec,
-                        deadline=spec["deadline_monotonic"],
-                        rng=random.Random(f"{spec.get('seed', 0)}:{n}:{process}"),
+    ctx = ClientContext(client=n, nclients=nclients, zk=zk, hosts=spec.hosts,
+                        recipe=spec.recipe, params=spec.params, recorder=rec,
+                        deadline=spec.deadline_monotonic,
+                        rng=random.Random(f"{spec.seed}:{n}:{process}"),
                         stop_event=stop)
 
     def on_state(state) -> None:
@@ -76,17 +77,17 @@ def main(spec_path: str) -> int:
 
     zk.add_listener(on_state)
     try:
-        zk.start(timeout=spec.get("connect_timeout_s", 15))
+        zk.start(timeout=spec.connect_timeout_s)
     except Exception as e:  # noqa: BLE001 - recorded, then the process ends
         ctx.event("client-error", f"could not connect: {e}")
         return 3
     session_id, _ = zk.client_id
     ctx.event("session", {"session_id": f"0x{session_id:x}",
                           "timeout_ms": getattr(zk, "_session_timeout", None)})
-    if spec.get("start_file") and not _await_start(Path(spec["start_file"]), ctx, stop):
+    if spec.start_file and not _await_start(Path(spec.start_file), ctx, stop):
         ctx.event("client-error", "the runner never released the start barrier")
         return 5
-    workload = get_workload(spec["workload"])
+    workload = get_workload(spec.workload)
     try:
         workload.run_client(ctx)
     except Exception as e:  # noqa: BLE001 - the history must say why a client stopped

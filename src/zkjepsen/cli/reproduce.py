@@ -11,7 +11,9 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from zkjepsen.reproduce import StoredRun, replay, shrink, violation_kinds
+from zkjepsen.reproduce.replay import replay, violation_kinds
+from zkjepsen.reproduce.shrink import shrink
+from zkjepsen.store import StoredRun
 
 console = Console(stderr=True)
 
@@ -34,7 +36,7 @@ NONDETERMINISM = ("Replays are not deterministic: the same faults at the same ti
 @click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
 def replay_command(store_dir: Path, runs: int, as_recorded: bool, store_root: Path | None) -> None:
     """Re-run a stored run's fault schedule on fresh ensembles; report how often it recurs."""
-    run = StoredRun.load(store_dir)
+    run = StoredRun.load(store_dir, need_results=True)
     target = violation_kinds(run.results)
     say(f"replaying {len(run.schedule.get('faults', []))} faults of {store_dir} "
         f"{runs}x; original violations: {sorted(target) or 'none (valid run)'}")
@@ -67,12 +69,12 @@ def replay_command(store_dir: Path, runs: int, as_recorded: bool, store_root: Pa
 def shrink_command(store_dir: Path, tries: int, min_hits: int, budget: str, kinds: tuple,
                    store_root: Path | None) -> None:
     """Shrink a failing run's schedule to the fewest, shortest faults on the fewest clients."""
-    from zkjepsen.cli_test import parse_duration
+    from zkjepsen.cli.options import parse_duration
     from zkjepsen.errors import BadInput
 
     if min_hits > tries:
         raise BadInput(f"--min-hits {min_hits} exceeds --tries {tries}")
-    run = StoredRun.load(store_dir)
+    run = StoredRun.load(store_dir, need_results=True)
     started = time.monotonic()
     res = shrink(run, kinds=set(kinds) or None, tries=tries, min_hits=min_hits,
                  budget_s=parse_duration(budget, "--budget"), store_root=store_root,
@@ -112,7 +114,7 @@ SCHEDULE = json.loads(r"""{json.dumps({"faults": res.best.faults}, indent=1)}"""
 
 
 def test_reproduce_{name}(zkjepsen_run):
-    from zkjepsen.runner import TestSpec
+    from zkjepsen.spec import TestSpec
 
     result = zkjepsen_run(TestSpec.from_json(SPEC), schedule=SCHEDULE)
     result.assert_valid()
@@ -127,7 +129,7 @@ def scenario_group() -> None:
 @scenario_group.command("list")
 def scenario_list() -> None:
     """Each scenario, the recipes it applies to and the outcome it expects."""
-    from zkjepsen.scenarios import SCENARIOS
+    from zkjepsen.reproduce.scenarios import SCENARIOS
 
     for s in SCENARIOS.values():
         click.echo(f"{s.name}: {s.title}\n    {s.why}")
@@ -146,8 +148,9 @@ def scenario_run(names: tuple, run_all: bool, recipes: tuple, seed: int,
                  store_root: Path | None) -> None:
     """Run scenarios end to end; exit 0 only if every outcome is as expected."""
     from zkjepsen.errors import BadInput
-    from zkjepsen.runner import run_test, validate_spec
-    from zkjepsen.scenarios import SCENARIOS, get_scenario
+    from zkjepsen.reproduce.scenarios import SCENARIOS, get_scenario
+    from zkjepsen.runner import run_test
+    from zkjepsen.spec import validate_spec
 
     chosen = list(SCENARIOS.values()) if run_all else [get_scenario(n) for n in names]
     if not chosen:

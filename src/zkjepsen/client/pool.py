@@ -9,7 +9,7 @@ exactly the code under test, in the image's Python 3.11.
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,8 +17,10 @@ from pathlib import Path
 import kazoo
 
 import zkjepsen
+from zkjepsen.client.spec import OUT_DIR, ClientSpec
 from zkjepsen.harness import resources
 from zkjepsen.harness.ensemble import CLIENT_IP_OFFSET, DockerEnsemble
+from zkjepsen.history.jsonl import Tailer
 
 SRC_ROOT = Path(zkjepsen.__file__).resolve().parent.parent
 KAZOO_DIR = Path(kazoo.__file__).resolve().parent
@@ -72,10 +74,9 @@ class ClientPool:
     def client_ip(self, index: int) -> str:
         return str(self.ensemble.subnet.network_address + CLIENT_IP_OFFSET + index)
 
-    def start(self, specs: list[dict]) -> list[ClientHandle]:
-        """Start one container per spec (see client_main for the keys), all at once. With
-        `"start_file": "/out/start"` in a spec, that client connects, then waits at the start
-        barrier until `release()`. Returns the handles."""
+    def start(self, specs: list[ClientSpec]) -> list[ClientHandle]:
+        """Start one container per spec, all at once. A client whose spec has a `start_file`
+        connects, then waits at the start barrier until `release()`. Returns the handles."""
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=8) as pool:
@@ -91,41 +92,39 @@ class ClientPool:
     def wait_connected(self, timeout_s: float) -> list[int]:
         """Wait until every client recorded its session (or gave up); returns the laggards."""
         deadline = time.monotonic() + timeout_s
-        pending = {h.index for h in self.handles}
-        while pending and time.monotonic() < deadline:
-            for i in list(pending):
-                path = self.out_dir / f"client-{i}.jsonl"
-                text = path.read_text() if path.exists() else ""
-                if '"f":"session"' in text or '"f":"client-error"' in text:
-                    pending.discard(i)
+        tails = {h.index: Tailer(self.out_dir / f"client-{h.index}.jsonl") for h in self.handles}
+        while tails and time.monotonic() < deadline:
+            for i, tail in list(tails.items()):
+                if any(r.get("f") in ("session", "client-error") for r in tail.poll()):
+                    del tails[i]
             time.sleep(0.05)
-        return sorted(pending)
+        return sorted(tails)
 
-    def _start_one(self, spec: dict) -> ClientHandle:
+    def _start_one(self, spec: ClientSpec) -> ClientHandle:
         api = self.ensemble.client.api
-        n = spec["client"]
-        spec = {**spec, "out": "/out"}
-        (self.out_dir / f"spec-c{n}.json").write_text(json.dumps(spec, indent=1))
+        n = spec.client
+        spec = dataclasses.replace(spec, out=OUT_DIR)
+        spec.save(self.out_dir / f"spec-c{n}.json")
         binds = {
             str(SRC_ROOT): {"bind": "/opt/zkjepsen/src", "mode": "ro"},
             str(KAZOO_DIR): {"bind": "/opt/zkjepsen/site/kazoo", "mode": "ro"},
             str(self.out_dir): {"bind": "/out", "mode": "rw"},
         }
-        binds.update(user_recipe_binds(spec.get("recipe", "")))
+        binds.update(user_recipe_binds(spec.recipe))
         env = {"PYTHONPATH": "/opt/zkjepsen/src:/opt/zkjepsen/site:/opt/zkjepsen/user",
                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
-        env.update(spec.get("env", {}))
+        env.update(spec.env)
         host_config = api.create_host_config(binds=binds, cap_add=["NET_ADMIN", "NET_RAW"])
         ip = self.client_ip(n)
         net = api.create_networking_config(
             {self.ensemble.network_name: api.create_endpoint_config(ipv4_address=ip)})
         cid = api.create_container(
             self.image, name=f"{self.ensemble.run_id}-c{n}", hostname=f"c{n}",
-            entrypoint=["python3", "-m", "zkjepsen.client_main", f"/out/spec-c{n}.json"],
+            entrypoint=["python3", "-m", "zkjepsen.client.main", f"/out/spec-c{n}.json"],
             labels=resources.labels(self.ensemble.run_id, "client", client=n, ip=ip),
             environment=env, host_config=host_config, networking_config=net)["Id"]
         api.start(cid)
-        return ClientHandle(n, ip, spec["hosts"], self.ensemble.client.containers.get(cid))
+        return ClientHandle(n, ip, spec.hosts, self.ensemble.client.containers.get(cid))
 
     def handle(self, index: int) -> ClientHandle:
         return next(h for h in self.handles if h.index == index)
@@ -176,24 +175,3 @@ def user_recipe_binds(recipe: str) -> dict[str, dict]:
     if origin.name == "__init__.py":
         return {str(origin.parent): {"bind": f"/opt/zkjepsen/user/{top}", "mode": "ro"}}
     return {str(origin): {"bind": f"/opt/zkjepsen/user/{origin.name}", "mode": "ro"}}
-
-
-def merge_histories(out_dir: Path, extra: list[Path] = ()) -> list[dict]:
-    """Merge every client's (and the nemesis') JSONL into one history ordered by time.
-
-    A client killed mid-write may leave a truncated last line: it is dropped (the op it would
-    have recorded stays incomplete, which the checkers read as "unknown").
-    """
-    records: list[dict] = []
-    for path in [*sorted(Path(out_dir).glob("client-*.jsonl")), *extra]:
-        if not Path(path).exists():
-            continue
-        for line in Path(path).read_text().splitlines():
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                continue
-    records.sort(key=lambda r: r["time"])  # stable: per-file order survives equal times
-    for i, r in enumerate(records):
-        r["index"] = i
-    return records

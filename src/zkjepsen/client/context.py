@@ -10,21 +10,20 @@ one real time axis.
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from zkjepsen.history.jsonl import Appender
+
 
 class Recorder:
     """Appends one JSON line per op or event; every line is written with one `write(2)`."""
 
     def __init__(self, path: str, t0_ns: int, client: int, nclients: int) -> None:
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        self._lock = threading.Lock()
+        self._out = Appender(path)
         self.t0_ns = t0_ns
         self.client = client
         self.nclients = nclients
@@ -34,9 +33,7 @@ class Recorder:
         return time.monotonic_ns() - self.t0_ns
 
     def write(self, record: dict[str, Any]) -> None:
-        line = (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode()
-        with self._lock:
-            os.write(self._fd, line)
+        self._out.write(record)
 
     def op(self, type_: str, f: str, key: str | None, value: Any, process: int | None = None,
            **extra: Any) -> None:
@@ -54,7 +51,7 @@ class Recorder:
         self.process += self.nclients
 
     def close(self) -> None:
-        os.close(self._fd)
+        self._out.close()
 
 
 @dataclass

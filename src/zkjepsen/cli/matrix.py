@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.table import Table
 
 from zkjepsen.errors import BadInput
-from zkjepsen.runner import TestSpec, run_test
+from zkjepsen.runner import run_test
+from zkjepsen.spec import TestSpec
 
 console = Console(stderr=True)
 
@@ -100,7 +101,7 @@ def markdown_table(cells: dict, recipes: list[str], nemeses: list[str], header: 
 def matrix_command(recipes, nemeses, runs, workload, time_limit, nodes, clients,
                    session_timeout, params, seed, out, store_root) -> None:
     """Run every recipe x nemesis cell K times; print and write the verdict table."""
-    from zkjepsen.cli_test import _scalar
+    from zkjepsen.cli.options import scalar as _scalar
 
     recipe_list, nemesis_list = _split(recipes, "recipes"), _split(nemeses, "nemeses")
     extra = {}
@@ -113,7 +114,7 @@ def matrix_command(recipes, nemeses, runs, workload, time_limit, nodes, clients,
                       clients=clients, time_limit_s=time_limit, session_timeout_s=session_timeout,
                       seed=seed + i, params=extra, recovery_s=5.0)
              for rc in recipe_list for nm in nemesis_list for i in range(runs)]
-    from zkjepsen.runner import validate_spec
+    from zkjepsen.spec import validate_spec
 
     for s in specs[:: runs]:
         validate_spec(s)  # every name checked before the first cluster starts

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zkjepsen.errors import BadInput
-from zkjepsen.reproduce import violation_kinds
-from zkjepsen.runner import TestSpec
+from zkjepsen.reproduce.replay import violation_kinds
+from zkjepsen.spec import TestSpec
 
 
 @dataclass(frozen=True)

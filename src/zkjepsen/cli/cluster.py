@@ -10,9 +10,10 @@ from rich.console import Console
 from rich.table import Table
 
 from zkjepsen.errors import BadInput, EnvironmentProblem
-from zkjepsen.harness import resources
+from zkjepsen.harness import image as image_lib
+from zkjepsen.harness import resources, signals
 from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
-from zkjepsen.harness.image import ImageInfo, build_image, default_tag, image_exists
+from zkjepsen.harness.image import ImageInfo, default_tag, image_exists
 from zkjepsen.harness.zkconfig import ZkSettings
 from zkjepsen.store import new_run_dir
 
@@ -20,20 +21,14 @@ console = Console(stderr=True)
 
 
 def ensure_image(client, image: str | None, force: bool = False) -> ImageInfo:
-    """The image to run: the user's (`--image`, must exist) or ours (built if missing)."""
-    if image:
-        if not image_exists(client, image):
-            raise BadInput(f"image {image} does not exist locally; build or load it first, "
-                           "or drop --image to use zkjepsen's own")
-        return ImageInfo(image, client.images.get(image).attrs.get("Size", 0), built=False)
+    """`harness.image.ensure_image` with a spinner and a closing line on the terminal."""
+    if image or (image_exists(client, default_tag()) and not force):
+        return image_lib.ensure_image(client, image, force=force)
     tag = default_tag()
-    if image_exists(client, tag) and not force:
-        return ImageInfo(tag, client.images.get(tag).attrs.get("Size", 0), built=False)
     with console.status(f"building {tag} (first time only, ~1-2 min)") as status:
-        info = build_image(client, tag, force=force,
-                           on_progress=lambda s: status.update(f"building {tag}: {s}"))
-    console.print(f"built {info.tag}: {info.size_bytes / 1e6:.0f} MB in "
-                  f"{info.build_seconds:.0f} s")
+        info = image_lib.ensure_image(
+            client, None, force=force, on_progress=lambda s: status.update(f"building {tag}: {s}"))
+    console.print(f"built {info.tag}: {info.size_bytes / 1e6:.0f} MB in {info.build_seconds:.0f} s")
     return info
 
 
@@ -72,9 +67,9 @@ def cluster_up(nodes: int, tick_ms: int, store_root: Path | None, image: str | N
     client = resources.docker_client()
     info = ensure_image(client, image)
     spec = EnsembleSpec(nodes=nodes, image=info.tag, settings=ZkSettings(tick_ms=tick_ms))
-    ens = DockerEnsemble(spec, new_run_dir("cluster", store_root), client=client)
+    ens = DockerEnsemble(spec, new_run_dir("cluster", store_root).path, client=client)
     t0 = time.monotonic()
-    with resources.teardown_on_signals():
+    with signals.teardown_on_signals():
         try:
             with console.status(f"starting {nodes} ZooKeeper servers ({ens.run_id})"):
                 ens.start()
@@ -164,8 +159,10 @@ def demo(nodes: int, time_limit: float, image: str | None) -> None:
     client = resources.docker_client()
     info = ensure_image(client, image)
     _round_trip(client, nodes, info.tag)
-    from zkjepsen.cli_test import LiveDisplay, print_verdict
-    from zkjepsen.runner import TestSpec, run_test
+    from zkjepsen.cli.display import LiveDisplay
+    from zkjepsen.cli.run import print_verdict
+    from zkjepsen.runner import run_test
+    from zkjepsen.spec import TestSpec
 
     spec = TestSpec(recipe="kazoo", workload="counter", nemesis=["pause-client"], nodes=3,
                     clients=5, time_limit_s=time_limit, recovery_s=5.0, session_timeout_s=3.0,
@@ -183,8 +180,8 @@ def _round_trip(client, nodes: int, image: str) -> None:
 
     spec = EnsembleSpec(nodes=nodes, image=image)
     t0 = time.monotonic()
-    with resources.teardown_on_signals(), \
-            DockerEnsemble(spec, new_run_dir("demo-ensemble"), client=client) as ens:
+    with signals.teardown_on_signals(), \
+            DockerEnsemble(spec, new_run_dir("demo-ensemble").path, client=client) as ens:
         console.print(f"{nodes} servers serving in {time.monotonic() - t0:.1f} s "
                       f"(run {ens.run_id}); leader {ens.leader().name}")
         first, last = ens.nodes[0], ens.nodes[-1]

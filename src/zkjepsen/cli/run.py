@@ -1,0 +1,96 @@
+"""`zkjepsen test` and `zkjepsen analyze`: one run end to end, or re-check a stored one."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.text import Text
+
+from zkjepsen.cli.display import LiveDisplay, console
+from zkjepsen.cli.options import parse_duration, scalar
+from zkjepsen.errors import BadInput
+from zkjepsen.report.summary import summarise
+from zkjepsen.runner import RunResult, check_history, run_test
+from zkjepsen.spec import TestSpec
+
+
+def print_verdict(run: RunResult) -> None:
+    v = run.valid
+    word = {True: "VALID", False: "INVALID"}.get(v, "UNKNOWN")
+    style = {True: "bold green", False: "bold red"}.get(v, "bold yellow")
+    console.print(Text(f"{word}", style=style), f"  store: {run.store_dir}")
+    for name, res in run.results.items():
+        if name == "valid" or not isinstance(res, dict):
+            continue
+        console.print(f"  {name}: {res.get('valid')}  {summarise(res)}")
+
+
+@click.command("test")
+@click.option("--recipe", default=None, help="Lock recipe (`zkjepsen list recipes`) or "
+              "package.module:Name.")
+@click.option("--workload", default=None, help="lock, counter, register, election, queue, rwlock")
+@click.option("--nemesis", default=None, help="Comma-separated faults (`zkjepsen list nemeses`).")
+@click.option("--nodes", type=click.IntRange(1, 9), default=None)
+@click.option("--clients", type=click.IntRange(1, 100), default=None)
+@click.option("--time-limit", default=None, help="Main phase length, e.g. 60 or 60s.")
+@click.option("--session-timeout", default=None, help="Client session timeout, e.g. 4s.")
+@click.option("--seed", type=int, default=None)
+@click.option("--image", default=None, metavar="NAME")
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
+              help="Workload parameter (repeatable), e.g. resource=fenced.")
+@click.option("--config", "config", type=click.Path(path_type=Path), default=None,
+              help="A TOML file of test settings; command-line options win.")
+@click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
+def test_command(recipe, workload, nemesis, nodes, clients, time_limit, session_timeout, seed,
+                 image, params, config, store_root) -> None:
+    """Run one test: ensemble up, faults, heal, final reads, teardown, check, report."""
+    settings: dict[str, Any] = {}
+    if config:
+        try:
+            settings = tomllib.loads(config.read_text())
+        except (OSError, tomllib.TOMLDecodeError) as e:
+            raise BadInput(f"cannot read config {config}: {e}") from None
+    cli_values = {"recipe": recipe, "workload": workload, "nodes": nodes, "clients": clients,
+                  "seed": seed, "image": image}
+    settings.update({k: v for k, v in cli_values.items() if v is not None})
+    if nemesis is not None:
+        settings["nemesis"] = [n.strip() for n in nemesis.split(",") if n.strip()] or ["none"]
+    if time_limit is not None:
+        settings["time_limit_s"] = parse_duration(time_limit, "--time-limit")
+    if session_timeout is not None:
+        settings["session_timeout_s"] = parse_duration(session_timeout, "--session-timeout")
+    if params:
+        merged = dict(settings.get("params", {}))
+        for p in params:
+            k, sep, v = p.partition("=")
+            if not sep or not k:
+                raise BadInput(f"--param {p!r} is not KEY=VALUE")
+            merged[k] = scalar(v)
+        settings["params"] = merged
+    spec = TestSpec.from_json(settings)
+    run = run_test(spec, store_root, display=LiveDisplay())
+    print_verdict(run)
+    raise SystemExit(run.exit_code)
+
+
+@click.command("analyze")
+@click.argument("store_dir", type=click.Path(path_type=Path))
+def analyze_command(store_dir: Path) -> None:
+    """Re-run the checkers on a stored history (no cluster needed). An interrupted run, which
+    has no history.jsonl yet, is analyzed from its clients' own files."""
+    from zkjepsen.store import StoredRun
+
+    stored = StoredRun.load(store_dir.resolve())
+    history = stored.history()
+    result = check_history(history, stored.spec, stored.store_dir)
+    run = RunResult(stored.spec, stored.store_dir, result["valid"], result, {})
+    print_verdict(run)
+    if stored.results is not None:
+        before = stored.results.get("valid")
+        same = before == result.get("valid")
+        console.print(f"stored verdict {before}: "
+                      f"{'reproduced' if same else 'DIFFERS from this analysis'}")
+    raise SystemExit(run.exit_code)

@@ -1,0 +1,52 @@
+"""What the runner tells one client process: the typed record that crosses the container
+boundary as `/out/spec.json`. Stdlib only (it is read inside the client containers).
+
+This is the first half of the client wire: the program under test learns its servers, session
+timeout, identity, workload and parameters from it; the recorder writes the history beside it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+OUT_DIR = "/out"  # where a client container sees its own output directory
+
+
+@dataclass(frozen=True)
+class ClientSpec:
+    client: int  # logical client number, 1..N
+    nclients: int
+    hosts: str  # ZooKeeper connect string this client uses
+    session_timeout_s: float
+    workload: str
+    recipe: str  # registry name or "package.module:Name"
+    t0_ns: int  # CLOCK_MONOTONIC of the test's start (the history's time zero)
+    params: dict[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    deadline_monotonic: float = 0.0  # 0: wait at the start barrier for the real deadline
+    start_file: str | None = f"{OUT_DIR}/start"  # the start barrier (None: begin at once)
+    out: str = OUT_DIR
+    connect_timeout_s: float = 15.0
+    env: dict[str, str] = field(default_factory=dict)  # extra environment (e.g. libfaketime)
+
+    @property
+    def history_file(self) -> Path:
+        return Path(self.out) / f"client-{self.client}.jsonl"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ClientSpec:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_json(), indent=1))
+
+    @classmethod
+    def load(cls, path: str | Path) -> ClientSpec:
+        return cls.from_json(json.loads(Path(path).read_text()))

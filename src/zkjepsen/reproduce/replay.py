@@ -1,0 +1,88 @@
+"""Replay a stored run's fault schedule, and shrink it to the smallest schedule that still breaks.
+
+Real systems are not deterministic: the same faults at the same times give a different
+interleaving every time. So a replay is judged by a *rate* ("the belief overlap recurred in 4 of
+5 replays"), and shrinking keeps a candidate only if its violation recurs at a stated rate.
+
+Replay semantics: every fault is re-run at its recorded offset from the test's start, for its
+recorded length. A fault whose target was a *role* (the lock holder, the leader) is re-aimed at
+whoever has that role at replay time (`retarget=True`, the default): the client that held the
+lock at 14.1 s in the original need not hold it at 14.1 s in the replay, and pausing a waiter
+reproduces nothing. Faults aimed at a random or explicit target keep the recorded identity.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+
+from zkjepsen.runner import RunResult, run_test
+from zkjepsen.spec import TestSpec
+from zkjepsen.store import StoredRun
+
+ROLE_CHOICES = ("holder", "leader")
+WARMUP_S = 4.0  # clients connected and contending before the first fault of a shifted schedule
+MARGIN_S = 3.0  # main phase kept after the last fault / the violation
+
+
+def violation_kinds(results: dict) -> set[str]:
+    """What broke, as comparable labels: `lock:belief`, `lock:effect`, `counter:lost`, or the
+    bare checker name for a checker that says only "invalid"."""
+    kinds: set[str] = set()
+    for name, res in (results or {}).items():
+        if not isinstance(res, dict) or res.get("valid") is not False:
+            continue
+        found = False
+        for key, label in (("belief_overlap_count", "belief"), ("effect_overlap_count", "effect"),
+                           ("lost", "lost"), ("backwards_count", "backwards")):
+            if isinstance(res.get(key), int) and res[key] > 0:
+                kinds.add(f"{name}:{label}")
+                found = True
+        if not found:
+            kinds.add(name)
+    return kinds
+
+
+def first_violation_ns(results: dict | None) -> int | None:
+    """Earliest end of any reported violation window (when the break was complete)."""
+    best = None
+    for res in (results or {}).values():
+        if not isinstance(res, dict):
+            continue
+        for key in ("belief_overlaps", "effect_overlaps"):
+            for v in res.get(key) or []:
+                t = v.get("end") or v.get("start")
+                if isinstance(t, int) and (best is None or t < best):
+                    best = t
+    return best
+
+
+def faults_for_replay(faults: list[dict], retarget: bool = True) -> list[dict]:
+    out = []
+    for f in faults:
+        g = {k: copy.deepcopy(f.get(k)) for k in ("fault_id", "f", "target", "targets", "detail",
+                                                   "params", "duration", "start_ns", "end_ns")}
+        chosen = (f.get("detail") or {}).get("chosen")
+        if retarget and (chosen in ROLE_CHOICES or f.get("target") in ROLE_CHOICES):
+            g["targets"] = None  # re-resolved at replay time by role
+            g["target"] = chosen if chosen in ROLE_CHOICES else f.get("target")
+            g["detail"] = None
+        out.append(g)
+    return out
+
+
+def replay(run: StoredRun, runs: int = 1, retarget: bool = True, store_root: Path | None = None,
+           spec: TestSpec | None = None, faults: list[dict] | None = None,
+           on_result: Callable[[int, RunResult], None] = lambda i, r: None) -> list[RunResult]:
+    """Re-execute the schedule (or `faults`) against fresh ensembles `runs` times."""
+    spec = copy.deepcopy(spec or run.spec)
+    spec.name = f"{run.spec.test_name}-replay"
+    schedule = {"faults": faults_for_replay(run.schedule.get("faults", []), retarget)
+                if faults is None else faults}
+    out = []
+    for i in range(runs):
+        r = run_test(spec, store_root, schedule=schedule)
+        on_result(i, r)
+        out.append(r)
+    return out

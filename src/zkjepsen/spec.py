@@ -1,0 +1,149 @@
+"""A test as a plain, serialisable value (`TestSpec`, what `test.json` holds) and its checks.
+
+Every setting is validated here, before any directory, link or container exists: a wrong type,
+NaN, infinity or an out-of-range value is one sentence and exit 254, whichever way it came in
+(command line, a TOML config, a stored `test.json`, the pytest plugin).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from zkjepsen.errors import BadInput
+
+MAX_TIME_S = 24 * 3600.0  # one run longer than a day is a typo, not a test
+# A Docker image reference: [registry/]name[:tag][@digest], lower-case path components.
+IMAGE_REF = re.compile(
+    r"^(?:[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+    r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}$")
+
+
+def _int(name: str, v: Any, lo: int, hi: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise BadInput(f"{name} must be a whole number from {lo} to {hi}, not {v!r}")
+    if not lo <= v <= hi:
+        raise BadInput(f"{name} {v} is out of range; use {lo} to {hi}")
+    return v
+
+
+def _seconds(name: str, v: Any, lo: float, hi: float, allow_zero: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise BadInput(f"{name} must be a finite number of seconds, not {v!r}")
+    if v < lo or v > hi or (v == lo and not allow_zero and lo == 0):
+        bound = f"at least {lo:g}" if allow_zero else f"more than {lo:g}"
+        raise BadInput(f"{name} {v:g} is out of range; use {bound} and at most {hi:g} seconds")
+    return float(v)
+
+
+def _str(name: str, v: Any, optional: bool = False) -> str | None:
+    if v is None and optional:
+        return None
+    if not isinstance(v, str) or not v.strip():
+        raise BadInput(f"{name} must be a non-empty string, not {v!r}")
+    return v
+
+
+@dataclass
+class TestSpec:
+    """One test, serialisable (test.json). Names are resolved by `runner.resolve`."""
+
+    __test__ = False  # a spec, not a pytest test class
+    recipe: str = "kazoo"
+    workload: str = "lock"
+    nemesis: list[str] = field(default_factory=lambda: ["none"])
+    nodes: int = 5
+    clients: int = 10
+    time_limit_s: float = 60.0
+    recovery_s: float = 10.0
+    session_timeout_s: float = 4.0
+    seed: int = 0
+    image: str | None = None
+    pin_clients: bool = False  # True: client i talks only to server i mod n; False: all servers
+    interval_s: float = 10.0  # quiet time between faults
+    fault_duration_s: float = 8.0  # default fault length (pause faults: relative to the session)
+    params: dict[str, Any] = field(default_factory=dict)  # workload/recipe parameters
+    name: str | None = None
+    tick_ms: int = 500
+    max_faults: int | None = None  # a fault budget (the pytest marker sets it)
+    fault_target: str | None = None  # override every fault's default target (e.g. "random")
+
+    def __post_init__(self) -> None:
+        _str("recipe", self.recipe)
+        _str("workload", self.workload)
+        if isinstance(self.nemesis, str):
+            self.nemesis = [n.strip() for n in self.nemesis.split(",") if n.strip()]
+        if not isinstance(self.nemesis, list) or not all(isinstance(n, str) for n in
+                                                         self.nemesis):
+            raise BadInput(f"nemesis must be a list of fault names, not {self.nemesis!r}")
+        self.nemesis = self.nemesis or ["none"]
+        _int("nodes", self.nodes, 1, 9)
+        _int("clients", self.clients, 1, 100)
+        _int("tick_ms", self.tick_ms, 50, 10_000)
+        self.time_limit_s = _seconds("time limit", self.time_limit_s, 0, MAX_TIME_S)
+        self.recovery_s = _seconds("recovery", self.recovery_s, 0, 3600, allow_zero=True)
+        self.interval_s = _seconds("fault interval", self.interval_s, 0, MAX_TIME_S)
+        self.fault_duration_s = _seconds("fault duration", self.fault_duration_s, 0, MAX_TIME_S)
+        self.session_timeout_s = _seconds("session timeout", self.session_timeout_s, 0, 3600)
+        lo, hi = 2 * self.tick_ms / 1000, 20 * self.tick_ms / 1000
+        if not lo <= self.session_timeout_s <= hi:
+            raise BadInput(f"session timeout {self.session_timeout_s:g}s is outside what the "
+                           f"servers grant with tickTime {self.tick_ms} ms ([{lo:g}s, {hi:g}s])")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise BadInput(f"seed must be a whole number, not {self.seed!r}")
+        if self.image is not None and (not isinstance(self.image, str)
+                                       or not IMAGE_REF.match(self.image)):
+            raise BadInput(f"image {self.image!r} is not a valid image reference; give a local "
+                           "image name such as zkjepsen/zookeeper:mytag")
+        if not isinstance(self.pin_clients, bool):
+            raise BadInput(f"pin_clients must be true or false, not {self.pin_clients!r}")
+        if not isinstance(self.params, dict) or not all(isinstance(k, str) for k in self.params):
+            raise BadInput(f"params must be a table of name = value, not {self.params!r}")
+        if self.name is not None and (not isinstance(self.name, str)
+                                      or not NAME_RE.match(self.name)):
+            raise BadInput(f"name {self.name!r} must be letters, digits, '.', '_', '+' or '-' "
+                           "(it names the store folder)")
+        if self.max_faults is not None:
+            _int("max_faults", self.max_faults, 0, 100_000)
+        _str("fault_target", self.fault_target, optional=True)
+
+    @property
+    def test_name(self) -> str:
+        return self.name or f"{self.recipe}-{self.workload}-{'+'.join(self.nemesis)}".replace(
+            ":", "_").replace("/", "_")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: Any) -> TestSpec:
+        if not isinstance(d, dict):
+            raise BadInput(f"a test spec must be a table of settings, not {type(d).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise BadInput(f"unknown test setting(s) {', '.join(sorted(map(str, unknown)))}; "
+                           f"valid ones: {', '.join(sorted(known))}")
+        return cls(**d)
+
+
+def validate_spec(spec: TestSpec) -> None:
+    """Fail fast, before anything is created, on names that do not exist and parameters the
+    workload or recipe cannot use."""
+    from zkjepsen.recipes import validate_recipe
+    from zkjepsen.workloads import get_workload
+    from zkjepsen.workloads.params import validate_params
+
+    get_workload(spec.workload)
+    validate_recipe(spec.recipe)
+    names = [n for n in spec.nemesis if n != "none"]
+    from zkjepsen.nemesis import NEMESES
+
+    for n in names:
+        if n not in NEMESES:
+            raise BadInput(f"unknown nemesis {n!r}; choose from {', '.join(sorted(NEMESES))}"
+                           " (`zkjepsen list nemeses`)")
+    spec.params = validate_params(spec.params, user_recipe=":" in spec.recipe)

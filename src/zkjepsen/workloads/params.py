@@ -1,0 +1,86 @@
+"""Every workload and recipe parameter (`--param KEY=VALUE`), declared once with its type and
+allowed values, so a bad value is refused on the host before any container starts (instead of
+every client failing inside its container and the run saying nothing was tested)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from zkjepsen.errors import BadInput
+
+
+@dataclass(frozen=True)
+class Param:
+    kind: type  # bool, int, float or str
+    help: str
+    choices: tuple[str, ...] = ()
+    minimum: float | None = 0.0  # numbers: the smallest allowed value (None: any)
+
+
+KNOWN: dict[str, Param] = {
+    "resource": Param(str, "how the protected resource is written", ("unguarded", "fenced",
+                                                                       "token")),
+    "resource_path": Param(str, "znode of the protected resource"),
+    "lock_path": Param(str, "znode under which the lock lives"),
+    "counter_path": Param(str, "znode of the counter"),
+    "queue_path": Param(str, "znode of the queue"),
+    "retry_writes": Param(bool, "retry protected writes with KazooRetry(ignore_expire)"),
+    "hold_s": Param(float, "mean time a holder keeps the lock"),
+    "hold_fixed": Param(bool, "hold exactly hold_s"),
+    "think_s": Param(float, "pause between operations"),
+    "acquire_timeout_s": Param(float, "how long acquire waits"),
+    "writes": Param(int, "protected writes per critical section"),
+    "read_frac": Param(float, "fraction of reads"),
+    "enqueue_frac": Param(float, "fraction of enqueues"),
+    "keys": Param(int, "register keys", minimum=1),
+    "values": Param(int, "distinct register values", minimum=1),
+    "sync_reads": Param(bool, "sync() before every read"),
+    "check_time_s": Param(float, "linearizability check budget"),
+    "mode": Param(str, "rwlock mode", ("read", "write")),
+}
+
+
+def _coerce(name: str, p: Param, v: Any) -> Any:
+    wrong = BadInput(f"--param {name}={v!r} is not a valid {p.kind.__name__} ({p.help})"
+                     + (f"; choose from {', '.join(p.choices)}" if p.choices else ""))
+    if p.kind is bool:
+        if isinstance(v, bool):
+            return v
+        text = str(v).lower()
+        if text in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+            return text in ("1", "true", "yes", "on")
+        raise wrong
+    if p.kind in (int, float):
+        if isinstance(v, bool):
+            raise wrong
+        try:
+            x = p.kind(v)
+        except (TypeError, ValueError):
+            raise wrong from None
+        if p.kind is int and isinstance(v, float) and v != x:
+            raise wrong
+        if not math.isfinite(x):
+            raise wrong
+        if p.minimum is not None and x < p.minimum:
+            raise BadInput(f"--param {name}={v!r} is out of range; use at least {p.minimum:g}")
+        return x
+    if not isinstance(v, str) or (p.choices and v not in p.choices):
+        raise wrong
+    return v
+
+
+def validate_params(params: dict[str, Any], *, user_recipe: bool) -> dict[str, Any]:
+    """The parameters, typed. Unknown names are refused unless the recipe is the user's own
+    (which may read parameters zkjepsen does not know)."""
+    out: dict[str, Any] = {}
+    for name, v in params.items():
+        p = KNOWN.get(name)
+        if p is None:
+            if user_recipe:
+                out[name] = v
+                continue
+            raise BadInput(f"unknown parameter {name!r}; known ones: {', '.join(sorted(KNOWN))}")
+        out[name] = _coerce(name, p, v)
+    return out

@@ -1,0 +1,115 @@
+"""The rules of the house (../shared/DESIGN.md), checked on the source with `ast`:
+no import cycles, no library module importing the CLI, no private name imported across modules,
+and no module much over 400 lines."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import zkjepsen
+
+ROOT = Path(zkjepsen.__file__).resolve().parent
+MAX_LINES = 420  # "modules under ~400 lines"
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in ROOT.rglob("*.py")}
+
+
+def imports(path: Path, mods: dict[str, Path]) -> list[tuple[str, list[str]]]:
+    """(imported module, names imported from it) for every zkjepsen import, at any depth."""
+    tree = ast.parse(path.read_text(), str(path))
+    me = module_name(path)
+    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, []) for a in node.names if a.name.startswith("zkjepsen")]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
+                                + ([node.module] if node.module else []))
+            if not base.startswith("zkjepsen"):
+                continue
+            names = [a.name for a in node.names]
+            # `from pkg import submodule` imports the submodule
+            subs = [f"{base}.{n}" for n in names if f"{base}.{n}" in mods]
+            plain = [n for n in names if f"{base}.{n}" not in mods]
+            out += [(s, []) for s in subs]
+            if plain or not subs:
+                out.append((base, plain))
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    return {m: {t for t, _ in imports(p, mods) if t in mods and t != m} for m, p in mods.items()}
+
+
+def find_cycle(g: dict[str, set[str]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(m: str) -> list[str] | None:
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(g.get(m, ())):
+            if state.get(n) == 1:
+                return stack[stack.index(n):] + [n]
+            if n not in state:
+                found = visit(n)
+                if found:
+                    return found
+        stack.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(g):
+        if m not in state:
+            found = visit(m)
+            if found:
+                return found
+    return None
+
+
+def test_no_import_cycles():
+    cycle = find_cycle(graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_find_cycle_finds_one():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_only_the_cli_imports_the_cli():
+    bad = [f"{m} imports {t}" for m, ts in graph().items() if not m.startswith("zkjepsen.cli")
+           for t in ts if t == "zkjepsen.cli" or t.startswith("zkjepsen.cli.")]
+    assert not bad, bad
+
+
+def test_no_private_names_across_modules():
+    mods = modules()
+    bad = []
+    for m, p in mods.items():
+        for target, names in imports(p, mods):
+            if target == m:
+                continue
+            bad += [f"{m}: from {target} import {n}" for n in names
+                    if n.startswith("_") and not n.startswith("__")]
+    assert not bad, bad
+
+
+def test_modules_are_small():
+    big = {m: n for m, p in modules().items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not big, big
