@@ -19,7 +19,7 @@ from zkjepsen import errors
 from zkjepsen.client.context import ClientContext, Recorder
 from zkjepsen.client.spec import ClientSpec
 from zkjepsen.spec import TestSpec, validate_spec
-from zkjepsen.store import RunDir, new_run_dir
+from zkjepsen.store import RunDir, check_root, new_run_dir
 
 __all__ = ["RunResult", "TestSpec", "check_history", "run_test", "validate_spec"]
 
@@ -70,6 +70,7 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
     from zkjepsen.workloads import get_workload
 
     validate_spec(spec)
+    check_root(store_root)  # a file or unwritable --store: bad input, before any container
     workload = get_workload(spec.workload)
     client = resources.docker_client()
     image = ensure_image(client, spec.image).tag

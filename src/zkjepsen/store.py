@@ -104,6 +104,23 @@ def new_run_dir(test_name: str, root: Path | None = None) -> RunDir:
     return RunDir(run_dir)
 
 
+def check_faults(faults: list[Any], source: Path) -> None:
+    """Every executed fault in a schedule is replayable: a known fault name and a start and end
+    (ns since the test's start) in order. Anything else is bad input, named by its position."""
+    from zkjepsen.nemesis import NEMESES
+
+    for i, f in enumerate(faults, 1):
+        ok = (isinstance(f, dict) and f.get("f") in NEMESES
+              and all(isinstance(f.get(k), int) and not isinstance(f.get(k), bool)
+                      and f[k] >= 0 for k in ("start_ns", "end_ns"))
+              and f["end_ns"] >= f["start_ns"]
+              and isinstance(f.get("targets") or [], list))
+        if not ok:
+            raise BadInput(f"{source}: fault {i} is not a replayable fault (it needs a known "
+                           "fault name f and start_ns <= end_ns); give a schedule.json written "
+                           "by zkjepsen")
+
+
 @dataclass
 class StoredRun:
     """A run read back from the store. `history()` merges the clients' own files when the run
@@ -133,6 +150,7 @@ class StoredRun:
             raise BadInput(f"{d.schedule} is not a fault schedule (a table with a list of "
                            "faults); give a run directory written by zkjepsen")
         schedule.setdefault("faults", [])
+        check_faults(schedule["faults"], d.schedule)
         results = _read_json(d.results, "results.json") if d.results.exists() else None
         if results is not None and not isinstance(results, dict):
             raise BadInput(f"{d.results} is not a results table; re-run `zkjepsen analyze`")

@@ -39,11 +39,15 @@ def test_valid_history_exits_0(tmp_path, capsys):
     assert code == 0 and out.strip().endswith(": valid")
 
 
-def test_default_html_path_is_next_to_the_working_directory(tmp_path, capsys):
+def test_default_html_path_is_next_to_the_history(tmp_path, capsys, monkeypatch):
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # checking a corpus must not litter the working directory
     h = write_jsonl(tmp_path / "h.jsonl", REGISTER_BAD)
     code, out, _ = run(["check", str(h), "--model", "register"], capsys)
-    assert code == 1 and "counterexample: h.jsonl.counterexample.html" in out
+    assert code == 1 and f"counterexample: {tmp_path / 'h.jsonl.counterexample.html'}" in out
     assert (tmp_path / "h.jsonl.counterexample.html").exists()
+    assert list(elsewhere.iterdir()) == []
 
 
 def test_invalid_history_exits_1_and_writes_html(tmp_path, capsys):

@@ -2,7 +2,7 @@
 
 Exit status: 0 valid, 1 invalid, 2 unknown, 254 bad input (a malformed line: one sentence with
 the line number; nothing written). On a linearizability failure the counterexample is written as
-one HTML file (--html PATH, default `<history name>.counterexample.html` in the current directory).
+one HTML file (--html PATH, default `<history>.counterexample.html` next to the history).
 """
 
 from __future__ import annotations
@@ -92,14 +92,21 @@ def check(ctx: click.Context, history: Path, model_name: str, fmt: str, initial:
         if result.valid is False and checker.last_outcome is not None:
             from zkjepsen.report.counterexample import write
 
-            out = html_path or Path(history.name + ".counterexample.html")
-            write(out, checker.last_outcome, model, title=f"{history.name}: not linearizable",
-                  partition=result.details.get("partition"), faults=fault_windows(h))
-            result.details["html"] = str(out)
+            # Next to the history (never silently into the current directory), or --html.
+            out = html_path or history.with_name(history.name + ".counterexample.html")
+            try:
+                write(out, checker.last_outcome, model, title=f"{history.name}: not linearizable",
+                      partition=result.details.get("partition"), faults=fault_windows(h))
+                result.details["html"] = str(out)
+            except OSError as e:
+                result.details["html_error"] = (f"counterexample not written to {out} "
+                                                f"({e.strerror}); give --html PATH")
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2, default=str))
     click.echo(f"{history}: {_summary(result)}")
     if "html" in result.details:
         click.echo(f"counterexample: {result.details['html']}")
+    elif "html_error" in result.details:
+        click.echo(result.details["html_error"], err=True)
     code = {True: EXIT_VALID, False: EXIT_INVALID}.get(result.valid, EXIT_UNKNOWN)  # type: ignore[arg-type]
     ctx.exit(code)

@@ -155,6 +155,11 @@ def scenario_run(names: tuple, run_all: bool, recipes: tuple, seed: int,
     chosen = list(SCENARIOS.values()) if run_all else [get_scenario(n) for n in names]
     if not chosen:
         raise BadInput("name a scenario (`zkjepsen scenario list`) or pass --all")
+    named = {r for s in chosen for r in s.expect}
+    unknown = [r for r in recipes if r not in named]
+    if unknown:
+        raise BadInput(f"--recipe {', '.join(unknown)}: not a recipe these scenarios apply to; "
+                       f"choose from {', '.join(sorted(named))} (`zkjepsen scenario list`)")
     plan = [(s, r) for s in chosen for r in s.expect if not recipes or r in recipes]
     for s, r in plan:
         validate_spec(s.spec(r, seed))

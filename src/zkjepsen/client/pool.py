@@ -169,8 +169,15 @@ def user_recipe_binds(recipe: str) -> dict[str, dict]:
 
     top = recipe.partition(":")[0].split(".")[0]
     spec = importlib.util.find_spec(top)
-    if spec is None or spec.origin in (None, "built-in", "frozen"):
+    if spec is None:
         return {}  # validate_spec reports an unimportable recipe before anything starts
+    if spec.origin is None and spec.submodule_search_locations:
+        # A namespace package (no __init__.py): mount its directory all the same, or every
+        # client fails to import the recipe and the run tests nothing.
+        where = Path(next(iter(spec.submodule_search_locations))).resolve()
+        return {str(where): {"bind": f"/opt/zkjepsen/user/{top}", "mode": "ro"}}
+    if spec.origin in (None, "built-in", "frozen"):
+        return {}
     origin = Path(spec.origin).resolve()
     if origin.name == "__init__.py":
         return {str(origin.parent): {"bind": f"/opt/zkjepsen/user/{top}", "mode": "ro"}}

@@ -23,6 +23,8 @@ from zkjepsen.harness.zkconfig import CLIENT_PORT, LOG4J_PROPERTIES, ZkSettings,
 
 SERVER_IP_OFFSET = 10  # n1 = .11, n2 = .12, ...; clients get .101 and up
 CLIENT_IP_OFFSET = 100
+# A one-server "ensemble" runs standalone: it serves every write itself, so it is the leader.
+LEADING = ("leader", "standalone")
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,7 @@ class DockerEnsemble:
         """
         answers = list(self._pool.map(lambda n: (n, self.srvr(n)), self.nodes))
         leaders = [(int(a.get("Zxid", "0x0"), 16) >> 32, n) for n, a in answers
-                   if a and a.get("Mode") == "leader"]
+                   if a and a.get("Mode") in LEADING]
         return max(leaders, key=lambda t: t[0])[1] if leaders else None
 
     def status(self) -> list[dict]:
@@ -212,7 +214,7 @@ class DockerEnsemble:
         while time.monotonic() - t0 < timeout_s:
             last = list(self._pool.map(lambda n: (n, self.srvr(n)), self.nodes))
             modes = [a.get("Mode") if a else None for _, a in last]
-            if all(modes) and modes.count("leader") == 1:
+            if all(modes) and sum(m in LEADING for m in modes) == 1:
                 return time.monotonic() - t0
             for node in self.nodes:
                 c = self._container(node)

@@ -1,0 +1,124 @@
+"""Bad input is one sentence and exit 254, before anything is created (no store folder, no
+`latest` link, no container: these run without a Docker engine, so validation must come first)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from zkjepsen.cli import main
+
+
+def run_cli(args: list[str], capsys) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    err = capsys.readouterr().err
+    return e.value.code, err
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent")  # nothing may reach an engine
+    return tmp_path
+
+
+def assert_refused(code: int, err: str, here, *words: str) -> None:
+    assert code == 254, err
+    lines = [x for x in err.strip().splitlines() if x]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for w in words:
+        assert w in err, err
+    assert not (here / "store").exists(), "bad input must not create the store"
+
+
+@pytest.mark.parametrize("args,words", [
+    (["--time-limit", "nan"], ["finite"]),
+    (["--time-limit", "inf"], ["finite"]),
+    (["--time-limit", "0"], ["time limit"]),
+    (["--session-timeout", "-3"], ["session timeout"]),
+    (["--param", "resource=bogus"], ["resource", "fenced"]),
+    (["--param", "hold_s=fast"], ["hold_s"]),
+    (["--param", "nosuch=1"], ["unknown parameter"]),
+    (["--image", "Not A Valid::Ref"], ["image reference"]),
+    (["--recipe", "nosuch"], ["unknown recipe"]),
+    (["--recipe", "nosuch_pkg.mod:Lock"], ["cannot import"]),
+    (["--nemesis", "pause-everything"], ["unknown nemesis"]),
+    (["--workload", "nosuch"], ["unknown workload"]),
+])
+def test_test_command_refuses_bad_options(args, words, here, capsys):
+    code, err = run_cli(["test", "--nodes", "3", *args], capsys)
+    assert_refused(code, err, here, *words)
+
+
+@pytest.mark.parametrize("config,words", [
+    ('clients = "x"', ["clients"]),
+    ("nodes = 3.5", ["nodes"]),
+    ("nodes = true", ["nodes"]),
+    ("nodes = 0", ["nodes"]),
+    ("time_limit_s = nan", ["finite"]),
+    ('nemesis = "pause-client"\nparams = 3', ["params"]),
+    ("seed = 1.5", ["seed"]),
+    ("pin_clients = 2", ["pin_clients"]),
+    ('name = "../escape"', ["name"]),
+    ("bogus = 1", ["unknown test setting"]),
+    ("nodes = [", ["config"]),
+])
+def test_config_values_are_typed(config, words, here, capsys):
+    (here / "t.toml").write_text(config + "\n")
+    code, err = run_cli(["test", "--config", "t.toml"], capsys)
+    assert_refused(code, err, here, *words)
+
+
+@pytest.mark.parametrize("source,words", [
+    ("def broken(:\n", ["SyntaxError"]),
+    ("raise RuntimeError('boom at import')\n", ["RuntimeError", "boom at import"]),
+    ("class Lock:\n    def release(self): pass\n", ["no acquire()", "holding()"]),
+])
+def test_user_recipes_are_checked_on_the_host(source, words, here, capsys, monkeypatch):
+    pkg = here / "userlocks"
+    pkg.mkdir()
+    (pkg / "bad.py").write_text(source)  # no __init__.py: a namespace package
+    monkeypatch.syspath_prepend(str(here))
+    code, err = run_cli(["test", "--nodes", "3", "--recipe", "userlocks.bad:Lock"], capsys)
+    assert_refused(code, err, here, *words)
+
+
+def test_store_path_that_is_a_file(here, capsys):
+    (here / "afile").write_text("x")
+    code, err = run_cli(["test", "--nodes", "3", "--store", "afile/sub"], capsys)
+    assert_refused(code, err, here, "store path", "is a file")
+
+
+def run_dir(here, **files) -> str:
+    d = here / "run"
+    d.mkdir()
+    spec = {"recipe": "kazoo", "workload": "lock", "nodes": 3, "clients": 2}
+    (d / "test.json").write_text(json.dumps(spec))
+    (d / "results.json").write_text(json.dumps({"valid": False, "lock": {"valid": False}}))
+    for name, text in files.items():
+        (d / name.replace("_", ".", 1)).write_text(text)
+    return str(d)
+
+
+@pytest.mark.parametrize("files,cmd,words", [
+    ({"schedule_json": "garbage"}, "replay", ["schedule.json"]),
+    ({"schedule_json": '{"faults": [{"f": "x"}]}'}, "replay", ["fault 1"]),
+    ({"schedule_json": '{"faults": 3}'}, "shrink", ["schedule"]),
+    ({"test_json": "[1, 2]"}, "analyze", ["test spec"]),
+    ({"test_json": '{"nodes": "many"}'}, "analyze", ["nodes"]),
+    ({"results_json": "{not json"}, "replay", ["results.json"]),
+])
+def test_stored_run_files_are_checked(files, cmd, words, here, capsys):
+    d = run_dir(here, **files)
+    before = sorted(os.listdir(d))
+    code, err = run_cli([cmd, d], capsys)
+    assert_refused(code, err, here, *words)
+    assert sorted(os.listdir(d)) == before, "nothing written into the run"
+
+
+def test_scenario_with_a_recipe_it_does_not_name(here, capsys):
+    code, err = run_cli(["scenario", "run", "client-pause", "--recipe", "nosuch"], capsys)
+    assert_refused(code, err, here, "nosuch")
