@@ -85,7 +85,7 @@ def test_malformed_line_exits_254_with_one_sentence(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv,msg", [
-    (["--model", "nope"], "Invalid value for '--model'"),
+    (["--model", "nope"], "unknown model 'nope'"),
     (["--model", "register", "--initial", "{bad"], "--initial must be JSON"),
     (["--model", "register", "--format", "edn"], "line 1 (op 1): missing"),
 ])

@@ -3,34 +3,55 @@
 Exit status: 0 valid, 1 invalid, 2 unknown, 254 bad input (a malformed line: one sentence with
 the line number; nothing written). On a linearizability failure the counterexample is written as
 one HTML file (--html PATH, default `<history>.counterexample.html` next to the history).
+
+Parsed with argparse and importing only the checker it runs, so that `zkjepsen check` over a
+corpus of many small files costs little more than the checks themselves (`cli.main` calls
+`run` directly, without loading click).
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import json
+import math
+import sys
 from pathlib import Path
 from typing import Any
 
-import click
-
-from zkjepsen.checker import Result
-from zkjepsen.checker.counter import CounterChecker
-from zkjepsen.checker.fencing import FencingChecker
-from zkjepsen.checker.linearizability import Linearizable
-from zkjepsen.checker.lock import LockChecker
-from zkjepsen.checker.models import MODELS, make_model
-from zkjepsen.checker.queue import QueueChecker
 from zkjepsen.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
-from zkjepsen.history import fault_windows
-from zkjepsen.history.formats import FORMATS, read_history
 
-# Checkers that are not linearizability models, selectable with --model too.
+# Checkers that are not linearizability models, selectable with --model too: module:class.
 OTHER_CHECKERS = {
-    "lock": LockChecker,
-    "fencing": FencingChecker,
-    "jepsen-counter": CounterChecker,
-    "queue": QueueChecker,
+    "lock": "zkjepsen.checker.lock:LockChecker",
+    "fencing": "zkjepsen.checker.fencing:FencingChecker",
+    "jepsen-counter": "zkjepsen.checker.counter:CounterChecker",
+    "queue": "zkjepsen.checker.queue:QueueChecker",
 }
+FORMATS = ("auto", "jsonl", "edn", "json", "porcupine-kv", "jepsen-log")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one sentence and 254, as every bad input
+        raise BadInput(f"check: {message} (see `zkjepsen check --help`)")
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="zkjepsen check", description="Check HISTORY and print a verdict "
+                 "(exit 0 valid, 1 invalid, 2 unknown, 254 bad input).")
+    ap.add_argument("history", type=Path)
+    ap.add_argument("--model", dest="model_name", required=True,
+                    help="linearizability model (`zkjepsen list models`), or another checker: "
+                         + ", ".join(OTHER_CHECKERS))
+    ap.add_argument("--format", dest="fmt", choices=FORMATS, default="auto")
+    ap.add_argument("--initial", default=None, help="initial model state as JSON (null, 0, \"\")")
+    ap.add_argument("--time-limit", type=float, default=60.0,
+                    help="seconds before the search gives up with 'unknown' (default 60)")
+    ap.add_argument("--html", dest="html_path", type=Path, default=None,
+                    help="where to write the counterexample on failure")
+    ap.add_argument("--json", dest="as_json", action="store_true",
+                    help="print the full result as JSON")
+    return ap
 
 
 def _parse_initial(text: str | None) -> Any:
@@ -45,7 +66,7 @@ def _parse_initial(text: str | None) -> Any:
                        f"got {text!r}") from None
 
 
-def _summary(result: Result) -> str:
+def _summary(result: Any) -> str:
     d = result.details
     if result.valid is True:
         return "valid"
@@ -60,32 +81,47 @@ def _summary(result: Result) -> str:
     return "invalid: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())
 
 
-@click.command("check")
-@click.argument("history", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--model", "model_name", required=True,
-              type=click.Choice(sorted([*MODELS, *OTHER_CHECKERS])),
-              help="Linearizability model, or another checker (lock, fencing, jepsen-counter, "
-                   "queue).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="auto", show_default=True)
-@click.option("--initial", default=None, help="Initial model state as JSON (null, 0, \"\").")
-@click.option("--time-limit", type=float, default=60.0, show_default=True,
-              help="Seconds before the search gives up with 'unknown'.")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=None, help="Where to write the counterexample on failure.")
-@click.option("--json", "as_json", is_flag=True, help="Print the full result as JSON.")
-@click.pass_context
-def check(ctx: click.Context, history: Path, model_name: str, fmt: str, initial: str | None,
-          time_limit: float, html_path: Path | None, as_json: bool) -> None:
-    """Check HISTORY and print a verdict (exit 0 valid, 1 invalid, 2 unknown)."""
+def _models() -> list[str]:
+    from zkjepsen.checker.models import MODELS
+
+    return list(MODELS)
+
+
+def _echo(text: str, err: bool = False) -> None:
+    print(text, file=sys.stderr if err else sys.stdout)
+
+
+def run(argv: list[str]) -> int:
+    """Parse `argv` (what follows `check`), check, print; returns the exit status."""
+    a = parser().parse_args(argv)
+    return check_file(a.history, a.model_name, a.fmt, a.initial, a.time_limit, a.html_path,
+                      a.as_json)
+
+
+def check_file(history: Path, model_name: str, fmt: str, initial: str | None,
+               time_limit: float, html_path: Path | None, as_json: bool) -> int:
+    """Check HISTORY and print a verdict; returns 0 valid, 1 invalid, 2 unknown."""
+    if not math.isfinite(time_limit) or time_limit <= 0:
+        raise BadInput(f"--time-limit {time_limit} must be a positive number of seconds")
+    from zkjepsen.history import fault_windows
+    from zkjepsen.history.formats import read_history
+
+    if model_name not in OTHER_CHECKERS and model_name not in _models():
+        raise BadInput(f"unknown model {model_name!r}; choose from "
+                       f"{', '.join(sorted([*_models(), *OTHER_CHECKERS]))}")
     h = read_history(history, fmt)
     if model_name in OTHER_CHECKERS:
-        checker: Any = OTHER_CHECKERS[model_name]()
+        module, _, cls = OTHER_CHECKERS[model_name].partition(":")
+        checker: Any = getattr(importlib.import_module(module), cls)()
         try:
             result = checker.check(h)
         except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
             raise BadInput(f"the {model_name} checker cannot read this history's values: "
                            f"{type(e).__name__}: {e}") from None
     else:
+        from zkjepsen.checker.linearizability import Linearizable
+        from zkjepsen.checker.models import make_model
+
         model = make_model(model_name, _parse_initial(initial))
         checker = Linearizable(model, time_limit=time_limit)
         result = checker.check(h)
@@ -102,11 +138,10 @@ def check(ctx: click.Context, history: Path, model_name: str, fmt: str, initial:
                 result.details["html_error"] = (f"counterexample not written to {out} "
                                                 f"({e.strerror}); give --html PATH")
     if as_json:
-        click.echo(json.dumps(result.to_json(), indent=2, default=str))
-    click.echo(f"{history}: {_summary(result)}")
+        _echo(json.dumps(result.to_json(), indent=2, default=str))
+    _echo(f"{history}: {_summary(result)}")
     if "html" in result.details:
-        click.echo(f"counterexample: {result.details['html']}")
+        _echo(f"counterexample: {result.details['html']}")
     elif "html_error" in result.details:
-        click.echo(result.details["html_error"], err=True)
-    code = {True: EXIT_VALID, False: EXIT_INVALID}.get(result.valid, EXIT_UNKNOWN)  # type: ignore[arg-type]
-    ctx.exit(code)
+        _echo(result.details["html_error"], err=True)
+    return {True: EXIT_VALID, False: EXIT_INVALID}.get(result.valid, EXIT_UNKNOWN)
