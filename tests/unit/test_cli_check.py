@@ -125,3 +125,23 @@ def test_values_a_model_cannot_use_are_bad_input_not_a_crash(tmp_path, capsys, m
     code, _, err = run(["check", str(h), "--model", model], capsys)
     assert code == 254 and "internal error" not in err and len(err.strip().splitlines()) == 1
     assert any(w in err for w in ("does not fit", "cannot", "must be"))
+
+
+def test_memory_limit_is_real_and_unknown(tmp_path):
+    """A history too big for --memory-limit is `unknown` (exit 2), never a crash or a swap."""
+    import subprocess
+    import sys
+
+    recs = []
+    for k in range(60_000):
+        recs += [{"index": 2 * k, "time": 2 * k, "process": k % 5, "type": "invoke", "f": "write",
+                  "value": k},
+                 {"index": 2 * k + 1, "time": 2 * k + 1, "process": k % 5, "type": "ok",
+                  "f": "write", "value": k}]
+    h = write_jsonl(tmp_path / "big.jsonl", recs)
+    args = [sys.executable, "-m", "zkjepsen.cli", "check", str(h), "--model", "register"]
+    small = subprocess.run([*args, "--memory-limit", "20"], capture_output=True, text=True)
+    assert small.returncode == 2, small.stdout + small.stderr
+    assert "memory limit of 20 MiB" in small.stdout
+    enough = subprocess.run([*args, "--memory-limit", "1024"], capture_output=True, text=True)
+    assert enough.returncode == 0, enough.stdout + enough.stderr

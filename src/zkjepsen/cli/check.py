@@ -51,7 +51,29 @@ def parser() -> argparse.ArgumentParser:
                     help="where to write the counterexample on failure")
     ap.add_argument("--json", dest="as_json", action="store_true",
                     help="print the full result as JSON")
+    ap.add_argument("--memory-limit", type=int, default=2048, metavar="MIB",
+                    help="memory the check may use, reading included (default 2048 MiB); "
+                         "past it the verdict is 'unknown'")
     return ap
+
+
+def limit_memory(mib: int) -> None:
+    """A real ceiling on this process's memory (address space above what it uses now), so a
+    huge history ends as `unknown` instead of swapping the machine to a halt."""
+    import resource
+
+    if mib <= 0:
+        raise BadInput(f"--memory-limit {mib} must be a positive number of MiB")
+    try:
+        with open("/proc/self/statm") as fh:
+            now = int(fh.read().split()[0]) * resource.getpagesize()
+    except OSError:
+        now = 0
+    limit = now + (mib << 20)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
 
 
 def _parse_initial(text: str | None) -> Any:
@@ -94,8 +116,14 @@ def _echo(text: str, err: bool = False) -> None:
 def run(argv: list[str]) -> int:
     """Parse `argv` (what follows `check`), check, print; returns the exit status."""
     a = parser().parse_args(argv)
-    return check_file(a.history, a.model_name, a.fmt, a.initial, a.time_limit, a.html_path,
-                      a.as_json)
+    limit_memory(a.memory_limit)
+    try:
+        return check_file(a.history, a.model_name, a.fmt, a.initial, a.time_limit,
+                          a.html_path, a.as_json)
+    except MemoryError:
+        _echo(f"{a.history}: unknown: the memory limit of {a.memory_limit} MiB was reached "
+              "(raise it with --memory-limit)")
+        return EXIT_UNKNOWN
 
 
 def check_file(history: Path, model_name: str, fmt: str, initial: str | None,

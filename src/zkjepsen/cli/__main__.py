@@ -1,0 +1,5 @@
+"""`python -m zkjepsen.cli`: the same as the `zkjepsen` command."""
+
+from zkjepsen.cli import main
+
+main()
