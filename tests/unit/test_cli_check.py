@@ -144,6 +144,6 @@ def test_memory_limit_is_real_and_unknown(tmp_path):
     assert small.returncode == 2, small.stdout + small.stderr
     assert "memory limit of 20 MiB" in small.stdout
     h2 = write_jsonl(tmp_path / "small.jsonl", recs[:200])
-    args[3] = str(h2)
+    args[4] = str(h2)
     enough = subprocess.run([*args, "--memory-limit", "20"], capture_output=True, text=True)
     assert enough.returncode == 0, enough.stdout + enough.stderr
