@@ -22,10 +22,26 @@ def history_file(directory: Path) -> Path:
     """Ten records: five writes of a register, each invoked and acknowledged."""
     records = []
     for i in range(5):
-        records.append({"index": 2 * i, "time": 10 * i, "process": i, "type": "invoke",
-                        "f": "write", "value": i})
-        records.append({"index": 2 * i + 1, "time": 10 * i + 5, "process": i, "type": "ok",
-                        "f": "write", "value": i})
+        records.append(
+            {
+                "index": 2 * i,
+                "time": 10 * i,
+                "process": i,
+                "type": "invoke",
+                "f": "write",
+                "value": i,
+            }
+        )
+        records.append(
+            {
+                "index": 2 * i + 1,
+                "time": 10 * i + 5,
+                "process": i,
+                "type": "ok",
+                "f": "write",
+                "value": i,
+            }
+        )
     path = directory / "h10.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return path
@@ -55,8 +71,10 @@ def main() -> None:
             a.append(timed(check))
             b.append(timed(bare))
     for name, xs in (("zkjepsen check (10 lines)", a), ("python -c pass", b)):
-        print(f"{name:28s} median {statistics.median(xs) * 1000:6.1f} ms "
-              f"(min {min(xs) * 1000:.1f}, max {max(xs) * 1000:.1f}) over {len(xs)} runs")
+        print(
+            f"{name:28s} median {statistics.median(xs) * 1000:6.1f} ms "
+            f"(min {min(xs) * 1000:.1f}, max {max(xs) * 1000:.1f}) over {len(xs)} runs"
+        )
     diff = statistics.median(a) - statistics.median(b)
     print(f"difference of medians: {diff * 1000:.1f} ms (target <= 60 ms)")
 

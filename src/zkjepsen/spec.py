@@ -18,7 +18,8 @@ MAX_TIME_S = 24 * 3600.0  # one run longer than a day is a typo, not a test
 # A Docker image reference: [registry/]name[:tag][@digest], lower-case path components.
 IMAGE_REF = re.compile(
     r"^(?:[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-    r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$")
+    r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$"
+)
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}$")
 
 
@@ -76,8 +77,7 @@ class TestSpec:
         _str("workload", self.workload)
         if isinstance(self.nemesis, str):
             self.nemesis = [n.strip() for n in self.nemesis.split(",") if n.strip()]
-        if not isinstance(self.nemesis, list) or not all(isinstance(n, str) for n in
-                                                         self.nemesis):
+        if not isinstance(self.nemesis, list) or not all(isinstance(n, str) for n in self.nemesis):
             raise BadInput(f"nemesis must be a list of fault names, not {self.nemesis!r}")
         self.nemesis = self.nemesis or ["none"]
         _int("nodes", self.nodes, 1, 9)
@@ -90,22 +90,30 @@ class TestSpec:
         self.session_timeout_s = _seconds("session timeout", self.session_timeout_s, 0, 3600)
         lo, hi = 2 * self.tick_ms / 1000, 20 * self.tick_ms / 1000
         if not lo <= self.session_timeout_s <= hi:
-            raise BadInput(f"session timeout {self.session_timeout_s:g}s is outside what the "
-                           f"servers grant with tickTime {self.tick_ms} ms ([{lo:g}s, {hi:g}s])")
+            raise BadInput(
+                f"session timeout {self.session_timeout_s:g}s is outside what the "
+                f"servers grant with tickTime {self.tick_ms} ms ([{lo:g}s, {hi:g}s])"
+            )
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise BadInput(f"seed must be a whole number, not {self.seed!r}")
-        if self.image is not None and (not isinstance(self.image, str)
-                                       or not IMAGE_REF.match(self.image)):
-            raise BadInput(f"image {self.image!r} is not a valid image reference; give a local "
-                           "image name such as zkjepsen/zookeeper:mytag")
+        if self.image is not None and (
+            not isinstance(self.image, str) or not IMAGE_REF.match(self.image)
+        ):
+            raise BadInput(
+                f"image {self.image!r} is not a valid image reference; give a local "
+                "image name such as zkjepsen/zookeeper:mytag"
+            )
         if not isinstance(self.pin_clients, bool):
             raise BadInput(f"pin_clients must be true or false, not {self.pin_clients!r}")
         if not isinstance(self.params, dict) or not all(isinstance(k, str) for k in self.params):
             raise BadInput(f"params must be a table of name = value, not {self.params!r}")
-        if self.name is not None and (not isinstance(self.name, str)
-                                      or not NAME_RE.match(self.name)):
-            raise BadInput(f"name {self.name!r} must be letters, digits, '.', '_', '+' or '-' "
-                           "(it names the store folder)")
+        if self.name is not None and (
+            not isinstance(self.name, str) or not NAME_RE.match(self.name)
+        ):
+            raise BadInput(
+                f"name {self.name!r} must be letters, digits, '.', '_', '+' or '-' "
+                "(it names the store folder)"
+            )
         if self.max_faults is not None:
             _int("max_faults", self.max_faults, 0, 100_000)
         _str("fault_target", self.fault_target, optional=True)
@@ -113,7 +121,8 @@ class TestSpec:
     @property
     def test_name(self) -> str:
         return self.name or f"{self.recipe}-{self.workload}-{'+'.join(self.nemesis)}".replace(
-            ":", "_").replace("/", "_")
+            ":", "_"
+        ).replace("/", "_")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -125,8 +134,10 @@ class TestSpec:
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:
-            raise BadInput(f"unknown test setting(s) {', '.join(sorted(map(str, unknown)))}; "
-                           f"valid ones: {', '.join(sorted(known))}")
+            raise BadInput(
+                f"unknown test setting(s) {', '.join(sorted(map(str, unknown)))}; "
+                f"valid ones: {', '.join(sorted(known))}"
+            )
         return cls(**d)
 
 
@@ -144,6 +155,8 @@ def validate_spec(spec: TestSpec) -> None:
 
     for n in names:
         if n not in NEMESES:
-            raise BadInput(f"unknown nemesis {n!r}; choose from {', '.join(sorted(NEMESES))}"
-                           " (`zkjepsen list nemeses`)")
+            raise BadInput(
+                f"unknown nemesis {n!r}; choose from {', '.join(sorted(NEMESES))}"
+                " (`zkjepsen list nemeses`)"
+            )
     spec.params = validate_params(spec.params, user_recipe=":" in spec.recipe)

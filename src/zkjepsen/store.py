@@ -64,8 +64,10 @@ def _read_json(path: Path, what: str) -> Any:
     try:
         return json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise BadInput(f"{path} is not a readable {what} ({type(e).__name__}); give a run "
-                       "directory written by zkjepsen") from None
+        raise BadInput(
+            f"{path} is not a readable {what} ({type(e).__name__}); give a run "
+            "directory written by zkjepsen"
+        ) from None
 
 
 def check_root(root: Path | None) -> Path:
@@ -75,11 +77,14 @@ def check_root(root: Path | None) -> Path:
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     if not probe.is_dir():
-        raise BadInput(f"store path {root} is not a directory ({probe} is a file); give "
-                       "--store a directory")
+        raise BadInput(
+            f"store path {root} is not a directory ({probe} is a file); give --store a directory"
+        )
     if not os.access(probe, os.W_OK | os.X_OK):
-        raise BadInput(f"store path {root} is not writable ({probe}); give --store a "
-                       "directory you can write to")
+        raise BadInput(
+            f"store path {root} is not writable ({probe}); give --store a "
+            "directory you can write to"
+        )
     return root
 
 
@@ -110,15 +115,22 @@ def check_faults(faults: list[Any], source: Path) -> None:
     from zkjepsen.nemesis import NEMESES
 
     for i, f in enumerate(faults, 1):
-        ok = (isinstance(f, dict) and f.get("f") in NEMESES
-              and all(isinstance(f.get(k), int) and not isinstance(f.get(k), bool)
-                      and f[k] >= 0 for k in ("start_ns", "end_ns"))
-              and f["end_ns"] >= f["start_ns"]
-              and isinstance(f.get("targets") or [], list))
+        ok = (
+            isinstance(f, dict)
+            and f.get("f") in NEMESES
+            and all(
+                isinstance(f.get(k), int) and not isinstance(f.get(k), bool) and f[k] >= 0
+                for k in ("start_ns", "end_ns")
+            )
+            and f["end_ns"] >= f["start_ns"]
+            and isinstance(f.get("targets") or [], list)
+        )
         if not ok:
-            raise BadInput(f"{source}: fault {i} is not a replayable fault (it needs a known "
-                           "fault name f and start_ns <= end_ns); give a schedule.json written "
-                           "by zkjepsen")
+            raise BadInput(
+                f"{source}: fault {i} is not a replayable fault (it needs a known "
+                "fault name f and start_ns <= end_ns); give a schedule.json written "
+                "by zkjepsen"
+            )
 
 
 @dataclass
@@ -139,16 +151,22 @@ class StoredRun:
     def load(cls, store_dir: Path, need_results: bool = False) -> StoredRun:
         d = RunDir(Path(store_dir))
         if not d.test_json.exists():
-            raise BadInput(f"{store_dir} has no test.json; give a run directory from the store "
-                           "(e.g. store/<test>/latest)")
+            raise BadInput(
+                f"{store_dir} has no test.json; give a run directory from the store "
+                "(e.g. store/<test>/latest)"
+            )
         if need_results and not d.results.exists():
-            raise BadInput(f"{store_dir} has no results.json (the run did not finish); run "
-                           f"`zkjepsen analyze {store_dir}` first")
+            raise BadInput(
+                f"{store_dir} has no results.json (the run did not finish); run "
+                f"`zkjepsen analyze {store_dir}` first"
+            )
         spec = TestSpec.from_json(_read_json(d.test_json, "test.json"))
         schedule = _read_json(d.schedule, "schedule.json") if d.schedule.exists() else {}
         if not isinstance(schedule, dict) or not isinstance(schedule.get("faults", []), list):
-            raise BadInput(f"{d.schedule} is not a fault schedule (a table with a list of "
-                           "faults); give a run directory written by zkjepsen")
+            raise BadInput(
+                f"{d.schedule} is not a fault schedule (a table with a list of "
+                "faults); give a run directory written by zkjepsen"
+            )
         schedule.setdefault("faults", [])
         check_faults(schedule["faults"], d.schedule)
         results = _read_json(d.results, "results.json") if d.results.exists() else None
@@ -165,6 +183,8 @@ class StoredRun:
             return read_jsonl(self.dir.history)
         sources = [p for p in self.dir.history_sources() if p.exists()]
         if not sources:
-            raise BadInput(f"{self.store_dir} has neither history.jsonl nor client histories; "
-                           "the run stopped before any client started")
+            raise BadInput(
+                f"{self.store_dir} has neither history.jsonl nor client histories; "
+                "the run stopped before any client started"
+            )
         return merge_files(sources)

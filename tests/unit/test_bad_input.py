@@ -34,49 +34,58 @@ def assert_refused(code: int, err: str, here, *words: str) -> None:
     assert not (here / "store").exists(), "bad input must not create the store"
 
 
-@pytest.mark.parametrize("args,words", [
-    (["--time-limit", "nan"], ["finite"]),
-    (["--time-limit", "inf"], ["finite"]),
-    (["--time-limit", "0"], ["time limit"]),
-    (["--session-timeout", "-3"], ["session timeout"]),
-    (["--param", "resource=bogus"], ["resource", "fenced"]),
-    (["--param", "hold_s=fast"], ["hold_s"]),
-    (["--param", "nosuch=1"], ["unknown parameter"]),
-    (["--image", "Not A Valid::Ref"], ["image reference"]),
-    (["--recipe", "nosuch"], ["unknown recipe"]),
-    (["--recipe", "nosuch_pkg.mod:Lock"], ["cannot import"]),
-    (["--nemesis", "pause-everything"], ["unknown nemesis"]),
-    (["--workload", "nosuch"], ["unknown workload"]),
-])
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["--time-limit", "nan"], ["finite"]),
+        (["--time-limit", "inf"], ["finite"]),
+        (["--time-limit", "0"], ["time limit"]),
+        (["--session-timeout", "-3"], ["session timeout"]),
+        (["--param", "resource=bogus"], ["resource", "fenced"]),
+        (["--param", "hold_s=fast"], ["hold_s"]),
+        (["--param", "nosuch=1"], ["unknown parameter"]),
+        (["--image", "Not A Valid::Ref"], ["image reference"]),
+        (["--recipe", "nosuch"], ["unknown recipe"]),
+        (["--recipe", "nosuch_pkg.mod:Lock"], ["cannot import"]),
+        (["--nemesis", "pause-everything"], ["unknown nemesis"]),
+        (["--workload", "nosuch"], ["unknown workload"]),
+    ],
+)
 def test_test_command_refuses_bad_options(args, words, here, capsys):
     code, err = run_cli(["test", "--nodes", "3", *args], capsys)
     assert_refused(code, err, here, *words)
 
 
-@pytest.mark.parametrize("config,words", [
-    ('clients = "x"', ["clients"]),
-    ("nodes = 3.5", ["nodes"]),
-    ("nodes = true", ["nodes"]),
-    ("nodes = 0", ["nodes"]),
-    ("time_limit_s = nan", ["finite"]),
-    ('nemesis = "pause-client"\nparams = 3', ["params"]),
-    ("seed = 1.5", ["seed"]),
-    ("pin_clients = 2", ["pin_clients"]),
-    ('name = "../escape"', ["name"]),
-    ("bogus = 1", ["unknown test setting"]),
-    ("nodes = [", ["config"]),
-])
+@pytest.mark.parametrize(
+    "config,words",
+    [
+        ('clients = "x"', ["clients"]),
+        ("nodes = 3.5", ["nodes"]),
+        ("nodes = true", ["nodes"]),
+        ("nodes = 0", ["nodes"]),
+        ("time_limit_s = nan", ["finite"]),
+        ('nemesis = "pause-client"\nparams = 3', ["params"]),
+        ("seed = 1.5", ["seed"]),
+        ("pin_clients = 2", ["pin_clients"]),
+        ('name = "../escape"', ["name"]),
+        ("bogus = 1", ["unknown test setting"]),
+        ("nodes = [", ["config"]),
+    ],
+)
 def test_config_values_are_typed(config, words, here, capsys):
     (here / "t.toml").write_text(config + "\n")
     code, err = run_cli(["test", "--config", "t.toml"], capsys)
     assert_refused(code, err, here, *words)
 
 
-@pytest.mark.parametrize("source,words", [
-    ("def broken(:\n", ["SyntaxError"]),
-    ("raise RuntimeError('boom at import')\n", ["RuntimeError", "boom at import"]),
-    ("class Lock:\n    def release(self): pass\n", ["no acquire()", "holding()"]),
-])
+@pytest.mark.parametrize(
+    "source,words",
+    [
+        ("def broken(:\n", ["SyntaxError"]),
+        ("raise RuntimeError('boom at import')\n", ["RuntimeError", "boom at import"]),
+        ("class Lock:\n    def release(self): pass\n", ["no acquire()", "holding()"]),
+    ],
+)
 def test_user_recipes_are_checked_on_the_host(source, words, here, capsys, monkeypatch):
     pkg = here / "userlocks"
     pkg.mkdir()
@@ -103,14 +112,17 @@ def run_dir(here, **files) -> str:
     return str(d)
 
 
-@pytest.mark.parametrize("files,cmd,words", [
-    ({"schedule_json": "garbage"}, "replay", ["schedule.json"]),
-    ({"schedule_json": '{"faults": [{"f": "x"}]}'}, "replay", ["fault 1"]),
-    ({"schedule_json": '{"faults": 3}'}, "shrink", ["schedule"]),
-    ({"test_json": "[1, 2]"}, "analyze", ["test spec"]),
-    ({"test_json": '{"nodes": "many"}'}, "analyze", ["nodes"]),
-    ({"results_json": "{not json"}, "replay", ["results.json"]),
-])
+@pytest.mark.parametrize(
+    "files,cmd,words",
+    [
+        ({"schedule_json": "garbage"}, "replay", ["schedule.json"]),
+        ({"schedule_json": '{"faults": [{"f": "x"}]}'}, "replay", ["fault 1"]),
+        ({"schedule_json": '{"faults": 3}'}, "shrink", ["schedule"]),
+        ({"test_json": "[1, 2]"}, "analyze", ["test spec"]),
+        ({"test_json": '{"nodes": "many"}'}, "analyze", ["nodes"]),
+        ({"results_json": "{not json"}, "replay", ["results.json"]),
+    ],
+)
 def test_stored_run_files_are_checked(files, cmd, words, here, capsys):
     d = run_dir(here, **files)
     before = sorted(os.listdir(d))

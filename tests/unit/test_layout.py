@@ -37,8 +37,10 @@ def imports(path: Path, mods: dict[str, Path]) -> list[tuple[str, list[str]]]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
-                                + ([node.module] if node.module else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1]
+                    + ([node.module] if node.module else [])
+                )
             if not base.startswith("zkjepsen"):
                 continue
             names = [a.name for a in node.names]
@@ -65,7 +67,7 @@ def find_cycle(g: dict[str, set[str]]) -> list[str] | None:
         stack.append(m)
         for n in sorted(g.get(m, ())):
             if state.get(n) == 1:
-                return stack[stack.index(n):] + [n]
+                return stack[stack.index(n) :] + [n]
             if n not in state:
                 found = visit(n)
                 if found:
@@ -93,8 +95,13 @@ def test_find_cycle_finds_one():
 
 
 def test_only_the_cli_imports_the_cli():
-    bad = [f"{m} imports {t}" for m, ts in graph().items() if not m.startswith("zkjepsen.cli")
-           for t in ts if t == "zkjepsen.cli" or t.startswith("zkjepsen.cli.")]
+    bad = [
+        f"{m} imports {t}"
+        for m, ts in graph().items()
+        if not m.startswith("zkjepsen.cli")
+        for t in ts
+        if t == "zkjepsen.cli" or t.startswith("zkjepsen.cli.")
+    ]
     assert not bad, bad
 
 
@@ -105,8 +112,11 @@ def test_no_private_names_across_modules():
         for target, names in imports(p, mods):
             if target == m:
                 continue
-            bad += [f"{m}: from {target} import {n}" for n in names
-                    if n.startswith("_") and not n.startswith("__")]
+            bad += [
+                f"{m}: from {target} import {n}"
+                for n in names
+                if n.startswith("_") and not n.startswith("__")
+            ]
     assert not bad, bad
 
 

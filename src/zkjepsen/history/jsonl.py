@@ -63,8 +63,12 @@ class Tailer:
 class DirTailer:
     """A Tailer per file matching `pattern` in a directory (files may appear at any time)."""
 
-    def __init__(self, directory: str | os.PathLike[str], pattern: str = "client-*.jsonl",
-                 extra: Iterable[Path] = ()) -> None:
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        pattern: str = "client-*.jsonl",
+        extra: Iterable[Path] = (),
+    ) -> None:
         self.dir = Path(directory)
         self.pattern = pattern
         self.tailers: dict[Path, Tailer] = {Path(p): Tailer(p) for p in extra}

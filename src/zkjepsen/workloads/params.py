@@ -20,8 +20,9 @@ class Param:
 
 
 KNOWN: dict[str, Param] = {
-    "resource": Param(str, "how the protected resource is written", ("unguarded", "fenced",
-                                                                       "token")),
+    "resource": Param(
+        str, "how the protected resource is written", ("unguarded", "fenced", "token")
+    ),
     "resource_path": Param(str, "znode of the protected resource"),
     "lock_path": Param(str, "znode under which the lock lives"),
     "counter_path": Param(str, "znode of the counter"),
@@ -43,8 +44,10 @@ KNOWN: dict[str, Param] = {
 
 
 def _coerce(name: str, p: Param, v: Any) -> Any:
-    wrong = BadInput(f"--param {name}={v!r} is not a valid {p.kind.__name__} ({p.help})"
-                     + (f"; choose from {', '.join(p.choices)}" if p.choices else ""))
+    wrong = BadInput(
+        f"--param {name}={v!r} is not a valid {p.kind.__name__} ({p.help})"
+        + (f"; choose from {', '.join(p.choices)}" if p.choices else "")
+    )
     if p.kind is bool:
         if isinstance(v, bool):
             return v

@@ -1,0 +1,82 @@
+"""The ZooKeeper wire proxy against a real ensemble: each fault happens, as the servers see it."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionLoss
+
+from zkjepsen.client.zkproxy import ZkProxy, command
+
+
+@pytest.fixture
+def proxied(ensemble3):
+    events: list[dict] = []
+    proxy = ZkProxy([n.address for n in ensemble3.nodes], base_port=0, events=events.append).start()
+    proxy.serve_control("127.0.0.1", 0)
+    control = f"127.0.0.1:{proxy.listeners_control.getsockname()[1]}"
+    direct = KazooClient(hosts=ensemble3.connect_string(), timeout=4)
+    direct.start(timeout=15)
+    clients: list[KazooClient] = []
+
+    def client(timeout: float = 4.0) -> KazooClient:
+        zk = KazooClient(hosts=proxy.connect_string(), timeout=timeout)
+        zk.start(timeout=15)
+        clients.append(zk)
+        return zk
+
+    yield proxy, control, events, direct, client
+    for zk in [*clients, direct]:
+        zk.stop()
+        zk.close()
+    proxy.stop()
+
+
+def test_lost_create_reply_the_server_applied_it(proxied):
+    proxy, control, events, direct, client = proxied
+    zk = client()
+    direct.ensure_path("/proxy-test")
+    assert command(control, {"fault": "lose-create-reply", "n": 1})["ok"]
+    with pytest.raises(ConnectionLoss):
+        zk.create("/proxy-test/lost", b"x")
+    assert direct.exists("/proxy-test/lost") is not None  # applied, though never acknowledged
+    assert [e["path"] for e in events if e["event"] == "create-reply-lost"] == ["/proxy-test/lost"]
+    zk.create("/proxy-test/after", b"y")  # reconnected; the fault fired once
+    assert direct.exists("/proxy-test/after")
+
+
+def test_dropped_pings_expire_an_idle_session_on_a_healthy_connection(proxied):
+    proxy, control, events, direct, client = proxied
+    zk = client(timeout=3.0)
+    states: list[str] = []
+    zk.add_listener(lambda s: states.append(str(s)))
+    zk.create("/proxy-eph", b"", ephemeral=True)
+    assert command(control, {"fault": "drop-pings"})["ok"]
+    deadline = time.monotonic() + 15
+    while direct.exists("/proxy-eph") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert direct.exists("/proxy-eph") is None, "the servers never expired the idle session"
+    assert any(e["event"] == "ping-dropped" for e in events)
+    # The proxy answered every ping, so the client never timed out its connection and moved
+    # (which would have kept the session): it learns of the loss only when the servers have
+    # already expired the session and closed the connection.
+    time.sleep(1.0)
+    assert "LOST" in states, states
+    assert states.index("LOST") <= 1, f"no reconnect attempt before the expiry: {states}"
+
+
+def test_delayed_reply_and_close_after(proxied):
+    proxy, control, events, direct, client = proxied
+    zk = client()
+    command(control, {"fault": "delay-reply", "seconds": 1.0, "op": "getData"})
+    t0 = time.monotonic()
+    zk.get("/")
+    assert time.monotonic() - t0 >= 0.95
+    command(control, {"fault": "close-after", "op": "exists", "n": 2})
+    zk.exists("/")
+    zk.exists("/")  # answered, then the connection closes
+    time.sleep(0.5)
+    assert any(e["event"] == "closed-after" for e in events)
+    assert zk.exists("/") is not None  # kazoo reconnected through the proxy
