@@ -38,8 +38,15 @@ def test_parse_srvr_and_mntr():
     assert parse_four_letter("zk_server_state\tfollower\n")["zk_server_state"] == "follower"
 
 
-def test_image_hash_is_stable_and_short():
-    assert inputs_hash() == inputs_hash() and len(inputs_hash()) == 12
+def test_image_hash_is_short_and_follows_its_inputs(monkeypatch):
+    from zkjepsen.harness import image
+
+    before = inputs_hash()
+    assert len(before) == 12 and int(before, 16) >= 0
+    monkeypatch.setattr(image, "PACKAGES", (*image.PACKAGES, "strace"))
+    assert inputs_hash() != before  # a new package means a new image
+    monkeypatch.setattr(image, "PACKAGES", image.PACKAGES[:-1])
+    assert inputs_hash() == before
 
 
 def test_store_dirs_are_distinct_and_latest_follows(tmp_path):

@@ -23,7 +23,6 @@ from typing import Any, NamedTuple
 from zkjepsen.errors import BadInput
 
 TYPES = frozenset({"invoke", "ok", "fail", "info", "event"})
-COMPLETIONS = frozenset({"ok", "fail", "info"})
 NEMESIS = "nemesis"
 _KNOWN = ("index", "time", "process", "type", "f", "key", "value", "client")
 
