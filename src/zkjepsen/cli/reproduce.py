@@ -52,7 +52,9 @@ def replay_command(store_dir: Path, runs: int, as_recorded: bool, store_root: Pa
 
     replay(run, runs, retarget=not as_recorded, store_root=store_root, on_result=report)
     console.print(NONDETERMINISM)
-    click.echo(f"recurred in {hits}/{runs} replays ({100 * hits / runs:.0f}%)")
+    from zkjepsen.report.stats import rate_text
+
+    click.echo(f"recurred in {rate_text(hits, runs)} of the replays")
     raise SystemExit(0 if hits else 1)
 
 
