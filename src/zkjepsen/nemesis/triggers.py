@@ -1,0 +1,152 @@
+"""Faults fired by events in the live history, not by the clock.
+
+A timed fault (`pause-client@4.0s`) meets a different interleaving on every run, so a reproducer
+built from it fails one time in three. A triggered fault ("pause whoever just acquired the lock,
+0.1 s later, for 1.5x the session timeout") meets the same interleaving every time: that is what
+makes a proof repeat.
+
+A `Trigger` is a predicate over history records plus a delay. It is armed when the nemesis
+reaches it in the plan (after the previous fault has ended) and fires on the k-th matching record
+written after that; the fault is aimed at the client the record names (target `trigger`) or at
+its own target. Triggers are plain values: they serialise into schedule.json and print as the
+generator call that makes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from zkjepsen.history.jsonl import DirTailer, client_of
+from zkjepsen.nemesis.targets import ACQUIRE_FS, RELEASE_FS
+
+KINDS = ("acquired", "released", "session", "invoked", "leader-changed")
+
+
+@dataclass(frozen=True)
+class Trigger:
+    kind: str  # one of KINDS
+    client: int | None = None  # only this client's records (None: any client)
+    state: str | None = None  # session: the session state (SUSPENDED, LOST, ...)
+    f: str | None = None  # invoked: the operation (write, add, acquire ...)
+    k: int = 1  # fire on the k-th match after arming
+    delay_s: float = 0.0  # then wait this long before the fault starts
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown trigger {self.kind!r}; one of {', '.join(KINDS)}")
+        if self.kind == "session" and not self.state:
+            raise ValueError("a session trigger needs the state it waits for")
+        if self.kind == "invoked" and not self.f:
+            raise ValueError("an invoked trigger needs the operation it counts")
+        if self.k < 1 or self.delay_s < 0:
+            raise ValueError("a trigger fires on a k >= 1 and waits a delay >= 0")
+
+    def matches(self, rec: dict[str, Any], client: int | None) -> bool:
+        if self.client is not None and client != self.client:
+            return False
+        f, t = rec.get("f"), rec.get("type")
+        if self.kind == "acquired":
+            return f in ACQUIRE_FS and t == "ok"
+        if self.kind == "released":
+            return f in RELEASE_FS and t == "invoke"
+        if self.kind == "session":
+            return f == "session-state" and t == "event" and str(rec.get("value")) == self.state
+        if self.kind == "invoked":
+            return f == self.f and t == "invoke"
+        return False
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Trigger:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+    def describe(self) -> str:
+        """As the generator call that makes it (for emitted tests and `scenario list`)."""
+        args = [
+            f"{k}={v!r}"
+            for k, v in self.to_json().items()
+            if k != "kind" and v != {"k": 1, "delay_s": 0.0}.get(k)
+        ]
+        name = {
+            "acquired": "on_acquire",
+            "released": "on_release",
+            "session": "on_session",
+            "invoked": "on_invoke",
+            "leader-changed": "on_leader_change",
+        }[self.kind]
+        return f"{name}({', '.join(args)})"
+
+
+@dataclass(frozen=True)
+class Fired:
+    at_ns: int  # history time of the record that fired it
+    client: int | None  # the client the record names (None for leader changes)
+    node: str | None = None  # the new leader, for leader changes
+    record: dict[str, Any] | None = None
+
+
+class TriggerWatch:
+    """Follows the clients' files (and, for leader changes, the backend) from the moment it is
+    armed; `poll()` returns the firing, once, when the k-th match has been written."""
+
+    def __init__(
+        self,
+        trigger: Trigger,
+        clients_dir: Path,
+        leader: Callable[[], str | None] | None = None,
+        now_ns: Callable[[], int] | None = None,
+    ) -> None:
+        self.trigger = trigger
+        self.tail = DirTailer(clients_dir)
+        self.tail.poll()  # arm: what was written before now does not count
+        self.leader, self.now_ns = leader, now_ns
+        self.first_leader = leader() if (leader and trigger.kind == "leader-changed") else None
+        self.seen = 0
+
+    def poll(self) -> Fired | None:
+        t = self.trigger
+        if t.kind == "leader-changed":
+            current = self.leader() if self.leader else None
+            if current is not None and current != self.first_leader:
+                self.seen += 1
+                self.first_leader = current
+                if self.seen >= t.k:
+                    return Fired(self.now_ns() if self.now_ns else 0, None, node=current)
+            return None
+        hits: list[tuple[int, int | None, dict[str, Any]]] = []
+        for path, records in self.tail.poll().items():
+            c = client_of(path)
+            if not c:
+                continue  # the host's own session (client 0) is not a client under test
+            hits += [(r.get("time", 0), c, r) for r in records if t.matches(r, c)]
+        for at, c, r in sorted(hits, key=lambda h: h[0]):
+            self.seen += 1
+            if self.seen >= t.k:
+                return Fired(at, c, record=r)
+        return None
+
+
+def on_acquire(client: int | None = None, k: int = 1, delay_s: float = 0.0) -> Trigger:
+    return Trigger("acquired", client=client, k=k, delay_s=delay_s)
+
+
+def on_release(client: int | None = None, k: int = 1, delay_s: float = 0.0) -> Trigger:
+    return Trigger("released", client=client, k=k, delay_s=delay_s)
+
+
+def on_session(state: str, client: int | None = None, k: int = 1, delay_s: float = 0.0) -> Trigger:
+    return Trigger("session", client=client, state=state, k=k, delay_s=delay_s)
+
+
+def on_invoke(f: str, client: int | None = None, k: int = 1, delay_s: float = 0.0) -> Trigger:
+    return Trigger("invoked", client=client, f=f, k=k, delay_s=delay_s)
+
+
+def on_leader_change(k: int = 1, delay_s: float = 0.0) -> Trigger:
+    return Trigger("leader-changed", k=k, delay_s=delay_s)

@@ -1,0 +1,80 @@
+"""Triggers over live client files: armed now, fire on the k-th match, name the client."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from zkjepsen.nemesis.triggers import (
+    Trigger,
+    TriggerWatch,
+    on_acquire,
+    on_invoke,
+    on_leader_change,
+    on_session,
+)
+
+
+def append(d, client, **rec):
+    with open(d / f"client-{client}.jsonl", "a") as f:
+        f.write(json.dumps({"process": client, "client": client, **rec}) + "\n")
+
+
+def test_acquire_trigger_ignores_the_past_and_names_the_client(tmp_path):
+    append(tmp_path, 1, time=1, type="ok", f="acquire")  # before arming: does not count
+    w = TriggerWatch(on_acquire(delay_s=0.1), tmp_path)
+    assert w.poll() is None
+    append(tmp_path, 2, time=5, type="invoke", f="acquire")
+    append(tmp_path, 0, time=6, type="ok", f="acquire")  # the host's session: never a trigger
+    assert w.poll() is None
+    append(tmp_path, 3, time=9, type="ok", f="acquire")
+    fired = w.poll()
+    assert fired is not None and fired.client == 3 and fired.at_ns == 9
+
+
+def test_kth_invoke_of_one_client(tmp_path):
+    w = TriggerWatch(on_invoke("write", client=2, k=2), tmp_path)
+    append(tmp_path, 1, time=1, type="invoke", f="write")
+    append(tmp_path, 2, time=2, type="invoke", f="write")
+    assert w.poll() is None
+    append(tmp_path, 2, time=3, type="ok", f="write")
+    append(tmp_path, 2, time=4, type="invoke", f="write")
+    fired = w.poll()
+    assert fired is not None and (fired.client, fired.at_ns) == (2, 4)
+
+
+def test_session_state_and_a_cut_last_line(tmp_path):
+    w = TriggerWatch(on_session("SUSPENDED"), tmp_path)
+    append(tmp_path, 4, time=7, type="event", f="session-state", value="CONNECTED")
+    with open(tmp_path / "client-4.jsonl", "a") as f:
+        f.write('{"time": 8, "type": "event", "f": "session-state", "value": "SUSP')
+    assert w.poll() is None  # half a line waits for its end
+    with open(tmp_path / "client-4.jsonl", "a") as f:
+        f.write('ENDED"}\n')
+    fired = w.poll()
+    assert fired is not None and fired.client == 4 and fired.at_ns == 8
+
+
+def test_leader_change_asks_the_backend(tmp_path):
+    leaders = iter(["n1", "n1", "n3"])
+    w = TriggerWatch(on_leader_change(), tmp_path, leader=lambda: next(leaders), now_ns=lambda: 42)
+    assert w.poll() is None
+    fired = w.poll()
+    assert fired is not None and fired.node == "n3" and fired.at_ns == 42
+
+
+def test_round_trip_and_readable_form():
+    t = on_session("LOST", client=3, delay_s=0.5)
+    assert Trigger.from_json(json.loads(json.dumps(t.to_json()))) == t
+    assert t.describe() == "on_session(client=3, state='LOST', delay_s=0.5)"
+    assert on_acquire().describe() == "on_acquire()"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [dict(kind="nope"), dict(kind="session"), dict(kind="invoked"), dict(kind="acquired", k=0)],
+)
+def test_bad_triggers_are_refused(bad):
+    with pytest.raises(ValueError):
+        Trigger(**bad)
