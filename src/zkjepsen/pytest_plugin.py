@@ -42,10 +42,13 @@ class RunOutcome:
         self.store_dir: Path = run.store_dir
 
     def violations(self) -> list[str]:
+        """One line per checker that did not say valid: its violations, or why unknown."""
+        from zkjepsen.checker import as_result
         from zkjepsen.report.summary import summarise
 
-        return [f"{name}: {summarise(res)}" for name, res in self.results.items()
-                if isinstance(res, dict) and res.get("valid") is not True]
+        parts = as_result(self.results).parts
+        return [f"{name}: {summarise(res)}" for name, res in parts.items()
+                if res.valid is not True]
 
     def assert_valid(self) -> None:
         if self.valid is not True:

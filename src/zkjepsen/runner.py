@@ -180,12 +180,13 @@ def check_history(history, spec: TestSpec, store_dir: Path | None = None) -> dic
     from zkjepsen.workloads import get_workload
 
     checkers = get_workload(spec.workload).checkers(spec.params)
-    result = compose(checkers).check(history).to_json()
-    if store_dir is not None and result.get("valid") is not True:
+    checked = compose(checkers).check(history)
+    result = checked.to_json()
+    if store_dir is not None and checked.valid is not True:
         try:
             from zkjepsen.report.counterexample import write_failures
 
-            write_failures(checkers, store_dir, history)
+            write_failures(checked, checkers, store_dir, history)
         except Exception as e:  # noqa: BLE001 - evidence, not the verdict
             result["counterexample_error"] = f"{type(e).__name__}: {e}"
     return result

@@ -60,7 +60,8 @@ def test_queue_lost_duplicated_unexpected():
     assert r.valid is False
     assert r.details["lost"] == [1] and r.details["duplicated"] == [2]
     assert r.details["unexpected"] == [9]
-    no_drain = hist((0, "enqueue", 1, 0, 1, "ok", 1))
+    no_drain = hist((0, "enqueue", 1, 0, 1, "ok", 1), (0, "enqueue", 2, 2, 3, "ok", 2),
+                    (1, "dequeue", None, 4, 5, "ok", 1))
     r = QueueChecker().check(no_drain)
     assert r.valid is True and r.details["lost"] is None
 

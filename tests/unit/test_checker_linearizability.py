@@ -180,7 +180,8 @@ def test_compose_priority_and_exceptions_become_unknown():
     assert safe_check(Boom(), h).valid == "unknown"
     assert "bad checker" in safe_check(Boom(), h).details["error"]
     r = compose({"a": Fixed(True), "b": Boom()}).check(h)
-    assert r.valid == "unknown" and r.details["b"]["valid"] == "unknown"
+    assert r.valid == "unknown" and r.parts["b"].valid == "unknown"
+    assert r.to_json()["b"]["valid"] == "unknown"  # results.json keeps the nested shape
     assert compose({"a": Fixed("unknown"), "b": Fixed(False)}).check(h).valid is False
     assert merge_valid([]) is True
     json.dumps(r.to_json())
@@ -190,9 +191,10 @@ def test_counterexample_html_is_self_contained():
     h = hist((0, "write", 1, 0, 10, "ok", 1), (1, "read", None, 20, 30, "ok", 2),
              (2, "write", 3, 5, None, None, None))
     c = Linearizable(make_model("register"))
-    assert c.check(h).valid is False
+    r = c.check(h)
+    assert r.valid is False
     faults = [FaultWindow(1, "kill-leader", ["n2"], 12, 18), FaultWindow(2, "late", [], 99, None)]
-    page = render(c.last_outcome, c.model, title="t", faults=faults)
+    page = render(r.outcome, c.model, title="t", faults=faults)
     assert "kill-leader" in page and "late" not in page
     assert page.startswith("<!doctype html>") and "op lin" in page and "op bad" in page
     assert "crashed" in page and "read 2" in page
@@ -213,11 +215,8 @@ def test_write_failures_writes_one_page_per_refuted_checker(tmp_path):
 
     bad = hist((0, "write", 1, 0, 10, "ok", 1), (1, "read", None, 20, 30, "ok", 2))
     checkers = {"linear": Linearizable(make_model("register")), "other": compose({})}
-    for c in checkers.values():
-        c.check(bad)
-    paths = write_failures(checkers, tmp_path, bad)
+    paths = write_failures(compose(checkers).check(bad), checkers, tmp_path, bad)
     assert [p.name for p in paths] == ["counterexample.html"]
     assert "read 2" in paths[0].read_text()
     good = hist((0, "write", 1, 0, 10, "ok", 1))
-    checkers["linear"].check(good)
-    assert write_failures(checkers, tmp_path / "x") == []
+    assert write_failures(compose(checkers).check(good), checkers, tmp_path / "x") == []

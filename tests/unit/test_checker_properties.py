@@ -295,4 +295,5 @@ def test_lock_checker_agrees_with_brute_force_interval_check(seed):
     got_eff = {(o["writes"][0]["token"], o["writes"][0]["start"], o["writes"][0]["end"])
                for o in r.details["effect_overlaps"]}
     assert got_eff == bad
-    assert r.valid is (not want and not bad)
+    # No acquire ok: nothing was tested, whatever else happened (issue 10).
+    assert r.valid is ((not want and not bad) if holds else "unknown")

@@ -1,15 +1,21 @@
 """Checkers: `check(history) -> Result`, and `compose` to run several as one.
 
 A verdict is True (valid), False (a violation was found) or "unknown" (the checker could not
-decide: a budget ran out, or it crashed). `compose` merges with priority False > unknown > True,
-and an exception inside a checker becomes `unknown` with the error, never a crash of the run.
+decide: a budget ran out, it crashed, or the history did not exercise what it checks - a run
+that tested nothing is never valid). `compose` merges with priority False > unknown > True, and
+an exception inside a checker becomes `unknown` with the error, never a crash of the run.
+
+A Result carries its findings as typed `Violation`s: shrink, scenarios, the matrix, the timeline
+and the CLI read those, never a checker's own detail keys. `to_json` keeps each checker's detail
+keys (stored runs and reports written before violations were typed stay readable) and adds a
+"violations" list; `from_json` reads either back.
 """
 
 from __future__ import annotations
 
 import math
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -38,26 +44,157 @@ def _jsonable(v: Any) -> Any:
     return repr(v)
 
 
-@dataclass
-class Result:
-    valid: Verdict
-    details: dict[str, Any] = field(default_factory=dict)
+def _time(t: Any) -> int | None:
+    """A window end as stored: ns, or None for "until the end of the test" (inf, "inf")."""
+    return t if isinstance(t, int) and not isinstance(t, bool) else None
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One finding that breaks the property a checker checks.
+
+    `kind` names what broke, per checker (lock: belief, effect; counter: lost, read-out-of-
+    bounds; ...); `clients` who was involved; [`start`, `end`] the window in history ns (`end`
+    None: to the end of the test); `faults` the nemesis fault windows active in it (dicts with
+    fault_id, f, targets, start, end); `evidence` whatever else explains it (tokens, ops).
+    """
+
+    kind: str
+    clients: tuple[Any, ...] = ()
+    start: int | None = None
+    end: int | None = None
+    faults: tuple[dict[str, Any], ...] = field(default=(), hash=False)
+    evidence: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    @property
+    def fault_ids(self) -> set[Any]:
+        return {f.get("fault_id") for f in self.faults}
 
     def to_json(self) -> dict[str, Any]:
-        """{"valid": ..., **details}, JSON-serialisable (what the runner writes to results.json)."""
-        return {"valid": self.valid, **_jsonable(self.details)}
+        return {"kind": self.kind, "clients": _jsonable(list(self.clients)),
+                "start": self.start, "end": self.end, "faults": _jsonable(list(self.faults)),
+                "evidence": _jsonable(dict(self.evidence))}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Violation:
+        return cls(str(d.get("kind")), tuple(d.get("clients") or ()), _time(d.get("start")),
+                   _time(d.get("end")),
+                   tuple(f for f in d.get("faults") or () if isinstance(f, dict)),
+                   dict(d.get("evidence") or {}))
+
+
+@dataclass
+class Result:
+    """A verdict, its findings, and the checker's details.
+
+    A composed result (`Compose`) has `parts`: each checker's own Result by name. `outcome` is
+    what a renderer needs beyond the JSON (linearizability: the refuted partition's search
+    outcome, for the counterexample HTML); it is not serialised.
+    """
+
+    valid: Verdict
+    details: dict[str, Any] = field(default_factory=dict)
+    violations: list[Violation] = field(default_factory=list)
+    parts: dict[str, Result] = field(default_factory=dict)
+    outcome: Any = None
+    counts: dict[str, int] = field(default_factory=dict)  # kind -> found, when more than listed
+
+    def count(self, kind: str) -> int:
+        """How many violations of `kind` were found (a checker lists at most its cap)."""
+        return max(self.counts.get(kind, 0), sum(v.kind == kind for v in self.violations))
+
+    @property
+    def reason(self) -> str:
+        """Why the verdict is unknown (or the checker's own summary), "" when it says none."""
+        return str(self.details.get("error") or self.details.get("reason") or "")
+
+    def named_violations(self) -> Iterator[tuple[str, Violation]]:
+        """(checker name, violation) over this result and every part ("" for this one)."""
+        for v in self.violations:
+            yield "", v
+        for name, part in self.parts.items():
+            for sub, v in part.named_violations():
+                yield (f"{name}.{sub}" if sub else name), v
+
+    def to_json(self) -> dict[str, Any]:
+        """What the runner writes to results.json. A checker's: {"valid", **details,
+        "violations": [...]}; a composed one: {"valid", **details, name: part.to_json(), ...}."""
+        if self.parts:
+            return {"valid": self.valid, **_jsonable(self.details),
+                    **{name: p.to_json() for name, p in self.parts.items()}}
+        out = {"valid": self.valid, **_jsonable(self.details),
+               "violations": [v.to_json() for v in self.violations]}
+        if self.counts:
+            out["violation_counts"] = dict(self.counts)
+        return out
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any] | None) -> Result:
+        """Read back a results.json table (composed or one checker's), also one stored before
+        violations were typed: their findings are rebuilt from the old detail keys."""
+        d = dict(d or {})
+        valid = d.pop("valid", "unknown")
+        if valid not in (True, False):
+            valid = "unknown"
+        if "violations" in d:
+            raw = d.pop("violations")
+            vs = [Violation.from_json(x) for x in raw or () if isinstance(x, dict)]
+            counts = d.pop("violation_counts", None)
+            counts = {str(k): n for k, n in (counts or {}).items() if isinstance(n, int)} \
+                if isinstance(counts, dict) else {}
+            return cls(valid, d, vs, counts=counts)
+        parts = {k: v for k, v in d.items() if isinstance(v, dict) and "valid" in v}
+        if parts:
+            rest = {k: v for k, v in d.items() if k not in parts}
+            return cls(valid, rest, [], {k: cls.from_json(v) for k, v in parts.items()})
+        return cls(valid, d, *_legacy_violations(valid, d))
+
+
+def as_result(results: Result | Mapping[str, Any] | None) -> Result:
+    """A Result, whether given one or a results.json table (None: an unknown, empty one)."""
+    return results if isinstance(results, Result) else Result.from_json(results)
+
+
+LEGACY_KEYS = (("belief_overlaps", "belief_overlap_count", "belief"),
+               ("effect_overlaps", "effect_overlap_count", "effect"),
+               ("backwards", "backwards_count", "backwards"))
+
+
+def _legacy_violations(valid: Verdict, d: Mapping[str, Any]
+                       ) -> tuple[list[Violation], dict[str, Any], None, dict[str, int]]:
+    """Findings of a results.json written before violations were typed, from the keys the
+    readers used to hand-type: lock overlaps, fencing going backwards, counter losses.
+    Returns the rest of a Result's fields: (violations, parts, outcome, counts)."""
+    out: list[Violation] = []
+    counts: dict[str, int] = {}
+    if valid is not False:
+        return out, {}, None, counts
+    for key, count_key, kind in LEGACY_KEYS:
+        found = [x for x in d.get(key) or () if isinstance(x, dict)]
+        for x in found:
+            w = x.get("window") if isinstance(x.get("window"), list) else [None, None]
+            out.append(Violation(kind, tuple(x.get("clients") or ()),
+                                 _time(x.get("start", w[0])), _time(x.get("end", w[-1])),
+                                 tuple(f for f in x.get("faults") or () if isinstance(f, dict)),
+                                 x))
+        n = d.get(count_key)
+        if isinstance(n, int) and n > 0:
+            counts[kind] = n
+            if not found:  # counted, none reported
+                out.append(Violation(kind, evidence={"count": n}))
+    if isinstance(d.get("lost"), int) and d["lost"] > 0:
+        out.append(Violation("lost", evidence={"lost": d["lost"]}))
+    return out, {}, None, counts
+
+
+def unknown(reason: str, **details: Any) -> Result:
+    """The verdict of a checker whose history lacks what it needs (or that could not decide)."""
+    return Result("unknown", {**details, "reason": reason})
 
 
 @runtime_checkable
 class Checker(Protocol):
     def check(self, history: History) -> Result: ...
-
-
-class Noop:
-    """The default checker: says nothing, so it is valid."""
-
-    def check(self, history: History) -> Result:
-        return Result(True, {})
 
 
 def merge_valid(verdicts: list[Verdict]) -> Verdict:
@@ -82,20 +219,19 @@ def safe_check(checker: Checker, history: History) -> Result:
 
 
 class Compose:
-    """Several named checkers as one; details hold each one's result under its name."""
+    """Several named checkers as one; the result's `parts` hold each one's result by name."""
 
     def __init__(self, checkers: Mapping[str, Checker]) -> None:
         self.checkers = dict(checkers)
 
     def check(self, history: History) -> Result:
         results = {name: safe_check(c, history) for name, c in self.checkers.items()}
-        return Result(merge_valid([r.valid for r in results.values()]),
-                      {name: r.to_json() for name, r in results.items()})
+        return Result(merge_valid([r.valid for r in results.values()]), parts=results)
 
 
 def compose(checkers: Mapping[str, Checker]) -> Compose:
     return Compose(checkers)
 
 
-__all__ = ["Checker", "Compose", "Noop", "Result", "Verdict", "compose", "merge_valid",
-           "safe_check"]
+__all__ = ["Checker", "Compose", "Result", "Verdict", "Violation", "as_result", "compose",
+           "merge_valid", "safe_check", "unknown"]

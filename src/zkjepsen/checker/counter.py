@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from zkjepsen.checker import Result
+from zkjepsen.checker import Result, Violation
 from zkjepsen.history import History
 
 
@@ -44,6 +44,7 @@ class CounterChecker:
                               "start": inv.time, "end": comp.time})
                 events.append((inv.time, 1, "read-start", r))
                 events.append((comp.time, 3, "read-end", r))
+        acked = sum(1 for e in events if e[2] == "low")
         events.sort(key=lambda e: (e[0], e[1]))
         lower = upper = 0
         for _, _, kind, x in events:
@@ -66,5 +67,22 @@ class CounterChecker:
         else:
             details["final_read"] = None
             details["lost"] = None
-        valid = not errors and not details.get("lost")
-        return Result(valid, details)
+        violations = [Violation("read-out-of-bounds", (r["client"],), r["start"], r["end"],
+                                evidence={k: r[k] for k in ("value", "lower", "upper")})
+                      for r in errors[:self.max_reported]]
+        if details.get("lost"):
+            f = details["final_read"]
+            violations.append(Violation("lost", (f["client"],), f["start"], f["end"], evidence={
+                "lost": details["lost"], "acknowledged": details["acknowledged"],
+                "final_value": f["value"]}))
+        if violations:
+            return Result(False, details, violations,
+                          counts={"read-out-of-bounds": len(errors)} if errors else {})
+        # A counter nobody added to, or nobody read, cannot show a lost update.
+        if not acked:
+            return Result("unknown", {**details, "reason": f"no {self.add} was acknowledged: "
+                                      "the counter was not tested"})
+        if not reads:
+            return Result("unknown", {**details, "reason": f"no {self.read} completed: nothing "
+                                      "shows whether the acknowledged adds were kept"})
+        return Result(True, details)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from zkjepsen.checker import Result
+from zkjepsen.checker import Result, Violation
 from zkjepsen.checker.lock import observe, out_of_version_order
 from zkjepsen.history import History, Op, fault_windows, faults_during
 
@@ -84,9 +84,30 @@ class FencingChecker:
                                     "window": [w.start, w.end],
                                     "faults": faults_during(faults, w.start, w.end)})
         cap = self.max_reported
-        valid = not (backwards or reused or foreign)
-        return Result(valid, {
+        details = {
             "accepted_writes": len(obs.writes), "rejected_writes": obs.rejected_writes,
             "backwards_count": len(backwards), "backwards": backwards[:cap],
             "reused_token_count": len(reused), "reused_tokens": reused[:cap],
-            "foreign_token_count": len(foreign), "foreign_tokens": foreign[:cap]})
+            "foreign_token_count": len(foreign), "foreign_tokens": foreign[:cap]}
+        violations = ([_violation("backwards", b) for b in backwards[:cap]]
+                      + [_violation("reused-token", r) for r in reused[:cap]]
+                      + [_violation("foreign-token", f) for f in foreign[:cap]])
+        if violations:
+            counts = {"backwards": len(backwards), "reused-token": len(reused),
+                      "foreign-token": len(foreign)}
+            return Result(False, details, violations, counts={k: n for k, n in counts.items()
+                                                              if n})
+        if not obs.writes and all(h.maybe for h in obs.holds):
+            # No token was granted and none reached the resource: lock order was not tested.
+            return Result("unknown", {**details, "reason": "no acquire succeeded and no write "
+                                      "was accepted: fencing was not tested"})
+        return Result(True, details)
+
+
+def _violation(kind: str, rec: dict[str, Any]) -> Violation:
+    """A reported finding as a typed violation (its dict stays in the details as before)."""
+    window = rec.get("window") or [None, None]
+    clients = rec["clients"] if "clients" in rec else [rec["client"]]
+    evidence = {k: v for k, v in rec.items() if k not in ("clients", "window", "faults")}
+    return Violation(kind, tuple(clients), window[0], window[1], tuple(rec.get("faults", ())),
+                     evidence)

@@ -32,7 +32,7 @@ import time
 from collections.abc import Generator
 from typing import Any, NamedTuple
 
-from zkjepsen.checker import Result
+from zkjepsen.checker import Result, Violation
 from zkjepsen.checker.models import ILLEGAL, Action, Model, freeze
 from zkjepsen.errors import BadInput
 from zkjepsen.history import Call, History, fault_windows, faults_during
@@ -298,14 +298,35 @@ def _op_json(op: LinOp, state: Any = ILLEGAL) -> dict[str, Any]:
     return d
 
 
+def _nothing_to_test(history: History, model: Model) -> str | None:
+    """Why a history with no op left to search tested nothing, or None when it did: ops the
+    model reads that all dropped out (failed, or crashed reads) constrain nothing, and that
+    history is linearizable; but every model accepts an empty history, or one of other ops."""
+    calls = history.calls(validate=False)
+    if not calls:
+        return "the history has no client ops: nothing was tested"
+    for inv, comp in calls:
+        value = comp.value if comp is not None and comp.value is not None else inv.value
+        try:
+            if model.action(inv.f, inv.key, value, "ok", inv.actor) is not None:
+                return None
+        except Exception:  # noqa: BLE001, S112 - a value the model cannot read: not its op
+            continue
+    fs = sorted({str(inv.f) for inv, _ in calls})
+    return (f"none of the history's ops ({', '.join(fs[:8])}) is one model {model.name!r} "
+            "reads: nothing was tested")
+
+
 class Linearizable:
     """Checker: is the history linearizable with respect to `model`?
 
     Details: model, reason, partitions, ops, configurations; when invalid also the refuted
     `partition`, `longest_prefix_length`, the last PREFIX_SHOWN ops of `longest_prefix` (each
     with the state after it), `cannot_place` (the op that cannot follow that prefix) and the
-    `faults` active while it was in flight; when unknown, the `undecided` partitions.
-    `last_outcome` keeps the refuted partition's full outcome for report.counterexample.
+    `faults` active while it was in flight; when unknown, the `undecided` partitions. A
+    refutation is one `not-linearizable` violation, and the Result's `outcome` keeps the refuted
+    partition's full search outcome for report.counterexample. A history with no op the model
+    reads is `unknown` (every model accepts an empty history: nothing was tested).
     """
 
     def __init__(self, model: Model, time_limit: float | None = 60.0,
@@ -313,11 +334,14 @@ class Linearizable:
         self.model = model
         self.time_limit = time_limit
         self.memory_limit = memory_limit
-        self.last_outcome: Outcome | None = None  # the failing partition, for the HTML report
 
     def check(self, history: History) -> Result:
-        self.last_outcome = None
         parts = prepare(history, self.model)
+        if not parts:
+            missing = _nothing_to_test(history, self.model)
+            if missing:
+                return Result("unknown", {"model": self.model.name, "partitions": 0, "ops": 0,
+                                          "reason": missing})
         try:
             verdict, done, reason = check_partitions(parts, self.model, self.time_limit,
                                                      self.memory_limit)
@@ -330,9 +354,10 @@ class Linearizable:
             "ops": sum(len(v) for v in parts.values()),
             "configurations": sum(o.configs for o in done.values()),
         }
+        violations, outcome = [], None
         if verdict is False:
             key, out = next((k, o) for k, o in done.items() if not o.valid)
-            self.last_outcome = out
+            outcome = out
             details["partition"] = key
             # The tail of the prefix is what explains the failure; the HTML report has it all.
             details["longest_prefix_length"] = len(out.best)
@@ -343,6 +368,13 @@ class Linearizable:
                 stuck = out.ops[out.stuck]
                 details["cannot_place"] = _op_json(stuck)
                 details["faults"] = faults_during(fault_windows(history), stuck.start, stuck.end)
+            where = details.get("cannot_place")
+            violations.append(Violation(
+                "not-linearizable", (where["actor"],) if where else (),
+                where["start"] if where else None, where["end"] if where else None,
+                tuple(details.get("faults", ())),
+                {"partition": key, "cannot_place": where,
+                 "longest_prefix_length": len(out.best)}))
         elif verdict == "unknown":
             details["undecided"] = [k for k in parts if k not in done]
-        return Result(verdict, details)
+        return Result(verdict, details, violations, outcome=outcome)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from zkjepsen.checker import Result
+from zkjepsen.checker import Result, Violation
 from zkjepsen.history import NEMESIS, History, Op, fault_windows
 
 S = 1_000_000_000
@@ -34,7 +34,7 @@ class LivenessChecker:
         ops = history.ops if isinstance(history, History) else list(history)
         client_ops = [op for op in ops if op.process != NEMESIS and op.type != "event"]
         if not client_ops:
-            return Result(True, {"reason": "no client ops"})
+            return Result("unknown", {"reason": "no client ops: progress was not tested"})
         windows = fault_windows(ops)
         timeouts = [op.value.get("timeout_ms") or 0 for op in ops if op.type == "event"
                     and op.f == "session" and isinstance(op.value, dict)]
@@ -55,8 +55,10 @@ class LivenessChecker:
             return Result(True, {**details, "judged": False, "reason": "the quiet period "
                                  "after the last fault is too short to judge progress"})
         if granted == 0:
-            return Result(False, {**details, "stuck": [{
-                "clients": waiting, "start": quiet_start, "end": quiet_end,
-                "reason": f"no acquire succeeded in the {(quiet_end - quiet_start) / S:.1f} s "
-                          "after every fault healed, though clients kept asking"}]})
+            stuck = {"clients": waiting, "start": quiet_start, "end": quiet_end,
+                     "reason": f"no acquire succeeded in the {(quiet_end - quiet_start) / S:.1f}"
+                               " s after every fault healed, though clients kept asking"}
+            return Result(False, {**details, "stuck": [stuck]}, [Violation(
+                "stuck", tuple(waiting), quiet_start, quiet_end,
+                evidence={"reason": stuck["reason"]})])
         return Result(True, {**details, "judged": True})

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from zkjepsen.checker import Result
+from zkjepsen.checker import Result, Violation
 from zkjepsen.history import NEMESIS, History, Op, fault_windows, faults_during
 
 INF = float("inf")
@@ -292,12 +292,13 @@ class LockChecker:
         near = [b for b in belief
                 if frozenset((b["holds"][0].token, b["holds"][1].token)) not in effect_tokens]
         found = {"belief": belief, "careful": careful, "effect": effects}
-        valid = not any(found[k] for k in self.fail_on if k in found)
         cap = self.max_reported
         for found_list in (belief, careful, effects, possible, near):
             for rec in found_list[:cap]:  # only what is reported: faults cost a scan each
                 if "faults" not in rec:
                     rec["faults"] = faults_during(faults, rec["start"], rec["end"])
+        violations = [_violation(kind, rec) for kind in ("belief", "careful", "effect")
+                      if kind in self.fail_on for rec in found[kind][:cap]]
         details: dict[str, Any] = {
             "holds": len(obs.holds), "maybe_holds": len(obs.holds) - len(definite),
             "accepted_writes": len(obs.writes), "rejected_writes": obs.rejected_writes,
@@ -309,4 +310,19 @@ class LockChecker:
             "near_miss_count": len(near), "near_misses": near[:cap],
             "possible_overlap_count": len(possible), "possible_overlaps": possible[:cap],
         }
-        return Result(valid, details)
+        if any(found[k] for k in self.fail_on if k in found):
+            return Result(False, details, violations, counts={
+                k: len(found[k]) for k in self.fail_on if k in found and found[k]})
+        if not definite:
+            # Mutual exclusion holds trivially of a lock nobody got: nothing was tested.
+            acq = "/".join(self.names[0])
+            return Result("unknown", {**details, "reason": f"no {acq} succeeded: the lock was "
+                                      "never held, so mutual exclusion was not tested"})
+        return Result(True, details)
+
+
+def _violation(kind: str, rec: dict[str, Any]) -> Violation:
+    """A reported overlap as a typed violation; its dict stays in the details as before."""
+    evidence = {k: v for k, v in rec.items() if k not in ("clients", "start", "end", "faults")}
+    return Violation(kind, tuple(rec["clients"]), rec["start"], rec["end"],
+                     tuple(rec.get("faults", ())), evidence)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from zkjepsen.checker import Result
+from zkjepsen.checker import Result, Violation
 from zkjepsen.checker.models import freeze
 from zkjepsen.history import History
 
@@ -58,8 +58,7 @@ class QueueChecker:
                 if drained else None)
         recovered = sum(1 for v, e in enq.items() if e[2] != "ok" and v in takes)
         fifo_violations = self._fifo(enq, taken) if self.fifo else []
-        valid = not (duplicated or unexpected or lost or fifo_violations)
-        return Result(valid, {
+        details = {
             "enqueued": len(enq), "taken": sum(takes.values()), "drained": drained,
             "duplicated_count": len(duplicated), "duplicated": duplicated[:cap],
             "unexpected_count": len(unexpected), "unexpected": unexpected[:cap],
@@ -67,7 +66,28 @@ class QueueChecker:
             "lost": None if lost is None else lost[:cap],
             "recovered": recovered,
             "fifo_checked": self.fifo, "fifo_violation_count": len(fifo_violations),
-            "fifo_violations": fifo_violations[:cap]})
+            "fifo_violations": fifo_violations[:cap]}
+        violations = ([Violation("duplicated", evidence={"value": v}) for v in duplicated[:cap]]
+                      + [Violation("unexpected", evidence={"value": v}) for v in unexpected[:cap]]
+                      + [Violation("lost", evidence={"value": v}) for v in (lost or ())[:cap]]
+                      + [Violation("fifo", start=min(x["enqueue_windows"][0][0],
+                                                     x["enqueue_windows"][1][0]),
+                                   end=max(x["take_windows"][0][1], x["take_windows"][1][1]),
+                                   evidence=x)
+                         for x in fifo_violations[:cap]])
+        if violations:
+            counts = {"duplicated": len(duplicated), "unexpected": len(unexpected),
+                      "lost": len(lost or ()), "fifo": len(fifo_violations)}
+            return Result(False, details, violations, counts={k: n for k, n in counts.items()
+                                                              if n})
+        # An empty queue loses nothing: without an enqueue and a take nothing was tested.
+        if not any(e[2] == "ok" for e in enq.values()):
+            return Result("unknown", {**details, "reason": f"no {enq_f} succeeded: the queue "
+                                      "was not tested"})
+        if not takes:
+            return Result("unknown", {**details, "reason": f"no {deq_f} or {drain_f} took a "
+                                      "value: nothing shows what the queue kept"})
+        return Result(True, details)
 
     @staticmethod
     def _fifo(enq: dict[Any, tuple[int, float, str]],

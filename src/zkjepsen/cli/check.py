@@ -153,13 +153,13 @@ def check_file(history: Path, model_name: str, fmt: str, initial: str | None,
         model = make_model(model_name, _parse_initial(initial))
         checker = Linearizable(model, time_limit=time_limit)
         result = checker.check(h)
-        if result.valid is False and checker.last_outcome is not None:
+        if result.valid is False and result.outcome is not None:
             from zkjepsen.report.counterexample import write
 
             # Next to the history (never silently into the current directory), or --html.
             out = html_path or history.with_name(history.name + ".counterexample.html")
             try:
-                write(out, checker.last_outcome, model, title=f"{history.name}: not linearizable",
+                write(out, result.outcome, model, title=f"{history.name}: not linearizable",
                       partition=result.details.get("partition"), faults=fault_windows(h))
                 result.details["html"] = str(out)
             except OSError as e:

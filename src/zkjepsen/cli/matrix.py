@@ -47,16 +47,17 @@ def _split(text: str, what: str) -> list[str]:
 
 
 def cell_summary(runs: list[dict]) -> dict:
-    """Counts for one recipe x fault cell: invalid runs, unknown runs, belief/effect overlaps."""
-    def count(r: dict, key: str) -> int:
-        return sum(v.get(key, 0) for v in r["results"].values() if isinstance(v, dict))
+    """Counts for one recipe x fault cell: invalid runs, unknown runs, and runs with at least
+    one belief / effect overlap violation."""
+    from zkjepsen.checker import as_result
 
+    kinds = [{v.kind for _, v in as_result(r["results"]).named_violations()} for r in runs]
     return {
         "runs": len(runs),
         "invalid": sum(r["valid"] is False for r in runs),
         "unknown": sum(r["valid"] not in (True, False) for r in runs),
-        "belief": sum(count(r, "belief_overlap_count") > 0 for r in runs),
-        "effect": sum(count(r, "effect_overlap_count") > 0 for r in runs),
+        "belief": sum("belief" in k for k in kinds),
+        "effect": sum("effect" in k for k in kinds),
         "stores": [r["store"] for r in runs],
     }
 

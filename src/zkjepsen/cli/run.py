@@ -22,10 +22,10 @@ def print_verdict(run: RunResult) -> None:
     word = {True: "VALID", False: "INVALID"}.get(v, "UNKNOWN")
     style = {True: "bold green", False: "bold red"}.get(v, "bold yellow")
     console.print(Text(f"{word}", style=style), f"  store: {run.store_dir}")
-    for name, res in run.results.items():
-        if name == "valid" or not isinstance(res, dict):
-            continue
-        console.print(f"  {name}: {res.get('valid')}  {summarise(res)}")
+    from zkjepsen.checker import as_result
+
+    for name, res in as_result(run.results).parts.items():
+        console.print(f"  {name}: {res.valid}  {summarise(res)}")
 
 
 @click.command("test")

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.checker import Result
 from zkjepsen.checker.linearizability import Outcome
 from zkjepsen.checker.models import Model
 from zkjepsen.history import FaultWindow
@@ -130,11 +131,12 @@ def write(path: str | os.PathLike[str], outcome: Outcome, model: Model, **kw: An
     return path
 
 
-def write_failures(checkers: Mapping[str, Any], store_dir: str | os.PathLike[str],
-                   history: Any = None) -> list[Path]:
-    """After a run's checks: one counterexample HTML per refuted linearizability checker among
-    `checkers` (name -> checker, as a workload returns them), in `store_dir`:
-    `counterexample.html`, or `counterexample-<name>.html` when several could fail."""
+def write_failures(result: Result, checkers: Mapping[str, Any],
+                   store_dir: str | os.PathLike[str], history: Any = None) -> list[Path]:
+    """After a run's checks: one counterexample HTML per refuted linearizability checker, in
+    `store_dir`: `counterexample.html`, or `counterexample-<name>.html` when several could
+    fail. `result` is the composed result (its parts carry each refutation's search outcome);
+    `checkers` (name -> checker, as the workload returned them) give the models."""
     from zkjepsen.checker.linearizability import Linearizable
     from zkjepsen.history import fault_windows
 
@@ -142,9 +144,12 @@ def write_failures(checkers: Mapping[str, Any], store_dir: str | os.PathLike[str
     faults = fault_windows(history) if history is not None else []
     out = []
     for name, c in lin.items():
-        if c.last_outcome is None or c.last_outcome.valid:
+        part = result.parts.get(name)
+        outcome = part.outcome if part is not None else None
+        if outcome is None or outcome.valid:
             continue
         fname = "counterexample.html" if len(lin) == 1 else f"counterexample-{name}.html"
-        out.append(write(Path(store_dir) / fname, c.last_outcome, c.model,
-                         title=f"{name}: not linearizable", faults=faults))
+        out.append(write(Path(store_dir) / fname, outcome, c.model,
+                         title=f"{name}: not linearizable",
+                         partition=part.details.get("partition"), faults=faults))
     return out

@@ -3,36 +3,49 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
+
+from zkjepsen.checker import Result, Violation, as_result
+
+# How a violation kind reads in a sentence (plural); others read "<kind> violations".
+KIND_WORDS = {"belief": "belief overlaps", "careful": "careful belief overlaps",
+              "effect": "effect overlaps", "backwards": "backwards writes",
+              "reused-token": "reused tokens", "foreign-token": "writes with a foreign token",
+              "read-out-of-bounds": "reads out of bounds", "stuck": "stuck periods"}
 
 
-def summarise(res: dict) -> str:
-    """One line per checker: how many violations, and the first one in a few words."""
-    if res.get("valid") is False and isinstance(res.get("cannot_place"), dict):
-        op = res["cannot_place"]  # a linearizability refutation
-        return (f"{res.get('reason', 'not linearizable')}; after a linearizable prefix of "
-                f"{res.get('longest_prefix_length')} ops, no order fits {op.get('op')} by "
-                f"process {op.get('process')} ({op.get('status')})")
-    if res.get("valid") is False and res.get("lost"):
-        final = res.get("final_read") or {}
-        return (f"{res['lost']} acknowledged increments lost: final read {final.get('value')}, "
-                f"but {res.get('acknowledged')} adds were acknowledged")
-    preferred = ["belief_overlaps", "effect_overlaps"]
-    others = [k for k, v in res.items() if isinstance(v, list) and v and k not in preferred
-              and res.get("valid") is not True]
-    for key in preferred + others:
-        items = res.get(key)
-        if not items:
-            continue
-        count = res.get(f"{key[:-1]}_count", res.get(f"{key}_count", len(items)))
-        first = items[0] if isinstance(items, list) else items
-        if isinstance(first, dict) and "clients" in first:
-            start, end = first.get("start"), first.get("end")
-            when = f" at {start / 1e9:.2f}s-" + (f"{end / 1e9:.2f}s" if end else "end") \
-                if isinstance(start, int) else ""
-            faults = ", ".join(f.get("f", "?") for f in first.get("faults", [])) or "no fault"
-            return (f"{count} {key.replace('_', ' ')}; first: clients {first['clients']}"
-                    f"{when} during {faults}")
-        return f"{count} {key.replace('_', ' ')}; first: {json.dumps(first, default=str)[:160]}"
-    if res.get("valid") == "unknown":
-        return str(res.get("error") or res.get("reason") or "")[:200]
+def summarise(res: Result | Mapping[str, Any]) -> str:
+    """One line for one checker's result: how many violations, and the first in a few words;
+    for an unknown verdict, why."""
+    r = as_result(res)
+    if r.valid is False and r.violations:
+        return _violation_line(r, r.violations[0])
+    if r.valid is False:  # a checker that names no violation: its first non-empty list
+        for key, items in r.details.items():
+            if isinstance(items, list) and items:
+                return f"{len(items)} {key.replace('_', ' ')}; first: " \
+                       f"{json.dumps(items[0], default=str)[:160]}"
+    if r.valid == "unknown":
+        return r.reason[:200]
     return ""
+
+
+def _violation_line(r: Result, v: Violation) -> str:
+    ev = v.evidence
+    if v.kind == "not-linearizable":
+        op = ev.get("cannot_place") or {}
+        return (f"{r.details.get('reason', 'not linearizable')}; after a linearizable prefix of "
+                f"{ev.get('longest_prefix_length')} ops, no order fits {op.get('op')} by "
+                f"process {op.get('process')} ({op.get('status')})")
+    if v.kind == "lost" and "acknowledged" in ev:
+        return (f"{ev['lost']} acknowledged increments lost: final read {ev.get('final_value')}, "
+                f"but {ev['acknowledged']} adds were acknowledged")
+    what = f"{r.count(v.kind)} {KIND_WORDS.get(v.kind, v.kind + ' violations')}"
+    if v.clients:
+        when = ""
+        if v.start is not None:
+            when = f" at {v.start / 1e9:.2f}s-" + (f"{v.end / 1e9:.2f}s" if v.end else "end")
+        faults = ", ".join(f.get("f", "?") for f in v.faults) or "no fault"
+        return f"{what}; first: clients {list(v.clients)}{when} during {faults}"
+    return f"{what}; first: {json.dumps(dict(ev), default=str)[:160]}"

@@ -15,11 +15,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.checker import Result, Violation, as_result
+
 LANE_H = 34
 LEFT = 70
 TOP = 40
 OUTCOME_COLOUR = {"ok": "#2e7d32", "fail": "#9e9e9e", "info": "#ef6c00", None: "#ef6c00"}
-VIOLATION_KEYS = ("belief_overlaps", "effect_overlaps")
 
 
 def _ms(ns: float) -> str:
@@ -30,18 +31,11 @@ def _esc(x: Any) -> str:
     return html.escape(x if isinstance(x, str) else json.dumps(x, default=str))
 
 
-def _collect_violations(results: Any, out: list[dict]) -> list[dict]:
-    """Every belief/effect overlap anywhere in the (composed) results."""
-    if isinstance(results, dict):
-        for k, v in results.items():
-            if k in VIOLATION_KEYS and isinstance(v, list):
-                out.extend({**x, "_kind": k} for x in v if isinstance(x, dict))
-            else:
-                _collect_violations(v, out)
-    elif isinstance(results, list):
-        for v in results:
-            _collect_violations(v, out)
-    return out
+def _collect_violations(results: Result | dict | None) -> list[tuple[str, Violation]]:
+    """(checker, violation) for every violation with a time window anywhere in the (composed)
+    results: what can be framed on the lanes."""
+    return [(name, v) for name, v in as_result(results).named_violations()
+            if v.start is not None and v.clients]
 
 
 class _Lanes:
@@ -123,7 +117,7 @@ def _token(r: dict) -> Any:
     return v.get("token") if isinstance(v, dict) else None
 
 
-def render_timeline(records: list[dict], results: dict | None, title: str) -> str:
+def render_timeline(records: list[dict], results: Result | dict | None, title: str) -> str:
     lanes = _Lanes(records)
     clients = sorted(lanes.spans, key=lambda c: (isinstance(c, str), c))
     row = {c: i for i, c in enumerate(clients)}
@@ -154,16 +148,16 @@ def render_timeline(records: list[dict], results: dict | None, title: str) -> st
                       "session": (y + 22, 6)}[kind]
             parts.append(f'<rect x="{x(start):.1f}" y="{yy}" width="{w:.1f}" height="{hh}" '
                          f'fill="{colour}"><title>{html.escape(tip)}</title></rect>')
-    violations = _collect_violations(results or {}, [])
-    for v in violations:
-        start = v.get("start") or 0
-        end = v.get("end") or lanes.end
-        ys = [TOP + row[c] * LANE_H for c in v.get("clients", []) if c in row]
+    violations = _collect_violations(results)
+    for name, v in violations:
+        start = v.start or 0
+        end = v.end or lanes.end
+        ys = [TOP + row[c] * LANE_H for c in v.clients if c in row]
         if not ys:
             continue
-        tip = (f"{v['_kind'][:-1].replace('_', ' ')}: clients {v.get('clients')} "
+        tip = (f"{name} {v.kind}: clients {list(v.clients)} "
                f"{_ms(start)} - {_ms(end)}; faults active: "
-               + (", ".join(f.get("f", "?") for f in v.get("faults", [])) or "none"))
+               + (", ".join(f.get("f", "?") for f in v.faults) or "none"))
         parts.append(f'<rect x="{x(start) - 2:.1f}" y="{min(ys) + 1}" '
                      f'width="{max(4, (end - start) * scale + 4):.1f}" '
                      f'height="{max(ys) - min(ys) + LANE_H - 4}" fill="none" stroke="#d50000" '

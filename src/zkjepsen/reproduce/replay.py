@@ -14,9 +14,11 @@ reproduces nothing. Faults aimed at a random or explicit target keep the recorde
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
+from zkjepsen.checker import Result, as_result
 from zkjepsen.runner import RunResult, run_test
 from zkjepsen.spec import TestSpec
 from zkjepsen.store import StoredRun
@@ -26,36 +28,24 @@ WARMUP_S = 4.0  # clients connected and contending before the first fault of a s
 MARGIN_S = 3.0  # main phase kept after the last fault / the violation
 
 
-def violation_kinds(results: dict) -> set[str]:
-    """What broke, as comparable labels: `lock:belief`, `lock:effect`, `counter:lost`, or the
-    bare checker name for a checker that says only "invalid"."""
+def violation_kinds(results: Result | Mapping[str, Any] | None) -> set[str]:
+    """What broke, as comparable labels `checker:kind` (`lock:belief`, `lock:effect`,
+    `counter:lost`, `liveness:stuck`...), or the bare checker name for a checker that says
+    only "invalid". Takes a Result or a stored results.json table."""
     kinds: set[str] = set()
-    for name, res in (results or {}).items():
-        if not isinstance(res, dict) or res.get("valid") is not False:
+    res = as_result(results)
+    for name, part in (res.parts or {"": res}).items():
+        if part.valid is not False:
             continue
-        found = False
-        for key, label in (("belief_overlap_count", "belief"), ("effect_overlap_count", "effect"),
-                           ("lost", "lost"), ("backwards_count", "backwards")):
-            if isinstance(res.get(key), int) and res[key] > 0:
-                kinds.add(f"{name}:{label}")
-                found = True
-        if not found:
-            kinds.add(name)
+        labels = {f"{name}:{v.kind}" if name else v.kind for v in part.violations}
+        kinds |= labels or ({name} if name else set())
     return kinds
 
 
-def first_violation_ns(results: dict | None) -> int | None:
+def first_violation_ns(results: Result | Mapping[str, Any] | None) -> int | None:
     """Earliest end of any reported violation window (when the break was complete)."""
-    best = None
-    for res in (results or {}).values():
-        if not isinstance(res, dict):
-            continue
-        for key in ("belief_overlaps", "effect_overlaps"):
-            for v in res.get(key) or []:
-                t = v.get("end") or v.get("start")
-                if isinstance(t, int) and (best is None or t < best):
-                    best = t
-    return best
+    times = [v.end or v.start for _, v in as_result(results).named_violations()]
+    return min((t for t in times if t is not None), default=None)
 
 
 def faults_for_replay(faults: list[dict], retarget: bool = True) -> list[dict]:

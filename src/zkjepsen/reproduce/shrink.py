@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.checker import as_result
 from zkjepsen.errors import BadInput
 from zkjepsen.reproduce.replay import (
     MARGIN_S,
@@ -109,12 +110,9 @@ def candidates(run: StoredRun, current: Candidate) -> list[Candidate]:
 
 def _violation_fault_ids(run: StoredRun) -> set:
     """Ids of the faults the checkers found active during a violation window."""
-    out = set()
-    for res in run.results.values():
-        if isinstance(res, dict):
-            for key in ("belief_overlaps", "effect_overlaps"):
-                for v in res.get(key) or []:
-                    out |= {f.get("fault_id") for f in v.get("faults", [])}
+    out: set = set()
+    for _, v in as_result(run.results).named_violations():
+        out |= v.fault_ids
     return out
 
 
@@ -127,7 +125,7 @@ def shrink(run: StoredRun, *, kinds: set[str] | None = None, tries: int = 3, min
     target = kinds or violation_kinds(run.results)
     if not target:
         raise BadInput(f"{run.store_dir} recorded no violation (valid: "
-                       f"{run.results.get('valid')}); shrink needs a failing run")
+                       f"{as_result(run.results).valid}); shrink needs a failing run")
     deadline = time.monotonic() + budget_s
     best = _fit_time_limit(Candidate(copy.deepcopy(run.spec),
                                      faults_for_replay(run.schedule.get("faults", [])),

@@ -95,11 +95,13 @@ class CounterWorkload:
 
     def checkers(self, params: dict[str, Any]) -> dict[str, Any]:
         from zkjepsen.checker.counter import CounterChecker
+        from zkjepsen.checker.exercised import Exercised
         from zkjepsen.checker.liveness import LivenessChecker
         from zkjepsen.checker.lock import LockChecker
 
         return {"counter": CounterChecker(), "lock": LockChecker(fail_on=("belief",)),
-                "liveness": LivenessChecker()}
+                "liveness": LivenessChecker(),
+                "exercised": Exercised(need=("acquire", "add", "read"), per_client=("acquire",))}
 
 
 COUNTER = CounterWorkload()

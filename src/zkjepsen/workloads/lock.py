@@ -107,14 +107,16 @@ class LockWorkload:
         pass
 
     def checkers(self, params: dict[str, Any]) -> dict[str, Any]:
+        from zkjepsen.checker.exercised import Exercised
         from zkjepsen.checker.fencing import FencingChecker
+        from zkjepsen.checker.liveness import LivenessChecker
         from zkjepsen.checker.lock import LockChecker
 
         names = dict(acquire=(self.acquire_f,), release=(self.release_f,))
-        from zkjepsen.checker.liveness import LivenessChecker
-
         return {"lock": LockChecker(**names), "fencing": FencingChecker(**names),
-                "liveness": LivenessChecker(acquire=(self.acquire_f,))}
+                "liveness": LivenessChecker(acquire=(self.acquire_f,)),
+                # every client that asked for the lock got it at least once, and no errors
+                "exercised": Exercised(need=(self.acquire_f,), per_client=(self.acquire_f,))}
 
 
 LOCK = LockWorkload()

@@ -83,9 +83,11 @@ class QueueWorkload:
         op.ok(values)
 
     def checkers(self, params: dict[str, Any]) -> dict[str, Any]:
+        from zkjepsen.checker.exercised import Exercised
         from zkjepsen.checker.queue import QueueChecker
 
-        return {"queue": QueueChecker(fifo=True)}
+        return {"queue": QueueChecker(fifo=True),
+                "exercised": Exercised(need=("enqueue", "dequeue"))}
 
 
 QUEUE = QueueWorkload()

@@ -86,11 +86,13 @@ class RegisterWorkload:
         pass
 
     def checkers(self, params: dict[str, Any]) -> dict[str, Any]:
+        from zkjepsen.checker.exercised import Exercised
         from zkjepsen.checker.linearizability import Linearizable
         from zkjepsen.checker.models import Register
 
         return {"linearizable": Linearizable(Register(initial=0),
-                                             time_limit=param(params, "check_time_s", 120.0))}
+                                             time_limit=param(params, "check_time_s", 120.0)),
+                "exercised": Exercised(need=("write", "read"))}
 
 
 REGISTER = RegisterWorkload()
