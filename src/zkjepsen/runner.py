@@ -9,6 +9,7 @@ crashed runner still leaves every op that happened on disk.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -56,13 +57,35 @@ def _host_context(spec: TestSpec, ens, run_dir: RunDir, t0_ns: int, zk) -> Clien
                          deadline=time.monotonic() + 3600)
 
 
+# Bounds so that a run cannot hang forever (e.g. someone else tore its ensemble down and the
+# final read waits on a server that will never answer).
+FINAL_TIMEOUT_S = 60.0  # workload.final: a few reads
+SETUP_TIMEOUT_S = 60.0  # workload.setup: a few creates
+CONNECT_TIMEOUT_S = 60.0  # every client container connected
+CLIENT_GRACE_S = 30.0  # clients' own exit after their deadline
+# The watchdog: time limit + recovery + quorum wait + everything above, plus this margin.
+WATCHDOG_MARGIN_S = float(os.environ.get("ZKJEPSEN_WATCHDOG_MARGIN_S", "120"))
+
+
+def watchdog_budget(spec: TestSpec, quorum_timeout_s: float) -> float:
+    return (spec.time_limit_s + spec.recovery_s + quorum_timeout_s + 15 + SETUP_TIMEOUT_S
+            + CONNECT_TIMEOUT_S + CLIENT_GRACE_S + FINAL_TIMEOUT_S + WATCHDOG_MARGIN_S)
+
+
+@dataclass
+class Teardown:
+    """How an interrupted run ended, for the one sentence the CLI prints: attached to the
+    interrupting exception as `.teardown`."""
+
+    run_id: str | None
+    store_dir: Path
+    left: list[str]  # what the engine still has of this run (empty: all removed)
+
+
 def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
              schedule: list[dict] | None = None) -> RunResult:
     """Run one test end to end. `display` (optional) gets progress callbacks; `schedule`
     replays an executed schedule instead of generating one."""
-    from kazoo.client import KazooClient
-
-    from zkjepsen.client.pool import ClientPool
     from zkjepsen.harness import resources, signals
     from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
     from zkjepsen.harness.image import ensure_image
@@ -74,71 +97,54 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
     workload = get_workload(spec.workload)
     client = resources.docker_client()
     image = ensure_image(client, spec.image).tag
-    run_dir = new_run_dir(spec.test_name, store_root)
-    store_dir = run_dir.path
-    run_dir.save_spec(spec)
-    out_dir = run_dir.clients
-    out_dir.mkdir()
-    log = RunLog(run_dir.run_log, display)
-    names = [n for n in spec.nemesis if n != "none"]
-    stats: dict[str, Any] = {}
     ens_spec = EnsembleSpec(nodes=spec.nodes, image=image,
                             settings=ZkSettings(tick_ms=spec.tick_ms))
-    with signals.teardown_on_signals(), \
-            DockerEnsemble(ens_spec, store_dir, client=client) as ens:
-        log(f"ensemble {ens.run_id} up: {ens.connect_string()} (leader {ens.leader().name})")
-        t0_ns = time.monotonic_ns()
-        zk = KazooClient(hosts=ens.connect_string(), timeout=spec.session_timeout_s)
-        zk.start(timeout=15)
-        host_ctx = _host_context(spec, ens, run_dir, t0_ns, zk)
-        pool = ClientPool(ens, out_dir)
-        stop = threading.Event()
-        try:
-            workload.setup(host_ctx)
-            # Containers start in parallel and connect; the main phase (and the clock of the
-            # fault schedule) begins when all of them are ready, so every client sees it whole.
-            pool.start(client_specs(spec, ens, t0_ns))
-            laggards = pool.wait_connected(60)
-            if laggards:
-                log(f"clients {laggards} did not connect within 60 s; starting without them")
-            deadline = time.monotonic() + spec.time_limit_s + spec.recovery_s
-            pool.release(deadline)
-            log(f"{spec.clients} clients started; main phase {spec.time_limit_s:g}s")
-            if display:
-                display.attach(out_dir, run_dir.nemesis_log, t0_ns, spec)
-            executed: list[dict] = []
-            if names or schedule:
-                from zkjepsen.nemesis.schedule import run_nemesis
-
-                executed = run_nemesis(
-                    ens, pool, names, seed=spec.seed, time_limit_s=spec.time_limit_s,
-                    interval_s=spec.interval_s, fault_duration_s=spec.fault_duration_s,
-                    session_timeout_s=spec.session_timeout_s, t0_ns=t0_ns, out_dir=store_dir,
-                    stop_event=stop, schedule=schedule, gen=fault_generator(spec, names))
-            else:
-                stop.wait(spec.time_limit_s)
-            log(f"main phase over; {len(executed)} faults executed and healed; "
-                f"recovery {spec.recovery_s:g}s")
-            codes = pool.wait(max(0.0, deadline - time.monotonic()) + 30)
-            stats["client_exit_codes"] = codes
-            if any(c is None for c in codes.values()):
-                log("some clients did not stop in time; stopping them")
-            workload.final(host_ctx)
-        finally:
-            stop.set()
-            pool.stop()
-            zk.stop()
-            zk.close()
-            host_ctx.recorder.close()
-            if display:
-                display.detach()
-        log("ensemble torn down")
+    teardown: Teardown | None = None
+    try:
+        with signals.teardown_on_signals():
+            run_dir = new_run_dir(spec.test_name, store_root)
+            run_dir.save_spec(spec)
+            run_dir.clients.mkdir()
+            log = RunLog(run_dir.run_log, display)
+            ens = DockerEnsemble(ens_spec, run_dir.path, client=client)
+            teardown = Teardown(ens.run_id, run_dir.path, [])
+            budget = watchdog_budget(spec, ens_spec.quorum_timeout_s)
+            phase = ["setup"]
+            stats: dict[str, Any] = {}
+            try:
+                with signals.deadline(budget, lambda: signals.RunTimeout(
+                        f"the run did not finish within its {budget:.0f} s budget "
+                        f"(stuck in {phase[0]})"), fatal=True):
+                    _run_phases(spec, workload, ens, run_dir, log, display, schedule, stats,
+                                phase)
+            except BaseException as e:
+                log(f"stopped in {phase[0]} by {type(e).__name__}: {e}".rstrip(": "))
+                raise
+            finally:
+                # No signal interrupts this (a second Ctrl-C included); one that arrives is
+                # raised after it. The engine, not our bookkeeping, says what is left.
+                with signals.signals_deferred():
+                    ens.stop()
+                    teardown.left = resources.leftovers(client, ens.run_id)
+                    log("ensemble torn down" + (f"; LEFT BEHIND: {', '.join(teardown.left)}"
+                                                if teardown.left else "; nothing left"))
+                    if signals.ignored_signals():
+                        log(f"ignored during teardown: {', '.join(signals.ignored_signals())}")
+                    # Whatever happened, the clients' files are merged now, so an interrupted
+                    # run has a history.jsonl for `analyze` like a finished one.
+                    records = _write_history(run_dir)
+    except signals.RunTimeout as e:
+        left = f"; left behind: {', '.join(teardown.left)}" if teardown and teardown.left else ""
+        raise errors.EnvironmentProblem(
+            f"{e}; it was torn down{left}; its partial history: `zkjepsen analyze "
+            f"{teardown.store_dir if teardown else ''}`") from None
+    except BaseException as e:
+        e.teardown = teardown  # type: ignore[attr-defined] - read by the CLI's message
+        raise
     from zkjepsen.history import History, Op
-    from zkjepsen.history.jsonl import merge_records
 
-    records = merge_records(run_dir.history_sources())
     history = History([Op.from_dict(r) for r in records])
-    history.to_jsonl(run_dir.history)
+    store_dir = run_dir.path
     result = check_history(history, spec, store_dir)
     run_dir.save_results(result)
     stats.update(history_stats(records))
@@ -146,6 +152,90 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
     run = RunResult(spec, store_dir, result["valid"], result, stats)
     render_reports(run, history)
     return run
+
+
+def _write_history(run_dir: RunDir) -> list[dict]:
+    from zkjepsen.history import History, Op
+    from zkjepsen.history.jsonl import merge_records
+
+    records = merge_records(p for p in run_dir.history_sources() if p.exists())
+    History([Op.from_dict(r) for r in records]).to_jsonl(run_dir.history)  # atomic
+    return records
+
+
+def _run_phases(spec: TestSpec, workload, ens, run_dir: RunDir, log, display, schedule,
+                stats: dict[str, Any], phase: list[str]) -> None:
+    """Everything between "nothing exists" and teardown; `phase[0]` says where it is."""
+    from kazoo.client import KazooClient
+
+    from zkjepsen.client.pool import ClientPool
+    from zkjepsen.harness import signals
+
+    names = [n for n in spec.nemesis if n != "none"]
+    out_dir = run_dir.clients
+    phase[0] = "ensemble start"
+    ens.start()
+    log(f"ensemble {ens.run_id} up: {ens.connect_string()} (leader {ens.leader().name})")
+    t0_ns = time.monotonic_ns()
+    zk = KazooClient(hosts=ens.connect_string(), timeout=spec.session_timeout_s)
+    phase[0] = "host session"
+    zk.start(timeout=15)
+    host_ctx = _host_context(spec, ens, run_dir, t0_ns, zk)
+    pool = ClientPool(ens, out_dir)
+    stop = threading.Event()
+    try:
+        phase[0] = "workload setup"
+        with signals.deadline(SETUP_TIMEOUT_S, lambda: signals.PhaseTimeout(
+                f"workload setup did not finish within {SETUP_TIMEOUT_S:g} s")):
+            workload.setup(host_ctx)
+        # Containers start in parallel and connect; the main phase (and the clock of the
+        # fault schedule) begins when all of them are ready, so every client sees it whole.
+        phase[0] = "client start"
+        pool.start(client_specs(spec, ens, t0_ns))
+        laggards = pool.wait_connected(CONNECT_TIMEOUT_S)
+        if laggards:
+            log(f"clients {laggards} did not connect within {CONNECT_TIMEOUT_S:g} s; "
+                "starting without them")
+        deadline = time.monotonic() + spec.time_limit_s + spec.recovery_s
+        pool.release(deadline)
+        log(f"{spec.clients} clients started; main phase {spec.time_limit_s:g}s")
+        if display:
+            display.attach(out_dir, run_dir.nemesis_log, t0_ns, spec)
+        executed: list[dict] = []
+        phase[0] = "main phase"
+        if names or schedule:
+            from zkjepsen.nemesis.schedule import run_nemesis
+
+            executed = run_nemesis(
+                ens, pool, names, seed=spec.seed, time_limit_s=spec.time_limit_s,
+                interval_s=spec.interval_s, fault_duration_s=spec.fault_duration_s,
+                session_timeout_s=spec.session_timeout_s, t0_ns=t0_ns, out_dir=run_dir.path,
+                stop_event=stop, schedule=schedule, gen=fault_generator(spec, names))
+        else:
+            stop.wait(spec.time_limit_s)
+        log(f"main phase over; {len(executed)} faults executed and healed; "
+            f"recovery {spec.recovery_s:g}s")
+        phase[0] = "recovery"
+        codes = pool.wait(max(0.0, deadline - time.monotonic()) + CLIENT_GRACE_S)
+        stats["client_exit_codes"] = codes
+        if any(c is None for c in codes.values()):
+            log("some clients did not stop in time; stopping them")
+        phase[0] = "final read"
+        try:
+            with signals.deadline(FINAL_TIMEOUT_S, lambda: signals.PhaseTimeout(
+                    f"the final read did not finish within {FINAL_TIMEOUT_S:g} s")):
+                workload.final(host_ctx)
+        except signals.PhaseTimeout as e:
+            log(f"{e}; the verdict goes without it")
+        phase[0] = "teardown"
+    finally:
+        stop.set()
+        pool.stop()
+        zk.stop()
+        zk.close()
+        host_ctx.recorder.close()
+        if display:
+            display.detach()
 
 
 def fault_generator(spec: TestSpec, names: list[str]):

@@ -11,7 +11,18 @@ import sys
 
 from zkjepsen.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, ZkJepsenError
 
-INTERRUPTED = "zkjepsen: interrupted; everything this run started was removed."
+
+def interrupted_message(e: BaseException, what: str = "interrupted") -> str:
+    """What an interrupt left: the runner attaches `.teardown` (run id, store, what the engine
+    still has of the run, asked after the teardown) to the exception that ended the run."""
+    td = getattr(e, "teardown", None) or getattr(e.__cause__, "teardown", None)
+    if td is None:
+        return f"zkjepsen: {what}."
+    if td.left:
+        return (f"zkjepsen: {what}; run {td.run_id} left {', '.join(td.left)} behind "
+                "(`zkjepsen cleanup` removes them).")
+    return (f"zkjepsen: {what}; everything run {td.run_id} started was removed; its partial "
+            f"history: `zkjepsen analyze {td.store_dir}`.")
 
 
 def fast_check(argv: list[str]) -> None:
@@ -45,8 +56,8 @@ def main(argv: list[str] | None = None) -> None:
 
     try:
         rv = cli.main(args=args, standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo(INTERRUPTED, err=True)
+    except click.exceptions.Abort as e:
+        click.echo(interrupted_message(e), err=True)
         sys.exit(130)
     except click.ClickException as e:
         # Bad options and arguments: click's own message, our exit status.
@@ -55,11 +66,11 @@ def main(argv: list[str] | None = None) -> None:
     except ZkJepsenError as e:
         click.echo(f"zkjepsen: {e}", err=True)
         sys.exit(e.exit_code)
-    except KeyboardInterrupt:
-        click.echo(INTERRUPTED, err=True)
+    except KeyboardInterrupt as e:
+        click.echo(interrupted_message(e), err=True)
         sys.exit(130)
     except Terminated as e:
-        click.echo(f"zkjepsen: {e}; everything this run started was removed.", err=True)
+        click.echo(interrupted_message(e, str(e)), err=True)
         sys.exit(143)
     except Exception as e:  # noqa: BLE001 - last resort: one line, not a traceback
         click.echo(f"zkjepsen: internal error: {type(e).__name__}: {e} "

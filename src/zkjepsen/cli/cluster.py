@@ -82,16 +82,31 @@ def cluster_up(nodes: int, tick_ms: int, store_root: Path | None, image: str | N
     click.echo(f"{ens.run_id}\t{ens.connect_string()}")
 
 
-def _pick_run(client, run_id: str | None) -> str:
+def _pick_run(client, run_id: str | None, action: str) -> str:
+    """The run `cluster status|down` act on. Without a run id only a cluster started by
+    `cluster up` (detached) qualifies: never another process's `test`, which would hang or
+    fail when its ensemble vanished. A named run that a live process owns (a `test`, or a
+    `cluster up` still starting) is not taken down under it either."""
+    runs = resources.find_runs(client)
     if run_id:
+        run = runs.get(run_id)
+        if (action == "down" and run is not None and not run.detached and run.owner_alive):
+            raise BadInput(f"run {run_id} belongs to a running zkjepsen process ("
+                           f"{_owner_pids(run)}); stop that process (Ctrl-C) instead")
         return run_id
-    running = sorted(r.run_id for r in resources.find_runs(client).values() if r.containers)
+    running = sorted(r.run_id for r in runs.values() if r.containers and r.detached)
     if not running:
-        raise BadInput("no zkjepsen ensemble is running; start one with `zkjepsen cluster up`")
+        raise BadInput("no cluster started by `zkjepsen cluster up` is running; start one "
+                       "with `zkjepsen cluster up` (runs of `zkjepsen test` are not clusters)")
     if len(running) > 1:
-        raise BadInput(f"{len(running)} ensembles are running ({', '.join(running)}); "
+        raise BadInput(f"{len(running)} clusters are running ({', '.join(running)}); "
                        "name one by its run id")
     return running[0]
+
+
+def _owner_pids(run: resources.RunResources) -> str:
+    pids = sorted({o.partition(":")[0] for o in run.owners if resources.owner_alive(o)})
+    return "pid " + ", ".join(pids)
 
 
 @cluster_group.command("status")
@@ -99,7 +114,7 @@ def _pick_run(client, run_id: str | None) -> str:
 def cluster_status(run_id: str | None) -> None:
     """Show each node's mode, zxid and connection count."""
     client = resources.docker_client()
-    ens = DockerEnsemble.attach(_pick_run(client, run_id), client)
+    ens = DockerEnsemble.attach(_pick_run(client, run_id, "status"), client)
     table = Table(title=f"{ens.run_id}  {ens.connect_string()}")
     for col in ("node", "ip", "container", "mode", "zxid", "connections"):
         table.add_column(col)
@@ -114,7 +129,7 @@ def cluster_status(run_id: str | None) -> None:
 def cluster_down(run_id: str | None) -> None:
     """Remove an ensemble's containers and network (its logs stay in the store)."""
     client = resources.docker_client()
-    ens = DockerEnsemble.attach(_pick_run(client, run_id), client)
+    ens = DockerEnsemble.attach(_pick_run(client, run_id, "down"), client)
     ens.stop()
     click.echo(f"removed {ens.run_id} (logs in {ens.store_dir})")
 
@@ -135,7 +150,8 @@ def cleanup(everything: bool, dry_run: bool) -> None:
     removed = 0
     for run in sorted(runs.values(), key=lambda r: r.run_id):
         if not (everything or run.orphaned):
-            reason = "detached cluster" if run.detached else "owner still running"
+            reason = ("detached cluster" if run.detached else "still starting" if run.starting
+                      else "owner still running")
             click.echo(f"kept    {run.run_id} ({reason}; use --all to remove)")
             continue
         if dry_run:

@@ -103,6 +103,7 @@ class DockerEnsemble:
         return resources.SCRATCH_ROOT / self.run_id
 
     def start(self) -> None:
+        resources.scratch_dir(self.run_id)  # with its owner file, before anything else exists
         self._create_network()
         ips = [str(self.subnet.network_address + SERVER_IP_OFFSET + i)
                for i in range(1, self.spec.nodes + 1)]
@@ -115,6 +116,10 @@ class DockerEnsemble:
     def stop(self) -> None:
         """Remove every container and the network; keep the logs in the store. Idempotent."""
         with signals.signals_deferred():
+            # Interrupted in the middle of start(), workers may still be creating containers:
+            # let them finish first, or one created after the removal below would outlive us.
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="ensemble")
             for node in self.nodes:
                 self._save_stdout(node)
             resources.remove_run(self.client, self.run_id)

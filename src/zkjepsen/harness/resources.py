@@ -2,6 +2,8 @@
 
 Every container and network carries `zkjepsen.run=<run id>` and `zkjepsen.owner=<pid>:<start>`.
 Host-side scratch (node data dirs, faketime control files) lives in `/var/tmp/zkjepsen/<run id>/`.
+The scratch dir holds an `owner` file (the same token) from the moment it exists, so a run whose
+containers are already gone but whose teardown is still running is not mistaken for an orphan.
 `cleanup` removes the resources of runs whose owner process is gone (a crashed or SIGKILLed
 runner) and that were not deliberately detached by `cluster up`; `--all` removes every run's.
 """
@@ -22,6 +24,10 @@ OWNER_LABEL = "zkjepsen.owner"
 ROLE_LABEL = "zkjepsen.role"
 SCRATCH_ROOT = Path(os.environ.get("ZKJEPSEN_SCRATCH", "/var/tmp/zkjepsen"))
 DETACHED_MARKER = "detached"
+OWNER_FILE = "owner"
+# A scratch dir without an owner file is being created right now (mkdir, then the file) unless
+# it is older than this: only then is it a crashed run's.
+STARTING_GRACE_S = 120.0
 
 
 def new_run_id() -> str:
@@ -57,9 +63,28 @@ def labels(run_id: str, role: str, **extra: str) -> dict[str, str]:
 
 
 def scratch_dir(run_id: str) -> Path:
+    """The run's scratch dir, created with its owner file (this process) if it is new."""
     d = SCRATCH_ROOT / run_id
     d.mkdir(parents=True, exist_ok=True)
+    owner = d / OWNER_FILE
+    if not owner.exists():
+        tmp = d / f".{OWNER_FILE}.{os.getpid()}"
+        tmp.write_text(owner_token())
+        tmp.replace(owner)  # never a half-written token
     return d
+
+
+def _scratch_owner(d: Path) -> tuple[str | None, bool]:
+    """(owner token, still starting) of one scratch dir."""
+    try:
+        return (d / OWNER_FILE).read_text().strip(), False
+    except OSError:
+        pass
+    try:
+        young = time.time() - d.stat().st_mtime < STARTING_GRACE_S
+    except OSError:
+        young = False  # gone meanwhile
+    return None, young
 
 
 def docker_client():
@@ -89,10 +114,16 @@ class RunResources:
     networks: list = field(default_factory=list)
     owners: set[str] = field(default_factory=set)
     detached: bool = False
+    starting: bool = False  # a scratch dir so young that its owner file may not exist yet
 
     @property
     def orphaned(self) -> bool:
-        return not self.detached and not any(owner_alive(o) for o in self.owners)
+        return (not self.detached and not self.starting
+                and not any(owner_alive(o) for o in self.owners))
+
+    @property
+    def owner_alive(self) -> bool:
+        return any(owner_alive(o) for o in self.owners)
 
 
 def find_runs(client) -> dict[str, RunResources]:
@@ -112,7 +143,10 @@ def find_runs(client) -> dict[str, RunResources]:
         r.owners.add(n.attrs["Labels"].get(OWNER_LABEL, ""))
     if SCRATCH_ROOT.is_dir():
         for d in SCRATCH_ROOT.iterdir():
-            runs.setdefault(d.name, RunResources(d.name))
+            r = runs.setdefault(d.name, RunResources(d.name))
+            owner, r.starting = _scratch_owner(d)
+            if owner:
+                r.owners.add(owner)
     for r in runs.values():
         r.detached = (SCRATCH_ROOT / r.run_id / DETACHED_MARKER).exists()
     return runs
@@ -126,18 +160,47 @@ def remove_run(client, run_id: str) -> tuple[int, int]:
     """
     import docker.errors
 
+    flt = {"label": f"{RUN_LABEL}={run_id}"}
     nc = nn = 0
-    for c in client.api.containers(all=True, filters={"label": f"{RUN_LABEL}={run_id}"}):
-        try:
-            client.api.remove_container(c["Id"], force=True, v=True)
-            nc += 1
-        except docker.errors.NotFound:
-            pass
-    for n in client.networks.list(filters={"label": f"{RUN_LABEL}={run_id}"}):
-        try:
-            n.remove()
-            nn += 1
-        except docker.errors.NotFound:
-            pass
+    # A second pass catches a container a worker thread was still creating during the first
+    # (the network cannot go while it is attached).
+    for attempt in range(3):
+        for c in client.api.containers(all=True, filters=flt):
+            try:
+                client.api.remove_container(c["Id"], force=True, v=True)
+                nc += 1
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError as e:
+                if "already in progress" not in str(e):
+                    raise
+        for n in client.networks.list(filters=flt):
+            try:
+                n.remove()
+                nn += 1
+            except docker.errors.NotFound:
+                pass
+            except docker.errors.APIError:
+                if attempt == 2:
+                    raise
+        if not (client.api.containers(all=True, filters=flt) or client.networks.list(filters=flt)):
+            break
+        time.sleep(0.5)
     shutil.rmtree(SCRATCH_ROOT / run_id, ignore_errors=True)
     return nc, nn
+
+
+def leftovers(client, run_id: str) -> list[str]:
+    """What of one run still exists on the engine and the host, e.g. ["2 containers"]; empty
+    when nothing is left. Asked of the engine, not remembered: this is what a user is told."""
+    flt = {"label": f"{RUN_LABEL}={run_id}"}
+    left = []
+    containers = client.api.containers(all=True, filters=flt)
+    networks = client.networks.list(filters=flt)
+    if containers:
+        left.append(f"{len(containers)} container{'s' if len(containers) > 1 else ''}")
+    if networks:
+        left.append(f"{len(networks)} network{'s' if len(networks) > 1 else ''}")
+    if (SCRATCH_ROOT / run_id).exists():
+        left.append(f"scratch dir {SCRATCH_ROOT / run_id}")
+    return left
