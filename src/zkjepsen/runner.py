@@ -174,6 +174,7 @@ def _run_phases(spec: TestSpec, workload, ens, run_dir: RunDir, log, display, sc
     names = [n for n in spec.nemesis if n != "none"]
     out_dir = run_dir.clients
     phase[0] = "ensemble start"
+    log(f"run {ens.run_id}: starting {spec.nodes} servers")
     ens.start()
     log(f"ensemble {ens.run_id} up: {ens.connect_string()} (leader {ens.leader().name})")
     t0_ns = time.monotonic_ns()
@@ -229,13 +230,16 @@ def _run_phases(spec: TestSpec, workload, ens, run_dir: RunDir, log, display, sc
             log(f"{e}; the verdict goes without it")
         phase[0] = "teardown"
     finally:
-        stop.set()
-        pool.stop()
-        zk.stop()
-        zk.close()
-        host_ctx.recorder.close()
-        if display:
-            display.detach()
+        # Deferred too: a signal in the middle of this would leave kazoo's threads running.
+        with signals.signals_deferred():
+            log("tearing down")
+            stop.set()
+            pool.stop()
+            zk.stop()
+            zk.close()
+            host_ctx.recorder.close()
+            if display:
+                display.detach()
 
 
 def fault_generator(spec: TestSpec, names: list[str]):
