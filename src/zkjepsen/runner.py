@@ -154,6 +154,13 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
     return run
 
 
+def _servers_gone(ens) -> bool:
+    from zkjepsen.harness import resources
+
+    return not ens.client.api.containers(all=True, filters={"label": [
+        f"{resources.RUN_LABEL}={ens.run_id}", f"{resources.ROLE_LABEL}=server"]})
+
+
 def _write_history(run_dir: RunDir) -> list[dict]:
     from zkjepsen.history import History, Op
     from zkjepsen.history.jsonl import merge_records
@@ -216,6 +223,13 @@ def _run_phases(spec: TestSpec, workload, ens, run_dir: RunDir, log, display, sc
             stop.wait(spec.time_limit_s)
         log(f"main phase over; {len(executed)} faults executed and healed; "
             f"recovery {spec.recovery_s:g}s")
+        if _servers_gone(ens):
+            # Someone removed them (`cluster down`, `docker rm`): waiting for clients and a final
+            # read would only time out, and no verdict on what is left would mean anything.
+            raise errors.EnvironmentProblem(
+                f"the servers of run {ens.run_id} were removed from outside this run during "
+                f"the main phase; no verdict; its partial history: `zkjepsen analyze "
+                f"{run_dir.path}`")
         phase[0] = "recovery"
         codes = pool.wait(max(0.0, deadline - time.monotonic()) + CLIENT_GRACE_S)
         stats["client_exit_codes"] = codes
