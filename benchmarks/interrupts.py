@@ -208,6 +208,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workdir", type=Path, default=None)
     args = ap.parse_args()
+    # Started in the background (`cmd &`), this process ignores SIGINT and so would every run
+    # it starts: they would rightly ignore the SIGINTs sent to them.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     client = resources.docker_client()
     root = args.workdir or Path(tempfile.mkdtemp(prefix="zkjepsen-interrupts-"))
     runs = plan(args.runs, random.Random(args.seed))

@@ -14,6 +14,15 @@ from zkjepsen.harness import resources
 ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 
 
+@pytest.fixture(autouse=True)
+def _sigint_not_ignored():
+    """Under a CI runner that started us in the background SIGINT is ignored, and the runs we
+    start would inherit that (and rightly ignore the SIGINT this test sends)."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
 def _wait_for_new_run(client, before: set[str], role: str, count: int, timeout: float = 90):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -111,6 +111,17 @@ def test_an_unexpired_deadline_changes_nothing():
     assert not signals.interrupted()
 
 
+def test_a_signal_the_process_was_started_ignoring_stays_ignored():
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as under `nohup` or `cmd &`
+    try:
+        with signals.teardown_on_signals():
+            assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+            assert signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
 # ---- ownership -------------------------------------------------------------------------------
 class _NoEngine:
     api = SimpleNamespace(containers=lambda **kw: [])

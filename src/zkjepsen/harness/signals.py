@@ -100,7 +100,10 @@ def _install() -> bool:
         return False
     if S.guards == 0:
         S.pending, S.raised, S.ignored = None, False, []
-        S.saved = {s: signal.signal(s, _on_signal) for s in (*INTERRUPTS, WAKE)}
+        # A signal this process was started ignoring (SIGINT under `nohup` or `cmd &`) stays
+        # ignored, as Python itself leaves it: the user asked for that, not for our teardown.
+        S.saved = {s: signal.signal(s, _on_signal) for s in (*INTERRUPTS, WAKE)
+                   if signal.getsignal(s) is not signal.SIG_IGN}
     S.guards += 1
     return True
 
