@@ -12,6 +12,17 @@ import sys
 from zkjepsen.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, ZkJepsenError
 
 
+def exit_interrupted(message: str, code: int) -> None:
+    """Say what the interrupt left and exit, ignoring any further signal: a second Ctrl-C that
+    arrives after the teardown must not turn the exit into a KeyboardInterrupt at shutdown."""
+    import signal
+
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_IGN)
+    print(message, file=sys.stderr)
+    sys.exit(code)
+
+
 def interrupted_message(e: BaseException, what: str = "interrupted") -> str:
     """What an interrupt left: the runner attaches `.teardown` (run id, store, what the engine
     still has of the run, asked after the teardown) to the exception that ended the run."""
@@ -57,8 +68,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         rv = cli.main(args=args, standalone_mode=False)
     except click.exceptions.Abort as e:
-        click.echo(interrupted_message(e), err=True)
-        sys.exit(130)
+        exit_interrupted(interrupted_message(e), 130)
     except click.ClickException as e:
         # Bad options and arguments: click's own message, our exit status.
         click.echo(f"zkjepsen: {e.format_message()}", err=True)
@@ -67,11 +77,9 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(f"zkjepsen: {e}", err=True)
         sys.exit(e.exit_code)
     except KeyboardInterrupt as e:
-        click.echo(interrupted_message(e), err=True)
-        sys.exit(130)
+        exit_interrupted(interrupted_message(e), 130)
     except Terminated as e:
-        click.echo(interrupted_message(e, str(e)), err=True)
-        sys.exit(143)
+        exit_interrupted(interrupted_message(e, str(e)), 143)
     except Exception as e:  # noqa: BLE001 - last resort: one line, not a traceback
         click.echo(f"zkjepsen: internal error: {type(e).__name__}: {e} "
                    "(please report it with the run's run.log)", err=True)
