@@ -139,7 +139,8 @@ def test_memory_limit_is_real_and_unknown(tmp_path):
                  {"index": 2 * k + 1, "time": 2 * k + 1, "process": k % 5, "type": "ok",
                   "f": "write", "value": k}]
     h = write_jsonl(tmp_path / "big.jsonl", recs)
-    args = [sys.executable, "-m", "zkjepsen.cli", "check", str(h), "--model", "register"]
+    args = [sys.executable, "-m", "zkjepsen.cli", "check", str(h), "--model", "register",
+            "--time-limit", "600"]  # the verdict must come from memory, not the clock
     small = subprocess.run([*args, "--memory-limit", "20"], capture_output=True, text=True)
     assert small.returncode == 2, small.stdout + small.stderr
     assert "memory limit of 20 MiB" in small.stdout
