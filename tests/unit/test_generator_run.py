@@ -92,7 +92,8 @@ def test_replay_uses_recorded_targets_and_times(fake, tmp_path):
                              t0_ns=time.monotonic_ns(), out_dir=tmp_path / "b", schedule=sched)
     assert [(e["f"], e["targets"]) for e in b] == [(e["f"], e["targets"]) for e in a]
     for x, y in zip(a, b, strict=True):
-        assert abs(x["start_ns"] - y["start_ns"]) < 0.05e9
+        # never early; late only by scheduling lag (generous: CI machines are loaded)
+        assert -0.005e9 < y["start_ns"] - x["start_ns"] < 0.25e9
 
 
 def test_failed_apply_is_recorded_not_hidden(fake, tmp_path):
