@@ -104,7 +104,7 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
         with signals.teardown_on_signals():
             run_dir = new_run_dir(spec.test_name, store_root)
             run_dir.save_spec(spec)
-            run_dir.clients.mkdir()
+            run_dir.client_dir(0).mkdir(parents=True)  # the host's own session (client 0)
             log = RunLog(run_dir.run_log, display)
             ens = DockerEnsemble(ens_spec, run_dir.path, client=client)
             teardown = Teardown(ens.run_id, run_dir.path, [])
@@ -179,7 +179,6 @@ def _run_phases(spec: TestSpec, workload, ens, run_dir: RunDir, log, display, sc
     from zkjepsen.harness import signals
 
     names = [n for n in spec.nemesis if n != "none"]
-    out_dir = run_dir.clients
     phase[0] = "ensemble start"
     log(f"run {ens.run_id}: starting {spec.nodes} servers")
     ens.start()
@@ -189,7 +188,7 @@ def _run_phases(spec: TestSpec, workload, ens, run_dir: RunDir, log, display, sc
     phase[0] = "host session"
     zk.start(timeout=15)
     host_ctx = _host_context(spec, ens, run_dir, t0_ns, zk)
-    pool = ClientPool(ens, out_dir)
+    pool = ClientPool(ens, run_dir)
     stop = threading.Event()
     try:
         phase[0] = "workload setup"
@@ -208,7 +207,7 @@ def _run_phases(spec: TestSpec, workload, ens, run_dir: RunDir, log, display, sc
         pool.release(deadline)
         log(f"{spec.clients} clients started; main phase {spec.time_limit_s:g}s")
         if display:
-            display.attach(out_dir, run_dir.nemesis_log, t0_ns, spec)
+            display.attach(run_dir, t0_ns, spec)
         executed: list[dict] = []
         phase[0] = "main phase"
         if names or schedule:

@@ -35,13 +35,30 @@ class RunDir:
     nodes = property(lambda self: self.path / "nodes")
     timeline = property(lambda self: self.path / "timeline.html")
     minimal = property(lambda self: self.path / "minimal")
+    # Mounted read-only into every client container: the start barrier and the client specs
+    # (what the runner tells a client; a client must not rewrite its own, or another's).
+    control = property(lambda self: self.clients / "control")
+    start_barrier = property(lambda self: self.control / "start")
+
+    def client_spec(self, client: int) -> Path:
+        return self.control / f"spec-c{client}.json"
+
+    def client_dir(self, client: int) -> Path:
+        """Client N's own output directory, mounted read-write into client N only (so no client
+        can rewrite another's history). Client 0 is the host: setup and final reads."""
+        return self.clients / f"c{client}"
 
     def client_history(self, client: int) -> Path:
-        return self.clients / f"client-{client}.jsonl"
+        return self.client_dir(client) / f"client-{client}.jsonl"
+
+    def client_log(self, client: int) -> Path:
+        return self.client_dir(client) / f"client-{client}.log"
 
     def client_histories(self) -> list[Path]:
-        """Every client's own history file (client 0 is the host: setup and final reads)."""
-        return sorted(self.clients.glob("client-*.jsonl"))
+        """Every client's own history file. Runs stored before per-client directories kept
+        them all in `clients/`; they are still read (`analyze` of an old run)."""
+        return sorted([*self.clients.glob("c*/client-*.jsonl"),
+                       *self.clients.glob("client-*.jsonl")])
 
     def history_sources(self) -> list[Path]:
         """What `history.jsonl` is merged from."""

@@ -17,6 +17,7 @@ from zkjepsen.harness.fourlw import four_letter
 from zkjepsen.nemesis.partition import chain_name
 from zkjepsen.nemesis.schedule import FaultNemesis, NemesisLog, heal_all, run_nemesis
 from zkjepsen.nemesis.targets import NemesisContext
+from zkjepsen.store import RunDir
 
 SESSION_S = 4
 
@@ -25,7 +26,7 @@ SESSION_S = 4
 def rig(ensemble3, tmp_path_factory):
     """The ensemble plus 3 `ping` clients (each writes its own znode every 50 ms)."""
     out = tmp_path_factory.mktemp("nemesis")
-    pool = ClientPool(ensemble3, out / "clients")
+    pool = ClientPool(ensemble3, RunDir(out))
     t0 = time.monotonic_ns()
     pool.start([ClientSpec(client=i, start_file=None, nclients=3,
                            hosts=ensemble3.connect_string(),
@@ -63,7 +64,7 @@ def _wait(cond, timeout: float, step: float = 0.1):
 
 
 def _records(pool, idx: int, f: str | None = None) -> list[dict]:
-    path = pool.out_dir / f"client-{idx}.jsonl"
+    path = pool.run_dir.client_history(idx)
     if not path.exists():
         return []
     recs = [json.loads(x) for x in path.read_text().splitlines() if x.strip().endswith("}")]
@@ -84,7 +85,8 @@ def _healed(ens, pool) -> None:
         assert ens.faketime_file(n).read_text().strip() in ("+0", "+0 x1")
     for h in pool.handles:
         assert h.status() == "running"
-        assert chain not in h.exec(["iptables", "-S"])[1]
+        code, rules = h.net_exec(["iptables", "-S"])  # as the nemesis sees them: a sidecar
+        assert code == 0 and chain not in rules
 
 
 def _tcp_open(ens, src, dst_ip: str) -> bool:

@@ -21,21 +21,23 @@ from zkjepsen.client.pool import ClientPool
 from zkjepsen.client.spec import ClientSpec
 from zkjepsen.history import History, Op
 from zkjepsen.history.jsonl import merge_records
+from zkjepsen.store import RunDir
 from zkjepsen.workloads import get_workload
 
 
 def run_workload(ens, out, workload, recipe, params, clients=3, seconds=4.0, during=None):
     """setup -> clients for `seconds` (`during(pool, zk)` runs meanwhile) -> final -> check."""
     wl = get_workload(workload)
-    out.mkdir(parents=True)
+    run_dir = RunDir(out)
+    run_dir.client_dir(0).mkdir(parents=True)
     t0 = time.monotonic_ns()
     zk = KazooClient(hosts=ens.connect_string(), timeout=4.0)
     zk.start(timeout=15)
     host = ClientContext(client=0, nclients=clients, zk=zk, hosts=ens.connect_string(),
                          recipe=recipe, params=params,
-                         recorder=Recorder(str(out / "client-0.jsonl"), t0, 0, clients),
+                         recorder=Recorder(str(run_dir.client_history(0)), t0, 0, clients),
                          deadline=time.monotonic() + 3600)
-    pool = ClientPool(ens, out)
+    pool = ClientPool(ens, run_dir)
     try:
         wl.setup(host)
         # containers start one after another (~1 s each here): the clock starts after that
@@ -46,7 +48,7 @@ def run_workload(ens, out, workload, recipe, params, clients=3, seconds=4.0, dur
                          t0_ns=t0, deadline_monotonic=deadline, seed=7)
                     for i in range(1, clients + 1)])
         if during:
-            during(pool, zk, out)
+            during(pool, zk, run_dir)
         codes = pool.wait(1.5 * clients + seconds + 25)
         pool.stop()
         wl.final(host)
@@ -56,7 +58,7 @@ def run_workload(ens, out, workload, recipe, params, clients=3, seconds=4.0, dur
         zk.close()
         for h in pool.handles:  # container names are per ensemble: free them for the next run
             h.container.remove(force=True)
-    history = History([Op.from_dict(r) for r in merge_records(sorted(out.glob("client-*.jsonl")))])
+    history = History([Op.from_dict(r) for r in merge_records(run_dir.client_histories())])
     result = compose(wl.checkers(params)).check(history).to_json()
     return history, result, codes
 
@@ -151,7 +153,7 @@ def test_blog_lock_split_holder_when_waiter_container_killed(ensemble3, tmp_path
 def _client_of_session(out, session_id: int) -> int:
     import json
 
-    for path in out.glob("client-*.jsonl"):
+    for path in out.client_histories():
         for line in path.read_text().splitlines():
             r = json.loads(line)
             if r["f"] == "session" and int(r["value"]["session_id"], 16) == session_id:

@@ -132,15 +132,21 @@ def test_grudge_from_components():
 
 
 def test_current_holders_from_client_records(tmp_path):
+    from zkjepsen.store import RunDir
+
+    run_dir = RunDir(tmp_path)
+
     def write(i, recs):
-        (tmp_path / f"client-{i}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+        run_dir.client_dir(i).mkdir(parents=True, exist_ok=True)
+        run_dir.client_history(i).write_text("".join(json.dumps(r) + "\n" for r in recs))
 
     write(0, [{"f": "acquire", "type": "ok"}])  # the runner's own session: never a target
     write(1, [{"f": "acquire", "type": "invoke"}, {"f": "acquire", "type": "ok"}])
     write(2, [{"f": "acquire", "type": "ok"}, {"f": "release", "type": "invoke"}])
     write(3, [{"f": "acquire", "type": "invoke"}])
-    (tmp_path / "client-4.jsonl").write_text('{"f": "acquire", "type": "ok"}\n{"f": "rel')
-    assert current_holders(tmp_path) == [1, 4]  # a cut last line is ignored
+    write(4, [])
+    run_dir.client_history(4).write_text('{"f": "acquire", "type": "ok"}\n{"f": "rel')
+    assert current_holders(run_dir) == [1, 4]  # a cut last line is ignored
 
 
 def _fake_ctx():
@@ -151,7 +157,7 @@ def _fake_ctx():
     nodes = [SimpleNamespace(name=f"n{i}", ip=f"10.0.0.1{i}") for i in (1, 2, 3)]
     handles = [SimpleNamespace(index=1, name="c1", ip="10.0.0.101")]
     ens = SimpleNamespace(nodes=nodes, run_id="zkj-20261122000000-abcd", leader=lambda: nodes[0])
-    return NemesisContext(ens, SimpleNamespace(handles=handles, out_dir=None))
+    return NemesisContext(ens, SimpleNamespace(handles=handles, run_dir=None))
 
 
 def test_partition_rules_cut_both_directions_on_both_sides():

@@ -14,16 +14,19 @@ from zkjepsen.nemesis.triggers import (
     on_leader_change,
     on_session,
 )
+from zkjepsen.store import RunDir
 
 
 def append(d, client, **rec):
-    with open(d / f"client-{client}.jsonl", "a") as f:
+    path = RunDir(d).client_history(client)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
         f.write(json.dumps({"process": client, "client": client, **rec}) + "\n")
 
 
 def test_acquire_trigger_ignores_the_past_and_names_the_client(tmp_path):
     append(tmp_path, 1, time=1, type="ok", f="acquire")  # before arming: does not count
-    w = TriggerWatch(on_acquire(delay_s=0.1), tmp_path)
+    w = TriggerWatch(on_acquire(delay_s=0.1), RunDir(tmp_path))
     assert w.poll() is None
     append(tmp_path, 2, time=5, type="invoke", f="acquire")
     append(tmp_path, 0, time=6, type="ok", f="acquire")  # the host's session: never a trigger
@@ -34,7 +37,7 @@ def test_acquire_trigger_ignores_the_past_and_names_the_client(tmp_path):
 
 
 def test_kth_invoke_of_one_client(tmp_path):
-    w = TriggerWatch(on_invoke("write", client=2, k=2), tmp_path)
+    w = TriggerWatch(on_invoke("write", client=2, k=2), RunDir(tmp_path))
     append(tmp_path, 1, time=1, type="invoke", f="write")
     append(tmp_path, 2, time=2, type="invoke", f="write")
     assert w.poll() is None
@@ -45,12 +48,12 @@ def test_kth_invoke_of_one_client(tmp_path):
 
 
 def test_session_state_and_a_cut_last_line(tmp_path):
-    w = TriggerWatch(on_session("SUSPENDED"), tmp_path)
+    w = TriggerWatch(on_session("SUSPENDED"), RunDir(tmp_path))
     append(tmp_path, 4, time=7, type="event", f="session-state", value="CONNECTED")
-    with open(tmp_path / "client-4.jsonl", "a") as f:
+    with open(RunDir(tmp_path).client_history(4), "a") as f:
         f.write('{"time": 8, "type": "event", "f": "session-state", "value": "SUSP')
     assert w.poll() is None  # half a line waits for its end
-    with open(tmp_path / "client-4.jsonl", "a") as f:
+    with open(RunDir(tmp_path).client_history(4), "a") as f:
         f.write('ENDED"}\n')
     fired = w.poll()
     assert fired is not None and fired.client == 4 and fired.at_ns == 8
@@ -58,7 +61,8 @@ def test_session_state_and_a_cut_last_line(tmp_path):
 
 def test_leader_change_asks_the_backend(tmp_path):
     leaders = iter(["n1", "n1", "n3"])
-    w = TriggerWatch(on_leader_change(), tmp_path, leader=lambda: next(leaders), now_ns=lambda: 42)
+    w = TriggerWatch(on_leader_change(), RunDir(tmp_path), leader=lambda: next(leaders),
+                     now_ns=lambda: 42)
     assert w.poll() is None
     fired = w.poll()
     assert fired is not None and fired.node == "n3" and fired.at_ns == 42

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
@@ -15,6 +14,7 @@ from zkjepsen.history.jsonl import DirTailer
 
 if TYPE_CHECKING:
     from zkjepsen.spec import TestSpec
+    from zkjepsen.store import RunDir
 
 console = Console(stderr=True)
 
@@ -36,8 +36,8 @@ class LiveDisplay:
         if self.live is None:
             console.print(msg)
 
-    def attach(self, out_dir: Path, nemesis_file: Path, t0_ns: int, spec: TestSpec) -> None:
-        self.out_dir, self.nemesis_file, self.spec = out_dir, nemesis_file, spec
+    def attach(self, run_dir: RunDir, t0_ns: int, spec: TestSpec) -> None:
+        self.run_dir, self.spec = run_dir, spec
         self.t0 = time.monotonic()
         self.live = Live(self._render(), console=console, refresh_per_second=2,
                          get_renderable=self._render, transient=True)
@@ -50,7 +50,8 @@ class LiveDisplay:
 
     def _tail(self) -> None:
         if self.tail is None:
-            self.tail = DirTailer(self.out_dir, extra=[self.nemesis_file])
+            self.tail = DirTailer(self.run_dir.client_histories,
+                                  extra=[self.run_dir.nemesis_log])
         for records in self.tail.poll().values():
             for r in records:
                 if r.get("process") == "nemesis":

@@ -5,6 +5,11 @@ must pause one client (`docker pause`, the cgroup freezer: every thread stops at
 stop-the-world GC) and isolate one client (iptables in that container's own network namespace).
 The client code is bind-mounted from the host (our package and the host's kazoo), so clients run
 exactly the code under test, in the image's Python 3.11.
+
+Least privilege, because the client runs the code under test: no NET_ADMIN/NET_RAW (its network
+faults are applied from a sidecar, see harness/netns.py), memory and pids limits, and only its
+own output directory is writable (`/out`); the start barrier and the specs come read-only from
+the run's control directory (`/control`).
 """
 
 from __future__ import annotations
@@ -17,10 +22,11 @@ from pathlib import Path
 import kazoo
 
 import zkjepsen
-from zkjepsen.client.spec import OUT_DIR, ClientSpec
-from zkjepsen.harness import resources
+from zkjepsen.client.spec import CONTROL_DIR, OUT_DIR, ClientSpec
+from zkjepsen.harness import netns, resources
 from zkjepsen.harness.ensemble import CLIENT_IP_OFFSET, DockerEnsemble
 from zkjepsen.history.jsonl import Tailer
+from zkjepsen.store import RunDir
 
 SRC_ROOT = Path(zkjepsen.__file__).resolve().parent.parent
 KAZOO_DIR = Path(kazoo.__file__).resolve().parent
@@ -32,6 +38,8 @@ class ClientHandle:
     ip: str
     hosts: str
     container: object  # docker Container
+    run_id: str = ""  # labels the sidecars, so teardown removes any left behind
+    image: str = ""  # the sidecars' image: the client's own, so it has iptables
 
     @property
     def name(self) -> str:
@@ -55,17 +63,24 @@ class ClientHandle:
         return self.container.status
 
     def exec(self, argv: list[str]) -> tuple[int, str]:
+        """argv inside the client, with the client's own (unprivileged) rights."""
         res = self.container.exec_run(argv)
         return res.exit_code, (res.output or b"").decode(errors="replace")
+
+    def net_exec(self, argv: list[str]) -> tuple[int, str]:
+        """argv in the client's network namespace with NET_ADMIN, from a sidecar: how the
+        nemesis changes the client's iptables, which the client itself cannot."""
+        return netns.netns_exec(self.container.client, self.container.id, self.image, argv,
+                                self.run_id)
 
 
 class ClientPool:
     """Starts, controls and collects the client containers of one run."""
 
-    def __init__(self, ensemble: DockerEnsemble, out_dir: Path, image: str | None = None) -> None:
+    def __init__(self, ensemble: DockerEnsemble, run_dir: RunDir, image: str | None = None) -> None:
         self.ensemble = ensemble
-        self.out_dir = Path(out_dir).resolve()
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.run_dir = RunDir(Path(run_dir.path).resolve())
+        self.run_dir.control.mkdir(parents=True, exist_ok=True)
         # A user's own server image (e.g. the official one) may have no python3: clients then
         # run in zkjepsen's image.
         self.image = image or ensemble.image
@@ -85,14 +100,15 @@ class ClientPool:
 
     def release(self, deadline_monotonic: float) -> None:
         """Open the start barrier: clients run until `deadline_monotonic` (shared clock)."""
-        tmp = self.out_dir / ".start.tmp"
+        barrier = self.run_dir.start_barrier
+        tmp = barrier.with_name(f".{barrier.name}.tmp")
         tmp.write_text(repr(deadline_monotonic))
-        tmp.replace(self.out_dir / "start")
+        tmp.replace(barrier)
 
     def wait_connected(self, timeout_s: float) -> list[int]:
         """Wait until every client recorded its session (or gave up); returns the laggards."""
         deadline = time.monotonic() + timeout_s
-        tails = {h.index: Tailer(self.out_dir / f"client-{h.index}.jsonl") for h in self.handles}
+        tails = {h.index: Tailer(self.run_dir.client_history(h.index)) for h in self.handles}
         while tails and time.monotonic() < deadline:
             for i, tail in list(tails.items()):
                 if any(r.get("f") in ("session", "client-error") for r in tail.poll()):
@@ -103,28 +119,36 @@ class ClientPool:
     def _start_one(self, spec: ClientSpec) -> ClientHandle:
         api = self.ensemble.client.api
         n = spec.client
+        d = self.run_dir
+        if spec.start_file:
+            spec = dataclasses.replace(spec, start_file=f"{CONTROL_DIR}/{d.start_barrier.name}")
         spec = dataclasses.replace(spec, out=OUT_DIR)
-        spec.save(self.out_dir / f"spec-c{n}.json")
+        spec.save(d.client_spec(n))
+        d.client_dir(n).mkdir(parents=True, exist_ok=True)
         binds = {
             str(SRC_ROOT): {"bind": "/opt/zkjepsen/src", "mode": "ro"},
             str(KAZOO_DIR): {"bind": "/opt/zkjepsen/site/kazoo", "mode": "ro"},
-            str(self.out_dir): {"bind": "/out", "mode": "rw"},
+            str(d.client_dir(n)): {"bind": OUT_DIR, "mode": "rw"},  # its own, nobody else's
+            str(d.control): {"bind": CONTROL_DIR, "mode": "ro"},
         }
         binds.update(user_recipe_binds(spec.recipe))
         env = {"PYTHONPATH": "/opt/zkjepsen/src:/opt/zkjepsen/site:/opt/zkjepsen/user",
                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
         env.update(spec.env)
-        host_config = api.create_host_config(binds=binds, cap_add=["NET_ADMIN", "NET_RAW"])
+        host_config = api.create_host_config(
+            binds=binds, **netns.limits(netns.CLIENT_MEMORY, netns.CLIENT_PIDS))
         ip = self.client_ip(n)
         net = api.create_networking_config(
             {self.ensemble.network_name: api.create_endpoint_config(ipv4_address=ip)})
         cid = api.create_container(
             self.image, name=f"{self.ensemble.run_id}-c{n}", hostname=f"c{n}",
-            entrypoint=["python3", "-m", "zkjepsen.client.main", f"/out/spec-c{n}.json"],
+            entrypoint=["python3", "-m", "zkjepsen.client.main",
+                        f"{CONTROL_DIR}/{d.client_spec(n).name}"],
             labels=resources.labels(self.ensemble.run_id, "client", client=n, ip=ip),
             environment=env, host_config=host_config, networking_config=net)["Id"]
         api.start(cid)
-        return ClientHandle(n, ip, spec.hosts, self.ensemble.client.containers.get(cid))
+        return ClientHandle(n, ip, spec.hosts, self.ensemble.client.containers.get(cid),
+                            self.ensemble.run_id, self.image)
 
     def handle(self, index: int) -> ClientHandle:
         return next(h for h in self.handles if h.index == index)
@@ -155,7 +179,7 @@ class ClientPool:
         self.wait(grace_s)
         for h in self.handles:
             try:
-                (self.out_dir / f"client-{h.index}.log").write_bytes(h.container.logs())
+                self.run_dir.client_log(h.index).write_bytes(h.container.logs())
             except Exception:  # noqa: BLE001
                 pass
 

@@ -1,5 +1,5 @@
 """What the runner tells one client process: the typed record that crosses the container
-boundary as `/out/spec.json`. Stdlib only (it is read inside the client containers).
+boundary as `/control/spec-cN.json`. Stdlib only (it is read inside the client containers).
 
 This is the first half of the client wire: the program under test learns its servers, session
 timeout, identity, workload and parameters from it; the recorder writes the history beside it.
@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-OUT_DIR = "/out"  # where a client container sees its own output directory
+OUT_DIR = "/out"  # where a client container sees its own output directory (read-write)
+CONTROL_DIR = "/control"  # the run's control files (start barrier, specs), read-only
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class ClientSpec:
     params: dict[str, Any] = field(default_factory=dict)
     seed: int = 0
     deadline_monotonic: float = 0.0  # 0: wait at the start barrier for the real deadline
-    start_file: str | None = f"{OUT_DIR}/start"  # the start barrier (None: begin at once)
+    start_file: str | None = f"{CONTROL_DIR}/start"  # the start barrier (None: begin at once)
     out: str = OUT_DIR
     connect_timeout_s: float = 15.0
     env: dict[str, str] = field(default_factory=dict)  # extra environment (e.g. libfaketime)

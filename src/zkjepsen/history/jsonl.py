@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -61,21 +61,18 @@ class Tailer:
 
 
 class DirTailer:
-    """A Tailer per file matching `pattern` in a directory (files may appear at any time)."""
+    """A Tailer per file that `find()` lists (files may appear at any time), plus `extra`.
 
-    def __init__(
-        self,
-        directory: str | os.PathLike[str],
-        pattern: str = "client-*.jsonl",
-        extra: Iterable[Path] = (),
-    ) -> None:
-        self.dir = Path(directory)
-        self.pattern = pattern
+    `find` comes from the run layout (`RunDir.client_histories`), so readers never spell out
+    where the clients' files are."""
+
+    def __init__(self, find: Callable[[], Iterable[Path]], extra: Iterable[Path] = ()) -> None:
+        self.find = find
         self.tailers: dict[Path, Tailer] = {Path(p): Tailer(p) for p in extra}
 
     def poll(self) -> dict[Path, list[dict[str, Any]]]:
-        for p in self.dir.glob(self.pattern):
-            self.tailers.setdefault(p, Tailer(p))
+        for p in self.find():
+            self.tailers.setdefault(Path(p), Tailer(p))
         return {p: t.poll() for p, t in self.tailers.items()}
 
 

@@ -1,7 +1,9 @@
 """Network faults as packet drops inside each container's own network namespace.
 
 Every rule lives in ONE chain named for the run (`zkj-<stamp>-<hex>`), created in the container's
-netns and jumped to from its INPUT and OUTPUT. The host's own chains are never touched, so two
+netns and jumped to from its INPUT and OUTPUT. Servers run iptables themselves; clients have no
+NET_ADMIN (they run the code under test), so their rules are written from a sidecar that shares
+their netns (harness/netns.py). The host's own chains are never touched, so two
 runs on one machine cannot interfere, and healing removes exactly that chain. A container that
 is killed loses its netns and its rules with it; `docker start` gives it a clean one.
 
@@ -136,11 +138,11 @@ def _rules(ctx: NemesisContext, f: str, targets: list[str],
 
 
 def _run(ctx: NemesisContext, name: str, script: str) -> str:
-    target = ctx.client(name) if name.startswith("c") else ctx.node(name)
     if name.startswith("c"):
-        code, out = target.exec(["sh", "-c", script])
+        # From a sidecar: the client has no NET_ADMIN, so it cannot flush what we put there.
+        code, out = ctx.client(name).net_exec(["sh", "-c", script])
     else:
-        code, out = ctx.ensemble.exec(target, ["sh", "-c", script])
+        code, out = ctx.ensemble.exec(ctx.node(name), ["sh", "-c", script])
     if code != 0:
         raise NemesisError(f"iptables in {name} failed ({code}): {out.strip()[-300:]}")
     return out
@@ -208,4 +210,6 @@ def heal(ctx: NemesisContext) -> list[str]:
 
 def _gone(e: Exception) -> bool:
     msg = str(e)
-    return "is not running" in msg or "No such container" in msg or "404" in msg
+    # "non running container": a sidecar cannot join the netns of a stopped client.
+    return any(s in msg for s in ("is not running", "non running container", "No such container",
+                                  "404"))

@@ -12,11 +12,11 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from zkjepsen.history.jsonl import DirTailer, client_of, read_records
 from zkjepsen.nemesis import NemesisError
+from zkjepsen.store import RunDir
 
 ACQUIRE_FS = ("acquire", "lock", "elected")
 RELEASE_FS = ("release", "unlock", "resign")
@@ -39,8 +39,9 @@ class NemesisContext:
         return getattr(self.ensemble, "run_id", "zkj")
 
     @property
-    def clients_dir(self) -> Path | None:
-        return Path(self.pool.out_dir) if self.pool is not None else None
+    def run_dir(self) -> RunDir | None:
+        """Where the clients write their histories (None: no client containers)."""
+        return self.pool.run_dir if self.pool is not None else None
 
     def each(self, fn, items: list) -> list:
         """Apply fn to every item at once (a docker exec costs ~0.1-0.3 s each)."""
@@ -61,8 +62,8 @@ class NemesisContext:
 
     def session_timeout_of(self, client_name: str | None) -> float:
         """The negotiated timeout from the client's `session` event, else the requested one."""
-        if client_name and self.clients_dir:
-            path = self.clients_dir / f"client-{client_name.lstrip('c')}.jsonl"
+        if client_name and self.run_dir:
+            path = self.run_dir.client_history(int(client_name.lstrip("c")))
             for rec in reversed(read_records(path)):  # a restarted client: its latest session
                 if rec.get("f") == "session" and isinstance(rec.get("value"), dict):
                     ms = rec["value"].get("timeout_ms")
@@ -116,8 +117,8 @@ def resolve_client(ctx: NemesisContext, spec: str, rng: random.Random) -> tuple[
     if not live:
         raise NemesisError("no running client to target")
     live_idx = {h.index for h in live}
-    if spec == "holder" and ctx.clients_dir is not None:
-        tracker = ctx.state.setdefault("holders", HolderTracker(ctx.clients_dir))
+    if spec == "holder" and ctx.run_dir is not None:
+        tracker = ctx.state.setdefault("holders", HolderTracker(ctx.run_dir))
         deadline = time.monotonic() + ctx.holder_wait_s
         while True:
             holders = {i: t for i, t in tracker.poll().items() if i in live_idx}
@@ -134,8 +135,8 @@ class HolderTracker:
     10 ms is cheap) and knows who believes it holds a lock: an `acquire` ok not followed by a
     `release` invoke. Needs no ZooKeeper session, so it works while the ensemble is faulted."""
 
-    def __init__(self, clients_dir: Path) -> None:
-        self.tail = DirTailer(clients_dir)
+    def __init__(self, run_dir: RunDir) -> None:
+        self.tail = DirTailer(run_dir.client_histories)
         self.since: dict[int, int | None] = {}  # client -> hold start (history ns) or None
 
     def poll(self) -> dict[int, int]:
@@ -156,8 +157,8 @@ class HolderTracker:
         return self.poll().get(idx) is not None
 
 
-def current_holders(clients_dir: Path | None) -> list[int]:
+def current_holders(run_dir: RunDir | None) -> list[int]:
     """Clients that believe they hold a lock right now (a one-off HolderTracker poll)."""
-    if clients_dir is None:
+    if run_dir is None:
         return []
-    return sorted(HolderTracker(clients_dir).poll())
+    return sorted(HolderTracker(run_dir).poll())

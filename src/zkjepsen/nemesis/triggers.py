@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
-from pathlib import Path
 from typing import Any
 
 from zkjepsen.history.jsonl import DirTailer, client_of
 from zkjepsen.nemesis.targets import ACQUIRE_FS, RELEASE_FS
+from zkjepsen.store import RunDir
 
 KINDS = ("acquired", "released", "session", "invoked", "leader-changed")
 
@@ -98,12 +98,12 @@ class TriggerWatch:
     def __init__(
         self,
         trigger: Trigger,
-        clients_dir: Path,
+        clients: RunDir,
         leader: Callable[[], str | None] | None = None,
         now_ns: Callable[[], int] | None = None,
     ) -> None:
         self.trigger = trigger
-        self.tail = DirTailer(clients_dir)
+        self.tail = DirTailer(clients.client_histories)
         self.tail.poll()  # arm: what was written before now does not count
         self.leader, self.now_ns = leader, now_ns
         self.first_leader = leader() if (leader and trigger.kind == "leader-changed") else None
