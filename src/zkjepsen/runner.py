@@ -188,7 +188,7 @@ def _run_phases(spec: TestSpec, workload, ens, run_dir: RunDir, log, display, sc
     phase[0] = "host session"
     zk.start(timeout=15)
     host_ctx = _host_context(spec, ens, run_dir, t0_ns, zk)
-    pool = ClientPool(ens, run_dir)
+    pool = ClientPool(ens, run_dir, docker=ens.client)
     stop = threading.Event()
     try:
         phase[0] = "workload setup"
@@ -256,27 +256,17 @@ def _run_phases(spec: TestSpec, workload, ens, run_dir: RunDir, log, display, sc
 
 
 def fault_generator(spec: TestSpec, names: list[str]):
-    """The standard schedule (random faults from `names`, staggered, for the time limit), with
-    `fault_target` aimed at every fault and cut after `max_faults` faults; None: the default."""
-    if (spec.max_faults is None and spec.fault_target is None) or not names:
+    """The standard schedule of `names`, aimed at `fault_target` and cut after `max_faults`
+    faults when the spec says so; None when there is nothing to inject."""
+    if not names:
         return None
     from zkjepsen.nemesis import generator
 
-    faults = [generator.fault(n, target=spec.fault_target) for n in names]
-    base = generator.phases(
-        generator.time_limit(spec.time_limit_s,
-                             generator.stagger(spec.interval_s, generator.mix(*faults))),
-        generator.final_heal())
-
-    def gen(rng, env):
-        n = 0
-        for item in base(rng, env):
-            if isinstance(item, generator.Fault):
-                if spec.max_faults is not None and n >= spec.max_faults:
-                    return  # run_nemesis heals whatever the plan ends with
-                n += 1
-            yield item
-
+    gen = generator.standard(names, time_limit_s=spec.time_limit_s, interval_s=spec.interval_s)
+    if spec.fault_target is not None:
+        gen = generator.fault_target(spec.fault_target, gen)
+    if spec.max_faults is not None:
+        gen = generator.max_faults(spec.max_faults, gen)
     return gen
 
 

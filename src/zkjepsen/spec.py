@@ -151,7 +151,7 @@ def validate_spec(spec: TestSpec) -> None:
     get_workload(spec.workload)
     validate_recipe(spec.recipe)
     names = [n for n in spec.nemesis if n != "none"]
-    from zkjepsen.nemesis import NEMESES
+    from zkjepsen.nemesis.faults import NEMESES
 
     for n in names:
         if n not in NEMESES:

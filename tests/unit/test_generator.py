@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkjepsen.nemesis import FAULTS, NEMESES
 from zkjepsen.nemesis import generator as g
+from zkjepsen.nemesis.faults import FAULTS, NEMESES
 from zkjepsen.nemesis.partition import bridge, grudge_from_components, halves, majorities_ring
 from zkjepsen.nemesis.targets import current_holders
 
@@ -164,9 +164,10 @@ def test_partition_rules_cut_both_directions_on_both_sides():
     from zkjepsen.nemesis import partition
 
     ctx = _fake_ctx()
-    targets, detail = partition.resolve(ctx, "partition-leader", "leader", random.Random(0), {})
+    kind = FAULTS["partition-leader"]
+    targets, detail = kind.resolve(ctx, None, random.Random(0), {})
     assert targets == ["n1"]
-    rules = partition._rules(ctx, "partition-leader", targets, detail)
+    rules = kind.impl.rules(ctx, targets, detail)
     assert rules["n1"] == [["-s", "10.0.0.12", "-j", "DROP"], ["-d", "10.0.0.12", "-j", "DROP"],
                            ["-s", "10.0.0.13", "-j", "DROP"], ["-d", "10.0.0.13", "-j", "DROP"]]
     assert rules["n2"] == [["-s", "10.0.0.11", "-j", "DROP"], ["-d", "10.0.0.11", "-j", "DROP"]]
@@ -175,9 +176,20 @@ def test_partition_rules_cut_both_directions_on_both_sides():
 
 
 def test_isolate_client_rules_live_in_the_client_only():
-    from zkjepsen.nemesis import partition
-
     ctx = _fake_ctx()
-    targets, detail = partition.resolve(ctx, "isolate-client", "client:1", random.Random(0), {})
-    rules = partition._rules(ctx, "isolate-client", targets, detail)
+    kind = FAULTS["isolate-client"]
+    targets, detail = kind.resolve(ctx, "client:1", random.Random(0), {})
+    rules = kind.impl.rules(ctx, targets, detail)
     assert list(rules) == ["c1"] and len(rules["c1"]) == 6
+
+
+def test_fault_target_and_max_faults_combinators():
+    base = g.standard(["kill-client", "pause-client"], time_limit_s=120, interval_s=5)
+    plain = g.plan(base, 7)
+    aimed = g.plan(g.fault_target("random", base), 7)
+    # Same plan (the combinator draws nothing from the RNG), every fault re-aimed.
+    assert [{**p, "target": "random"} if p["f"] != "heal" else p for p in plain] == aimed
+    capped = g.plan(g.max_faults(2, base), 7)
+    assert [p for p in capped if p["f"] != "heal"] == [p for p in plain if p["f"] != "heal"][:2]
+    assert capped[-1]["f"] != "heal" and len(plain) > 3  # cut before the 3rd: no final heal
+    assert g.plan(g.max_faults(0, base), 7) == []

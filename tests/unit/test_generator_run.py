@@ -13,35 +13,38 @@ import pytest
 
 from zkjepsen.nemesis import generator as g
 from zkjepsen.nemesis import schedule
+from zkjepsen.nemesis.faults import FAULTS, FaultKind
 from zkjepsen.nemesis.targets import NemesisContext, resolve_servers
 
 
 class FakeFamily:
+    family = "fake"
+
     def __init__(self, fail_apply: bool = False, raise_in_apply: type | None = None) -> None:
         self.calls: list[tuple] = []
         self.fail_apply = fail_apply
         self.raise_in_apply = raise_in_apply
 
-    def resolve(self, ctx, f, target, rng, params):
+    def resolve(self, ctx, target, rng, params):
         return [f"n{rng.randint(1, 3)}"], {"target": target}
 
-    def apply(self, ctx, f, targets, detail):
-        self.calls.append(("apply", f, tuple(targets)))
+    def apply(self, ctx, targets, detail):
+        self.calls.append(("apply", tuple(targets)))
         if self.raise_in_apply:
             raise self.raise_in_apply()
         if self.fail_apply:
             raise RuntimeError("docker said no")
 
-    def undo(self, ctx, f, targets, detail):
-        self.calls.append(("undo", f, tuple(targets)))
+    def undo(self, ctx, targets, detail):
+        self.calls.append(("undo", tuple(targets)))
 
 
 @pytest.fixture
 def fake(monkeypatch):
     fam = FakeFamily()
     healed: list[bool] = []
-    monkeypatch.setitem(schedule.FAMILIES, "process", fam)
-    monkeypatch.setitem(schedule.FAMILIES, "partition", fam)
+    for name in ("kill-one", "partition-one"):  # the kinds the plans below use
+        monkeypatch.setitem(FAULTS, name, FaultKind(name, "one", "fake", fam))
     monkeypatch.setattr(schedule, "heal_context", lambda ctx, everything=False: healed.append(1)
                         or [])
     ens = SimpleNamespace(nodes=[SimpleNamespace(name=f"n{i}") for i in (1, 2, 3)],

@@ -31,7 +31,7 @@ def list_command(what: str) -> None:
 
         rows = [(n, get_workload(n).description) for n in sorted(WORKLOADS)]
     else:
-        from zkjepsen.nemesis import NEMESES
+        from zkjepsen.nemesis.faults import NEMESES
 
         rows = sorted(NEMESES.items())
     width = max(len(n) for n, _ in rows)

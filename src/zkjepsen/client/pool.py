@@ -24,7 +24,7 @@ import kazoo
 import zkjepsen
 from zkjepsen.client.spec import CONTROL_DIR, OUT_DIR, ClientSpec
 from zkjepsen.harness import netns, resources
-from zkjepsen.harness.ensemble import CLIENT_IP_OFFSET, DockerEnsemble
+from zkjepsen.harness.backend import Backend
 from zkjepsen.history.jsonl import Tailer
 from zkjepsen.store import RunDir
 
@@ -77,17 +77,14 @@ class ClientHandle:
 class ClientPool:
     """Starts, controls and collects the client containers of one run."""
 
-    def __init__(self, ensemble: DockerEnsemble, run_dir: RunDir, image: str | None = None) -> None:
-        self.ensemble = ensemble
+    def __init__(self, backend: Backend, run_dir: RunDir, image: str | None = None,
+                 docker=None) -> None:
+        self.backend = backend
         self.run_dir = RunDir(Path(run_dir.path).resolve())
         self.run_dir.control.mkdir(parents=True, exist_ok=True)
-        # A user's own server image (e.g. the official one) may have no python3: clients then
-        # run in zkjepsen's image.
-        self.image = image or ensemble.image
+        self.image = image  # None: the image the backend names for its clients
+        self.docker = docker or resources.docker_client()
         self.handles: list[ClientHandle] = []
-
-    def client_ip(self, index: int) -> str:
-        return str(self.ensemble.subnet.network_address + CLIENT_IP_OFFSET + index)
 
     def start(self, specs: list[ClientSpec]) -> list[ClientHandle]:
         """Start one container per spec, all at once. A client whose spec has a `start_file`
@@ -117,8 +114,10 @@ class ClientPool:
         return sorted(tails)
 
     def _start_one(self, spec: ClientSpec) -> ClientHandle:
-        api = self.ensemble.client.api
+        api = self.docker.api
         n = spec.client
+        where = self.backend.client_endpoint(n)
+        image = self.image or where.image
         d = self.run_dir
         if spec.start_file:
             spec = dataclasses.replace(spec, start_file=f"{CONTROL_DIR}/{d.start_barrier.name}")
@@ -137,18 +136,18 @@ class ClientPool:
         env.update(spec.env)
         host_config = api.create_host_config(
             binds=binds, **netns.limits(netns.CLIENT_MEMORY, netns.CLIENT_PIDS))
-        ip = self.client_ip(n)
         net = api.create_networking_config(
-            {self.ensemble.network_name: api.create_endpoint_config(ipv4_address=ip)})
+            {where.network: api.create_endpoint_config(ipv4_address=where.ip)})
+        run_id = self.backend.run_id
         cid = api.create_container(
-            self.image, name=f"{self.ensemble.run_id}-c{n}", hostname=f"c{n}",
+            image, name=f"{run_id}-c{n}", hostname=f"c{n}",
             entrypoint=["python3", "-m", "zkjepsen.client.main",
                         f"{CONTROL_DIR}/{d.client_spec(n).name}"],
-            labels=resources.labels(self.ensemble.run_id, "client", client=n, ip=ip),
+            labels=resources.labels(run_id, "client", client=n, ip=where.ip),
             environment=env, host_config=host_config, networking_config=net)["Id"]
         api.start(cid)
-        return ClientHandle(n, ip, spec.hosts, self.ensemble.client.containers.get(cid),
-                            self.ensemble.run_id, self.image)
+        return ClientHandle(n, where.ip, spec.hosts, self.docker.containers.get(cid), run_id,
+                            image)
 
     def handle(self, index: int) -> ClientHandle:
         return next(h for h in self.handles if h.index == index)

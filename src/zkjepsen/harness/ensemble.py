@@ -7,49 +7,26 @@ is how the harness asks servers `srvr`/`mntr` and how host-side kazoo clients co
 from __future__ import annotations
 
 import ipaddress
+import os
 import platform
 import random
 import shutil
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
 from zkjepsen.errors import BadInput, EnvironmentProblem
 from zkjepsen.harness import netns, resources, signals
+from zkjepsen.harness.backend import ClientEndpoint, Node
 from zkjepsen.harness.fourlw import four_letter
-from zkjepsen.harness.zkconfig import CLIENT_PORT, LOG4J_PROPERTIES, ZkSettings, zoo_cfg
+from zkjepsen.harness.zkconfig import LOG4J_PROPERTIES, ZkSettings, zoo_cfg
 
 SERVER_IP_OFFSET = 10  # n1 = .11, n2 = .12, ...; clients get .101 and up
 CLIENT_IP_OFFSET = 100
 # A one-server "ensemble" runs standalone: it serves every write itself, so it is the leader.
 LEADING = ("leader", "standalone")
-
-
-@dataclass(frozen=True)
-class Node:
-    name: str  # n1, n2, ...
-    id: int  # ZooKeeper's myid
-    ip: str
-    port: int = CLIENT_PORT
-
-    @property
-    def address(self) -> str:
-        return f"{self.ip}:{self.port}"
-
-
-class Ensemble(Protocol):
-    """What workloads and nemeses may rely on; a remote backend implements the same."""
-
-    nodes: list[Node]
-
-    def start(self) -> None: ...
-    def stop(self) -> None: ...
-    def leader(self) -> Node | None: ...
-    def connect_string(self, nodes: list[Node] | None = None) -> str: ...
-    def exec(self, node: Node, argv: list[str]) -> tuple[int, str]: ...
-    def logs(self, node: Node) -> str: ...
 
 
 @dataclass
@@ -66,7 +43,8 @@ class EnsembleSpec:
 
 
 class DockerEnsemble:
-    """The Docker backend. Use as a context manager: leaving it always removes everything."""
+    """The Docker `Backend` (harness/backend.py). Use as a context manager: leaving it always
+    removes everything."""
 
     def __init__(self, spec: EnsembleSpec, store_dir: Path, run_id: str | None = None,
                  client=None) -> None:
@@ -125,6 +103,9 @@ class DockerEnsemble:
             resources.remove_run(self.client, self.run_id)
             self._containers.clear()
 
+    def down(self) -> None:
+        self.stop()
+
     def detach(self) -> None:
         """Leave the ensemble running after this process exits (`cluster up`)."""
         (self.scratch / resources.DETACHED_MARKER).write_text(str(self.store_dir))
@@ -150,7 +131,7 @@ class DockerEnsemble:
             self._containers[node.name] = c
         return self
 
-    # ---- Ensemble interface ----------------------------------------------------------------
+    # ---- Backend --------------------------------------------------------------------------
     def connect_string(self, nodes: list[Node] | None = None) -> str:
         return ",".join(n.address for n in (nodes or self.nodes))
 
@@ -199,6 +180,12 @@ class DockerEnsemble:
         path = self.store_dir / "nodes" / node.name / "zookeeper.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
+    def client_endpoint(self, index: int) -> ClientEndpoint:
+        """Clients share the servers' network, at .101 and up."""
+        return ClientEndpoint(self.network_name,
+                              str(self.subnet.network_address + CLIENT_IP_OFFSET + index),
+                              self.image)
+
     # ---- node control (used by the nemesis) -----------------------------------------------
     def kill(self, node: Node) -> None:
         self._container(node).kill(signal="SIGKILL")
@@ -211,6 +198,24 @@ class DockerEnsemble:
 
     def resume(self, node: Node) -> None:
         self._container(node).unpause()
+
+    def state(self, node: Node) -> str | None:
+        """The container's state ("running", "paused", "exited", ...); None: it has none."""
+        c = self._container(node)
+        if c is None:
+            return None
+        c.reload()
+        return c.status
+
+    def set_clock(self, node: Node, spec: str) -> None:
+        """Rewrite the node's libfaketime control file (read by its JVM at most once a second)
+        atomically: libfaketime never reads half a file."""
+        path = self.faketime_file(node)
+        if not path.parent.exists():
+            return  # the run's scratch dir is gone (torn down): nothing left to skew
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+        tmp.write_text(spec + "\n")
+        os.replace(tmp, path)
 
     def wait_for_quorum(self, timeout_s: float) -> float:
         """Block until every server serves and exactly one leads; returns the seconds waited."""

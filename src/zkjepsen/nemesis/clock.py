@@ -1,8 +1,8 @@
 """Clock faults through libfaketime, preloaded in every ZooKeeper JVM from its start.
 
-Each server reads its own control file (`ensemble.faketime_file(node)`, bind-mounted read-only)
-at most once a second (FAKETIME_CACHE_DURATION=1); we rewrite it atomically (temp file + rename)
-on the host. Docker containers share the host's kernel clock, so this is the only way to skew one
+Each server reads its own control file (bind-mounted read-only) at most once a second
+(FAKETIME_CACHE_DURATION=1); `Backend.set_clock` rewrites it atomically (temp file + rename) on
+the host. Docker containers share the host's kernel clock, so this is the only way to skew one
 node's clock. What we measured with libfaketime 0.9.10 and FAKETIME_XRESET=1 (probe process in
 our image; see benchmarks/nemesis_clock.py for the ZooKeeper side):
 
@@ -22,13 +22,12 @@ The recorder's clock is the host's real CLOCK_MONOTONIC (it runs outside the fak
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 import time
 from typing import Any
 
-from zkjepsen.nemesis import NemesisError
+from zkjepsen.harness.backend import Backend, Node
 from zkjepsen.nemesis.targets import NemesisContext, resolve_servers
 
 CACHE_S = 1.2  # > FAKETIME_CACHE_DURATION: a write is certainly seen after this
@@ -37,78 +36,100 @@ REAL = "+0"
 NORMAL_RATE = "+0 x1"
 
 
-def write_faketime(ensemble: Any, node: Any, text: str) -> None:
-    path = ensemble.faketime_file(node)
-    if not path.parent.exists():
-        return  # the run's scratch dir is gone (torn down): nothing left to skew
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-    tmp.write_text(text + "\n")
-    os.replace(tmp, path)  # atomic: libfaketime never reads half a file
-
-
 def _offset(seconds: float) -> str:
     return f"{int(round(seconds)):+d}"  # whole seconds: the format libfaketime documents
 
 
-def resolve(ctx: NemesisContext, f: str, target: str, rng: random.Random,
-            params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
-    targets = resolve_servers(ctx, target, rng)
-    if f == "clock-bump":
+class ClockFault:
+    """What every clock kind shares: it skews servers only, marks them dirty until their
+    clock is back on real time, and its end puts the offset back."""
+
+    family = "clock"
+
+    def detail(self, params: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def resolve(self, ctx: NemesisContext, target: str, rng: random.Random,
+                params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+        targets = resolve_servers(ctx, target, rng)
+        return targets, self.detail(params, rng)
+
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        for name in targets:
+            with ctx.lock:
+                ctx.dirty_clocks.add(name)
+            self.skew(ctx, ctx.node(name), detail)
+
+    def skew(self, ctx: NemesisContext, node: Node, detail: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        for name in targets:
+            ctx.backend.set_clock(ctx.node(name), REAL)  # offsets are relative to real time
+            with ctx.lock:
+                ctx.dirty_clocks.discard(name)
+
+
+class Bump(ClockFault):
+    """One step of +-offset_s (random 1..60 s, either sign, unless given)."""
+
+    def detail(self, params: dict[str, Any], rng: random.Random) -> dict[str, Any]:
         mag = float(params.get("offset_s", rng.uniform(1, 60)))
         sign = 1 if "offset_s" in params else rng.choice([-1, 1])
-        return targets, {"offset_s": int(round(sign * mag))}
-    if f == "clock-strobe":
-        return targets, {"offset_s": int(params.get("offset_s", rng.choice([-1, 1]) *
-                                                    rng.randint(1, 10))),
-                         "period_s": max(CACHE_S, float(params.get("period_s", CACHE_S)))}
-    if f == "clock-rate-leader":
-        return targets, {"rate": float(params.get("rate", DEFAULT_RATE))}
-    raise NemesisError(f"{f} is not a clock fault")
+        return {"offset_s": int(round(sign * mag))}
+
+    def skew(self, ctx: NemesisContext, node: Node, detail: dict[str, Any]) -> None:
+        ctx.backend.set_clock(node, _offset(detail["offset_s"]))
 
 
-def apply(ctx: NemesisContext, f: str, targets: list[str], detail: dict[str, Any]) -> None:
-    for name in targets:
-        node = ctx.node(name)
-        with ctx.lock:
-            ctx.dirty_clocks.add(name)
-        if f == "clock-bump":
-            write_faketime(ctx.ensemble, node, _offset(detail["offset_s"]))
-        elif f == "clock-rate-leader":
-            write_faketime(ctx.ensemble, node, f"+0 x{detail['rate']:g}")
-        elif f == "clock-strobe":
-            stop = threading.Event()
-            t = threading.Thread(target=_strobe, name=f"strobe-{name}", daemon=True,
-                                 args=(ctx.ensemble, node, detail["offset_s"],
-                                       detail["period_s"], stop))
-            ctx.state[f"strobe:{name}"] = (stop, t)
-            t.start()
+class Strobe(ClockFault):
+    """The offset flips between +d and real time every period_s (a thread per node)."""
 
+    def detail(self, params: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+        return {"offset_s": int(params.get("offset_s", rng.choice([-1, 1]) * rng.randint(1, 10))),
+                "period_s": max(CACHE_S, float(params.get("period_s", CACHE_S)))}
 
-def _strobe(ensemble: Any, node: Any, offset_s: int, period_s: float,
-            stop: threading.Event) -> None:
-    high = True
-    while not stop.is_set():
-        write_faketime(ensemble, node, _offset(offset_s) if high else REAL)
-        high = not high
-        stop.wait(period_s)
+    def skew(self, ctx: NemesisContext, node: Node, detail: dict[str, Any]) -> None:
+        stop = threading.Event()
+        t = threading.Thread(target=_strobe, name=f"strobe-{node.name}", daemon=True,
+                             args=(ctx.backend, node, detail["offset_s"], detail["period_s"],
+                                   stop))
+        ctx.state[f"strobe:{node.name}"] = (stop, t)
+        t.start()
 
-
-def undo(ctx: NemesisContext, f: str, targets: list[str], detail: dict[str, Any]) -> None:
-    for name in targets:
-        node = ctx.node(name)
-        if f == "clock-strobe":
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        for name in targets:
             stop, t = ctx.state.pop(f"strobe:{name}", (None, None))
             if stop is not None:
                 stop.set()
                 t.join(5)
-        if f == "clock-rate-leader":
-            # Back to 1x; the lead gained stays (stepping back now would freeze the leader's
-            # session expiry for that long). The final heal puts the clock back on real time.
-            write_faketime(ctx.ensemble, node, NORMAL_RATE)
-        else:
-            write_faketime(ctx.ensemble, node, REAL)  # offsets are relative to real time
-            with ctx.lock:
-                ctx.dirty_clocks.discard(name)
+        super().undo(ctx, targets, detail)
+
+
+class Rate(ClockFault):
+    """The clock runs `rate` x fast (from now on: no jump)."""
+
+    def detail(self, params: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+        return {"rate": float(params.get("rate", DEFAULT_RATE))}
+
+    def skew(self, ctx: NemesisContext, node: Node, detail: dict[str, Any]) -> None:
+        ctx.backend.set_clock(node, f"+0 x{detail['rate']:g}")
+
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        # Back to 1x; the lead gained stays (stepping back now would freeze the leader's
+        # session expiry for that long), so the node stays dirty: the final heal puts its
+        # clock back on real time.
+        for name in targets:
+            ctx.backend.set_clock(ctx.node(name), NORMAL_RATE)
+
+
+def _strobe(backend: Backend, node: Node, offset_s: int, period_s: float,
+            stop: threading.Event) -> None:
+    high = True
+    while not stop.is_set():
+        backend.set_clock(node, _offset(offset_s) if high else REAL)
+        high = not high
+        stop.wait(period_s)
 
 
 def heal(ctx: NemesisContext, everything: bool = False) -> list[str]:
@@ -118,14 +139,14 @@ def heal(ctx: NemesisContext, everything: bool = False) -> list[str]:
         stop, t = ctx.state.pop(key)
         stop.set()
         t.join(5)
-    names = [n.name for n in ctx.ensemble.nodes] if everything else sorted(ctx.dirty_clocks)
+    names = [n.name for n in ctx.backend.nodes] if everything else sorted(ctx.dirty_clocks)
     if not names:
         return []
     problems = []
     for step in (NORMAL_RATE, REAL):
         for name in names:
             try:
-                write_faketime(ctx.ensemble, ctx.node(name), step)
+                ctx.backend.set_clock(ctx.node(name), step)
             except OSError as e:
                 problems.append(f"{name}: {e}")
         if step == NORMAL_RATE:

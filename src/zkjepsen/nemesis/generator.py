@@ -2,9 +2,10 @@
 
 A generator is a function `(rng, env) -> iterator of items`; an item is `Sleep(s)`, `Fault(f,
 target, duration, params)` or `Heal()`. Combinators (`mix`, `stagger`, `delay`, `time_limit`,
-`phases`, `once`, `final_heal`) wrap generators. `plan(gen, seed, env)` walks one to a list of
-planned faults with their start offsets (seconds after the nemesis starts), all from ONE seed:
-the same seed, names and settings give the same list, byte for byte.
+`phases`, `once`, `final_heal`, `fault_target`, `max_faults`) wrap generators.
+`plan(gen, seed, env)` walks one to a list of planned faults with their start offsets (seconds
+after the nemesis starts), all from ONE seed: the same seed, names and settings give the same
+list, byte for byte.
 
 Durations: a number of seconds, or "1.5x" = 1.5 x the session timeout. Planning uses the
 requested timeout; at run time a client fault re-reads its target's negotiated timeout.
@@ -14,6 +15,7 @@ and written, resolved, to schedule.json, which replays as-is.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -49,7 +51,7 @@ class Env:
     def duration_spec(self, item: Fault) -> float | str:
         if item.duration is not None:
             return item.duration
-        from zkjepsen.nemesis import FAULTS
+        from zkjepsen.nemesis.faults import FAULTS
 
         kind = FAULTS.get(item.f)
         return kind.duration if kind is not None and kind.duration else self.fault_duration_s
@@ -164,6 +166,32 @@ def phases(*gens: Gen) -> Gen:
     def gen(rng: random.Random, env: Env) -> Iterator[Item]:
         for g in gens:
             yield from g(rng, env)
+
+    return gen
+
+
+def fault_target(target: str, g: Gen) -> Gen:
+    """Every fault of g aimed at `target` (e.g. "random", "client:2") instead of its default."""
+
+    def gen(rng: random.Random, env: Env) -> Iterator[Item]:
+        for item in g(rng, env):
+            yield dataclasses.replace(item, target=target) if isinstance(item, Fault) else item
+
+    return gen
+
+
+def max_faults(n: int, g: Gen) -> Gen:
+    """g, cut just before its (n+1)-th fault: a fault budget. The plan then ends without a
+    final heal item; the nemesis heals at its end regardless."""
+
+    def gen(rng: random.Random, env: Env) -> Iterator[Item]:
+        count = 0
+        for item in g(rng, env):
+            if isinstance(item, Fault):
+                if count >= n:
+                    return
+                count += 1
+            yield item
 
     return gen
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import random
 import shlex
+from dataclasses import dataclass
 from typing import Any
 
 from zkjepsen.nemesis import NemesisError
@@ -77,64 +78,123 @@ def majorities_ring(names: list[str], rng: random.Random) -> dict[str, list[str]
     return g
 
 
-# ---- resolve / apply / undo / heal ---------------------------------------------------------------
-def resolve(ctx: NemesisContext, f: str, target: str, rng: random.Random,
-            params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
-    names = [n.name for n in ctx.ensemble.nodes]
-    detail: dict[str, Any] = {}
-    if f in ("partition-one", "partition-leader"):
-        alone = resolve_servers(ctx, target, rng)
-        detail["components"] = [alone, [n for n in names if n not in alone]]
-        detail["grudge"] = grudge_from_components(detail["components"])
-        return alone, detail  # the history names the isolated server, not every peer
-    elif f == "partition-halves":
-        comps = halves(names, rng)
-        detail["components"] = comps
-        g = grudge_from_components(comps)
-    elif f == "partition-ring":
-        g = majorities_ring(names, rng)
-        if len(names) < 5:
-            detail["note"] = "fewer than 5 nodes: a ring is impossible, used random halves"
-    elif f == "partition-bridge":
-        g = bridge(names, rng)
-    elif f == "isolate-client":
+# ---- the fault kinds: resolve / rules / apply / undo --------------------------------------------
+class IptablesFault:
+    """What every partition kind shares: its `rules` go into the run's chain in each target's
+    netns on apply, and exactly those rules come out on undo (others, e.g. a concurrent loss
+    fault, stay)."""
+
+    family = "partition"
+
+    def rules(self, ctx: NemesisContext, targets: list[str],
+              detail: dict[str, Any]) -> dict[str, list[list[str]]]:
+        """container name -> rule specs (argv after `-A CHAIN`) for this fault."""
+        raise NotImplementedError
+
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        q = shlex.quote(chain_name(ctx.run_id))
+
+        def one(item: tuple[str, list[list[str]]]) -> None:
+            name, specs = item
+            lines = [f"iptables -w -N {q} 2>/dev/null || true"]
+            lines += [f"iptables -w -A {q} " + " ".join(map(shlex.quote, s)) for s in specs]
+            # Jump last, so the rules are complete before any packet sees them.
+            lines += [f"iptables -w -C {h} -j {q} 2>/dev/null || iptables -w -I {h} -j {q}"
+                      for h in ("INPUT", "OUTPUT")]
+            _run(ctx, name, " && ".join(f"( {x} )" for x in lines))
+
+        ctx.each(one, list(self.rules(ctx, targets, detail).items()))
+
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        q = shlex.quote(chain_name(ctx.run_id))
+
+        def one(item: tuple[str, list[list[str]]]) -> None:
+            name, specs = item
+            deletes = "; ".join(f"iptables -w -D {q} " + " ".join(map(shlex.quote, s))
+                                + " 2>/dev/null" for s in specs)
+            # The last fault out removes the chain and its jumps: nothing of ours stays behind.
+            drop_empty = (f'[ "$(iptables -w -S {q} | wc -l)" -le 1 ] && '
+                          f"{{ {HEAL_SCRIPT.format(c=q)}; }}")
+            _run(ctx, name, f"{deletes}; {drop_empty}; true")
+
+        ctx.each(one, list(self.rules(ctx, targets, detail).items()))
+
+
+LAYOUTS = {"halves": lambda names, rng: grudge_from_components(halves(names, rng)),
+           "ring": majorities_ring, "bridge": bridge}
+
+
+@dataclass(frozen=True)
+class Cut(IptablesFault):
+    """Server-to-server cuts. `layout`: "alone" (the target servers against the rest), or
+    "halves", "ring", "bridge" (who must not talk to whom, drawn from the fault's RNG)."""
+
+    layout: str
+
+    def resolve(self, ctx: NemesisContext, target: str, rng: random.Random,
+                params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+        names = [n.name for n in ctx.backend.nodes]
+        detail: dict[str, Any] = {}
+        if self.layout == "alone":
+            alone = resolve_servers(ctx, target, rng)
+            detail["components"] = [alone, [n for n in names if n not in alone]]
+            detail["grudge"] = grudge_from_components(detail["components"])
+            return alone, detail  # the history names the isolated server, not every peer
+        if self.layout == "halves":
+            detail["components"] = halves(names, rng)
+            g = grudge_from_components(detail["components"])
+        else:
+            g = LAYOUTS[self.layout](names, rng)
+            if self.layout == "ring" and len(names) < 5:
+                detail["note"] = "fewer than 5 nodes: a ring is impossible, used random halves"
+        detail["grudge"] = {k: v for k, v in g.items() if v}
+        return sorted(detail["grudge"]), detail
+
+    def rules(self, ctx: NemesisContext, targets: list[str],
+              detail: dict[str, Any]) -> dict[str, list[list[str]]]:
+        return {node: _drop_both_ways([ctx.node(peer).ip for peer in peers])
+                for node, peers in detail["grudge"].items()}
+
+
+class IsolateClient(IptablesFault):
+    """Every packet between one client and every server, dropped in the client's netns."""
+
+    def resolve(self, ctx: NemesisContext, target: str, rng: random.Random,
+                params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
         client, how = resolve_client(ctx, target, rng)
-        detail |= {"chosen": how, "servers": names}
-        return [client], detail
-    elif f == "packet-loss":
-        targets = resolve_servers(ctx, target, rng)
-        detail["probability"] = float(params.get("probability", DEFAULT_LOSS))
-        return targets, detail
-    else:
-        raise NemesisError(f"{f} is not a partition fault")
-    detail["grudge"] = {k: v for k, v in g.items() if v}
-    return sorted(detail["grudge"]), detail
+        return [client], {"chosen": how, "servers": [n.name for n in ctx.backend.nodes]}
+
+    def rules(self, ctx: NemesisContext, targets: list[str],
+              detail: dict[str, Any]) -> dict[str, list[list[str]]]:
+        return {targets[0]: _drop_both_ways([ctx.node(n).ip for n in detail["servers"]])}
+
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        super().apply(ctx, targets, detail)
+        from zkjepsen.nemesis.process import note_holding
+
+        note_holding(ctx, targets[0], detail)
 
 
-def _ip_of(ctx: NemesisContext, name: str) -> str:
-    return ctx.client(name).ip if name.startswith("c") else ctx.node(name).ip
+class PacketLoss(IptablesFault):
+    def resolve(self, ctx: NemesisContext, target: str, rng: random.Random,
+                params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+        return (resolve_servers(ctx, target, rng),
+                {"probability": float(params.get("probability", DEFAULT_LOSS))})
 
-
-def _rules(ctx: NemesisContext, f: str, targets: list[str],
-           detail: dict[str, Any]) -> dict[str, list[list[str]]]:
-    """container name -> rule specs (argv after `-A CHAIN`) for this fault."""
-    if f == "isolate-client":
-        ips = [ctx.node(n).ip for n in detail["servers"]]
-        return {targets[0]: [r for ip in ips for r in (["-s", ip, "-j", "DROP"],
-                                                       ["-d", ip, "-j", "DROP"])]}
-    if f == "packet-loss":
+    def rules(self, ctx: NemesisContext, targets: list[str],
+              detail: dict[str, Any]) -> dict[str, list[list[str]]]:
         p = f"{detail['probability']:.4f}"
-        peers = [n.ip for n in ctx.ensemble.nodes] + [
-            h.ip for h in (ctx.pool.handles if ctx.pool is not None else [])]
+        peers = [n.ip for n in ctx.backend.nodes] + [h.ip for h in ctx.clients()]
         out = {}
         for t in targets:
             mine = ctx.node(t).ip
             out[t] = [[d, ip, "-m", "statistic", "--mode", "random", "--probability", p,
                        "-j", "DROP"] for ip in peers if ip != mine for d in ("-s", "-d")]
         return out
-    return {node: [r for peer in peers for r in (["-s", ctx.node(peer).ip, "-j", "DROP"],
-                                                 ["-d", ctx.node(peer).ip, "-j", "DROP"])]
-            for node, peers in detail["grudge"].items()}
+
+
+def _drop_both_ways(ips: list[str]) -> list[list[str]]:
+    return [r for ip in ips for r in (["-s", ip, "-j", "DROP"], ["-d", ip, "-j", "DROP"])]
 
 
 def _run(ctx: NemesisContext, name: str, script: str) -> str:
@@ -142,48 +202,10 @@ def _run(ctx: NemesisContext, name: str, script: str) -> str:
         # From a sidecar: the client has no NET_ADMIN, so it cannot flush what we put there.
         code, out = ctx.client(name).net_exec(["sh", "-c", script])
     else:
-        code, out = ctx.ensemble.exec(ctx.node(name), ["sh", "-c", script])
+        code, out = ctx.backend.exec(ctx.node(name), ["sh", "-c", script])
     if code != 0:
         raise NemesisError(f"iptables in {name} failed ({code}): {out.strip()[-300:]}")
     return out
-
-
-def apply(ctx: NemesisContext, f: str, targets: list[str], detail: dict[str, Any]) -> None:
-    chain = chain_name(ctx.run_id)
-    q = shlex.quote(chain)
-    rules = _rules(ctx, f, targets, detail)
-
-    def one(item: tuple[str, list[list[str]]]) -> None:
-        name, specs = item
-        lines = [f"iptables -w -N {q} 2>/dev/null || true"]
-        lines += [f"iptables -w -A {q} " + " ".join(map(shlex.quote, s)) for s in specs]
-        # Jump last, so the rules are complete before any packet sees them.
-        lines += [f"iptables -w -C {h} -j {q} 2>/dev/null || iptables -w -I {h} -j {q}"
-                  for h in ("INPUT", "OUTPUT")]
-        _run(ctx, name, " && ".join(f"( {x} )" for x in lines))
-
-    ctx.each(one, list(rules.items()))
-    if f == "isolate-client":
-        from zkjepsen.nemesis.process import note_holding
-
-        note_holding(ctx, targets[0], detail)
-
-
-def undo(ctx: NemesisContext, f: str, targets: list[str], detail: dict[str, Any]) -> None:
-    """Delete exactly this fault's rules (others, e.g. a concurrent loss fault, stay)."""
-    q = shlex.quote(chain_name(ctx.run_id))
-    rules = _rules(ctx, f, targets, detail)
-
-    def one(item: tuple[str, list[list[str]]]) -> None:
-        name, specs = item
-        deletes = "; ".join(f"iptables -w -D {q} " + " ".join(map(shlex.quote, s))
-                            + " 2>/dev/null" for s in specs)
-        # The last fault out removes the chain and its jumps: nothing of ours stays behind.
-        drop_empty = (f'[ "$(iptables -w -S {q} | wc -l)" -le 1 ] && '
-                      f"{{ {HEAL_SCRIPT.format(c=q)}; }}")
-        _run(ctx, name, f"{deletes}; {drop_empty}; true")
-
-    ctx.each(one, list(rules.items()))
 
 
 HEAL_SCRIPT = ("for h in INPUT OUTPUT; do while iptables -w -D $h -j {c} 2>/dev/null; do :; done;"
@@ -195,8 +217,7 @@ def heal(ctx: NemesisContext) -> list[str]:
     """Remove the run's chain from every running container (servers and clients). Returns
     the containers where that failed (e.g. frozen ones: resume them first)."""
     script = HEAL_SCRIPT.format(c=shlex.quote(chain_name(ctx.run_id)))
-    names = [n.name for n in ctx.ensemble.nodes] + [
-        h.name for h in (ctx.pool.handles if ctx.pool is not None else [])]
+    names = [n.name for n in ctx.backend.nodes] + [h.name for h in ctx.clients()]
 
     def one(name: str) -> str | None:
         try:

@@ -10,50 +10,62 @@ session and a new process id in the history (client_main takes care of that).
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from typing import Any
 
-from zkjepsen.nemesis import NemesisError
 from zkjepsen.nemesis.targets import NemesisContext, resolve_client, resolve_servers
 
-SERVER_FAULTS = {"kill-one", "kill-leader", "kill-minority", "kill-majority", "pause-server",
-                 "pause-leader"}
-CLIENT_FAULTS = {"pause-client", "kill-client"}
 
+@dataclass(frozen=True)
+class ProcessFault:
+    """`action` ("kill" or "pause") on servers (`on="servers"`) or on one client (`on="client"`).
+    A kill ends with a restart, a pause with a thaw."""
 
-def resolve(ctx: NemesisContext, f: str, target: str, rng: random.Random,
-            params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
-    if f in SERVER_FAULTS:
+    action: str
+    on: str
+    family = "process"
+
+    def resolve(self, ctx: NemesisContext, target: str, rng: random.Random,
+                params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+        if self.on == "client":
+            client, how = resolve_client(ctx, target, rng)
+            return [client], {"chosen": how,
+                              "session_timeout_s": ctx.session_timeout_of(client)}
         detail: dict[str, Any] = {}
         if target == "leader":
-            leader = ctx.ensemble.leader()
+            leader = ctx.backend.leader()
             detail["leader"] = leader.name if leader else None
         return resolve_servers(ctx, target, rng), detail
-    if f in CLIENT_FAULTS:
-        client, how = resolve_client(ctx, target, rng)
-        return [client], {"chosen": how,
-                          "session_timeout_s": ctx.session_timeout_of(client)}
-    raise NemesisError(f"{f} is not a process fault")
 
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        kill = self.action == "kill"
 
-def _handle(ctx: NemesisContext, name: str):
-    return ctx.client(name) if name.startswith("c") else ctx.node(name)
+        def one(name: str) -> None:
+            if self.on == "client":
+                h = ctx.client(name)
+                h.kill() if kill else h.pause()
+            elif kill:
+                ctx.backend.kill(ctx.node(name))
+            else:
+                ctx.backend.pause(ctx.node(name))
 
+        ctx.each(one, targets)
+        if self.on == "client":
+            note_holding(ctx, targets[0], detail)
 
-def apply(ctx: NemesisContext, f: str, targets: list[str], detail: dict[str, Any]) -> None:
-    ens = ctx.ensemble
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        kill = self.action == "kill"
 
-    def one(name: str) -> None:
-        if name.startswith("c"):
-            h = ctx.client(name)
-            h.kill() if f == "kill-client" else h.pause()
-        elif f.startswith("kill-"):
-            ens.kill(ctx.node(name))
-        else:
-            ens.pause(ctx.node(name))
+        def one(name: str) -> None:
+            if self.on == "client":
+                h = ctx.client(name)
+                _start_client(h) if kill else h.resume()
+            elif kill:
+                ctx.backend.restart(ctx.node(name))
+            else:
+                ctx.backend.resume(ctx.node(name))
 
-    ctx.each(one, targets)
-    if f in CLIENT_FAULTS:
-        note_holding(ctx, targets[0], detail)
+        ctx.each(one, targets)
 
 
 def note_holding(ctx: NemesisContext, client: str, detail: dict[str, Any]) -> None:
@@ -62,24 +74,6 @@ def note_holding(ctx: NemesisContext, client: str, detail: dict[str, Any]) -> No
     tracker = ctx.state.get("holders")
     if tracker is not None and detail.get("chosen") == "holder":
         detail["holding_when_hit"] = tracker.holding(int(client.lstrip("c")))
-
-
-def undo(ctx: NemesisContext, f: str, targets: list[str], detail: dict[str, Any]) -> None:
-    ens = ctx.ensemble
-
-    def one(name: str) -> None:
-        if name.startswith("c"):
-            h = ctx.client(name)
-            if f == "kill-client":
-                _start_client(h)
-            else:
-                h.resume()
-        elif f.startswith("kill-"):
-            ens.restart(ctx.node(name))
-        else:
-            ens.resume(ctx.node(name))
-
-    ctx.each(one, targets)
 
 
 def _start_client(h) -> None:
@@ -94,17 +88,16 @@ def heal(ctx: NemesisContext) -> list[str]:
     exited are left alone (they may simply have finished); killed clients are restarted by their
     own fault's end. Returns what could not be healed."""
     problems: list[str] = []
-    for node in ctx.ensemble.nodes:
-        c = ctx.ensemble._container(node) if hasattr(ctx.ensemble, "_container") else None
+    for node in ctx.backend.nodes:
         try:
-            status = _status(c)
-            if status == "paused":
-                ctx.ensemble.resume(node)
-            elif status in ("exited", "created"):
-                ctx.ensemble.restart(node)
+            state = ctx.backend.state(node)
+            if state == "paused":
+                ctx.backend.resume(node)
+            elif state in ("exited", "created"):
+                ctx.backend.restart(node)
         except Exception as e:  # noqa: BLE001 - report, keep healing the rest
             problems.append(f"{node.name}: {e}")
-    for h in (ctx.pool.handles if ctx.pool is not None else []):
+    for h in ctx.clients():
         try:
             if h.status() == "paused":
                 h.resume()
@@ -113,9 +106,3 @@ def heal(ctx: NemesisContext) -> list[str]:
                 problems.append(f"{h.name}: {e}")
     return problems
 
-
-def _status(container) -> str | None:
-    if container is None:
-        return None
-    container.reload()
-    return container.status

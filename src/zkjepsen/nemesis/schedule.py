@@ -17,11 +17,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.harness.backend import Backend
 from zkjepsen.history.jsonl import Appender
-from zkjepsen.nemesis import FAULTS, NemesisError, clock, generator, partition, process
+from zkjepsen.nemesis import Nemesis, NemesisError, clock, generator, partition, process
+from zkjepsen.nemesis.faults import FAULTS
 from zkjepsen.nemesis.targets import NemesisContext
 
-FAMILIES = {"partition": partition, "process": process, "clock": clock}
 NEMESIS = "nemesis"
 
 
@@ -44,8 +45,8 @@ class NemesisLog:
         self.out.close()
 
 
-class FaultNemesis:
-    """The `Nemesis` for every registered fault; `invoke` dispatches on op["f"]."""
+class FaultNemesis(Nemesis):
+    """The `Nemesis` for every registered fault kind; `invoke` runs op["f"]'s kind."""
 
     def __init__(self, ctx: NemesisContext, names: list[str], seed: int = 0,
                  log: NemesisLog | None = None) -> None:
@@ -54,6 +55,7 @@ class FaultNemesis:
             raise NemesisError(f"unknown fault(s) {', '.join(unknown)}")
         self.ctx, self.names, self.seed, self.log = ctx, names, seed, log
         self.current: dict[str, Any] | None = None  # the started, not yet ended, fault
+        self.heal_problems: list[str] = []  # what the last teardown could not heal
 
     def setup(self) -> None:
         pass  # nothing to prepare: every fault acts on containers the harness already made
@@ -63,25 +65,23 @@ class FaultNemesis:
 
     def invoke(self, op: dict[str, Any]) -> dict[str, Any]:
         kind = FAULTS[op["f"]]
-        fam = FAMILIES[kind.family]
         op = dict(op)
         if op["phase"] == "start":
             if op.get("targets") is None:  # replays carry resolved targets; plans do not
                 rng = random.Random(f"{self.seed}:{op['fault_id']}")
-                op["targets"], op["detail"] = fam.resolve(
-                    self.ctx, op["f"], op.get("target") or kind.target, rng,
-                    op.get("params") or {})
+                op["targets"], op["detail"] = kind.resolve(
+                    self.ctx, op.get("target"), rng, op.get("params") or {})
             op["start_ns"] = self._now()
             self._record(op, "start")
             self.current = op  # an interrupt inside apply still gets this fault ended
             try:
-                fam.apply(self.ctx, op["f"], op["targets"], op.get("detail") or {})
+                kind.apply(self.ctx, op["targets"], op.get("detail") or {})
             except Exception as e:  # noqa: BLE001 - recorded; the end undoes what went in
                 op["error"] = f"{type(e).__name__}: {e}"
             op["applied_ns"] = self._now()
         else:
             try:
-                fam.undo(self.ctx, op["f"], op["targets"], op.get("detail") or {})
+                kind.undo(self.ctx, op["targets"], op.get("detail") or {})
             except Exception as e:  # noqa: BLE001 - teardown's heal_all still runs
                 op["end_error"] = f"{type(e).__name__}: {e}"
             op["end_ns"] = self._now()
@@ -89,8 +89,9 @@ class FaultNemesis:
             self.current = None
         return op
 
-    def teardown(self) -> list[str]:
-        return heal_context(self.ctx)
+    def teardown(self) -> None:
+        """Heal everything; what could not be healed is in `heal_problems`."""
+        self.heal_problems = heal_context(self.ctx)
 
     def _now(self) -> int:
         return self.log.now() if self.log else time.monotonic_ns()
@@ -116,35 +117,11 @@ def heal_context(ctx: NemesisContext, everything: bool = False) -> list[str]:
     return problems
 
 
-def heal_all(ensemble: Any, pool: Any = None, out_dir: Path | None = None) -> list[str]:
-    """Heal a run from scratch (teardown, `zkjepsen cleanup`, a crashed runner): resume every
+def heal_all(backend: Backend, pool: Any = None) -> list[str]:
+    """Heal a run from scratch (teardown, a test leaving a shared ensemble whole): resume every
     frozen container, start stopped servers, drop the run's iptables chain in every container,
-    reset every server's clock. Client containers are found by label when no pool is given."""
-    if pool is None:
-        pool = _LabelledClients(ensemble)
-    problems = heal_context(NemesisContext(ensemble, pool), everything=True)
-    if out_dir is not None:
-        with open(Path(out_dir) / "heal.log", "a") as fh:
-            fh.write(json.dumps({"healed_at": time.time(), "problems": problems}) + "\n")
-    return problems
-
-
-class _LabelledClients:
-    """A stand-in for ClientPool: the run's client containers, found by their labels."""
-
-    def __init__(self, ensemble: Any) -> None:
-        from zkjepsen.client.pool import ClientHandle
-        from zkjepsen.harness import resources
-
-        self.out_dir = None
-        self.handles = []
-        client = getattr(ensemble, "client", None)
-        if client is None:
-            return
-        for c in client.containers.list(all=True, filters={"label": [
-                f"{resources.RUN_LABEL}={ensemble.run_id}", f"{resources.ROLE_LABEL}=client"]}):
-            self.handles.append(ClientHandle(int(c.labels["zkjepsen.client"]),
-                                             c.labels.get("zkjepsen.ip", ""), "", c))
+    reset every server's clock. Returns what could not be healed."""
+    return heal_context(NemesisContext(backend, pool), everything=True)
 
 
 def _load_replay(schedule: Any) -> list[dict]:
@@ -168,7 +145,7 @@ def _wait_until(deadline_ns: int, stop: threading.Event) -> bool:
             return True
 
 
-def run_nemesis(ensemble: Any, pool: Any, names: list[str], *, seed: int, time_limit_s: float,
+def run_nemesis(backend: Backend, pool: Any, names: list[str], *, seed: int, time_limit_s: float,
                 interval_s: float = 10.0, fault_duration_s: float = 8.0,
                 session_timeout_s: float = 4.0, t0_ns: int, out_dir: Path,
                 stop_event: threading.Event | None = None, schedule: Any = None,
@@ -181,7 +158,7 @@ def run_nemesis(ensemble: Any, pool: Any, names: list[str], *, seed: int, time_l
     out_dir.mkdir(parents=True, exist_ok=True)
     stop = stop_event or threading.Event()
     log = NemesisLog(out_dir / "nemesis.jsonl", t0_ns)
-    ctx = NemesisContext(ensemble, pool, session_timeout_s=session_timeout_s)
+    ctx = NemesisContext(backend, pool, session_timeout_s=session_timeout_s)
     origin_ns = time.monotonic_ns()
     env = generator.Env(session_timeout_s=session_timeout_s, fault_duration_s=fault_duration_s)
     if schedule is not None:
@@ -194,7 +171,7 @@ def run_nemesis(ensemble: Any, pool: Any, names: list[str], *, seed: int, time_l
     meta = {"seed": seed, "names": names, "time_limit_s": time_limit_s, "interval_s": interval_s,
             "fault_duration_s": fault_duration_s, "session_timeout_s": session_timeout_s,
             "replay": schedule is not None, "planned": planned,
-            "origin_ns": origin_ns - t0_ns, "run_id": getattr(ensemble, "run_id", None)}
+            "origin_ns": origin_ns - t0_ns, "run_id": backend.run_id}
     executed: list[dict] = []
     active: dict | None = None
     nem.setup()
@@ -236,7 +213,8 @@ def run_nemesis(ensemble: Any, pool: Any, names: list[str], *, seed: int, time_l
                                                   "interrupted": True})))
             heal_start, problems = log.now(), ["heal interrupted"]
             try:
-                problems = nem.teardown()
+                nem.teardown()
+                problems = nem.heal_problems
             except Exception as e:  # noqa: BLE001 - say so in schedule.json, then re-raise
                 problems = [f"heal failed: {type(e).__name__}: {e}"]
                 raise

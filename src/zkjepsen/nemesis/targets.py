@@ -12,11 +12,20 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
+from zkjepsen.harness.backend import Backend, Node
 from zkjepsen.history.jsonl import DirTailer, client_of, read_records
 from zkjepsen.nemesis import NemesisError
-from zkjepsen.store import RunDir
+
+
+class ClientFiles(Protocol):
+    """Where the clients' histories are (a `store.RunDir`; named structurally because the store
+    imports the spec, which validates fault names from this package)."""
+
+    def client_history(self, client: int) -> Path: ...
+    def client_histories(self) -> list[Path]: ...
 
 ACQUIRE_FS = ("acquire", "lock", "elected")
 RELEASE_FS = ("release", "unlock", "resign")
@@ -24,8 +33,8 @@ RELEASE_FS = ("release", "unlock", "resign")
 
 @dataclass
 class NemesisContext:
-    ensemble: Any  # DockerEnsemble (or anything with nodes/leader/exec/kill/restart/pause)
-    pool: Any = None  # ClientPool, None when the run has no client containers
+    backend: Backend
+    pool: Any = None  # a client.pool.ClientPool; None when the run has no client containers
     session_timeout_s: float = 4.0  # requested; a client's own `session` event wins
     holder_wait_s: float = 2.0  # how long `holder` waits for some client to hold the lock
     dirty_clocks: set[str] = field(default_factory=set)  # nodes whose clock needs a reset
@@ -36,10 +45,10 @@ class NemesisContext:
 
     @property
     def run_id(self) -> str:
-        return getattr(self.ensemble, "run_id", "zkj")
+        return self.backend.run_id
 
     @property
-    def run_dir(self) -> RunDir | None:
+    def run_dir(self) -> ClientFiles | None:
         """Where the clients write their histories (None: no client containers)."""
         return self.pool.run_dir if self.pool is not None else None
 
@@ -47,15 +56,19 @@ class NemesisContext:
         """Apply fn to every item at once (a docker exec costs ~0.1-0.3 s each)."""
         return list(self._exec.map(fn, items))
 
-    def node(self, name: str):
-        for n in self.ensemble.nodes:
+    def node(self, name: str) -> Node:
+        for n in self.backend.nodes:
             if n.name == name:
                 return n
         raise NemesisError(f"no server named {name}")
 
+    def clients(self) -> list[Any]:
+        """The client handles (client.pool.ClientHandle), none without a pool."""
+        return list(self.pool.handles) if self.pool is not None else []
+
     def client(self, name: str):
         idx = int(name.lstrip("c"))
-        for h in self.pool.handles if self.pool is not None else []:
+        for h in self.clients():
             if h.index == idx:
                 return h
         raise NemesisError(f"no client named {name}")
@@ -73,12 +86,12 @@ class NemesisContext:
 
 
 def resolve_servers(ctx: NemesisContext, spec: str, rng: random.Random) -> list[str]:
-    names = [n.name for n in ctx.ensemble.nodes]
+    names = [n.name for n in ctx.backend.nodes]
     n = len(names)
     if spec == "one":
         return [rng.choice(names)]
     if spec == "leader":
-        leader = ctx.ensemble.leader()
+        leader = ctx.backend.leader()
         # Mid-election nobody leads: hit a random server rather than nothing (noted by caller).
         return [leader.name if leader else rng.choice(names)]
     if spec == "minority":
@@ -94,10 +107,8 @@ def resolve_servers(ctx: NemesisContext, spec: str, rng: random.Random) -> list[
 
 
 def running_clients(ctx: NemesisContext) -> list[Any]:
-    if ctx.pool is None:
-        return []
     out = []
-    for h in ctx.pool.handles:
+    for h in ctx.clients():
         try:
             if h.status() == "running":
                 out.append(h)
@@ -135,7 +146,7 @@ class HolderTracker:
     10 ms is cheap) and knows who believes it holds a lock: an `acquire` ok not followed by a
     `release` invoke. Needs no ZooKeeper session, so it works while the ensemble is faulted."""
 
-    def __init__(self, run_dir: RunDir) -> None:
+    def __init__(self, run_dir: ClientFiles) -> None:
         self.tail = DirTailer(run_dir.client_histories)
         self.since: dict[int, int | None] = {}  # client -> hold start (history ns) or None
 
@@ -157,7 +168,7 @@ class HolderTracker:
         return self.poll().get(idx) is not None
 
 
-def current_holders(run_dir: RunDir | None) -> list[int]:
+def current_holders(run_dir: ClientFiles | None) -> list[int]:
     """Clients that believe they hold a lock right now (a one-off HolderTracker poll)."""
     if run_dir is None:
         return []

@@ -1,0 +1,112 @@
+"""Every fault kind, declared once: its name, default target and length, and the implementation
+that resolves, applies and undoes it (which also says its family).
+
+Import-light (the family modules import no docker): spec validation and `zkjepsen list nemeses`
+read `NEMESES` from here before anything starts.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from zkjepsen.nemesis import NemesisError
+from zkjepsen.nemesis.clock import Bump, Rate, Strobe
+from zkjepsen.nemesis.partition import Cut, IsolateClient, PacketLoss
+from zkjepsen.nemesis.process import ProcessFault
+from zkjepsen.nemesis.targets import NemesisContext
+
+
+class FaultImpl(Protocol):
+    family: str  # partition | process | clock
+
+    def resolve(self, ctx: NemesisContext, target: str, rng: random.Random,
+                params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+        """(targets, detail): who is hit and how, drawn from the fault's own seeded RNG."""
+
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None: ...
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None: ...
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    name: str
+    target: str  # default target spec (see nemesis.targets)
+    description: str
+    impl: FaultImpl | None  # None: the "none" baseline
+    # Default length: None = the schedule's fault duration; "1.5x" = 1.5 x the negotiated
+    # session timeout (of the target client when there is one).
+    duration: str | None = None
+
+    @property
+    def family(self) -> str:
+        return self.impl.family if self.impl is not None else "none"
+
+    def resolve(self, ctx: NemesisContext, target: str | None, rng: random.Random,
+                params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+        return self._impl().resolve(ctx, target or self.target, rng, params)
+
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        self._impl().apply(ctx, targets, detail)
+
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        self._impl().undo(ctx, targets, detail)
+
+    def _impl(self) -> FaultImpl:
+        if self.impl is None:
+            raise NemesisError(f"{self.name} is not a fault")
+        return self.impl
+
+
+_KINDS = [
+    FaultKind("none", "all", "no faults (a baseline run)", None),
+    FaultKind("partition-one", "one", "cut one random server off from the other servers",
+              Cut("alone")),
+    FaultKind("partition-leader", "leader", "cut the current leader off from the other servers",
+              Cut("alone")),
+    FaultKind("partition-halves", "all", "split the servers into a random minority and majority",
+              Cut("halves")),
+    FaultKind("partition-ring", "all",
+              "majorities ring: every server sees a majority, no two the same one (>= 5 nodes)",
+              Cut("ring")),
+    FaultKind("partition-bridge", "all", "two halves joined only through one bridge server",
+              Cut("bridge")),
+    FaultKind("isolate-client", "holder",
+              "drop every packet between one client (the lock holder if known) and all servers",
+              IsolateClient(), duration="2x"),
+    FaultKind("packet-loss", "all",
+              "drop a random fraction (default 10%) of packets to and from the target servers",
+              PacketLoss()),
+    FaultKind("kill-one", "one", "SIGKILL one random server, restart it at the end",
+              ProcessFault("kill", "servers")),
+    FaultKind("kill-leader", "leader", "SIGKILL the leader, restart it at the end",
+              ProcessFault("kill", "servers")),
+    FaultKind("kill-minority", "minority", "SIGKILL a minority of servers",
+              ProcessFault("kill", "servers")),
+    FaultKind("kill-majority", "majority",
+              "SIGKILL a majority of servers (the ensemble stops serving)",
+              ProcessFault("kill", "servers")),
+    FaultKind("pause-server", "one", "freeze one random server (cgroup freezer)",
+              ProcessFault("pause", "servers")),
+    FaultKind("pause-leader", "leader", "freeze the leader (cgroup freezer)",
+              ProcessFault("pause", "servers")),
+    FaultKind("pause-client", "holder",
+              "freeze one client (the lock holder if known) for 1.5x its session timeout",
+              ProcessFault("pause", "client"), duration="1.5x"),
+    FaultKind("kill-client", "holder",
+              "SIGKILL one client (the lock holder if known); it restarts with a new session",
+              ProcessFault("kill", "client")),
+    FaultKind("clock-bump", "one",
+              "step one server's clock by +-1..60 s (libfaketime moves its monotonic clock too)",
+              Bump()),
+    FaultKind("clock-strobe", "one", "flip one server's clock between +d and 0 every ~1.2 s",
+              Strobe()),
+    FaultKind("clock-rate-leader", "leader",
+              "run the leader's clock k x fast (default 4x): it expires sessions k x early",
+              Rate()),
+]
+
+FAULTS: dict[str, FaultKind] = {k.name: k for k in _KINDS}
+# name -> one-line description, for `zkjepsen list nemeses` and spec validation.
+NEMESES: dict[str, str] = {k.name: k.description for k in _KINDS}
