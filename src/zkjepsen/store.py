@@ -129,7 +129,7 @@ def new_run_dir(test_name: str, root: Path | None = None) -> RunDir:
 def check_faults(faults: list[Any], source: Path) -> None:
     """Every executed fault in a schedule is replayable: a known fault name and a start and end
     (ns since the test's start) in order. Anything else is bad input, named by its position."""
-    from zkjepsen.nemesis import NEMESES
+    from zkjepsen.nemesis.faults import NEMESES
 
     for i, f in enumerate(faults, 1):
         ok = (

@@ -19,8 +19,7 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from zkjepsen.history.jsonl import DirTailer, client_of
-from zkjepsen.nemesis.targets import ACQUIRE_FS, RELEASE_FS
-from zkjepsen.store import RunDir
+from zkjepsen.nemesis.targets import ACQUIRE_FS, RELEASE_FS, ClientFiles
 
 KINDS = ("acquired", "released", "session", "invoked", "leader-changed")
 
@@ -98,7 +97,7 @@ class TriggerWatch:
     def __init__(
         self,
         trigger: Trigger,
-        clients: RunDir,
+        clients: ClientFiles,
         leader: Callable[[], str | None] | None = None,
         now_ns: Callable[[], int] | None = None,
     ) -> None:
