@@ -41,11 +41,18 @@ class RunResult:
 
 def client_specs(spec: TestSpec, ens, t0_ns: int) -> list[ClientSpec]:
     """One ClientSpec per logical client; each waits at the start barrier for the deadline."""
+    from zkjepsen.client.command import program_for
+
+    plan = program_for(spec.recipe, spec.workload, spec.client_cmd, spec.client_dir,
+                       spec.client_mode)
     return [ClientSpec(client=i, nclients=spec.clients,
                        hosts=(ens.nodes[(i - 1) % len(ens.nodes)].address if spec.pin_clients
                               else ens.connect_string()),
                        session_timeout_s=spec.session_timeout_s, workload=spec.workload,
-                       recipe=spec.recipe, params=spec.params, t0_ns=t0_ns, seed=spec.seed)
+                       recipe=spec.recipe, params=spec.params, t0_ns=t0_ns, seed=spec.seed,
+                       command=list(plan.argv) if plan else [],
+                       program_mount=plan.mount if plan else None,
+                       program_cwd=plan.cwd if plan else None)
             for i in range(1, spec.clients + 1)]
 
 

@@ -20,6 +20,7 @@ IMAGE_REF = re.compile(
     r"^(?:[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
     r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$"
 )
+CLIENT_MODES = ("protocol", "in-process")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}$")
 
 
@@ -71,6 +72,10 @@ class TestSpec:
     tick_ms: int = 500
     max_faults: int | None = None  # a fault budget (the pytest marker sets it)
     fault_target: str | None = None  # override every fault's default target (e.g. "random")
+    # The program under test speaks the client wire protocol (docs/client-protocol.md):
+    client_cmd: str | None = None  # its command line (run by /bin/sh -c); recipe is then "exec"
+    client_dir: str | None = None  # host dir mounted read-only at /opt/zkjepsen/program (cwd)
+    client_mode: str = "protocol"  # Python recipes: through the Python driver, or "in-process"
 
     def __post_init__(self) -> None:
         _str("recipe", self.recipe)
@@ -117,6 +122,13 @@ class TestSpec:
         if self.max_faults is not None:
             _int("max_faults", self.max_faults, 0, 100_000)
         _str("fault_target", self.fault_target, optional=True)
+        _str("client_cmd", self.client_cmd, optional=True)
+        _str("client_dir", self.client_dir, optional=True)
+        if self.client_cmd is not None and self.recipe == "kazoo":
+            self.recipe = "exec"  # --client-cmd names the program; the default recipe yields
+        if self.client_mode not in CLIENT_MODES:
+            raise BadInput(f"client_mode must be one of {', '.join(CLIENT_MODES)}, not "
+                           f"{self.client_mode!r}")
 
     @property
     def test_name(self) -> str:
@@ -159,4 +171,9 @@ def validate_spec(spec: TestSpec) -> None:
                 f"unknown nemesis {n!r}; choose from {', '.join(sorted(NEMESES))}"
                 " (`zkjepsen list nemeses`)"
             )
-    spec.params = validate_params(spec.params, user_recipe=":" in spec.recipe)
+    from zkjepsen.client.command import validate_program
+
+    validate_program(spec)
+    spec.params = validate_params(
+        spec.params, user_recipe=":" in spec.recipe or spec.recipe == "exec"
+    )

@@ -139,7 +139,14 @@ def observe(ops: Iterable[Op], acquire: Iterable[str] = ("acquire",),
                         h.careful_end = t
             continue
         if typ == "event":
-            if op.f == "session-state" and op.value in ("SUSPENDED", "LOST"):
+            if op.f == "client-error":
+                # The program under test died or was killed by its recorder (client wire
+                # protocol): like a SIGKILLed client, it believes nothing any more.
+                for ck in [ck for ck in open_holds if ck[0] == client]:
+                    h = open_holds.pop(ck)
+                    h.end = min(h.end, t)
+                    h.careful_end = min(h.careful_end, t)
+            elif op.f == "session-state" and op.value in ("SUSPENDED", "LOST"):
                 for (c, _), h in open_holds.items():  # events are rare: a scan is fine
                     if c == client and t < h.careful_end:
                         h.careful_end = t

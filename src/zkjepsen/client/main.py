@@ -1,5 +1,6 @@
 """Entry point of one client process (runs inside its own container): `python3 -m
-zkjepsen.client.main SPEC.json`. Stdlib + kazoo only; the workload drives the loop."""
+zkjepsen.client.main SPEC.json`. Either the recorder driving the program under test through the
+client wire protocol (`spec.command`), or the in-process loop (kazoo, the workload drives it)."""
 
 from __future__ import annotations
 
@@ -45,15 +46,61 @@ def _await_start(path: Path, ctx: ClientContext, stop: threading.Event,
     return False
 
 
+def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
+    """The client wire protocol: the program under test is a child process; the recorder
+    (client/remote.py) drives it and writes the history. docs/client-protocol.md."""
+    import os
+
+    from zkjepsen.client.recorder import ProgramClient
+    from zkjepsen.client.remote import RemoteLoop, paths
+
+    ctx = ClientContext(client=spec.client, nclients=spec.nclients, zk=None, hosts=spec.hosts,
+                        recipe=spec.recipe, params=spec.params, recorder=rec,
+                        deadline=spec.deadline_monotonic,
+                        rng=random.Random(f"{spec.seed}:{spec.client}:{rec.process}"),
+                        stop_event=stop)
+    request_timeout = float(spec.params.get("request_timeout_s", 15.0))
+    client = ProgramClient(ctx, spec.command, servers=spec.hosts,
+                           session_timeout_s=spec.session_timeout_s, workload=spec.workload,
+                           lock_path=paths(spec.workload, spec.params)[0],
+                           cwd=spec.program_cwd, env={**os.environ, **spec.env},
+                           request_timeout_s=request_timeout)
+    try:
+        if not client.start():
+            return 3
+        if spec.start_file and not _await_start(Path(spec.start_file), ctx, stop):
+            ctx.event("client-error", "the runner never released the start barrier")
+            return 5
+        RemoteLoop(ctx, client, spec.workload).run()
+    except Exception as e:  # noqa: BLE001 - the history must say why a client stopped
+        ctx.event("client-error", f"{type(e).__name__}: {e}")
+        logging.exception("recorder loop failed")
+        return 4
+    finally:
+        client.program.kill()
+        rec.close()
+    return 0 if not client.gave_up else 3
+
+
 def main(spec_path: str) -> int:
+    spec = ClientSpec.load(spec_path)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if spec.command:
+        rec = Recorder(str(spec.history_file), spec.t0_ns, spec.client, spec.nclients)
+        rec.process = _next_process(spec.history_file, spec.client, spec.nclients)
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        return run_program(spec, rec, stop)
+    return main_in_process(spec)
+
+
+def main_in_process(spec: ClientSpec) -> int:
     from kazoo.client import KazooClient
     from kazoo.retry import KazooRetry
 
     from zkjepsen.workloads import get_workload
 
-    spec = ClientSpec.load(spec_path)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     n, nclients = spec.client, spec.nclients
     out = spec.history_file
     process = _next_process(out, n, nclients)

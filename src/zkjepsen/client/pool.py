@@ -22,6 +22,7 @@ from pathlib import Path
 import kazoo
 
 import zkjepsen
+from zkjepsen.client.command import PROGRAM_DIR
 from zkjepsen.client.spec import CONTROL_DIR, OUT_DIR, ClientSpec
 from zkjepsen.harness import netns, resources
 from zkjepsen.harness.backend import Backend
@@ -131,6 +132,8 @@ class ClientPool:
             str(d.control): {"bind": CONTROL_DIR, "mode": "ro"},
         }
         binds.update(user_recipe_binds(spec.recipe))
+        if spec.program_mount:  # the user's program (client wire protocol), read-only
+            binds[spec.program_mount] = {"bind": PROGRAM_DIR, "mode": "ro"}
         env = {"PYTHONPATH": "/opt/zkjepsen/src:/opt/zkjepsen/site:/opt/zkjepsen/user",
                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
         env.update(spec.env)
@@ -186,7 +189,7 @@ class ClientPool:
 def user_recipe_binds(recipe: str) -> dict[str, dict]:
     """`--recipe package.module:Name` must import inside the client containers too: mount the
     user's top-level package (or single module) read-only next to ours."""
-    if ":" not in recipe:
+    if ":" not in recipe or recipe.startswith("exec:"):
         return {}
     import importlib.util
 

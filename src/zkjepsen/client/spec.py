@@ -32,6 +32,10 @@ class ClientSpec:
     out: str = OUT_DIR
     connect_timeout_s: float = 15.0
     env: dict[str, str] = field(default_factory=dict)  # extra environment (e.g. libfaketime)
+    # The program under test (client wire protocol): argv in the container; empty: in-process.
+    command: list[str] = field(default_factory=list)
+    program_mount: str | None = None  # host dir mounted read-only at client.command.PROGRAM_DIR
+    program_cwd: str | None = None
 
     @property
     def history_file(self) -> Path:

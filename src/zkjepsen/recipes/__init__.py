@@ -21,20 +21,27 @@ from zkjepsen.recipes.base import Recipe, Token
 
 @dataclass(frozen=True)
 class RecipeInfo:
-    target: str  # "module:attribute" of the factory
+    target: str  # "module:attribute" of the factory ("" for a program in another language)
     description: str
     flaw: str  # what to expect (see the module docstring for the source)
+    # A program serving the client wire protocol (docs/client-protocol.md): its argv inside the
+    # client container. Empty: a Python recipe, served by zkjepsen.client.drivers.python.
+    command: tuple[str, ...] = ()
+    language: str = "python"
+    source: str = "port"  # "library": the real library as shipped; "port": our re-implementation
 
 
 _M = "zkjepsen.recipes."
 RECIPES: dict[str, RecipeInfo] = {
     "kazoo": RecipeInfo(
         _M + "kazoo_lock:KazooLock", "kazoo's Lock as-is (reference)",
-        "is_acquired survives session loss: split holder under pauses/partitions"),
+        "is_acquired survives session loss: split holder under pauses/partitions",
+        source="library"),
     "kazoo-careful": RecipeInfo(
         _M + "kazoo_lock:CarefulKazooLock",
         "kazoo's Lock; the application abandons its critical section on SUSPENDED/LOST",
-        "none expected in belief; writes in flight at SUSPENDED may still land"),
+        "none expected in belief; writes in flight at SUSPENDED may still land",
+        source="library"),
     "blog": RecipeInfo(
         _M + "blog:BlogLock", "ZkDistributedLock from a blog post (own client per lock object)",
         "never re-lists: a dead waiter ahead makes the next one 'acquire' (split holder, no "
@@ -123,8 +130,9 @@ def make_recipe(name: str, zk: Any, path: str, *, hosts: str = "", identifier: s
 def validate_recipe(name: str) -> None:
     """On the host, before anything starts: the recipe exists, imports, and its class (or
     object) has acquire, release and holding. A recipe that fails here would fail in every
-    client container, and a run in which nothing was acquired tests nothing."""
-    if name in RECIPES:
+    client container, and a run in which nothing was acquired tests nothing. `exec` (the
+    program is `--client-cmd`) and `exec:PATH` (an executable) are checked by the runner."""
+    if name in RECIPES or name == "exec" or name.startswith("exec:"):
         return
     if ":" not in name:
         raise BadInput(f"unknown recipe {name!r}; choose from {', '.join(recipe_names())} "

@@ -40,6 +40,8 @@ KNOWN: dict[str, Param] = {
     "sync_reads": Param(bool, "sync() before every read"),
     "check_time_s": Param(float, "linearizability check budget"),
     "mode": Param(str, "rwlock mode", ("read", "write")),
+    "request_timeout_s": Param(float, "how long the recorder waits for a client program's answer "
+                               "(acquire: plus acquire_timeout_s)"),
 }
 
 
