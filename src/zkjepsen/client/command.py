@@ -28,16 +28,20 @@ class ProgramPlan:
     language: str = "python"
 
 
-def program_for(recipe: str, workload: str, client_cmd: str | None = None,
-                client_dir: str | None = None, client_mode: str = "protocol"
-                ) -> ProgramPlan | None:
+def program_for(
+    recipe: str,
+    workload: str,
+    client_cmd: str | None = None,
+    client_dir: str | None = None,
+    client_mode: str = "protocol",
+) -> ProgramPlan | None:
     from zkjepsen.recipes import RECIPES
 
     if recipe == "exec":
         mount = str(Path(client_dir or os.getcwd()).resolve())
         return ProgramPlan(("/bin/sh", "-c", client_cmd or ""), mount, PROGRAM_DIR, "user")
     if recipe.startswith("exec:"):
-        path = Path(recipe[len("exec:"):]).resolve()
+        path = Path(recipe[len("exec:") :]).resolve()
         mount = Path(client_dir).resolve() if client_dir else path.parent
         try:
             rel = path.relative_to(mount)
@@ -67,13 +71,15 @@ def validate_program(spec: Any) -> None:
     if spec.client_cmd and spec.recipe != "exec":
         raise BadInput(f"give either --recipe ({spec.recipe}) or --client-cmd, not both")
     if is_foreign(spec.recipe) and spec.workload not in PROTOCOL_WORKLOADS:
-        raise BadInput(f"a client program (recipe {spec.recipe}) serves the "
-                       f"{', '.join(PROTOCOL_WORKLOADS)} workloads, not {spec.workload}")
+        raise BadInput(
+            f"a client program (recipe {spec.recipe}) serves the "
+            f"{', '.join(PROTOCOL_WORKLOADS)} workloads, not {spec.workload}"
+        )
     if is_foreign(spec.recipe) and spec.client_mode == "in-process":
         raise BadInput(f"recipe {spec.recipe} is a program, it cannot run in-process")
     if spec.client_dir is not None and not Path(spec.client_dir).is_dir():
         raise BadInput(f"client dir {spec.client_dir} is not a directory")
     if spec.recipe.startswith("exec:"):
-        path = Path(spec.recipe[len("exec:"):])
+        path = Path(spec.recipe[len("exec:") :])
         if not path.is_file() or not os.access(path, os.X_OK):
             raise BadInput(f"{path} is not an executable file (recipe exec:PATH)")

@@ -32,10 +32,14 @@ class _Dead:
 
 
 class Program:
-    def __init__(self, argv: Sequence[str], cwd: str | None = None,
-                 env: dict[str, str] | None = None,
-                 on_event: Callable[[Event], None] = lambda e: None,
-                 stop: threading.Event | None = None) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        on_event: Callable[[Event], None] = lambda e: None,
+        stop: threading.Event | None = None,
+    ) -> None:
         self.argv = list(argv)
         self.cwd, self.env = cwd, env
         self.on_event = on_event
@@ -49,14 +53,21 @@ class Program:
     def start(self) -> None:
         self._replies = queue.Queue()
         try:
-            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                         stderr=None, cwd=self.cwd, env=self.env,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=None,
+                cwd=self.cwd,
+                env=self.env,
+                start_new_session=True,
+            )
         except OSError as e:
             self.proc = None
             raise ProtocolFault(f"the program could not be started: {e}") from None
-        threading.Thread(target=self._read, args=(self.proc, self._replies), daemon=True,
-                         name="program-reader").start()
+        threading.Thread(
+            target=self._read, args=(self.proc, self._replies), daemon=True, name="program-reader"
+        ).start()
 
     @property
     def alive(self) -> bool:
@@ -114,8 +125,9 @@ class Program:
                 self.proc.stdin.write(encode(request(rid, op, **fields)))
                 self.proc.stdin.flush()
         except (OSError, ValueError):
-            self._fault(f"the program died before {op} (id {rid}) could be sent "
-                        f"({self.exit_note()})")
+            self._fault(
+                f"the program died before {op} (id {rid}) could be sent ({self.exit_note()})"
+            )
         awake, stopped_at = 0.0, None
         while True:
             t = time.monotonic()
@@ -127,17 +139,21 @@ class Program:
             awake += dt if dt < FROZEN_GAP_S else SLICE_S  # frozen time does not count
             if isinstance(item, Reply):
                 if item.in_reply_to != rid:
-                    self._fault(f"answer out of order: in_reply_to {item.in_reply_to} while "
-                                f"request {rid} ({op}) was outstanding")
+                    self._fault(
+                        f"answer out of order: in_reply_to {item.in_reply_to} while "
+                        f"request {rid} ({op}) was outstanding"
+                    )
                 return item
             if isinstance(item, ProtocolFault):
                 self._fault(str(item))
             if isinstance(item, _Dead):
-                self._fault(f"the program died with {op} (id {rid}) unanswered "
-                            f"({self.exit_note()})")
+                self._fault(
+                    f"the program died with {op} (id {rid}) unanswered ({self.exit_note()})"
+                )
             if awake > timeout_s:
-                self._fault(f"the program hung: no answer to {op} (id {rid}) within "
-                            f"{timeout_s:g} s")
+                self._fault(
+                    f"the program hung: no answer to {op} (id {rid}) within {timeout_s:g} s"
+                )
             if self.stop.is_set():
                 stopped_at = stopped_at if stopped_at is not None else awake
                 if awake - stopped_at > 3.0:
@@ -165,8 +181,12 @@ class Program:
                 if not line.strip():
                     continue
                 if not line.endswith(b"\n"):  # EOF inside a line: it died mid-answer
-                    out.put(ProtocolFault("the program died mid-answer: its last line "
-                                          f"{line[:60]!r} was never finished"))
+                    out.put(
+                        ProtocolFault(
+                            "the program died mid-answer: its last line "
+                            f"{line[:60]!r} was never finished"
+                        )
+                    )
                     return
                 try:
                     msg = parse_line(line)

@@ -55,24 +55,32 @@ def parse_line(line: bytes) -> Reply | Event:
     try:
         msg = json.loads(line)
     except ValueError:
-        raise ProtocolFault(f"malformed message from the program: {_short(line)} is not "
-                            "JSON") from None
+        raise ProtocolFault(
+            f"malformed message from the program: {_short(line)} is not JSON"
+        ) from None
     if not isinstance(msg, dict):
-        raise ProtocolFault(f"malformed message from the program: {_short(line)} is not a "
-                            "JSON object")
+        raise ProtocolFault(
+            f"malformed message from the program: {_short(line)} is not a JSON object"
+        )
     if "event" in msg:
         name = msg["event"]
         if not isinstance(name, str) or not name:
-            raise ProtocolFault(f"malformed message from the program: {_short(line)} has an "
-                                "event that is not a name")
+            raise ProtocolFault(
+                f"malformed message from the program: {_short(line)} has an "
+                "event that is not a name"
+            )
         return Event(name, msg.get("value"))
     rid, type_ = msg.get("in_reply_to"), msg.get("type")
     if not isinstance(rid, int) or isinstance(rid, bool):
-        raise ProtocolFault(f"malformed message from the program: {_short(line)} has neither "
-                            "an integer in_reply_to nor an event")
+        raise ProtocolFault(
+            f"malformed message from the program: {_short(line)} has neither "
+            "an integer in_reply_to nor an event"
+        )
     if type_ not in REPLY_TYPES:
-        raise ProtocolFault(f"malformed message from the program: {_short(line)} has type "
-                            f"{type_!r}, not ok, fail or info")
+        raise ProtocolFault(
+            f"malformed message from the program: {_short(line)} has type "
+            f"{type_!r}, not ok, fail or info"
+        )
     error = msg.get("error")
     return Reply(rid, type_, msg.get("value"), None if error is None else str(error))
 

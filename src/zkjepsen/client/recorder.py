@@ -23,19 +23,33 @@ class ProgramClient:
     """One client's program, as the workload loops see it: `call(op, ...)` returns a Reply or
     raises ProtocolFault (already recorded; the program is restarted on the next call)."""
 
-    def __init__(self, ctx: Any, argv: Sequence[str], *, servers: str,
-                 session_timeout_s: float, workload: str, lock_path: str,
-                 cwd: str | None = None, env: dict[str, str] | None = None,
-                 request_timeout_s: float = 15.0, init_timeout_s: float = INIT_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        ctx: Any,
+        argv: Sequence[str],
+        *,
+        servers: str,
+        session_timeout_s: float,
+        workload: str,
+        lock_path: str,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        request_timeout_s: float = 15.0,
+        init_timeout_s: float = INIT_TIMEOUT_S,
+    ) -> None:
         self.ctx = ctx
-        self.init_fields = dict(protocol=VERSION, servers=servers,
-                                session_timeout_ms=int(session_timeout_s * 1000),
-                                client=ctx.client, workload=workload, lock_path=lock_path,
-                                params=ctx.params)
+        self.init_fields = dict(
+            protocol=VERSION,
+            servers=servers,
+            session_timeout_ms=int(session_timeout_s * 1000),
+            client=ctx.client,
+            workload=workload,
+            lock_path=lock_path,
+            params=ctx.params,
+        )
         self.request_timeout_s = request_timeout_s
         self.init_timeout_s = init_timeout_s
-        self.program = Program(argv, cwd=cwd, env=env, on_event=self._on_event,
-                               stop=ctx.stop_event)
+        self.program = Program(argv, cwd=cwd, env=env, on_event=self._on_event, stop=ctx.stop_event)
         self.faults = 0  # in a row, without a good answer between
         self.unrecorded: str | None = None  # a fault not yet in the history
         self.started = False
@@ -60,9 +74,11 @@ class ProgramClient:
                 self._record_fault(self._init_sentence(str(e)))
                 continue
             if r.type != "ok":
-                self._record_fault(f"init was answered {r.type}"
-                                   + (f" ({r.error})" if r.error else "")
-                                   + ": the program could not start")
+                self._record_fault(
+                    f"init was answered {r.type}"
+                    + (f" ({r.error})" if r.error else "")
+                    + ": the program could not start"
+                )
                 self.program.kill()
                 continue
             value = r.value if isinstance(r.value, dict) else {}
@@ -104,8 +120,9 @@ class ProgramClient:
             note = self.program.exit_note()
             raise self.fault(f"the program died between requests ({note})")
         try:
-            r = self.program.call(op, self.request_timeout_s if timeout_s is None else timeout_s,
-                                  **fields)
+            r = self.program.call(
+                op, self.request_timeout_s if timeout_s is None else timeout_s, **fields
+            )
         except ProtocolFault as e:
             self.unrecorded = str(e)
             raise
@@ -129,8 +146,10 @@ class ProgramClient:
         if self.faults >= MAX_FAULTS:
             self.gave_up = True
             self.program.kill()
-            self.ctx.event("client-error", f"giving up: the program broke the protocol "
-                                           f"{self.faults} times in a row")
+            self.ctx.event(
+                "client-error",
+                f"giving up: the program broke the protocol {self.faults} times in a row",
+            )
 
     def _on_event(self, ev: Event) -> None:
         if ev.name in ("session-state", "session"):

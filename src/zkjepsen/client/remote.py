@@ -18,8 +18,13 @@ from zkjepsen.client.recorder import ProgramClient
 # workload -> (acquire f, release f, default lock path, resource param, default resource path)
 WORKLOADS = {
     "lock": ("acquire", "release", "/zkjepsen/lock", "resource_path", "/zkjepsen/resource"),
-    "election": ("elected", "resign", "/zkjepsen/master_election", "resource_path",
-                 "/zkjepsen/resource"),
+    "election": (
+        "elected",
+        "resign",
+        "/zkjepsen/master_election",
+        "resource_path",
+        "/zkjepsen/resource",
+    ),
     "counter": ("acquire", "release", "/zkjepsen/lock", "counter_path", "/zkjepsen/counter"),
 }
 
@@ -90,8 +95,11 @@ class RemoteLoop:
         ctx, client = self.ctx, self.client
         op = ctx.invoke(self.acquire_f, key=self.lock)
         try:
-            r = client.call("acquire", self.timeout_s + client.request_timeout_s,
-                            timeout_ms=int(self.timeout_s * 1000))
+            r = client.call(
+                "acquire",
+                self.timeout_s + client.request_timeout_s,
+                timeout_ms=int(self.timeout_s * 1000),
+            )
         except ProtocolFault:
             op.info(error="client-error")
             raise
@@ -100,8 +108,10 @@ class RemoteLoop:
             node, token = v.get("node"), v.get("token")
             if not isinstance(node, str) or not (token is None or isinstance(token, int)):
                 op.info(error="client-error")
-                raise client.fault(f"acquire was answered ok with {r.value!r}, not "
-                                   "{token: int or null, node: path}")
+                raise client.fault(
+                    f"acquire was answered ok with {r.value!r}, not "
+                    "{token: int or null, node: path}"
+                )
             seq = v.get("seq") if isinstance(v.get("seq"), int) else seq_of(node)
             tok = {"token": token, "seq": seq, "node": node}
             op.ok(tok)
@@ -127,8 +137,7 @@ class RemoteLoop:
     def holding(self) -> bool:
         r = self.client.call("holding")
         if r.type != "ok" or not isinstance(r.value, bool):
-            raise self.client.fault(f"holding was answered {r.type} {r.value!r}, not ok "
-                                    "true/false")
+            raise self.client.fault(f"holding was answered {r.type} {r.value!r}, not ok true/false")
         return r.value
 
     def read(self, path: str, sync: bool = False) -> tuple[dict[str, Any], int] | Outcome:
@@ -142,8 +151,9 @@ class RemoteLoop:
         v = r.value if isinstance(r.value, dict) else {}
         data, version = v.get("data"), v.get("version")
         if not (data is None or isinstance(data, str)) or not isinstance(version, int):
-            self.client.fault(f"read was answered ok with {r.value!r}, not "
-                              "{data: string or null, version: int}")
+            self.client.fault(
+                f"read was answered ok with {r.value!r}, not {{data: string or null, version: int}}"
+            )
             return Outcome("fail", error="client-error")
         try:
             doc = json.loads(data) if data else {}
@@ -166,23 +176,24 @@ class RemoteLoop:
             top = stored.get("top_token") or 0
             if tok["token"] < top:
                 return Outcome("fail", error=f"Rejected: token {tok['token']} < stored {top}")
-            out = self._set({**body, "top_token": tok["token"]}, v if version == -1 else version,
-                            False)
+            out = self._set(
+                {**body, "top_token": tok["token"]}, v if version == -1 else version, False
+            )
             if not (out.type == "fail" and version == -1 and "BadVersion" in (out.error or "")):
                 return out
         return Outcome("fail", error="Rejected: resource kept changing under compare-and-set")
 
     def _set(self, body: dict[str, Any], version: int, fenced: bool) -> Outcome:
         try:
-            r = self.client.call("write", path=self.resource, data=json.dumps(body),
-                                 version=version, fenced=fenced)
+            r = self.client.call(
+                "write", path=self.resource, data=json.dumps(body), version=version, fenced=fenced
+            )
         except ProtocolFault:
             return Outcome("info", error="client-error")
         if r.type == "ok":
             v = r.value.get("version") if isinstance(r.value, dict) else None
             if not isinstance(v, int):
-                self.client.fault(f"write was answered ok with {r.value!r}, not "
-                                  "{version: int}")
+                self.client.fault(f"write was answered ok with {r.value!r}, not {{version: int}}")
                 return Outcome("info", error="client-error")
             return Outcome("ok", v)
         return _outcome(r)
@@ -195,8 +206,7 @@ class RemoteLoop:
         if self.writes:
             got = self.read(self.resource)
             if not isinstance(got, Outcome) and got[0].get("state") == "half":
-                ctx.event("half-done-seen", {"token": tok["token"],
-                                             "left_by": got[0].get("token")})
+                ctx.event("half-done-seen", {"token": tok["token"], "left_by": got[0].get("token")})
             self._alive()
         else:
             ctx.sleep(hold)
@@ -233,8 +243,11 @@ class RemoteLoop:
         doc, version = got
         ctx.sleep(ctx.rng.uniform(0, 2 * self.hold_s))
         value = int(doc.get("value", 0) or 0) + 1
-        out = self.write({"value": value, "client": ctx.client}, tok,
-                         version=version if self.mode == "token" else -1)
+        out = self.write(
+            {"value": value, "client": ctx.client},
+            tok,
+            version=version if self.mode == "token" else -1,
+        )
         if out.type == "ok":
             op.ok(1, read=value - 1)
         elif out.type == "fail":

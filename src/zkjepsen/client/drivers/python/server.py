@@ -17,8 +17,12 @@ from typing import Any, BinaryIO
 
 from zkjepsen.client.protocol import ProtocolFault, encode, reply
 
-NAMES = {"BadVersionError": "BadVersion", "NoNodeError": "NoNode",
-         "NodeExistsError": "NodeExists", "Fenced": "Fenced"}
+NAMES = {
+    "BadVersionError": "BadVersion",
+    "NoNodeError": "NoNode",
+    "NodeExistsError": "NodeExists",
+    "Fenced": "Fenced",
+}
 
 
 class Fenced(Exception):
@@ -72,18 +76,26 @@ class PythonDriver:
         self.init = req
         # As client/main.py: bounded command retries, so an op under a partition ends.
         retry = {"max_tries": 3, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
-        self.zk = KazooClient(hosts=req["servers"], timeout=req["session_timeout_ms"] / 1000,
-                              connection_retry=KazooRetry(max_tries=-1, delay=0.1,
-                                                          max_delay=1.0),
-                              command_retry=retry)
+        self.zk = KazooClient(
+            hosts=req["servers"],
+            timeout=req["session_timeout_ms"] / 1000,
+            connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
+            command_retry=retry,
+        )
         self.zk.add_listener(self._on_state)
         try:
             self.zk.start(timeout=15)
         except Exception as e:  # noqa: BLE001
             return "fail", None, f"could not connect: {type(e).__name__}: {e}"
         self.session_id = self.zk.client_id[0]
-        return "ok", {"session_id": f"0x{self.session_id:x}",
-                      "timeout_ms": getattr(self.zk, "_session_timeout", None)}, None
+        return (
+            "ok",
+            {
+                "session_id": f"0x{self.session_id:x}",
+                "timeout_ms": getattr(self.zk, "_session_timeout", None),
+            },
+            None,
+        )
 
     def _on_state(self, state: Any) -> None:
         self.emit({"event": "session-state", "value": str(state)})
@@ -91,9 +103,15 @@ class PythonDriver:
             sid = (self.zk.client_id or (None,))[0]
             if sid is not None and sid != self.session_id:
                 self.session_id = sid
-                self.emit({"event": "session", "value": {
-                    "session_id": f"0x{sid:x}",
-                    "timeout_ms": getattr(self.zk, "_session_timeout", None)}})
+                self.emit(
+                    {
+                        "event": "session",
+                        "value": {
+                            "session_id": f"0x{sid:x}",
+                            "timeout_ms": getattr(self.zk, "_session_timeout", None),
+                        },
+                    }
+                )
 
     def op_acquire(self, req: dict[str, Any]) -> tuple[str, Any, str | None]:
         from zkjepsen.recipes import make_recipe
@@ -102,9 +120,13 @@ class PythonDriver:
         if self.recipe is None:
             try:
                 self.recipe = make_recipe(
-                    self.recipe_name, self.zk, self.init["lock_path"],
-                    hosts=self.init["servers"], identifier=f"client-{self.init['client']}",
-                    params=self.init.get("params") or {})
+                    self.recipe_name,
+                    self.zk,
+                    self.init["lock_path"],
+                    hosts=self.init["servers"],
+                    identifier=f"client-{self.init['client']}",
+                    params=self.init.get("params") or {},
+                )
             except Exception as e:  # noqa: BLE001 - e.g. no connection right now
                 return "fail", None, f"recipe-error: {error_name(e)}: {e}"
         try:
@@ -113,8 +135,7 @@ class PythonDriver:
             if is_definite(e):
                 if getattr(self.recipe, "single_use", False):
                     self.discard()
-                return "fail", None, "hung" if type(e).__name__ == "AcquireHung" \
-                    else error_name(e)
+                return "fail", None, "hung" if type(e).__name__ == "AcquireHung" else error_name(e)
             self.discard()
             return "info", None, error_name(e)
         if tok is None:
@@ -150,8 +171,14 @@ class PythonDriver:
             data, stat = self.zk.get(path)
         except Exception as e:  # noqa: BLE001 - a read has no effect: fail is always safe
             return "fail", None, NAMES.get(type(e).__name__, type(e).__name__)
-        return "ok", {"data": data.decode(errors="replace") if data is not None else None,
-                      "version": stat.version}, None
+        return (
+            "ok",
+            {
+                "data": data.decode(errors="replace") if data is not None else None,
+                "version": stat.version,
+            },
+            None,
+        )
 
     def op_write(self, req: dict[str, Any]) -> tuple[str, Any, str | None]:
         from zkjepsen.recipes.base import param
@@ -212,8 +239,11 @@ def main(argv: list[str]) -> int:
     if len(argv) != 1:
         sys.stderr.write("usage: python3 -m zkjepsen.client.drivers.python RECIPE\n")
         return 2
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # a recipe's print() must not reach the protocol
     try:

@@ -1,0 +1,168 @@
+"""The client wire protocol without ZooKeeper: message parsing, the recorder's loops against an
+in-memory fake program, and the conformance check's sentences for deliberately broken programs
+(tests/subjects/fake_program.py)."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from zkjepsen.client.conformance import Conformance
+from zkjepsen.client.context import ClientContext, Recorder
+from zkjepsen.client.protocol import Event, ProtocolFault, Reply, parse_line
+from zkjepsen.client.recorder import ProgramClient
+from zkjepsen.client.remote import RemoteLoop
+
+FAKE = str(Path(__file__).resolve().parent.parent / "subjects" / "fake_program.py")
+
+
+def fake(mode: str = "good") -> list[str]:
+    return [sys.executable, FAKE, mode]
+
+
+def test_parse_line() -> None:
+    assert parse_line(b'{"in_reply_to": 3, "type": "ok", "value": 1}\n') == Reply(3, "ok", 1)
+    assert parse_line(b'{"event": "session-state", "value": "LOST"}') == Event(
+        "session-state", "LOST"
+    )
+    for junk, words in [
+        (b"hello", "is not JSON"),
+        (b"[1]", "not a JSON object"),
+        (b'{"type": "ok"}', "in_reply_to"),
+        (b'{"in_reply_to": 1, "type": "maybe"}', "not ok, fail or info"),
+    ]:
+        with pytest.raises(ProtocolFault, match=words):
+            parse_line(junk)
+
+
+@pytest.mark.parametrize(
+    "mode, sentence",
+    [
+        ("silent-init", "init was never answered within 2 s"),
+        (
+            "out-of-order",
+            "answer out of order: in_reply_to 9 while request 2 (acquire) was outstanding",
+        ),
+        ("junk", "malformed message from the program: 'hello, I am starting up' is not JSON"),
+        ("die-mid-answer", "the program died mid-answer"),
+    ],
+)
+def test_conformance_names_what_a_broken_program_got_wrong(mode: str, sentence: str) -> None:
+    report = Conformance(fake(mode), "127.0.0.1:1", init_timeout_s=2.0, request_timeout_s=2.0).run()
+    assert not report.ok
+    assert len(report.problems) == 1, report.problems
+    assert report.problems[0].startswith(sentence), report.problems
+
+
+def run_loop(
+    tmp_path: Path,
+    argv: list[str],
+    seconds: float = 2.5,
+    workload: str = "lock",
+    params: dict | None = None,
+    **kw,
+) -> tuple[list[dict], float]:
+    path = tmp_path / "client-1.jsonl"
+    rec = Recorder(str(path), time.monotonic_ns(), 1, 3)
+    params = {"hold_s": 0.02, "think_s": 0.01, **(params or {})}
+    ctx = ClientContext(
+        client=1,
+        nclients=3,
+        zk=None,
+        hosts="",
+        recipe="fake",
+        params=params,
+        recorder=rec,
+        deadline=time.monotonic() + seconds,
+        rng=random.Random(1),
+        stop_event=threading.Event(),
+    )
+    client = ProgramClient(
+        ctx,
+        argv,
+        servers="127.0.0.1:1",
+        session_timeout_s=4.0,
+        workload=workload,
+        lock_path="/zkjepsen/lock",
+        **kw,
+    )
+    t = time.monotonic()
+    assert client.start() or client.gave_up
+    RemoteLoop(ctx, client, workload).run()
+    took = time.monotonic() - t
+    client.program.kill()
+    rec.close()
+    return [json.loads(line) for line in path.read_text().splitlines()], took
+
+
+def test_remote_loop_records_what_the_in_process_loop_records(tmp_path: Path) -> None:
+    recs, _ = run_loop(tmp_path, fake(), params={"resource": "fenced"})
+    oks = [r for r in recs if r["type"] == "ok"]
+    acq = next(r for r in oks if r["f"] == "acquire")
+    assert acq["key"] == "/zkjepsen/lock" and set(acq["value"]) == {"token", "seq", "node"}
+    assert acq["value"]["seq"] == acq["value"]["token"]  # parsed from the node name
+    write = next(r for r in oks if r["f"] == "write")
+    assert write["key"] == "/zkjepsen/resource" and set(write["value"]) == {"token", "version"}
+    assert any(r["f"] == "release" for r in oks)
+    assert recs[0]["f"] == "session-state" and recs[1]["f"] == "session"
+    assert not [r for r in recs if r["f"] == "client-error"]
+    # invoke before completion, one process, alternating
+    opens = 0
+    for r in recs:
+        if r["type"] == "invoke":
+            opens += 1
+        elif r["type"] in ("ok", "fail", "info"):
+            opens -= 1
+        assert opens in (0, 1)
+
+
+def test_counter_through_the_protocol(tmp_path: Path) -> None:
+    recs, _ = run_loop(tmp_path, fake(), workload="counter", params={"resource": "token"})
+    adds = [r for r in recs if r["f"] == "add" and r["type"] == "ok"]
+    assert adds and [a["read"] for a in adds] == list(range(len(adds)))
+
+
+@pytest.mark.parametrize(
+    "mode, error",
+    [
+        ("hang-acquire:2", "the program hung: no answer to acquire"),
+        ("crash-write:2", "the program died with write"),
+        ("junk-write:1", "malformed message from the program: '[1, 2, 3]' is not a JSON object"),
+    ],
+)
+def test_a_bad_program_gives_info_and_a_client_error_and_the_run_goes_on(
+    tmp_path: Path, mode: str, error: str
+) -> None:
+    recs, took = run_loop(
+        tmp_path, fake(mode), seconds=4.0, request_timeout_s=1.0, params={"acquire_timeout_s": 0.5}
+    )
+    errors = [r for r in recs if r["f"] == "client-error"]
+    assert errors and errors[0]["value"].startswith(error), errors
+    bad = next(i for i, r in enumerate(recs) if r["f"] == "client-error")
+    info = recs[bad - 1]
+    assert info["type"] == "info" and info["error"] == "client-error"
+    # a new process id after the info, a fresh program, and more ops after it
+    later = [r for r in recs[bad:] if r["type"] == "ok" and r["f"] == "acquire"]
+    assert later and later[0]["process"] == info["process"] + 3
+    assert sum(r["f"] == "session" for r in recs) >= 2
+    assert took < 4.0 + 2.5
+
+
+def test_a_program_that_never_starts_is_given_up_on(tmp_path: Path) -> None:
+    recs, took = run_loop(tmp_path, fake("silent-init"), seconds=30, init_timeout_s=0.3)
+    errors = [r["value"] for r in recs if r["f"] == "client-error"]
+    assert errors[:5] == ["init was never answered within 0.3 s"] * 5
+    assert errors[-1].startswith("giving up")
+    assert not [r for r in recs if r["type"] == "invoke"]
+    assert took < 10
+
+
+def test_a_missing_program_is_a_client_error(tmp_path: Path) -> None:
+    recs, _ = run_loop(tmp_path, ["/nonexistent/program"], seconds=30)
+    assert recs[0]["value"].startswith("the program could not be started")
