@@ -11,6 +11,7 @@ COMMANDS = {
     "analyze": "zkjepsen.cli.run:analyze_command",
     "check": "zkjepsen.cli.app:check_command",
     "cleanup": "zkjepsen.cli.cluster:cleanup",
+    "client": "zkjepsen.cli.client:client_group",
     "cluster": "zkjepsen.cli.cluster:cluster_group",
     "demo": "zkjepsen.cli.cluster:demo",
     "image": "zkjepsen.cli.cluster:image_group",

@@ -25,7 +25,10 @@ def list_command(what: str) -> None:
     if what == "recipes":
         from zkjepsen.recipes import RECIPES
 
-        rows = [(n, f"{r.description}  [expect: {r.flaw}]") for n, r in sorted(RECIPES.items())]
+        rows = [(n, f"{r.language:<6} {r.source:<7}  {r.description}  [expect: {r.flaw}]")
+                for n, r in sorted(RECIPES.items())]
+        rows.append(("exec:PATH", "any    user     your own program, speaking the client wire "
+                     "protocol (docs/client-protocol.md); or --client-cmd CMD"))
     elif what == "workloads":
         from zkjepsen.workloads import WORKLOADS, get_workload
 

@@ -44,8 +44,17 @@ def print_verdict(run: RunResult) -> None:
 @click.option("--config", "config", type=click.Path(path_type=Path), default=None,
               help="A TOML file of test settings; command-line options win.")
 @click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
+@click.option("--client-cmd", default=None, metavar="CMD",
+              help="Your own program under test, speaking the client wire protocol "
+              "(docs/client-protocol.md); run by /bin/sh -c in every client container.")
+@click.option("--client-dir", default=None, metavar="DIR",
+              help="Directory mounted read-only at /opt/zkjepsen/program, the program's cwd "
+              "(default: the current directory; for --recipe exec:PATH, PATH's directory).")
+@click.option("--client-mode", type=click.Choice(["protocol", "in-process"]), default=None,
+              help="Python recipes: through the Python driver (default) or in-process.")
 def test_command(recipe, workload, nemesis, nodes, clients, time_limit, session_timeout, seed,
-                 image, params, config, store_root) -> None:
+                 image, params, config, store_root, client_cmd, client_dir,
+                 client_mode) -> None:
     """Run one test: ensemble up, faults, heal, final reads, teardown, check, report."""
     settings: dict[str, Any] = {}
     if config:
@@ -54,7 +63,8 @@ def test_command(recipe, workload, nemesis, nodes, clients, time_limit, session_
         except (OSError, tomllib.TOMLDecodeError) as e:
             raise BadInput(f"cannot read config {config}: {e}") from None
     cli_values = {"recipe": recipe, "workload": workload, "nodes": nodes, "clients": clients,
-                  "seed": seed, "image": image}
+                  "seed": seed, "image": image, "client_cmd": client_cmd,
+                  "client_dir": client_dir, "client_mode": client_mode}
     settings.update({k: v for k, v in cli_values.items() if v is not None})
     if nemesis is not None:
         settings["nemesis"] = [n.strip() for n in nemesis.split(",") if n.strip()] or ["none"]
