@@ -9,6 +9,11 @@ every history, so a figure never hides a belief overlap.
 
     .venv/bin/python benchmarks/recipes.py --clients 10 --seconds 15
     .venv/bin/python benchmarks/recipes.py --recipes kazoo,curator --json out.json
+    .venv/bin/python benchmarks/recipes.py --recipes kazoo --mode both --clients 1  # protocol cost
+
+`--mode` says how a Python recipe runs: `in-process` (the workload loop calls it directly),
+`protocol` (through the client wire protocol and the Python driver, as `zkjepsen test` runs it)
+or `both` (rows `NAME` and `NAME[protocol]`: the difference is the protocol's own cost).
 
 Prints figures; asserts nothing about time.
 """
@@ -25,7 +30,9 @@ DEFAULT = ("raw,kazoo,kazoo-careful,blog,herd,predecessor,paper,exclusive,curato
            "election,rwlock")
 
 
-def run(ens, out: Path, recipe: str, clients: int, seconds: float, writes: int) -> list[dict]:
+def run(ens, out: Path, recipe: str, clients: int, seconds: float, writes: int,
+        protocol: bool = False) -> list[dict]:
+    from zkjepsen.client.command import program_for
     from zkjepsen.client.pool import ClientPool
     from zkjepsen.client.spec import ClientSpec
     from zkjepsen.history.jsonl import merge_records
@@ -44,13 +51,15 @@ def run(ens, out: Path, recipe: str, clients: int, seconds: float, writes: int) 
     zk.set(params["resource_path"], b"{}")
     zk.stop()
     zk.close()
+    plan = program_for(recipe, workload) if protocol else None
+    command = list(plan.argv) if plan else []
     pool = ClientPool(ens, out)
     t0 = time.monotonic_ns()
     deadline = time.monotonic() + 1.5 * clients + seconds
     pool.start([ClientSpec(client=i, start_file=None, nclients=clients,
                            hosts=ens.connect_string(),
                      session_timeout_s=4, workload=workload, recipe=recipe, params=params,
-                     t0_ns=t0, deadline_monotonic=deadline, seed=1)
+                     t0_ns=t0, deadline_monotonic=deadline, seed=1, command=command)
                 for i in range(1, clients + 1)])
     try:
         pool.wait(1.5 * clients + seconds + 30)
@@ -108,6 +117,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=15.0)
     ap.add_argument("--writes", type=int, default=0, help="critical-section writes per hold")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--mode", choices=("in-process", "protocol", "both"), default="in-process")
     args = ap.parse_args()
     from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
     from zkjepsen.store import new_run_dir
@@ -115,16 +125,19 @@ def main() -> None:
     d = new_run_dir("bench-recipes").path
     rows = {}
     with DockerEnsemble(EnsembleSpec(nodes=3), d) as ens:
+        modes = [False, True] if args.mode == "both" else [args.mode == "protocol"]
         for recipe in args.recipes.split(","):
-            rows[recipe] = figures(run(ens, d / recipe, recipe, args.clients, args.seconds,
-                                       args.writes))
-            print(recipe, rows[recipe], flush=True)
+            for protocol in modes if recipe != "raw" else [False]:
+                name = f"{recipe}[protocol]" if protocol else recipe
+                rows[name] = figures(run(ens, d / name, recipe, args.clients, args.seconds,
+                                         args.writes, protocol))
+                print(name, rows[name], flush=True)
     cols = ["per_s", "p50_ms", "p90_ms", "p99_ms", "max_ms", "failed_acquires",
             "belief_overlaps"]
     print(f"\n{args.clients} clients, {args.seconds:g} s each, 3 nodes, store {d}")
-    print(f"{'recipe':14}" + "".join(f"{c:>16}" for c in cols))
+    print(f"{'recipe':20}" + "".join(f"{c:>16}" for c in cols))
     for recipe, row in rows.items():
-        print(f"{recipe:14}" + "".join(f"{row[c]!s:>16}" for c in cols))
+        print(f"{recipe:20}" + "".join(f"{row[c]!s:>16}" for c in cols))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
 
