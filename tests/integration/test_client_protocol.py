@@ -1,0 +1,114 @@
+"""The client wire protocol against real ZooKeeper: the conformance check passes the Python
+driver and the Python template and names what a fake program gets wrong; a whole run through a
+user's program (--client-cmd, files mounted read-only) is judged like any other; a program that
+crashes mid-run gives client-errors and the run still ends and tears down."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+from zkjepsen.client.conformance import Conformance
+
+REPO = Path(__file__).resolve().parents[2]
+SUBJECTS = REPO / "tests" / "subjects"
+TEMPLATES = REPO / "docs" / "templates"
+
+
+def _connect(hosts: str):
+    from kazoo.client import KazooClient
+
+    zk = KazooClient(hosts=hosts, timeout=4.0)
+    zk.start(timeout=15)
+    return zk
+
+
+def test_conformance_passes_the_python_driver_and_the_template(ensemble3) -> None:
+    for argv in (
+        [sys.executable, "-m", "zkjepsen.client.drivers.python", "kazoo"],
+        [sys.executable, str(TEMPLATES / "python_driver.py")],
+    ):
+        report = Conformance(argv, ensemble3.connect_string(), connect=_connect).run()
+        assert report.ok, (argv, report.problems)
+        assert not report.notes
+
+
+def test_conformance_names_what_a_fake_lock_gets_wrong(ensemble3) -> None:
+    """The fake program answers well-formed lies: its node is not in ZooKeeper, its writes never
+    land, and a second instance 'acquires' the held lock."""
+    report = Conformance(
+        [sys.executable, str(SUBJECTS / "fake_program.py"), "good"],
+        ensemble3.connect_string(),
+        connect=_connect,
+    ).run()
+    assert not report.ok
+    text = "\n".join(report.problems)
+    assert "which is not under the lock path" in text
+    assert "which does not exist" in text
+    assert "the write was answered ok but the resource holds b'{}', not b'A1'" in text
+    assert report.problems[-1] == "acquire succeeded while another instance held the lock"
+
+
+def _client_records(run_dir: Path) -> list[dict]:
+    out = []
+    for f in sorted((run_dir / "clients").glob("client-[1-9]*.jsonl")):
+        out += [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+    return out
+
+
+def test_a_users_program_through_client_cmd(zk_image, store_root) -> None:
+    from zkjepsen.runner import run_test
+    from zkjepsen.spec import TestSpec
+
+    spec = TestSpec(
+        client_cmd="python3 python_driver.py",
+        client_dir=str(TEMPLATES),
+        workload="counter",
+        nodes=3,
+        clients=3,
+        time_limit_s=8,
+        recovery_s=2,
+        session_timeout_s=3.0,
+        image=zk_image,
+        params={"resource": "fenced"},
+    )
+    run = run_test(spec, store_root)
+    assert run.valid is True, run.results
+    assert run.results["counter"]["acknowledged"] > 5
+    recs = _client_records(run.store_dir)
+    assert not [r for r in recs if r["f"] == "client-error"]
+    assert sum(r["f"] == "session" for r in recs) == 3
+
+
+def test_a_crashing_program_gives_client_errors_and_the_run_ends(
+    zk_image, store_root, docker_client
+) -> None:
+    from zkjepsen.runner import run_test
+    from zkjepsen.spec import TestSpec
+
+    spec = TestSpec(
+        client_cmd="python3 fake_program.py crash-write:3",
+        client_dir=str(SUBJECTS),
+        workload="lock",
+        nodes=1,
+        clients=2,
+        time_limit_s=6,
+        recovery_s=1,
+        session_timeout_s=3.0,
+        image=zk_image,
+        params={"hold_s": 0.05},
+    )
+    run = run_test(spec, store_root)
+    assert run.valid in (True, False, "unknown")  # judged, whatever the verdict
+    recs = _client_records(run.store_dir)
+    errors = [r for r in recs if r["f"] == "client-error"]
+    assert errors and all(e["value"].startswith("the program died with write") for e in errors)
+    infos = [r for r in recs if r["type"] == "info"]
+    assert infos and all(r["error"] == "client-error" for r in infos)
+    from zkjepsen.harness import resources
+
+    run_id = re.search(r"zkj-\d+-\w+", (run.store_dir / "run.log").read_text()).group(0)
+    flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
+    assert not docker_client.containers.list(all=True, filters=flt)
