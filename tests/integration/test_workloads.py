@@ -25,8 +25,13 @@ from zkjepsen.store import RunDir
 from zkjepsen.workloads import get_workload
 
 
-def run_workload(ens, out, workload, recipe, params, clients=3, seconds=4.0, during=None):
-    """setup -> clients for `seconds` (`during(pool, zk)` runs meanwhile) -> final -> check."""
+def run_workload(ens, out, workload, recipe, params, clients=3, seconds=4.0, during=None,
+                 protocol=False):
+    """setup -> clients for `seconds` (`during(pool, zk)` runs meanwhile) -> final -> check.
+    `protocol`: the recipe runs behind the client wire protocol (the Python driver)."""
+    from zkjepsen.client.command import program_for
+
+    plan = program_for(recipe, workload) if protocol else None
     wl = get_workload(workload)
     run_dir = RunDir(out)
     run_dir.client_dir(0).mkdir(parents=True)
@@ -40,16 +45,17 @@ def run_workload(ens, out, workload, recipe, params, clients=3, seconds=4.0, dur
     pool = ClientPool(ens, run_dir)
     try:
         wl.setup(host)
-        # containers start one after another (~1 s each here): the clock starts after that
-        deadline = time.monotonic() + 1.5 * clients + seconds
-        pool.start([ClientSpec(client=i, start_file=None, nclients=clients,
-                           hosts=ens.connect_string(),
-                         session_timeout_s=4, workload=workload, recipe=recipe, params=params,
-                         t0_ns=t0, deadline_monotonic=deadline, seed=7)
+        # every client connects first (the start barrier), then all run for `seconds`
+        pool.start([ClientSpec(client=i, nclients=clients, hosts=ens.connect_string(),
+                               session_timeout_s=4, workload=workload, recipe=recipe,
+                               params=params, t0_ns=t0, seed=7,
+                               command=list(plan.argv) if plan else [])
                     for i in range(1, clients + 1)])
+        pool.wait_connected(60)
+        pool.release(time.monotonic() + seconds)
         if during:
             during(pool, zk, run_dir)
-        codes = pool.wait(1.5 * clients + seconds + 25)
+        codes = pool.wait(seconds + 25)
         pool.stop()
         wl.final(host)
     finally:
@@ -73,9 +79,11 @@ def _paths(tag):
             "counter_path": f"/w/{tag}-{u}/counter", "queue_path": f"/w/{tag}-{u}/q"}
 
 
-def test_lock_kazoo_fenced_is_valid(ensemble3, tmp_path):
+@pytest.mark.parametrize("protocol", [False, True], ids=["in-process", "protocol"])
+def test_lock_kazoo_fenced_is_valid(ensemble3, tmp_path, protocol):
     params = {**_paths("lock"), "resource": "fenced", "hold_s": 0.02, "think_s": 0.02}
-    h, res, codes = run_workload(ensemble3, tmp_path / "c", "lock", "kazoo", params)
+    h, res, codes = run_workload(ensemble3, tmp_path / "c", "lock", "kazoo", params,
+                                 protocol=protocol)
     assert all(c == 0 for c in codes.values()), codes
     assert res["valid"] is True, res
     assert res["lock"]["holds"] >= 10 and res["lock"]["belief_overlap_count"] == 0
@@ -84,9 +92,11 @@ def test_lock_kazoo_fenced_is_valid(ensemble3, tmp_path):
     assert all(isinstance(op.value["token"], int) and op.value["node"] for op in ok)
 
 
-def test_counter_has_no_lost_updates(ensemble3, tmp_path):
+@pytest.mark.parametrize("protocol", [False, True], ids=["in-process", "protocol"])
+def test_counter_has_no_lost_updates(ensemble3, tmp_path, protocol):
     params = {**_paths("counter"), "resource": "unguarded", "hold_s": 0.01, "think_s": 0.01}
-    h, res, _ = run_workload(ensemble3, tmp_path / "c", "counter", "predecessor", params)
+    h, res, _ = run_workload(ensemble3, tmp_path / "c", "counter", "predecessor", params,
+                             protocol=protocol)
     assert res["valid"] is True, res
     adds = _count(h, "add")
     assert adds >= 10
@@ -118,7 +128,8 @@ def test_register_with_sync_reads_is_linearizable(ensemble3, tmp_path):
     assert res["valid"] is True, res
 
 
-def test_blog_lock_split_holder_when_waiter_container_killed(ensemble3, tmp_path):
+@pytest.mark.parametrize("protocol", [False, True], ids=["in-process", "protocol"])
+def test_blog_lock_split_holder_when_waiter_container_killed(ensemble3, tmp_path, protocol):
     """A holds for 12 s; clients B and C queue behind it. Kill the first waiter's container:
     when its session expires its node goes, the next waiter's watch fires and it 'acquires'."""
     params = {**_paths("blog"), "hold_s": 12.0, "hold_fixed": True, "think_s": 0.0,
@@ -142,7 +153,7 @@ def test_blog_lock_split_holder_when_waiter_container_killed(ensemble3, tmp_path
         pool.stop()
 
     h, res, _ = run_workload(ensemble3, tmp_path / "c", "lock", "blog", params, seconds=30,
-                             during=kill_first_waiter)
+                             during=kill_first_waiter, protocol=protocol)
     assert killed, "three contenders never queued"
     assert res["lock"]["belief_overlap_count"] >= 1, res["lock"]
     assert res["valid"] is False
