@@ -49,6 +49,12 @@ def assert_refused(code: int, err: str, here, *words: str) -> None:
         (["--recipe", "nosuch_pkg.mod:Lock"], ["cannot import"]),
         (["--nemesis", "pause-everything"], ["unknown nemesis"]),
         (["--workload", "nosuch"], ["unknown workload"]),
+        (["--recipe", "exec"], ["--client-cmd"]),
+        (["--recipe", "blog", "--client-cmd", "true"], ["not both"]),
+        (["--client-cmd", "true", "--workload", "queue"], ["serves the lock", "not queue"]),
+        (["--client-cmd", "true", "--client-dir", "nowhere"], ["not a directory"]),
+        (["--recipe", "exec:./nosuch"], ["not an executable file"]),
+        (["--client-cmd", "true", "--client-mode", "in-process"], ["cannot run in-process"]),
     ],
 )
 def test_test_command_refuses_bad_options(args, words, here, capsys):

@@ -166,3 +166,33 @@ def test_a_program_that_never_starts_is_given_up_on(tmp_path: Path) -> None:
 def test_a_missing_program_is_a_client_error(tmp_path: Path) -> None:
     recs, _ = run_loop(tmp_path, ["/nonexistent/program"], seconds=30)
     assert recs[0]["value"].startswith("the program could not be started")
+
+
+def test_which_program_a_client_runs(tmp_path: Path) -> None:
+    from zkjepsen.client.command import PROGRAM_DIR, PYTHON_DRIVER, program_for
+
+    assert program_for("kazoo", "lock").argv == (*PYTHON_DRIVER, "kazoo")
+    assert program_for("kazoo", "lock", client_mode="in-process") is None
+    assert program_for("rwlock", "rwlock") is None  # not a protocol workload: in-process
+    plan = program_for("exec", "counter", client_cmd="java -jar x.jar", client_dir=str(tmp_path))
+    assert plan.argv == ("/bin/sh", "-c", "java -jar x.jar") and plan.cwd == PROGRAM_DIR
+    assert plan.mount == str(tmp_path.resolve())
+    exe = tmp_path / "bin" / "driver"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\n")
+    plan = program_for(f"exec:{exe}", "lock")
+    assert plan.argv == (f"{PROGRAM_DIR}/driver",) and plan.mount == str(exe.parent.resolve())
+    plan = program_for(f"exec:{exe}", "lock", client_dir=str(tmp_path))
+    assert plan.argv == (f"{PROGRAM_DIR}/bin/driver",)
+
+
+def test_list_recipes_shows_language_and_source() -> None:
+    from click.testing import CliRunner
+
+    from zkjepsen.cli.app import cli
+
+    out = CliRunner().invoke(cli, ["list", "recipes"]).output
+    line = next(x for x in out.splitlines() if x.startswith("kazoo "))
+    assert "python" in line and "library" in line
+    assert "port" in next(x for x in out.splitlines() if x.startswith("curator "))
+    assert "exec:PATH" in out

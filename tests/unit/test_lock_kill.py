@@ -8,11 +8,13 @@ from zkjepsen.history import History, Op
 S = 1_000_000_000
 
 
-def history(with_kill: bool) -> History:
+def history(with_kill: bool, client_error: bool = False) -> History:
     recs = [(0, 1, "invoke", "acquire", None), (1, 1, "ok", "acquire", {"token": 5})]
     if with_kill:
         recs.append((2, "nemesis", "info", "kill-client",
                      {"fault_id": 1, "phase": "start", "targets": ["c1"]}))
+    if client_error:  # the recorder killed its program (client wire protocol)
+        recs.append((2, 1, "event", "client-error", "the program hung: no answer to write"))
     recs += [(3, 2, "invoke", "acquire", None), (5, 2, "ok", "acquire", {"token": 6}),
              (6, 2, "invoke", "release", None), (6.1, 2, "ok", "release", None)]
     return History([Op.from_dict({"index": i, "time": int(t * S), "process": p, "type": typ,
@@ -23,6 +25,10 @@ def history(with_kill: bool) -> History:
 
 def test_a_killed_holder_no_longer_believes():
     assert LockChecker().check(history(with_kill=True)).valid is True
+
+
+def test_a_program_killed_by_its_recorder_no_longer_believes():
+    assert LockChecker().check(history(with_kill=False, client_error=True)).valid is True
 
 
 def test_without_the_kill_the_unreleased_hold_overlaps():
