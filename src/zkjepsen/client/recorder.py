@@ -152,7 +152,7 @@ class ProgramClient:
             )
 
     def _on_event(self, ev: Event) -> None:
-        if ev.name in ("session-state", "session"):
+        if ev.name in ("session-state", "session", "recipe-error"):
             self.ctx.event(ev.name, ev.value)
         else:
             self.ctx.event("program-event", {"event": ev.name, "value": ev.value})

@@ -128,7 +128,8 @@ class PythonDriver:
                     params=self.init.get("params") or {},
                 )
             except Exception as e:  # noqa: BLE001 - e.g. no connection right now
-                return "fail", None, f"recipe-error: {error_name(e)}: {e}"
+                self.emit({"event": "recipe-error", "value": f"{error_name(e)}: {e}"})
+                return "fail", None, "recipe-error"
         try:
             tok = self.recipe.acquire(req["timeout_ms"] / 1000)
         except Exception as e:  # noqa: BLE001 - classified as the in-process loop does
