@@ -196,3 +196,38 @@ def test_list_recipes_shows_language_and_source() -> None:
     assert "python" in line and "library" in line
     assert "port" in next(x for x in out.splitlines() if x.startswith("curator "))
     assert "exec:PATH" in out
+
+
+def test_the_run_ending_mid_request_is_not_a_client_error(tmp_path: Path) -> None:
+    path = tmp_path / "client-1.jsonl"
+    rec = Recorder(str(path), time.monotonic_ns(), 1, 3)
+    stop = threading.Event()
+    ctx = ClientContext(
+        client=1,
+        nclients=3,
+        zk=None,
+        hosts="",
+        recipe="fake",
+        params={},
+        recorder=rec,
+        deadline=time.monotonic() + 60,
+        rng=random.Random(1),
+        stop_event=stop,
+    )
+    client = ProgramClient(
+        ctx,
+        fake("hang-acquire:1"),
+        servers="127.0.0.1:1",
+        session_timeout_s=4.0,
+        workload="lock",
+        lock_path="/l",
+    )
+    threading.Timer(0.5, stop.set).start()
+    t = time.monotonic()
+    RemoteLoop(ctx, client, "lock").run()
+    assert time.monotonic() - t < 6
+    rec.close()
+    recs = [json.loads(line) for line in path.read_text().splitlines()]
+    assert not [r for r in recs if r["f"] == "client-error"]
+    assert recs[-1]["type"] == "info" and recs[-1]["error"] == "stopped"
+    assert not client.program.alive

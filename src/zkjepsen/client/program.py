@@ -27,6 +27,10 @@ SLICE_S = 0.05  # wait in slices; a slice that took much longer means we were fr
 FROZEN_GAP_S = 0.5
 
 
+class Stopped(ProtocolFault):
+    """The run ended (SIGTERM) with a request outstanding: not the program's fault."""
+
+
 class _Dead:
     """What the reader thread queues when stdout ends."""
 
@@ -157,7 +161,8 @@ class Program:
             if self.stop.is_set():
                 stopped_at = stopped_at if stopped_at is not None else awake
                 if awake - stopped_at > 3.0:
-                    self._fault(f"the run ended with {op} (id {rid}) unanswered")
+                    self.kill()
+                    raise Stopped(f"the run ended with {op} (id {rid}) unanswered")
 
     def _fault(self, sentence: str) -> None:
         self.kill()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from zkjepsen.client.program import Program
+from zkjepsen.client.program import Program, Stopped
 from zkjepsen.client.protocol import VERSION, Event, ProtocolFault, Reply
 
 MAX_FAULTS = 5
@@ -52,6 +52,7 @@ class ProgramClient:
         self.program = Program(argv, cwd=cwd, env=env, on_event=self._on_event, stop=ctx.stop_event)
         self.faults = 0  # in a row, without a good answer between
         self.unrecorded: str | None = None  # a fault not yet in the history
+        self.stopped = False  # the run ended while a request was outstanding
         self.started = False
         self.gave_up = False
 
@@ -100,7 +101,7 @@ class ProgramClient:
         """End of the run: give up a lock the program believes it holds (unrecorded, as the
         in-process loop's discard), then `close`."""
         self.note_fault()
-        if not self.program.alive:
+        if self.stopped or not self.program.alive:
             self.program.kill()
             return
         try:
@@ -116,6 +117,8 @@ class ProgramClient:
         """One request. A protocol fault raises ProtocolFault with the program killed; the
         fault is recorded by `note_fault()` once the caller has completed its op (so that a
         `client-error` event ends the beliefs that op began), at the latest by `start()`."""
+        if self.stopped:
+            raise Stopped("the run ended")
         if not self.program.alive:
             note = self.program.exit_note()
             raise self.fault(f"the program died between requests ({note})")
@@ -123,6 +126,9 @@ class ProgramClient:
             r = self.program.call(
                 op, self.request_timeout_s if timeout_s is None else timeout_s, **fields
             )
+        except Stopped:
+            self.stopped = True  # the op in flight ends `info`; no client-error: not its fault
+            raise
         except ProtocolFault as e:
             self.unrecorded = str(e)
             raise

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from zkjepsen.client.program import Stopped
 from zkjepsen.client.protocol import ProtocolFault, Reply, seq_of
 from zkjepsen.client.recorder import ProgramClient
 
@@ -44,6 +45,11 @@ def paths(workload: str, params: dict[str, Any]) -> tuple[str, str]:
     return _p(params, "lock_path", lock), _p(params, res_param, res)
 
 
+def _why(e: ProtocolFault) -> str:
+    """The `error` of an op a protocol fault ended."""
+    return "stopped" if isinstance(e, Stopped) else "client-error"
+
+
 class Outcome:
     """How one recorded op ended: ('ok', value) / ('fail', error) / ('info', error)."""
 
@@ -70,7 +76,7 @@ class RemoteLoop:
     # -- the loop ---------------------------------------------------------------------------
     def run(self) -> None:
         ctx = self.ctx
-        while ctx.running() and self.client.start():
+        while ctx.running() and not self.client.stopped and self.client.start():
             try:
                 tok = self.acquire()
                 if tok is not None:
@@ -88,8 +94,8 @@ class RemoteLoop:
 
     def _alive(self) -> None:
         """After an op that met a protocol fault: leave the section (its lock died with it)."""
-        if self.client.unrecorded is not None:
-            raise ProtocolFault(self.client.unrecorded)
+        if self.client.unrecorded is not None or self.client.stopped:
+            raise ProtocolFault(self.client.unrecorded or "the run ended")
 
     def acquire(self) -> dict[str, Any] | None:
         ctx, client = self.ctx, self.client
@@ -100,8 +106,8 @@ class RemoteLoop:
                 self.timeout_s + client.request_timeout_s,
                 timeout_ms=int(self.timeout_s * 1000),
             )
-        except ProtocolFault:
-            op.info(error="client-error")
+        except ProtocolFault as e:
+            op.info(error=_why(e))
             raise
         if r.type == "ok":
             v = r.value if isinstance(r.value, dict) else {}
@@ -126,8 +132,8 @@ class RemoteLoop:
         op = self.ctx.invoke(self.release_f, key=self.lock)
         try:
             r = self.client.call("release")
-        except ProtocolFault:
-            op.info(error="client-error")
+        except ProtocolFault as e:
+            op.info(error=_why(e))
             raise
         if r.type == "ok":
             op.ok()
@@ -144,8 +150,8 @@ class RemoteLoop:
         """The resource's document and version, or the Outcome of a failed read."""
         try:
             r = self.client.call("read", path=path, sync=sync)
-        except ProtocolFault:
-            return Outcome("fail", error="client-error")
+        except ProtocolFault as e:
+            return Outcome("fail", error=_why(e))
         if r.type != "ok":
             return _outcome(r)
         v = r.value if isinstance(r.value, dict) else {}
@@ -188,8 +194,8 @@ class RemoteLoop:
             r = self.client.call(
                 "write", path=self.resource, data=json.dumps(body), version=version, fenced=fenced
             )
-        except ProtocolFault:
-            return Outcome("info", error="client-error")
+        except ProtocolFault as e:
+            return Outcome("info", error=_why(e))
         if r.type == "ok":
             v = r.value.get("version") if isinstance(r.value, dict) else None
             if not isinstance(v, int):
