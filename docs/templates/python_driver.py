@@ -21,8 +21,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import (
     BadVersionError,
     LockTimeout,
-    NoNodeError,
     NodeExistsError,
+    NoNodeError,
     RolledBackError,
 )
 from kazoo.retry import KazooRetry
