@@ -3,7 +3,8 @@ resource. `python3 fake_program.py MODE`; MODE `good` follows the protocol, the 
 on purpose (docs/client-protocol.md, "Protocol faults").
 
 Modes: good | silent-init | out-of-order | junk | die-mid-answer | hang-acquire:N (the N-th
-acquire never answers) | crash-write:N (exit on the N-th write) | junk-write:N
+acquire never answers) | slow-holding (answers holding after 0.3 s) | crash-write:N (exit on
+the N-th write) | junk-write:N
 """
 
 import json
@@ -68,6 +69,8 @@ for line in sys.stdin:
         held = False
         send({"in_reply_to": rid, "type": "ok", "value": None})
     elif op == "holding":
+        if mode == "slow-holding":
+            time.sleep(0.3)
         send({"in_reply_to": rid, "type": "ok", "value": held})
     elif op == "read":
         send({"in_reply_to": rid, "type": "ok", "value": {"data": data, "version": version}})

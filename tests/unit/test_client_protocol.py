@@ -231,3 +231,28 @@ def test_the_run_ending_mid_request_is_not_a_client_error(tmp_path: Path) -> Non
     assert not [r for r in recs if r["f"] == "client-error"]
     assert recs[-1]["type"] == "info" and recs[-1]["error"] == "stopped"
     assert not client.program.alive
+
+
+def test_time_frozen_with_the_container_does_not_count_as_a_hang(monkeypatch) -> None:
+    """A `docker pause` freezes recorder and program together; on thaw CLOCK_MONOTONIC has
+    jumped. The answer is not late: only the time the recorder was awake counts."""
+    import zkjepsen.client.program as program_mod
+    from zkjepsen.client.program import Program
+
+    class Frozen:
+        calls = 0
+
+        @classmethod
+        def monotonic(cls) -> float:
+            cls.calls += 1
+            return time.monotonic() + (100.0 if cls.calls > 3 else 0.0)  # a 100 s freeze
+
+    p = Program(fake("slow-holding"))
+    p.start()
+    try:
+        assert p.call("init", 5).ok
+        monkeypatch.setattr(program_mod, "time", Frozen)
+        r = p.call("holding", 1.0)  # answered after 0.3 s awake, 100 s of wall clock
+        assert r.ok and r.value is False
+    finally:
+        p.kill()
