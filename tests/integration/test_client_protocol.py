@@ -112,3 +112,41 @@ def test_a_crashing_program_gives_client_errors_and_the_run_ends(
     run_id = re.search(r"zkj-\d+-\w+", (run.store_dir / "run.log").read_text()).group(0)
     flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
     assert not docker_client.containers.list(all=True, filters=flt)
+
+
+def test_client_check_cli_in_the_client_image(ensemble3, zk_image) -> None:
+    """`zkjepsen client check` runs the program as a run would (client image, read-only
+    mounts): a registered recipe conforms (exit 0); a program that prints junk gets the sentence
+    and exit 1; no container is left behind."""
+    import subprocess
+
+    base = [
+        sys.executable,
+        "-m",
+        "zkjepsen.cli",
+        "client",
+        "check",
+        "--hosts",
+        ensemble3.connect_string(),
+        "--image",
+        zk_image,
+    ]
+    ok = subprocess.run([*base, "--recipe", "kazoo"], capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "conforms" in ok.stderr
+    bad = subprocess.run(
+        [*base, "--in-image", "--client-dir", str(SUBJECTS), "python3 fake_program.py junk"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert (
+        "- malformed message from the program: 'hello, I am starting up' is not JSON" in bad.stdout
+    )
+    left = subprocess.run(
+        ["docker", "ps", "-aq", "--filter", "label=zkjepsen.role=client-check"],
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert not left

@@ -17,7 +17,19 @@ def client_group() -> None:
 
 
 @client_group.command("check")
-@click.argument("cmd")
+@click.argument("cmd", required=False)
+@click.option(
+    "--recipe",
+    default=None,
+    metavar="NAME",
+    help="Check a registered recipe's program instead of CMD (in the client image).",
+)
+@click.option(
+    "--in-image",
+    is_flag=True,
+    help="Run CMD in a container of zkjepsen's client image, as a run does "
+    "(--client-dir mounted read-only at /opt/zkjepsen/program).",
+)
 @click.option(
     "--client-dir",
     default=None,
@@ -39,68 +51,137 @@ def client_group() -> None:
 )
 @click.option("--image", default=None, metavar="NAME")
 def client_check(
-    cmd: str,
+    cmd: str | None,
+    recipe: str | None,
+    in_image: bool,
     client_dir: str | None,
     hosts: str | None,
     session_timeout: str,
     request_timeout: str,
     image: str | None,
 ) -> None:
-    """Drive CMD (run by /bin/sh -c on this machine) through the protocol against a live
-    ensemble; print one sentence per thing it got wrong. Exit 0 conforms, 1 does not."""
+    """Drive CMD (run by /bin/sh -c, here or with --in-image in a client container) through the
+    protocol against a live ensemble; print one sentence per thing it got wrong. Exit 0
+    conforms, 1 does not."""
     from zkjepsen.cli.options import parse_duration
-    from zkjepsen.client.conformance import Conformance
     from zkjepsen.errors import BadInput
 
+    if (cmd is None) == (recipe is None):
+        raise BadInput("give a command to check, or --recipe NAME, not both")
     if client_dir is not None and not Path(client_dir).is_dir():
         raise BadInput(f"client dir {client_dir} is not a directory")
+    if recipe is not None:
+        from zkjepsen.client.command import program_for
+        from zkjepsen.recipes import validate_recipe
+
+        validate_recipe(recipe)
+        plan = program_for(recipe, "lock")
+        if plan is None or recipe == "exec" or recipe.startswith("exec:"):
+            raise BadInput(f"recipe {recipe} names no program; give the command instead")
+        argv, in_image = list(plan.argv), True
+    else:
+        argv = ["/bin/sh", "-c", cmd]
+    label = f"recipe {recipe}" if recipe else repr(cmd)
     st = parse_duration(session_timeout, "--session-timeout")
     rt = parse_duration(request_timeout, "--request-timeout")
+    need_docker = in_image or not hosts
+    docker = image_tag = None
+    if need_docker:
+        from zkjepsen.cli.cluster import ensure_image
+        from zkjepsen.harness import resources
 
-    def check(connect_string: str) -> None:
-        t = time.monotonic()
-        report = Conformance(
-            ["/bin/sh", "-c", cmd],
-            connect_string,
-            cwd=client_dir,
-            env=dict(os.environ),
-            session_timeout_s=st,
-            request_timeout_s=rt,
-            connect=_connect(st),
-        ).run()
-        for note in report.notes:
-            console.print(f"note: {note}")
-        if report.ok:
-            console.print(
-                f"[bold green]conforms[/]: {report.steps} requests answered as the "
-                f"protocol says ({time.monotonic() - t:.1f} s)"
+        docker = resources.docker_client()
+        image_tag = ensure_image(docker, image).tag
+    from zkjepsen.harness import resources
+
+    run_id = resources.new_run_id()
+    if in_image:
+        argv = in_container(argv, image_tag, run_id, client_dir)
+    try:
+        if hosts:
+            _check(argv, hosts, client_dir, st, rt, label)
+        else:
+            from zkjepsen.harness import signals
+            from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
+            from zkjepsen.store import new_run_dir
+
+            ens = DockerEnsemble(
+                EnsembleSpec(nodes=1, image=image_tag),
+                new_run_dir("client-check", None).path,
+                run_id=run_id,
+                client=docker,
             )
-            raise SystemExit(0)
-        for p in report.problems:
-            click.echo(f"- {p}")
-        console.print(f"[bold red]does not conform[/]: {len(report.problems)} problem(s)")
-        raise SystemExit(1)
+            with signals.teardown_on_signals():
+                try:
+                    with console.status("starting a ZooKeeper server for the check"):
+                        ens.start()
+                    _check(argv, ens.connect_string(), client_dir, st, rt, label)
+                finally:
+                    ens.stop()
+    finally:
+        if docker is not None:  # the program's containers (a killed `docker run` leaves them)
+            flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
+            for c in docker.containers.list(all=True, filters=flt):
+                try:
+                    c.remove(force=True)
+                except Exception:  # noqa: BLE001 - already gone
+                    pass
 
-    if hosts:
-        check(hosts)
-        return
-    from zkjepsen.cli.cluster import ensure_image
-    from zkjepsen.harness import resources, signals
-    from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
-    from zkjepsen.store import new_run_dir
 
-    client = resources.docker_client()
-    info = ensure_image(client, image)
-    ens = DockerEnsemble(
-        EnsembleSpec(nodes=1, image=info.tag), new_run_dir("client-check", None).path, client=client
-    )
-    with signals.teardown_on_signals():
-        try:
-            with console.status("starting a ZooKeeper server for the check"):
-                ens.start()
-            check(ens.connect_string())
-        finally:
-            ens.stop()
+def in_container(argv: list[str], image: str, run_id: str, client_dir: str | None) -> list[str]:
+    """`docker run -i` of argv in the client image, mounted as client/pool.py mounts a run's
+    clients (our package and kazoo read-only, the program's directory read-only); host network,
+    which reaches the ensemble's bridge addresses."""
+    from zkjepsen.client.command import PROGRAM_DIR
+    from zkjepsen.client.pool import KAZOO_DIR, SRC_ROOT
+    from zkjepsen.harness import resources
+
+    out = ["docker", "run", "--rm", "-i", "--network", "host", "--entrypoint", argv[0]]
+    for k, v in resources.labels(run_id, "client-check").items():
+        out += ["--label", f"{k}={v}"]
+    out += [
+        "-v",
+        f"{SRC_ROOT}:/opt/zkjepsen/src:ro",
+        "-v",
+        f"{KAZOO_DIR}:/opt/zkjepsen/site/kazoo:ro",
+        "-e",
+        "PYTHONPATH=/opt/zkjepsen/src:/opt/zkjepsen/site",
+        "-e",
+        "PYTHONUNBUFFERED=1",
+    ]
+    if client_dir is not None:
+        out += ["-v", f"{Path(client_dir).resolve()}:{PROGRAM_DIR}:ro", "-w", PROGRAM_DIR]
+    return [*out, image, *argv[1:]]
+
+
+def _check(
+    argv: list[str], hosts: str, client_dir: str | None, st: float, rt: float, label: str
+) -> None:
+    from zkjepsen.client.conformance import Conformance
+
+    t = time.monotonic()
+    cwd = None if argv[0] == "docker" else client_dir
+    report = Conformance(
+        argv,
+        hosts,
+        cwd=cwd,
+        env=dict(os.environ),
+        session_timeout_s=st,
+        request_timeout_s=rt,
+        connect=_connect(st),
+    ).run()
+    for note in report.notes:
+        console.print(f"note: {note}")
+    if report.ok:
+        console.print(
+            f"[bold green]conforms[/]: {label}: {report.steps} "
+            f"requests answered as the protocol says ({time.monotonic() - t:.1f} s)"
+        )
+        raise SystemExit(0)
+    for p in report.problems:
+        click.echo(f"- {p}")
+    console.print(f"[bold red]does not conform[/]: {len(report.problems)} problem(s)")
+    raise SystemExit(1)
 
 
 def _connect(session_timeout_s: float):
