@@ -53,21 +53,25 @@ def run(ens, out: Path, recipe: str, clients: int, seconds: float, writes: int,
     zk.close()
     plan = program_for(recipe, workload) if protocol else None
     command = list(plan.argv) if plan else []
-    pool = ClientPool(ens, out)
+    from zkjepsen.store import RunDir
+
+    run_dir = RunDir(Path(out))
+    pool = ClientPool(ens, run_dir)
     t0 = time.monotonic_ns()
-    deadline = time.monotonic() + 1.5 * clients + seconds
-    pool.start([ClientSpec(client=i, start_file=None, nclients=clients,
-                           hosts=ens.connect_string(),
-                     session_timeout_s=4, workload=workload, recipe=recipe, params=params,
-                     t0_ns=t0, deadline_monotonic=deadline, seed=1, command=command)
+    # every client connects first (the start barrier), then all run for `seconds`
+    pool.start([ClientSpec(client=i, nclients=clients, hosts=ens.connect_string(),
+                           session_timeout_s=4, workload=workload, recipe=recipe, params=params,
+                           t0_ns=t0, seed=1, command=command)
                 for i in range(1, clients + 1)])
     try:
-        pool.wait(1.5 * clients + seconds + 30)
+        pool.wait_connected(60)
+        pool.release(time.monotonic() + seconds)
+        pool.wait(seconds + 30)
         pool.stop()
     finally:
         for h in pool.handles:
             h.container.remove(force=True)
-    return merge_records(sorted(Path(out).glob("client-*.jsonl")))
+    return merge_records(run_dir.client_histories())
 
 
 def figures(records: list[dict]) -> dict:
