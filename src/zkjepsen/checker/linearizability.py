@@ -28,8 +28,10 @@ in another. A time limit and a memory limit (process RSS) stop the search with `
 
 from __future__ import annotations
 
+import gc
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
 from typing import Any, NamedTuple
 
 from zkjepsen.checker import Result, Violation
@@ -80,8 +82,10 @@ def prepare(history: History, model: Model, reduce: bool = True) -> dict[Any, li
         except BadInput:
             raise
         except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
-            raise BadInput(f"op {inv.f!r} at index {inv.index} (value {value!r}) does not fit "
-                           f"model {model.name!r}: {e}") from None
+            raise BadInput(
+                f"op {inv.f!r} at index {inv.index} (value {value!r}) does not fit "
+                f"model {model.name!r}: {e}"
+            ) from None
         end = comp.time if status in ("ok", "fail") else None
         if end is None and action.read_only:
             continue  # a crashed read-only op constrains nothing
@@ -135,7 +139,24 @@ def search(ops: list[LinOp], init: Any) -> Generator[None, None, Outcome]:
     fns = [op.action.fn for op in ops]
     args = [op.action.arg for op in ops]
     ro = [op.action.read_only for op in ops]
-    bit = [1 << i for i in range(n)]
+    # The linearized set is keyed compactly, so a cache key costs O(concurrency), not O(n):
+    # completed ops are ranked in call order, and `low` is the lowest rank not yet linearized;
+    # `rel` holds the linearized ranks at or above `low` as bits relative to `low` (bit 0 is
+    # always clear). Everything below `low` is linearized, so (low, rel) names the set exactly.
+    # Crashed ops have their own bit set `cb` (they may stay unlinearized forever, so ranking
+    # them with the rest would pin `low`). The key also holds the model state itself: like
+    # Porcupine's state-hash keys, the set's hash and the state's hash together pick the
+    # bucket and equality settles it, so distinct states never share a key by accident.
+    rank = [0] * n
+    r = 0
+    for _, kind, i in events:
+        if kind == 0:
+            rank[i] = r
+            r += 1
+    cbit = [0] * n
+    for j, (_, i) in enumerate(crashed_order):
+        cbit[i] = 1 << j
+    crashed = [op.end is None for op in ops]
     # need[i]: bit of the previous identical crashed op, which must be linearized first
     need = [0] * n
     last_same: dict[Any, int] = {}
@@ -146,17 +167,22 @@ def search(ops: list[LinOp], init: Any) -> Generator[None, None, Outcome]:
         except TypeError:  # unhashable argument: no symmetry pruning
             continue
         if j is not None:
-            need[i] = bit[j]
+            need[i] = cbit[j]
         last_same[ident] = i
 
     remaining = n - k
     state = init
-    bits = 0
+    low = rel = cb = 0
     limit: float = 0  # time of the main list's first return entry, while in the crashed list
-    stack: list[tuple[int, Any, bool, float]] = []
-    cache: set[tuple[int, Any]] = set()
+    stack: list[tuple[int, Any, bool, float, int, int, int]] = []
+    cache: set[tuple[int, int, int, Any]] = set()
+    # The longest prefix is kept exact without copying the stack at each new depth: `best`
+    # agrees with the stack on its first `agree` entries, and only the part after that is
+    # copied when the stack grows past the best depth (each entry is copied at most once
+    # per push, so the bookkeeping is linear in the search's steps).
     best: list[int] = []
-    depth = best_depth = 0
+    agree = 0
+    depth = 0
     budget = SLICE
     e = nxt[head]
     while remaining:
@@ -176,20 +202,29 @@ def search(ops: list[LinOp], init: Any) -> Generator[None, None, Outcome]:
             pass  # crashed op invoked after the return that must come first: backtrack
         else:
             ni = need[i]
-            if ni and not bits & ni:
+            if ni and not cb & ni:
                 e = nxt[e]
                 continue
             ns = fns[i](state, args[i])
             if ns is ILLEGAL:
                 e = nxt[e]
                 continue
-            nb = bits | bit[i]
-            key = (nb, ns)
+            if crashed[i]:
+                nlow, nrel, ncb = low, rel, cb | cbit[i]
+            else:
+                ncb = cb
+                d = rank[i] - low
+                if d:
+                    nlow, nrel = low, rel | (1 << d)
+                else:  # the lowest gap closes: slide past the run of linearized ranks above
+                    x = rel | 1
+                    t = (~x & (x + 1)).bit_length() - 1
+                    nlow, nrel = low + t, x >> t
+            key = (nlow, nrel, ncb, ns)
             if key not in cache:
                 cache.add(key)
-                stack.append((i, state, ro[i], limit))
-                bits = nb
-                state = ns
+                stack.append((i, state, ro[i], limit, low, rel, cb))
+                state, low, rel, cb = ns, nlow, nrel, ncb
                 c = call_e[i]  # lift the op out of its list
                 nxt[prv[c]] = nxt[c]
                 prv[nxt[c]] = prv[c]
@@ -199,9 +234,14 @@ def search(ops: list[LinOp], init: Any) -> Generator[None, None, Outcome]:
                     prv[nxt[r]] = prv[r]
                     remaining -= 1
                 depth += 1
-                if depth > best_depth:
-                    best_depth = depth
-                    best = [fr[0] for fr in stack]
+                if depth > len(best):
+                    if agree < depth - 1:
+                        best[agree:] = [fr[0] for fr in stack[agree:]]
+                    else:
+                        best.append(i)
+                    agree = depth
+                elif agree == depth - 1 and best[agree] == i:
+                    agree = depth  # re-walking the best prefix: still in agreement
                 e = nxt[head]
                 continue
             if not ro[i]:
@@ -212,9 +252,10 @@ def search(ops: list[LinOp], init: Any) -> Generator[None, None, Outcome]:
         while True:
             if not stack:
                 return _outcome(False, ops, init, best, len(cache))
-            i, state, forced, limit = stack.pop()
+            i, state, forced, limit, low, rel, cb = stack.pop()
             depth -= 1
-            bits ^= bit[i]
+            if agree > depth:
+                agree = depth
             c = call_e[i]
             r = ret_e[i]
             if r:
@@ -244,17 +285,36 @@ def _outcome(valid: bool, ops: list[LinOp], init: Any, best: list[int], configs:
     return Outcome(valid, ops, best, states, stuck, configs)
 
 
+@contextmanager
+def no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector: preparing and searching allocate millions of small
+    tuples and no cycles, and each full collection walks every live object, which made long
+    histories quadratic. Reference counting still frees everything."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def _rss_bytes() -> int:
     try:
         with open("/proc/self/statm") as fh:
             import os
+
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except OSError:
         return 0
 
 
-def check_partitions(parts: dict[Any, list[LinOp]], model: Model, time_limit: float | None = None,
-                     memory_limit: int | None = None) -> tuple[Any, dict[Any, Outcome], str]:
+def check_partitions(
+    parts: dict[Any, list[LinOp]],
+    model: Model,
+    time_limit: float | None = None,
+    memory_limit: int | None = None,
+) -> tuple[Any, dict[Any, Outcome], str]:
     """Race the partitions' searches round-robin. Returns (verdict, outcomes, reason): the first
     refuted partition ends everything; a budget running out gives "unknown"."""
     t0 = time.monotonic()
@@ -276,19 +336,38 @@ def check_partitions(parts: dict[Any, list[LinOp]], model: Model, time_limit: fl
                     return False, done, f"partition {k!r} is not linearizable"
         rounds += 1
         if time_limit is not None and time.monotonic() - t0 > time_limit:
-            return "unknown", done, (f"time limit of {time_limit:g} s reached with "
-                                     f"{len(running)} partition(s) undecided")
+            return (
+                "unknown",
+                done,
+                (
+                    f"time limit of {time_limit:g} s reached with "
+                    f"{len(running)} partition(s) undecided"
+                ),
+            )
         if memory_limit and rounds % 16 == 0 and _rss_bytes() - rss0 > memory_limit:
-            return "unknown", done, (f"memory limit of {memory_limit >> 20} MiB reached with "
-                                     f"{len(running)} partition(s) undecided")
+            return (
+                "unknown",
+                done,
+                (
+                    f"memory limit of {memory_limit >> 20} MiB reached with "
+                    f"{len(running)} partition(s) undecided"
+                ),
+            )
     return True, done, "every partition is linearizable"
 
 
 def _op_json(op: LinOp, state: Any = ILLEGAL) -> dict[str, Any]:
     inv, comp = op.call
-    d: dict[str, Any] = {"process": inv.process, "actor": inv.actor, "f": inv.f,
-                         "op": op.action.text, "status": op.call.status,
-                         "invoke_index": inv.index, "start": op.start, "end": op.end}
+    d: dict[str, Any] = {
+        "process": inv.process,
+        "actor": inv.actor,
+        "f": inv.f,
+        "op": op.action.text,
+        "status": op.call.status,
+        "invoke_index": inv.index,
+        "start": op.start,
+        "end": op.end,
+    }
     if comp is not None:
         d["complete_index"] = comp.index
     if inv.key is not None:
@@ -329,28 +408,31 @@ class Linearizable:
     reads is `unknown` (every model accepts an empty history: nothing was tested).
     """
 
-    def __init__(self, model: Model, time_limit: float | None = 60.0,
-                 memory_limit: int | None = 2 << 30) -> None:
+    def __init__(
+        self, model: Model, time_limit: float | None = 60.0, memory_limit: int | None = 2 << 30
+    ) -> None:
         self.model = model
         self.time_limit = time_limit
         self.memory_limit = memory_limit
 
     def check(self, history: History) -> Result:
-        parts = prepare(history, self.model)
-        if not parts:
-            missing = _nothing_to_test(history, self.model)
-            if missing:
-                return Result("unknown", {"model": self.model.name, "partitions": 0, "ops": 0,
-                                          "reason": missing})
+        self.last_outcome = None
         try:
-            verdict, done, reason = check_partitions(parts, self.model, self.time_limit,
-                                                     self.memory_limit)
+            with no_gc():
+                parts = prepare(history, self.model)
+                verdict, done, reason = check_partitions(
+                    parts, self.model, self.time_limit, self.memory_limit
+                )
         except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
             # the model's transitions met values they cannot compare or combine
-            raise BadInput(f"model {self.model.name!r} cannot apply this history's values: "
-                           f"{type(e).__name__}: {e}") from None
+            raise BadInput(
+                f"model {self.model.name!r} cannot apply this history's values: "
+                f"{type(e).__name__}: {e}"
+            ) from None
         details: dict[str, Any] = {
-            "model": self.model.name, "reason": reason, "partitions": len(parts),
+            "model": self.model.name,
+            "reason": reason,
+            "partitions": len(parts),
             "ops": sum(len(v) for v in parts.values()),
             "configurations": sum(o.configs for o in done.values()),
         }
@@ -363,7 +445,8 @@ class Linearizable:
             details["longest_prefix_length"] = len(out.best)
             details["longest_prefix"] = [
                 _op_json(out.ops[i], s)
-                for i, s in list(zip(out.best, out.states, strict=True))[-PREFIX_SHOWN:]]
+                for i, s in list(zip(out.best, out.states, strict=True))[-PREFIX_SHOWN:]
+            ]
             if out.stuck is not None:
                 stuck = out.ops[out.stuck]
                 details["cannot_place"] = _op_json(stuck)

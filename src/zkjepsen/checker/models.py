@@ -55,8 +55,14 @@ class CasRegister(Model):
     with an unknown result).
     """
 
-    def __init__(self, initial: Any = None, *, name: str = "cas-register",
-                 nil_read_unknown: bool = True, fail_asserts_cas: bool = False) -> None:
+    def __init__(
+        self,
+        initial: Any = None,
+        *,
+        name: str = "cas-register",
+        nil_read_unknown: bool = True,
+        fail_asserts_cas: bool = False,
+    ) -> None:
         super().__init__(initial)
         self.name = name
         self.nil_read_unknown = nil_read_unknown
@@ -105,8 +111,11 @@ class Counter(Model):
         if f in ("add", "incr"):
             return Action(_add, 1 if value is None else value, False, f"add {value!r}")
         if f == "read":
-            return None if status != "ok" or value is None else \
-                Action(read_value, value, True, f"read {value!r}")
+            return (
+                None
+                if status != "ok" or value is None
+                else Action(read_value, value, True, f"read {value!r}")
+            )
         raise self._unsupported(f)
 
 
@@ -195,8 +204,11 @@ class SetModel(Model):
         for o in ops:
             if o.action.fn is read_value:
                 seen |= o.action.arg
-        return [o for o in ops if not (o.end is None and o.action.fn is _set_add
-                                       and o.action.arg not in seen)]
+        return [
+            o
+            for o in ops
+            if not (o.end is None and o.action.fn is _set_add and o.action.arg not in seen)
+        ]
 
 
 def _enqueue(s: tuple[Any, ...], v: Any) -> Any:
@@ -226,7 +238,9 @@ def _clear(s: tuple[Any, ...], _: Any) -> Any:
 class FifoQueue(Model):
     """enqueue v / dequeue v (ok) / dequeue fail = the queue was empty / drain [rest...] (takes
     everything left). A crashed dequeue may have taken the head, whatever it was; a crashed drain
-    may have taken everything (a drain cut off halfway is not modelled)."""
+    may have taken everything (a drain cut off halfway is not modelled). A failed enqueue or
+    drain certainly did not happen and is dropped; only a failed dequeue says something (the
+    queue was empty), because that is how a dequeue reports an empty queue."""
 
     name = "fifo-queue"
 
@@ -235,8 +249,11 @@ class FifoQueue(Model):
 
     def action(self, f: str, key: Any, value: Any, status: str, actor: Any) -> Action | None:
         if f == "enqueue":
-            return None if status == "fail" else Action(_enqueue, freeze(value), False,
-                                                        f"enqueue {value!r}")
+            return (
+                None
+                if status == "fail"
+                else Action(_enqueue, freeze(value), False, f"enqueue {value!r}")
+            )
         if f == "dequeue":
             if status == "fail":
                 return Action(_empty, None, True, "dequeue (empty)")
@@ -244,10 +261,11 @@ class FifoQueue(Model):
                 return Action(_dequeue_any, None, False, "dequeue (unknown)")
             return Action(_dequeue, freeze(value), False, f"dequeue {value!r}")
         if f == "drain":
+            if status == "fail":
+                return None  # a failed drain certainly did not happen: it took nothing
             if status != "ok":
                 return Action(_clear, None, False, "drain (unknown)")
-            return Action(_drain, tuple(freeze(x) for x in value or ()), False,
-                          f"drain {value!r}")
+            return Action(_drain, tuple(freeze(x) for x in value or ()), False, f"drain {value!r}")
         raise self._unsupported(f)
 
     def reduce(self, ops: list[Any]) -> list[Any]:
@@ -264,15 +282,19 @@ class FifoQueue(Model):
                 seen.add(o.action.arg)
             elif fn is _drain:
                 seen.update(o.action.arg)
-        return [o for o in ops if not (o.end is None and o.action.fn is _enqueue
-                                       and o.action.arg not in seen)]
+        return [
+            o
+            for o in ops
+            if not (o.end is None and o.action.fn is _enqueue and o.action.arg not in seen)
+        ]
 
 
 MODELS: dict[str, Callable[[Any], Model]] = {
     "register": Register,
     "cas-register": CasRegister,
-    "etcd-cas-register": lambda init: CasRegister(init, name="etcd-cas-register",
-                                                  nil_read_unknown=False, fail_asserts_cas=True),
+    "etcd-cas-register": lambda init: CasRegister(
+        init, name="etcd-cas-register", nil_read_unknown=False, fail_asserts_cas=True
+    ),
     "counter": Counter,
     "mutex": Mutex,
     "fenced-mutex": FencedMutex,
@@ -293,6 +315,20 @@ def make_model(name: str, initial: Any = None) -> Model:
     return factory(initial)
 
 
-__all__ = ["ILLEGAL", "KV", "MODELS", "Action", "CasRegister", "Counter", "FencedMutex",
-           "FifoQueue", "KVSingle", "Model", "MultiRegister", "Mutex", "Register", "SetModel",
-           "make_model"]
+__all__ = [
+    "ILLEGAL",
+    "KV",
+    "MODELS",
+    "Action",
+    "CasRegister",
+    "Counter",
+    "FencedMutex",
+    "FifoQueue",
+    "KVSingle",
+    "Model",
+    "MultiRegister",
+    "Mutex",
+    "Register",
+    "SetModel",
+    "make_model",
+]
