@@ -1,0 +1,223 @@
+"""The WGL search over one partition (see linearizability.py for the algorithm, its prunings
+and why each is sound): ops in, an Outcome out, yielding every SLICE steps so a scheduler can
+race several partitions."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any, NamedTuple
+
+from zkjepsen.checker.models import ILLEGAL, Action
+from zkjepsen.history import Call
+
+SLICE = 2048  # search steps between yields to the scheduler
+
+
+class LinOp(NamedTuple):
+    """One op as the search sees it: its call, its action, and its real-time interval."""
+
+    call: Call
+    action: Action
+    start: int
+    end: int | None  # None: crashed (may take effect any time after start, or never)
+
+
+class Outcome(NamedTuple):
+    valid: bool
+    ops: list[LinOp]
+    best: list[int]  # longest linearizable prefix found (indices into ops, in order)
+    states: list[Any]  # model state after each op of `best`
+    stuck: int | None  # index of the op that cannot be placed after `best`
+    configs: int
+
+
+def search(ops: list[LinOp], init: Any) -> Generator[None, None, Outcome]:
+    """WGL over one partition; yields every SLICE steps so a scheduler can interleave it.
+
+    Completed ops live in the main list (call and return entries in time order); crashed ops,
+    which have no return, live in a second list in call order. At a configuration the walk
+    tries the main list's calls up to its first return entry R, then the crashed ops invoked
+    no later than R: optional ops are tried last, so the search does not guess at effects
+    that nothing needs yet.
+    """
+    n = len(ops)
+    events = [(op.start, 0, i) for i, op in enumerate(ops) if op.end is not None]
+    events += [(op.end, 1, i) for i, op in enumerate(ops) if op.end is not None]
+    events.sort()
+    crashed_order = sorted((op.start, i) for i, op in enumerate(ops) if op.end is None)
+    m, k = len(events), len(crashed_order)
+    # entries: 0 main head, 1..m main, m+1 main tail, m+2 crashed head, m+3..m+2+k crashed,
+    # m+3+k crashed tail
+    head, tail, chead, ctail = 0, m + 1, m + 2, m + 3 + k
+    size = ctail + 1
+    nxt = list(range(1, size + 1))
+    prv = list(range(-1, size - 1))
+    nxt[tail], prv[chead], nxt[ctail] = tail, chead, ctail
+    e_op = [0] * size  # op index for call entries; -1-op for return entries
+    e_time: list[float] = [0] * size
+    call_e = [0] * n
+    ret_e = [0] * n  # 0 for crashed ops: nothing to lift
+    for e, (t, kind, i) in enumerate(events, 1):
+        e_time[e] = t
+        if kind == 0:
+            e_op[e] = i
+            call_e[i] = e
+        else:
+            e_op[e] = -1 - i
+            ret_e[i] = e
+    e_op[tail] = -1 - n
+    e_time[tail] = float("inf")
+    for e, (t, i) in enumerate(crashed_order, m + 3):
+        e_op[e] = i
+        e_time[e] = t
+        call_e[i] = e
+    CTAIL = -2 - n
+    e_op[ctail] = CTAIL
+    e_time[ctail] = float("inf")
+    fns = [op.action.fn for op in ops]
+    args = [op.action.arg for op in ops]
+    ro = [op.action.read_only for op in ops]
+    # The linearized set is keyed compactly, so a cache key costs O(concurrency), not O(n):
+    # completed ops are ranked in call order, and `low` is the lowest rank not yet linearized;
+    # `rel` holds the linearized ranks at or above `low` as bits relative to `low` (bit 0 is
+    # always clear). Everything below `low` is linearized, so (low, rel) names the set exactly.
+    # Crashed ops have their own bit set `cb` (they may stay unlinearized forever, so ranking
+    # them with the rest would pin `low`). The key also holds the model state itself: like
+    # Porcupine's state-hash keys, the set's hash and the state's hash together pick the
+    # bucket and equality settles it, so distinct states never share a key by accident.
+    rank = [0] * n
+    r = 0
+    for _, kind, i in events:
+        if kind == 0:
+            rank[i] = r
+            r += 1
+    cbit = [0] * n
+    for j, (_, i) in enumerate(crashed_order):
+        cbit[i] = 1 << j
+    crashed = [op.end is None for op in ops]
+    # need[i]: bit of the previous identical crashed op, which must be linearized first
+    need = [0] * n
+    last_same: dict[Any, int] = {}
+    for _, i in crashed_order:
+        ident = (fns[i], args[i])
+        try:
+            j = last_same.get(ident)
+        except TypeError:  # unhashable argument: no symmetry pruning
+            continue
+        if j is not None:
+            need[i] = cbit[j]
+        last_same[ident] = i
+
+    remaining = n - k
+    state = init
+    low = rel = cb = 0
+    limit: float = 0  # time of the main list's first return entry, while in the crashed list
+    stack: list[tuple[int, Any, bool, float, int, int, int]] = []
+    cache: set[tuple[int, int, int, Any]] = set()
+    # The longest prefix is kept exact without copying the stack at each new depth: `best`
+    # agrees with the stack on its first `agree` entries, and only the part after that is
+    # copied when the stack grows past the best depth (each entry is copied at most once
+    # per push, so the bookkeeping is linear in the search's steps).
+    best: list[int] = []
+    agree = 0
+    depth = 0
+    budget = SLICE
+    e = nxt[head]
+    while remaining:
+        budget -= 1
+        if not budget:
+            budget = SLICE
+            yield
+        i = e_op[e]
+        if i < 0:
+            if i != CTAIL:
+                limit = e_time[e]  # first return entry: now the crashed ops invoked by then
+                e = nxt[chead]
+                if e_time[e] <= limit:
+                    continue
+            # else every candidate was tried: backtrack
+        elif e > chead and e_time[e] > limit:
+            pass  # crashed op invoked after the return that must come first: backtrack
+        else:
+            ni = need[i]
+            if ni and not cb & ni:
+                e = nxt[e]
+                continue
+            ns = fns[i](state, args[i])
+            if ns is ILLEGAL:
+                e = nxt[e]
+                continue
+            if crashed[i]:
+                nlow, nrel, ncb = low, rel, cb | cbit[i]
+            else:
+                ncb = cb
+                d = rank[i] - low
+                if d:
+                    nlow, nrel = low, rel | (1 << d)
+                else:  # the lowest gap closes: slide past the run of linearized ranks above
+                    x = rel | 1
+                    t = (~x & (x + 1)).bit_length() - 1
+                    nlow, nrel = low + t, x >> t
+            key = (nlow, nrel, ncb, ns)
+            if key not in cache:
+                cache.add(key)
+                stack.append((i, state, ro[i], limit, low, rel, cb))
+                state, low, rel, cb = ns, nlow, nrel, ncb
+                c = call_e[i]  # lift the op out of its list
+                nxt[prv[c]] = nxt[c]
+                prv[nxt[c]] = prv[c]
+                r = ret_e[i]
+                if r:
+                    nxt[prv[r]] = nxt[r]
+                    prv[nxt[r]] = prv[r]
+                    remaining -= 1
+                depth += 1
+                if depth > len(best):
+                    if agree < depth - 1:
+                        best[agree:] = [fr[0] for fr in stack[agree:]]
+                    else:
+                        best.append(i)
+                    agree = depth
+                elif agree == depth - 1 and best[agree] == i:
+                    agree = depth  # re-walking the best prefix: still in agreement
+                e = nxt[head]
+                continue
+            if not ro[i]:
+                e = nxt[e]
+                continue
+            # a legal read-only op leads to an explored configuration: this one is dead
+        # backtrack: undo forced (read-only) placements, then the last real choice
+        while True:
+            if not stack:
+                return _outcome(False, ops, init, best, len(cache))
+            i, state, forced, limit, low, rel, cb = stack.pop()
+            depth -= 1
+            if agree > depth:
+                agree = depth
+            c = call_e[i]
+            r = ret_e[i]
+            if r:
+                nxt[prv[r]] = r
+                prv[nxt[r]] = r
+                remaining += 1
+            nxt[prv[c]] = c
+            prv[nxt[c]] = c
+            if not forced:
+                break
+        e = nxt[c]
+    return _outcome(True, ops, init, [fr[0] for fr in stack], len(cache))
+
+
+def _outcome(valid: bool, ops: list[LinOp], init: Any, best: list[int], configs: int) -> Outcome:
+    """Replay the best prefix for its states, and name the op that cannot follow it: the
+    unplaced completed op that returns first (it had to be placed before anything later)."""
+    states, s = [], init
+    for i in best:
+        s = ops[i].action.fn(s, ops[i].action.arg)
+        states.append(s)
+    stuck = None
+    if not valid:
+        placed = set(best)
+        rest = [i for i in range(len(ops)) if i not in placed and ops[i].end is not None]
+        stuck = min(rest, key=lambda i: ops[i].end, default=None)  # type: ignore[arg-type,return-value]
+    return Outcome(valid, ops, best, states, stuck, configs)
