@@ -51,7 +51,7 @@ def test_edn_missing_field_is_bad_input():
 
 def test_jepsen_log_lines():
     text = ("INFO  jepsen.util - 0\t:invoke\t:cas\t[1 4]\n"
-            "noise line\n"
+            "INFO  jepsen.core - Run complete, writing\n"
             "INFO  jepsen.util - 0\t:fail\t:read\t:timed-out\n"
             "INFO  jepsen.util - 12\t:ok\t:read\tnil\n")
     h = read_jepsen_log(text)
@@ -59,7 +59,22 @@ def test_jepsen_log_lines():
         (0, "invoke", "cas", [1, 4]), (0, "fail", "read", "timed-out"), (12, "ok", "read", None)]
     assert h.lines == [1, 3, 4]
     with pytest.raises(BadInput, match="line 2: unknown type :bogus"):
-        read_jepsen_log("x\nINFO jepsen.util - 1 :bogus :read nil\n")
+        read_jepsen_log("\nINFO jepsen.util - 1 :bogus :read nil\n")
+
+
+def test_jepsen_log_skips_other_log_lines_and_rejects_junk():
+    ok = ("2017-03-17 01:43:54,146 INFO jepsen.core - starting\n"
+          "WARN  jepsen.db - retrying\n"
+          "java.net.SocketTimeoutException: Read timed out\n"
+          "\tat clojure.core$eval.invoke(core.clj:1)\n"
+          "Caused by: java.io.IOException\n"
+          "INFO  jepsen.util - 0\t:invoke\t:read\tnil\n")
+    assert len(read_jepsen_log(ok)) == 1
+    with pytest.raises(BadInput, match="line 1: not a Jepsen log line"):
+        read_jepsen_log("root:x:0:0:root:/root:/bin/bash\n")
+    with pytest.raises(BadInput, match="no 'jepsen.util"):
+        read_jepsen_log("INFO  jepsen.core - nothing else\n")
+    assert len(read_jepsen_log("")) == 0  # empty: the checkers say unknown
 
 
 def test_porcupine_kv_lines():

@@ -11,8 +11,8 @@ is interpreted (`fail` = did not happen, or asserted "did not apply" for porcupi
 Formats (`--format`):
 - `jsonl`: our own format (history.read_jsonl).
 - `jepsen-log`: lines of a Jepsen log, `... jepsen.util - <process> <:type> <:f> <value>`, tab or
-  space separated (porcupine's etcd data). Lines without `jepsen.util - ` are ignored. The value is
-  EDN (`nil`, `3`, `[1 4]`, `:timed-out`).
+  space separated (porcupine's etcd data). Other log lines are skipped, junk lines are bad input
+  (see read_jepsen_log). The value is EDN (`nil`, `3`, `[1 4]`, `:timed-out`).
 - `porcupine-kv` and `edn`: EDN, either one vector/list of op maps or a bare sequence of op maps
   (porcupine's kv data is one map per line). `;` comments, commas, `#_` discards and tags are
   handled. Op map keys `:process :type :f :key :value :index :time`; others go to `extra`.
@@ -215,18 +215,32 @@ def read_porcupine_kv(text: str, source: str = "porcupine-kv") -> History:
 _JEPSEN_LINE = re.compile(r"jepsen\.util - (\S+)\s+:(\w+)\s+:([\w-]+)\s*(.*)$")
 
 
+# Lines a real Jepsen log holds besides the history: another logger's line (it starts with a
+# timestamp or a level), an exception's header, a stack trace's indented continuation.
+_OTHER_LOG_LINE = re.compile(
+    r"\d|(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b|Caused by: |[\w$.]+(?:Exception|Error)\b"
+)
+
+
 def read_jepsen_log(text: str, source: str = "jepsen-log") -> History:
-    """Jepsen log lines `jepsen.util - <process> :<type> :<f> <edn value>`; other lines ignored.
+    """Jepsen log lines `jepsen.util - <process> :<type> :<f> <edn value>`.
 
     Porcupine's etcd data: `:invoke :read nil` / `:ok :read 3` (nil read = key absent),
     `:write 3`, `:cas [1 4]` (`:ok` applied, `:fail` did not apply), `:fail :read :timed-out`
     (a read with unknown result), `:info :write :timed-out` (indeterminate: the op may take
     effect at any time after its invoke; its process is retired). The value of a `:timed-out`
     completion is the string "timed-out"; the invoke keeps the op's real argument.
+
+    Other log lines (another logger's, an exception and its stack trace) and blank lines are
+    skipped; any other line is junk and bad input, and so is a non-empty file without a single
+    history line: a file that is not a Jepsen log must not pass as an empty, valid history.
     """
     ops, lines = [], []
+    values: dict[str, Any] = {}  # raw EDN -> value: a log repeats a handful of values
     for n, line in enumerate(text.splitlines(), 1):
         if "jepsen.util - " not in line:
+            if line.strip() and not line[0].isspace() and not _OTHER_LOG_LINE.match(line):
+                raise BadInput(f"{source} line {n}: not a Jepsen log line: {line[:60]!r}")
             continue
         m = _JEPSEN_LINE.search(line)
         if m is None:
@@ -238,11 +252,17 @@ def read_jepsen_log(text: str, source: str = "jepsen-log") -> History:
             process: int | str = int(proc)
         else:
             process = proc.lstrip(":")
-        vals = parse_edn(raw, source, n) if raw.strip() else [None]
-        value = vals[0] if len(vals) == 1 else vals
+        value = values.get(raw, _atoms_miss)
+        if value is _atoms_miss:
+            vals = parse_edn(raw, source, n) if raw.strip() else [None]
+            value = vals[0] if len(vals) == 1 else vals
+            if value is None or isinstance(value, (int, str)):
+                values[raw] = value  # only immutable values are shared between ops
         pos = len(ops)
         ops.append(Op(pos, pos, process, typ, f, None, value))
         lines.append(n)
+    if not ops and text.strip():
+        raise BadInput(f"{source}: no 'jepsen.util - <process> :<type> :<f> <value>' line")
     return History(ops, lines)
 
 
