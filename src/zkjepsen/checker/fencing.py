@@ -22,6 +22,7 @@ from typing import Any
 from zkjepsen.checker import Result, Violation
 from zkjepsen.checker.lock import observe, out_of_version_order
 from zkjepsen.history import History, Op, fault_windows, faults_during
+from zkjepsen.history.stream import paused_gc
 
 
 class FencingChecker:
@@ -36,9 +37,11 @@ class FencingChecker:
         self.max_reported = max_reported
 
     def check(self, history: History | list[Op]) -> Result:
-        ops = history.ops if isinstance(history, History) else history
-        obs = observe(ops, *self.names)
-        faults = fault_windows(ops)
+        # One pass (a streamed history is read once); the faults come from the nemesis ops
+        # that pass kept.
+        with paused_gc():
+            obs = observe(history, *self.names)
+        faults = fault_windows(obs.nemesis)
         backwards: list[dict[str, Any]] = []
         by_key: dict[Any, list[Any]] = {}
         for w in obs.writes:

@@ -30,10 +30,7 @@ in another. A time limit and a memory limit (process RSS) stop the search with `
 
 from __future__ import annotations
 
-import gc
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from zkjepsen.checker import Result
@@ -41,6 +38,7 @@ from zkjepsen.checker.models import ILLEGAL, Model, freeze
 from zkjepsen.checker.wgl import SLICE, LinOp, Outcome, search
 from zkjepsen.errors import BadInput
 from zkjepsen.history import History, fault_windows, faults_during
+from zkjepsen.history.stream import paused_gc
 
 PREFIX_SHOWN = 200  # ops of the longest linearizable prefix kept in a result's details
 __all__ = ["SLICE", "LinOp", "Linearizable", "Outcome", "check_partitions", "prepare", "search"]
@@ -76,20 +74,6 @@ def prepare(history: History, model: Model, reduce: bool = True) -> dict[Any, li
             continue  # a crashed read-only op constrains nothing
         parts.setdefault(part, []).append(LinOp(call, action, inv.time, end))
     return {k: model.reduce(ops) for k, ops in parts.items()} if reduce else parts
-
-
-@contextmanager
-def no_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector: preparing and searching allocate millions of small
-    tuples and no cycles, and each full collection walks every live object, which made long
-    histories quadratic. Reference counting still frees everything."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _rss_bytes() -> int:
@@ -213,7 +197,7 @@ class Linearizable:
     def check(self, history: History) -> Result:
         self.last_outcome = None
         try:
-            with no_gc():
+            with paused_gc():
                 parts = prepare(history, self.model)
                 if not len(history):
                     # An empty history: "valid" would say nothing while sounding like a pass.

@@ -40,6 +40,7 @@ from typing import Any
 from zkjepsen.checker import Result
 from zkjepsen.errors import BadInput
 from zkjepsen.history import NEMESIS, History, Op, fault_windows, faults_during
+from zkjepsen.history.stream import paused_gc
 
 INF = float("inf")
 
@@ -92,6 +93,7 @@ class LockObservations:
     unknown_writes: int = 0
     cut_at_retirement: int = 0  # beliefs ended at an info op of a process with no client id
     last_time: int = 0
+    nemesis: list[Op] = field(default_factory=list)  # for the fault windows
 
 
 def _mode(invoked: Any, granted: dict[str, Any]) -> str:
@@ -131,6 +133,7 @@ def observe(
         typ = op.type
         p = op.process
         if p == NEMESIS:
+            obs.nemesis.append(op)
             # A SIGKILLed client process believes nothing any more: its holds end at the kill
             # (its lock node lingers until the session expires; a successor taking the lock
             # then is the recipe working, not a second believer).
@@ -319,9 +322,11 @@ class LockChecker:
         self.max_reported = max_reported
 
     def check(self, history: History | list[Op]) -> Result:
-        ops = history.ops if isinstance(history, History) else history
-        obs = observe(ops, *self.names)
-        faults = fault_windows(ops)
+        # One pass (a streamed history is read once); the faults come from the nemesis ops
+        # that pass kept.
+        with paused_gc():
+            obs = observe(history, *self.names)
+        faults = fault_windows(obs.nemesis)
         end_of_test = obs.last_time
 
         def window(a: float, b: float) -> dict[str, Any]:

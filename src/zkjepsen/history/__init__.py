@@ -91,8 +91,8 @@ class FaultWindow(NamedTuple):
     end: int | None
 
 
-def _fast_record(d: Any) -> Op | None:
-    """The common case in one go: a well-formed record. None: let _check_record say why not."""
+def fast_record(d: Any) -> Op | None:
+    """The common case in one go: a well-formed record. None: let check_record say why not."""
     try:
         i, t, p, typ, f = d["index"], d["time"], d["process"], d["type"], d["f"]
     except (KeyError, TypeError):
@@ -109,7 +109,7 @@ def _fast_record(d: Any) -> Op | None:
     return Op(i, t, p, typ, f, d.get("key"), d.get("value"), c, extra)
 
 
-def _check_record(d: Any, line: int) -> Op:
+def check_record(d: Any, line: int) -> Op:
     """Validate one decoded record; raise BadInput naming the line and the reason."""
     if not isinstance(d, dict):
         raise BadInput(f"history line {line}: expected a JSON object, got {type(d).__name__}")
@@ -236,8 +236,8 @@ def parse_jsonl_lines(lines: Iterable[str]) -> History:
             except json.JSONDecodeError as e:
                 reason = f"{e.msg} at column {e.colno}"
             raise BadInput(f"history line {n}: not valid JSON ({reason})") from None
-        op = _fast_record(d)
-        ops.append(op if op is not None else _check_record(d, n))
+        op = fast_record(d)
+        ops.append(op if op is not None else check_record(d, n))
         nums.append(n)
     return History(ops, nums)
 

@@ -9,7 +9,7 @@ is interpreted (`fail` = did not happen, or asserted "did not apply" for porcupi
 `info` = unknown) is the model's business, not the reader's: see checker/models.py.
 
 Formats (`--format`):
-- `jsonl`: our own format (history.read_jsonl).
+- `jsonl`: our own format, streamed (history/stream.py).
 - `jepsen-log`: lines of a Jepsen log, `... jepsen.util - <process> <:type> <:f> <value>`, tab or
   space separated (porcupine's etcd data). Other log lines are skipped, junk lines are bad input
   (see read_jepsen_log). The value is EDN (`nil`, `3`, `[1 4]`, `:timed-out`).
@@ -30,7 +30,7 @@ import re
 from typing import Any
 
 from zkjepsen.errors import BadInput
-from zkjepsen.history import History, Op, read_jsonl
+from zkjepsen.history import History, Op
 
 FORMATS = ("auto", "jsonl", "jepsen-log", "porcupine-kv", "edn", "json")
 
@@ -289,23 +289,37 @@ def detect_format(text: str) -> str:
     return "edn"
 
 
+def _streamed(path: str | os.PathLike[str]) -> History:
+    """A JSONL history read as it is iterated (history/stream.py): a million-record file is
+    checked in one pass without holding its records."""
+    from zkjepsen.history.stream import StreamedHistory
+
+    try:
+        open(path, "rb").close()  # a missing file is bad input now, not at the first read
+    except OSError as e:
+        raise BadInput(f"cannot read history {str(path)!r}: {e.strerror}") from None
+    return StreamedHistory(path)
+
+
 def read_history(path: str | os.PathLike[str], fmt: str = "auto") -> History:
-    """Read a history in any supported format; BadInput (with a line number) when malformed."""
+    """Read a history in any supported format; BadInput (with a line number) when malformed.
+    JSONL is streamed (read while checked); the other formats are read whole."""
     if fmt not in FORMATS:
         raise BadInput(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
     if fmt == "jsonl":
-        return read_jsonl(path)
+        return _streamed(path)
     try:
         with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+            text = fh.read(1 << 16)
+            if fmt == "auto":
+                fmt = detect_format(text)
+                if fmt == "jsonl":
+                    return _streamed(path)
+            text += fh.read()
     except OSError as e:
         raise BadInput(f"cannot read history {str(path)!r}: {e.strerror}") from None
     except UnicodeDecodeError as e:
         raise BadInput(f"history {str(path)!r} is not UTF-8 text ({e.reason})") from None
-    if fmt == "auto":
-        fmt = detect_format(text)
-        if fmt == "jsonl":
-            return read_jsonl(path)
     src = os.path.basename(path)
     if fmt == "jepsen-log":
         return read_jepsen_log(text, src)
