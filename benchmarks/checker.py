@@ -1,17 +1,22 @@
-"""Checker benchmark: prints, per corpus group, total check time and peak memory; and the time
-for 1 M lock-history records through the lock checker. Prints figures, asserts nothing.
+"""Checker benchmark: prints figures, asserts nothing.
 
-    .venv/bin/python benchmarks/checker.py                 # every group, 3 repeats
-    .venv/bin/python benchmarks/checker.py --group etcd    # one group (for whole-process timing)
-    .venv/bin/python benchmarks/checker.py --repeat 5 --no-memory
+Groups (each on files given by path, never copied into the repository):
+- `etcd`: every `etcd_*.log` in --etcd DIR (Porcupine's test_data/jepsen), model
+  etcd-cas-register;
+- `kv-c01-ok` ... `kv-c50-bad`: the kv logs in --kv DIR (Porcupine's test_data/kv), model kv
+  (partitioned per key), plus `kv-c10-*-one-partition` (model kv-single);
+- `knossos`: the Knossos files listed in --corpus DIR's expected.tsv;
+- `cas`: a generated valid 5-client CAS history of 10 k / 30 k / 100 k calls (pure check time:
+  it should grow about linearly);
+- `lock`: a generated 1 M-record lock history through the lock checker, from memory.
 
-Check time excludes reading the file (shown apart as `parse`). Peak memory is the peak of the
-Python heap (tracemalloc) during one extra, untimed run of the group's checks. The corpus is
-`../shared/corpus` next to the repository, or $ZKJEPSEN_CORPUS.
+Per group: files, min and median pure check time over --repeat runs (reading excluded, shown
+apart as `read s`), peak Python heap in one extra untimed run, and the verdicts (checked against
+expected.tsv when the file is listed there). Whole-process figures (the CLI reading a file) are
+for an outside timer: write the inputs with benchmarks/histories.py.
 
-Reference figures (Porcupine, Go, 2-core machine): etcd 102 histories ~0.62 s in total;
-kv c50-ok 0.21-0.76 s; c50-bad 0.04-0.15 s; kv c10 as one partition 2.8 s (ok) / 3.6 s (bad).
-Target for the lock checker: 1 M ops in under 5 s.
+    .venv/bin/python benchmarks/checker.py --corpus ../shared/corpus
+    .venv/bin/python benchmarks/checker.py --etcd DIR --kv DIR --group etcd --repeat 5
 """
 
 from __future__ import annotations
@@ -27,65 +32,59 @@ import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
-from zkjepsen.checker.linearizability import Linearizable
-from zkjepsen.checker.lock import LockChecker
-from zkjepsen.checker.models import make_model
-from zkjepsen.history import History, Op
-from zkjepsen.history.formats import read_history
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from histories import cas_history, lock_history  # noqa: E402
+
+from zkjepsen.checker.linearizability import Linearizable  # noqa: E402
+from zkjepsen.checker.lock import LockChecker  # noqa: E402
+from zkjepsen.checker.models import make_model  # noqa: E402
+from zkjepsen.history.formats import read_history  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = Path(os.environ.get("ZKJEPSEN_CORPUS") or REPO.parent / "shared" / "corpus")
-KV = "porcupine/test_data/kv/"
+DEFAULT_CORPUS = Path(os.environ.get("ZKJEPSEN_CORPUS") or REPO.parent / "shared" / "corpus")
+KV_FILES = ("c01-ok", "c01-bad", "c10-ok", "c10-bad", "c50-ok", "c50-bad")
+Item = tuple[Path, str, object]  # path, model, initial
 
 
-def corpus_groups() -> dict[str, list[tuple[str, str, object, bool]]]:
-    """group -> [(path, model, initial, expected valid)] from expected.tsv."""
-    groups: dict[str, list[tuple[str, str, object, bool]]] = {}
-    with open(CORPUS / "expected.tsv", encoding="utf-8") as fh:
-        for row in csv.DictReader(fh, delimiter="\t"):
-            if not (CORPUS / row["path"]).exists():
-                continue
-            expected = row["expected"] == "linearizable"
-            p = row["path"]
-            if "jepsen/etcd" in p:
-                groups.setdefault("etcd", []).append((p, "etcd-cas-register", None, expected))
-            elif p.startswith(KV):
-                name = Path(p).stem
-                groups.setdefault(f"kv-{name}", []).append((p, "kv", None, expected))
-                if name.startswith("c10"):
-                    groups.setdefault(f"kv-{name}-one-partition", []).append(
-                        (p, "kv-single", None, expected))
-            elif p.startswith("knossos/"):
-                model = row["model"]
-                groups.setdefault("knossos", []).append(
-                    (p, model, 0 if model == "cas-register" else None, expected))
-    return groups
+def expectations(corpus: Path) -> dict[str, bool]:
+    """File name (and corpus-relative path) -> expected verdict, from expected.tsv."""
+    out: dict[str, bool] = {}
+    tsv = corpus / "expected.tsv"
+    if tsv.exists():
+        with open(tsv, encoding="utf-8") as fh:
+            for row in csv.DictReader(fh, delimiter="\t"):
+                valid = row["expected"] == "linearizable"
+                out[row["path"]] = valid
+                if row["path"].startswith("porcupine/"):
+                    out[Path(row["path"]).name] = valid
+    return out
 
 
-def lock_history(records: int, clients: int = 10) -> list[Op]:
-    """A lock history of `records` records: clients take turns at acquire, write, release
-    (6 records a turn); every 1000th turn one client is 'paused' and overlaps the next."""
-    ops: list[Op] = []
-    t = 0
-    token = 0
-    turn = 0
-    while len(ops) < records:
-        c = turn % clients
-        p = c
-        token += 1
-        late = 5 if turn % 1000 == 999 else 0  # a split holder now and then
-        for typ, f, val, dt in (("invoke", "acquire", None, 1), ("ok", "acquire",
-                                {"token": token, "seq": token, "node": f"/l/n{token}"}, 1),
-                                ("invoke", "write", {"token": token}, 1 + late),
-                                ("ok", "write", None, 1),
-                                ("invoke", "release", None, 1), ("ok", "release", None, 1)):
-            ops.append(Op(len(ops), t, p, typ, f, "/l" if f != "write" else "/r", val, c))
-            t += dt
-        if late:
-            t -= late + 3
-        turn += 1
-    ops.sort(key=lambda o: o.time)
-    return ops[:records]
+def groups(args: argparse.Namespace) -> dict[str, list[Item]]:
+    g: dict[str, list[Item]] = {}
+    etcd = sorted(Path(args.etcd).glob("etcd_*.log"))
+    # etcd_095 is empty ("etcd failed to start"): Porcupine has no test for it either
+    etcd = [p for p in etcd if p.stat().st_size > 0]
+    if etcd:
+        g["etcd"] = [(p, "etcd-cas-register", None) for p in etcd]
+    for name in KV_FILES:
+        p = Path(args.kv) / f"{name}.txt"
+        if p.exists():
+            g[f"kv-{name}"] = [(p, "kv", None)]
+    for name in KV_FILES[2:4]:
+        p = Path(args.kv) / f"{name}.txt"
+        if p.exists():
+            g[f"kv-{name}-one-partition"] = [(p, "kv-single", None)]
+    tsv = Path(args.corpus) / "expected.tsv"
+    if tsv.exists():
+        with open(tsv, encoding="utf-8") as fh:
+            for row in csv.DictReader(fh, delimiter="\t"):
+                p = Path(args.corpus) / row["path"]
+                if row["path"].startswith("knossos/") and p.exists():
+                    init = 0 if row["model"] == "cas-register" else None
+                    g.setdefault("knossos", []).append((p, row["model"], init))
+    return g
 
 
 def timed(fn: Callable[[], object], repeat: int) -> tuple[list[float], object]:
@@ -107,44 +106,94 @@ def peak_mib(fn: Callable[[], object]) -> float:
     return peak / 2**20
 
 
-def row(name: str, n: int, runs: list[float], parse: float, mem: float | None, note: str) -> None:
+def row(name: str, n: int, runs: list[float], read: float, mem: float | None, note: str) -> None:
     med = statistics.median(runs)
     mem_s = "-" if mem is None else f"{mem:7.1f}"
-    print(f"{name:28s} {n:5d} {min(runs):8.3f} {med:8.3f} {parse:8.3f} {mem_s:>9s}  {note}")
+    print(f"{name:28s} {n:7d} {min(runs):8.3f} {med:8.3f} {read:8.3f} {mem_s:>9s}  {note}")
+    sys.stdout.flush()
+
+
+def check_all(histories: list[tuple[object, str, object]]) -> list[object]:
+    return [
+        Linearizable(make_model(m, init), time_limit=300).check(h).valid  # type: ignore[arg-type]
+        for h, m, init in histories
+    ]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--group", action="append", help="only these groups (repeatable); 'lock' "
-                    "is the 1 M-op lock history")
+    ap.add_argument("--corpus", default=str(DEFAULT_CORPUS), help="corpus with expected.tsv")
+    ap.add_argument("--etcd", help="directory of etcd_*.log (default: the corpus's)")
+    ap.add_argument("--kv", help="directory of c01-ok.txt ... (default: the corpus's)")
+    ap.add_argument("--group", action="append", help="only these groups (repeatable)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-memory", action="store_true")
+    ap.add_argument("--cas-sizes", default="10000,30000,100000")
     ap.add_argument("--lock-records", type=int, default=1_000_000)
     args = ap.parse_args()
+    porcupine = Path(args.corpus) / "porcupine" / "test_data"
+    args.etcd = args.etcd or str(porcupine / "jepsen")
+    args.kv = args.kv or str(porcupine / "kv")
     want = set(args.group or [])
+    expected = expectations(Path(args.corpus))
 
-    print(f"{'group':28s} {'files':>5s} {'min s':>8s} {'median s':>8s} {'parse s':>8s} "
-          f"{'peak MiB':>9s}  verdicts")
-    if not (CORPUS / "expected.tsv").exists():
-        print(f"corpus not found at {CORPUS}: skipping the linearizability groups")
-        groups = {}
-    else:
-        groups = corpus_groups()
-    for name, items in groups.items():
+    def expect(p: Path) -> bool | None:
+        if p.name in expected:
+            return expected[p.name]
+        try:
+            return expected.get(str(p.relative_to(args.corpus)))
+        except ValueError:
+            return None
+
+    print(
+        f"{'group':28s} {'ops':>7s} {'min s':>8s} {'median s':>8s} {'read s':>8s} "
+        f"{'peak MiB':>9s}  verdicts"
+    )
+    for name, items in groups(args).items():
         if want and name not in want:
             continue
         t0 = time.perf_counter()
-        histories = [(read_history(CORPUS / p), m, init, exp) for p, m, init, exp in items]
-        parse = time.perf_counter() - t0
+        histories = [(read_history(p), m, init) for p, m, init in items]
+        for h, _, _ in histories:
+            h.ops  # noqa: B018 - a streamed history loads here, not in the timed part
+        read = time.perf_counter() - t0
+        runs, verdicts = timed(lambda hs=histories: check_all(hs), args.repeat)
+        mem = None if args.no_memory else peak_mib(lambda hs=histories: check_all(hs))
+        known = [(v, expect(p)) for v, (p, _, _) in zip(verdicts, items, strict=True)]
+        right = sum(v == e for v, e in known if e is not None)
+        listed = sum(e is not None for _, e in known)
+        valid = sum(v is True for v, _ in known)
+        row(
+            name,
+            len(items),
+            runs,
+            read,
+            mem,
+            f"{valid} valid / {len(items) - valid} not; {right}/{listed} listed as expected",
+        )
 
-        def run(histories: list[tuple[History, str, object, bool]] = histories) -> list[object]:
-            return [Linearizable(make_model(m, init), time_limit=120).check(h).valid
-                    for h, m, init, _ in histories]
-
-        runs, verdicts = timed(run, args.repeat)
-        right = sum(v == exp for v, (_, _, _, exp) in zip(verdicts, histories, strict=True))
-        mem = None if args.no_memory else peak_mib(run)
-        row(name, len(items), runs, parse, mem, f"{right}/{len(items)} as expected")
+    if not want or "cas" in want:
+        for n in (int(x) for x in args.cas_sizes.split(",")):
+            t0 = time.perf_counter()
+            h = cas_history(n)
+            gen = time.perf_counter() - t0
+            model = make_model("etcd-cas-register")
+            runs, result = timed(
+                lambda h=h, m=model: Linearizable(m, time_limit=300).check(h), args.repeat
+            )
+            mem = (
+                None
+                if args.no_memory
+                else peak_mib(lambda h=h, m=model: Linearizable(m, time_limit=300).check(h))
+            )
+            row(
+                f"cas 5 clients ({n // 1000}k calls)",
+                n,
+                runs,
+                gen,
+                mem,
+                f"{result.valid} (read = generation)",
+            )  # type: ignore[attr-defined]
 
     if not want or "lock" in want:
         t0 = time.perf_counter()
@@ -154,10 +203,15 @@ def main() -> int:
         runs, result = timed(lambda: checker.check(ops), args.repeat)
         mem = None if args.no_memory else peak_mib(lambda: checker.check(ops))
         d = result.details  # type: ignore[attr-defined]
-        row("lock (records)", len(ops), runs, gen, mem,
+        row(
+            "lock (records, from memory)",
+            len(ops),
+            runs,
+            gen,
+            mem,
             f"{d['holds']} holds, {d['belief_overlap_count']} belief / "
-            f"{d['effect_overlap_count']} effect overlaps (parse = generation)")
-    sys.stdout.flush()
+            f"{d['effect_overlap_count']} effect overlaps (read = generation)",
+        )
     return 0
 
 
