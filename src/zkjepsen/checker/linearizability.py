@@ -40,6 +40,7 @@ from zkjepsen.errors import BadInput
 from zkjepsen.history import History, fault_windows, faults_during
 from zkjepsen.history.stream import paused_gc
 
+_PLAIN_KEYS = frozenset((str, int, type(None)))  # partition keys that need no freezing
 PREFIX_SHOWN = 200  # ops of the longest linearizable prefix kept in a result's details
 __all__ = ["SLICE", "LinOp", "Linearizable", "Outcome", "check_partitions", "prepare", "search"]
 
@@ -48,20 +49,27 @@ def prepare(history: History, model: Model, reduce: bool = True) -> dict[Any, li
     """Pair calls, turn them into model actions, and group them by partition key; with
     `reduce`, let the model drop crashed ops nothing could observe."""
     parts: dict[Any, list[LinOp]] = {}
+    new = tuple.__new__  # LinOp without its Python-level __new__: this loop runs per call
+    action_of = model.action
+    partition_key = model.partition_key
     for call in history.calls(validate=False):
-        inv, comp = call.invoke, call.complete
-        status = call.status
+        inv, comp = call
+        status = "info" if comp is None else comp.type
         if status == "info":
             value = inv.value
         else:
             value = comp.value if comp.value is not None else inv.value
         try:
-            action = model.action(inv.f, inv.key, value, status, inv.actor)
+            action = action_of(inv.f, inv.key, value, status, inv.actor)
             if action is None:
                 continue
-            hash(action.arg)  # the search memoizes states built from it
-            part = freeze(model.partition_key(inv.f, inv.key))
-            hash(part)
+            arg = action.arg
+            if arg.__class__ not in _PLAIN_KEYS:
+                hash(arg)  # the search memoizes states built from it (a str always hashes)
+            part = partition_key(inv.f, inv.key)
+            if part.__class__ not in _PLAIN_KEYS:
+                part = freeze(part)
+                hash(part)
         except BadInput:
             raise
         except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
@@ -69,10 +77,13 @@ def prepare(history: History, model: Model, reduce: bool = True) -> dict[Any, li
                 f"op {inv.f!r} at index {inv.index} (value {value!r}) does not fit "
                 f"model {model.name!r}: {e}"
             ) from None
-        end = comp.time if status in ("ok", "fail") else None
+        end = comp.time if status == "ok" or status == "fail" else None
         if end is None and action.read_only:
             continue  # a crashed read-only op constrains nothing
-        parts.setdefault(part, []).append(LinOp(call, action, inv.time, end))
+        ops = parts.get(part)
+        if ops is None:
+            ops = parts[part] = []
+        ops.append(new(LinOp, (call, action, inv.time, end)))
     return {k: model.reduce(ops) for k, ops in parts.items()} if reduce else parts
 
 

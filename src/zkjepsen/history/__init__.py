@@ -154,29 +154,36 @@ class History:
         With `validate`, a completion without a pending invoke or a second invoke while one is
         pending raises BadInput naming the line; otherwise such records are skipped.
         """
+        # Completions are filled in by position and the Calls built at the end in one go:
+        # this runs once per check over every record, and NamedTuple construction through its
+        # Python-level __new__ was most of its time.
         pending: dict[Any, int] = {}
-        out: list[Call] = []
+        invokes: list[Op] = []
+        completions: list[Op | None] = []
         for i, op in enumerate(self.ops):
             t = op.type
-            if t == "event" or op.process == NEMESIS:
+            p = op.process
+            if t == "event" or p == NEMESIS:
                 continue
             if t == "invoke":
-                if op.process in pending:
+                if p in pending:
                     if validate:
-                        raise BadInput(f"history line {self.lines[i]}: process {op.process!r} "
+                        raise BadInput(f"history line {self.lines[i]}: process {p!r} "
                                        "invokes again before its previous op completed")
                     continue
-                pending[op.process] = len(out)
-                out.append(Call(op, None))
+                pending[p] = len(invokes)
+                invokes.append(op)
+                completions.append(None)
             else:
-                j = pending.pop(op.process, None)
+                j = pending.pop(p, None)
                 if j is None:
                     if validate:
                         raise BadInput(f"history line {self.lines[i]}: {t} of process "
-                                       f"{op.process!r} without a pending invoke")
+                                       f"{p!r} without a pending invoke")
                     continue
-                out[j] = Call(out[j].invoke, op)
-        return out
+                completions[j] = op
+        new = tuple.__new__
+        return [new(Call, pair) for pair in zip(invokes, completions, strict=True)]
 
     def validate(self) -> None:
         """Raise BadInput for structural errors: a completion without an invoke, a second invoke
