@@ -32,6 +32,17 @@ class KV(Model):
             return Action(_append, v, False, f"append {key}+={v!r}")
         raise self._unsupported(f)
 
+    def lookahead(self) -> Any:
+        """An append only extends the string, so a get of v can follow appends to s only if v
+        starts with s (a put pending before that get turns the check off)."""
+        if not isinstance(self.initial, str):
+            return None
+        return (frozenset((_append,)), read_value, _extends_to)
+
+
+def _extends_to(s: str, v: Any) -> bool:
+    return isinstance(v, str) and v.startswith(s)
+
 
 # The unpartitioned kv keeps one string per key in a tuple indexed by the key's number (keys are
 # numbered as first seen; a shorter tuple means the later keys still hold "").
@@ -43,14 +54,14 @@ def _kv_get(s: tuple[str, ...], iv: tuple[int, str]) -> Any:
 def _kv_put(s: tuple[str, ...], iv: tuple[int, str]) -> Any:
     i, v = iv
     if i < len(s):
-        return s[:i] + (v,) + s[i + 1:]
+        return s[:i] + (v,) + s[i + 1 :]
     return s + ("",) * (i - len(s)) + (v,)
 
 
 def _kv_append(s: tuple[str, ...], iv: tuple[int, str]) -> Any:
     i, v = iv
     if i < len(s):
-        return s[:i] + (s[i] + v,) + s[i + 1:]
+        return s[:i] + (s[i] + v,) + s[i + 1 :]
     return s + ("",) * (i - len(s)) + (v,)
 
 
@@ -68,6 +79,9 @@ class KVSingle(KV):
 
     def partition_key(self, f: str, key: Any) -> Any:
         return None
+
+    def lookahead(self) -> Any:
+        return None  # one tuple of strings: appends extend one key, not the state
 
     def action(self, f: str, key: Any, value: Any, status: str, actor: Any) -> Action | None:
         a = super().action(f, key, value, status, actor)

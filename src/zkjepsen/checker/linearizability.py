@@ -111,7 +111,8 @@ def check_partitions(
     deadline = None if time_limit is None else t0 + time_limit
     rss0 = _rss_bytes() if memory_limit else 0
     next_rss = t0 + 0.25
-    running = {k: search(ops, model.init()) for k, ops in parts.items()}
+    look = model.lookahead()
+    running = {k: search(ops, model.init(), look) for k, ops in parts.items()}
     done: dict[Any, Outcome] = {}
     while running:
         for k in list(running):

@@ -73,6 +73,13 @@ class Model:
         model (each override argues why). `ops` are the search's LinOps of one partition."""
         return ops
 
+    def lookahead(self) -> Any:
+        """None, or (extending transitions, the read transition, reachable(state, value)) for
+        a model whose state some transitions only ever extend (kv's append): the search then
+        drops a configuration as soon as the read it must place next can never be legal
+        (see wgl.search). `reachable(s, v)`: could extending s ever give v?"""
+        return None
+
     def partition(self, op: Any) -> Any:
         """DESIGN's name: the partition an op (with `f` and `key`) belongs to."""
         return self.partition_key(op.f, op.key)

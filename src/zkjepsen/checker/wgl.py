@@ -11,6 +11,8 @@ from zkjepsen.checker.models import ILLEGAL, Action
 from zkjepsen.history import Call
 
 SLICE = 2048  # search steps between yields to the scheduler
+LOOKAHEAD = 16  # return entries a model's lookahead looks at (see `hopeless` in search)
+INF = float("inf")
 
 
 class LinOp(NamedTuple):
@@ -31,7 +33,7 @@ class Outcome(NamedTuple):
     configs: int
 
 
-def search(ops: list[LinOp], init: Any) -> Generator[None, None, Outcome]:
+def search(ops: list[LinOp], init: Any, lookahead: Any = None) -> Generator[None, None, Outcome]:
     """WGL over one partition; yields every SLICE steps so a scheduler can interleave it.
 
     Completed ops live in the main list (call and return entries in time order); crashed ops,
@@ -108,6 +110,41 @@ def search(ops: list[LinOp], init: Any) -> Generator[None, None, Outcome]:
             need[i] = cbit[j]
         last_same[ident] = i
 
+    if lookahead is not None:
+        extending, read_fn, reachable = lookahead
+
+        def hopeless(state: Any) -> bool:
+            """Whether some read can never be legal: a read G (its return entry among the
+            next LOOKAHEAD ones) such that every op that may still precede it (invoked before
+            G returned) only extends the state or reads it, while G's value is no extension
+            of the current state. The scan stops at the first other op (a put) that may
+            precede: from there on anything is reachable."""
+            stop = INF  # invoke time of the first crashed op that is neither read nor extension
+            y = nxt[chead]
+            while y != ctail:
+                j = e_op[y]
+                if not (ro[j] or fns[j] in extending):
+                    stop = e_time[y]
+                    break
+                y = nxt[y]
+            x = nxt[head]
+            returns = 0
+            while True:
+                j = e_op[x]
+                if j >= 0:
+                    if not (ro[j] or fns[j] in extending):
+                        return False
+                else:
+                    j = -1 - j
+                    if j >= n or e_time[x] >= stop:
+                        return False
+                    if fns[j] is read_fn and not reachable(state, args[j]):
+                        return True
+                    returns += 1
+                    if returns == LOOKAHEAD:
+                        return False
+                x = nxt[x]
+
     remaining = n - k
     state = init
     low = rel = cb = 0
@@ -180,12 +217,14 @@ def search(ops: list[LinOp], init: Any) -> Generator[None, None, Outcome]:
                     agree = depth
                 elif agree == depth - 1 and best[agree] == i:
                     agree = depth  # re-walking the best prefix: still in agreement
-                e = nxt[head]
-                continue
-            if not ro[i]:
+                if lookahead is None or ro[i] or not hopeless(state):
+                    e = nxt[head]
+                    continue
+                # the read that must come next can never be legal: this one is dead
+            elif not ro[i]:
                 e = nxt[e]
                 continue
-            # a legal read-only op leads to an explored configuration: this one is dead
+            # else a legal read-only op leads to an explored configuration: this one is dead
         # backtrack: undo forced (read-only) placements, then the last real choice
         while True:
             if not stack:
