@@ -22,6 +22,11 @@ Prunings (each sound, argued here because a wrong pruning silently hides a bug):
   one may be linearized only after the earlier one, which removes symmetric orders.
 - A model may drop crashed ops whose effect nothing could observe (`Model.reduce`; the queue
   and set models do, each arguing why).
+- A model may declare transitions that only extend the state (`Model.lookahead`: kv's append
+  makes s into s + v). Then a configuration is dead as soon as a read among the next few
+  return entries has a value that does not extend the current state while every op that may
+  still precede that read only extends or reads: no order of those ops can make it legal.
+  The scan stops at the first op that may precede it and does something else (a put).
 
 Partitions (per key, when the model partitions) are independent (P-compositionality); their
 searches are generators stepped round-robin, so one hard partition cannot hide a quick refutation
