@@ -122,11 +122,18 @@ def judge(model: str, f: str, key: Any, inv: Any, out: Any, status: str, actor: 
     raise AssertionError(model)
 
 
+def nothing_read(c: dict, model: str) -> bool:
+    """Whether the model reads nothing from this call even had it succeeded (the checker's
+    rule for "nothing was tested": no call at all, or none the model reads)."""
+    v = c["out"] if c["completed"] and c["out"] is not None else c["value"]
+    return judge(model, c["f"], c["key"], c["value"], v, "ok", c["actor"])[0] == "drop"
+
+
 def brute_force(calls: list[dict], model: str) -> bool | str:
     """Try every order of the ops that must happen plus any subset of the crashed ones, as real
     time allows (an op may come next iff no unplaced must-op ended before it began). "unknown"
-    when there is no call at all: there is nothing to check."""
-    if not calls:
+    when nothing was tested (see nothing_read)."""
+    if all(nothing_read(c, model) for c in calls):
         return "unknown"
     ops = []
     for c in calls:

@@ -41,12 +41,12 @@ KV_ONLY = calls(
 def test_nothing_to_check_is_unknown(checker, history):
     r = checker.check(history)
     assert r.valid == "unknown"
-    assert r.details["reason"].startswith("nothing to check")
+    assert "not tested" in r.details["reason"] or "nothing" in r.details["reason"]
 
 
 def test_an_empty_history_is_unknown_for_every_model():
     r = Linearizable(make_model("cas-register")).check(History([]))
-    assert r.valid == "unknown" and "empty" in r.details["reason"]
+    assert r.valid == "unknown" and "nothing was tested" in r.details["reason"]
 
 
 def test_something_to_check_still_gets_a_verdict():
@@ -56,7 +56,10 @@ def test_something_to_check_still_gets_a_verdict():
     )
     assert LockChecker().check(h).valid is True
     assert FencingChecker().check(h).valid is True
-    q = calls((0, "enqueue", None, 1, 0, 1, "ok", None, None))
+    q = calls(
+        (0, "enqueue", None, 1, 0, 1, "ok", None, None),
+        (1, "dequeue", None, None, 2, 3, "ok", 1, None),
+    )
     assert QueueChecker().check(q).valid is True
     c = calls(
         (0, "add", None, 1, 0, 1, "ok", None, None), (1, "read", None, None, 2, 3, "ok", 1, None)

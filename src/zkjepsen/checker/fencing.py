@@ -9,9 +9,6 @@ Per resource, over accepted (`ok`) writes:
   carries a token its own client was granted (a write whose token was granted to another client,
   or to nobody while acquisitions are recorded, is a violation). So consecutive accepted writes
   with different tokens come from different holds.
-
-A history where no token was granted (no `ok` acquire carrying one) and no accepted write
-carries one is `unknown`: there is nothing to check.
 """
 
 from __future__ import annotations
@@ -26,19 +23,13 @@ from zkjepsen.history.stream import paused_gc
 
 
 class FencingChecker:
-    def __init__(
-        self,
-        acquire: Iterable[str] = ("acquire",),
-        release: Iterable[str] = ("release",),
-        write: Iterable[str] = ("write",),
-        max_reported: int = 50,
-    ) -> None:
+    def __init__(self, acquire: Iterable[str] = ("acquire",), release: Iterable[str] = ("release",),
+                 write: Iterable[str] = ("write",), max_reported: int = 50) -> None:
         self.names = (tuple(acquire), tuple(release), tuple(write))
         self.max_reported = max_reported
 
     def check(self, history: History | list[Op]) -> Result:
-        # One pass (a streamed history is read once); the faults come from the nemesis ops
-        # that pass kept.
+        # One pass (a streamed history is read once); faults from the nemesis ops it kept.
         with paused_gc():
             obs = observe(history, *self.names)
         faults = fault_windows(obs.nemesis)
@@ -51,22 +42,15 @@ class FencingChecker:
             if all(w.version is not None for w in ws):
                 # The resource's versions give its exact acceptance order (see lock.py).
                 for w, top, _ in out_of_version_order(ws):
-                    backwards.append(
-                        {
-                            "resource": key,
-                            "clients": [top.client, w.client],
-                            "tokens": [top.token, w.token],
-                            "versions": [top.version, w.version],
-                            "window": [top.end, w.end],
-                            "faults": faults_during(faults, min(top.start, w.start), w.end),
-                        }
-                    )
+                    backwards.append({
+                        "resource": key, "clients": [top.client, w.client],
+                        "tokens": [top.token, w.token], "versions": [top.version, w.version],
+                        "window": [top.end, w.end],
+                        "faults": faults_during(faults, min(top.start, w.start), w.end)})
                 continue
             # Sweep by time; at equal times a completion counts as before an invoke (as lock.py).
-            events = sorted(
-                [(w.end, 0, i) for i, w in enumerate(ws)]
-                + [(w.start, 1, i) for i, w in enumerate(ws)]
-            )
+            events = sorted([(w.end, 0, i) for i, w in enumerate(ws)] +
+                            [(w.start, 1, i) for i, w in enumerate(ws)])
             top = None  # the completed write with the largest token so far
             for _t, kind, i in events:
                 w = ws[i]
@@ -74,15 +58,10 @@ class FencingChecker:
                     if top is None or w.token > top.token:
                         top = w
                 elif top is not None and w.token < top.token:  # top completed before w began
-                    backwards.append(
-                        {
-                            "resource": key,
-                            "clients": [top.client, w.client],
-                            "tokens": [top.token, w.token],
-                            "window": [top.end, w.end],
-                            "faults": faults_during(faults, top.end, w.end),
-                        }
-                    )
+                    backwards.append({
+                        "resource": key, "clients": [top.client, w.client],
+                        "tokens": [top.token, w.token], "window": [top.end, w.end],
+                        "faults": faults_during(faults, top.end, w.end)})
         granted: dict[tuple[Any, Any], Any] = {}  # (lock, token) -> client
         token_owner: dict[Any, set[Any]] = {}
         reused = []
@@ -102,35 +81,35 @@ class FencingChecker:
                 if w.token is None or w.token in maybe_tokens:
                     continue
                 if owners is None or w.client not in owners:
-                    foreign.append(
-                        {
-                            "resource": w.key,
-                            "client": w.client,
-                            "token": w.token,
-                            "granted_to": sorted(owners or (), key=repr),
-                            "window": [w.start, w.end],
-                            "faults": faults_during(faults, w.start, w.end),
-                        }
-                    )
+                    foreign.append({"resource": w.key, "client": w.client, "token": w.token,
+                                    "granted_to": sorted(owners or (), key=repr),
+                                    "window": [w.start, w.end],
+                                    "faults": faults_during(faults, w.start, w.end)})
         cap = self.max_reported
-        valid: Any = not (backwards or reused or foreign)
-        if not by_key and not granted:
-            valid = "unknown"  # no token was granted or written: nothing to check
-        return Result(
-            valid,
-            {
-                "accepted_writes": len(obs.writes),
-                "rejected_writes": obs.rejected_writes,
-                "backwards_count": len(backwards),
-                "backwards": backwards[:cap],
-                "reused_token_count": len(reused),
-                "reused_tokens": reused[:cap],
-                "foreign_token_count": len(foreign),
-                "foreign_tokens": foreign[:cap],
-                **(
-                    {"reason": "nothing to check: no token was granted or written"}
-                    if valid == "unknown"
-                    else {}
-                ),
-            },
-        )
+        details = {
+            "accepted_writes": len(obs.writes), "rejected_writes": obs.rejected_writes,
+            "backwards_count": len(backwards), "backwards": backwards[:cap],
+            "reused_token_count": len(reused), "reused_tokens": reused[:cap],
+            "foreign_token_count": len(foreign), "foreign_tokens": foreign[:cap]}
+        violations = ([_violation("backwards", b) for b in backwards[:cap]]
+                      + [_violation("reused-token", r) for r in reused[:cap]]
+                      + [_violation("foreign-token", f) for f in foreign[:cap]])
+        if violations:
+            counts = {"backwards": len(backwards), "reused-token": len(reused),
+                      "foreign-token": len(foreign)}
+            return Result(False, details, violations, counts={k: n for k, n in counts.items()
+                                                              if n})
+        if not obs.writes and all(h.maybe for h in obs.holds):
+            # No token was granted and none reached the resource: lock order was not tested.
+            return Result("unknown", {**details, "reason": "no acquire succeeded and no write "
+                                      "was accepted: fencing was not tested"})
+        return Result(True, details)
+
+
+def _violation(kind: str, rec: dict[str, Any]) -> Violation:
+    """A reported finding as a typed violation (its dict stays in the details as before)."""
+    window = rec.get("window") or [None, None]
+    clients = rec["clients"] if "clients" in rec else [rec["client"]]
+    evidence = {k: v for k, v in rec.items() if k not in ("clients", "window", "faults")}
+    return Violation(kind, tuple(clients), window[0], window[1], tuple(rec.get("faults", ())),
+                     evidence)

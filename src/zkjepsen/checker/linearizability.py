@@ -38,7 +38,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from zkjepsen.checker import Result
+from zkjepsen.checker import Result, Violation
 from zkjepsen.checker.models import ILLEGAL, Model, freeze
 from zkjepsen.checker.wgl import SLICE, LinOp, Outcome, search
 from zkjepsen.errors import BadInput
@@ -188,8 +188,10 @@ def _nothing_to_test(history: History, model: Model) -> str | None:
         except Exception:  # noqa: BLE001, S112 - a value the model cannot read: not its op
             continue
     fs = sorted({str(inv.f) for inv, _ in calls})
-    return (f"none of the history's ops ({', '.join(fs[:8])}) is one model {model.name!r} "
-            "reads: nothing was tested")
+    return (
+        f"none of the history's ops ({', '.join(fs[:8])}) is one model {model.name!r} "
+        "reads: nothing was tested"
+    )
 
 
 class Linearizable:
@@ -212,23 +214,21 @@ class Linearizable:
         self.memory_limit = memory_limit
 
     def check(self, history: History) -> Result:
-        self.last_outcome = None
         try:
             with paused_gc():
                 parts = prepare(history, self.model)
-                if not len(history):
-                    # An empty history: "valid" would say nothing while sounding like a pass.
-                    # A history whose calls all failed, or with nemesis ops only, is another
-                    # matter: trivially linearizable, as Knossos' own test data says.
-                    return Result(
-                        "unknown",
-                        {
-                            "model": self.model.name,
-                            "partitions": 0,
-                            "ops": 0,
-                            "reason": "nothing to check: the history is empty",
-                        },
-                    )
+                if not parts:
+                    missing = _nothing_to_test(history, self.model)
+                    if missing:
+                        return Result(
+                            "unknown",
+                            {
+                                "model": self.model.name,
+                                "partitions": 0,
+                                "ops": 0,
+                                "reason": missing,
+                            },
+                        )
                 verdict, done, reason = check_partitions(
                     parts, self.model, self.time_limit, self.memory_limit
                 )
@@ -261,12 +261,20 @@ class Linearizable:
                 details["cannot_place"] = _op_json(stuck)
                 details["faults"] = faults_during(fault_windows(history), stuck.start, stuck.end)
             where = details.get("cannot_place")
-            violations.append(Violation(
-                "not-linearizable", (where["actor"],) if where else (),
-                where["start"] if where else None, where["end"] if where else None,
-                tuple(details.get("faults", ())),
-                {"partition": key, "cannot_place": where,
-                 "longest_prefix_length": len(out.best)}))
+            violations.append(
+                Violation(
+                    "not-linearizable",
+                    (where["actor"],) if where else (),
+                    where["start"] if where else None,
+                    where["end"] if where else None,
+                    tuple(details.get("faults", ())),
+                    {
+                        "partition": key,
+                        "cannot_place": where,
+                        "longest_prefix_length": len(out.best),
+                    },
+                )
+            )
         elif verdict == "unknown":
             details["undecided"] = [k for k in parts if k not in done]
         return Result(verdict, details, violations, outcome=outcome)

@@ -22,8 +22,7 @@ Terms (all times are the history's monotonic ns):
   in an order nobody can show to be lock order. A belief overlap with no effect overlap between
   the same two holds is a **near miss** (fencing, or luck, kept the data atomic).
 - A `release` recorded without its lock key ends the client's only open hold; if the client
-  holds several locks it is a bad line (exit 254), since guessing could hide an overlap. A
-  history with no acquisition and no token-carrying write is `unknown` (nothing to check).
+  holds several locks it is a bad line (exit 254), since guessing could hide an overlap.
 
 Every violation names both clients (`client` when recorded, else the process), its window, and
 the nemesis faults active in that window. Cost: one pass over the history, then a sort and a
@@ -37,7 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from zkjepsen.checker import Result
+from zkjepsen.checker import Result, Violation
 from zkjepsen.errors import BadInput
 from zkjepsen.history import NEMESIS, History, Op, fault_windows, faults_during
 from zkjepsen.history.stream import paused_gc
@@ -60,17 +59,9 @@ class Hold:
     node: Any = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "client": self.client,
-            "process": self.process,
-            "token": self.token,
-            "seq": self.seq,
-            "node": self.node,
-            "mode": self.mode,
-            "maybe": self.maybe,
-            "start": self.start,
-            "end": None if self.end == INF else self.end,
-        }
+        return {"client": self.client, "process": self.process, "token": self.token,
+                "seq": self.seq, "node": self.node, "mode": self.mode, "maybe": self.maybe,
+                "start": self.start, "end": None if self.end == INF else self.end}
 
 
 @dataclass(slots=True)
@@ -97,7 +88,7 @@ class LockObservations:
 
 
 def _mode(invoked: Any, granted: dict[str, Any]) -> str:
-    """ "read" only when the invoke or the grant says so: a hold is exclusive by default."""
+    """"read" only when the invoke or the grant says so: a hold is exclusive by default."""
     if granted.get("mode") == "read":
         return "read"
     if isinstance(invoked, dict) and invoked.get("mode") == "read" and "mode" not in granted:
@@ -115,12 +106,9 @@ def _client_number(target: Any) -> Any:
     return target
 
 
-def observe(
-    ops: Iterable[Op],
-    acquire: Iterable[str] = ("acquire",),
-    release: Iterable[str] = ("release",),
-    write: Iterable[str] = ("write",),
-) -> LockObservations:
+def observe(ops: Iterable[Op], acquire: Iterable[str] = ("acquire",),
+            release: Iterable[str] = ("release",),
+            write: Iterable[str] = ("write",)) -> LockObservations:
     """One pass: holds (with belief ends), accepted writes, counts of rejected/unknown writes."""
     acq, rel, wr = frozenset(acquire), frozenset(release), frozenset(write)
     obs = LockObservations()
@@ -189,19 +177,8 @@ def observe(
                 continue
             v = op.value if op.value.__class__ is dict else {}
             maybe = typ != "ok"
-            h = Hold(
-                client,
-                p,
-                inv.key,
-                v.get("token"),
-                inv.time if maybe else t,
-                INF,
-                INF,
-                maybe,
-                _mode(inv.value, v),
-                v.get("seq"),
-                v.get("node"),
-            )
+            h = Hold(client, p, inv.key, v.get("token"), inv.time if maybe else t, INF, INF,
+                     maybe, _mode(inv.value, v), v.get("seq"), v.get("node"))
             holds.append(h)
             open_holds[(client, inv.key)] = h
         elif f in wr:
@@ -309,14 +286,9 @@ class LockChecker:
     release="resign"). `fail_on` picks which findings make the verdict invalid.
     """
 
-    def __init__(
-        self,
-        acquire: Iterable[str] = ("acquire",),
-        release: Iterable[str] = ("release",),
-        write: Iterable[str] = ("write",),
-        fail_on: Iterable[str] = ("belief", "effect"),
-        max_reported: int = 50,
-    ) -> None:
+    def __init__(self, acquire: Iterable[str] = ("acquire",), release: Iterable[str] = ("release",),
+                 write: Iterable[str] = ("write",),
+                 fail_on: Iterable[str] = ("belief", "effect"), max_reported: int = 50) -> None:
         self.names = (tuple(acquire), tuple(release), tuple(write))
         self.fail_on = frozenset(fail_on)
         self.max_reported = max_reported
@@ -335,43 +307,22 @@ class LockChecker:
         definite = [h for h in obs.holds if not h.maybe]
         belief, possible = [], []
         for a, b in interval_overlaps(obs.holds):
-            rec = {
-                "key": a.key,
-                "clients": [a.client, b.client],
-                "holds": [a, b],
-                **window(max(a.start, b.start), min(a.end, b.end)),
-            }
+            rec = {"key": a.key, "clients": [a.client, b.client], "holds": [a, b],
+                   **window(max(a.start, b.start), min(a.end, b.end))}
             (possible if a.maybe or b.maybe else belief).append(rec)
-        careful = [
-            {
-                "key": a.key,
-                "clients": [a.client, b.client],
-                "holds": [a, b],
-                **window(max(a.start, b.start), min(a.careful_end, b.careful_end)),
-            }
-            for a, b in interval_overlaps(definite, careful=True)
-        ]
+        careful = [{"key": a.key, "clients": [a.client, b.client], "holds": [a, b],
+                    **window(max(a.start, b.start), min(a.careful_end, b.careful_end))}
+                   for a, b in interval_overlaps(definite, careful=True)]
         effects = []
         for w, newer, kind in effect_overlaps(obs.writes):
-            effects.append(
-                {
-                    "kind": kind,
-                    "resource": w.key,
-                    "clients": [w.client, newer.client],
-                    "tokens": [w.token, newer.token],
-                    "writes": [
-                        {"client": x.client, "token": x.token, "start": x.start, "end": x.end}
-                        for x in (w, newer)
-                    ],
-                    **window(min(w.start, newer.start), max(w.end, newer.end)),
-                }
-            )
+            effects.append({"kind": kind, "resource": w.key, "clients": [w.client, newer.client],
+                            "tokens": [w.token, newer.token],
+                            "writes": [{"client": x.client, "token": x.token, "start": x.start,
+                                        "end": x.end} for x in (w, newer)],
+                            **window(min(w.start, newer.start), max(w.end, newer.end))})
         effect_tokens = {frozenset(e["tokens"]) for e in effects}
-        near = [
-            b
-            for b in belief
-            if frozenset((b["holds"][0].token, b["holds"][1].token)) not in effect_tokens
-        ]
+        near = [b for b in belief
+                if frozenset((b["holds"][0].token, b["holds"][1].token)) not in effect_tokens]
         found = {"belief": belief, "careful": careful, "effect": effects}
         cap = self.max_reported
         for found_list in (belief, careful, effects, possible, near):
@@ -381,27 +332,29 @@ class LockChecker:
         violations = [_violation(kind, rec) for kind in ("belief", "careful", "effect")
                       if kind in self.fail_on for rec in found[kind][:cap]]
         details: dict[str, Any] = {
-            "holds": len(obs.holds),
-            "maybe_holds": len(obs.holds) - len(definite),
-            "accepted_writes": len(obs.writes),
-            "rejected_writes": obs.rejected_writes,
-            "unknown_writes": obs.unknown_writes,
-            "end_of_test": end_of_test,
+            "holds": len(obs.holds), "maybe_holds": len(obs.holds) - len(definite),
+            "accepted_writes": len(obs.writes), "rejected_writes": obs.rejected_writes,
+            "unknown_writes": obs.unknown_writes, "end_of_test": end_of_test,
             "beliefs_cut_at_retirement": obs.cut_at_retirement,
-            "belief_overlap_count": len(belief),
-            "belief_overlaps": belief[:cap],
-            "careful_belief_overlap_count": len(careful),
-            "careful_belief_overlaps": careful[:cap],
-            "effect_overlap_count": len(effects),
-            "effect_overlaps": effects[:cap],
-            "near_miss_count": len(near),
-            "near_misses": near[:cap],
-            "possible_overlap_count": len(possible),
-            "possible_overlaps": possible[:cap],
+            "belief_overlap_count": len(belief), "belief_overlaps": belief[:cap],
+            "careful_belief_overlap_count": len(careful), "careful_belief_overlaps": careful[:cap],
+            "effect_overlap_count": len(effects), "effect_overlaps": effects[:cap],
+            "near_miss_count": len(near), "near_misses": near[:cap],
+            "possible_overlap_count": len(possible), "possible_overlaps": possible[:cap],
         }
-        if not obs.holds and not any(w.token is not None for w in obs.writes):
-            details["reason"] = (
-                "nothing to check: no acquisition and no token-carrying write in the history"
-            )
-            return Result("unknown", details)
-        return Result(valid, details)
+        if any(found[k] for k in self.fail_on if k in found):
+            return Result(False, details, violations, counts={
+                k: len(found[k]) for k in self.fail_on if k in found and found[k]})
+        if not definite:
+            # Mutual exclusion holds trivially of a lock nobody got: nothing was tested.
+            acq = "/".join(self.names[0])
+            return Result("unknown", {**details, "reason": f"no {acq} succeeded: the lock was "
+                                      "never held, so mutual exclusion was not tested"})
+        return Result(True, details)
+
+
+def _violation(kind: str, rec: dict[str, Any]) -> Violation:
+    """A reported overlap as a typed violation; its dict stays in the details as before."""
+    evidence = {k: v for k, v in rec.items() if k not in ("clients", "start", "end", "faults")}
+    return Violation(kind, tuple(rec["clients"]), rec["start"], rec["end"],
+                     tuple(rec.get("faults", ())), evidence)
