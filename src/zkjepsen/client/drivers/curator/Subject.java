@@ -1,0 +1,203 @@
+package zkjepsen.curator;
+
+import java.lang.reflect.Field;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.recipes.locks.InterProcessSemaphoreMutex;
+import org.apache.curator.framework.recipes.locks.Lease;
+import org.apache.curator.framework.state.ConnectionState;
+import org.apache.curator.framework.state.ConnectionStateListener;
+
+/**
+ * The lock objects under test: Curator's recipes used exactly as its documentation shows. One
+ * Subject serves acquisitions until an unknown outcome; then the driver makes a fresh one.
+ */
+interface Subject {
+    /** The own lock node once acquired; null when not acquired within the timeout (certainly
+     * not holding). An exception means the outcome is unknown. */
+    String acquire(long timeoutMs) throws Exception;
+
+    /** Give it up. IllegalMonitorStateException: this process did not hold it. */
+    void release() throws Exception;
+
+    /** The application's belief. */
+    boolean holding();
+
+    /** Drop listeners (never another client's node). */
+    void close();
+
+    static Subject make(String mode, CuratorFramework client, String path, String id) {
+        switch (mode) {
+            case "mutex": return new Mutex(client, path, false);
+            case "careful": return new Mutex(client, path, true);
+            case "semaphore": return new SemaphoreMutex(client, path);
+            case "latch": return new Latch(client, path, id);
+            default: throw new IllegalArgumentException("unknown mode " + mode
+                    + " (mutex, careful, semaphore, latch)");
+        }
+    }
+}
+
+/** InterProcessMutex as-is. `careful`: the application also registers a
+ * ConnectionStateListener, as Curator's docs ask, and abandons its critical section at the
+ * first SUSPENDED or LOST after the acquire began (it cannot know whether the session lives). */
+final class Mutex implements Subject {
+    /** The only addition is reading the protected lock path, which Curator keeps for itself. */
+    private static final class Exposed extends InterProcessMutex {
+        Exposed(CuratorFramework client, String path) {
+            super(client, path);
+        }
+
+        String node() {
+            return getLockPath();
+        }
+    }
+
+    private final Exposed mutex;
+    private final CuratorFramework client;
+    private final ConnectionStateListener listener;
+    private volatile boolean trouble;
+
+    Mutex(CuratorFramework client, String path, boolean careful) {
+        this.client = client;
+        this.mutex = new Exposed(client, path);
+        if (careful) {
+            listener = (c, state) -> {
+                if (state == ConnectionState.SUSPENDED || state == ConnectionState.LOST) {
+                    trouble = true;
+                }
+            };
+            client.getConnectionStateListenable().addListener(listener);
+        } else {
+            listener = null;
+        }
+    }
+
+    @Override
+    public String acquire(long timeoutMs) throws Exception {
+        trouble = false;
+        if (!mutex.acquire(timeoutMs, TimeUnit.MILLISECONDS)) {
+            return null;
+        }
+        return mutex.node();
+    }
+
+    @Override
+    public void release() throws Exception {
+        mutex.release();
+    }
+
+    @Override
+    public boolean holding() {
+        return mutex.isAcquiredInThisProcess() && !(listener != null && trouble);
+    }
+
+    @Override
+    public void close() {
+        if (listener != null) {
+            client.getConnectionStateListenable().removeListener(listener);
+        }
+    }
+}
+
+/** InterProcessSemaphoreMutex as-is (a non-reentrant mutex built on a one-lease semaphore). */
+final class SemaphoreMutex implements Subject {
+    private final InterProcessSemaphoreMutex mutex;
+
+    SemaphoreMutex(CuratorFramework client, String path) {
+        this.mutex = new InterProcessSemaphoreMutex(client, path);
+    }
+
+    @Override
+    public String acquire(long timeoutMs) throws Exception {
+        if (!mutex.acquire(timeoutMs, TimeUnit.MILLISECONDS)) {
+            return null;
+        }
+        return leaseNode();
+    }
+
+    /** The lease node is Curator's private state; read it (only read it) for the token. */
+    private String leaseNode() {
+        try {
+            Field f = InterProcessSemaphoreMutex.class.getDeclaredField("lease");
+            f.setAccessible(true);
+            Lease lease = (Lease) f.get(mutex);
+            return lease == null ? null : lease.getNodeName();
+        } catch (ReflectiveOperationException e) {
+            return null;
+        }
+    }
+
+    @Override
+    public void release() throws Exception {
+        mutex.release();
+    }
+
+    @Override
+    public boolean holding() {
+        return mutex.isAcquiredInThisProcess();
+    }
+
+    @Override
+    public void close() {
+    }
+}
+
+/** LeaderLatch for the election workload: acquire = start and await leadership; release =
+ * close (resign). A latch that did not lead within the timeout is closed, so `fail` is true. */
+final class Latch implements Subject {
+    private final CuratorFramework client;
+    private final String path;
+    private final String id;
+    private LeaderLatch latch;
+
+    Latch(CuratorFramework client, String path, String id) {
+        this.client = client;
+        this.path = path;
+        this.id = id;
+    }
+
+    @Override
+    public String acquire(long timeoutMs) throws Exception {
+        if (latch == null) {
+            latch = new LeaderLatch(client, path, id);
+            latch.start();
+        }
+        if (latch.await(timeoutMs, TimeUnit.MILLISECONDS)) {
+            return latch.getOurPath();
+        }
+        LeaderLatch gone = latch;
+        latch = null;
+        gone.close();
+        return null;
+    }
+
+    @Override
+    public void release() throws Exception {
+        if (latch == null) {
+            throw new IllegalMonitorStateException("not a participant");
+        }
+        LeaderLatch gone = latch;
+        latch = null;
+        gone.close();
+    }
+
+    @Override
+    public boolean holding() {
+        return latch != null && latch.hasLeadership();
+    }
+
+    @Override
+    public void close() {
+        if (latch != null) {
+            try {
+                latch.close();
+            } catch (Exception e) {
+                // best effort: the session's end removes the node anyway
+            }
+            latch = null;
+        }
+    }
+}
