@@ -6,8 +6,11 @@ mirror the machine already uses, add one entrypoint script, and `docker import` 
 image runs the ZooKeeper servers and the client processes (it carries `python3`; kazoo and our own
 package are bind-mounted from the host so both sides run exactly the same code).
 
-The tag is a content hash of every input (suite, package list, entrypoint, build steps), so a
-rebuild happens only when one of them changes.
+The real-library drivers (Curator in Java, go-zookeeper in Go; see harness/drivers.py) are
+compiled at build time in a throwaway copy of the root filesystem, so their toolchains stay out.
+
+The tag is a content hash of every input (suite, package list, entrypoint, build steps, driver
+sources), so a rebuild happens only when one of them changes.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zkjepsen.errors import EnvironmentProblem
+from zkjepsen.harness import drivers
 
 IMAGE_REPO = "zkjepsen/zookeeper"
 SUITE = "bookworm"
@@ -37,9 +41,10 @@ PACKAGES = (
     "libfaketime",  # clock faults: preloaded into the JVM and the clients
     "procps",
     "python3",  # client processes run in containers of this same image
+    *drivers.RUNTIME_PACKAGES,  # Curator's jars for the Java driver (the JRE is above)
 )
 # Bumped when the build steps below change in a way the other inputs do not show.
-BUILD_RECIPE_VERSION = "3"
+BUILD_RECIPE_VERSION = "4"
 ZK_JAVA_DIR = "/usr/share/java"
 # slf4j needs a binding or the server logs nothing (measured: see FIELD-NOTES.md).
 EXTRA_JARS = ("slf4j-log4j12.jar", "log4j-1.2.jar")
@@ -67,7 +72,8 @@ class ImageInfo:
 def inputs_hash() -> str:
     """Content hash of everything that determines the image."""
     h = hashlib.sha256()
-    for part in (SUITE, BUILD_RECIPE_VERSION, ENTRYPOINT, *PACKAGES, *EXTRA_JARS):
+    for part in (SUITE, BUILD_RECIPE_VERSION, ENTRYPOINT, *PACKAGES, *EXTRA_JARS,
+                 *drivers.hash_parts()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:12]
@@ -155,6 +161,7 @@ def build_image(client, tag: str | None = None, force: bool = False,
             ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}",
              SUITE, str(rootfs), debian_mirror()],
             lambda line: on_progress(line[:100]), "debootstrap")
+        drivers.build_drivers(rootfs, work, on_progress)
         on_progress("trimming the root filesystem")
         subprocess.run(["chroot", str(rootfs), "apt-get", "clean"], check=True,
                        capture_output=True)

@@ -105,9 +105,11 @@ final class Mutex implements Subject {
 /** InterProcessSemaphoreMutex as-is (a non-reentrant mutex built on a one-lease semaphore). */
 final class SemaphoreMutex implements Subject {
     private final InterProcessSemaphoreMutex mutex;
+    private final String path;
 
     SemaphoreMutex(CuratorFramework client, String path) {
         this.mutex = new InterProcessSemaphoreMutex(client, path);
+        this.path = path;
     }
 
     @Override
@@ -118,13 +120,14 @@ final class SemaphoreMutex implements Subject {
         return leaseNode();
     }
 
-    /** The lease node is Curator's private state; read it (only read it) for the token. */
+    /** The lease node is Curator's private state; read it (only read it) for the token. Its
+     * name is relative to the semaphore's leases directory (InterProcessSemaphoreV2). */
     private String leaseNode() {
         try {
             Field f = InterProcessSemaphoreMutex.class.getDeclaredField("lease");
             f.setAccessible(true);
             Lease lease = (Lease) f.get(mutex);
-            return lease == null ? null : lease.getNodeName();
+            return lease == null ? null : path + "/leases/" + lease.getNodeName();
         } catch (ReflectiveOperationException e) {
             return null;
         }
@@ -132,6 +135,9 @@ final class SemaphoreMutex implements Subject {
 
     @Override
     public void release() throws Exception {
+        if (!mutex.isAcquiredInThisProcess()) {
+            throw new IllegalMonitorStateException("not acquired");
+        }
         mutex.release();
     }
 

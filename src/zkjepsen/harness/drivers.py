@@ -1,0 +1,129 @@
+"""Build the real-library drivers (client/drivers/curator, client/drivers/gozk) into the image.
+
+Why this way: the drivers are Java (Apache Curator 5.4.0) and Go (go-zookeeper) programs that
+speak the client wire protocol (docs/client-protocol.md). Debian bookworm ships both libraries,
+so they build with no registry, no Maven Central and no Go module proxy. The JDK and the Go
+toolchain must not land in the runtime image, so they are installed into a *throwaway copy* of
+the freshly bootstrapped root filesystem, the drivers are compiled there (chroot), and only the
+results are copied back: one jar of our classes (its manifest names Debian's Curator, ZooKeeper,
+guava and slf4j jars, which the runtime image carries) and one static Go binary.
+
+Inside a client container:
+- `/opt/zkjepsen/drivers/curator/run MODE` (MODE: mutex, careful, semaphore, latch), i.e.
+  `java ... -jar /opt/zkjepsen/drivers/curator/zkjepsen-curator.jar MODE`;
+- `/opt/zkjepsen/drivers/gozk/zk-lock`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+DRIVERS_SRC = Path(__file__).resolve().parent.parent / "client" / "drivers"
+LANG_DIRS = ("curator", "gozk")
+INSTALL_DIR = "/opt/zkjepsen/drivers"
+CURATOR_JAR = f"{INSTALL_DIR}/curator/zkjepsen-curator.jar"
+CURATOR_RUN = f"{INSTALL_DIR}/curator/run"
+GOZK_BIN = f"{INSTALL_DIR}/gozk/zk-lock"
+CURATOR_MODES = ("mutex", "careful", "semaphore", "latch")
+
+# In the runtime image: Curator and what it needs at run time (guava, slf4j, ZooKeeper 3.8.0).
+RUNTIME_PACKAGES = ("libcurator-recipes-java",)
+# Only in the throwaway build root.
+BUILD_PACKAGES = ("default-jdk-headless", "golang-go", "golang-github-samuel-go-zookeeper-dev")
+JAVA_DIR = "/usr/share/java"
+CURATOR_CLASSPATH = ("curator-recipes.jar", "curator-framework.jar", "curator-client.jar",
+                     "zookeeper.jar", "zookeeper-jute.jar", "guava.jar", "slf4j-api.jar",
+                     "slf4j-simple.jar")
+
+# A small JVM: one per client container, started per (re)start of the program.
+CURATOR_RUN_SCRIPT = f"""#!/bin/sh
+# The real Apache Curator 5.4.0 behind zkjepsen's client wire protocol. MODE: {', '.join(
+    CURATOR_MODES)}
+exec java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k -Xmx128m \\
+  -jar {CURATOR_JAR} "$@"
+"""
+
+BUILD_SCRIPT = f"""set -e
+export HOME=/tmp GOCACHE=/tmp/gocache GOPATH=/usr/share/gocode GO111MODULE=off GOPROXY=off \\
+  CGO_ENABLED=0
+mkdir -p /drivers-out/curator /drivers-out/gozk /tmp/classes
+javac --release 17 -nowarn -encoding UTF-8 \\
+  -cp {':'.join(f'{JAVA_DIR}/{j}' for j in CURATOR_CLASSPATH)} \\
+  -d /tmp/classes /drivers-src/curator/*.java
+jar --create --file /drivers-out/curator/zkjepsen-curator.jar \\
+  --manifest /drivers-src/MANIFEST.MF -C /tmp/classes .
+cd /drivers-src/gozk
+go build -trimpath -ldflags='-s -w' -o /drivers-out/gozk/zk-lock .
+"""
+
+
+def manifest() -> str:
+    """The jar's manifest: Main-Class, and Class-Path naming Debian's jars (lines ≤ 72 bytes)."""
+    value = " ".join(f"{JAVA_DIR}/{j}" for j in CURATOR_CLASSPATH)
+    line = f"Class-Path: {value}"
+    wrapped = [line[:72]] + [" " + line[i:i + 71] for i in range(72, len(line), 71)]
+    return "Manifest-Version: 1.0\nMain-Class: zkjepsen.curator.Driver\n" + \
+        "\n".join(wrapped) + "\n"
+
+
+def source_files() -> Iterator[Path]:
+    for lang in LANG_DIRS:
+        for path in sorted((DRIVERS_SRC / lang).rglob("*")):
+            if path.is_file() and path.suffix in (".java", ".go"):
+                yield path
+
+
+def hash_parts() -> list[str]:
+    """What the image tag must change with: every driver source and every build step."""
+    parts = [*RUNTIME_PACKAGES, *BUILD_PACKAGES, CURATOR_RUN_SCRIPT, BUILD_SCRIPT, manifest()]
+    for path in source_files():
+        parts.append(str(path.relative_to(DRIVERS_SRC)))
+        parts.append(path.read_text())
+    return parts
+
+
+def _chroot(root: Path, script: str, what: str, on_line: Callable[[str], None]) -> None:
+    proc = subprocess.run(["chroot", str(root), "/bin/sh", "-c", script],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = proc.stdout.splitlines()
+    for line in lines[-3:]:
+        on_line(line[:100])
+    if proc.returncode != 0:
+        from zkjepsen.errors import EnvironmentProblem
+
+        raise EnvironmentProblem(f"{what} failed (exit {proc.returncode}); last output: "
+                                 + " | ".join(lines[-8:]))
+
+
+def build_drivers(rootfs: Path, work: Path,
+                  on_progress: Callable[[str], None] = lambda s: None) -> None:
+    """Compile the drivers in a throwaway copy of `rootfs` and install the results in it."""
+    build = work / "buildroot"
+    on_progress("copying the root filesystem for a throwaway driver build root")
+    subprocess.run(["cp", "-a", str(rootfs), str(build)], check=True, capture_output=True)
+    try:
+        if not (build / "etc/resolv.conf").exists():
+            shutil.copy("/etc/resolv.conf", build / "etc/resolv.conf")
+        src = build / "drivers-src"
+        for path in source_files():
+            dest = src / path.relative_to(DRIVERS_SRC)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, dest)
+        (src / "MANIFEST.MF").write_text(manifest())
+        on_progress(f"installing {', '.join(BUILD_PACKAGES)} in the build root")
+        _chroot(build, "export DEBIAN_FRONTEND=noninteractive; apt-get update -q && "
+                f"apt-get install -y -q --no-install-recommends {' '.join(BUILD_PACKAGES)}",
+                "installing the driver toolchains", on_progress)
+        on_progress("compiling the Curator (Java) and go-zookeeper (Go) drivers")
+        _chroot(build, BUILD_SCRIPT, "compiling the drivers", on_progress)
+        target = rootfs / INSTALL_DIR.lstrip("/")
+        for lang in LANG_DIRS:
+            shutil.copytree(build / "drivers-out" / lang, target / lang, dirs_exist_ok=True)
+        run = rootfs / CURATOR_RUN.lstrip("/")
+        run.write_text(CURATOR_RUN_SCRIPT)
+        run.chmod(0o755)
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
