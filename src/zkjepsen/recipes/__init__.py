@@ -32,6 +32,8 @@ class RecipeInfo:
 
 
 _M = "zkjepsen.recipes."
+_DRIVERS = "/opt/zkjepsen/drivers"  # where the image build installs them (harness/drivers.py)
+_CURATOR = f"{_DRIVERS}/curator/run"
 RECIPES: dict[str, RecipeInfo] = {
     "kazoo": RecipeInfo(
         _M + "kazoo_lock:KazooLock", "kazoo's Lock as-is (reference)",
@@ -76,6 +78,34 @@ RECIPES: dict[str, RecipeInfo] = {
     "curator": RecipeInfo(
         _M + "curator:CuratorMutex", "Curator InterProcessMutex algorithm (protected, getData)",
         "none without faults; belief survives session loss until checked"),
+    # The real libraries, in their own languages, as Debian bookworm ships them; compiled into
+    # the client image (harness/drivers.py) and driven through the client wire protocol.
+    "curator-java": RecipeInfo(
+        "", "Apache Curator 5.4.0 InterProcessMutex as-is (Java, real library)",
+        "isAcquiredInThisProcess survives session loss: a paused holder keeps believing "
+        "(CURATOR-206); quick reconnect on the dying node (CURATOR-604); a failed release drops "
+        "local state while the node survives (CURATOR-678)",
+        command=(_CURATOR, "mutex"), language="java", source="library"),
+    "curator-java-careful": RecipeInfo(
+        "", "Apache Curator 5.4.0 InterProcessMutex; the application's ConnectionStateListener "
+        "abandons the critical section on SUSPENDED/LOST (Java, real library)",
+        "none expected in belief; a frozen process hears SUSPENDED only when it wakes, so a "
+        "write already on its way may land after the session is gone",
+        command=(_CURATOR, "careful"), language="java", source="library"),
+    "curator-java-semaphore": RecipeInfo(
+        "", "Apache Curator 5.4.0 InterProcessSemaphoreMutex as-is (Java, real library)",
+        "the lease is believed held after session loss, as with the mutex",
+        command=(_CURATOR, "semaphore"), language="java", source="library"),
+    "curator-java-latch": RecipeInfo(
+        "", "Apache Curator 5.4.0 LeaderLatch, for the election workload (Java, real library)",
+        "hasLeadership drops at SUSPENDED, but a frozen leader learns it only when it wakes",
+        command=(_CURATOR, "latch"), language="java", source="library"),
+    "go-zk": RecipeInfo(
+        "", "go-zookeeper (2018-01-30) zk.Lock as-is (Go, real library)",
+        "no session handling at all: after its session expires the Lock still believes it "
+        "holds (split holder); Lock() has no timeout (the driver abandons the attempt and "
+        "deletes its own node)",
+        command=(f"{_DRIVERS}/gozk/zk-lock",), language="go", source="library"),
 }
 
 

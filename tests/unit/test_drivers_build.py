@@ -1,0 +1,51 @@
+"""The real-library drivers: registered with a command the image build installs, and part of
+the image's content hash. No Docker, no JDK, no Go needed."""
+
+from __future__ import annotations
+
+import re
+import shutil
+
+from zkjepsen.harness import drivers, image
+from zkjepsen.recipes import RECIPES
+
+
+def test_driver_recipes_run_what_the_image_build_installs():
+    progs = {n: i for n, i in RECIPES.items() if i.command}
+    assert set(progs) >= {"curator-java", "curator-java-careful", "curator-java-semaphore",
+                          "curator-java-latch", "go-zk"}
+    for name, info in progs.items():
+        assert info.source == "library" and info.language in ("java", "go"), name
+        assert "real library" in info.description and info.flaw, name
+        if info.language == "java":
+            assert info.command[0] == drivers.CURATOR_RUN
+            assert info.command[1] in drivers.CURATOR_MODES
+        else:
+            assert info.command == (drivers.GOZK_BIN,)
+    assert drivers.CURATOR_JAR in drivers.CURATOR_RUN_SCRIPT
+
+
+def test_sources_are_found_and_toolchains_stay_out_of_the_runtime_image():
+    names = {p.name for p in drivers.source_files()}
+    assert {"Driver.java", "Subject.java", "Json.java", "main.go"} <= names
+    assert not set(drivers.BUILD_PACKAGES) & set(image.PACKAGES)
+    assert set(drivers.RUNTIME_PACKAGES) <= set(image.PACKAGES)
+
+
+def test_manifest_lines_fit_and_name_every_jar():
+    text = drivers.manifest()
+    assert all(len(line.encode()) <= 72 for line in text.splitlines())
+    unwrapped = re.sub(r"\n ", "", text)
+    cp = next(line for line in unwrapped.splitlines() if line.startswith("Class-Path: "))
+    assert cp.split()[1:] == [f"{drivers.JAVA_DIR}/{j}" for j in drivers.CURATOR_CLASSPATH]
+    assert "Main-Class: zkjepsen.curator.Driver" in text
+
+
+def test_a_driver_source_change_changes_the_image_tag(tmp_path, monkeypatch):
+    before = image.inputs_hash()
+    copy = tmp_path / "drivers"
+    shutil.copytree(drivers.DRIVERS_SRC, copy)
+    monkeypatch.setattr(drivers, "DRIVERS_SRC", copy)
+    assert image.inputs_hash() == before
+    (copy / "gozk" / "main.go").write_text((copy / "gozk" / "main.go").read_text() + "\n// x\n")
+    assert image.inputs_hash() != before
