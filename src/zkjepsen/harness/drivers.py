@@ -47,16 +47,20 @@ exec java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k -Xmx128m \\
 """
 
 BUILD_SCRIPT = f"""set -e
+# No /proc in the chroot: the JDK's launchers find libjli.so only when called by their real
+# path ($ORIGIN), and Go is told its GOROOT.
+JDK=$(dirname "$(readlink -f /usr/bin/javac)")
+export GOROOT=$(dirname "$(dirname "$(readlink -f /usr/bin/go)")")
 export HOME=/tmp GOCACHE=/tmp/gocache GOPATH=/usr/share/gocode GO111MODULE=off GOPROXY=off \\
   CGO_ENABLED=0
 mkdir -p /drivers-out/curator /drivers-out/gozk /tmp/classes
-javac --release 17 -nowarn -encoding UTF-8 \\
+"$JDK/javac" --release 17 -nowarn -encoding UTF-8 \\
   -cp {':'.join(f'{JAVA_DIR}/{j}' for j in CURATOR_CLASSPATH)} \\
   -d /tmp/classes /drivers-src/curator/*.java
-jar --create --file /drivers-out/curator/zkjepsen-curator.jar \\
+"$JDK/jar" --create --file /drivers-out/curator/zkjepsen-curator.jar \\
   --manifest /drivers-src/MANIFEST.MF -C /tmp/classes .
 cd /drivers-src/gozk
-go build -trimpath -ldflags='-s -w' -o /drivers-out/gozk/zk-lock .
+"$GOROOT/bin/go" build -trimpath -ldflags='-s -w' -o /drivers-out/gozk/zk-lock .
 """
 
 
