@@ -47,8 +47,7 @@ exec java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k -Xmx128m \\
 """
 
 BUILD_SCRIPT = f"""set -e
-# No /proc in the chroot: the JDK's launchers find libjli.so only when called by their real
-# path ($ORIGIN), and Go is told its GOROOT.
+# The toolchains by their real paths (the JDK's launchers find libjli.so through $ORIGIN).
 JDK=$(dirname "$(readlink -f /usr/bin/javac)")
 export GOROOT=$(dirname "$(dirname "$(readlink -f /usr/bin/go)")")
 export HOME=/tmp GOCACHE=/tmp/gocache GOPATH=/usr/share/gocode GO111MODULE=off GOPROXY=off \\
@@ -90,7 +89,11 @@ def hash_parts() -> list[str]:
 
 
 def _chroot(root: Path, script: str, what: str, on_line: Callable[[str], None]) -> None:
-    proc = subprocess.run(["chroot", str(root), "/bin/sh", "-c", script],
+    """Run `script` in the build root with its own /proc (the JDK needs /proc/self/exe), in a
+    private mount namespace: the mount vanishes with the process, nothing to unmount, so the
+    build root can always be deleted."""
+    proc = subprocess.run(["unshare", "--mount", "--fork", "chroot", str(root), "/bin/sh", "-c",
+                           "mount -t proc proc /proc && " + script],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = proc.stdout.splitlines()
     for line in lines[-3:]:

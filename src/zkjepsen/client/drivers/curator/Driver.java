@@ -122,6 +122,10 @@ public final class Driver {
                 send(Json.obj("in_reply_to", id, "type", "ok", "value", null));
                 System.exit(0);
             }
+            if (client == null && !op.equals("init")) {
+                send(Json.obj("in_reply_to", id, "type", "fail", "error", "no init"));
+                continue;
+            }
             int before = retry == null ? 0 : retry.retries.get();
             try {
                 send(Json.obj("in_reply_to", id, "type", "ok", "value", handle(op, req)));
