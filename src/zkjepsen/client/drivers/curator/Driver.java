@@ -145,8 +145,8 @@ public final class Driver {
     }
 
     static String errorName(Throwable e) {
-        if (e instanceof KeeperException) {
-            return ((KeeperException) e).code().name();
+        if (e instanceof KeeperException) { // NoNodeException -> NoNode, as the protocol spells it
+            return e.getClass().getSimpleName().replaceAll("Exception$", "");
         }
         return e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage());
     }
@@ -362,7 +362,7 @@ public final class Driver {
             case NONODE:
             case BADVERSION:
             case NODEEXISTS:
-                return new Definite(e.code().name());
+                return new Definite(errorName(e));
             default:
                 return e;
         }
