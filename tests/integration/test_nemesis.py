@@ -309,7 +309,9 @@ def test_run_nemesis_records_schedule_and_replays(rig, tmp_path):
                         schedule=sched)
     assert [(e["f"], e["targets"]) for e in again] == [(e["f"], e["targets"]) for e in executed]
     for a, b in zip(executed, again, strict=True):
-        assert abs(a["start_ns"] - b["start_ns"]) < 0.5e9
+        # Never early. Late only by how long Docker takes to apply and undo the fault before it
+        # (seconds at a load average of 20 on 2 cores), since faults run one after another.
+        assert -0.05e9 < b["start_ns"] - a["start_ns"] < 3e9
     _healed(ens, pool)
 
 
