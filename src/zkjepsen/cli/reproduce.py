@@ -97,28 +97,45 @@ def shrink_command(store_dir: Path, tries: int, min_hits: int, budget: str, kind
 
 
 def emit_pytest(res, run: StoredRun, name: str) -> str:
-    """A standalone pytest file (needs only zkjepsen installed) that fails while the bug exists."""
+    """A standalone pytest file (needs only zkjepsen installed) that fails while the bug exists.
+    The schedule is written as the generator calls that make it (`steps(sleep(4),
+    on(on_acquire(delay_s=0.1), fault("pause-client", ...)))`), not as data."""
+    from zkjepsen.nemesis.generator import TARGET_DETAIL, executed_items, item_text
+
     spec = {**res.best.spec.to_json(), "name": f"reproduce-{name}"}
     kinds = ", ".join(sorted(violation_kinds(run.results)))
+    items = executed_items(res.best.faults, int(run.schedule.get("origin_ns") or 0))
+    triggers = sorted({i.trigger.describe().split("(")[0] for i in items
+                       if getattr(i, "trigger", None) is not None})
+    redrawn = sorted({f["f"] for f in res.best.faults
+                      if set(f.get("detail") or {}) - TARGET_DETAIL})
+    note = (f"\nThe details of {', '.join(redrawn)} (sides, offsets) are drawn again from the "
+            "seed, not copied." if redrawn else "")
+    body = "".join(f"    {item_text(i)},\n" for i in items)
+    spec_args = "".join(f"    {k}={v!r},\n" for k, v in spec.items())
+    imports = "from zkjepsen.nemesis.generator import fault, on, sleep, steps\n"
+    if triggers:
+        imports += f"from zkjepsen.nemesis.triggers import {', '.join(triggers)}\n"
     return f'''"""Reproduces {kinds} of recipe {spec["recipe"]!r} ({spec["workload"]} workload):
 {res.best.summary()}.
 
 Shrunk by `zkjepsen shrink` on {time.strftime("%Y-%m-%d")} from {run.store_dir}; the violation
 recurred in {res.hits} of {res.tries} replays. This test FAILS while the bug exists (replays are
-not deterministic, so it may occasionally pass). Run: pytest test_reproduce_{name}.py
+not deterministic, so it may occasionally pass; triggered faults repeat best). Times are seconds
+after the clients start.{note} Run: pytest test_reproduce_{name}.py
 """
 
-import json
+{imports}from zkjepsen.spec import TestSpec
 
-SPEC = json.loads(r"""{json.dumps(spec, indent=1)}""")
+SPEC = TestSpec(
+{spec_args})
 
-SCHEDULE = json.loads(r"""{json.dumps({"faults": res.best.faults}, indent=1)}""")
+SCHEDULE = steps(
+{body})
 
 
 def test_reproduce_{name}(zkjepsen_run):
-    from zkjepsen.spec import TestSpec
-
-    result = zkjepsen_run(TestSpec.from_json(SPEC), schedule=SCHEDULE)
+    result = zkjepsen_run(SPEC, gen=SCHEDULE)
     result.assert_valid()
 '''
 
