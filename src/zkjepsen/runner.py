@@ -52,7 +52,7 @@ def client_specs(spec: TestSpec, ens, t0_ns: int) -> list[ClientSpec]:
                        recipe=spec.recipe, params=spec.params, t0_ns=t0_ns, seed=spec.seed,
                        command=list(plan.argv) if plan else [],
                        program_mount=plan.mount if plan else None,
-                       program_cwd=plan.cwd if plan else None)
+                       program_cwd=plan.cwd if plan else None, proxy=spec.proxy)
             for i in range(1, spec.clients + 1)]
 
 

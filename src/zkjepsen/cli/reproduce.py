@@ -152,6 +152,10 @@ def scenario_list() -> None:
 
     for s in SCENARIOS.values():
         click.echo(f"{s.name}: {s.title}\n    {s.why}")
+        if s.source:
+            click.echo(f"    source: {s.source}")
+        if s.schedule is not None:
+            click.echo("    schedule: " + s.schedule_text().replace("\n", "\n    "))
         for recipe, exp in s.expect.items():
             click.echo(f"    --recipe {recipe}: {exp.describe()}")
 
@@ -185,7 +189,7 @@ def scenario_run(names: tuple, run_all: bool, recipes: tuple, seed: int,
     outcomes = []
     for s, r in plan:
         console.print(f"[bold]{s.name}[/bold] with {r}: expect {s.expect[r].describe()}")
-        run = run_test(s.spec(r, seed), store_root)
+        run = run_test(s.spec(r, seed), store_root, gen=s.schedule)
         ok, why = s.expect[r].judge(run.valid, run.results)
         outcomes.append(ok)
         say(f"    {'as expected' if ok else 'NOT as expected'}: {why}  ({run.store_dir})")
