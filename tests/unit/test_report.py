@@ -71,7 +71,8 @@ def test_matrix_cells_count_runs_and_fencing():
     cell = cell_summary([run, ok, run])
     assert (cell["runs"], cell["invalid"], cell["belief"], cell["effect"]) == (3, 2, 2, 0)
     md = markdown_table({"kazoo|pause-client": cell}, ["kazoo"], ["pause-client"], "# m")
-    assert "| kazoo | 2/3 invalid (belief 2, effect 0) |" in md
+    assert cell["rate"] == "2/3 (67 %, 95 % CI 21-94 %)"
+    assert "| kazoo | 2/3 (67 %, 95 % CI 21-94 %) invalid (belief 2, effect 0) |" in md
 
 
 def _ops(recs):
