@@ -122,7 +122,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
         "acquire. kazoo's Lock retries and finds its node by its uuid prefix (protected mode).",
         {"workload": "lock", "nemesis": ["proxy-lose-create"], "proxy": True, "clients": 4,
          "time_limit_s": 25.0, "recovery_s": 5.0,
-         "params": {"resource": "unguarded", "hold_s": 0.2, "acquire_timeout_s": 60.0,
+         "params": {"resource": "unguarded", "hold_s": 0.2, "acquire_timeout_s": 30.0,
                     "abandon_unknown": True}},
         {"blog": _x(("liveness:stuck",)), "kazoo": _x(absent=("lock:belief", "liveness:stuck"))},
         source="ZOOKEEPER-1262 (Curator's protected mode, kazoo's Lock uuid prefix)",
