@@ -34,13 +34,17 @@ class ProxyFault:
     fault: str  # a key of COMMANDS
     family = "proxy"
 
-    def resolve(self, ctx: NemesisContext, target: str, rng: random.Random,
-                params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    def resolve(
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
+    ) -> tuple[list[str], dict[str, Any]]:
         client, how = resolve_client(ctx, target, rng)
         name, defaults = COMMANDS[self.fault]
         h = ctx.client(client)
-        return [client], {"chosen": how, "command": {"fault": name, **defaults, **params},
-                          "control": f"{h.ip}:{CONTROL_PORT}"}
+        return [client], {
+            "chosen": how,
+            "command": {"fault": name, **defaults, **params},
+            "control": f"{h.ip}:{CONTROL_PORT}",
+        }
 
     def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
         _send(detail, detail["command"])
@@ -53,7 +57,9 @@ def _send(detail: dict[str, Any], cmd: dict[str, Any]) -> None:
     try:
         answer = command(detail["control"], cmd)
     except OSError as e:
-        raise NemesisError(f"the client's proxy at {detail['control']} did not answer ({e}); "
-                           "does the run have proxy = true?") from None
+        raise NemesisError(
+            f"the client's proxy at {detail['control']} did not answer ({e}); "
+            "does the run have proxy = true?"
+        ) from None
     if not answer.get("ok"):
         raise NemesisError(f"the proxy refused {cmd}: {answer.get('error')}")
