@@ -121,6 +121,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
         "node name) cannot find its node again: the orphan, never deleted, blocks every later "
         "acquire. kazoo's Lock retries and finds its node by its uuid prefix (protected mode).",
         {"workload": "lock", "nemesis": ["proxy-lose-create"], "proxy": True, "clients": 4,
+         "client_mode": "in-process",  # the in-process loop honours abandon_unknown
          "time_limit_s": 25.0, "recovery_s": 5.0,
          "params": {"resource": "unguarded", "hold_s": 0.2, "acquire_timeout_s": 30.0,
                     "abandon_unknown": True}},
