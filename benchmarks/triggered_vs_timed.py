@@ -1,9 +1,10 @@
 """How often one pause of the lock holder reproduces a split holder when it fires at a time vs on
 an event: the same spec and fault, `pause-client` at 4 s (aimed at the holder then) against
-`pause-client` on the first acquire after 4 s (+0.1 s, aimed at the client that acquired).
+`pause-client` on the first acquire after 4 s (+0.1 s, or at once, aimed at the client that
+acquired).
 
-    .venv/bin/python benchmarks/triggered_vs_timed.py [--runs 5] [--only timed|triggered]
-        [--store DIR]
+    .venv/bin/python benchmarks/triggered_vs_timed.py [--runs 5] [--store DIR]
+        [--only timed|triggered|triggered-no-delay]
 
 (runs are sequential: a run owns the process's signal handlers; start one process per variant
 to run them side by side)
@@ -24,6 +25,7 @@ from zkjepsen.spec import TestSpec
 
 VARIANTS = {
     "timed": steps(sleep(4), fault("pause-client", duration="1.5x")),
+    "triggered-no-delay": steps(sleep(4), on(on_acquire(), fault("pause-client", duration="1.5x"))),
     "triggered": steps(
         sleep(4), on(on_acquire(delay_s=0.1), fault("pause-client", duration="1.5x"))
     ),
