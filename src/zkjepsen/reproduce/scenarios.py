@@ -15,7 +15,7 @@ from typing import Any
 from zkjepsen.checker import Result, as_result
 from zkjepsen.errors import BadInput
 from zkjepsen.nemesis.generator import Gen, fault, on, schedule_text, sleep, steps
-from zkjepsen.nemesis.triggers import on_release
+from zkjepsen.nemesis.triggers import on_invoke, on_release
 from zkjepsen.reproduce.replay import violation_kinds
 from zkjepsen.spec import TestSpec
 
@@ -128,6 +128,20 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
         {"blog": _x(("liveness:stuck",)), "kazoo": _x(absent=("lock:belief", "liveness:stuck"))},
         source="ZOOKEEPER-1262 (Curator's protected mode, kazoo's Lock uuid prefix)",
         schedule=steps(sleep(3), on(on_release(), fault("proxy-lose-create", duration=2.0)))),
+    Scenario(
+        "waiter-session-expiry", "a waiter's session expires while its connection is healthy",
+        "The wire proxy of the client that just asked for the lock answers its pings itself: "
+        "the waiter sends nothing else, so the servers expire its session and delete its node "
+        "while its TCP connection stays up; then it reconnects with a new session (LOST -> "
+        "CONNECTED in the middle of an acquire). The blog lock takes the session's watch "
+        "event for \"acquired\" and holds beside the real holder; kazoo's Lock starts over.",
+        {"workload": "lock", "nemesis": ["proxy-drop-pings"], "proxy": True, "clients": 3,
+         "time_limit_s": 25.0, "recovery_s": 5.0,
+         "params": {"resource": "unguarded", "hold_s": 5.0, "hold_fixed": True}},
+        {"blog": BELIEF, "kazoo": _x(absent=("lock:belief", "liveness:stuck"))},
+        source="kazoo issue 282 (acquire after LOST -> CONNECTED); blog-post lock flaw 3",
+        schedule=steps(sleep(3), on(on_invoke("acquire"), fault("proxy-drop-pings",
+                                                                duration="2x")))),
     Scenario(
         "fast-clock-leader", "the leader's clock runs fast",
         "ZooKeeper expires sessions on the leader by its own monotonic clock: a leader at 4x "
