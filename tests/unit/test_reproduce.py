@@ -125,3 +125,18 @@ def test_scenario_expectations_judge_from_results_only():
     for s in SCENARIOS.values():
         for e in s.expect.values():
             assert e.valid or e.present or e.absent, (s.name, e)
+
+
+def test_triggered_scenarios_name_their_source_and_plan_their_schedule():
+    from zkjepsen.reproduce.scenarios import SCENARIOS
+    from zkjepsen.spec import validate_spec
+
+    triggered = [s for s in SCENARIOS.values() if s.schedule is not None]
+    assert {"lost-create-response", "waiter-session-expiry"} <= {s.name for s in triggered}
+    for s in triggered:
+        assert s.source and s.schedule_text().startswith("steps(\n")
+        planned = g.plan(s.schedule, seed=1)
+        assert planned and all(p.get("trigger") for p in planned)
+        for recipe in s.expect:
+            validate_spec(s.spec(recipe))  # proxy faults come with proxy = true
+    assert "ZOOKEEPER-1262" in SCENARIOS["lost-create-response"].source
