@@ -66,7 +66,9 @@ def main() -> None:
     def one(job):
         v, i = job
         r = run_test(
-            spec(100 + i), a.store and __import__("pathlib").Path(a.store), gen=VARIANTS[v]
+            spec(100 + i, a.hold_fixed),
+            a.store and __import__("pathlib").Path(a.store),
+            gen=VARIANTS[v],
         )
         hit = "lock:belief" in violation_kinds(r.results)
         print(
