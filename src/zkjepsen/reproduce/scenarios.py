@@ -140,7 +140,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
          "time_limit_s": 25.0, "recovery_s": 5.0,
          "params": {"resource": "unguarded", "hold_s": 5.0, "hold_fixed": True}},
         {"kazoo": _x(absent=("lock:belief", "liveness:stuck"))},
-        source="kazoo issue 282 (acquire after LOST -> CONNECTED); blog-post lock flaw 3",
+        source="kazoo issue 282 (acquire hanging after LOST -> CONNECTED)",
         schedule=steps(sleep(3), on(on_invoke("acquire"), fault("proxy-drop-pings",
                                                                 duration="2x")))),
     Scenario(
