@@ -113,7 +113,9 @@ def emit_pytest(res, run: StoredRun, name: str) -> str:
             "seed, not copied." if redrawn else "")
     body = "".join(f"    {item_text(i)},\n" for i in items)
     spec_args = "".join(f"    {k}={v!r},\n" for k, v in spec.items())
-    imports = "from zkjepsen.nemesis.generator import fault, on, sleep, steps\n"
+    used = ["fault", *(["on"] if triggers else []),
+            *(["sleep"] if any("sleep(" in item_text(i) for i in items) else []), "steps"]
+    imports = f"from zkjepsen.nemesis.generator import {', '.join(used)}\n"
     if triggers:
         imports += f"from zkjepsen.nemesis.triggers import {', '.join(triggers)}\n"
     return f'''"""Reproduces {kinds} of recipe {spec["recipe"]!r} ({spec["workload"]} workload):
