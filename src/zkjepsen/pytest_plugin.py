@@ -75,16 +75,17 @@ def zk_ensemble(request, tmp_path_factory):
 
 @pytest.fixture
 def zkjepsen_run(request):
-    """`zkjepsen_run(spec=None, schedule=None, **settings) -> RunOutcome`: one full test run
-    (its own ensemble, clients, faults, checks); `schedule` replays an executed fault schedule
-    (what `zkjepsen shrink` emits); the run's store dir is named on failure."""
+    """`zkjepsen_run(spec=None, schedule=None, gen=None, **settings) -> RunOutcome`: one full
+    test run (its own ensemble, clients, faults, checks); `schedule` replays an executed fault
+    schedule, `gen` runs a fault generator (what `zkjepsen shrink` emits: `steps(...)`); the
+    run's store dir is named on failure."""
     from zkjepsen.runner import run_test
     from zkjepsen.spec import TestSpec
 
     marker = request.node.get_closest_marker("zkjepsen_faults")
     store = request.config.getoption("--zk-store")
 
-    def run(spec: TestSpec | None = None, schedule: dict | None = None,
+    def run(spec: TestSpec | None = None, schedule: dict | None = None, gen: Any = None,
             **settings: Any) -> RunOutcome:
         if spec is None:
             settings.setdefault("nodes", request.config.getoption("--zk-nodes"))
@@ -95,7 +96,8 @@ def zkjepsen_run(request):
             if budget is not None:
                 spec.max_faults = budget if spec.max_faults is None else min(budget,
                                                                              spec.max_faults)
-        outcome = RunOutcome(run_test(spec, Path(store) if store else None, schedule=schedule))
+        outcome = RunOutcome(run_test(spec, Path(store) if store else None, schedule=schedule,
+                                       gen=gen))
         request.node.user_properties.append(("zkjepsen_store", str(outcome.store_dir)))
         return outcome
 

@@ -52,7 +52,7 @@ def client_specs(spec: TestSpec, ens, t0_ns: int) -> list[ClientSpec]:
                        recipe=spec.recipe, params=spec.params, t0_ns=t0_ns, seed=spec.seed,
                        command=list(plan.argv) if plan else [],
                        program_mount=plan.mount if plan else None,
-                       program_cwd=plan.cwd if plan else None)
+                       program_cwd=plan.cwd if plan else None, proxy=spec.proxy)
             for i in range(1, spec.clients + 1)]
 
 
@@ -90,9 +90,10 @@ class Teardown:
 
 
 def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
-             schedule: list[dict] | None = None) -> RunResult:
+             schedule: list[dict] | None = None, gen=None) -> RunResult:
     """Run one test end to end. `display` (optional) gets progress callbacks; `schedule`
-    replays an executed schedule instead of generating one."""
+    replays an executed schedule instead of generating one; `gen` (a nemesis.generator
+    generator, e.g. a scenario's triggered `steps(...)`) replaces the spec's standard one."""
     from zkjepsen.harness import resources, signals
     from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
     from zkjepsen.harness.image import ensure_image
@@ -123,7 +124,7 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
                         f"the run did not finish within its {budget:.0f} s budget "
                         f"(stuck in {phase[0]})"), fatal=True):
                     _run_phases(spec, workload, ens, run_dir, log, display, schedule, stats,
-                                phase)
+                                phase, gen)
             except BaseException as e:
                 log(f"stopped in {phase[0]} by {type(e).__name__}: {e}".rstrip(": "))
                 raise
@@ -178,7 +179,7 @@ def _write_history(run_dir: RunDir) -> list[dict]:
 
 
 def _run_phases(spec: TestSpec, workload, ens, run_dir: RunDir, log, display, schedule,
-                stats: dict[str, Any], phase: list[str]) -> None:
+                stats: dict[str, Any], phase: list[str], gen=None) -> None:
     """Everything between "nothing exists" and teardown; `phase[0]` says where it is."""
     from kazoo.client import KazooClient
 
@@ -217,14 +218,14 @@ def _run_phases(spec: TestSpec, workload, ens, run_dir: RunDir, log, display, sc
             display.attach(run_dir, t0_ns, spec)
         executed: list[dict] = []
         phase[0] = "main phase"
-        if names or schedule:
+        if names or schedule or gen:
             from zkjepsen.nemesis.schedule import run_nemesis
 
             executed = run_nemesis(
                 ens, pool, names, seed=spec.seed, time_limit_s=spec.time_limit_s,
                 interval_s=spec.interval_s, fault_duration_s=spec.fault_duration_s,
                 session_timeout_s=spec.session_timeout_s, t0_ns=t0_ns, out_dir=run_dir.path,
-                stop_event=stop, schedule=schedule, gen=fault_generator(spec, names))
+                stop_event=stop, schedule=schedule, gen=gen or fault_generator(spec, names))
         else:
             stop.wait(spec.time_limit_s)
         log(f"main phase over; {len(executed)} faults executed and healed; "

@@ -76,6 +76,7 @@ class TestSpec:
     client_cmd: str | None = None  # its command line (run by /bin/sh -c); recipe is then "exec"
     client_dir: str | None = None  # host dir mounted read-only at /opt/zkjepsen/program (cwd)
     client_mode: str = "protocol"  # Python recipes: through the Python driver, or "in-process"
+    proxy: bool = False  # each client talks to the servers through its own wire proxy
 
     def __post_init__(self) -> None:
         _str("recipe", self.recipe)
@@ -129,6 +130,8 @@ class TestSpec:
         if self.client_mode not in CLIENT_MODES:
             raise BadInput(f"client_mode must be one of {', '.join(CLIENT_MODES)}, not "
                            f"{self.client_mode!r}")
+        if not isinstance(self.proxy, bool):
+            raise BadInput(f"proxy must be true or false, not {self.proxy!r}")
 
     @property
     def test_name(self) -> str:
@@ -171,6 +174,10 @@ def validate_spec(spec: TestSpec) -> None:
                 f"unknown nemesis {n!r}; choose from {', '.join(sorted(NEMESES))}"
                 " (`zkjepsen list nemeses`)"
             )
+    proxied = [n for n in names if n.startswith("proxy-")]
+    if proxied and not spec.proxy:
+        raise BadInput(f"{', '.join(proxied)} need the clients' wire proxy; set proxy = true "
+                       "in the test spec")
     from zkjepsen.client.command import validate_program
 
     validate_program(spec)

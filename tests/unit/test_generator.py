@@ -193,3 +193,19 @@ def test_fault_target_and_max_faults_combinators():
     assert [p for p in capped if p["f"] != "heal"] == [p for p in plain if p["f"] != "heal"][:2]
     assert capped[-1]["f"] != "heal" and len(plain) > 3  # cut before the 3rd: no final heal
     assert g.plan(g.max_faults(0, base), 7) == []
+
+
+def test_on_carries_a_trigger_into_the_plan_and_reads_back_as_calls():
+    from zkjepsen.nemesis.triggers import on_acquire, on_session
+
+    gen = g.steps(g.sleep(4), g.on(on_acquire(delay_s=0.1), g.fault("pause-client",
+                                                                     duration="1.5x")),
+                  g.on(on_session("SUSPENDED", client=2), g.fault("kill-one", target="n1")))
+    planned = g.plan(gen, seed=1, env=g.Env(session_timeout_s=2.0))
+    assert planned[0]["trigger"] == {"kind": "acquired", "k": 1, "delay_s": 0.1}
+    assert planned[0]["target"] == "trigger" and planned[0]["at_s"] == 4.0
+    assert planned[1]["target"] == "n1" and planned[1]["trigger"]["state"] == "SUSPENDED"
+    assert g.schedule_text(gen) == (
+        "steps(\n    sleep(4),\n"
+        "    on(on_acquire(delay_s=0.1), fault('pause-client', duration='1.5x')),\n"
+        "    on(on_session(client=2, state='SUSPENDED'), fault('kill-one', target='n1')),\n)")

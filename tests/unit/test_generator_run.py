@@ -161,3 +161,53 @@ def test_heal_between_phases_runs_mid_plan(fake, tmp_path):
     executed = _run(ens, tmp_path, gen=gen, time_limit_s=0.5)
     sched = json.loads((tmp_path / "schedule.json").read_text())
     assert len(executed) == 2 and len(sched["heals"]) == 1 and healed == [1, 1]
+
+
+class AimRecorder(FakeFamily):
+    def resolve(self, ctx, target, rng, params):
+        return [f"c{target.split(':')[1]}" if target.startswith("client:") else target], {}
+
+
+def test_a_triggered_fault_waits_for_its_event_and_hits_the_client_it_names(monkeypatch,
+                                                                             tmp_path):
+    from zkjepsen.nemesis.triggers import on_acquire
+    from zkjepsen.store import RunDir
+
+    fam = AimRecorder()
+    monkeypatch.setitem(FAULTS, "pause-client", FaultKind("pause-client", "holder", "f", fam))
+    monkeypatch.setattr(schedule, "heal_context", lambda ctx, everything=False: [])
+    run_dir = RunDir(tmp_path / "run")
+    hist = run_dir.client_history(2)
+    hist.parent.mkdir(parents=True)
+    hist.write_text(json.dumps({"time": 1, "type": "ok", "f": "acquire"}) + "\n")  # before arming
+    pool = SimpleNamespace(run_dir=run_dir, handles=[])
+    ens = SimpleNamespace(nodes=[], run_id="zkj-test", leader=lambda: None)
+    t0 = time.monotonic_ns()
+
+    def acquire_later():
+        time.sleep(0.3)
+        with open(hist, "a") as f:
+            f.write(json.dumps({"time": time.monotonic_ns() - t0, "type": "ok",
+                                "f": "acquire"}) + "\n")
+
+    threading.Thread(target=acquire_later).start()
+    gen = g.steps(g.sleep(0.05), g.on(on_acquire(delay_s=0.1),
+                                       g.fault("pause-client", duration=0.05)))
+    executed = schedule.run_nemesis(ens, pool, [], seed=1, time_limit_s=2.0, t0_ns=t0,
+                                    out_dir=tmp_path, gen=gen)
+    assert fam.calls == [("apply", ("c2",)), ("undo", ("c2",))]
+    (f,) = executed
+    fired = f["fired"]
+    assert f["target"] == "trigger" and f["aim"] == "client:2" and fired["client"] == 2
+    assert fired["event_ns"] >= 0.3e9 and f["start_ns"] >= fired["event_ns"] + 0.1e9
+    stored = json.loads((tmp_path / "schedule.json").read_text())
+    assert stored["faults"][0]["trigger"] == {"kind": "acquired", "k": 1, "delay_s": 0.1}
+    assert stored["faults"][0]["fired"]["event_ns"] == fired["event_ns"]
+    # Replayed, it is re-armed and waits for a new event: none comes, so it never fires.
+    fam.calls.clear()
+    again = schedule.run_nemesis(ens, pool, [], seed=1, time_limit_s=0.5, t0_ns=t0,
+                                 out_dir=tmp_path / "replay",
+                                 schedule={"faults": [{**f, "targets": None}]})
+    assert again == [] and fam.calls == []
+    meta = json.loads((tmp_path / "replay" / "schedule.json").read_text())
+    assert meta["unfired"][0]["trigger"]["kind"] == "acquired"

@@ -71,7 +71,8 @@ def test_matrix_cells_count_runs_and_fencing():
     cell = cell_summary([run, ok, run])
     assert (cell["runs"], cell["invalid"], cell["belief"], cell["effect"]) == (3, 2, 2, 0)
     md = markdown_table({"kazoo|pause-client": cell}, ["kazoo"], ["pause-client"], "# m")
-    assert "| kazoo | 2/3 invalid (belief 2, effect 0) |" in md
+    assert cell["rate"] == "2/3 (67 %, 95 % CI 21-94 %)"
+    assert "| kazoo | 2/3 (67 %, 95 % CI 21-94 %) invalid (belief 2, effect 0) |" in md
 
 
 def _ops(recs):
@@ -97,3 +98,21 @@ def test_liveness_flags_a_lock_that_stops_granting_after_the_heal():
     # too short a quiet period to judge progress: no liveness claim either way, and it says so
     assert res.valid is True and res.details["judged"] is False
     assert "too short to judge" in res.details["reason"]
+
+
+def test_liveness_flags_a_stall_that_a_late_grant_ends():
+    """Waiters that asked before the heal and never ask again (an orphan node ahead of them),
+    freed only by a harness timeout long after: stuck, though grants follow."""
+    from zkjepsen.checker.liveness import LivenessChecker
+
+    fault = {"fault_id": 1, "phase": "start", "targets": ["c1"]}
+    recs = [(0, 1, "invoke", "acquire", None), (1, 1, "ok", "acquire", None),
+            (2, "nemesis", "info", "proxy-lose-create", fault),
+            (3, 2, "invoke", "acquire", None),
+            (4, "nemesis", "info", "proxy-lose-create", {**fault, "phase": "end"}),
+            (60, 2, "ok", "acquire", None), (61, 2, "invoke", "release", None)]
+    res = LivenessChecker(grace_s=5).check(_ops(recs))
+    assert res.valid is False and res.details["stuck"][0]["clients"] == [2]
+    assert "waited all along" in res.details["stuck"][0]["reason"]
+    quick = [r if r[0] != 60 else (12, 2, "ok", "acquire", None) for r in recs]
+    assert LivenessChecker(grace_s=5).check(_ops(quick)).valid is True

@@ -4,11 +4,11 @@ pytest file."""
 from __future__ import annotations
 
 import ast
-import json
 
 from zkjepsen.cli.reproduce import emit_pytest
+from zkjepsen.nemesis import generator as g
 from zkjepsen.reproduce.replay import faults_for_replay, violation_kinds
-from zkjepsen.reproduce.shrink import Candidate, ShrinkResult, candidates
+from zkjepsen.reproduce.shrink import Candidate, ShrinkResult, candidates, triggered
 from zkjepsen.spec import TestSpec
 from zkjepsen.store import RunDir, StoredRun
 
@@ -67,18 +67,47 @@ def test_candidates_drop_late_faults_first_then_try_the_guilty_fault_alone(tmp_p
     assert shifted.faults[0]["start_ns"] == 4 * S and shifted.spec.time_limit_s == 11.0
 
 
-def test_emitted_pytest_file_is_valid_python_carrying_the_schedule(tmp_path):
-    faults = faults_for_replay([fault(2, "pause-client", 4, 4.5)])
+def test_emitted_pytest_file_shows_the_schedule_as_generator_calls(tmp_path):
+    faults = faults_for_replay([fault(2, "pause-client", 4, 4.5),
+                                fault(3, "kill-one", 12, 2, chosen="random", targets=["n1"])])
+    faults[0] = triggered(faults[0])
     run = stored(tmp_path, faults)
     res = ShrinkResult(Candidate(run.spec, faults, "x"), hits=3, tries=3)
     text = emit_pytest(res, run, "kazoo_counter")
+    assert "json" not in text  # readable calls, not a blob
+    assert "on(on_acquire(delay_s=0.1), fault('pause-client', duration=4.5))," in text
+    assert "sleep(" in text and "fault('kill-one', target='n1', duration=2.0)," in text
     tree = ast.parse(text)
     assert any(isinstance(n, ast.FunctionDef) and n.name == "test_reproduce_kazoo_counter"
                for n in tree.body)
     ns: dict = {}
     exec(compile(tree, "t", "exec"), ns)  # noqa: S102 - our own generated file
-    assert ns["SCHEDULE"] == json.loads(json.dumps({"faults": faults}))
-    assert TestSpec.from_json(ns["SPEC"]).recipe == "kazoo"
+    planned = g.plan(ns["SCHEDULE"], seed=1)
+    assert [(p["f"], p["target"], p.get("trigger")) for p in planned] == [
+        ("pause-client", "trigger", {"kind": "acquired", "k": 1, "delay_s": 0.1}),
+        ("kill-one", "n1", None)]
+    assert planned[0]["at_s"] == 3.0  # armed a second before the original start
+    assert ns["SPEC"].recipe == "kazoo" and ns["SPEC"].name == "reproduce-kazoo_counter"
+
+
+def test_shrink_offers_the_holder_fault_on_the_next_acquire(tmp_path):
+    faults = faults_for_replay([fault(1, "pause-client", 15, 4),
+                                fault(2, "kill-one", 5, 4, chosen="random", targets=["n1"])])
+    run = stored(tmp_path, faults, fault_ids=(1,))
+    cs = candidates(run, Candidate(run.spec, faults, "original"))
+    trig = [c for c in cs if "on the next acquire" in c.why]
+    assert len(trig) == 1  # only the holder-aimed client fault
+    f = next(f for f in trig[0].faults if f.get("trigger"))
+    assert f["target"] == "trigger" and f["targets"] is None and f["armed_ns"] == 14 * S
+    assert "pause-client on_acquire(delay_s=0.1)+4.0s" in trig[0].summary()
+    # A triggered fault replays re-armed (not re-timed), aimed at whom the event names.
+    executed = {**f, "targets": ["c4"], "detail": {"chosen": "explicit"},
+                "fired": {"armed_ns": 14 * S, "event_ns": 16 * S}}
+    again = faults_for_replay([executed])[0]
+    assert again["trigger"] == f["trigger"] and again["armed_ns"] == 14 * S
+    assert again["targets"] is None and again["target"] == "trigger"
+    assert candidates(run, trig[0]) and not any(
+        "on the next acquire" in c.why for c in candidates(run, trig[0]))
 
 
 def test_scenario_expectations_judge_from_results_only():
@@ -96,3 +125,18 @@ def test_scenario_expectations_judge_from_results_only():
     for s in SCENARIOS.values():
         for e in s.expect.values():
             assert e.valid or e.present or e.absent, (s.name, e)
+
+
+def test_triggered_scenarios_name_their_source_and_plan_their_schedule():
+    from zkjepsen.reproduce.scenarios import SCENARIOS
+    from zkjepsen.spec import validate_spec
+
+    triggered = [s for s in SCENARIOS.values() if s.schedule is not None]
+    assert {"lost-create-response", "waiter-session-expiry"} <= {s.name for s in triggered}
+    for s in triggered:
+        assert s.source and s.schedule_text().startswith("steps(\n")
+        planned = g.plan(s.schedule, seed=1)
+        assert planned and all(p.get("trigger") for p in planned)
+        for recipe in s.expect:
+            validate_spec(s.spec(recipe))  # proxy faults come with proxy = true
+    assert "ZOOKEEPER-1262" in SCENARIOS["lost-create-response"].source

@@ -10,6 +10,12 @@ stale holder's lock node may live that long). If clients invoked `acquire` in th
 it lasted at least `min_quiet_s`, and no acquire completed `ok` in it, the lock is stuck:
 invalid. A quiet period too short to judge is reported as `judged: false` and does not change
 the verdict (the recovery phase of the run was too short for this check).
+
+A *stall* is stuck too: a stretch of the quiet period at least `stall_s` long (and 3x the
+longest session timeout) in which no acquire completed `ok` while some client's acquire was
+pending for that whole stretch. An orphan node blocks waiters that asked before the heal and
+never ask again; only a harness timeout (or the end of the run) frees them, and the grants that
+follow must not hide the stall.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ S = 1_000_000_000
 
 class LivenessChecker:
     def __init__(self, acquire: Iterable[str] = ("acquire",), grace_s: float = 5.0,
-                 min_quiet_s: float = 3.0) -> None:
+                 min_quiet_s: float = 3.0, stall_s: float = 15.0) -> None:
+        self.stall_ns = int(stall_s * S)
         self.acquire = frozenset(acquire)
         self.grace_ns = int(grace_s * S)
         self.min_quiet_ns = int(min_quiet_s * S)
@@ -49,6 +56,13 @@ class LivenessChecker:
         granted = sum(1 for op in client_ops if op.type == "ok" and op.f in self.acquire
                       and quiet_start <= op.time)
         details |= {"acquires_granted_after_heal": granted, "clients_waiting": waiting}
+        # 2x the grace: at least 3x the longest session timeout
+        stall = self._stall(history if isinstance(history, History) else History(ops),
+                            quiet_start, quiet_end, max(self.stall_ns, 2 * grace_ns))
+        if stall is not None:
+            return Result(False, {**details, "stuck": [stall]}, [Violation(
+                "stuck", tuple(stall["clients"]), stall["start"], stall["end"],
+                evidence={"reason": stall["reason"]})])
         if not waiting:
             return Result(True, {**details, "reason": "no acquire attempted after the heal"})
         if quiet_end - quiet_start < self.min_quiet_ns:
@@ -62,3 +76,24 @@ class LivenessChecker:
                 "stuck", tuple(waiting), quiet_start, quiet_end,
                 evidence={"reason": stuck["reason"]})])
         return Result(True, {**details, "judged": True})
+
+    def _stall(self, history: History, start: int, end: int, min_ns: float
+               ) -> dict[str, Any] | None:
+        """The first stretch of [start, end] of at least min_ns with no acquire granted while
+        some acquire was pending all along; None if there is none."""
+        calls = [c for c in history.calls(validate=False) if c.invoke.f in self.acquire]
+        grants = sorted(c.complete.time for c in calls
+                        if c.complete is not None and c.complete.type == "ok"
+                        and start <= c.complete.time <= end)
+        edges = [start, *grants, end]
+        for a, b in zip(edges, edges[1:], strict=False):
+            if b - a < min_ns:
+                continue
+            waited = sorted({c.invoke.actor for c in calls if min(
+                b, c.complete.time if c.complete is not None else end) - max(
+                a, c.invoke.time) >= min_ns}, key=str)
+            if waited:
+                return {"clients": waited, "start": a, "end": b,
+                        "reason": f"no acquire succeeded for {(b - a) / S:.1f} s after every "
+                                  f"fault healed while {len(waited)} client(s) waited all along"}
+        return None

@@ -55,9 +55,13 @@ def cell_summary(runs: list[dict]) -> dict:
     from zkjepsen.checker import as_result
 
     kinds = [{v.kind for _, v in as_result(r["results"]).named_violations()} for r in runs]
+    from zkjepsen.report.stats import rate_text
+
+    invalid = sum(r["valid"] is False for r in runs)
     return {
         "runs": len(runs),
-        "invalid": sum(r["valid"] is False for r in runs),
+        "invalid": invalid,
+        "rate": rate_text(invalid, len(runs)),  # with its 95 % Wilson interval
         "unknown": sum(r["valid"] not in (True, False) for r in runs),
         "belief": sum("belief" in k for k in kinds),
         "effect": sum("effect" in k for k in kinds),
@@ -75,17 +79,25 @@ def markdown_table(cells: dict, recipes: list[str], nemeses: list[str], header: 
             if not c:
                 row.append("-")
                 continue
-            text = f"{c['invalid']}/{c['runs']} invalid"
+            text = f"{_rate(c)} invalid"
             if c["unknown"]:
                 text += f", {c['unknown']} unknown"
             text += f" (belief {c['belief']}, effect {c['effect']})"
             row.append(text)
         lines.append(f"| {rc} | " + " | ".join(row) + " |")
-    lines += ["", "Each cell: runs judged invalid / runs; in parentheses, runs with at least one "
+    lines += ["", "Each cell: runs judged invalid / runs, the rate and its 95 % Wilson "
+              "interval (how little a handful of runs says about the true rate); in "
+              "parentheses, runs with at least one "
               "belief overlap (two clients believed they held the lock) and with at least one "
               "effect overlap (the protected resource accepted writes out of lock order: "
               "atomicity broken). belief > 0 with effect = 0 means fencing held."]
     return "\n".join(lines) + "\n"
+
+
+def _rate(cell: dict) -> str:
+    from zkjepsen.report.stats import rate_text
+
+    return rate_text(cell["invalid"], cell["runs"])
 
 
 @click.command("matrix")
@@ -146,7 +158,7 @@ def matrix_command(recipes, nemeses, runs, workload, time_limit, nodes, clients,
     for nm in nemesis_list:
         table.add_column(nm)
     for rc in recipe_list:
-        table.add_row(rc, *[(f"{c['invalid']}/{c['runs']} invalid (belief {c['belief']}, effect "
+        table.add_row(rc, *[(f"{_rate(c)} invalid (belief {c['belief']}, effect "
                             f"{c['effect']})" if (c := cells.get(f"{rc}|{nm}")) else "-")
                            for nm in nemesis_list])
     Console().print(table)

@@ -97,28 +97,47 @@ def shrink_command(store_dir: Path, tries: int, min_hits: int, budget: str, kind
 
 
 def emit_pytest(res, run: StoredRun, name: str) -> str:
-    """A standalone pytest file (needs only zkjepsen installed) that fails while the bug exists."""
+    """A standalone pytest file (needs only zkjepsen installed) that fails while the bug exists.
+    The schedule is written as the generator calls that make it (`steps(sleep(4),
+    on(on_acquire(delay_s=0.1), fault("pause-client", ...)))`), not as data."""
+    from zkjepsen.nemesis.generator import TARGET_DETAIL, executed_items, item_text
+
     spec = {**res.best.spec.to_json(), "name": f"reproduce-{name}"}
     kinds = ", ".join(sorted(violation_kinds(run.results)))
+    items = executed_items(res.best.faults, int(run.schedule.get("origin_ns") or 0))
+    triggers = sorted({i.trigger.describe().split("(")[0] for i in items
+                       if getattr(i, "trigger", None) is not None})
+    redrawn = sorted({f["f"] for f in res.best.faults
+                      if set(f.get("detail") or {}) - TARGET_DETAIL})
+    note = (f"\nThe details of {', '.join(redrawn)} (sides, offsets) are drawn again from the "
+            "seed, not copied." if redrawn else "")
+    body = "".join(f"    {item_text(i)},\n" for i in items)
+    spec_args = "".join(f"    {k}={v!r},\n" for k, v in spec.items())
+    used = ["fault", *(["on"] if triggers else []),
+            *(["sleep"] if any("sleep(" in item_text(i) for i in items) else []), "steps"]
+    imports = f"from zkjepsen.nemesis.generator import {', '.join(used)}\n"
+    if triggers:
+        imports += f"from zkjepsen.nemesis.triggers import {', '.join(triggers)}\n"
     return f'''"""Reproduces {kinds} of recipe {spec["recipe"]!r} ({spec["workload"]} workload):
 {res.best.summary()}.
 
 Shrunk by `zkjepsen shrink` on {time.strftime("%Y-%m-%d")} from {run.store_dir}; the violation
 recurred in {res.hits} of {res.tries} replays. This test FAILS while the bug exists (replays are
-not deterministic, so it may occasionally pass). Run: pytest test_reproduce_{name}.py
+not deterministic, so it may occasionally pass; triggered faults repeat best). Times are seconds
+after the clients start.{note} Run: pytest test_reproduce_{name}.py
 """
 
-import json
+{imports}from zkjepsen.spec import TestSpec
 
-SPEC = json.loads(r"""{json.dumps(spec, indent=1)}""")
+SPEC = TestSpec(
+{spec_args})
 
-SCHEDULE = json.loads(r"""{json.dumps({"faults": res.best.faults}, indent=1)}""")
+SCHEDULE = steps(
+{body})
 
 
 def test_reproduce_{name}(zkjepsen_run):
-    from zkjepsen.spec import TestSpec
-
-    result = zkjepsen_run(TestSpec.from_json(SPEC), schedule=SCHEDULE)
+    result = zkjepsen_run(SPEC, gen=SCHEDULE)
     result.assert_valid()
 '''
 
@@ -135,6 +154,10 @@ def scenario_list() -> None:
 
     for s in SCENARIOS.values():
         click.echo(f"{s.name}: {s.title}\n    {s.why}")
+        if s.source:
+            click.echo(f"    source: {s.source}")
+        if s.schedule is not None:
+            click.echo("    schedule: " + s.schedule_text().replace("\n", "\n    "))
         for recipe, exp in s.expect.items():
             click.echo(f"    --recipe {recipe}: {exp.describe()}")
 
@@ -168,7 +191,7 @@ def scenario_run(names: tuple, run_all: bool, recipes: tuple, seed: int,
     outcomes = []
     for s, r in plan:
         console.print(f"[bold]{s.name}[/bold] with {r}: expect {s.expect[r].describe()}")
-        run = run_test(s.spec(r, seed), store_root)
+        run = run_test(s.spec(r, seed), store_root, gen=s.schedule)
         ok, why = s.expect[r].judge(run.valid, run.results)
         outcomes.append(ok)
         say(f"    {'as expected' if ok else 'NOT as expected'}: {why}  ({run.store_dir})")

@@ -4,6 +4,7 @@ client wire protocol (`spec.command`), or the in-process loop (kazoo, the worklo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import random
@@ -82,10 +83,29 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
     return 0 if not client.gave_up else 3
 
 
+def start_proxy(hosts: str, out_dir: str) -> str:
+    """Start a ZooKeeper wire proxy in this process (control port on every address, what it did
+    appended to `<out_dir>/proxy-events.jsonl`) and return the connect string through it."""
+    from zkjepsen.client.zkproxy import ZkProxy
+
+    events = open(Path(out_dir) / "proxy-events.jsonl", "a", buffering=1)  # noqa: SIM115
+    lock = threading.Lock()
+
+    def note(e: dict) -> None:
+        with lock:
+            events.write(json.dumps(e) + "\n")
+
+    proxy = ZkProxy(hosts.split(","), base_port=0, events=note).start()
+    proxy.serve_control()
+    return proxy.connect_string()
+
+
 def main(spec_path: str) -> int:
     spec = ClientSpec.load(spec_path)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if spec.proxy:  # the program / kazoo then reach the servers only through it
+        spec = dataclasses.replace(spec, hosts=start_proxy(spec.hosts, spec.out))
     if spec.command:
         rec = Recorder(str(spec.history_file), spec.t0_ns, spec.client, spec.nclients)
         rec.process = _next_process(spec.history_file, spec.client, spec.nclients)

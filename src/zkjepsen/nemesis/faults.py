@@ -15,11 +15,12 @@ from zkjepsen.nemesis import NemesisError
 from zkjepsen.nemesis.clock import Bump, Rate, Strobe
 from zkjepsen.nemesis.partition import Cut, IsolateClient, PacketLoss
 from zkjepsen.nemesis.process import ProcessFault
+from zkjepsen.nemesis.proxy import ProxyFault
 from zkjepsen.nemesis.targets import NemesisContext
 
 
 class FaultImpl(Protocol):
-    family: str  # partition | process | clock
+    family: str  # partition | process | clock | proxy
 
     def resolve(self, ctx: NemesisContext, target: str, rng: random.Random,
                 params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
@@ -105,6 +106,19 @@ _KINDS = [
     FaultKind("clock-rate-leader", "leader",
               "run the leader's clock k x fast (default 4x): it expires sessions k x early",
               Rate()),
+    # Through the wire proxy in the client's container (the run needs proxy = true).
+    FaultKind("proxy-lose-create", "holder",
+              "the server applies one client's next create (params: n), the client never gets "
+              "the reply (ConnectionLoss)", ProxyFault("proxy-lose-create"), duration="2x"),
+    FaultKind("proxy-delay-reply", "holder",
+              "delay one client's next reply (params: seconds, op) by 2 s",
+              ProxyFault("proxy-delay-reply")),
+    FaultKind("proxy-drop-pings", "holder",
+              "answer one client's pings in its proxy: the servers expire an idle session while "
+              "its connection stays healthy", ProxyFault("proxy-drop-pings"), duration="2x"),
+    FaultKind("proxy-close-after", "holder",
+              "close one client's connection right after the reply to its next op "
+              "(params: op, n; default create)", ProxyFault("proxy-close-after"), duration="2x"),
 ]
 
 FAULTS: dict[str, FaultKind] = {k.name: k for k in _KINDS}

@@ -2,7 +2,9 @@
 
 A generator is a function `(rng, env) -> iterator of items`; an item is `Sleep(s)`, `Fault(f,
 target, duration, params)` or `Heal()`. Combinators (`mix`, `stagger`, `delay`, `time_limit`,
-`phases`, `once`, `final_heal`, `fault_target`, `max_faults`) wrap generators.
+`phases`, `once`, `final_heal`, `fault_target`, `max_faults`, `on`, `steps`) wrap generators.
+A fault may carry a `Trigger` (`on(on_acquire(delay_s=0.1), fault("pause-client"))`): the
+nemesis arms it when it reaches the fault and starts the fault when the event happens.
 `plan(gen, seed, env)` walks one to a list of planned faults with their start offsets (seconds
 after the nemesis starts), all from ONE seed: the same seed, names and settings give the same
 list, byte for byte.
@@ -16,6 +18,7 @@ and written, resolved, to schedule.json, which replays as-is.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -33,6 +36,7 @@ class Fault:
     target: str | None = None  # None: the fault's default (see nemesis.FAULTS)
     duration: float | str | None = None  # None: the fault's default, else env.fault_duration_s
     params: dict[str, Any] = field(default_factory=dict, hash=False)
+    trigger: Any = None  # a nemesis.triggers.Trigger: start on its event, not at a time
 
 
 @dataclass(frozen=True)
@@ -196,6 +200,89 @@ def max_faults(n: int, g: Gen) -> Gen:
     return gen
 
 
+def on(trigger: Any, g: Gen) -> Gen:
+    """Every fault of g fires on `trigger` (a nemesis.triggers.Trigger) instead of at its
+    time; a fault without an explicit target is aimed at whatever the event names
+    (target `trigger`: the client that acquired, the new leader)."""
+
+    def gen(rng: random.Random, env: Env) -> Iterator[Item]:
+        for item in g(rng, env):
+            if isinstance(item, Fault):
+                item = dataclasses.replace(item, trigger=trigger,
+                                           target=item.target or "trigger")
+            yield item
+
+    return gen
+
+
+def steps(*gens: Gen) -> Gen:
+    """The first item of each generator, in order: a readable fixed schedule, e.g.
+    `steps(sleep(4), on(on_acquire(delay_s=0.1), fault("pause-client", duration=4.5)))`."""
+
+    def gen(rng: random.Random, env: Env) -> Iterator[Item]:
+        for g in gens:
+            yield from itertools.islice(g(rng, env), 1)
+
+    return gen
+
+
+def item_text(item: Item) -> str:
+    """An item as the generator call that makes it (for emitted tests and `scenario list`)."""
+    if isinstance(item, Sleep):
+        return f"sleep({item.seconds:g})"
+    if isinstance(item, Heal):
+        return "final_heal()"
+    args = [repr(item.f)]
+    target = None if item.trigger is not None and item.target == "trigger" else item.target
+    if target is not None:
+        args.append(f"target={target!r}")
+    if item.duration is not None:
+        d = item.duration
+        args.append(f"duration={round(d, 3) if isinstance(d, float) else d!r}")
+    args += [f"{k}={v!r}" for k, v in sorted(item.params.items())]
+    text = f"fault({', '.join(args)})"
+    return f"on({item.trigger.describe()}, {text})" if item.trigger is not None else text
+
+
+def schedule_text(g: Gen, seed: int = 0, env: Env | None = None, indent: str = "    ") -> str:
+    """A finite generator as `steps(...)` of readable calls (unbounded ones are cut at 100)."""
+    items = list(itertools.islice(g(random.Random(seed), env or Env()), 100))
+    body = "".join(f"{indent}{item_text(i)},\n" for i in items)
+    return f"steps(\n{body})"
+
+
+# Detail a target spec carries; anything else in a fault's detail (a partition's sides, a clock
+# offset) is drawn again from the fault's seeded RNG when its items are planned.
+TARGET_DETAIL = {"chosen", "session_timeout_s", "leader"}
+
+
+def executed_items(faults: list[dict], origin_ns: int = 0) -> list[Item]:
+    """An executed (or replay-ready) schedule as generator items: each timed fault after a
+    sleep to its recorded start, aimed at its recorded target (or its role, when re-aimed),
+    for its recorded length; a triggered fault armed when it was, on its trigger."""
+    from zkjepsen.nemesis.triggers import Trigger
+
+    items: list[Item] = []
+    t = 0.0
+    for f in sorted(faults, key=lambda f: f.get("armed_ns") or f["start_ns"]):
+        start = ((f.get("armed_ns") if f.get("trigger") else None) or f["start_ns"])
+        start_s = max(0.0, (start - origin_ns) / 1e9)
+        if start_s > t + 1e-3:
+            items.append(Sleep(round(start_s - t, 3)))
+        hold = round((f["end_ns"] - f["start_ns"]) / 1e9, 3)
+        targets = f.get("targets")
+        if f.get("target") == "trigger" or not targets:
+            target = f.get("target")
+        elif all(x.startswith("c") and x[1:].isdigit() for x in targets):
+            target = ",".join(f"client:{x[1:]}" for x in targets)
+        else:
+            target = ",".join(targets)
+        trig = Trigger.from_json(f["trigger"]) if f.get("trigger") else None
+        items.append(Fault(f["f"], target, hold, dict(f.get("params") or {}), trig))
+        t = max(start_s, (f["end_ns"] - origin_ns) / 1e9)
+    return items
+
+
 def standard(names: list[str], *, time_limit_s: float, interval_s: float) -> Gen:
     """The default schedule: random faults from `names`, staggered, for the time limit, then a
     final heal. Each fault lasts its own default (`1.5x` for pause-client) or env's duration."""
@@ -223,9 +310,12 @@ def plan(gen: Gen, seed: int, env: Env | None = None, max_items: int = 100_000) 
             fid += 1
             spec = env.duration_spec(item)
             d = env.seconds(spec)
-            out.append({"fault_id": fid, "f": item.f, "target": item.target, "duration": spec,
-                        "duration_s": round(d, 6), "at_s": round(t, 6),
-                        "params": dict(item.params)})
+            planned = {"fault_id": fid, "f": item.f, "target": item.target, "duration": spec,
+                       "duration_s": round(d, 6), "at_s": round(t, 6),
+                       "params": dict(item.params)}
+            if item.trigger is not None:  # at_s: when it is armed at the earliest
+                planned["trigger"] = item.trigger.to_json()
+            out.append(planned)
             t += d
         elif isinstance(item, Heal):
             out.append({"f": "heal", "at_s": round(t, 6)})

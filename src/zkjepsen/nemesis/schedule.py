@@ -22,6 +22,7 @@ from zkjepsen.history.jsonl import Appender
 from zkjepsen.nemesis import Nemesis, NemesisError, clock, generator, partition, process
 from zkjepsen.nemesis.faults import FAULTS
 from zkjepsen.nemesis.targets import NemesisContext
+from zkjepsen.nemesis.triggers import Trigger, TriggerWatch
 
 NEMESIS = "nemesis"
 
@@ -70,7 +71,7 @@ class FaultNemesis(Nemesis):
             if op.get("targets") is None:  # replays carry resolved targets; plans do not
                 rng = random.Random(f"{self.seed}:{op['fault_id']}")
                 op["targets"], op["detail"] = kind.resolve(
-                    self.ctx, op.get("target"), rng, op.get("params") or {})
+                    self.ctx, op.get("aim") or op.get("target"), rng, op.get("params") or {})
             op["start_ns"] = self._now()
             self._record(op, "start")
             self.current = op  # an interrupt inside apply still gets this fault ended
@@ -102,7 +103,7 @@ class FaultNemesis(Nemesis):
         value = {"fault_id": op["fault_id"], "phase": phase, "targets": op["targets"]}
         if op.get("detail"):
             value["detail"] = op["detail"]
-        for k in ("error", "end_error"):
+        for k in ("trigger", "fired", "error", "end_error"):
             if op.get(k):
                 value[k] = op[k]
         self.log.record(op["start_ns"] if phase == "start" else op["end_ns"], op["f"], value)
@@ -131,8 +132,46 @@ def _load_replay(schedule: Any) -> list[dict]:
         if f.get("f") == "heal" or "start_ns" not in f:
             continue
         out.append({k: f.get(k) for k in ("fault_id", "f", "target", "targets", "detail",
-                                          "params", "duration", "start_ns", "end_ns")})
+                                          "params", "duration", "start_ns", "end_ns",
+                                          "trigger", "armed_ns")})
     return sorted(out, key=lambda f: f["start_ns"])
+
+
+def _await_trigger(ctx: NemesisContext, p: dict, log: NemesisLog, stop: threading.Event,
+                   limit_ns: int) -> dict | None:
+    """Arm p's trigger now and wait (until `limit_ns` or a stop) for it to fire. Returns what
+    the fault op gets: `fired` (when it was armed, when the event happened and was seen, who
+    it names, when the fault starts after the delay) and `aim` (the target the event names,
+    for a fault aimed at `trigger`); None if it never fired."""
+    trigger = Trigger.from_json(p["trigger"])
+    if ctx.run_dir is None and trigger.kind != "leader-changed":
+        raise NemesisError(f"trigger {trigger.describe()} needs the clients' histories")
+
+    def leader() -> str | None:
+        try:
+            node = ctx.backend.leader()
+        except Exception:  # noqa: BLE001 - mid-election or a frozen server: nobody leads yet
+            return None
+        return node.name if node else None
+
+    armed_ns = log.now()
+    watch = TriggerWatch(trigger, ctx.run_dir, leader=leader, now_ns=log.now)
+    while True:
+        fired = watch.poll()
+        if fired is not None:
+            break
+        if time.monotonic_ns() >= limit_ns or stop.wait(0.01):
+            return None
+    seen_ns = log.now()
+    out: dict[str, Any] = {"fired": {
+        "armed_ns": armed_ns, "event_ns": fired.at_ns, "seen_ns": seen_ns,
+        "client": fired.client, "node": fired.node,
+        "start_at_ns": max(seen_ns, fired.at_ns + int(trigger.delay_s * 1e9))}}
+    if p.get("target") == "trigger":
+        out["aim"] = (f"client:{fired.client}" if fired.client is not None
+                      else fired.node)
+        out["targets"] = out["detail"] = None  # resolved afresh from the event
+    return out
 
 
 def _wait_until(deadline_ns: int, stop: threading.Event) -> bool:
@@ -167,6 +206,7 @@ def run_nemesis(backend: Backend, pool: Any, names: list[str], *, seed: int, tim
     else:
         g = gen or generator.standard(names, time_limit_s=time_limit_s, interval_s=interval_s)
         planned = generator.plan(g, seed, env)
+        names = sorted(set(names) | {p["f"] for p in planned if p["f"] != "heal"})
     nem = FaultNemesis(ctx, [n for n in names if n != "none"], seed, log)
     meta = {"seed": seed, "names": names, "time_limit_s": time_limit_s, "interval_s": interval_s,
             "fault_duration_s": fault_duration_s, "session_timeout_s": session_timeout_s,
@@ -187,11 +227,25 @@ def run_nemesis(backend: Backend, pool: Any, names: list[str], *, seed: int, tim
                         {"start_ns": log.now(), "problems": heal_context(ctx),
                          "end_ns": log.now()})
                 continue
-            at = (t0_ns + p["start_ns"] if schedule is not None
-                  else origin_ns + int(p["at_s"] * 1e9))
-            if _wait_until(at, stop):
-                break
-            active = nem.invoke({**p, "phase": "start"})
+            extra: dict[str, Any] = {}
+            if p.get("trigger"):
+                armed = (t0_ns + p["armed_ns"] if schedule is not None and p.get("armed_ns")
+                         else origin_ns + int(p.get("at_s", 0) * 1e9))
+                if _wait_until(armed, stop):
+                    break
+                extra = _await_trigger(ctx, p, log, stop, origin_ns + int(time_limit_s * 1e9))
+                if extra is None:  # the time limit or a stop came first: it never fired
+                    meta.setdefault("unfired", []).append(
+                        {"fault_id": p.get("fault_id"), "f": p["f"], "trigger": p["trigger"]})
+                    break
+                if _wait_until(t0_ns + extra["fired"]["start_at_ns"], stop):
+                    break
+            else:
+                at = (t0_ns + p["start_ns"] if schedule is not None
+                      else origin_ns + int(p["at_s"] * 1e9))
+                if _wait_until(at, stop):
+                    break
+            active = nem.invoke({**p, **extra, "phase": "start"})
             if schedule is not None:
                 hold_s = (p["end_ns"] - p["start_ns"]) / 1e9
             else:

@@ -9,6 +9,8 @@ recorded length. A fault whose target was a *role* (the lock holder, the leader)
 whoever has that role at replay time (`retarget=True`, the default): the client that held the
 lock at 14.1 s in the original need not hold it at 14.1 s in the replay, and pausing a waiter
 reproduces nothing. Faults aimed at a random or explicit target keep the recorded identity.
+A triggered fault is re-armed when it was armed and fires on its event again (not at the time
+the original fired), aimed at whoever the new event names.
 """
 
 from __future__ import annotations
@@ -54,7 +56,13 @@ def faults_for_replay(faults: list[dict], retarget: bool = True) -> list[dict]:
         g = {k: copy.deepcopy(f.get(k)) for k in ("fault_id", "f", "target", "targets", "detail",
                                                    "params", "duration", "start_ns", "end_ns")}
         chosen = (f.get("detail") or {}).get("chosen")
-        if retarget and (chosen in ROLE_CHOICES or f.get("target") in ROLE_CHOICES):
+        if f.get("trigger"):
+            # Re-armed, not re-timed: armed when the original was, it fires on its event again.
+            g["trigger"] = copy.deepcopy(f["trigger"])
+            g["armed_ns"] = (f.get("fired") or {}).get("armed_ns", f.get("armed_ns"))
+            if f.get("target") == "trigger":
+                g["targets"], g["detail"] = None, None  # aimed at whom the new event names
+        elif retarget and (chosen in ROLE_CHOICES or f.get("target") in ROLE_CHOICES):
             g["targets"] = None  # re-resolved at replay time by role
             g["target"] = chosen if chosen in ROLE_CHOICES else f.get("target")
             g["detail"] = None

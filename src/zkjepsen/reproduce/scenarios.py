@@ -14,6 +14,8 @@ from typing import Any
 
 from zkjepsen.checker import Result, as_result
 from zkjepsen.errors import BadInput
+from zkjepsen.nemesis.generator import Gen, fault, on, schedule_text, sleep, steps
+from zkjepsen.nemesis.triggers import on_invoke, on_release
 from zkjepsen.reproduce.replay import violation_kinds
 from zkjepsen.spec import TestSpec
 
@@ -61,6 +63,11 @@ class Scenario:
     why: str
     settings: dict[str, Any]  # TestSpec fields
     expect: dict[str, Expectation] = field(default_factory=dict)  # recipe -> outcome
+    source: str = ""  # the ticket or issue this failure mode was reported in
+    schedule: Gen | None = None  # a fixed (triggered) schedule instead of the spec's nemesis
+
+    def schedule_text(self) -> str:
+        return schedule_text(self.schedule) if self.schedule is not None else ""
 
     def spec(self, recipe: str, seed: int = 1) -> TestSpec:
         return TestSpec(**{"nodes": 3, "clients": 5, "time_limit_s": 40.0, "recovery_s": 5.0,
@@ -108,15 +115,34 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in [
         {"writelock-2931": BELIEF, "kazoo": _x(valid=True)}),
     Scenario(
         "lost-create-response", "a create whose response is lost (orphan lock node)",
-        "With packets dropped, a create can succeed on the server while the client sees a "
-        "connection loss. kazoo's uuid prefix (and Curator's protected mode) let the retry find "
-        "the node; a recipe without it may leave an orphan node that blocks everyone.",
-        {"workload": "lock", "nemesis": ["packet-loss"], "time_limit_s": 40.0,
-         "params": {"resource": "unguarded", "hold_s": 0.2}},
-        # Only kazoo is judged here: random packet loss hits a create's response too rarely to
-        # expect the blog lock's orphan node in a given run (a fault that drops exactly one
-        # create response is not built yet).
-        {"kazoo": _x(absent=("lock:belief", "liveness:stuck"))}),
+        "The wire proxy in one client's container drops the reply to its next create after "
+        "a release (the server applied it; the client sees ConnectionLoss) and the "
+        "application drops the lock object without closing it. The blog lock (no GUID in its "
+        "node name) cannot find its node again: the orphan, never deleted, blocks every later "
+        "acquire. kazoo's Lock retries and finds its node by its uuid prefix (protected mode).",
+        {"workload": "lock", "nemesis": ["proxy-lose-create"], "proxy": True, "clients": 4,
+         "client_mode": "in-process",  # the in-process loop honours abandon_unknown
+         "time_limit_s": 25.0, "recovery_s": 5.0,
+         "params": {"resource": "unguarded", "hold_s": 0.2, "acquire_timeout_s": 30.0,
+                    "abandon_unknown": True}},
+        {"blog": _x(("liveness:stuck",)), "kazoo": _x(absent=("lock:belief", "liveness:stuck"))},
+        source="ZOOKEEPER-1262 (Curator's protected mode, kazoo's Lock uuid prefix)",
+        schedule=steps(sleep(3), on(on_release(), fault("proxy-lose-create", duration=2.0)))),
+    Scenario(
+        "waiter-session-expiry", "a waiter's session expires while its connection is healthy",
+        "The wire proxy of the client that just asked for the lock answers its pings itself: "
+        "the waiter sends nothing else, so the servers expire its session and delete its node "
+        "while its TCP connection stays up; then it reconnects with a new session (LOST -> "
+        "CONNECTED in the middle of an acquire). kazoo's Lock (issue 282 was an acquire that "
+        "hung here) must re-create its node and go on. (The blog lock was tried once: its "
+        "acquire ended in SessionExpiredError, no split; not judged.)",
+        {"workload": "lock", "nemesis": ["proxy-drop-pings"], "proxy": True, "clients": 3,
+         "time_limit_s": 25.0, "recovery_s": 5.0,
+         "params": {"resource": "unguarded", "hold_s": 5.0, "hold_fixed": True}},
+        {"kazoo": _x(absent=("lock:belief", "liveness:stuck"))},
+        source="kazoo issue 282 (acquire hanging after LOST -> CONNECTED)",
+        schedule=steps(sleep(3), on(on_invoke("acquire"), fault("proxy-drop-pings",
+                                                                duration="2x")))),
     Scenario(
         "fast-clock-leader", "the leader's clock runs fast",
         "ZooKeeper expires sessions on the leader by its own monotonic clock: a leader at 4x "

@@ -1,8 +1,9 @@
 """Shrink a failing run's schedule to the smallest one whose violation still recurs.
 
-Greedy delta debugging over real replays: a candidate (fewer, earlier, shorter faults; fewer
-clients) is kept only if its violation recurs in at least `min_hits` of `tries` replays, since
-the same faults meet a different interleaving every time.
+Greedy delta debugging over real replays: a candidate (fewer, earlier, shorter faults; a
+holder-aimed fault fired on the next acquire instead of at a time; fewer clients) is kept only
+if its violation recurs in at least `min_hits` of `tries` replays, since the same faults meet
+a different interleaving every time.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from zkjepsen.checker import as_result
 from zkjepsen.errors import BadInput
+from zkjepsen.nemesis.triggers import Trigger, on_acquire
 from zkjepsen.reproduce.replay import (
     MARGIN_S,
     WARMUP_S,
@@ -35,8 +37,8 @@ class Candidate:
     why: str
 
     def summary(self) -> str:
-        fs = ", ".join(f"{f['f']}@{f['start_ns'] / 1e9:.1f}s"
-                       f"+{(f['end_ns'] - f['start_ns']) / 1e9:.1f}s" for f in self.faults)
+        fs = ", ".join(f"{f['f']}{_when(f)}+{(f['end_ns'] - f['start_ns']) / 1e9:.1f}s"
+                       for f in self.faults)
         return (f"{len(self.faults)} faults [{fs}], {self.spec.clients} clients, "
                 f"{self.spec.time_limit_s:.0f}s")
 
@@ -47,6 +49,29 @@ class ShrinkResult:
     hits: int
     tries: int
     log: list[dict] = field(default_factory=list)
+
+
+def _when(f: dict) -> str:
+    if f.get("trigger"):
+        return f" {Trigger.from_json(f['trigger']).describe()}"
+    return f"@{f['start_ns'] / 1e9:.1f}s"
+
+
+# Faults that hit a client and can be aimed at "whoever just acquired" instead of a time.
+TRIGGERABLE = ("pause-client", "kill-client", "isolate-client")
+TRIGGER_DELAY_S = 0.1
+
+
+def triggered(f: dict) -> dict | None:
+    """A timed fault aimed at the lock holder, as the same fault fired on the next acquire
+    (after a short delay) and aimed at the client that acquired; None if it cannot be."""
+    chosen = (f.get("detail") or {}).get("chosen")
+    if f.get("trigger") or f["f"] not in TRIGGERABLE or "holder" not in (f.get("target"),
+                                                                        chosen):
+        return None
+    armed = max(0, int(f["start_ns"] - 1e9))  # the first acquire in the second before
+    return {**f, "trigger": on_acquire(delay_s=TRIGGER_DELAY_S).to_json(), "target": "trigger",
+            "targets": None, "detail": None, "armed_ns": armed}
 
 
 def _with(c: Candidate, why: str, faults: list[dict] | None = None, **spec_changes: Any
@@ -69,7 +94,8 @@ def _shifted(c: Candidate) -> Candidate | None:
     delta = int(first - WARMUP_S * 1e9)
     if delta <= 1e9:
         return None
-    faults = [{**f, "start_ns": f["start_ns"] - delta, "end_ns": f["end_ns"] - delta}
+    faults = [{**f, "start_ns": f["start_ns"] - delta, "end_ns": f["end_ns"] - delta,
+               **({"armed_ns": max(0, f["armed_ns"] - delta)} if f.get("armed_ns") else {})}
               for f in c.faults]
     return _fit_time_limit(_with(c, f"start {delta / 1e9:.1f}s earlier", faults))
 
@@ -93,7 +119,13 @@ def candidates(run: StoredRun, current: Candidate) -> list[Candidate]:
         if len(faults) > 2:
             out += [_fit_time_limit(_with(current, f"without {f['f']}@{f['start_ns'] / 1e9:.1f}s",
                                           [g for g in faults if g is not f])) for f in faults]
-    # 3. Earlier, shorter, fewer clients.
+    # 3. A holder-aimed fault fired on an acquire instead of at a time: what makes it repeat.
+    for i, f in enumerate(faults):
+        t = triggered(f)
+        if t is not None:
+            out.append(_with(current, f"{f['f']} on the next acquire instead of at "
+                             f"{f['start_ns'] / 1e9:.1f}s", [*faults[:i], t, *faults[i + 1:]]))
+    # 4. Earlier, shorter, fewer clients.
     shifted = _shifted(current)
     if shifted:
         out.append(shifted)

@@ -191,8 +191,10 @@ def lock_loop(ctx: Any, lock: str, timeout: float, think_s: float,
               release_f: str = "release") -> None:
     """The client loop the lock-shaped workloads share: (re)make the recipe object, acquire,
     run `critical(recipe, token)` while holding, release, think. After an unknown outcome the
-    recipe object is replaced (it may hold a half-made node)."""
+    recipe object is replaced (it may hold a half-made node); with `abandon_unknown` the old one
+    is dropped without closing it, as an application would, so what it half-made stays."""
     recipe = None
+    abandoned: list[Any] = []
     while ctx.running():
         if recipe is None:
             try:
@@ -206,8 +208,11 @@ def lock_loop(ctx: Any, lock: str, timeout: float, think_s: float,
             critical(recipe, tok)
             usable = release_op(ctx, recipe, lock, f=release_f)
         if not usable:
-            discard(recipe)
+            if ctx.params.get("abandon_unknown") and tok is None and not recipe.holding():
+                abandoned.append(recipe)  # not closed: its session (and any orphan) lives on
+            else:
+                discard(recipe)
             recipe = None
         ctx.sleep(ctx.rng.uniform(0, 2 * think_s))
-    if recipe is not None:
-        discard(recipe)
+    for r in [*abandoned, *([recipe] if recipe is not None else [])]:
+        discard(r)

@@ -32,6 +32,9 @@ KNOWN: dict[str, Param] = {
     "hold_fixed": Param(bool, "hold exactly hold_s"),
     "think_s": Param(float, "pause between operations"),
     "acquire_timeout_s": Param(float, "how long acquire waits"),
+    "abandon_unknown": Param(
+        bool, "after an acquire with an unknown outcome, drop the lock object without closing "
+        "it (as an application the exception propagates through): its session and nodes live on"),
     "writes": Param(int, "protected writes per critical section"),
     "read_frac": Param(float, "fraction of reads"),
     "enqueue_frac": Param(float, "fraction of enqueues"),

@@ -1,0 +1,65 @@
+"""Proxy faults: what no packet filter can aim, done by the ZooKeeper wire proxy that runs inside
+a client's own container (see `client.zkproxy`; the run needs `proxy = true`).
+
+The nemesis sends one command to the proxy's control port on the client's address: lose the
+reply to the client's n-th `create` (the server applied it), delay one reply, answer pings
+itself so the servers expire an idle session, or close the connection right after an op. The
+end of the fault disarms whatever has not happened yet. What the proxy did is appended to
+`proxy-events.jsonl` in the client's own out dir, as evidence beside its history.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from zkjepsen.client.zkproxy import CONTROL_PORT, command
+from zkjepsen.nemesis import NemesisError
+from zkjepsen.nemesis.targets import NemesisContext, resolve_client
+
+# fault name -> (proxy command, default parameters)
+COMMANDS: dict[str, tuple[str, dict[str, Any]]] = {
+    "proxy-lose-create": ("lose-create-reply", {"n": 1}),
+    "proxy-delay-reply": ("delay-reply", {"seconds": 2.0}),
+    "proxy-drop-pings": ("drop-pings", {}),
+    "proxy-close-after": ("close-after", {"op": "create", "n": 1}),
+}
+
+
+@dataclass(frozen=True)
+class ProxyFault:
+    """One proxy command on one client (`holder`, `client:N`, `random`...)."""
+
+    fault: str  # a key of COMMANDS
+    family = "proxy"
+
+    def resolve(
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
+    ) -> tuple[list[str], dict[str, Any]]:
+        client, how = resolve_client(ctx, target, rng)
+        name, defaults = COMMANDS[self.fault]
+        h = ctx.client(client)
+        return [client], {
+            "chosen": how,
+            "command": {"fault": name, **defaults, **params},
+            "control": f"{h.ip}:{CONTROL_PORT}",
+        }
+
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        _send(detail, detail["command"])
+
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        _send(detail, {"fault": "heal"})
+
+
+def _send(detail: dict[str, Any], cmd: dict[str, Any]) -> None:
+    try:
+        answer = command(detail["control"], cmd)
+    except OSError as e:
+        raise NemesisError(
+            f"the client's proxy at {detail['control']} did not answer ({e}); "
+            "does the run have proxy = true?"
+        ) from None
+    if not answer.get("ok"):
+        raise NemesisError(f"the proxy refused {cmd}: {answer.get('error')}")

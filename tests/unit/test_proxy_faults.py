@@ -1,0 +1,58 @@
+"""Proxy faults as nemesis kinds, without Docker: the command reaches a real proxy's control
+port, the end disarms it, and a spec that uses them without the proxy is refused up front."""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+
+import pytest
+
+from zkjepsen.client.zkproxy import ZkProxy
+from zkjepsen.errors import BadInput
+from zkjepsen.nemesis import NemesisError
+from zkjepsen.nemesis.faults import FAULTS, NEMESES
+from zkjepsen.spec import TestSpec, validate_spec
+
+
+@pytest.fixture
+def proxy():
+    p = ZkProxy(["127.0.0.1:1"], base_port=0).start()
+    p.serve_control("127.0.0.1", 0)
+    yield p, f"127.0.0.1:{p.listeners_control.getsockname()[1]}"
+    p.stop()
+
+
+def test_every_proxy_fault_is_a_listed_kind():
+    for name in ("proxy-lose-create", "proxy-delay-reply", "proxy-drop-pings", "proxy-close-after"):
+        assert name in NEMESES and FAULTS[name].family == "proxy"
+
+
+def test_resolve_names_the_command_and_the_clients_control_address():
+    handle = SimpleNamespace(index=2, ip="10.0.0.7")
+    ctx = SimpleNamespace(client=lambda name: handle, clients=lambda: [handle])
+    targets, detail = FAULTS["proxy-delay-reply"].resolve(
+        ctx, "client:2", random.Random(1), {"op": "getData"}
+    )
+    assert targets == ["c2"] and detail["control"] == "10.0.0.7:7181"
+    assert detail["command"] == {"fault": "delay-reply", "seconds": 2.0, "op": "getData"}
+
+
+def test_apply_arms_the_proxy_and_undo_disarms_it(proxy):
+    p, control = proxy
+    kind = FAULTS["proxy-lose-create"]
+    detail = {"command": {"fault": "lose-create-reply", "n": 2}, "control": control}
+    kind.apply(None, ["c1"], detail)
+    assert p.plan.lose_create_reply == 2
+    kind.undo(None, ["c1"], detail)
+    assert p.plan.lose_create_reply is None
+    with pytest.raises(NemesisError, match="refused"):
+        kind.apply(None, ["c1"], {"command": {"fault": "nonsense"}, "control": control})
+    with pytest.raises(NemesisError, match="proxy = true"):
+        kind.apply(None, ["c1"], {**detail, "control": "127.0.0.1:1"})
+
+
+def test_a_proxy_fault_needs_the_proxy():
+    with pytest.raises(BadInput, match="proxy = true"):
+        validate_spec(TestSpec(nemesis=["proxy-drop-pings"]))
+    validate_spec(TestSpec(nemesis=["proxy-drop-pings"], proxy=True))
