@@ -111,10 +111,14 @@ def test_critical_section_writes_fences_and_abandons(tmp_path):
     critical_section(ctx, Scripted(TOK, holding=(True, False)), TOK, "/r", "unguarded", 3, 0.0)
     recs = _records(tmp_path)
     writes = [(r["type"], r.get("value")) for r in recs if r["f"] == "write"]
-    assert writes == [("invoke", {"token": 42}), ("ok", {"token": 42}),
-                      ("invoke", {"token": 42}), ("ok", {"token": 42}),
-                      ("invoke", {"token": 42}), ("fail", {"token": 42}),  # fencing refused
-                      ("invoke", {"token": 42}), ("ok", {"token": 42})]
+    s1, s2 = {"token": 42, "step": 1, "steps": 2}, {"token": 42, "step": 2, "steps": 2}
+    one = {"token": 42, "step": 1, "steps": 1}
+    first = {"token": 42, "step": 1, "steps": 3}
+    assert writes == [("invoke", s1), ("ok", s1), ("invoke", s2), ("ok", s2),
+                      ("invoke", one), ("fail", one),  # fencing refused
+                      ("invoke", first), ("ok", first)]
+    reads = [r for r in recs if r["f"] == "read" and r["type"] == "ok"]
+    assert len(reads) == 3 and reads[1]["value"]["state"] == "done"  # each holder reads first
     assert all(r["key"] == "/r" for r in recs if r["f"] == "write")
     abandon = [r for r in recs if r["f"] == "abandon"]
     assert abandon and abandon[0]["value"]["after_writes"] == 1

@@ -6,13 +6,17 @@ resource is written `unguarded`, `fenced` or `token` (param `resource`; see comm
 each write the client asks the recipe whether it still holds (`holding()`): kazoo's Lock always
 says yes, a careful application stops at SUSPENDED/LOST (an `abandon` event).
 
-Multi-step updates (the paper lock's flaw): every write but the last stores `state: "half"`,
-the last `state: "done"`. A new holder that finds "half" records a `half-done-seen` event: its
-predecessor died (or lost the lock) mid-update and left the resource half-done.
+Multi-step updates (the paper lock's flaw; see multistep.py): every write but the last stores
+`state: "half"`, the last `state: "done"` (with `step`/`steps`). A holder first reads the
+resource (`f: "read"`, recorded with what it found); one that finds "half" also records a
+`half-done-seen` event. With `ready_file` the update runs under the ready-file protocol. The gap
+between the first and the second step is `hold_s` with `hold_fixed` (widen it so a fault aimed at
+the holder lands inside it).
 
 Params: lock_path, resource_path, resource, hold_s, hold_fixed, think_s, writes,
-acquire_timeout_s, retry_writes (default true: writes go through KazooRetry, see common.py).
-Checkers: lock (belief + effect overlap), fencing.
+acquire_timeout_s, retry_writes (default true: writes go through KazooRetry, see common.py),
+ready_file (default false), ready_path.
+Checkers: lock (belief + effect overlap), fencing, liveness; atomicity when writes > 1.
 """
 
 from __future__ import annotations
@@ -25,60 +29,96 @@ from zkjepsen.workloads.common import (
     error_name,
     is_definite,
     lock_loop,
-    read_resource,
     resource_mode,
     write_resource,
 )
+from zkjepsen.workloads.multistep import read_state, ready_path, set_ready
 
 
-def critical_section(ctx: Any, recipe: Any, tok: Any, resource: str, mode: str,
-                     writes: int, hold: float) -> None:
-    """The holder's work: `writes` writes over `hold` seconds, stopping once it stops holding."""
-    try:
-        stored, _ = read_resource(ctx.zk, resource) if writes else ({}, None)
-        if stored.get("state") == "half":
-            ctx.event("half-done-seen", {"token": tok.token, "left_by": stored.get("token")})
-    except Exception:  # noqa: BLE001 - only an observation; the writes below are what count
-        pass
-    if not writes:
+def critical_section(
+    ctx: Any,
+    recipe: Any,
+    tok: Any,
+    resource: str,
+    mode: str,
+    writes: int,
+    hold: float,
+    ready: str | None = None,
+) -> None:
+    """The holder's work: read the resource, then `writes` steps over `hold` seconds (the
+    ready-file protocol around them when `ready` names the ready node), stopping once it stops
+    holding."""
+    if writes:
+        seen = read_state(ctx, tok, resource, ready)
+        if seen is not None and seen.get("state") == "half":
+            ctx.event(
+                "half-done-seen",
+                {
+                    "token": tok.token,
+                    "left_by": seen.get("writer_token"),
+                    "ready": seen.get("ready"),
+                },
+            )
+    else:
         ctx.sleep(hold)
+    if ready is not None and writes and not set_ready(ctx, ready, False, tok.token):
+        ctx.event("abandon", {"token": tok.token, "after_writes": 0})
+        return
     for i in range(writes):
         if i:
             ctx.sleep(hold / max(1, writes - 1))
         if not recipe.holding():
             ctx.event("abandon", {"token": tok.token, "after_writes": i})
             return
-        value = {"token": tok.token}
+        value = {"token": tok.token, "step": i + 1, "steps": writes}
         op = ctx.invoke("write", key=resource, value=value)
-        doc = {"state": "done" if i == writes - 1 else "half", "client": ctx.client}
+        doc = {
+            "state": "done" if i == writes - 1 else "half",
+            "client": ctx.client,
+            "step": i + 1,
+            "steps": writes,
+        }
         try:
-            stat = write_resource(ctx.zk, resource, doc, tok, mode,
-                                  retry=param(ctx.params, "retry_writes", True))
+            stat = write_resource(
+                ctx.zk, resource, doc, tok, mode, retry=param(ctx.params, "retry_writes", True)
+            )
         except Exception as e:  # noqa: BLE001
             if is_definite(e):
                 op.fail(value, error=f"{error_name(e)}: {e}" if str(e) else error_name(e))
             else:
                 op.info(value, error=error_name(e))
+            if ready is not None:
+                return  # the update did not complete: `ready` stays absent
             continue
         # The resource's version after our write: the order in which it accepted writes.
         version = getattr(stat, "version", None)
         op.ok(value if version is None else {**value, "version": version})
+    if ready is not None and writes and recipe.holding():
+        set_ready(ctx, ready, True, tok.token)
 
 
 class LockWorkload:
-    def __init__(self, name: str = "lock", acquire_f: str = "acquire",
-                 release_f: str = "release", default_path: str = "/zkjepsen/lock") -> None:
+    def __init__(
+        self,
+        name: str = "lock",
+        acquire_f: str = "acquire",
+        release_f: str = "release",
+        default_path: str = "/zkjepsen/lock",
+    ) -> None:
         self.name = name
         self.acquire_f, self.release_f = acquire_f, release_f
         self.default_path = default_path
         self.description = (
             "acquire -> write a protected resource (unguarded/fenced/token) -> release"
-            if name == "lock" else
-            "stand for election -> lead (write the resource) -> resign; at most one leader")
+            if name == "lock"
+            else "stand for election -> lead (write the resource) -> resign; at most one leader"
+        )
 
     def _paths(self, params: dict[str, Any]) -> tuple[str, str]:
-        return (param(params, "lock_path", self.default_path),
-                param(params, "resource_path", "/zkjepsen/resource"))
+        return (
+            param(params, "lock_path", self.default_path),
+            param(params, "resource_path", "/zkjepsen/resource"),
+        )
 
     def setup(self, ctx: Any) -> None:
         lock, resource = self._paths(ctx.params)
@@ -96,10 +136,11 @@ class LockWorkload:
         writes = max(0, param(p, "writes", 2))  # 0: an empty critical section (benchmarks)
         fixed = param(p, "hold_fixed", False)  # hold exactly hold_s (scripted scenarios)
         timeout = param(p, "acquire_timeout_s", 10.0)
+        ready = ready_path(p, resource) if writes > 1 else None
 
         def critical(recipe: Any, tok: Any) -> None:
             hold = hold_s if fixed else ctx.rng.uniform(0, 2 * hold_s)
-            critical_section(ctx, recipe, tok, resource, mode, writes, hold)
+            critical_section(ctx, recipe, tok, resource, mode, writes, hold, ready)
 
         lock_loop(ctx, lock, timeout, think_s, critical, self.acquire_f, self.release_f)
 
@@ -113,10 +154,18 @@ class LockWorkload:
         from zkjepsen.checker.lock import LockChecker
 
         names = dict(acquire=(self.acquire_f,), release=(self.release_f,))
-        return {"lock": LockChecker(**names), "fencing": FencingChecker(**names),
-                "liveness": LivenessChecker(acquire=(self.acquire_f,)),
-                # every client that asked for the lock got it at least once, and no errors
-                "exercised": Exercised(need=(self.acquire_f,), per_client=(self.acquire_f,))}
+        checkers: dict[str, Any] = {
+            "lock": LockChecker(**names),
+            "fencing": FencingChecker(**names),
+            "liveness": LivenessChecker(acquire=(self.acquire_f,)),
+            # every client that asked for the lock got it at least once, and no errors
+            "exercised": Exercised(need=(self.acquire_f,), per_client=(self.acquire_f,)),
+        }
+        if param(params, "writes", 2) > 1:  # a multi-step update: judge its atomicity
+            from zkjepsen.checker.atomicity import AtomicityChecker
+
+            checkers["atomicity"] = AtomicityChecker(**names)
+        return checkers
 
 
 LOCK = LockWorkload()
