@@ -75,6 +75,16 @@ RECIPES: dict[str, RecipeInfo] = {
         "ZooKeeper's own WriteLock recipe before ZOOKEEPER-2931 (x-<sessionId>- nodes)",
         "orders contenders by session id before sequence: a newcomer jumps the queue (split "
         "holder, no fault)"),
+    "barrier": RecipeInfo(
+        _M + "barrier:QueueBarrier", "barrier: n children under the barrier node, then proceed "
+        "(`barrier` workload)",
+        "counts nodes, not members: a dead member's lingering child counts, a vanished one "
+        "leaves everyone waiting; no session handling"),
+    "double-barrier": RecipeInfo(
+        _M + "barrier:DoubleBarrier", "double barrier: enter as `barrier`, leave waits until "
+        "nobody is left (`barrier` workload)",
+        "as `barrier`, and no ready node: a member that leaves before a slow waiter re-lists "
+        "strands it"),
     "curator": RecipeInfo(
         _M + "curator:CuratorMutex", "Curator InterProcessMutex algorithm (protected, getData)",
         "none without faults; belief survives session loss until checked"),

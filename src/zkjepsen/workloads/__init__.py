@@ -38,6 +38,7 @@ WORKLOADS: dict[str, str] = {
     "rwlock": "zkjepsen.workloads.rwlock:RWLOCK",
     "queue": "zkjepsen.workloads.queue:QUEUE",
     "raw": "zkjepsen.workloads.raw:RAW",
+    "barrier": "zkjepsen.workloads.barrier:BARRIER",
 }
 
 

@@ -1,0 +1,174 @@
+"""Barrier checker: nobody passes before n members entered; everybody who entered passes.
+
+Reads the `barrier` workload's ops (`enter`, `pass`, `leave`; `key` = the round's barrier node):
+- **early pass** (safety): a `pass` that completed `ok` at time t in a round where fewer than n
+  distinct clients had invoked `enter` (not failed) by t. Counting invokes (not completions) is
+  generous to the barrier: only a certain violation is reported. n is the checker's `n`, else
+  the `n` the members recorded in their `enter` invokes.
+- **stuck** (liveness, "every member that entered eventually passed, once faults healed"): a wait
+  (`pass`, or `leave` of the double barrier) that ended without passing (fail, info, the client's
+  SIGKILL, or the end of the history) after it had lasted at least `grace_s` on a healthy
+  system: counted from the later of its invoke and the end of the last fault before it ended plus
+  a settle time (1.5x the longest session timeout the clients recorded: a dead member's child
+  lives that long). A wait that gave up sooner is `cut_short` (not judged).
+
+Verdict: False on any early pass or stuck wait; "unknown" when no member entered, or when no
+member passed and no wait could be judged; else True. Violations name the clients, the window
+and the faults in it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zkjepsen.checker import Result
+from zkjepsen.checker.lock import CLIENT_DEATHS
+from zkjepsen.history import NEMESIS, History, Op, fault_windows, faults_during
+
+S = 1_000_000_000
+WAITS = ("pass", "leave")
+
+
+def client_number(target: Any) -> Any:
+    """Nemesis targets name clients `c3`; histories number them 3."""
+    if isinstance(target, str) and target[:1] == "c" and target[1:].isdigit():
+        return int(target[1:])
+    return target
+
+
+class BarrierChecker:
+    def __init__(self, n: int | None = None, grace_s: float = 5.0, max_reported: int = 50) -> None:
+        self.n = n
+        self.grace_ns = int(grace_s * S)
+        self.max_reported = max_reported
+
+    def check(self, history: History | list[Op]) -> Result:
+        ops = history.ops if isinstance(history, History) else list(history)
+        pending: dict[Any, Op] = {}
+        entered: dict[Any, dict[Any, int]] = {}  # round -> client -> first enter invoke
+        sizes: dict[Any, int] = {}  # round -> n recorded by its members
+        passes: list[tuple[Op, Op]] = []
+        waits: list[dict[str, Any]] = []  # every pass/leave with its end and outcome
+        deaths: list[tuple[int, set[Any]]] = []
+        entered_ok = 0
+        last = ops[-1].time if ops else 0
+        timeouts = [0]
+        for op in ops:
+            if op.process == NEMESIS:
+                v = op.value if isinstance(op.value, dict) else {}
+                if op.f in CLIENT_DEATHS and v.get("phase") == "start":
+                    deaths.append((op.time, {client_number(x) for x in v.get("targets") or ()}))
+                continue
+            if op.type == "event":
+                if op.f == "session" and isinstance(op.value, dict):
+                    timeouts.append(op.value.get("timeout_ms") or 0)
+                continue
+            if op.type == "invoke":
+                pending[op.process] = op
+                if op.f == "enter":
+                    v = op.value if isinstance(op.value, dict) else {}
+                    if isinstance(v.get("n"), int):
+                        sizes[op.key] = max(sizes.get(op.key, 0), v["n"])
+                continue
+            inv = pending.pop(op.process, None)
+            if inv is None:
+                continue
+            if inv.f == "enter":
+                if op.type != "fail":
+                    entered.setdefault(inv.key, {}).setdefault(inv.actor, inv.time)
+                entered_ok += op.type == "ok"
+            elif inv.f in WAITS:
+                waits.append(
+                    {
+                        "f": inv.f,
+                        "round": inv.key,
+                        "client": inv.actor,
+                        "start": inv.time,
+                        "end": op.time,
+                        "outcome": op.type,
+                        "error": op.extra.get("error"),
+                    }
+                )
+                if inv.f == "pass" and op.type == "ok":
+                    passes.append((inv, op))
+        for inv in pending.values():  # never completed: ended by a SIGKILL, or still waiting
+            if inv.f in WAITS:
+                end = min(
+                    (t for t, who in deaths if t >= inv.time and inv.actor in who), default=last
+                )
+                waits.append(
+                    {
+                        "f": inv.f,
+                        "round": inv.key,
+                        "client": inv.actor,
+                        "start": inv.time,
+                        "end": end,
+                        "outcome": "none",
+                        "error": None,
+                    }
+                )
+        if not entered_ok and not entered:
+            return Result(
+                "unknown",
+                {"reason": "no member entered the barrier: nothing was exercised", "entered": 0},
+            )
+        faults = fault_windows(ops)
+        settle = int(1.5 * max(timeouts) * 1_000_000)
+        early = []
+        for inv, ok in passes:
+            n = self.n or sizes.get(inv.key)
+            if n is None:
+                continue
+            members = sorted(
+                (c for c, t in entered.get(inv.key, {}).items() if t <= ok.time), key=repr
+            )
+            if len(members) < n:
+                first = min(entered.get(inv.key, {inv.actor: inv.time}).values())
+                early.append(
+                    {
+                        "round": inv.key,
+                        "client": ok.actor,
+                        "clients": members,
+                        "entered": len(members),
+                        "n": n,
+                        "start": first,
+                        "end": ok.time,
+                        "count_seen": (ok.value or {}).get("count")
+                        if isinstance(ok.value, dict)
+                        else None,
+                    }
+                )
+        stuck, cut_short = [], 0
+        for w in waits:
+            if w["outcome"] == "ok":
+                continue
+            since = w["start"]
+            for f in faults:
+                if f.start <= w["end"]:
+                    since = max(since, (last if f.end is None else f.end) + settle)
+            healthy = w["end"] - since
+            if healthy >= self.grace_ns:
+                stuck.append({**w, "clients": [w["client"]], "healthy_wait_s": healthy / S})
+            else:
+                cut_short += 1
+        cap = self.max_reported
+        for rec in early[:cap] + stuck[:cap]:
+            rec["faults"] = faults_during(faults, rec["start"], rec["end"])
+        details = {
+            "rounds": len(entered),
+            "enters": entered_ok,
+            "passes": len(passes),
+            "early_pass_count": len(early),
+            "early_passes": early[:cap],
+            "stuck_count": len(stuck),
+            "stuck": stuck[:cap],
+            "cut_short": cut_short,
+        }
+        if early or stuck:
+            return Result(False, details)
+        if not passes and not any(w["outcome"] == "ok" for w in waits):
+            return Result(
+                "unknown",
+                {**details, "reason": "no member passed and no wait lasted long enough to judge"},
+            )
+        return Result(True, details)

@@ -1,0 +1,123 @@
+"""The barrier checker on hand-built histories: a clean round, an early pass, a stuck member, a
+wait cut short by a fault, and a history that exercised nothing."""
+
+from __future__ import annotations
+
+from zkjepsen.checker.barrier import BarrierChecker
+from zkjepsen.history import History, Op
+from zkjepsen.workloads import get_workload
+
+S = 1_000_000_000
+R = "/b/round-000000"
+
+
+class H:
+    def __init__(self):
+        self.ops: list[Op] = []
+
+    def add(self, t, process, typ, f, key=None, value=None, client=None, **extra):
+        self.ops.append(Op(len(self.ops), t, process, typ, f, key, value, client, extra))
+        return self
+
+    def call(self, t0, t1, c, f, key=R, value=None, out=None, typ="ok", **extra):
+        self.add(t0, c, "invoke", f, key, value, c)
+        return self.add(t1, c, typ, f, key, out, c, **extra)
+
+    def enter(self, t, c, key=R, n=3):
+        return self.call(t, t + 1, c, "enter", key, {"round": 0, "n": n}, {"node": f"{key}/m{c}"})
+
+    def fault(self, t0, t1, f="pause-client", targets=("c1",)):
+        for t, phase in ((t0, "start"), (t1, "end")):
+            self.add(
+                t,
+                "nemesis",
+                "info",
+                f,
+                None,
+                {"fault_id": 1, "phase": phase, "targets": list(targets)},
+            )
+        return self
+
+    def history(self):
+        return History(sorted(self.ops, key=lambda o: o.time))
+
+
+def clean_round(h=None):
+    h = h or H()
+    for c in (1, 2, 3):
+        h.enter(10 * c, c)
+    for c in (1, 2, 3):
+        h.call(10 * c + 2, 40, c, "pass", out={"count": 3, "n": 3})
+        h.call(50, 60 + c, c, "leave", out={"count": 0, "n": 3})
+    return h
+
+
+def test_a_clean_round_is_valid():
+    r = BarrierChecker().check(clean_round().history())
+    assert r.valid is True
+    assert r.details["passes"] == 3 and r.details["early_pass_count"] == 0
+
+
+def test_pass_before_n_members_entered_is_a_violation():
+    """Client 1 entered twice (a restart while its dead session's child lingered): the count
+    read 3 children with only clients 1 and 2 entered."""
+    h = H().enter(0, 1).enter(5, 2).enter(10, 1)
+    h.call(6, 12, 2, "pass", out={"count": 3, "n": 3})
+    r = BarrierChecker().check(h.history())
+    assert r.valid is False
+    (e,) = r.details["early_passes"]
+    assert e["client"] == 2 and e["clients"] == [1, 2] and e["entered"] == 2 and e["n"] == 3
+    assert (e["start"], e["end"]) == (0, 12)
+    # The same history with a third member entering first is fine.
+    h.enter(1, 3)
+    assert BarrierChecker().check(h.history()).valid is True
+
+
+def test_n_from_the_checker_overrides_what_members_recorded():
+    h = clean_round()
+    assert BarrierChecker(n=4).check(h.history()).valid is False
+
+
+def test_a_member_stuck_on_a_healthy_system_is_a_violation():
+    h = H().enter(0, 1).enter(0, 2)
+    h.call(2, 2 + 10 * S, 1, "pass", typ="fail", error="timeout")  # 10 s, no fault: stuck
+    h.call(2, 3 * S, 2, "pass", typ="fail", error="stopped")  # 3 s only: not judged
+    r = BarrierChecker().check(h.history())
+    assert r.valid is False and r.details["stuck_count"] == 1
+    assert r.details["stuck"][0]["clients"] == [1] and r.details["cut_short"] == 1
+
+
+def test_a_wait_overlapping_a_fault_is_judged_only_after_the_heal():
+    h = H().enter(0, 1).enter(0, 2).fault(1 * S, 7 * S)
+    h.call(2, 10 * S, 1, "pass", typ="fail", error="timeout")  # healthy 3 s < 5 s grace
+    h.call(3, 4, 2, "pass", out={"count": 2, "n": 2})
+    r = BarrierChecker(n=2).check(h.history())
+    assert r.valid is True and r.details["cut_short"] == 1
+    h2 = H().enter(0, 1).enter(0, 2).fault(1 * S, 2 * S)
+    h2.call(2, 10 * S, 1, "pass", typ="fail", error="timeout")  # healthy 8 s: stuck
+    h2.call(3, 4, 2, "pass", out={"count": 2, "n": 2})
+    r2 = BarrierChecker(n=2).check(h2.history())
+    assert r2.valid is False and r2.details["stuck"][0]["faults"][0]["f"] == "pause-client"
+
+
+def test_a_killed_members_wait_ends_at_the_kill():
+    h = H().enter(0, 1).enter(0, 2)
+    h.add(1, 1, "invoke", "pass", R, None, 1)  # never completes: SIGKILLed at 2 s
+    h.fault(2 * S, 3 * S, f="kill-client", targets=("c1",))
+    h.call(1, 20 * S, 2, "pass", typ="fail", error="timeout")
+    r = BarrierChecker(n=2).check(h.history())
+    assert [s["clients"] for s in r.details["stuck"]] == [[2]]  # 1's wait is not blamed
+
+
+def test_nothing_exercised_is_unknown():
+    assert BarrierChecker().check(History([])).valid == "unknown"
+    h = H().add(0, 1, "invoke", "enter", R, {"n": 3}, 1).add(1, 1, "fail", "enter", R, None, 1)
+    assert BarrierChecker().check(h.history()).valid == "unknown"
+    h2 = H().enter(0, 1).call(2, 3, 1, "pass", typ="fail", error="stopped")
+    assert BarrierChecker().check(h2.history()).valid == "unknown"  # entered, nothing judged
+
+
+def test_barrier_workload_uses_the_barrier_checker():
+    wl = get_workload("barrier")
+    assert list(wl.checkers({})) == ["barrier"]
+    assert wl.checkers({"members": 4})["barrier"].n == 4
