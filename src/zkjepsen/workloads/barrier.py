@@ -87,7 +87,7 @@ class BarrierWorkload:
         base = param(p, "barrier_path", "/zkjepsen/queue_barrier")
         n = _size(p, ctx.nclients)
         work_s, think_s = param(p, "work_s", 0.2), param(p, "think_s", 0.0)
-        timeout = param(p, "pass_timeout_s", 10.0)
+        timeout = param(p, "pass_timeout_s", 30.0)
         r = None
         while ctx.running():
             try:
