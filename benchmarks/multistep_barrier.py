@@ -71,7 +71,7 @@ def barrier_spec(nemesis: str, seed: int) -> TestSpec:
         fault_duration_s=2.0,
         seed=seed,
         name=f"bench-barrier-{nemesis}",
-        params={"pass_timeout_s": 10.0},
+        params={"pass_timeout_s": 30.0},
     )
 
 
