@@ -21,8 +21,9 @@ import json
 import tempfile
 from pathlib import Path
 
-from zkjepsen.runner import TestSpec, run_test
-from zkjepsen.scenarios import get_scenario
+from zkjepsen.reproduce.scenarios import get_scenario
+from zkjepsen.runner import run_test
+from zkjepsen.spec import TestSpec
 
 
 def kills(store_dir: Path) -> tuple[int, int]:

@@ -10,7 +10,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from zkjepsen.checker import compose
 from zkjepsen.checker.atomicity import AtomicityChecker
-from zkjepsen.clientctx import ClientContext, Recorder
+from zkjepsen.client.context import ClientContext, Recorder
 from zkjepsen.history import History, Op
 from zkjepsen.recipes.base import Token
 from zkjepsen.workloads.lock import LOCK, critical_section

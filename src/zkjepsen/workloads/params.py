@@ -45,6 +45,13 @@ KNOWN: dict[str, Param] = {
     "mode": Param(str, "rwlock mode", ("read", "write")),
     "request_timeout_s": Param(float, "how long the recorder waits for a client program's answer "
                                "(acquire: plus acquire_timeout_s)"),
+    "ready_file": Param(bool, "lock: multi-step updates under the ready-file protocol"),
+    "ready_path": Param(str, "lock: znode of the ready file (default <resource_path>-ready)"),
+    "barrier_path": Param(str, "barrier: znode under which the barrier rounds live"),
+    "members": Param(int, "barrier: n, the members a round waits for (default: the clients)"),
+    "double": Param(bool, "barrier: leave waits for everyone (double barrier; default true)"),
+    "work_s": Param(float, "barrier: work between passing and leaving"),
+    "pass_timeout_s": Param(float, "barrier: how long a member waits to pass or leave"),
 }
 
 
