@@ -245,3 +245,12 @@ def test_workload_records_show_the_violation_and_the_ready_file_avoids_it(tmp_pa
     fs = [(op.f, op.type) for op in h if op.client == 2 and op.type in ("ok", "fail")]
     assert fs[:3] == [("read", "ok"), ("unready", "ok"), ("write", "ok")]
     assert fs[-1] == ("ready", "ok")
+
+
+def test_timeline_frames_the_half_done_read():
+    from zkjepsen.report.timeline import render_timeline
+
+    h = holder_dies_mid_update()
+    results = compose(LOCK.checkers({})).check(h).to_json()
+    page = render_timeline([op.to_dict() for op in h], results, "t")
+    assert "1 violations marked" in page and "half done read: clients [1, 2]" in page
