@@ -13,6 +13,7 @@ from zkjepsen.checker.atomicity import AtomicityChecker
 from zkjepsen.client.context import ClientContext, Recorder
 from zkjepsen.history import History, Op
 from zkjepsen.recipes.base import Token
+from zkjepsen.workloads import get_workload
 from zkjepsen.workloads.lock import LOCK, critical_section
 
 
@@ -163,6 +164,8 @@ def test_lock_workload_wires_atomicity_only_for_multi_step_updates():
     assert "atomicity" in LOCK.checkers({"writes": 2})
     assert "atomicity" in LOCK.checkers({})  # the default is a 2-step update
     assert "atomicity" not in LOCK.checkers({"writes": 1})
+    assert "atomicity" not in get_workload("rwlock").checkers({})  # one step per writer
+    assert "atomicity" in get_workload("election").checkers({})
     res = compose(LOCK.checkers({})).check(holder_dies_mid_update()).to_json()
     assert res["valid"] is False and res["atomicity"]["valid"] is False
 

@@ -29,6 +29,7 @@ class RWLockWorkload(LockWorkload):
     def __init__(self) -> None:
         super().__init__("rwlock", default_path="/zkjepsen/shared_lock")
         self.description = "read/write lock: readers share, writers exclude (mode in values)"
+        self.multi_step = False  # a writer writes one step
 
     def run_client(self, ctx: Any) -> None:
         p = ctx.params
