@@ -13,6 +13,7 @@ from zkjepsen.checker.atomicity import AtomicityChecker
 from zkjepsen.client.context import ClientContext, Recorder
 from zkjepsen.history import History, Op
 from zkjepsen.recipes.base import Token
+from zkjepsen.reproduce.replay import violation_kinds
 from zkjepsen.workloads import get_workload
 from zkjepsen.workloads.lock import LOCK, critical_section
 
@@ -118,6 +119,9 @@ def test_next_holder_reading_half_done_state_is_a_violation_naming_both():
     assert v["left_by_write"]["client"] == 1
     assert [f["f"] for f in v["faults"]] == ["kill-client"]
     assert v["state"]["step"] == 1 and v["state"]["steps"] == 2
+    (typed,) = r.violations  # the typed finding the readers use
+    assert typed.kind == "half-done-read" and typed.clients == (1, 2)
+    assert (typed.start, typed.end) == (5, 23) and typed.fault_ids == {3}
 
 
 def test_clean_handover_is_valid():
@@ -166,8 +170,8 @@ def test_lock_workload_wires_atomicity_only_for_multi_step_updates():
     assert "atomicity" not in LOCK.checkers({"writes": 1})
     assert "atomicity" not in get_workload("rwlock").checkers({})  # one step per writer
     assert "atomicity" in get_workload("election").checkers({})
-    res = compose(LOCK.checkers({})).check(holder_dies_mid_update()).to_json()
-    assert res["valid"] is False and res["atomicity"]["valid"] is False
+    res = compose(LOCK.checkers({})).check(holder_dies_mid_update())
+    assert res.valid is False and violation_kinds(res) == {"atomicity:half-done-read"}
 
 
 class Zk:
@@ -256,4 +260,4 @@ def test_timeline_frames_the_half_done_read():
     h = holder_dies_mid_update()
     results = compose(LOCK.checkers({})).check(h).to_json()
     page = render_timeline([op.to_dict() for op in h], results, "t")
-    assert "1 violations marked" in page and "half done read: clients [1, 2]" in page
+    assert "1 violations marked" in page and "atomicity half-done-read: clients [1, 2]" in page

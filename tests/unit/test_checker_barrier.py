@@ -66,8 +66,15 @@ def test_pass_before_n_members_entered_is_a_violation():
     r = BarrierChecker().check(h.history())
     assert r.valid is False
     (e,) = r.details["early_passes"]
-    assert e["client"] == 2 and e["clients"] == [1, 2] and e["entered"] == 2 and e["n"] == 3
+    assert (
+        e["client"] == 2
+        and e["clients"] == [2, 1]
+        and e["entered_clients"] == [1, 2]
+        and e["entered"] == 2
+        and e["n"] == 3
+    )
     assert (e["start"], e["end"]) == (0, 12)
+    assert [(v.kind, v.clients) for v in r.violations] == [("early-pass", (2, 1))]
     # The same history with a third member entering first is fine.
     h.enter(1, 3)
     assert BarrierChecker().check(h.history()).valid is True
@@ -85,6 +92,7 @@ def test_a_member_stuck_on_a_healthy_system_is_a_violation():
     r = BarrierChecker().check(h.history())
     assert r.valid is False and r.details["stuck_count"] == 1
     assert r.details["stuck"][0]["clients"] == [1] and r.details["cut_short"] == 1
+    assert [(v.kind, v.clients) for v in r.violations] == [("stuck", (1,))]
 
 
 def test_a_wait_overlapping_a_fault_is_judged_only_after_the_heal():
@@ -119,5 +127,5 @@ def test_nothing_exercised_is_unknown():
 
 def test_barrier_workload_uses_the_barrier_checker():
     wl = get_workload("barrier")
-    assert list(wl.checkers({})) == ["barrier"]
+    assert list(wl.checkers({})) == ["barrier", "exercised"]
     assert wl.checkers({"members": 4})["barrier"].n == 4

@@ -19,11 +19,11 @@ no tokens, another client) and the reader was not told: `ready` is not False. A 
 incomplete state with `ready: False` is **detected**: the ready-file protocol did its job (the
 reader knows not to trust it and redoes the update) - counted, not a violation.
 
-Each violation names both clients (the one that left the state, the one that read it), both
-tokens, the window [the accepted write that left the state (its completion; the read's invoke
-when that write is not in the history as `ok`), the read's completion], and the nemesis faults
-that intersect it. Verdict: False on any violation; "unknown" when the history holds no read of
-a multi-step resource (nothing was exercised); else True.
+Each violation (kind `half-done-read`) names both clients (the one that left the state, the one
+that read it), both tokens, the window [the accepted write that left the state (its completion;
+the read's invoke when that write is not in the history as `ok`), the read's completion], and
+the nemesis faults that intersect it. Verdict: False on any violation; "unknown" when the
+history holds no read of a multi-step resource (nothing was exercised); else True.
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from zkjepsen.checker import Result
+from zkjepsen.checker import Result, Violation, unknown
 from zkjepsen.history import NEMESIS, History, Op, fault_windows, faults_during
+
+KIND = "half-done-read"
 
 
 def incomplete(v: dict[str, Any]) -> bool:
@@ -86,14 +88,11 @@ class AtomicityChecker:
                 reads.append((inv, op, iv.get("token", current.get(client))))
         reads = [r for r in reads if any(k in r[1].value for k in ("step", "state"))]
         if not reads:
-            return Result(
-                "unknown",
-                {
-                    "reason": "no read of a multi-step resource was recorded: "
-                    "nothing exercised the atomicity of an update",
-                    "reads": 0,
-                    "accepted_writes": len(writes),
-                },
+            return unknown(
+                "no read of a multi-step resource was recorded: nothing exercised the "
+                "atomicity of an update",
+                reads=0,
+                accepted_writes=len(writes),
             )
         faults = fault_windows(ops)
         violations: list[dict[str, Any]] = []
@@ -126,17 +125,32 @@ class AtomicityChecker:
         cap = self.max_reported
         for rec in violations[:cap] + detected[:cap]:
             rec["faults"] = faults_during(faults, rec["start"], rec["end"])
-        return Result(
-            not violations,
-            {
-                "reads": len(reads),
-                "accepted_writes": len(writes),
-                "half_done_read_count": len(violations),
-                "half_done_reads": violations[:cap],
-                "detected_by_ready_file_count": len(detected),
-                "detected_by_ready_file": detected[:cap],
-            },
-        )
+        details = {
+            "reads": len(reads),
+            "accepted_writes": len(writes),
+            "half_done_read_count": len(violations),
+            "half_done_reads": violations[:cap],
+            "detected_by_ready_file_count": len(detected),
+            "detected_by_ready_file": detected[:cap],
+        }
+        if violations:
+            typed = [
+                Violation(
+                    KIND,
+                    tuple(rec["clients"]),
+                    rec["start"],
+                    rec["end"],
+                    tuple(rec["faults"]),
+                    {
+                        k: x
+                        for k, x in rec.items()
+                        if k not in ("clients", "start", "end", "faults")
+                    },
+                )
+                for rec in violations[:cap]
+            ]
+            return Result(False, details, typed, counts={KIND: len(violations)})
+        return Result(True, details)
 
 
 def _leaving_write(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from zkjepsen.checker import Result
+from zkjepsen.checker import Result, Violation, unknown
 from zkjepsen.checker.lock import CLIENT_DEATHS
 from zkjepsen.history import NEMESIS, History, Op, fault_windows, faults_during
 
@@ -128,7 +128,8 @@ class BarrierChecker:
                     {
                         "round": inv.key,
                         "client": ok.actor,
-                        "clients": members,
+                        "clients": [ok.actor, *(c for c in members if c != ok.actor)],
+                        "entered_clients": members,
                         "entered": len(members),
                         "n": n,
                         "start": first,
@@ -165,10 +166,17 @@ class BarrierChecker:
             "cut_short": cut_short,
         }
         if early or stuck:
-            return Result(False, details)
+            typed = [_violation("early-pass", r) for r in early[:cap]]
+            typed += [_violation("stuck", r) for r in stuck[:cap]]
+            counts = {k: n for k, n in (("early-pass", len(early)), ("stuck", len(stuck))) if n}
+            return Result(False, details, typed, counts=counts)
         if not passes and not any(w["outcome"] == "ok" for w in waits):
-            return Result(
-                "unknown",
-                {**details, "reason": "no member passed and no wait lasted long enough to judge"},
-            )
+            return unknown("no member passed and no wait lasted long enough to judge", **details)
         return Result(True, details)
+
+
+def _violation(kind: str, rec: dict[str, Any]) -> Violation:
+    evidence = {k: v for k, v in rec.items() if k not in ("clients", "start", "end", "faults")}
+    return Violation(
+        kind, tuple(rec["clients"]), rec["start"], rec["end"], tuple(rec["faults"]), evidence
+    )

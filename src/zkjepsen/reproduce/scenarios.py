@@ -91,14 +91,14 @@ MID_UPDATE = [
         "first write, its ephemeral node goes with its session, and the next holder reads the "
         "half-done state. (The kill is aimed at the holder with a 2 s gap between the steps, "
         "not triggered by the write: triggered faults do not exist yet.)",
-        MID_UPDATE_SETTINGS, {"paper": _x(("atomicity",))}),
+        MID_UPDATE_SETTINGS, {"paper": _x(("atomicity:half-done-read",))}),
     Scenario(
         "holder-dies-mid-update-ready", "the same kill, with the ready-file protocol",
         "The writer deletes a `ready` node before its first step and re-creates it after the "
         "last; the next holder finds `ready` missing, knows the state is half-done and redoes "
         "the update: no holder trusts a half-done state.",
         {**MID_UPDATE_SETTINGS, "params": {**MID_UPDATE_SETTINGS["params"], "ready_file": True}},
-        {"paper": _x(absent=("atomicity",))}),
+        {"paper": _x(absent=("atomicity:half-done-read",))}),
 ]
 UNGUARDED = {"resource": "unguarded", "hold_s": 0.4}
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in [

@@ -128,8 +128,13 @@ class BarrierWorkload:
 
     def checkers(self, params: dict[str, Any]) -> dict[str, Any]:
         from zkjepsen.checker.barrier import BarrierChecker
+        from zkjepsen.checker.exercised import Exercised
 
-        return {"barrier": BarrierChecker(n=param(params, "members", 0) or None)}
+        return {
+            "barrier": BarrierChecker(n=param(params, "members", 0) or None),
+            # every member entered at least once, someone passed, and no client errors
+            "exercised": Exercised(need=("enter", "pass"), per_client=("enter",)),
+        }
 
 
 BARRIER = BarrierWorkload()
