@@ -11,7 +11,7 @@
 Prints figures only (no assertions):
 
     .venv/bin/python benchmarks/multistep_barrier.py [--runs 5] [--fault-runs 3] \\
-        [--only scenario|barrier]
+        [--only plain ready barrier]
 """
 
 from __future__ import annotations
@@ -21,9 +21,13 @@ import json
 import tempfile
 from pathlib import Path
 
+from zkjepsen.errors import EnvironmentProblem
 from zkjepsen.reproduce.scenarios import get_scenario
 from zkjepsen.runner import run_test
 from zkjepsen.spec import TestSpec
+
+PARTS = ("plain", "ready", "barrier")
+SCENARIOS = ("holder-dies-mid-update", "holder-dies-mid-update-ready")
 
 
 def kills(store_dir: Path) -> tuple[int, int]:
@@ -38,12 +42,22 @@ def kills(store_dir: Path) -> tuple[int, int]:
     return n, hit
 
 
-def scenario_runs(runs: int, store: Path) -> None:
-    for name in ("holder-dies-mid-update", "holder-dies-mid-update-ready"):
+def run_once(spec: TestSpec, store: Path, tries: int = 3):
+    """One run; an ensemble that does not come up (a loaded machine) is retried, not counted."""
+    for i in range(tries):
+        try:
+            return run_test(spec, store)
+        except EnvironmentProblem as e:
+            print(f"  (run did not start, try {i + 1}/{tries}: {str(e)[:100]})", flush=True)
+    raise SystemExit("the ensemble did not come up; is the machine overloaded?")
+
+
+def scenario_runs(runs: int, store: Path, names: list[str]) -> None:
+    for name in names:
         s = get_scenario(name)
         shown = 0
         for seed in range(1, runs + 1):
-            run = run_test(s.spec("paper", seed), store)
+            run = run_once(s.spec("paper", seed), store)
             a = run.results.get("atomicity", {})
             k, hit = kills(run.store_dir)
             ok, why = s.expect["paper"].judge(run.valid, run.results)
@@ -80,7 +94,7 @@ def barrier_runs(runs: int, fault_runs: int, store: Path) -> None:
     for nemesis, n in (("none", runs), ("pause-client", fault_runs), ("kill-client", fault_runs)):
         valid = 0
         for seed in range(1, n + 1):
-            run = run_test(barrier_spec(nemesis, seed), store)
+            run = run_once(barrier_spec(nemesis, seed), store)
             b = run.results.get("barrier", {})
             valid += run.valid is True
             stuck = [
@@ -103,14 +117,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--fault-runs", type=int, default=3)
-    ap.add_argument("--only", choices=("scenario", "barrier"))
+    ap.add_argument("--only", choices=PARTS, nargs="+", default=list(PARTS))
     ap.add_argument("--store", type=Path, default=None)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="zkj-bench-") as d:
         store = args.store or Path(d)
-        if args.only != "barrier":
-            scenario_runs(args.runs, store)
-        if args.only != "scenario":
+        names = [n for p, n in zip(PARTS, SCENARIOS, strict=False) if p in args.only]
+        scenario_runs(args.runs, store, names)
+        if "barrier" in args.only:
             barrier_runs(args.runs, args.fault_runs, store)
 
 
