@@ -80,6 +80,21 @@ def test_pass_before_n_members_entered_is_a_violation():
     assert BarrierChecker().check(h.history()).valid is True
 
 
+def test_an_enter_cut_by_a_kill_still_counts():
+    """Seen on a real run: client 3's create landed, then SIGKILL; its enter never completed.
+    Clients 1 and 2 counting its child is no early pass."""
+    h = H().add(0, 3, "invoke", "enter", R, {"round": 0, "n": 3}, 3)
+    h.fault(1, 50, f="kill-client", targets=("c3",))
+    h.enter(2, 1).enter(3, 2)
+    h.call(5, 6, 1, "pass", out={"count": 3, "n": 3}).call(
+        5, 7, 2, "pass", out={"count": 3, "n": 3}
+    )
+    r = BarrierChecker().check(h.history())
+    assert r.valid is True and r.details["early_pass_count"] == 0
+    h.ops.pop(0)  # without client 3's attempt, the same passes are early
+    assert BarrierChecker().check(h.history()).details["early_pass_count"] == 2
+
+
 def test_n_from_the_checker_overrides_what_members_recorded():
     h = clean_round()
     assert BarrierChecker(n=4).check(h.history()).valid is False

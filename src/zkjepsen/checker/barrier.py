@@ -2,7 +2,8 @@
 
 Reads the `barrier` workload's ops (`enter`, `pass`, `leave`; `key` = the round's barrier node):
 - **early pass** (safety): a `pass` that completed `ok` at time t in a round where fewer than n
-  distinct clients had invoked `enter` (not failed) by t. Counting invokes (not completions) is
+  distinct clients had invoked `enter` (not failed; an enter never completed, e.g. SIGKILLed
+  after its create landed, counts) by t. Counting invokes (not completions) is
   generous to the barrier: only a certain violation is reported. n is the checker's `n`, else
   the `n` the members recorded in their `enter` invokes.
 - **stuck** (liveness, "every member that entered eventually passed, once faults healed"): a wait
@@ -92,6 +93,8 @@ class BarrierChecker:
                 if inv.f == "pass" and op.type == "ok":
                     passes.append((inv, op))
         for inv in pending.values():  # never completed: ended by a SIGKILL, or still waiting
+            if inv.f == "enter":  # its child may exist (a create that landed before the kill)
+                entered.setdefault(inv.key, {}).setdefault(inv.actor, inv.time)
             if inv.f in WAITS:
                 end = min(
                     (t for t, who in deaths if t >= inv.time and inv.actor in who), default=last
