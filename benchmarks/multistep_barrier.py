@@ -80,7 +80,7 @@ def barrier_spec(nemesis: str, seed: int) -> TestSpec:
         nodes=3,
         clients=3,
         time_limit_s=20.0,
-        recovery_s=15.0,
+        recovery_s=25.0,
         session_timeout_s=3.0,
         interval_s=5.0,
         fault_duration_s=2.0,
@@ -91,6 +91,8 @@ def barrier_spec(nemesis: str, seed: int) -> TestSpec:
 
 
 def barrier_runs(runs: int, fault_runs: int, store: Path) -> None:
+    # 25 s of recovery: a member stuck since a fault is judged only after 1.5x the session
+    # timeout plus 5 s of healthy waiting once the LAST fault has ended.
     for nemesis, n in (("none", runs), ("pause-client", fault_runs), ("kill-client", fault_runs)):
         valid = 0
         for seed in range(1, n + 1):
