@@ -132,6 +132,24 @@ def test_a_killed_members_wait_ends_at_the_kill():
     assert [s["clients"] for s in r.details["stuck"]] == [[2]]  # 1's wait is not blamed
 
 
+def test_a_kill_that_lands_after_its_start_record_still_ends_the_wait():
+    """Seen on a real run: the kill's start record came 0.23 s before the victim invoked `leave`
+    (docker delivers SIGKILL late); the wait died with the process, it was not stuck."""
+    h = H().enter(0, 1).enter(0, 3)
+    h.fault(2 * S, 5 * S, f="kill-client", targets=("c3",))
+    h.add(2 * S + 200, 3, "invoke", "leave", R, None, 3)  # never completes
+    h.call(1, 2, 1, "pass", out={"count": 2, "n": 2}).call(3, 4, 1, "leave", out={"count": 0})
+    h.add(40 * S, 1, "event", "session-state", None, "CONNECTED", 1)  # the history goes on
+    r = BarrierChecker(n=2).check(h.history())
+    assert r.valid is True and r.details["stuck_count"] == 0
+    # The same wait with no kill at all is stuck.
+    h.ops = [op for op in h.ops if op.process != "nemesis"]
+    assert BarrierChecker(n=2).check(h.history()).details["stuck_count"] == 1
+    # A restart (a later op of client 3 from another process) proves the death as well.
+    h.add(6 * S, 6, "invoke", "enter", "/b/round-000001", {"n": 2}, 3)
+    assert BarrierChecker(n=2).check(h.history()).details["stuck_count"] == 0
+
+
 def test_nothing_exercised_is_unknown():
     assert BarrierChecker().check(History([])).valid == "unknown"
     h = H().add(0, 1, "invoke", "enter", R, {"n": 3}, 1).add(1, 1, "fail", "enter", R, None, 1)

@@ -50,15 +50,11 @@ class BarrierChecker:
         sizes: dict[Any, int] = {}  # round -> n recorded by its members
         passes: list[tuple[Op, Op]] = []
         waits: list[dict[str, Any]] = []  # every pass/leave with its end and outcome
-        deaths: list[tuple[int, set[Any]]] = []
         entered_ok = 0
         last = ops[-1].time if ops else 0
         timeouts = [0]
         for op in ops:
             if op.process == NEMESIS:
-                v = op.value if isinstance(op.value, dict) else {}
-                if op.f in CLIENT_DEATHS and v.get("phase") == "start":
-                    deaths.append((op.time, {client_number(x) for x in v.get("targets") or ()}))
                 continue
             if op.type == "event":
                 if op.f == "session" and isinstance(op.value, dict):
@@ -96,9 +92,7 @@ class BarrierChecker:
             if inv.f == "enter":  # its child may exist (a create that landed before the kill)
                 entered.setdefault(inv.key, {}).setdefault(inv.actor, inv.time)
             if inv.f in WAITS:
-                end = min(
-                    (t for t, who in deaths if t >= inv.time and inv.actor in who), default=last
-                )
+                end = self._death(inv, ops, last)
                 waits.append(
                     {
                         "f": inv.f,
@@ -176,6 +170,25 @@ class BarrierChecker:
         if not passes and not any(w["outcome"] == "ok" for w in waits):
             return unknown("no member passed and no wait lasted long enough to judge", **details)
         return Result(True, details)
+
+    @staticmethod
+    def _death(inv: Op, ops: list[Op], last: int) -> int:
+        """When the process of a never-completed wait died: docker delivers a SIGKILL some time
+        after the fault's start record (the invoke may even come after it), and before its end
+        (the client restarts then); a later op of the same client from another process proves
+        it too. Else the wait lasted to the end of the history."""
+        end = last
+        for w in fault_windows(ops):
+            if w.f not in CLIENT_DEATHS or inv.actor not in {
+                client_number(x) for x in w.targets or ()
+            }:
+                continue
+            if w.end is None or w.end >= inv.time:
+                end = min(end, max(w.start, inv.time))
+        for op in ops:
+            if op.time > inv.time and op.actor == inv.actor and op.process != inv.process:
+                return min(end, op.time)
+        return end
 
 
 def _violation(kind: str, rec: dict[str, Any]) -> Violation:
