@@ -123,6 +123,14 @@ def test_a_wait_overlapping_a_fault_is_judged_only_after_the_heal():
     assert r2.valid is False and r2.details["stuck"][0]["faults"][0]["f"] == "pause-client"
 
 
+def test_a_long_wait_at_the_end_overlapping_faults_is_unknown_not_valid():
+    h = H().enter(0, 1).enter(0, 2).call(1, 2, 1, "pass", out={"count": 2, "n": 2})
+    h.fault(3 * S, 20 * S)
+    h.call(2, 22 * S, 2, "pass", typ="fail", error="stopped")  # 22 s, ~2 s healthy
+    r = BarrierChecker(n=2).check(h.history())
+    assert r.valid == "unknown" and len(r.details["unjudged_long_waits"]) == 1
+
+
 def test_a_killed_members_wait_ends_at_the_kill():
     h = H().enter(0, 1).enter(0, 2)
     h.add(1, 1, "invoke", "pass", R, None, 1)  # never completes: SIGKILLed at 2 s

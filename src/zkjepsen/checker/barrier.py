@@ -11,7 +11,9 @@ Reads the `barrier` workload's ops (`enter`, `pass`, `leave`; `key` = the round'
   SIGKILL, or the end of the history) after it had lasted at least `grace_s` on a healthy
   system: counted from the later of its invoke and the end of the last fault before it ended plus
   a settle time (1.5x the longest session timeout the clients recorded: a dead member's child
-  lives that long). A wait that gave up sooner is `cut_short` (not judged).
+  lives that long). A wait that gave up sooner is `cut_short` (not judged); one that was still
+  waiting at the end of the run after `grace_s` in all, but with less healthy time, makes the
+  verdict "unknown" (the run's recovery was too short to judge it), never valid.
 
 Verdict: False on any early pass or stuck wait; "unknown" when no member entered, or when no
 member passed and no wait could be judged; else True. Violations name the clients, the window
@@ -136,7 +138,7 @@ class BarrierChecker:
                         else None,
                     }
                 )
-        stuck, cut_short = [], 0
+        stuck, cut_short, unjudged = [], 0, []
         for w in waits:
             if w["outcome"] == "ok":
                 continue
@@ -149,6 +151,9 @@ class BarrierChecker:
                 stuck.append({**w, "clients": [w["client"]], "healthy_wait_s": healthy / S})
             else:
                 cut_short += 1
+                at_end = w["error"] == "stopped" or (w["outcome"] == "none" and w["end"] == last)
+                if at_end and w["end"] - w["start"] >= self.grace_ns:
+                    unjudged.append({**w, "healthy_wait_s": healthy / S})
         cap = self.max_reported
         for rec in early[:cap] + stuck[:cap]:
             rec["faults"] = faults_during(faults, rec["start"], rec["end"])
@@ -161,6 +166,7 @@ class BarrierChecker:
             "stuck_count": len(stuck),
             "stuck": stuck[:cap],
             "cut_short": cut_short,
+            "unjudged_long_waits": unjudged[:cap],
         }
         if early or stuck:
             typed = [_violation("early-pass", r) for r in early[:cap]]
@@ -169,6 +175,14 @@ class BarrierChecker:
             return Result(False, details, typed, counts=counts)
         if not passes and not any(w["outcome"] == "ok" for w in waits):
             return unknown("no member passed and no wait lasted long enough to judge", **details)
+        if unjudged:
+            return unknown(
+                f"{len(unjudged)} member(s) still waiting when the run ended, after waiting "
+                f"{max(w['end'] - w['start'] for w in unjudged) / S:.1f} s, but with too little "
+                "fault-free time after the last fault to tell stuck from slow (a longer recovery "
+                "decides)",
+                **details,
+            )
         return Result(True, details)
 
     @staticmethod
