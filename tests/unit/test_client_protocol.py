@@ -108,7 +108,10 @@ def test_remote_loop_records_what_the_in_process_loop_records(tmp_path: Path) ->
     assert acq["key"] == "/zkjepsen/lock" and set(acq["value"]) == {"token", "seq", "node"}
     assert acq["value"]["seq"] == acq["value"]["token"]  # parsed from the node name
     write = next(r for r in oks if r["f"] == "write")
-    assert write["key"] == "/zkjepsen/resource" and set(write["value"]) == {"token", "version"}
+    assert write["key"] == "/zkjepsen/resource"
+    assert set(write["value"]) == {"token", "version", "step", "steps"}  # as the in-process loop
+    read = next(r for r in oks if r["f"] == "read")  # each holder reads first (atomicity)
+    assert {"step", "steps", "writer", "writer_token", "version"} <= set(read["value"])
     assert any(r["f"] == "release" for r in oks)
     assert recs[0]["f"] == "session-state" and recs[1]["f"] == "session"
     assert not [r for r in recs if r["f"] == "client-error"]

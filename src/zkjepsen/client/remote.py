@@ -210,9 +210,20 @@ class RemoteLoop:
         ctx = self.ctx
         hold = self.hold_s if self.fixed else ctx.rng.uniform(0, 2 * self.hold_s)
         if self.writes:
+            # Recorded as workloads/multistep.py read_state does: checker/atomicity.py reads it.
+            # (The ready-file protocol needs creates/deletes the wire protocol has not: it runs
+            # in the in-process loop only.)
+            rop = ctx.invoke("read", key=self.resource, value={"token": tok["token"]})
             got = self.read(self.resource)
-            if not isinstance(got, Outcome) and got[0].get("state") == "half":
-                ctx.event("half-done-seen", {"token": tok["token"], "left_by": got[0].get("token")})
+            if isinstance(got, Outcome):
+                rop.fail(None, error=got.error)
+            else:
+                d, version = got
+                rop.ok({"state": d.get("state"), "step": d.get("step"), "steps": d.get("steps"),
+                        "writer": d.get("client"), "writer_token": d.get("token"),
+                        "version": version})
+                if d.get("state") == "half":
+                    ctx.event("half-done-seen", {"token": tok["token"], "left_by": d.get("token")})
             self._alive()
         else:
             ctx.sleep(hold)
@@ -222,9 +233,10 @@ class RemoteLoop:
             if not self.holding():
                 ctx.event("abandon", {"token": tok["token"], "after_writes": i})
                 return
-            value = {"token": tok["token"]}
+            value = {"token": tok["token"], "step": i + 1, "steps": self.writes}
             op = ctx.invoke("write", key=self.resource, value=value)
-            doc = {"state": "done" if i == self.writes - 1 else "half", "client": ctx.client}
+            doc = {"state": "done" if i == self.writes - 1 else "half", "client": ctx.client,
+                   "step": i + 1, "steps": self.writes}
             out = self.write(doc, tok)
             if out.type == "ok":
                 op.ok({**value, "version": out.value})

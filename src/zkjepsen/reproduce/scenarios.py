@@ -80,7 +80,10 @@ BELIEF = _x(("lock:belief",))
 # not exist yet, so the kill is aimed with what does: `kill-client` targets the holder (the
 # client that acquired most recently), and a fixed 2 s gap between the two steps (`hold_s` with
 # `hold_fixed`) makes a kill that lands ~0.1 s after the holder was picked fall inside it.
+# In-process clients: the ready-file protocol creates and deletes a znode, which the client wire
+# protocol does not offer.
 MID_UPDATE_SETTINGS = {"workload": "lock", "nemesis": ["kill-client"], "clients": 3,
+                       "client_mode": "in-process",
                        "time_limit_s": 20.0, "interval_s": 4.0, "fault_duration_s": 1.0,
                        "params": {"resource": "unguarded", "writes": 2, "hold_s": 2.0,
                                   "hold_fixed": True, "think_s": 0.05}}
