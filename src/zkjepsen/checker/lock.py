@@ -32,9 +32,9 @@ sweep over interval endpoints per lock and per resource (O(n log n)).
 from __future__ import annotations
 
 import bisect
-from operator import itemgetter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from zkjepsen.checker import Result, Violation
