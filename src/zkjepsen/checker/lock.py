@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
@@ -45,19 +44,24 @@ from zkjepsen.history.stream import Record, paused_gc, records
 INF = float("inf")
 
 
-@dataclass(slots=True)
 class Hold:
-    client: Any
-    process: Any
-    key: Any
-    token: Any
-    start: int  # acquire ok (or acquire invoke for a maybe hold)
-    end: float = INF  # release invoke (or re-acquire invoke); INF = held to the end
-    careful_end: float = INF
-    maybe: bool = False
-    mode: str = "write"
-    seq: Any = None
-    node: Any = None
+    """One acquisition (see the module docstring). Plain classes here, not dataclasses:
+    `zkjepsen check --model lock` should not import dataclasses+inspect at every start."""
+
+    __slots__ = ("client", "process", "key", "token", "start", "end", "careful_end", "maybe",
+                 "mode", "seq", "node")
+
+    def __init__(self, client: Any, process: Any, key: Any, token: Any,
+                 start: int,  # acquire ok (or acquire invoke for a maybe hold)
+                 end: float = INF,  # release invoke (or re-acquire invoke); INF: held to the end
+                 careful_end: float = INF, maybe: bool = False, mode: str = "write",
+                 seq: Any = None, node: Any = None) -> None:
+        self.client, self.process, self.key, self.token = client, process, key, token
+        self.start, self.end, self.careful_end, self.maybe = start, end, careful_end, maybe
+        self.mode, self.seq, self.node = mode, seq, node
+
+    def __repr__(self) -> str:
+        return "Hold(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
 
     def to_json(self) -> dict[str, Any]:
         return {"client": self.client, "process": self.process, "token": self.token,
@@ -65,27 +69,31 @@ class Hold:
                 "start": self.start, "end": None if self.end == INF else self.end}
 
 
-@dataclass(slots=True)
 class Write:
-    client: Any
-    key: Any
-    token: Any
-    start: int
-    end: int
-    version: int | None = None  # the resource's version after this write, when recorded
+    """An accepted write; `version` is the resource's version after it, when recorded."""
+
+    __slots__ = ("client", "key", "token", "start", "end", "version")
+
+    def __init__(self, client: Any, key: Any, token: Any, start: int, end: int,
+                 version: int | None = None) -> None:
+        self.client, self.key, self.token = client, key, token
+        self.start, self.end, self.version = start, end, version
+
+    def __repr__(self) -> str:
+        return "Write(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
 
 
-@dataclass
 class LockObservations:
     """What the lock and fencing checkers read from a history (one pass)."""
 
-    holds: list[Hold] = field(default_factory=list)
-    writes: list[Write] = field(default_factory=list)  # accepted writes only
-    rejected_writes: int = 0
-    unknown_writes: int = 0
-    cut_at_retirement: int = 0  # beliefs ended at an info op of a process with no client id
-    last_time: int = 0
-    nemesis: list[Op] = field(default_factory=list)  # for the fault windows
+    def __init__(self) -> None:
+        self.holds: list[Hold] = []
+        self.writes: list[Write] = []  # accepted writes only
+        self.rejected_writes = 0
+        self.unknown_writes = 0
+        self.cut_at_retirement = 0  # beliefs ended at an info op of a process with no client id
+        self.last_time = 0
+        self.nemesis: list[Op] = []  # for the fault windows
 
 
 def _mode(invoked: Any, granted: dict[str, Any]) -> str:
