@@ -192,12 +192,13 @@ class StoredRun:
         return cls(d, spec, schedule, results)
 
     def history(self):
-        """The run's history: `history.jsonl`, or merged from the clients' files."""
-        from zkjepsen.history import read_jsonl
+        """The run's history: `history.jsonl` (read by the block-decoding stream reader), or
+        merged from the clients' files."""
         from zkjepsen.history.jsonl import merge_files
+        from zkjepsen.history.stream import read_jsonl_all
 
         if self.dir.history.exists():
-            return read_jsonl(self.dir.history)
+            return read_jsonl_all(self.dir.history)
         sources = [p for p in self.dir.history_sources() if p.exists()]
         if not sources:
             raise BadInput(

@@ -88,8 +88,8 @@ def test_lock_checker_reads_a_streamed_history_once(tmp_path, monkeypatch):
     path = tmp_path / "h.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
     passes = []
-    real = stream_mod.iter_blocks
-    monkeypatch.setattr(stream_mod, "iter_blocks", lambda p: passes.append(p) or real(p))
+    real = stream_mod.iter_records
+    monkeypatch.setattr(stream_mod, "iter_records", lambda p: passes.append(p) or real(p))
     h = read_history(path)
     r = LockChecker().check(h)
     assert r.valid is True and r.details["holds"] == 1

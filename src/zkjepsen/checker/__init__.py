@@ -14,9 +14,7 @@ keys (stored runs and reports written before violations were typed stay readable
 from __future__ import annotations
 
 import math
-import traceback
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from zkjepsen.history import History
@@ -49,7 +47,6 @@ def _time(t: Any) -> int | None:
     return t if isinstance(t, int) and not isinstance(t, bool) else None
 
 
-@dataclass(frozen=True)
 class Violation:
     """One finding that breaks the property a checker checks.
 
@@ -57,14 +54,44 @@ class Violation:
     bounds; ...); `clients` who was involved; [`start`, `end`] the window in history ns (`end`
     None: to the end of the test); `faults` the nemesis fault windows active in it (dicts with
     fault_id, f, targets, start, end); `evidence` whatever else explains it (tokens, ops).
+
+    Immutable, compared on every field, hashed on the first four. Plain classes here and in
+    Result (not dataclasses): `dataclasses` imports `inspect`, which `zkjepsen check` should
+    not pay for at every start.
     """
 
-    kind: str
-    clients: tuple[Any, ...] = ()
-    start: int | None = None
-    end: int | None = None
-    faults: tuple[dict[str, Any], ...] = field(default=(), hash=False)
-    evidence: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    __slots__ = ("kind", "clients", "start", "end", "faults", "evidence")
+
+    def __init__(self, kind: str, clients: tuple[Any, ...] = (), start: int | None = None,
+                 end: int | None = None, faults: tuple[dict[str, Any], ...] = (),
+                 evidence: Mapping[str, Any] | None = None) -> None:
+        setattr_ = object.__setattr__
+        setattr_(self, "kind", kind)
+        setattr_(self, "clients", clients)
+        setattr_(self, "start", start)
+        setattr_(self, "end", end)
+        setattr_(self, "faults", faults)
+        setattr_(self, "evidence", {} if evidence is None else evidence)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}: a Violation is immutable")
+
+    __delattr__ = __setattr__  # type: ignore[assignment]
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.kind, self.clients, self.start, self.end, self.faults, self.evidence)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.clients, self.start, self.end))
+
+    def __repr__(self) -> str:
+        return ("Violation(" + ", ".join(f"{n}={v!r}" for n, v in
+                                        zip(self.__slots__, self._fields(), strict=True)) + ")")
 
     @property
     def fault_ids(self) -> set[Any]:
@@ -83,21 +110,41 @@ class Violation:
                    dict(d.get("evidence") or {}))
 
 
-@dataclass
 class Result:
     """A verdict, its findings, and the checker's details.
 
     A composed result (`Compose`) has `parts`: each checker's own Result by name. `outcome` is
     what a renderer needs beyond the JSON (linearizability: the refuted partition's search
-    outcome, for the counterexample HTML); it is not serialised.
+    outcome, for the counterexample HTML); it is not serialised. `counts`: kind -> found, when
+    more than listed.
     """
 
-    valid: Verdict
-    details: dict[str, Any] = field(default_factory=dict)
-    violations: list[Violation] = field(default_factory=list)
-    parts: dict[str, Result] = field(default_factory=dict)
-    outcome: Any = None
-    counts: dict[str, int] = field(default_factory=dict)  # kind -> found, when more than listed
+    _FIELDS = ("valid", "details", "violations", "parts", "outcome", "counts")
+
+    def __init__(self, valid: Verdict, details: dict[str, Any] | None = None,
+                 violations: list[Violation] | None = None,
+                 parts: dict[str, Result] | None = None, outcome: Any = None,
+                 counts: dict[str, int] | None = None) -> None:
+        self.valid = valid
+        self.details = {} if details is None else details
+        self.violations = [] if violations is None else violations
+        self.parts = {} if parts is None else parts
+        self.outcome = outcome
+        self.counts = {} if counts is None else counts
+
+    def _fields(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, n) for n in self._FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return ("Result(" + ", ".join(f"{n}={v!r}" for n, v in
+                                     zip(self._FIELDS, self._fields(), strict=True)) + ")")
 
     def count(self, kind: str) -> int:
         """How many violations of `kind` were found (a checker lists at most its cap)."""
@@ -211,6 +258,8 @@ def safe_check(checker: Checker, history: History) -> Result:
     try:
         r = checker.check(history)
     except Exception as e:  # noqa: BLE001 - a buggy checker must not take the run down
+        import traceback
+
         return Result("unknown", {"error": f"{type(e).__name__}: {e}",
                                   "traceback": traceback.format_exc(limit=5)})
     if not isinstance(r, Result):

@@ -33,30 +33,35 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from zkjepsen.checker import Result, Violation
 from zkjepsen.errors import BadInput
 from zkjepsen.history import NEMESIS, History, Op, fault_windows, faults_during
-from zkjepsen.history.stream import paused_gc
+from zkjepsen.history.stream import Record, paused_gc, records
 
 INF = float("inf")
 
 
-@dataclass(slots=True)
 class Hold:
-    client: Any
-    process: Any
-    key: Any
-    token: Any
-    start: int  # acquire ok (or acquire invoke for a maybe hold)
-    end: float = INF  # release invoke (or re-acquire invoke); INF = held to the end
-    careful_end: float = INF
-    maybe: bool = False
-    mode: str = "write"
-    seq: Any = None
-    node: Any = None
+    """One acquisition (see the module docstring). Plain classes here, not dataclasses:
+    `zkjepsen check --model lock` should not import dataclasses+inspect at every start."""
+
+    __slots__ = ("client", "process", "key", "token", "start", "end", "careful_end", "maybe",
+                 "mode", "seq", "node")
+
+    def __init__(self, client: Any, process: Any, key: Any, token: Any,
+                 start: int,  # acquire ok (or acquire invoke for a maybe hold)
+                 end: float = INF,  # release invoke (or re-acquire invoke); INF: held to the end
+                 careful_end: float = INF, maybe: bool = False, mode: str = "write",
+                 seq: Any = None, node: Any = None) -> None:
+        self.client, self.process, self.key, self.token = client, process, key, token
+        self.start, self.end, self.careful_end, self.maybe = start, end, careful_end, maybe
+        self.mode, self.seq, self.node = mode, seq, node
+
+    def __repr__(self) -> str:
+        return "Hold(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
 
     def to_json(self) -> dict[str, Any]:
         return {"client": self.client, "process": self.process, "token": self.token,
@@ -64,27 +69,31 @@ class Hold:
                 "start": self.start, "end": None if self.end == INF else self.end}
 
 
-@dataclass(slots=True)
 class Write:
-    client: Any
-    key: Any
-    token: Any
-    start: int
-    end: int
-    version: int | None = None  # the resource's version after this write, when recorded
+    """An accepted write; `version` is the resource's version after it, when recorded."""
+
+    __slots__ = ("client", "key", "token", "start", "end", "version")
+
+    def __init__(self, client: Any, key: Any, token: Any, start: int, end: int,
+                 version: int | None = None) -> None:
+        self.client, self.key, self.token = client, key, token
+        self.start, self.end, self.version = start, end, version
+
+    def __repr__(self) -> str:
+        return "Write(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
 
 
-@dataclass
 class LockObservations:
     """What the lock and fencing checkers read from a history (one pass)."""
 
-    holds: list[Hold] = field(default_factory=list)
-    writes: list[Write] = field(default_factory=list)  # accepted writes only
-    rejected_writes: int = 0
-    unknown_writes: int = 0
-    cut_at_retirement: int = 0  # beliefs ended at an info op of a process with no client id
-    last_time: int = 0
-    nemesis: list[Op] = field(default_factory=list)  # for the fault windows
+    def __init__(self) -> None:
+        self.holds: list[Hold] = []
+        self.writes: list[Write] = []  # accepted writes only
+        self.rejected_writes = 0
+        self.unknown_writes = 0
+        self.cut_at_retirement = 0  # beliefs ended at an info op of a process with no client id
+        self.last_time = 0
+        self.nemesis: list[Op] = []  # for the fault windows
 
 
 def _mode(invoked: Any, granted: dict[str, Any]) -> str:
@@ -109,38 +118,35 @@ def _client_number(target: Any) -> Any:
 def observe(ops: Iterable[Op], acquire: Iterable[str] = ("acquire",),
             release: Iterable[str] = ("release",),
             write: Iterable[str] = ("write",)) -> LockObservations:
-    """One pass: holds (with belief ends), accepted writes, counts of rejected/unknown writes."""
+    """One pass: holds (with belief ends), accepted writes, counts of rejected/unknown writes.
+    Reads the history as `Record` tuples (history/stream.py): a streamed history builds no Op."""
     acq, rel, wr = frozenset(acquire), frozenset(release), frozenset(write)
     obs = LockObservations()
-    pending: dict[Any, Op] = {}  # process -> its open invoke
+    pending: dict[Any, Record] = {}  # process -> its open invoke
     open_holds: dict[tuple[Any, Any], Hold] = {}  # (client, lock key) -> hold still believed
     holds, writes = obs.holds, obs.writes
     t = 0
-    for op in ops:
-        t = op.time
-        typ = op.type
-        p = op.process
+    for r in records(ops):
+        _, t, p, typ, f, key, value, c = r
         if p == NEMESIS:
-            obs.nemesis.append(op)
+            obs.nemesis.append(Op(*r))
             # A SIGKILLed client process believes nothing any more: its holds end at the kill
             # (its lock node lingers until the session expires; a successor taking the lock
             # then is the recipe working, not a second believer).
-            v = op.value if isinstance(op.value, dict) else {}
-            if op.f in CLIENT_DEATHS and v.get("phase") == "start":
+            v = value if isinstance(value, dict) else {}
+            if f in CLIENT_DEATHS and v.get("phase") == "start":
                 dead = {_client_number(x) for x in v.get("targets") or ()}
                 for ck in [ck for ck in open_holds if ck[0] in dead]:
                     h = open_holds.pop(ck)
                     h.end = t
                     h.careful_end = min(h.careful_end, t)
             continue
-        client = p if op.client is None else op.client
+        client = p if c is None else c
         if typ == "invoke":
-            pending[p] = op
-            f = op.f
+            pending[p] = r
             if f in rel or f in acq:
-                key = op.key
                 if key is None and f in rel and (client, None) not in open_holds:
-                    key = _keyless_release(open_holds, client, op)
+                    key = _keyless_release(open_holds, client, r)
                 h = open_holds.pop((client, key), None)
                 if h is not None:
                     h.end = t
@@ -148,46 +154,50 @@ def observe(ops: Iterable[Op], acquire: Iterable[str] = ("acquire",),
                         h.careful_end = t
             continue
         if typ == "event":
-            if op.f == "client-error":
+            if f == "client-error":
                 # The program under test died or was killed by its recorder (client wire
                 # protocol): like a SIGKILLed client, it believes nothing any more.
                 for ck in [ck for ck in open_holds if ck[0] == client]:
                     h = open_holds.pop(ck)
                     h.end = min(h.end, t)
                     h.careful_end = min(h.careful_end, t)
-            elif op.f == "session-state" and op.value in ("SUSPENDED", "LOST"):
-                for (c, _), h in open_holds.items():  # events are rare: a scan is fine
-                    if c == client and t < h.careful_end:
+            elif f == "session-state" and value in ("SUSPENDED", "LOST"):
+                for (cl, _), h in open_holds.items():  # events are rare: a scan is fine
+                    if cl == client and t < h.careful_end:
                         h.careful_end = t
             continue
         inv = pending.pop(p, None)
         if inv is None:
             continue
-        f = inv.f
-        if typ == "info" and op.client is None and f not in acq:
+        f = inv[4]
+        if typ == "info" and c is None and f not in acq:
             # The process is retired and, with no `client` field, its successor cannot be
             # linked to it: end its beliefs here rather than let them run to the end of time.
-            for key in [k for (c, k) in open_holds if c == client]:
-                h = open_holds.pop((client, key))
+            for k in [k for (cl, k) in open_holds if cl == client]:
+                h = open_holds.pop((client, k))
                 h.end = min(h.end, t)
                 h.careful_end = min(h.careful_end, t)
                 obs.cut_at_retirement += 1
         if f in acq:
             if typ == "fail":
                 continue
-            v = op.value if op.value.__class__ is dict else {}
+            v = value if value.__class__ is dict else {}
             maybe = typ != "ok"
-            h = Hold(client, p, inv.key, v.get("token"), inv.time if maybe else t, INF, INF,
-                     maybe, _mode(inv.value, v), v.get("seq"), v.get("node"))
+            h = Hold(client, p, inv[5], v.get("token"), inv[1] if maybe else t, INF, INF,
+                     maybe, _mode(inv[6], v), v.get("seq"), v.get("node"))
             holds.append(h)
-            open_holds[(client, inv.key)] = h
+            open_holds[(client, inv[5])] = h
         elif f in wr:
             if typ == "ok":
-                v = inv.value if isinstance(inv.value, dict) else op.value
+                iv = inv[6]
+                v = iv if isinstance(iv, dict) else value
                 token = v.get("token") if isinstance(v, dict) else None
-                done = op.value if isinstance(op.value, dict) else {}
-                version = done.get("version") if isinstance(done.get("version"), int) else None
-                writes.append(Write(client, inv.key, token, inv.time, t, version))
+                version = None
+                if isinstance(value, dict):
+                    version = value.get("version")
+                    if not isinstance(version, int):
+                        version = None
+                writes.append(Write(client, inv[5], token, inv[1], t, version))
             elif typ == "fail":
                 obs.rejected_writes += 1
             else:
@@ -196,7 +206,7 @@ def observe(ops: Iterable[Op], acquire: Iterable[str] = ("acquire",),
     return obs
 
 
-def _keyless_release(open_holds: dict[tuple[Any, Any], Hold], client: Any, op: Op) -> Any:
+def _keyless_release(open_holds: dict[tuple[Any, Any], Hold], client: Any, r: Record) -> Any:
     """The lock a release recorded without its key ends: the client's only open hold. Left
     open, that hold would be believed to the end of the history and overlap every later
     holder (a false violation); guessing among several would hide real ones, so that is a
@@ -204,7 +214,7 @@ def _keyless_release(open_holds: dict[tuple[Any, Any], Hold], client: Any, op: O
     keys = [k for (c, k) in open_holds if c == client]  # few: a client holds a lock or two
     if len(keys) > 1:
         raise BadInput(
-            f"history record {op.index}: {op.f} by client {client!r} names no lock while it "
+            f"history record {r[0]}: {r[4]} by client {client!r} names no lock while it "
             f"holds {len(keys)} ({', '.join(map(repr, keys))}); record the lock's key"
         )
     return keys[0] if keys else None
@@ -212,29 +222,30 @@ def _keyless_release(open_holds: dict[tuple[Any, Any], Hold], client: Any, op: O
 
 def interval_overlaps(holds: list[Hold], careful: bool = False) -> list[tuple[Hold, Hold]]:
     """Pairs of holds of the same lock by different clients whose (careful) beliefs intersect,
-    by a sweep over sorted endpoints: O(n log n + overlaps)."""
-    by_key: dict[Any, list[tuple[Any, int, int]]] = {}
-    for i, h in enumerate(holds):
+    by a sweep in start order: O(n log n + n * holds believed at once). Holds are mostly
+    recorded in start order already, so the sort is near linear; a hold stays active while
+    its end is after the current start (at equal times an end closes before a start opens)."""
+    by_key: dict[Any, list[tuple[int, float, Hold]]] = {}
+    for h in holds:
         end = h.careful_end if careful else h.end
         if end > h.start:
-            ev = by_key.get(h.key)
-            if ev is None:
-                ev = by_key[h.key] = []
-            ev.append((h.start, 1, i))
-            ev.append((end, 0, i))  # at equal times an end closes before a start opens
+            hs = by_key.get(h.key)
+            if hs is None:
+                hs = by_key[h.key] = []
+            hs.append((h.start, end, h))
     out = []
-    for events in by_key.values():
-        events.sort()
-        active: dict[int, Hold] = {}
-        for _, kind, i in events:
-            if kind == 0:
-                del active[i]
-                continue
-            h = holds[i]
-            for o in active.values():
-                if o.client != h.client and not (o.mode == "read" and h.mode == "read"):
-                    out.append((o, h))
-            active[i] = h
+    first = itemgetter(0)
+    for hs in by_key.values():
+        hs.sort(key=first)  # stable: equal starts stay in history order
+        active: list[tuple[int, float, Hold]] = []
+        for item in hs:
+            start, _, h = item
+            if active:
+                active = [a for a in active if a[1] > start]
+                for _, _, o in active:
+                    if o.client != h.client and not (o.mode == "read" and h.mode == "read"):
+                        out.append((o, h))
+            active.append(item)
     return out
 
 

@@ -11,15 +11,19 @@ corpus of many small files costs little more than the checks themselves (`cli.ma
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import math
+import os
 import sys
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zkjepsen.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
+
+if TYPE_CHECKING:
+    import argparse
+
+# Paths stay strings on this path: pathlib (and the urllib.parse it imports) is ~8 ms of start-up.
 
 # Checkers that are not linearizability models, selectable with --model too: module:class.
 OTHER_CHECKERS = {
@@ -31,15 +35,16 @@ OTHER_CHECKERS = {
 FORMATS = ("auto", "jsonl", "edn", "json", "porcupine-kv", "jepsen-log")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one sentence and 254, as every bad input
-        raise BadInput(f"check: {message} (see `zkjepsen check --help`)")
-
-
 def parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="zkjepsen check", description="Check HISTORY and print a verdict "
+    import argparse
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> None:  # one sentence and 254, as every bad input
+            raise BadInput(f"check: {message} (see `zkjepsen check --help`)")
+
+    ap = Parser(prog="zkjepsen check", description="Check HISTORY and print a verdict "
                  "(exit 0 valid, 1 invalid, 2 unknown, 254 bad input).")
-    ap.add_argument("history", type=Path)
+    ap.add_argument("history")
     ap.add_argument("--model", dest="model_name", required=True,
                     help="linearizability model (`zkjepsen list models`), or another checker: "
                          + ", ".join(OTHER_CHECKERS))
@@ -47,7 +52,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--initial", default=None, help="initial model state as JSON (null, 0, \"\")")
     ap.add_argument("--time-limit", type=float, default=60.0,
                     help="seconds before the search gives up with 'unknown' (default 60)")
-    ap.add_argument("--html", dest="html_path", type=Path, default=None,
+    ap.add_argument("--html", dest="html_path", default=None,
                     help="where to write the counterexample on failure")
     ap.add_argument("--json", dest="as_json", action="store_true",
                     help="print the full result as JSON")
@@ -55,6 +60,54 @@ def parser() -> argparse.ArgumentParser:
                     help="memory the check may use, reading included (default 2048 MiB); "
                          "past it the verdict is 'unknown'")
     return ap
+
+
+# --option: (attribute, conversion); a flag has no conversion.
+_OPTIONS: dict[str, tuple[str, Any]] = {
+    "--model": ("model_name", str), "--format": ("fmt", str), "--initial": ("initial", str),
+    "--time-limit": ("time_limit", float), "--html": ("html_path", str),
+    "--json": ("as_json", None), "--memory-limit": ("memory_limit", int),
+}
+
+
+def quick_parse(argv: list[str]) -> dict[str, Any] | None:
+    """The common command lines without argparse (its import and its help formatter, made at
+    every add_argument, were a fifth of the start-up): full option names, `--opt VALUE` or
+    `--opt=VALUE`, one history. None for anything else (help, abbreviations, a value that
+    looks like an option, a bad value, ...): argparse then parses it and words any error."""
+    a: dict[str, Any] = {"model_name": None, "fmt": "auto", "initial": None,
+                         "time_limit": 60.0, "html_path": None, "as_json": False,
+                         "memory_limit": 2048}
+    history = None
+    it = iter(argv)
+    for tok in it:
+        if not tok.startswith("-"):
+            if history is not None:
+                return None
+            history = tok
+            continue
+        name, eq, value = tok.partition("=")
+        spec = _OPTIONS.get(name)
+        if spec is None:
+            return None
+        attr, conv = spec
+        if conv is None:
+            if eq:
+                return None
+            a[attr] = True
+            continue
+        if not eq:
+            value = next(it, None)
+            if value is None or value.startswith("-"):
+                return None
+        try:
+            a[attr] = conv(value)
+        except ValueError:
+            return None
+    if history is None or a["model_name"] is None or a["fmt"] not in FORMATS:
+        return None
+    a["history"] = history
+    return a
 
 
 def limit_memory(mib: int) -> None:
@@ -115,19 +168,22 @@ def _echo(text: str, err: bool = False) -> None:
 
 def run(argv: list[str]) -> int:
     """Parse `argv` (what follows `check`), check, print; returns the exit status."""
-    a = parser().parse_args(argv)
-    limit_memory(a.memory_limit)
+    a = quick_parse(argv)
+    if a is None:
+        a = vars(parser().parse_args(argv))
+    limit_memory(a["memory_limit"])
     try:
-        return check_file(a.history, a.model_name, a.fmt, a.initial, a.time_limit,
-                          a.html_path, a.as_json)
+        return check_file(a["history"], a["model_name"], a["fmt"], a["initial"],
+                          a["time_limit"], a["html_path"], a["as_json"])
     except MemoryError:
-        _echo(f"{a.history}: unknown: the memory limit of {a.memory_limit} MiB was reached "
-              "(raise it with --memory-limit)")
+        _echo(f"{a['history']}: unknown: the memory limit of {a['memory_limit']} MiB was "
+              "reached (raise it with --memory-limit)")
         return EXIT_UNKNOWN
 
 
-def check_file(history: Path, model_name: str, fmt: str, initial: str | None,
-               time_limit: float, html_path: Path | None, as_json: bool) -> int:
+def check_file(history: str | os.PathLike[str], model_name: str, fmt: str,
+               initial: str | None, time_limit: float,
+               html_path: str | os.PathLike[str] | None, as_json: bool) -> int:
     """Check HISTORY and print a verdict; returns 0 valid, 1 invalid, 2 unknown."""
     if not math.isfinite(time_limit) or time_limit <= 0:
         raise BadInput(f"--time-limit {time_limit} must be a positive number of seconds")
@@ -157,9 +213,10 @@ def check_file(history: Path, model_name: str, fmt: str, initial: str | None,
             from zkjepsen.report.counterexample import write
 
             # Next to the history (never silently into the current directory), or --html.
-            out = html_path or history.with_name(history.name + ".counterexample.html")
+            out = html_path or f"{os.fspath(history)}.counterexample.html"
+            name = os.path.basename(history)
             try:
-                write(out, result.outcome, model, title=f"{history.name}: not linearizable",
+                write(out, result.outcome, model, title=f"{name}: not linearizable",
                       partition=result.details.get("partition"), faults=fault_windows(h))
                 result.details["html"] = str(out)
             except OSError as e:

@@ -16,8 +16,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from zkjepsen.errors import BadInput
@@ -27,19 +25,41 @@ NEMESIS = "nemesis"
 _KNOWN = ("index", "time", "process", "type", "f", "key", "value", "client")
 
 
-@dataclass(slots=True)
 class Op:
-    """One history record. `extra` holds any field this class does not name."""
+    """One history record. `extra` holds any field this class does not name.
 
-    index: int
-    time: int
-    process: int | str
-    type: str
-    f: str
-    key: Any = None
-    value: Any = None
-    client: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    A plain class with slots rather than a dataclass: `dataclasses` imports `inspect`, a
+    tenth of `zkjepsen check`'s start-up."""
+
+    __slots__ = ("index", "time", "process", "type", "f", "key", "value", "client", "extra")
+
+    def __init__(self, index: int, time: int, process: int | str, type: str, f: str,  # noqa: A002
+                 key: Any = None, value: Any = None, client: int | None = None,
+                 extra: dict[str, Any] | None = None) -> None:
+        self.index = index
+        self.time = time
+        self.process = process
+        self.type = type
+        self.f = f
+        self.key = key
+        self.value = value
+        self.client = client
+        self.extra = {} if extra is None else extra
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.index, self.time, self.process, self.type, self.f, self.key, self.value,
+                self.client, self.extra)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment] # mutable, as the dataclass was
+
+    def __repr__(self) -> str:
+        names = self.__slots__
+        return f"Op({', '.join(f'{n}={v!r}' for n, v in zip(names, self._fields(), strict=True))})"
 
     @property
     def actor(self) -> int | str:
@@ -213,8 +233,7 @@ class History:
 
     def to_jsonl(self, path: str | os.PathLike[str]) -> None:
         """Write the whole history atomically (temp file + rename: never half-written)."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
+        tmp = f"{os.fspath(path)}.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
             for op in self.ops:
                 fh.write(json.dumps(op.to_dict(), separators=(",", ":")) + "\n")

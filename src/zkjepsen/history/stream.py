@@ -19,8 +19,9 @@ from __future__ import annotations
 import gc
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from itertools import chain
 from typing import Any
 
 from zkjepsen.errors import BadInput
@@ -107,16 +108,23 @@ def _decode_block(lines: list[bytes], first: int) -> tuple[list[Any], range | li
     a value spread over lines changes the count); anything else goes line by line."""
     try:
         wrapped = json.loads(b"[[" + b"],[".join(lines) + b"]]")
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return _decode_lines(lines, first)
-    if len(wrapped) != len(lines) or any(len(v) != 1 for v in wrapped):
-        return _decode_lines(lines, first)
-    return [v[0] for v in wrapped], range(first, first + len(lines))
+        if len(wrapped) == len(lines):
+            # unpacking `(v,)` raises ValueError on a line that gave no value or two
+            return [v for (v,) in wrapped], range(first, first + len(lines))
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
+        pass
+    return _decode_lines(lines, first)
 
 
-def iter_blocks(path: str | os.PathLike[str]) -> Iterator[tuple[list[Op], list[int]]]:
-    """The file's ops, a block at a time, with their 1-based line numbers; every record and
-    the pairing are validated on the way (BadInput naming the line)."""
+# A record as the checkers that read one pass use it: no Op, no extra fields.
+# (index, time, process, type, f, key, value, client)
+Record = tuple[int, int, Any, str, str, Any, Any, Any]
+
+
+def iter_records(path: str | os.PathLike[str]) -> Iterator[tuple[list[Any], list[Any], Any]]:
+    """The file a block at a time: (records as `Record` tuples, the decoded dicts, their
+    1-based line numbers). Every record and the pairing are validated on the way (BadInput
+    naming the line)."""
     structure = Structure()
     feed = structure.feed
     pending, retired = structure.pending, structure.retired
@@ -146,52 +154,57 @@ def iter_blocks(path: str | os.PathLike[str]) -> Iterator[tuple[list[Op], list[i
             lines.pop()  # what follows the last newline (nothing)
             values, nums = _decode_block(lines, first)
             first += len(lines)
-            ops: list[Op] = []
-            append = ops.append
-            # fast_record and Structure.feed inlined: this loop runs once per record, and
-            # two calls per record were a third of the reading time. Anything unusual takes
-            # the general path, which also words the error.
+            recs: list[Record] = []
+            append = recs.append
+            # Validation and Structure.feed inlined: this loop runs once per record. Anything
+            # unusual takes the general path, which also words the error.
             for d, n in zip(values, nums, strict=True):
                 try:
                     i, t, p, typ, f = d["index"], d["time"], d["process"], d["type"], d["f"]
                     get = d.get
-                    c = get("client")
-                    k = get("key")
-                    v = get("value")
+                    r = (i, t, p, typ, f, get("key"), get("value"), get("client"))
                 except (KeyError, TypeError, AttributeError):
-                    ok = False
-                else:
-                    ok = (
-                        type(i) is int
-                        and type(t) is int
-                        and t >= 0
-                        and type(typ) is str
-                        and typ in TYPES
-                        and type(f) is str
-                        and (type(p) is int or type(p) is str)
-                        and (c is None or type(c) is int)
-                    )
-                if not ok:
-                    op = check_record(d, n)
-                    feed(op, n)
-                    append(op)
-                    continue
-                known = 5 + (k is not None) + (v is not None) + (c is not None)
-                extra = {x: y for x, y in d.items() if x not in _KNOWN} if len(d) > known else {}
-                op = Op(i, t, p, typ, f, k, v, c, extra)
+                    r = None
+                if (
+                    r is None
+                    or type(i) is not int
+                    or type(t) is not int
+                    or t < 0
+                    or type(typ) is not str
+                    or typ not in TYPES
+                    or type(f) is not str
+                    or not (type(p) is int or type(p) is str)
+                    or not (r[7] is None or type(r[7]) is int)
+                ):
+                    op = check_record(d, n)  # raises, naming the line and the field
+                    r = (op.index, op.time, op.process, op.type, op.f, op.key, op.value, op.client)
+                    p, typ = op.process, op.type
                 if typ != "event" and p != NEMESIS:
                     if typ == "invoke":
                         if p in pending or p in retired:
-                            feed(op, n)  # raises, naming the rule
+                            feed(Op(*r), n)  # raises, naming the rule
                         pending.add(p)
                     else:
                         if p not in pending:
-                            feed(op, n)  # raises
+                            feed(Op(*r), n)  # raises
                         pending.discard(p)
                         if typ == "info":
                             retired.add(p)
-                append(op)
-            yield ops, list(nums)
+                append(r)
+            yield recs, values, nums
+
+
+def iter_blocks(path: str | os.PathLike[str]) -> Iterator[tuple[list[Op], list[int]]]:
+    """The file's ops, a block at a time, with their 1-based line numbers (validated as
+    `iter_records` does)."""
+    for recs, values, nums in iter_records(path):
+        ops = []
+        append = ops.append
+        for r, d in zip(recs, values, strict=True):
+            known = 5 + (r[5] is not None) + (r[6] is not None) + (r[7] is not None)
+            extra = {x: y for x, y in d.items() if x not in _KNOWN} if len(d) > known else {}
+            append(Op(*r, extra))
+        yield ops, list(nums)
 
 
 class StreamedHistory(History):
@@ -228,9 +241,28 @@ class StreamedHistory(History):
             return iter(self._ops)
         return (op for block, _ in iter_blocks(self.path) for op in block)
 
+    def records(self) -> Iterator[Record]:
+        """The records as `Record` tuples, read in one pass (no Op built)."""
+        if self._ops is not None:
+            return as_records(self._ops)
+        return chain.from_iterable(recs for recs, _, _ in iter_records(self.path))
+
     def validate(self) -> None:
         """Reading validates: loading is enough."""
         self.ops  # noqa: B018 - loading raises BadInput on the first bad line
+
+
+def as_records(ops: Iterable[Op]) -> Iterator[Record]:
+    """Ops as `Record` tuples (what a one-pass checker reads from a history in memory)."""
+    for op in ops:
+        yield (op.index, op.time, op.process, op.type, op.f, op.key, op.value, op.client)
+
+
+def records(history: Iterable[Op]) -> Iterator[Record]:
+    """A history's records as tuples: straight from the file for a streamed history."""
+    if isinstance(history, StreamedHistory):
+        return history.records()
+    return as_records(history)
 
 
 def read_jsonl_all(path: str | os.PathLike[str]) -> History:
