@@ -76,6 +76,7 @@ class TestSpec:
     client_cmd: str | None = None  # its command line (run by /bin/sh -c); recipe is then "exec"
     client_dir: str | None = None  # host dir mounted read-only at /opt/zkjepsen/program (cwd)
     client_mode: str = "protocol"  # Python recipes: through the Python driver, or "in-process"
+    engine: str | None = None  # the Docker engine the run lived on (a record; --engine chooses)
 
     def __post_init__(self) -> None:
         _str("recipe", self.recipe)
@@ -129,6 +130,7 @@ class TestSpec:
         if self.client_mode not in CLIENT_MODES:
             raise BadInput(f"client_mode must be one of {', '.join(CLIENT_MODES)}, not "
                            f"{self.client_mode!r}")
+        _str("engine", self.engine, optional=True)
 
     @property
     def test_name(self) -> str:
