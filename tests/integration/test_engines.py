@@ -47,8 +47,8 @@ class Tracked:
     live: other helpers share the machine's engine, so "what this test left" means the runs
     whose owner was one of these processes."""
 
-    def __init__(self, argv: list[str], **kw) -> None:
-        self.proc = subprocess.Popen([*ZKJEPSEN, *argv], env=ENV, stdout=subprocess.PIPE,
+    def __init__(self, argv: list[str], env: dict | None = None, **kw) -> None:
+        self.proc = subprocess.Popen([*ZKJEPSEN, *argv], env=env or ENV, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, **kw)
         self.pids = {str(self.proc.pid)}
         self._stop = threading.Event()
@@ -147,7 +147,8 @@ def _start_matrix(engine2: str, store: Path) -> Tracked:
                     "--nodes", "1", "--clients", "2", "--time-limit", "60",
                     "--session-timeout", "3", "--engine", "default", "--engine", engine2,
                     "--parallel", "2", "--store", str(store), "--out", str(store / "m.md")],
-                   start_new_session=True)
+                   start_new_session=True,
+                   env={**ENV, "TMPDIR": str(store)})  # a SIGKILLed matrix leaves its job files
 
 
 def _wait_for_clients(engine2: str, t: Tracked, timeout: float = 150) -> None:

@@ -81,7 +81,7 @@ def allocate(run_id: str, create: Callable[[Net], bool], local: bool = True,
     The choice is recorded in the run's scratch dir until the run is removed."""
     rng = rng or random.Random()
     with machine_lock():
-        busy = (host_routes() + claimed()) if local else []
+        busy = claimed() + (host_routes() if local else [])
         for _ in range(ATTEMPTS):
             subnet = candidate(rng)
             if any(subnet.overlaps(b) for b in busy):
