@@ -30,10 +30,24 @@ from second_engine import second_engine  # noqa: E402
 ZKJ = [sys.executable, "-m", "zkjepsen.cli"]
 ENV = {**os.environ, "PYTHONPATH": f"{REPO / 'tests'}:{os.environ.get('PYTHONPATH', '')}"}
 NOLOCK = "subjects.nolock:NoLock"
-MATRIX = ["--recipes", f"kazoo,kazoo-careful,{NOLOCK}",
-          "--nemeses", "none,kill-client,pause-server,kill-one", "--runs", "1",
-          "--workload", "lock", "--nodes", "3", "--clients", "2", "--time-limit", "8",
-          "--session-timeout", "3"]
+MATRIX = [
+    "--recipes",
+    f"kazoo,kazoo-careful,{NOLOCK}",
+    "--nemeses",
+    "none,kill-client,pause-server,kill-one",
+    "--runs",
+    "1",
+    "--workload",
+    "lock",
+    "--nodes",
+    "3",
+    "--clients",
+    "2",
+    "--time-limit",
+    "8",
+    "--session-timeout",
+    "3",
+]
 
 
 def cpu_times() -> tuple[int, int]:
@@ -62,8 +76,10 @@ def idle_baseline(seconds: float = 15.0) -> float:
 
 def verdicts(out_md: Path) -> dict[str, str]:
     cells = json.loads(out_md.with_suffix(".json").read_text())
-    return {k: f"{c['invalid']}/{c['runs']}" + (f" ({c['unknown']} unknown)" if c["unknown"]
-                                                 else "") for k, c in sorted(cells.items())}
+    return {
+        k: f"{c['invalid']}/{c['runs']}" + (f" ({c['unknown']} unknown)" if c["unknown"] else "")
+        for k, c in sorted(cells.items())
+    }
 
 
 def matrix(configs: list[str], engine2: str, work: Path) -> None:
@@ -75,9 +91,19 @@ def matrix(configs: list[str], engine2: str, work: Path) -> None:
         engines = ["--engine", "default"] + (["--engine", engine2] if n_eng == 2 else [])
         base = idle_baseline()
         out = work / f"m-{cfg}.md"
-        wall, busy, load, proc = measure(["matrix", *MATRIX, *engines, "--parallel", str(slots),
-                                          "--store", str(work / f"store-{cfg}"),
-                                          "--out", str(out)])
+        wall, busy, load, proc = measure(
+            [
+                "matrix",
+                *MATRIX,
+                *engines,
+                "--parallel",
+                str(slots),
+                "--store",
+                str(work / f"store-{cfg}"),
+                "--out",
+                str(out),
+            ]
+        )
         if proc.returncode != 0:
             print(f"{cfg}: matrix failed: {proc.stderr.strip().splitlines()[-1:]}")
             continue
@@ -94,23 +120,65 @@ def matrix(configs: list[str], engine2: str, work: Path) -> None:
 
 def shrink(work: Path) -> None:
     store = work / "shrink-src"
-    proc = subprocess.run([*ZKJ, "test", "--recipe", NOLOCK, "--workload", "lock", "--nemesis",
-                           "pause-client,kill-one", "--nodes", "3", "--clients", "4",
-                           "--time-limit", "16", "--session-timeout", "3s", "--seed", "3",
-                           "--store", str(store)], env=ENV, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            *ZKJ,
+            "test",
+            "--recipe",
+            NOLOCK,
+            "--workload",
+            "lock",
+            "--nemesis",
+            "pause-client,kill-one",
+            "--nodes",
+            "3",
+            "--clients",
+            "4",
+            "--time-limit",
+            "16",
+            "--session-timeout",
+            "3s",
+            "--seed",
+            "3",
+            "--store",
+            str(store),
+        ],
+        env=ENV,
+        capture_output=True,
+        text=True,
+    )
     (latest,) = store.glob("*/latest")
     faults = json.loads((latest / "schedule.json").read_text())["faults"]
-    print(f"\nshrink of a failing run (exit {proc.returncode}, {len(faults)} faults: "
-          + ", ".join(f"{f['f']}@{f['start_ns'] / 1e9:.1f}s" for f in faults) + ")")
+    print(
+        f"\nshrink of a failing run (exit {proc.returncode}, {len(faults)} faults: "
+        + ", ".join(f"{f['f']}@{f['start_ns'] / 1e9:.1f}s" for f in faults)
+        + ")"
+    )
     minimal = {}
     for parallel in (1, 2):
-        wall, busy, load, p = measure(["shrink", str(latest.resolve()), "--tries", "2",
-                                       "--min-hits", "2", "--budget", "15m", "--parallel",
-                                       str(parallel), "--store", str(work / f"sh-{parallel}")])
+        wall, busy, load, p = measure(
+            [
+                "shrink",
+                str(latest.resolve()),
+                "--tries",
+                "2",
+                "--min-hits",
+                "2",
+                "--budget",
+                "15m",
+                "--parallel",
+                str(parallel),
+                "--store",
+                str(work / f"sh-{parallel}"),
+            ]
+        )
         line = [ln for ln in p.stdout.splitlines() if ln.startswith("minimal:")]
         minimal[parallel] = line[0].split(";")[0] if line else f"failed: {p.stderr[-200:]}"
-        print(f"--parallel {parallel}: {wall:5.0f} s wall, {busy:3.0f} % busy, load {load:.1f}: "
-              f"{minimal[parallel]}", flush=True)
+        print(
+            f"--parallel {parallel}: {wall:5.0f} s wall, {busy:3.0f} % busy, load {load:.1f}: "
+            f"{minimal[parallel]}",
+            flush=True,
+        )
     print("same minimal schedule" if minimal[1] == minimal[2] else "DIFFERENT minimal schedules")
 
 
@@ -121,14 +189,37 @@ def main() -> None:
     ap.add_argument("--skip-matrix", action="store_true")
     args = ap.parse_args()
     print(f"machine: {os.cpu_count()} cores, load now {os.getloadavg()}")
-    with tempfile.TemporaryDirectory(prefix="zkjepsen-fanout-bench-") as tmp, \
-            second_engine() as engine2:
+    with (
+        tempfile.TemporaryDirectory(prefix="zkjepsen-fanout-bench-") as tmp,
+        second_engine() as engine2,
+    ):
         t0 = time.monotonic()
-        subprocess.run([*ZKJ, "test", "--engine", engine2, "--recipe", "kazoo", "--nemesis",
-                        "none", "--nodes", "1", "--clients", "1", "--time-limit", "1",
-                        "--store", str(Path(tmp) / "warm")], env=ENV, capture_output=True)
-        print(f"second engine {engine2}: image shipped + one tiny run in "
-              f"{time.monotonic() - t0:.0f} s")
+        subprocess.run(
+            [
+                *ZKJ,
+                "test",
+                "--engine",
+                engine2,
+                "--recipe",
+                "kazoo",
+                "--nemesis",
+                "none",
+                "--nodes",
+                "1",
+                "--clients",
+                "1",
+                "--time-limit",
+                "1",
+                "--store",
+                str(Path(tmp) / "warm"),
+            ],
+            env=ENV,
+            capture_output=True,
+        )
+        print(
+            f"second engine {engine2}: image shipped + one tiny run in "
+            f"{time.monotonic() - t0:.0f} s"
+        )
         if not args.skip_matrix:
             matrix(args.configs.split(","), engine2, Path(tmp))
         if not args.skip_shrink:

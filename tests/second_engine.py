@@ -73,8 +73,18 @@ def second_engine(start_timeout_s: float = 60.0) -> Iterator[str]:
     tag = secrets.token_hex(3)
     bridge = f"zkjd{tag}"
     comment = f"zkjepsen-second-engine-{tag}"
-    rule = ["DOCKER-USER", "-m", "physdev", "--physdev-is-bridged", "-m", "comment",
-            "--comment", comment, "-j", "ACCEPT"]
+    rule = [
+        "DOCKER-USER",
+        "-m",
+        "physdev",
+        "--physdev-is-bridged",
+        "-m",
+        "comment",
+        "--comment",
+        comment,
+        "-j",
+        "ACCEPT",
+    ]
     sock = d / "docker.sock"
     url = f"unix://{sock}"
     proc = None
@@ -87,11 +97,29 @@ def second_engine(start_timeout_s: float = 60.0) -> Iterator[str]:
         (d / "empty.json").write_text("{}")
         log = open(d / "dockerd.log", "w")  # noqa: SIM115 - the daemon writes it
         proc = subprocess.Popen(
-            ["dockerd", "--config-file", str(d / "empty.json"), "--data-root", str(d / "data"),
-             "--exec-root", str(d / "exec"), "-H", url, "--pidfile", str(d / "docker.pid"),
-             "--bridge", bridge, "--iptables=false", "--ip-masq=false",
-             "--storage-driver", "overlay2"],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            [
+                "dockerd",
+                "--config-file",
+                str(d / "empty.json"),
+                "--data-root",
+                str(d / "data"),
+                "--exec-root",
+                str(d / "exec"),
+                "-H",
+                url,
+                "--pidfile",
+                str(d / "docker.pid"),
+                "--bridge",
+                bridge,
+                "--iptables=false",
+                "--ip-masq=false",
+                "--storage-driver",
+                "overlay2",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         log.close()
         deadline = time.monotonic() + start_timeout_s
         while not _ping(url):

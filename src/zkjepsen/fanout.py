@@ -59,10 +59,14 @@ def slots(engines: list[Engine], parallel: int) -> list[Engine]:
     return [e for _ in range(parallel) for e in engines]
 
 
-def run_jobs(jobs: list[Job], engines: list[Engine], parallel: int = 1,
-             store_root: Path | None = None,
-             on_start: Callable[[int, Job, Engine], None] = lambda i, j, e: None,
-             on_done: Callable[[int, Outcome], None] = lambda i, o: None) -> list[Outcome]:
+def run_jobs(
+    jobs: list[Job],
+    engines: list[Engine],
+    parallel: int = 1,
+    store_root: Path | None = None,
+    on_start: Callable[[int, Job, Engine], None] = lambda i, j, e: None,
+    on_done: Callable[[int, Outcome], None] = lambda i, o: None,
+) -> list[Outcome]:
     """Run every job, at most `parallel` at a time on each engine; outcomes in job order.
     The first run that fails with an error (not a verdict) stops the others and is raised."""
     free = slots(engines, parallel)
@@ -70,8 +74,11 @@ def run_jobs(jobs: list[Job], engines: list[Engine], parallel: int = 1,
         out = []
         for i, job in enumerate(jobs):
             on_start(i, job, free[0])
-            o = Outcome(job, free[0].name, run_test(job.spec, store_root, schedule=job.schedule,
-                                                    engine=free[0]))
+            o = Outcome(
+                job,
+                free[0].name,
+                run_test(job.spec, store_root, schedule=job.schedule, engine=free[0]),
+            )
             on_done(i, o)
             out.append(o)
         return out
@@ -116,17 +123,29 @@ class Pool:
 
     def _launch(self, i: int, job: Job, engine: Engine) -> None:
         job_file = self.tmp / f"job-{i}.json"
-        job_file.write_text(json.dumps({
-            "spec": job.spec.to_json(), "schedule": job.schedule, "engine": engine.name,
-            "store_root": str(self.store_root) if self.store_root else None,
-            "result": str(self.tmp / f"result-{i}.json"), "parent": os.getpid()}))
+        job_file.write_text(
+            json.dumps(
+                {
+                    "spec": job.spec.to_json(),
+                    "schedule": job.schedule,
+                    "engine": engine.name,
+                    "store_root": str(self.store_root) if self.store_root else None,
+                    "result": str(self.tmp / f"result-{i}.json"),
+                    "parent": os.getpid(),
+                }
+            )
+        )
         env = dict(os.environ)
         # Whatever the parent can import (a user's recipe package included), the worker can.
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
         log = open(self.tmp / f"log-{i}.txt", "w")  # noqa: SIM115 - the worker owns it
-        proc = subprocess.Popen([sys.executable, "-c", WORKER, str(job_file)],
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                env=env)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(job_file)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
         log.close()
         self.running[proc] = (i, job, engine, self.tmp / f"result-{i}.json")
 
@@ -139,13 +158,17 @@ class Pool:
             raise EnvironmentProblem(
                 f"the worker for run {i + 1} on engine {engine.name} died (exit "
                 f"{proc.returncode}) without a result; its output ends: "
-                + (" | ".join(tail[-3:]) or "(nothing)")) from None
+                + (" | ".join(tail[-3:]) or "(nothing)")
+            ) from None
         if not res["ok"]:
             cls = BadInput if res["exit_code"] == EXIT_BAD_INPUT else EnvironmentProblem
             raise cls(f"run {i + 1} on engine {engine.name}: {res['error']}")
         spec = TestSpec.from_json(res["spec"])
-        return Outcome(job, engine.name, RunResult(spec, Path(res["store_dir"]), res["valid"],
-                                                   res["results"], res["stats"]))
+        return Outcome(
+            job,
+            engine.name,
+            RunResult(spec, Path(res["store_dir"]), res["valid"], res["results"], res["stats"]),
+        )
 
     def stop_all(self) -> None:
         """One SIGTERM to every running worker, then wait for each to tear its run down.
@@ -193,18 +216,30 @@ def worker_main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGHUP, terminated)
     _die_with_parent(job["parent"])
     try:
-        run = run_test(TestSpec.from_json(job["spec"]),
-                       Path(job["store_root"]) if job["store_root"] else None,
-                       schedule=job["schedule"], engine=Engine.parse(job["engine"]))
-        result = {"ok": True, "valid": run.valid, "results": run.results, "stats": run.stats,
-                  "store_dir": str(run.store_dir), "spec": run.spec.to_json()}
+        run = run_test(
+            TestSpec.from_json(job["spec"]),
+            Path(job["store_root"]) if job["store_root"] else None,
+            schedule=job["schedule"],
+            engine=Engine.parse(job["engine"]),
+        )
+        result = {
+            "ok": True,
+            "valid": run.valid,
+            "results": run.results,
+            "stats": run.stats,
+            "store_dir": str(run.store_dir),
+            "spec": run.spec.to_json(),
+        }
     except ZkJepsenError as e:
         result = {"ok": False, "error": str(e), "exit_code": e.exit_code}
     except signals.Terminated as e:
         result = {"ok": False, "error": f"stopped ({e})", "exit_code": 143}
     except Exception as e:  # noqa: BLE001 - reported by the parent as one sentence
-        result = {"ok": False, "error": f"internal error: {type(e).__name__}: {e}",
-                  "exit_code": 255}
+        result = {
+            "ok": False,
+            "error": f"internal error: {type(e).__name__}: {e}",
+            "exit_code": 255,
+        }
     path = Path(job["result"])
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(result, default=str))

@@ -27,10 +27,25 @@ SMALL = ["--nodes", "3", "--clients", "2", "--time-limit", "4", "--session-timeo
 # kazoo holds, the lock that excludes nobody breaks: verdicts that do not depend on timing.
 # (No fault fires in 4 s: the first comes after the 10 s interval.)
 # Matrices run one server per ensemble: 4 runs at once on a 2-core machine are 4 JVMs, not 12.
-CELLS = ["--recipes", f"kazoo,{NOLOCK}", "--nemeses", "none,kill-client", "--runs", "1",
-         "--workload", "lock", *SMALL[2:], "--nodes", "1"]
-EXPECTED = {"kazoo|none": 0, "kazoo|kill-client": 0, f"{NOLOCK}|none": 1,
-            f"{NOLOCK}|kill-client": 1}
+CELLS = [
+    "--recipes",
+    f"kazoo,{NOLOCK}",
+    "--nemeses",
+    "none,kill-client",
+    "--runs",
+    "1",
+    "--workload",
+    "lock",
+    *SMALL[2:],
+    "--nodes",
+    "1",
+]
+EXPECTED = {
+    "kazoo|none": 0,
+    "kazoo|kill-client": 0,
+    f"{NOLOCK}|none": 1,
+    f"{NOLOCK}|kill-client": 1,
+}
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +63,14 @@ class Tracked:
     whose owner was one of these processes."""
 
     def __init__(self, argv: list[str], env: dict | None = None, **kw) -> None:
-        self.proc = subprocess.Popen([*ZKJEPSEN, *argv], env=env or ENV, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, **kw)
+        self.proc = subprocess.Popen(
+            [*ZKJEPSEN, *argv],
+            env=env or ENV,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            **kw,
+        )
         self.pids = {str(self.proc.pid)}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
@@ -89,8 +110,9 @@ def leftovers(url: str, pids: set[str] | None = None) -> list[str]:
     """Runs on the engine (containers, networks or scratch dirs) owned by one of `pids`
     (None: any owner, for the second engine, which only this module uses)."""
     runs = resources.find_runs(client_of(url), client_of_key(url))
-    return sorted(r for r, v in runs.items()
-                  if pids is None or any(o.split(":")[0] in pids for o in v.owners))
+    return sorted(
+        r for r, v in runs.items() if pids is None or any(o.split(":")[0] in pids for o in v.owners)
+    )
 
 
 def client_of_key(url: str) -> str:
@@ -104,8 +126,20 @@ def table_rows(md: Path) -> list[str]:
 
 
 def test_a_run_on_the_second_engine_ships_the_image_and_stores_locally(engine2, tmp_path):
-    code, err, _ = zkj("test", "--engine", engine2, "--recipe", NOLOCK, "--workload", "lock",
-                       "--nemesis", "none", *SMALL, "--store", str(tmp_path))
+    code, err, _ = zkj(
+        "test",
+        "--engine",
+        engine2,
+        "--recipe",
+        NOLOCK,
+        "--workload",
+        "lock",
+        "--nemesis",
+        "none",
+        *SMALL,
+        "--store",
+        str(tmp_path),
+    )
     assert code == 1, err
     assert f"shipped the node image to engine {engine2}" in err
     (latest,) = tmp_path.glob("*/latest")
@@ -117,9 +151,20 @@ def test_a_run_on_the_second_engine_ships_the_image_and_stores_locally(engine2, 
 
 
 def test_matrix_on_two_engines_and_its_shards_merge_to_the_same_table(engine2, tmp_path):
-    code, err, pids = zkj("matrix", *CELLS, "--engine", "default", "--engine", engine2,
-                          "--parallel", "2", "--store", str(tmp_path / "full"),
-                          "--out", str(tmp_path / "full.md"))
+    code, err, pids = zkj(
+        "matrix",
+        *CELLS,
+        "--engine",
+        "default",
+        "--engine",
+        engine2,
+        "--parallel",
+        "2",
+        "--store",
+        str(tmp_path / "full"),
+        "--out",
+        str(tmp_path / "full.md"),
+    )
     assert code == 0, err
     cells = json.loads((tmp_path / "full.json").read_text())
     assert {k: c["invalid"] for k, c in cells.items()} == EXPECTED
@@ -128,27 +173,69 @@ def test_matrix_on_two_engines_and_its_shards_merge_to_the_same_table(engine2, t
     for r in manifest["runs"]:  # every run's folder is in the local store
         assert (tmp_path / "full" / r["store"] / "results.json").exists()
     # Two CI jobs at once (two processes sharing both engines), then one merge.
-    shards = [Tracked(["matrix", *CELLS, "--shard", f"{i}/2", "--engine", "default",
-                       "--engine", engine2, "--store", str(tmp_path / f"s{i}"),
-                       "--out", str(tmp_path / f"s{i}.md")]) for i in (1, 2)]
+    shards = [
+        Tracked(
+            [
+                "matrix",
+                *CELLS,
+                "--shard",
+                f"{i}/2",
+                "--engine",
+                "default",
+                "--engine",
+                engine2,
+                "--store",
+                str(tmp_path / f"s{i}"),
+                "--out",
+                str(tmp_path / f"s{i}.md"),
+            ]
+        )
+        for i in (1, 2)
+    ]
     for t in shards:
         code, err = t.communicate()
         assert code == 0, err
         pids |= t.pids
-    code, err, _ = zkj("merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out",
-                       str(tmp_path / "merged.md"))
+    code, err, _ = zkj(
+        "merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(tmp_path / "merged.md")
+    )
     assert code == 0, err
     assert table_rows(tmp_path / "merged.md") == table_rows(tmp_path / "full.md")
     assert leftovers("default", pids) == [] and leftovers(engine2) == []
 
 
 def _start_matrix(engine2: str, store: Path) -> Tracked:
-    return Tracked(["matrix", "--recipes", "kazoo", "--nemeses", "none", "--runs", "4",
-                    "--nodes", "1", "--clients", "2", "--time-limit", "60",
-                    "--session-timeout", "3", "--engine", "default", "--engine", engine2,
-                    "--parallel", "2", "--store", str(store), "--out", str(store / "m.md")],
-                   start_new_session=True,
-                   env={**ENV, "TMPDIR": str(store)})  # a SIGKILLed matrix leaves its job files
+    return Tracked(
+        [
+            "matrix",
+            "--recipes",
+            "kazoo",
+            "--nemeses",
+            "none",
+            "--runs",
+            "4",
+            "--nodes",
+            "1",
+            "--clients",
+            "2",
+            "--time-limit",
+            "60",
+            "--session-timeout",
+            "3",
+            "--engine",
+            "default",
+            "--engine",
+            engine2,
+            "--parallel",
+            "2",
+            "--store",
+            str(store),
+            "--out",
+            str(store / "m.md"),
+        ],
+        start_new_session=True,
+        env={**ENV, "TMPDIR": str(store)},
+    )  # a SIGKILLed matrix leaves its job files
 
 
 def _wait_for_clients(engine2: str, t: Tracked, timeout: float = 150) -> None:
@@ -158,9 +245,14 @@ def _wait_for_clients(engine2: str, t: Tracked, timeout: float = 150) -> None:
         ready = []
         for url in ("default", engine2):
             runs = resources.find_runs(client_of(url), client_of_key(url))
-            ready.append(any(
-                sum(c["Labels"].get(resources.ROLE_LABEL) == "client" for c in r.containers) >= 2
-                for r in runs.values() if any(o.split(":")[0] in t.pids for o in r.owners)))
+            ready.append(
+                any(
+                    sum(c["Labels"].get(resources.ROLE_LABEL) == "client" for c in r.containers)
+                    >= 2
+                    for r in runs.values()
+                    if any(o.split(":")[0] in t.pids for o in r.owners)
+                )
+            )
         if all(ready):
             return
         time.sleep(0.5)

@@ -69,26 +69,53 @@ def test_shards_split_the_cells_deterministically_and_completely():
 
 
 def _runs(cells: list[str]) -> list[dict]:
-    bad = {"valid": False, "lock": {"valid": False, "belief_overlap_count": 1,
-                                    "effect_overlap_count": 0}}
-    return [{"cell": c, "seed": 1 + k, "valid": "nolock" not in c,
-             "results": {"valid": True} if "nolock" not in c else bad,
-             "store": f"{c.replace('|', '-')}/{k}", "engine": "default"}
-            for c in cells for k in range(2)]
+    bad = {
+        "valid": False,
+        "lock": {"valid": False, "belief_overlap_count": 1, "effect_overlap_count": 0},
+    }
+    return [
+        {
+            "cell": c,
+            "seed": 1 + k,
+            "valid": "nolock" not in c,
+            "results": {"valid": True} if "nolock" not in c else bad,
+            "store": f"{c.replace('|', '-')}/{k}",
+            "engine": "default",
+        }
+        for c in cells
+        for k in range(2)
+    ]
 
 
-SETTINGS = {"workload": "lock", "nodes": 3, "clients": 2, "time_limit_s": 4.0,
-            "session_timeout_s": 3.0, "params": {}, "runs": 2, "seed": 1,
-            "recipes": ["kazoo", "nolock"], "nemeses": ["none", "kill-client"]}
+SETTINGS = {
+    "workload": "lock",
+    "nodes": 3,
+    "clients": 2,
+    "time_limit_s": 4.0,
+    "session_timeout_s": 3.0,
+    "params": {},
+    "runs": 2,
+    "seed": 1,
+    "recipes": ["kazoo", "nolock"],
+    "nemeses": ["none", "kill-client"],
+}
 
 
 def test_merging_the_shards_gives_the_unsharded_table(tmp_path):
     cells = [f"{r}|{n}" for r in SETTINGS["recipes"] for n in SETTINGS["nemeses"]]
-    whole = findings.merge([findings.read_manifest(
-        findings.write_manifest(tmp_path / "all", SETTINGS, None, _runs(cells)))])[1]
-    paths = [findings.write_manifest(tmp_path / f"s{i}", SETTINGS, (i, 3),
-                                     _runs(findings.cells_of_shard(cells, (i, 3))))
-             for i in (1, 2, 3)]
+    whole = findings.merge(
+        [
+            findings.read_manifest(
+                findings.write_manifest(tmp_path / "all", SETTINGS, None, _runs(cells))
+            )
+        ]
+    )[1]
+    paths = [
+        findings.write_manifest(
+            tmp_path / f"s{i}", SETTINGS, (i, 3), _runs(findings.cells_of_shard(cells, (i, 3)))
+        )
+        for i in (1, 2, 3)
+    ]
     settings, merged, notes = findings.merge([findings.read_manifest(p.parent) for p in paths])
     assert notes == []
     table = findings.markdown_table(merged, settings["recipes"], settings["nemeses"], "h")
@@ -102,8 +129,9 @@ def test_merging_the_shards_gives_the_unsharded_table(tmp_path):
 
 def test_merge_refuses_mixed_matrices_and_repeated_shards(tmp_path):
     a = findings.write_manifest(tmp_path / "a", SETTINGS, (1, 2), _runs(["kazoo|none"]))
-    b = findings.write_manifest(tmp_path / "b", {**SETTINGS, "nodes": 5}, (2, 2),
-                                _runs(["nolock|none"]))
+    b = findings.write_manifest(
+        tmp_path / "b", {**SETTINGS, "nodes": 5}, (2, 2), _runs(["nolock|none"])
+    )
     with pytest.raises(BadInput, match="different matrices"):
         findings.merge([findings.read_manifest(a), findings.read_manifest(b)])
     with pytest.raises(BadInput, match="given twice"):
@@ -118,7 +146,8 @@ def test_host_routes_are_read_from_proc_net_route(tmp_path):
     route.write_text(
         "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
         "eth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
-        "br-1\t0085A60A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n")
+        "br-1\t0085A60A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n"
+    )
     assert [str(n) for n in subnets.host_routes(route)] == ["10.166.133.0/24"]
 
 
@@ -157,8 +186,10 @@ def test_cleanup_of_one_engine_leaves_a_live_run_of_another_alone(tmp_path, monk
     monkeypatch.setattr(resources, "SCRATCH_ROOT", tmp_path)
     resources.claim_scratch("zkj-here", "unix:///tmp/b.sock")
     resources.scratch_dir("zkj-old")  # scratch of a run from before engines were recorded
-    empty = SimpleNamespace(api=SimpleNamespace(containers=lambda **kw: []),
-                            networks=SimpleNamespace(list=lambda **kw: []))
+    empty = SimpleNamespace(
+        api=SimpleNamespace(containers=lambda **kw: []),
+        networks=SimpleNamespace(list=lambda **kw: []),
+    )
     on_default = resources.find_runs(empty)
     assert set(on_default) == {"zkj-old"} and on_default["zkj-old"].orphaned
     on_b = resources.find_runs(empty, "unix:///tmp/b.sock")
@@ -170,19 +201,29 @@ def _stored(tmp_path):
     from zkjepsen.spec import TestSpec
     from zkjepsen.store import RunDir, StoredRun
 
-    fault = {"fault_id": 1, "f": "pause-client", "target": "holder", "targets": None,
-             "detail": None, "params": {}, "duration": "1.5x", "start_ns": 9 * S,
-             "end_ns": 13 * S}
-    results = {"valid": False, "lock": {"valid": False, "belief_overlap_count": 1,
-                                        "effect_overlap_count": 0}}
-    spec = TestSpec(recipe="kazoo", workload="lock", nemesis=["pause-client"], clients=4,
-                    time_limit_s=20)
+    fault = {
+        "fault_id": 1,
+        "f": "pause-client",
+        "target": "holder",
+        "targets": None,
+        "detail": None,
+        "params": {},
+        "duration": "1.5x",
+        "start_ns": 9 * S,
+        "end_ns": 13 * S,
+    }
+    results = {
+        "valid": False,
+        "lock": {"valid": False, "belief_overlap_count": 1, "effect_overlap_count": 0},
+    }
+    spec = TestSpec(
+        recipe="kazoo", workload="lock", nemesis=["pause-client"], clients=4, time_limit_s=20
+    )
     return StoredRun(RunDir(tmp_path), spec, {"faults": [fault]}, results)
 
 
 @pytest.mark.parametrize("parallel", [1, 2])
-def test_parallel_shrink_visits_the_same_candidates_in_fewer_waves(tmp_path, monkeypatch,
-                                                                    parallel):
+def test_parallel_shrink_visits_the_same_candidates_in_fewer_waves(tmp_path, monkeypatch, parallel):
     from zkjepsen.reproduce import shrink as shrink_mod
 
     waves = []
@@ -191,18 +232,26 @@ def test_parallel_shrink_visits_the_same_candidates_in_fewer_waves(tmp_path, mon
         waves.append(runs)
         # Reproduces while the fault is at least 3 s long, with at least 3 clients.
         ok = faults[0]["end_ns"] - faults[0]["start_ns"] >= 3 * S and spec.clients >= 3
-        results = {"valid": False, "lock": {"valid": False, "belief_overlap_count": 1}} if ok \
+        results = (
+            {"valid": False, "lock": {"valid": False, "belief_overlap_count": 1}}
+            if ok
             else {"valid": True}
+        )
         return [SimpleNamespace(results=results, store_dir=Path("x")) for _ in range(runs)]
 
     monkeypatch.setattr(shrink_mod, "replay", fake_replay)
-    res = shrink_mod.shrink(_stored(tmp_path), tries=3, min_hits=2, parallel=parallel,
-                            engines=[Engine()])
+    res = shrink_mod.shrink(
+        _stored(tmp_path), tries=3, min_hits=2, parallel=parallel, engines=[Engine()]
+    )
     assert res.best.summary() == "1 faults [pause-client@4.0s+3.0s], 4 clients, 10s"
     assert [[e["why"], e["hits"]] for e in res.log] == EXPECTED_LOG
     # Every candidate is decided by its first two replays: one wave each with two slots.
     assert waves == {1: [1] * 8, 2: [2] * 4}[parallel]
 
 
-EXPECTED_LOG = [["start 5.0s earlier", 2], ["pause-client 25% shorter", 2],
-                ["pause-client 25% shorter", 0], ["half the clients", 0]]
+EXPECTED_LOG = [
+    ["start 5.0s earlier", 2],
+    ["pause-client 25% shorter", 2],
+    ["pause-client 25% shorter", 0],
+    ["half the clients", 0],
+]

@@ -54,8 +54,10 @@ class Engine:
         if "://" in text:
             scheme = text.partition("://")[0]
             if scheme not in SCHEMES:
-                raise BadInput(f"--engine {text}: unknown scheme {scheme}://; give a docker "
-                               "context name or a unix://, tcp:// or ssh:// URL")
+                raise BadInput(
+                    f"--engine {text}: unknown scheme {scheme}://; give a docker "
+                    "context name or a unix://, tcp:// or ssh:// URL"
+                )
             if scheme == "unix" and not urlsplit(text).path:
                 raise BadInput(f"--engine {text}: a unix:// URL needs a socket path")
             return cls(text, text)
@@ -66,8 +68,10 @@ class Engine:
         except Exception as e:  # noqa: BLE001 - a broken context store: say which
             raise BadInput(f"--engine {text}: cannot read docker context ({e})") from None
         if ctx is None:
-            raise BadInput(f"--engine {text}: no docker context by that name (`docker context "
-                           "ls` lists them) and not a unix://, tcp:// or ssh:// URL")
+            raise BadInput(
+                f"--engine {text}: no docker context by that name (`docker context "
+                "ls` lists them) and not a unix://, tcp:// or ssh:// URL"
+            )
         return cls(text, ctx.Host, ctx.TLSConfig)
 
     @property
@@ -97,7 +101,8 @@ class Engine:
                 f"engine {self.name} ({self.url}) is on another machine, and a run reaches its "
                 "containers by IP and bind-mounts this machine's files into them, so only "
                 "engines on this machine can be used (split work across machines with `matrix "
-                "--shard i/N` and `zkjepsen merge`, see docs/ci.md)")
+                "--shard i/N` and `zkjepsen merge`, see docs/ci.md)"
+            )
 
     def client(self, timeout: int = 120):
         """A docker.DockerClient for this engine (pinged), or one sentence about why not."""
@@ -108,14 +113,19 @@ class Engine:
         import docker
 
         try:
-            client = docker.DockerClient(base_url=self.host, tls=self.tls, timeout=timeout,
-                                         use_ssh_client=self.host.startswith("ssh://"))
+            client = docker.DockerClient(
+                base_url=self.host,
+                tls=self.tls,
+                timeout=timeout,
+                use_ssh_client=self.host.startswith("ssh://"),
+            )
             client.ping()
             return client
         except Exception as e:  # noqa: BLE001 - the SDK raises many kinds here
             reason = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
-            raise EnvironmentProblem(f"cannot reach Docker engine {self.name} ({self.host}): "
-                                     f"{reason}") from None
+            raise EnvironmentProblem(
+                f"cannot reach Docker engine {self.name} ({self.host}): {reason}"
+            ) from None
 
 
 def is_local_address(host: str) -> bool:
@@ -162,14 +172,18 @@ def _stream(chunks: Iterator[bytes], total: int, report: Callable[[int], None]) 
         yield chunk
 
 
-def ship_image(source, target, tag: str, name: str = "",
-               on_progress: Progress = lambda n, d, t: None) -> float:
+def ship_image(
+    source, target, tag: str, name: str = "", on_progress: Progress = lambda n, d, t: None
+) -> float:
     """Copy image `tag` from one engine to another over their APIs (`docker save | docker load`,
     streamed: nothing touches the disk in between). Returns the seconds it took."""
     t0 = time.monotonic()
     total = int(source.images.get(tag).attrs.get("Size", 0))
-    chunks = _stream(source.api.get_image(tag, chunk_size=SHIP_CHUNK), total,
-                     lambda done: on_progress(name, done, total))
+    chunks = _stream(
+        source.api.get_image(tag, chunk_size=SHIP_CHUNK),
+        total,
+        lambda done: on_progress(name, done, total),
+    )
     try:
         for msg in target.api.load_image(chunks):
             if isinstance(msg, dict) and msg.get("error"):
@@ -185,10 +199,13 @@ def ship_image(source, target, tag: str, name: str = "",
     return time.monotonic() - t0
 
 
-def provide_image(engines: list[Engine], image: str | None = None,
-                  on_build: Callable[[str], None] = lambda line: None,
-                  on_progress: Progress = lambda n, d, t: None,
-                  on_shipped: Callable[[str, float], None] = lambda n, s: None) -> str:
+def provide_image(
+    engines: list[Engine],
+    image: str | None = None,
+    on_build: Callable[[str], None] = lambda line: None,
+    on_progress: Progress = lambda n, d, t: None,
+    on_shipped: Callable[[str, float], None] = lambda n, s: None,
+) -> str:
     """Make the node image present on every engine of `engines`; returns its tag.
 
     The image comes from whichever engine has it (the default engine, where `image build`

@@ -41,8 +41,11 @@ def host_routes(path: Path = Path("/proc/net/route")) -> list[Net]:
         dest, mask = (int(c, 16).to_bytes(4, "little") for c in (cols[1], cols[7]))
         if mask == b"\0\0\0\0":
             continue
-        out.append(ipaddress.ip_network(f"{ipaddress.IPv4Address(dest)}/"
-                                        f"{ipaddress.IPv4Address(mask)}", strict=False))
+        out.append(
+            ipaddress.ip_network(
+                f"{ipaddress.IPv4Address(dest)}/{ipaddress.IPv4Address(mask)}", strict=False
+            )
+        )
     return out
 
 
@@ -74,8 +77,9 @@ def candidate(rng: random.Random) -> Net:
     return ipaddress.ip_network(f"10.{rng.randrange(60, 250)}.{rng.randrange(0, 256)}.0/24")
 
 
-def allocate(run_id: str, create: Callable[[Net], bool], local: bool = True,
-             rng: random.Random | None = None) -> Net:
+def allocate(
+    run_id: str, create: Callable[[Net], bool], local: bool = True, rng: random.Random | None = None
+) -> Net:
     """Pick a free /24 and `create(subnet)` the network on it; `create` returns False when the
     engine refuses the subnet as overlapping (try another) and raises on any other refusal.
     The choice is recorded in the run's scratch dir until the run is removed."""
@@ -90,6 +94,8 @@ def allocate(run_id: str, create: Callable[[Net], bool], local: bool = True,
                 (resources.scratch_dir(run_id) / SUBNET_FILE).write_text(str(subnet))
                 return subnet
             busy.append(subnet)
-    raise EnvironmentProblem("no free /24 found under 10.60-249.x.0 after "
-                             f"{ATTEMPTS} tries (every one clashes with a route or network of "
-                             "this machine); remove unused Docker networks")
+    raise EnvironmentProblem(
+        "no free /24 found under 10.60-249.x.0 after "
+        f"{ATTEMPTS} tries (every one clashes with a route or network of "
+        "this machine); remove unused Docker networks"
+    )

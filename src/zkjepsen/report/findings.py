@@ -18,8 +18,18 @@ from zkjepsen.errors import BadInput
 
 MANIFEST = "matrix-runs.json"
 # Settings every shard of one matrix must share; anything else is two different matrices.
-SAME = ("workload", "nodes", "clients", "time_limit_s", "session_timeout_s", "params", "runs",
-        "seed", "recipes", "nemeses")
+SAME = (
+    "workload",
+    "nodes",
+    "clients",
+    "time_limit_s",
+    "session_timeout_s",
+    "params",
+    "runs",
+    "seed",
+    "recipes",
+    "nemeses",
+)
 
 
 def cell_summary(runs: list[dict]) -> dict:
@@ -48,15 +58,22 @@ def cell_text(c: dict | None) -> str:
 
 
 def markdown_table(cells: dict, recipes: list[str], nemeses: list[str], header: str) -> str:
-    lines = [header, "", "| recipe | " + " | ".join(nemeses) + " |",
-             "|---|" + "---|" * len(nemeses)]
+    lines = [
+        header,
+        "",
+        "| recipe | " + " | ".join(nemeses) + " |",
+        "|---|" + "---|" * len(nemeses),
+    ]
     for rc in recipes:
         row = [cell_text(cells.get(f"{rc}|{nm}")) for nm in nemeses]
         lines.append(f"| {rc} | " + " | ".join(row) + " |")
-    lines += ["", "Each cell: runs judged invalid / runs; in parentheses, runs with at least one "
-              "belief overlap (two clients believed they held the lock) and with at least one "
-              "effect overlap (the protected resource accepted writes out of lock order: "
-              "atomicity broken). belief > 0 with effect = 0 means fencing held."]
+    lines += [
+        "",
+        "Each cell: runs judged invalid / runs; in parentheses, runs with at least one "
+        "belief overlap (two clients believed they held the lock) and with at least one "
+        "effect overlap (the protected resource accepted writes out of lock order: "
+        "atomicity broken). belief > 0 with effect = 0 means fencing held.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -90,8 +107,9 @@ def cells_of_shard(cells: list[str], shard: tuple[int, int] | None) -> list[str]
 
 
 # ---- the manifest and merge -----------------------------------------------------------------
-def write_manifest(store_root: Path, settings: dict, shard: tuple[int, int] | None,
-                   runs: list[dict]) -> Path:
+def write_manifest(
+    store_root: Path, settings: dict, shard: tuple[int, int] | None, runs: list[dict]
+) -> Path:
     """`runs`: {"cell", "seed", "valid", "results", "store", "engine"} per run."""
     root = Path(store_root)
     root.mkdir(parents=True, exist_ok=True)
@@ -103,8 +121,12 @@ def write_manifest(store_root: Path, settings: dict, shard: tuple[int, int] | No
         except ValueError:
             pass
         rel.append({**r, "store": str(store)})
-    doc = {"settings": settings, "shard": list(shard) if shard else None, "runs": rel,
-           "checksum": zlib.crc32(json.dumps(settings, sort_keys=True).encode())}
+    doc = {
+        "settings": settings,
+        "shard": list(shard) if shard else None,
+        "runs": rel,
+        "checksum": zlib.crc32(json.dumps(settings, sort_keys=True).encode()),
+    }
     path = root / MANIFEST
     tmp = root / f".{MANIFEST}.tmp"
     tmp.write_text(json.dumps(doc, indent=1, default=str))
@@ -120,8 +142,9 @@ def read_manifest(where: Path) -> dict:
         doc = json.loads(path.read_text())
         doc["settings"], doc["runs"]  # noqa: B018 - shape check
     except (OSError, ValueError, KeyError, TypeError):
-        raise BadInput(f"{where} has no readable {MANIFEST}; give the --store of a "
-                       "`zkjepsen matrix` run") from None
+        raise BadInput(
+            f"{where} has no readable {MANIFEST}; give the --store of a `zkjepsen matrix` run"
+        ) from None
     for r in doc["runs"]:
         if not Path(r["store"]).is_absolute():
             r["store"] = str(path.parent / r["store"])
@@ -137,8 +160,10 @@ def merge(manifests: list[dict]) -> tuple[dict, dict[str, dict], list[str]]:
     for m in manifests[1:]:
         diff = [k for k in SAME if m["settings"].get(k) != base.get(k)]
         if diff:
-            raise BadInput(f"these stores hold different matrices ({', '.join(diff)} differ); "
-                           "merge only the shards of one matrix")
+            raise BadInput(
+                f"these stores hold different matrices ({', '.join(diff)} differ); "
+                "merge only the shards of one matrix"
+            )
     shards = [tuple(m["shard"]) if m["shard"] else (1, 1) for m in manifests]
     notes = []
     totals = {n for _, n in shards}
@@ -151,8 +176,9 @@ def merge(manifests: list[dict]) -> tuple[dict, dict[str, dict], list[str]]:
         raise BadInput(f"shard {dup[0]}/{total} is given twice; give each shard's store once")
     missing = sorted(set(range(1, total + 1)) - set(seen))
     if missing:
-        notes.append(f"shards {', '.join(f'{i}/{total}' for i in missing)} missing: "
-                     "their cells show '-'")
+        notes.append(
+            f"shards {', '.join(f'{i}/{total}' for i in missing)} missing: their cells show '-'"
+        )
     by_cell: dict[str, list[dict]] = {}
     for m in manifests:
         for r in sorted(m["runs"], key=lambda r: r.get("seed", 0)):
@@ -161,7 +187,9 @@ def merge(manifests: list[dict]) -> tuple[dict, dict[str, dict], list[str]]:
 
 
 def settings_header(s: dict[str, Any], when: str, where: str) -> str:
-    return (f"Findings matrix: workload `{s['workload']}`, {s['nodes']} servers, {s['clients']} "
-            f"clients, {s['time_limit_s']:g} s per run, session timeout "
-            f"{s['session_timeout_s']:g} s, params {s['params']}, {s['runs']} runs per cell; "
-            f"run {when} on {where}.")
+    return (
+        f"Findings matrix: workload `{s['workload']}`, {s['nodes']} servers, {s['clients']} "
+        f"clients, {s['time_limit_s']:g} s per run, session timeout "
+        f"{s['session_timeout_s']:g} s, params {s['params']}, {s['runs']} runs per cell; "
+        f"run {when} on {where}."
+    )
