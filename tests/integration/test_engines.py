@@ -89,9 +89,9 @@ class Tracked:
             time.sleep(0.1)
 
     def communicate(self, timeout: float = 300) -> tuple[int, str]:
-        _, err = self.proc.communicate(timeout=timeout)
+        out, err = self.proc.communicate(timeout=timeout)
         self._stop.set()
-        return self.proc.returncode, err
+        return self.proc.returncode, out + err
 
 
 def zkj(*argv: str, timeout: float = 300) -> tuple[int, str, set[str]]:
@@ -147,6 +147,13 @@ def test_a_run_on_the_second_engine_ships_the_image_and_stores_locally(engine2, 
     assert spec["engine"] == engine2
     assert (latest / "nodes" / "n1" / "zookeeper.log").exists()
     assert (latest / "history.jsonl").stat().st_size > 0
+    # Its replays, two at once on that engine, also land in the local store.
+    code, err, _ = zkj(
+        "replay", str(latest.resolve()), "--runs", "2", "--engine", engine2, "--parallel", "2",
+        "--store", str(tmp_path / "replays"),
+    )  # fmt: skip
+    assert code == 0 and "recurred in 2/2" in err, err
+    assert len(list((tmp_path / "replays").glob("*/2*/results.json"))) == 2
     assert leftovers(engine2) == []
 
 

@@ -255,3 +255,28 @@ EXPECTED_LOG = [
     ["pause-client 25% shorter", 0],
     ["half the clients", 0],
 ]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["matrix", "--recipes", "kazoo", "--nemeses", "none", "--engine", "tcp://203.0.113.7:2376"],
+        ["matrix", "--recipes", "kazoo", "--nemeses", "none", "--shard", "3/2"],
+        ["matrix", "--recipes", "kazoo", "--nemeses", "none", "--engine", "ftp://x"],
+        ["test", "--engine", "ssh://ci@203.0.113.7"],
+        ["merge", "no-such-store"],
+    ],
+)
+def test_remote_engines_and_bad_shards_are_one_sentence_before_anything(
+    argv, tmp_path, monkeypatch, capsys
+):
+    from zkjepsen.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent")  # nothing may reach an engine
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == EXIT_BAD_INPUT, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "store").exists()
