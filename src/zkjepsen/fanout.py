@@ -98,23 +98,26 @@ class Pool:
         pending = list(enumerate(jobs))
         done: dict[int, Outcome] = {}
         try:
+            # The first Ctrl-C/SIGTERM/SIGHUP raises here; later ones are ignored while the
+            # workers tear their runs down (stop_all runs inside the same guarded region).
             with signals.teardown_on_signals():
-                while pending or self.running:
-                    while pending and self.free:
-                        i, job = pending.pop(0)
-                        engine = self.free.pop(0)
-                        on_start(i, job, engine)
-                        self._launch(i, job, engine)
-                    for proc in [p for p in self.running if p.poll() is not None]:
-                        i, job, engine, _ = self.running[proc]
-                        outcome = self._collect(proc)
-                        self.free.append(engine)
-                        done[i] = outcome
-                        on_done(i, outcome)
-                    time.sleep(0.1)
-        except BaseException:
-            self.stop_all()
-            raise
+                try:
+                    while pending or self.running:
+                        while pending and self.free:
+                            i, job = pending.pop(0)
+                            engine = self.free.pop(0)
+                            on_start(i, job, engine)
+                            self._launch(i, job, engine)
+                        for proc in [p for p in self.running if p.poll() is not None]:
+                            i, job, engine, _ = self.running[proc]
+                            outcome = self._collect(proc)
+                            self.free.append(engine)
+                            done[i] = outcome
+                            on_done(i, outcome)
+                        time.sleep(0.1)
+                except BaseException:
+                    self.stop_all()
+                    raise
         finally:
             import shutil
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -185,7 +186,9 @@ def test_allocation_skips_routes_claims_and_engine_refusals(tmp_path, monkeypatc
 def test_cleanup_of_one_engine_leaves_a_live_run_of_another_alone(tmp_path, monkeypatch):
     monkeypatch.setattr(resources, "SCRATCH_ROOT", tmp_path)
     resources.claim_scratch("zkj-here", "unix:///tmp/b.sock")
-    resources.scratch_dir("zkj-old")  # scratch of a run from before engines were recorded
+    old = tmp_path / "zkj-old"  # a crashed run's from before engines were recorded
+    old.mkdir()
+    os.utime(old, (0, 0))  # long past its start-up grace
     empty = SimpleNamespace(
         api=SimpleNamespace(containers=lambda **kw: []),
         networks=SimpleNamespace(list=lambda **kw: []),
