@@ -48,6 +48,15 @@ EXPECTED = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _sigint_not_ignored():
+    """Started in the background (a CI runner, `cmd &`), we would ignore SIGINT, and so would the
+    matrices we start (and rightly ignore the SIGINT a test sends them)."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
 @pytest.fixture(scope="module")
 def engine2(zk_image):
     try:
