@@ -283,3 +283,18 @@ def test_remote_engines_and_bad_shards_are_one_sentence_before_anything(
     assert e.value.code == EXIT_BAD_INPUT, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
     assert not (tmp_path / "store").exists()
+
+
+def test_two_tries_needing_two_hits_run_as_one_wave(tmp_path, monkeypatch):
+    from zkjepsen.reproduce import shrink as shrink_mod
+
+    waves = []
+
+    def fake_replay(run, runs, **kw):
+        waves.append(runs)
+        bad = {"valid": False, "lock": {"valid": False, "belief_overlap_count": 1}}
+        return [SimpleNamespace(results=bad, store_dir=Path("x")) for _ in range(runs)]
+
+    monkeypatch.setattr(shrink_mod, "replay", fake_replay)
+    shrink_mod.shrink(_stored(tmp_path), tries=2, min_hits=2, parallel=2, engines=[Engine()])
+    assert waves and set(waves) == {2}

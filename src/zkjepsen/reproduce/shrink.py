@@ -123,8 +123,9 @@ def shrink(run: StoredRun, *, kinds: set[str] | None = None, tries: int = 3, min
     """Greedy delta debugging over the schedule: take the first simpler candidate whose
     violation recurs in at least `min_hits` of `tries` replays; repeat until no candidate does
     or the wall-clock budget is spent. A candidate's replays run `parallel` at once on each of
-    `engines`, in waves no larger than the replays still able to change its verdict, so the
-    search visits the same candidates in the same order whatever the parallelism."""
+    `engines`, in waves of the replays still needed to keep it (so a wave may run a replay that
+    a one-at-a-time search would have skipped after an early miss); the decision rule is the
+    same, so the search visits the same candidates in the same order whatever the parallelism."""
     target = kinds or violation_kinds(run.results)
     if not target:
         raise BadInput(f"{run.store_dir} recorded no violation (valid: "
@@ -141,10 +142,8 @@ def shrink(run: StoredRun, *, kinds: set[str] | None = None, tries: int = 3, min
     def judge(c: Candidate) -> int:
         hits = done = 0
         while done < tries and time.monotonic() <= deadline:
-            # Only as many replays as could still be needed: min_hits - hits more hits
-            # decide "kept", and the decision "dropped" needs (tries - min_hits + 1) misses.
-            needed = min(min_hits - hits, (tries - min_hits + 1) - (done - hits))
-            wave = max(1, min(width, needed, tries - done))
+            # As many replays as could keep the candidate if they all reproduce.
+            wave = max(1, min(width, min_hits - hits, tries - done))
             for r in replay(run, wave, store_root=store_root, spec=c.spec, faults=c.faults,
                             engines=engines, parallel=parallel):
                 got = violation_kinds(r.results)
