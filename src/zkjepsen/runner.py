@@ -90,21 +90,27 @@ class Teardown:
 
 
 def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
-             schedule: list[dict] | None = None, gen=None) -> RunResult:
+             schedule: list[dict] | None = None, gen=None, engine=None) -> RunResult:
     """Run one test end to end. `display` (optional) gets progress callbacks; `schedule`
     replays an executed schedule instead of generating one; `gen` (a nemesis.generator
-    generator, e.g. a scenario's triggered `steps(...)`) replaces the spec's standard one."""
+    generator, e.g. a scenario's triggered `steps(...)`) replaces the spec's standard one;
+    `engine` (a harness.engine.Engine, default: the environment's) is where the run lives."""
+    import dataclasses
+
     from zkjepsen.harness import resources, signals
+    from zkjepsen.harness.engine import Engine, provide_image
     from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
-    from zkjepsen.harness.image import ensure_image
     from zkjepsen.harness.zkconfig import ZkSettings
     from zkjepsen.workloads import get_workload
 
     validate_spec(spec)
     check_root(store_root)  # a file or unwritable --store: bad input, before any container
     workload = get_workload(spec.workload)
-    client = resources.docker_client()
-    image = ensure_image(client, spec.image).tag
+    engine = engine or Engine()
+    engine.require_local()
+    spec = dataclasses.replace(spec, engine=engine.name)
+    client = engine.client()
+    image = provide_image([engine], spec.image)
     ens_spec = EnsembleSpec(nodes=spec.nodes, image=image,
                             settings=ZkSettings(tick_ms=spec.tick_ms))
     teardown: Teardown | None = None
@@ -114,7 +120,7 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
             run_dir.save_spec(spec)
             run_dir.client_dir(0).mkdir(parents=True)  # the host's own session (client 0)
             log = RunLog(run_dir.run_log, display)
-            ens = DockerEnsemble(ens_spec, run_dir.path, client=client)
+            ens = DockerEnsemble(ens_spec, run_dir.path, client=client, engine=engine.key)
             teardown = Teardown(ens.run_id, run_dir.path, [])
             budget = watchdog_budget(spec, ens_spec.quorum_timeout_s)
             phase = ["setup"]

@@ -77,6 +77,7 @@ class TestSpec:
     client_dir: str | None = None  # host dir mounted read-only at /opt/zkjepsen/program (cwd)
     client_mode: str = "protocol"  # Python recipes: through the Python driver, or "in-process"
     proxy: bool = False  # each client talks to the servers through its own wire proxy
+    engine: str | None = None  # the Docker engine the run lived on (a record; --engine chooses)
 
     def __post_init__(self) -> None:
         _str("recipe", self.recipe)
@@ -132,6 +133,7 @@ class TestSpec:
                            f"{self.client_mode!r}")
         if not isinstance(self.proxy, bool):
             raise BadInput(f"proxy must be true or false, not {self.proxy!r}")
+        _str("engine", self.engine, optional=True)
 
     @property
     def test_name(self) -> str:

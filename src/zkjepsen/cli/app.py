@@ -17,6 +17,7 @@ COMMANDS = {
     "image": "zkjepsen.cli.cluster:image_group",
     "list": "zkjepsen.cli.matrix:list_command",
     "matrix": "zkjepsen.cli.matrix:matrix_command",
+    "merge": "zkjepsen.cli.matrix:merge_command",
     "replay": "zkjepsen.cli.reproduce:replay_command",
     "scenario": "zkjepsen.cli.reproduce:scenario_group",
     "shrink": "zkjepsen.cli.reproduce:shrink_command",

@@ -138,31 +138,40 @@ def cluster_down(run_id: str | None) -> None:
 @click.option("--all", "everything", is_flag=True,
               help="Also remove detached clusters and runs whose owner is still alive.")
 @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
-def cleanup(everything: bool, dry_run: bool) -> None:
-    """Remove what crashed zkjepsen runs left behind (containers, networks, scratch files).
+@click.option("--engine", "engines", multiple=True, metavar="ENGINE",
+              help="Clean up this engine (context name or DOCKER_HOST URL; repeatable) instead "
+                   "of the environment's.")
+@click.argument("run_ids", nargs=-1)
+def cleanup(everything: bool, dry_run: bool, engines: tuple, run_ids: tuple) -> None:
+    """Remove what crashed zkjepsen runs left behind (containers, networks, scratch files);
+    with RUN_IDS, only those runs'.
 
     Only resources labelled by zkjepsen are touched. Faults die with them: partitions live in the
     containers' own network namespaces, paused containers are killed, faketime files are in the
     run's scratch directory.
     """
-    client = resources.docker_client()
-    runs = resources.find_runs(client)
-    removed = 0
-    for run in sorted(runs.values(), key=lambda r: r.run_id):
-        if not (everything or run.orphaned):
-            reason = ("detached cluster" if run.detached else "still starting" if run.starting
-                      else "owner still running")
-            click.echo(f"kept    {run.run_id} ({reason}; use --all to remove)")
-            continue
-        if dry_run:
-            click.echo(f"would remove {run.run_id}: {len(run.containers)} containers, "
-                       f"{len(run.networks)} networks")
-            continue
-        nc, nn = resources.remove_run(client, run.run_id)
-        removed += 1
-        click.echo(f"removed {run.run_id}: {nc} containers, {nn} networks")
-    if not runs:
-        click.echo("nothing to clean up")
+    from zkjepsen.harness.engine import parse_engines
+
+    for engine in parse_engines(engines):
+        client = engine.client()
+        on = f" on {engine.name}" if engines else ""
+        runs = resources.find_runs(client, engine.key)
+        if run_ids:
+            runs = {k: v for k, v in runs.items() if k in run_ids}
+        for run in sorted(runs.values(), key=lambda r: r.run_id):
+            if not (everything or run.orphaned):
+                reason = ("detached cluster" if run.detached else "still starting"
+                          if run.starting else "owner still running")
+                click.echo(f"kept    {run.run_id}{on} ({reason}; use --all to remove)")
+                continue
+            if dry_run:
+                click.echo(f"would remove {run.run_id}{on}: {len(run.containers)} containers, "
+                           f"{len(run.networks)} networks")
+                continue
+            nc, nn = resources.remove_run(client, run.run_id)
+            click.echo(f"removed {run.run_id}{on}: {nc} containers, {nn} networks")
+        if not runs:
+            click.echo(f"nothing to clean up{on}")
 
 
 @click.command("demo")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import time
 from pathlib import Path
@@ -11,8 +12,9 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from zkjepsen.cli.engines import engine_option, parallel_option, prepare
 from zkjepsen.errors import BadInput
-from zkjepsen.runner import run_test
+from zkjepsen.report.findings import cell_summary, markdown_table  # noqa: F401 - re-exported
 from zkjepsen.spec import TestSpec
 
 console = Console(stderr=True)
@@ -49,57 +51,6 @@ def _split(text: str, what: str) -> list[str]:
     return items
 
 
-def cell_summary(runs: list[dict]) -> dict:
-    """Counts for one recipe x fault cell: invalid runs, unknown runs, and runs with at least
-    one belief / effect overlap violation."""
-    from zkjepsen.checker import as_result
-
-    kinds = [{v.kind for _, v in as_result(r["results"]).named_violations()} for r in runs]
-    from zkjepsen.report.stats import rate_text
-
-    invalid = sum(r["valid"] is False for r in runs)
-    return {
-        "runs": len(runs),
-        "invalid": invalid,
-        "rate": rate_text(invalid, len(runs)),  # with its 95 % Wilson interval
-        "unknown": sum(r["valid"] not in (True, False) for r in runs),
-        "belief": sum("belief" in k for k in kinds),
-        "effect": sum("effect" in k for k in kinds),
-        "stores": [r["store"] for r in runs],
-    }
-
-
-def markdown_table(cells: dict, recipes: list[str], nemeses: list[str], header: str) -> str:
-    lines = [header, "", "| recipe | " + " | ".join(nemeses) + " |",
-             "|---|" + "---|" * len(nemeses)]
-    for rc in recipes:
-        row = []
-        for nm in nemeses:
-            c = cells.get(f"{rc}|{nm}")
-            if not c:
-                row.append("-")
-                continue
-            text = f"{_rate(c)} invalid"
-            if c["unknown"]:
-                text += f", {c['unknown']} unknown"
-            text += f" (belief {c['belief']}, effect {c['effect']})"
-            row.append(text)
-        lines.append(f"| {rc} | " + " | ".join(row) + " |")
-    lines += ["", "Each cell: runs judged invalid / runs, the rate and its 95 % Wilson "
-              "interval (how little a handful of runs says about the true rate); in "
-              "parentheses, runs with at least one "
-              "belief overlap (two clients believed they held the lock) and with at least one "
-              "effect overlap (the protected resource accepted writes out of lock order: "
-              "atomicity broken). belief > 0 with effect = 0 means fencing held."]
-    return "\n".join(lines) + "\n"
-
-
-def _rate(cell: dict) -> str:
-    from zkjepsen.report.stats import rate_text
-
-    return rate_text(cell["invalid"], cell["runs"])
-
-
 @click.command("matrix")
 @click.option("--recipes", required=True, help="Comma-separated recipe names.")
 @click.option("--nemeses", required=True, help="Comma-separated nemesis names (one per column).")
@@ -114,52 +65,113 @@ def _rate(cell: dict) -> str:
 @click.option("--out", type=click.Path(path_type=Path), default=Path("store/matrix.md"),
               show_default=True, help="Where to write the Markdown table (JSON beside it).")
 @click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
+@click.option("--shard", default=None, metavar="I/N",
+              help="Run only this share of the cells (CI job I of N); `zkjepsen merge` joins "
+                   "the shards' stores.")
+@engine_option
+@parallel_option
 def matrix_command(recipes, nemeses, runs, workload, time_limit, nodes, clients,
-                   session_timeout, params, seed, out, store_root) -> None:
+                   session_timeout, params, seed, out, store_root, shard, engines,
+                   parallel) -> None:
     """Run every recipe x nemesis cell K times; print and write the verdict table."""
     from zkjepsen.cli.options import scalar as _scalar
+    from zkjepsen.fanout import Job, run_jobs
+    from zkjepsen.report import findings
+    from zkjepsen.store import DEFAULT_ROOT, check_root
 
     recipe_list, nemesis_list = _split(recipes, "recipes"), _split(nemeses, "nemeses")
+    share = findings.parse_shard(shard)
     extra = {}
     for p in params:
         k, sep, v = p.partition("=")
         if not sep:
             raise BadInput(f"--param {p!r} is not KEY=VALUE")
         extra[k] = _scalar(v)
-    specs = [TestSpec(recipe=rc, workload=workload, nemesis=nm.split("+"), nodes=nodes,
-                      clients=clients, time_limit_s=time_limit, session_timeout_s=session_timeout,
-                      seed=seed + i, params=extra, recovery_s=5.0)
-             for rc in recipe_list for nm in nemesis_list for i in range(runs)]
+    all_cells = [f"{rc}|{nm}" for rc in recipe_list for nm in nemesis_list]
+    mine = findings.cells_of_shard(all_cells, share)
+    specs = [(cell, TestSpec(recipe=cell.split("|")[0], workload=workload,
+                             nemesis=cell.split("|")[1].split("+"), nodes=nodes,
+                             clients=clients, time_limit_s=time_limit,
+                             session_timeout_s=session_timeout, seed=seed + i, params=extra,
+                             recovery_s=5.0))
+             for cell in all_cells for i in range(runs)]
     from zkjepsen.spec import validate_spec
 
-    for s in specs[:: runs]:
-        validate_spec(s)  # every name checked before the first cluster starts
+    for _, s in specs[:: runs]:
+        validate_spec(s)  # every name checked before the first cluster starts (all shards')
+    root = check_root(store_root)
+    jobs = [Job(s, None, cell) for cell, s in specs if cell in mine]
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    engine_list = prepare(engines) if jobs else []
+    if share:
+        console.print(f"shard {share[0]}/{share[1]}: {len(mine)} of {len(all_cells)} cells, "
+                      f"{len(jobs)} runs")
+    width = len(engine_list) * parallel
+
+    def begin(i, job, engine):
+        console.print(f"[{i + 1}/{len(jobs)}] {job.spec.recipe} x {'+'.join(job.spec.nemesis)} "
+                      f"seed {job.spec.seed}" + (f" on {engine.name}" if width > 1 else ""),
+                      markup=False, highlight=False)
+
+    def done(i, o):
+        console.print(f"    {'' if width == 1 else f'[{i + 1}] '}-> {o.run.valid}  "
+                      f"({o.run.store_dir})", markup=False, highlight=False)
+
+    t0 = time.monotonic()
+    outcomes = run_jobs(jobs, engine_list, parallel, store_root, on_start=begin, on_done=done)
+    records = [{"cell": o.job.tag, "seed": o.job.spec.seed, "valid": o.run.valid,
+                "results": o.run.results, "store": str(o.run.store_dir), "engine": o.engine}
+               for o in outcomes]
     results: dict[str, list[dict]] = {}
-    for i, spec in enumerate(specs, 1):
-        key = f"{spec.recipe}|{'+'.join(spec.nemesis)}"
-        console.print(f"[{i}/{len(specs)}] {spec.recipe} x {'+'.join(spec.nemesis)} "
-                      f"seed {spec.seed}")
-        run = run_test(spec, store_root)
-        results.setdefault(key, []).append({"valid": run.valid, "results": run.results,
-                                            "store": str(run.store_dir)})
-        console.print(f"    -> {run.valid}  ({run.store_dir})")
-    cells = {k: cell_summary(v) for k, v in results.items()}
-    header = (f"Findings matrix: workload `{workload}`, {nodes} servers, {clients} clients, "
-              f"{time_limit:g} s per run, session timeout {session_timeout:g} s, params {extra}, "
-              f"{runs} runs per cell; run {started} on {platform.node()} "
-              f"({platform.machine()}, {__import__('os').cpu_count()} cores).")
-    md = markdown_table(cells, recipe_list, nemesis_list, header)
+    for r in records:
+        results.setdefault(r["cell"], []).append(r)
+    cells = {k: findings.cell_summary(v) for k, v in results.items()}
+    settings = {"workload": workload, "nodes": nodes, "clients": clients,
+                "time_limit_s": time_limit, "session_timeout_s": session_timeout,
+                "params": extra, "runs": runs, "seed": seed, "recipes": recipe_list,
+                "nemeses": nemesis_list}
+    findings.write_manifest(root if store_root else DEFAULT_ROOT, settings, share, records)
+    where = (f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores)"
+             + (f", {len(engine_list)} engines x {parallel} slots" if width > 1 else "")
+             + (f", shard {share[0]}/{share[1]}" if share else ""))
+    write_table(out, cells, recipe_list, nemesis_list,
+                findings.settings_header(settings, started, where))
+    click.echo(f"{len(jobs)} runs in {time.monotonic() - t0:.0f} s; written {out}")
+
+
+def write_table(out: Path, cells: dict, recipes: list[str], nemeses: list[str],
+                header: str) -> None:
+    """The Markdown table at `out`, the cells as JSON beside it, and the table on the terminal."""
+    from zkjepsen.report import findings
+
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(md)
+    out.write_text(findings.markdown_table(cells, recipes, nemeses, header))
     out.with_suffix(".json").write_text(json.dumps(cells, indent=1))
     table = Table(title="recipe x fault")
     table.add_column("recipe")
-    for nm in nemesis_list:
+    for nm in nemeses:
         table.add_column(nm)
-    for rc in recipe_list:
-        table.add_row(rc, *[(f"{_rate(c)} invalid (belief {c['belief']}, effect "
-                            f"{c['effect']})" if (c := cells.get(f"{rc}|{nm}")) else "-")
-                           for nm in nemesis_list])
+    for rc in recipes:
+        table.add_row(rc, *[findings.cell_text(cells.get(f"{rc}|{nm}")) for nm in nemeses])
     Console().print(table)
-    click.echo(f"written {out}")
+
+
+@click.command("merge")
+@click.argument("stores", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), default=Path("store/matrix.md"),
+              show_default=True, help="Where to write the merged Markdown table (JSON beside it).")
+def merge_command(stores: tuple[Path, ...], out: Path) -> None:
+    """Join the stores of `matrix --shard i/N` runs into one findings table."""
+    from zkjepsen.report import findings
+
+    manifests = [findings.read_manifest(s) for s in stores]
+    settings, cells, notes = findings.merge(manifests)
+    for note in notes:
+        console.print(f"note: {note}", markup=False)
+    shards = manifests[0]["shard"][1] if manifests[0]["shard"] else 1
+    header = findings.settings_header(
+        settings, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        f"{shards} shards merged from {len(stores)} stores")
+    write_table(out, cells, settings["recipes"], settings["nemeses"], header)
+    click.echo(f"{sum(c['runs'] for c in cells.values())} runs from {len(stores)} stores; "
+               f"written {out}")

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from zkjepsen.cli.engines import engine_option, parallel_option, prepare
 from zkjepsen.reproduce.replay import replay, violation_kinds
 from zkjepsen.reproduce.shrink import shrink
 from zkjepsen.store import StoredRun
@@ -34,9 +35,13 @@ NONDETERMINISM = ("Replays are not deterministic: the same faults at the same ti
               help="Aim role-targeted faults (holder, leader) at the recorded node/client "
                    "instead of whoever has the role at replay time.")
 @click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
-def replay_command(store_dir: Path, runs: int, as_recorded: bool, store_root: Path | None) -> None:
+@engine_option
+@parallel_option
+def replay_command(store_dir: Path, runs: int, as_recorded: bool, store_root: Path | None,
+                   engines: tuple, parallel: int) -> None:
     """Re-run a stored run's fault schedule on fresh ensembles; report how often it recurs."""
     run = StoredRun.load(store_dir, need_results=True)
+    engine_list = prepare(engines, run.spec.image)
     target = violation_kinds(run.results)
     say(f"replaying {len(run.schedule.get('faults', []))} faults of {store_dir} "
         f"{runs}x; original violations: {sorted(target) or 'none (valid run)'}")
@@ -50,7 +55,8 @@ def replay_command(store_dir: Path, runs: int, as_recorded: bool, store_root: Pa
         say(f"  replay {i + 1}/{runs}: {r.valid} {sorted(got)} "
             f"{'(same)' if same else '(different)'}  {r.store_dir}")
 
-    replay(run, runs, retarget=not as_recorded, store_root=store_root, on_result=report)
+    replay(run, runs, retarget=not as_recorded, store_root=store_root, on_result=report,
+           engines=engine_list, parallel=parallel)
     console.print(NONDETERMINISM)
     from zkjepsen.report.stats import rate_text
 
@@ -68,8 +74,10 @@ def replay_command(store_dir: Path, runs: int, as_recorded: bool, store_root: Pa
 @click.option("--kind", "kinds", multiple=True,
               help="Violation to preserve (e.g. lock:belief); default: all the run had.")
 @click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
+@engine_option
+@parallel_option
 def shrink_command(store_dir: Path, tries: int, min_hits: int, budget: str, kinds: tuple,
-                   store_root: Path | None) -> None:
+                   store_root: Path | None, engines: tuple, parallel: int) -> None:
     """Shrink a failing run's schedule to the fewest, shortest faults on the fewest clients."""
     from zkjepsen.cli.options import parse_duration
     from zkjepsen.errors import BadInput
@@ -77,10 +85,12 @@ def shrink_command(store_dir: Path, tries: int, min_hits: int, budget: str, kind
     if min_hits > tries:
         raise BadInput(f"--min-hits {min_hits} exceeds --tries {tries}")
     run = StoredRun.load(store_dir, need_results=True)
+    budget_s = parse_duration(budget, "--budget")
+    engine_list = prepare(engines, run.spec.image)
     started = time.monotonic()
     res = shrink(run, kinds=set(kinds) or None, tries=tries, min_hits=min_hits,
-                 budget_s=parse_duration(budget, "--budget"), store_root=store_root,
-                 progress=say)
+                 budget_s=budget_s, store_root=store_root, progress=say,
+                 engines=engine_list, parallel=parallel)
     out = Path(store_dir) / "minimal"
     out.mkdir(exist_ok=True)
     schedule = {"faults": res.best.faults, "source": str(Path(store_dir).resolve()),

@@ -52,9 +52,11 @@ def print_verdict(run: RunResult) -> None:
               "(default: the current directory; for --recipe exec:PATH, PATH's directory).")
 @click.option("--client-mode", type=click.Choice(["protocol", "in-process"]), default=None,
               help="Python recipes: through the Python driver (default) or in-process.")
+@click.option("--engine", default=None, metavar="ENGINE",
+              help="Docker engine for the run: a docker context name or a DOCKER_HOST URL.")
 def test_command(recipe, workload, nemesis, nodes, clients, time_limit, session_timeout, seed,
                  image, params, config, store_root, client_cmd, client_dir,
-                 client_mode) -> None:
+                 client_mode, engine) -> None:
     """Run one test: ensemble up, faults, heal, final reads, teardown, check, report."""
     settings: dict[str, Any] = {}
     if config:
@@ -81,7 +83,14 @@ def test_command(recipe, workload, nemesis, nodes, clients, time_limit, session_
             merged[k] = scalar(v)
         settings["params"] = merged
     spec = TestSpec.from_json(settings)
-    run = run_test(spec, store_root, display=LiveDisplay())
+    where = None
+    if engine:
+        from zkjepsen.cli.engines import prepare
+        from zkjepsen.runner import validate_spec
+
+        validate_spec(spec)  # bad names before an image is shipped anywhere
+        (where,) = prepare((engine,), spec.image)
+    run = run_test(spec, store_root, display=LiveDisplay(), engine=where)
     print_verdict(run)
     raise SystemExit(run.exit_code)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import ipaddress
 import os
 import platform
-import random
 import shutil
 import threading
 import time
@@ -18,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zkjepsen.errors import BadInput, EnvironmentProblem
-from zkjepsen.harness import netns, resources, signals
+from zkjepsen.harness import netns, resources, signals, subnets
 from zkjepsen.harness.backend import ClientEndpoint, Node
 from zkjepsen.harness.fourlw import four_letter
 from zkjepsen.harness.zkconfig import LOG4J_PROPERTIES, ZkSettings, zoo_cfg
@@ -47,8 +46,11 @@ class DockerEnsemble:
     removes everything."""
 
     def __init__(self, spec: EnsembleSpec, store_dir: Path, run_id: str | None = None,
-                 client=None) -> None:
+                 client=None, engine: str = resources.DEFAULT_ENGINE,
+                 engine_local: bool = True) -> None:
         self.spec = spec
+        self.engine = engine  # the engine's name, recorded in the scratch dir for `cleanup`
+        self.engine_local = engine_local
         self.run_id = run_id or resources.new_run_id()
         self.store_dir = Path(store_dir)
         self.client = client or resources.docker_client()
@@ -81,7 +83,8 @@ class DockerEnsemble:
         return resources.SCRATCH_ROOT / self.run_id
 
     def start(self) -> None:
-        resources.scratch_dir(self.run_id)  # with its owner file, before anything else exists
+        # With its owner file, before anything else exists; and the engine, for `cleanup`.
+        resources.claim_scratch(self.run_id, self.engine)
         self._create_network()
         ips = [str(self.subnet.network_address + SERVER_IP_OFFSET + i)
                for i in range(1, self.spec.nodes + 1)]
@@ -266,27 +269,21 @@ class DockerEnsemble:
         import docker.errors
         import docker.types
 
-        rng = random.Random()
-        last_error = ""
-        for _ in range(30):
-            second, third = rng.randrange(60, 250), rng.randrange(0, 256)
-            subnet = ipaddress.ip_network(f"10.{second}.{third}.0/24")
+        def create(subnet) -> bool:
             ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(
                 subnet=str(subnet), gateway=str(subnet.network_address + 1))])
             try:
                 self.client.networks.create(
                     self.network_name, driver="bridge", ipam=ipam, check_duplicate=True,
                     labels=resources.labels(self.run_id, "network"))
-                self.subnet = subnet
-                return
+                return True
             except docker.errors.APIError as e:
-                last_error = str(e)
-                if "overlap" in last_error or "in use" in last_error:
-                    continue  # another network holds this subnet: try another
+                if "overlap" in str(e) or "in use" in str(e):
+                    return False  # another network holds this subnet: try another
                 raise EnvironmentProblem(f"Docker refused to create network {self.network_name}: "
                                          f"{e.explanation or e}") from None
-        raise EnvironmentProblem("every /24 tried under 10.60-249.x.0 clashes with an existing "
-                                 f"network ({last_error}); remove unused Docker networks")
+
+        self.subnet = subnets.allocate(self.run_id, create, local=self.engine_local)
 
     def _write_node_files(self, node: Node, ips: list[str]) -> None:
         conf = self.scratch / "nodes" / node.name / "conf"

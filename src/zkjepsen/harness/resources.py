@@ -3,7 +3,9 @@
 Every container and network carries `zkjepsen.run=<run id>` and `zkjepsen.owner=<pid>:<start>`.
 Host-side scratch (node data dirs, faketime control files) lives in `/var/tmp/zkjepsen/<run id>/`.
 The scratch dir holds an `owner` file (the same token) from the moment it exists, so a run whose
-containers are already gone but whose teardown is still running is not mistaken for an orphan.
+containers are already gone but whose teardown is still running is not mistaken for an orphan;
+an `engine` file (the engine the run lives on, so `cleanup --engine X` only looks at X's runs);
+and a `subnet` file (the /24 it claimed, see `subnets`).
 `cleanup` removes the resources of runs whose owner process is gone (a crashed or SIGKILLed
 runner) and that were not deliberately detached by `cluster up`; `--all` removes every run's.
 """
@@ -28,10 +30,13 @@ OWNER_FILE = "owner"
 # A scratch dir without an owner file is being created right now (mkdir, then the file) unless
 # it is older than this: only then is it a crashed run's.
 STARTING_GRACE_S = 120.0
+ENGINE_FILE = "engine"
+DEFAULT_ENGINE = "default"
 
 
 def new_run_id() -> str:
-    return f"zkj-{time.strftime('%Y%m%d%H%M%S')}-{secrets.token_hex(2)}"
+    # Runs started in the same second by parallel workers differ in 32 random bits.
+    return f"zkj-{time.strftime('%Y%m%d%H%M%S')}-{secrets.token_hex(4)}"
 
 
 def _proc_start(pid: int) -> str | None:
@@ -72,6 +77,20 @@ def scratch_dir(run_id: str) -> Path:
         tmp.write_text(owner_token())
         tmp.replace(owner)  # never a half-written token
     return d
+
+
+def claim_scratch(run_id: str, engine: str = DEFAULT_ENGINE) -> Path:
+    """The run's scratch dir (with its owner file), recording which engine the run lives on."""
+    d = scratch_dir(run_id)
+    (d / ENGINE_FILE).write_text(engine)
+    return d
+
+
+def scratch_engine(d: Path) -> str:
+    try:
+        return (d / ENGINE_FILE).read_text().strip() or DEFAULT_ENGINE
+    except OSError:
+        return DEFAULT_ENGINE  # a run from before engines were recorded, or just starting
 
 
 def _scratch_owner(d: Path) -> tuple[str | None, bool]:
@@ -126,8 +145,9 @@ class RunResources:
         return any(owner_alive(o) for o in self.owners)
 
 
-def find_runs(client) -> dict[str, RunResources]:
-    """Every run with a labelled container, network or scratch dir. Containers are the engine's
+def find_runs(client, engine: str = DEFAULT_ENGINE) -> dict[str, RunResources]:
+    """Every run with a labelled container or network on this engine, or a scratch dir of a run
+    on this engine (`engine`: its key as the run recorded it). Containers are the engine's
     list entries (dicts with "Id", "Labels", "State"): listing without inspecting each one, so
     a container another run removes meanwhile cannot make this fail."""
     runs: dict[str, RunResources] = {}
@@ -143,6 +163,8 @@ def find_runs(client) -> dict[str, RunResources]:
         r.owners.add(n.attrs["Labels"].get(OWNER_LABEL, ""))
     if SCRATCH_ROOT.is_dir():
         for d in SCRATCH_ROOT.iterdir():
+            if not d.is_dir() or (d.name not in runs and scratch_engine(d) != engine):
+                continue  # the lock file, or a run living on another engine
             r = runs.setdefault(d.name, RunResources(d.name))
             owner, r.starting = _scratch_owner(d)
             if owner:

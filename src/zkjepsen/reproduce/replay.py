@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.checker import Result, as_result
-from zkjepsen.runner import RunResult, run_test
+from zkjepsen.fanout import Job, run_jobs
+from zkjepsen.harness.engine import Engine
+from zkjepsen.runner import RunResult
 from zkjepsen.spec import TestSpec
 from zkjepsen.store import StoredRun
 
@@ -72,15 +74,15 @@ def faults_for_replay(faults: list[dict], retarget: bool = True) -> list[dict]:
 
 def replay(run: StoredRun, runs: int = 1, retarget: bool = True, store_root: Path | None = None,
            spec: TestSpec | None = None, faults: list[dict] | None = None,
-           on_result: Callable[[int, RunResult], None] = lambda i, r: None) -> list[RunResult]:
-    """Re-execute the schedule (or `faults`) against fresh ensembles `runs` times."""
+           on_result: Callable[[int, RunResult], None] = lambda i, r: None,
+           engines: list[Engine] | None = None, parallel: int = 1) -> list[RunResult]:
+    """Re-execute the schedule (or `faults`) against fresh ensembles `runs` times, at most
+    `parallel` at once on each of `engines` (default: the environment's engine)."""
     spec = copy.deepcopy(spec or run.spec)
     spec.name = f"{run.spec.test_name}-replay"
     schedule = {"faults": faults_for_replay(run.schedule.get("faults", []), retarget)
                 if faults is None else faults}
-    out = []
-    for i in range(runs):
-        r = run_test(spec, store_root, schedule=schedule)
-        on_result(i, r)
-        out.append(r)
-    return out
+    jobs = [Job(spec, schedule, i) for i in range(runs)]
+    outcomes = run_jobs(jobs, engines or [Engine()], parallel, store_root,
+                        on_done=lambda i, o: on_result(i, o.run))
+    return [o.run for o in outcomes]

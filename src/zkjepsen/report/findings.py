@@ -1,0 +1,202 @@
+"""Findings tables (recipe x fault), CI shards of a matrix, and merging the shards' stores.
+
+A matrix run writes `matrix-runs.json` at the root of its store: its settings, its shard, and
+every run (cell, seed, verdict, violation kinds counted, the run's folder relative to the store).
+`merge` reads those files from several shard stores and rebuilds the one table the unsharded
+matrix would have written: the cells are whole on one shard (`shard_of`), so each shard's runs
+are exactly the unsharded matrix's runs of those cells, with the same seeds.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from pathlib import Path
+from typing import Any
+
+from zkjepsen.errors import BadInput
+
+MANIFEST = "matrix-runs.json"
+# Settings every shard of one matrix must share; anything else is two different matrices.
+SAME = (
+    "workload",
+    "nodes",
+    "clients",
+    "time_limit_s",
+    "session_timeout_s",
+    "params",
+    "runs",
+    "seed",
+    "recipes",
+    "nemeses",
+)
+
+
+def cell_summary(runs: list[dict]) -> dict:
+    """Counts for one recipe x fault cell: invalid runs, unknown runs, and runs with at least
+    one belief / effect overlap violation."""
+    from zkjepsen.checker import as_result
+    from zkjepsen.report.stats import rate_text
+
+    kinds = [{v.kind for _, v in as_result(r["results"]).named_violations()} for r in runs]
+    invalid = sum(r["valid"] is False for r in runs)
+    return {
+        "runs": len(runs),
+        "invalid": invalid,
+        "rate": rate_text(invalid, len(runs)),  # with its 95 % Wilson interval
+        "unknown": sum(r["valid"] not in (True, False) for r in runs),
+        "belief": sum("belief" in k for k in kinds),
+        "effect": sum("effect" in k for k in kinds),
+        "stores": [r["store"] for r in runs],
+    }
+
+
+def cell_text(c: dict | None) -> str:
+    if not c:
+        return "-"
+    from zkjepsen.report.stats import rate_text
+
+    text = f"{rate_text(c['invalid'], c['runs'])} invalid"
+    if c["unknown"]:
+        text += f", {c['unknown']} unknown"
+    return text + f" (belief {c['belief']}, effect {c['effect']})"
+
+
+def markdown_table(cells: dict, recipes: list[str], nemeses: list[str], header: str) -> str:
+    lines = [
+        header,
+        "",
+        "| recipe | " + " | ".join(nemeses) + " |",
+        "|---|" + "---|" * len(nemeses),
+    ]
+    for rc in recipes:
+        row = [cell_text(cells.get(f"{rc}|{nm}")) for nm in nemeses]
+        lines.append(f"| {rc} | " + " | ".join(row) + " |")
+    lines += [
+        "",
+        "Each cell: runs judged invalid / runs, with the rate and its 95 % Wilson interval (how "
+        "little a handful of runs says about the true rate); in parentheses, runs with at "
+        "least one "
+        "belief overlap (two clients believed they held the lock) and with at least one "
+        "effect overlap (the protected resource accepted writes out of lock order: "
+        "atomicity broken). belief > 0 with effect = 0 means fencing held.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# ---- shards ---------------------------------------------------------------------------------
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """`i/N` with 1 <= i <= N, or None."""
+    if text is None:
+        return None
+    i, sep, n = text.partition("/")
+    try:
+        i_, n_ = int(i), int(n)
+    except ValueError:
+        i_ = n_ = 0
+    if not sep or not 1 <= i_ <= n_:
+        raise BadInput(f"--shard {text!r} is not i/N with 1 <= i <= N (e.g. 1/4)")
+    return i_, n_
+
+
+def shard_of(cell: str, index: int, shards: int) -> int:
+    """The shard (1..N) that runs a cell: round robin over the cells in table order, so every
+    shard gets a near-equal share, whatever machine or process computes it."""
+    del cell  # the order alone decides; the name is there for readers of the call
+    return index % shards + 1
+
+
+def cells_of_shard(cells: list[str], shard: tuple[int, int] | None) -> list[str]:
+    if shard is None:
+        return list(cells)
+    i, n = shard
+    return [c for k, c in enumerate(cells) if shard_of(c, k, n) == i]
+
+
+# ---- the manifest and merge -----------------------------------------------------------------
+def write_manifest(
+    store_root: Path, settings: dict, shard: tuple[int, int] | None, runs: list[dict]
+) -> Path:
+    """`runs`: {"cell", "seed", "valid", "results", "store", "engine"} per run."""
+    root = Path(store_root)
+    root.mkdir(parents=True, exist_ok=True)
+    rel = []
+    for r in runs:
+        store = Path(r["store"])
+        try:
+            store = store.resolve().relative_to(root.resolve())
+        except ValueError:
+            pass
+        rel.append({**r, "store": str(store)})
+    doc = {
+        "settings": settings,
+        "shard": list(shard) if shard else None,
+        "runs": rel,
+        "checksum": zlib.crc32(json.dumps(settings, sort_keys=True).encode()),
+    }
+    path = root / MANIFEST
+    tmp = root / f".{MANIFEST}.tmp"
+    tmp.write_text(json.dumps(doc, indent=1, default=str))
+    tmp.replace(path)
+    return path
+
+
+def read_manifest(where: Path) -> dict:
+    path = Path(where)
+    if path.is_dir():
+        path = path / MANIFEST
+    try:
+        doc = json.loads(path.read_text())
+        doc["settings"], doc["runs"]  # noqa: B018 - shape check
+    except (OSError, ValueError, KeyError, TypeError):
+        raise BadInput(
+            f"{where} has no readable {MANIFEST}; give the --store of a `zkjepsen matrix` run"
+        ) from None
+    for r in doc["runs"]:
+        if not Path(r["store"]).is_absolute():
+            r["store"] = str(path.parent / r["store"])
+    return doc
+
+
+def merge(manifests: list[dict]) -> tuple[dict, dict[str, dict], list[str]]:
+    """(settings, cells, notes): one matrix from its shards' manifests. Refuses shards of
+    different matrices and a cell run twice; a missing shard is a note (its cells stay "-")."""
+    if not manifests:
+        raise BadInput("merge needs at least one store")
+    base = manifests[0]["settings"]
+    for m in manifests[1:]:
+        diff = [k for k in SAME if m["settings"].get(k) != base.get(k)]
+        if diff:
+            raise BadInput(
+                f"these stores hold different matrices ({', '.join(diff)} differ); "
+                "merge only the shards of one matrix"
+            )
+    shards = [tuple(m["shard"]) if m["shard"] else (1, 1) for m in manifests]
+    notes = []
+    totals = {n for _, n in shards}
+    if len(totals) > 1:
+        raise BadInput(f"the stores are shards of different splits ({sorted(totals)} shards)")
+    (total,) = totals
+    seen = [i for i, _ in shards]
+    dup = sorted({i for i in seen if seen.count(i) > 1})
+    if dup:
+        raise BadInput(f"shard {dup[0]}/{total} is given twice; give each shard's store once")
+    missing = sorted(set(range(1, total + 1)) - set(seen))
+    if missing:
+        notes.append(
+            f"shards {', '.join(f'{i}/{total}' for i in missing)} missing: their cells show '-'"
+        )
+    by_cell: dict[str, list[dict]] = {}
+    for m in manifests:
+        for r in sorted(m["runs"], key=lambda r: r.get("seed", 0)):
+            by_cell.setdefault(r["cell"], []).append(r)
+    return base, {k: cell_summary(v) for k, v in by_cell.items()}, notes
+
+
+def settings_header(s: dict[str, Any], when: str, where: str) -> str:
+    return (
+        f"Findings matrix: workload `{s['workload']}`, {s['nodes']} servers, {s['clients']} "
+        f"clients, {s['time_limit_s']:g} s per run, session timeout "
+        f"{s['session_timeout_s']:g} s, params {s['params']}, {s['runs']} runs per cell; "
+        f"run {when} on {where}."
+    )

@@ -1,0 +1,302 @@
+"""Engines, slots, shards, merge, subnets and the parallel shrink, without Docker."""
+
+from __future__ import annotations
+
+import os
+import random
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from zkjepsen.errors import EXIT_BAD_INPUT, BadInput
+from zkjepsen.fanout import slots
+from zkjepsen.harness import resources, subnets
+from zkjepsen.harness.engine import Engine, parse_engines
+from zkjepsen.report import findings
+
+S = 1_000_000_000
+
+
+# ---- engines ---------------------------------------------------------------------------------
+def test_engines_are_named_as_docker_users_name_them(monkeypatch):
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    assert Engine.parse("default") == Engine() == Engine.parse("")
+    assert Engine.parse("unix:///tmp/x/docker.sock").host == "unix:///tmp/x/docker.sock"
+    assert Engine.parse("tcp://10.1.2.3:2376").host == "tcp://10.1.2.3:2376"
+    assert Engine.parse("ssh://me@build-7").host == "ssh://me@build-7"
+    # However it was named, the machine's default engine is recorded as "default".
+    assert Engine.parse("unix:///var/run/docker.sock").key == "default"
+    assert Engine.parse("unix:///tmp/x/docker.sock").key == "unix:///tmp/x/docker.sock"
+    for bad in ("http://h:2375", "unix://", "no-such-context-zkjepsen"):
+        with pytest.raises(BadInput):
+            Engine.parse(bad)
+
+
+def test_engines_on_other_machines_are_refused_in_one_sentence():
+    assert Engine.parse("unix:///tmp/x.sock").local
+    assert Engine.parse("tcp://127.0.0.1:2375").local
+    assert Engine.parse("ssh://localhost").local
+    far = Engine.parse("tcp://203.0.113.7:2376")  # TEST-NET-3: nobody's address
+    assert not far.local
+    with pytest.raises(BadInput) as e:
+        far.require_local()
+    assert e.value.exit_code == EXIT_BAD_INPUT
+    msg = str(e.value)
+    assert "\n" not in msg and "another machine" in msg and "--shard" in msg
+
+
+def test_engine_lists_and_slots_interleave_engines():
+    es = parse_engines(["default", "unix:///tmp/a.sock,unix:///tmp/b.sock", "unix:///tmp/a.sock"])
+    assert [e.name for e in es] == ["default", "unix:///tmp/a.sock", "unix:///tmp/b.sock"]
+    assert parse_engines([]) == [Engine()]
+    a, b = es[1:]
+    assert slots([a, b], 2) == [a, b, a, b]  # the first runs spread over every engine
+
+
+# ---- shards and merge ------------------------------------------------------------------------
+def test_shards_split_the_cells_deterministically_and_completely():
+    cells = [f"r{i}|n{j}" for i in range(4) for j in range(3)]
+    for n in range(1, 6):
+        parts = [findings.cells_of_shard(cells, (i, n)) for i in range(1, n + 1)]
+        assert sorted(c for p in parts for c in p) == sorted(cells)
+        assert max(map(len, parts)) - min(map(len, parts)) <= 1
+        assert parts == [findings.cells_of_shard(cells, (i, n)) for i in range(1, n + 1)]
+    assert findings.parse_shard("2/4") == (2, 4)
+    for bad in ("0/2", "3/2", "1", "a/b", "1/0"):
+        with pytest.raises(BadInput):
+            findings.parse_shard(bad)
+
+
+def _runs(cells: list[str]) -> list[dict]:
+    bad = {
+        "valid": False,
+        "lock": {"valid": False, "belief_overlap_count": 1, "effect_overlap_count": 0},
+    }
+    return [
+        {
+            "cell": c,
+            "seed": 1 + k,
+            "valid": "nolock" not in c,
+            "results": {"valid": True} if "nolock" not in c else bad,
+            "store": f"{c.replace('|', '-')}/{k}",
+            "engine": "default",
+        }
+        for c in cells
+        for k in range(2)
+    ]
+
+
+SETTINGS = {
+    "workload": "lock",
+    "nodes": 3,
+    "clients": 2,
+    "time_limit_s": 4.0,
+    "session_timeout_s": 3.0,
+    "params": {},
+    "runs": 2,
+    "seed": 1,
+    "recipes": ["kazoo", "nolock"],
+    "nemeses": ["none", "kill-client"],
+}
+
+
+def test_merging_the_shards_gives_the_unsharded_table(tmp_path):
+    cells = [f"{r}|{n}" for r in SETTINGS["recipes"] for n in SETTINGS["nemeses"]]
+    whole = findings.merge(
+        [
+            findings.read_manifest(
+                findings.write_manifest(tmp_path / "all", SETTINGS, None, _runs(cells))
+            )
+        ]
+    )[1]
+    paths = [
+        findings.write_manifest(
+            tmp_path / f"s{i}", SETTINGS, (i, 3), _runs(findings.cells_of_shard(cells, (i, 3)))
+        )
+        for i in (1, 2, 3)
+    ]
+    settings, merged, notes = findings.merge([findings.read_manifest(p.parent) for p in paths])
+    assert notes == []
+    table = findings.markdown_table(merged, settings["recipes"], settings["nemeses"], "h")
+    assert table == findings.markdown_table(whole, settings["recipes"], settings["nemeses"], "h")
+    assert "| nolock | 2/2 (100 %, 95 % CI 34-100 %) invalid (belief 2, effect 0) |" in table
+    assert all(Path(s).is_absolute() for c in merged.values() for s in c["stores"])
+    # Two shards only: a note, the missing cells show "-".
+    _, part, notes = findings.merge([findings.read_manifest(p.parent) for p in paths[:2]])
+    assert notes and "3/3" in notes[0] and len(part) < len(cells)
+
+
+def test_merge_refuses_mixed_matrices_and_repeated_shards(tmp_path):
+    a = findings.write_manifest(tmp_path / "a", SETTINGS, (1, 2), _runs(["kazoo|none"]))
+    b = findings.write_manifest(
+        tmp_path / "b", {**SETTINGS, "nodes": 5}, (2, 2), _runs(["nolock|none"])
+    )
+    with pytest.raises(BadInput, match="different matrices"):
+        findings.merge([findings.read_manifest(a), findings.read_manifest(b)])
+    with pytest.raises(BadInput, match="given twice"):
+        findings.merge([findings.read_manifest(a), findings.read_manifest(a)])
+    with pytest.raises(BadInput, match="matrix-runs.json"):
+        findings.read_manifest(tmp_path / "nothing-here")
+
+
+# ---- subnets ---------------------------------------------------------------------------------
+def test_host_routes_are_read_from_proc_net_route(tmp_path):
+    route = tmp_path / "route"
+    route.write_text(
+        "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
+        "eth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
+        "br-1\t0085A60A\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0\n"
+    )
+    assert [str(n) for n in subnets.host_routes(route)] == ["10.166.133.0/24"]
+
+
+def _allocate(args):
+    root, run_id = args
+    resources.SCRATCH_ROOT = Path(root)
+    subnets.host_routes = lambda: []  # in this worker process only
+    # Every process draws the SAME candidates: only the machine lock and the claims keep
+    # them apart, as they keep apart zkjepsen processes using different engines.
+    return str(subnets.allocate(run_id, lambda s: True, local=False, rng=random.Random(7)))
+
+
+def test_concurrent_processes_never_get_the_same_subnet(tmp_path):
+    with ProcessPoolExecutor(6) as pool:
+        got = list(pool.map(_allocate, [(str(tmp_path), f"zkj-run-{i}") for i in range(12)]))
+    assert len(set(got)) == 12
+
+
+def test_allocation_skips_routes_claims_and_engine_refusals(tmp_path, monkeypatch):
+    monkeypatch.setattr(resources, "SCRATCH_ROOT", tmp_path)
+    first = subnets.candidate(random.Random(3))
+    monkeypatch.setattr(subnets, "host_routes", lambda: [first])
+    refused = []
+
+    def create(s):
+        refused.append(s)
+        return len(refused) > 1  # the engine refuses the first candidate it is offered
+
+    got = subnets.allocate("zkj-a", create, rng=random.Random(3))
+    assert got != first and first not in refused and len(refused) == 2
+    assert (tmp_path / "zkj-a" / subnets.SUBNET_FILE).read_text() == str(got)
+    assert got in subnets.claimed(tmp_path)
+
+
+def test_cleanup_of_one_engine_leaves_a_live_run_of_another_alone(tmp_path, monkeypatch):
+    monkeypatch.setattr(resources, "SCRATCH_ROOT", tmp_path)
+    resources.claim_scratch("zkj-here", "unix:///tmp/b.sock")
+    old = tmp_path / "zkj-old"  # a crashed run's from before engines were recorded
+    old.mkdir()
+    os.utime(old, (0, 0))  # long past its start-up grace
+    empty = SimpleNamespace(
+        api=SimpleNamespace(containers=lambda **kw: []),
+        networks=SimpleNamespace(list=lambda **kw: []),
+    )
+    on_default = resources.find_runs(empty)
+    assert set(on_default) == {"zkj-old"} and on_default["zkj-old"].orphaned
+    on_b = resources.find_runs(empty, "unix:///tmp/b.sock")
+    assert set(on_b) == {"zkj-here"} and not on_b["zkj-here"].orphaned  # its owner is us
+
+
+# ---- shrink in parallel ----------------------------------------------------------------------
+def _stored(tmp_path):
+    from zkjepsen.spec import TestSpec
+    from zkjepsen.store import RunDir, StoredRun
+
+    fault = {
+        "fault_id": 1,
+        "f": "pause-client",
+        "target": "holder",
+        "targets": None,
+        "detail": None,
+        "params": {},
+        "duration": "1.5x",
+        "start_ns": 9 * S,
+        "end_ns": 13 * S,
+    }
+    results = {
+        "valid": False,
+        "lock": {"valid": False, "belief_overlap_count": 1, "effect_overlap_count": 0},
+    }
+    spec = TestSpec(
+        recipe="kazoo", workload="lock", nemesis=["pause-client"], clients=4, time_limit_s=20
+    )
+    return StoredRun(RunDir(tmp_path), spec, {"faults": [fault]}, results)
+
+
+@pytest.mark.parametrize("parallel", [1, 2])
+def test_parallel_shrink_visits_the_same_candidates_in_fewer_waves(tmp_path, monkeypatch, parallel):
+    from zkjepsen.reproduce import shrink as shrink_mod
+
+    waves = []
+
+    def fake_replay(run, runs, *, spec, faults, parallel, engines, **kw):
+        waves.append(runs)
+        # Reproduces while the fault is at least 3 s long, with at least 3 clients.
+        ok = faults[0]["end_ns"] - faults[0]["start_ns"] >= 3 * S and spec.clients >= 3
+        results = (
+            {"valid": False, "lock": {"valid": False, "belief_overlap_count": 1}}
+            if ok
+            else {"valid": True}
+        )
+        return [SimpleNamespace(results=results, store_dir=Path("x")) for _ in range(runs)]
+
+    monkeypatch.setattr(shrink_mod, "replay", fake_replay)
+    res = shrink_mod.shrink(
+        _stored(tmp_path), tries=3, min_hits=2, parallel=parallel, engines=[Engine()]
+    )
+    # The holder-aimed pause becomes a triggered one first (it keeps the violation), then shrinks.
+    assert res.best.summary() == "1 faults [pause-client on_acquire(delay_s=0.1)+3.0s], 4 clients, 10s"
+    assert [[e["why"], e["hits"]] for e in res.log] == EXPECTED_LOG
+    # Every candidate is decided by its first two replays: one wave each with two slots.
+    assert waves == {1: [1] * 10, 2: [2] * 5}[parallel]
+
+
+EXPECTED_LOG = [
+    ["pause-client on the next acquire instead of at 9.0s", 2],
+    ["start 5.0s earlier", 2],
+    ["pause-client 25% shorter", 2],
+    ["pause-client 25% shorter", 0],
+    ["half the clients", 0],
+]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["matrix", "--recipes", "kazoo", "--nemeses", "none", "--engine", "tcp://203.0.113.7:2376"],
+        ["matrix", "--recipes", "kazoo", "--nemeses", "none", "--shard", "3/2"],
+        ["matrix", "--recipes", "kazoo", "--nemeses", "none", "--engine", "ftp://x"],
+        ["test", "--engine", "ssh://ci@203.0.113.7"],
+        ["merge", "no-such-store"],
+    ],
+)
+def test_remote_engines_and_bad_shards_are_one_sentence_before_anything(
+    argv, tmp_path, monkeypatch, capsys
+):
+    from zkjepsen.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent")  # nothing may reach an engine
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == EXIT_BAD_INPUT, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert not (tmp_path / "store").exists()
+
+
+def test_two_tries_needing_two_hits_run_as_one_wave(tmp_path, monkeypatch):
+    from zkjepsen.reproduce import shrink as shrink_mod
+
+    waves = []
+
+    def fake_replay(run, runs, **kw):
+        waves.append(runs)
+        bad = {"valid": False, "lock": {"valid": False, "belief_overlap_count": 1}}
+        return [SimpleNamespace(results=bad, store_dir=Path("x")) for _ in range(runs)]
+
+    monkeypatch.setattr(shrink_mod, "replay", fake_replay)
+    shrink_mod.shrink(_stored(tmp_path), tries=2, min_hits=2, parallel=2, engines=[Engine()])
+    assert waves and set(waves) == {2}
