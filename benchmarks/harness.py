@@ -29,8 +29,7 @@ def rss_mb(container) -> float:
 
 def time_to_quorum(client, nodes: int, faketime: bool = True) -> tuple[float, list[float]]:
     with tempfile.TemporaryDirectory() as d:
-        ens = DockerEnsemble(EnsembleSpec(nodes=nodes, faketime=faketime), Path(d),
-                             client=client)
+        ens = DockerEnsemble(EnsembleSpec(nodes=nodes, faketime=faketime), Path(d), client=client)
         t0 = time.monotonic()
         with ens:
             elapsed = time.monotonic() - t0
@@ -62,10 +61,12 @@ def main() -> None:
                 t, m = time_to_quorum(client, nodes, faketime)
                 times.append(t)
                 mems += m
-            print(f"{nodes} nodes, faketime {'on ' if faketime else 'off'}: up->quorum median "
-                  f"{statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f},"
-                  f" n={len(times)}); RSS per node median {statistics.median(mems):.0f} MB "
-                  f"(max {max(mems):.0f})")
+            print(
+                f"{nodes} nodes, faketime {'on ' if faketime else 'off'}: up->quorum median "
+                f"{statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f},"
+                f" n={len(times)}); RSS per node median {statistics.median(mems):.0f} MB "
+                f"(max {max(mems):.0f})"
+            )
 
 
 if __name__ == "__main__":

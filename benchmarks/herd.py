@@ -35,8 +35,10 @@ def measure(hosts: str, recipe: str, n: int) -> dict:
         zk.start(timeout=15)
         sessions.append((zk, CountingClient(zk)))
     try:
-        locks = [make_recipe(recipe, c, path, hosts=hosts, identifier=f"w{i}", params={})
-                 for i, (_, c) in enumerate(sessions)]
+        locks = [
+            make_recipe(recipe, c, path, hosts=hosts, identifier=f"w{i}", params={})
+            for i, (_, c) in enumerate(sessions)
+        ]
         assert locks[0].acquire(10) is not None
         done = []
 
@@ -63,10 +65,14 @@ def measure(hosts: str, recipe: str, n: int) -> dict:
         releases = n + 1
         notes = sum(s["notifications"] for s in snaps)
         lists = sum(s.get("get_children", 0) for s in snaps)
-        return {"recipe": recipe, "waiters": n, "acquired": len(done),
-                "notifications_per_release": round(notes / releases, 2),
-                "get_children_per_release": round(lists / releases, 2),
-                "drain_s": round(elapsed, 2)}
+        return {
+            "recipe": recipe,
+            "waiters": n,
+            "acquired": len(done),
+            "notifications_per_release": round(notes / releases, 2),
+            "get_children_per_release": round(lists / releases, 2),
+            "drain_s": round(elapsed, 2),
+        }
     finally:
         for zk, _ in sessions:
             zk.stop()
@@ -85,13 +91,22 @@ def main() -> None:
             from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
             from zkjepsen.store import new_run_dir
 
-            ens = stack.enter_context(DockerEnsemble(EnsembleSpec(nodes=3),
-                                                     new_run_dir("bench-herd").path))
+            ens = stack.enter_context(
+                DockerEnsemble(EnsembleSpec(nodes=3), new_run_dir("bench-herd").path)
+            )
             hosts = ens.connect_string()
-        rows = [measure(hosts, r, int(n)) for n in args.waiters.split(",")
-                for r in args.recipes.split(",")]
-    cols = ["waiters", "acquired", "notifications_per_release", "get_children_per_release",
-            "drain_s"]
+        rows = [
+            measure(hosts, r, int(n))
+            for n in args.waiters.split(",")
+            for r in args.recipes.split(",")
+        ]
+    cols = [
+        "waiters",
+        "acquired",
+        "notifications_per_release",
+        "get_children_per_release",
+        "drain_s",
+    ]
     print(f"{'recipe':12}" + "".join(f"{c:>28}" for c in cols))
     for row in rows:
         print(f"{row['recipe']:12}" + "".join(f"{row[c]!s:>28}" for c in cols))

@@ -19,19 +19,39 @@ from pathlib import Path
 # name -> (workload, nemesis, nodes, params)
 CONFIGS: dict[str, tuple[str, str, int, dict]] = {
     "pause-counter": ("counter", "pause-client", 3, {"resource": "unguarded", "hold_s": 0.5}),
-    "pause-lock-unguarded": ("lock", "pause-client", 3,
-                             {"resource": "unguarded", "writes": 4, "hold_s": 0.6}),
-    "pause-lock-fenced": ("lock", "pause-client", 3,
-                          {"resource": "fenced", "writes": 4, "hold_s": 0.6}),
+    "pause-lock-unguarded": (
+        "lock",
+        "pause-client",
+        3,
+        {"resource": "unguarded", "writes": 4, "hold_s": 0.6},
+    ),
+    "pause-lock-fenced": (
+        "lock",
+        "pause-client",
+        3,
+        {"resource": "fenced", "writes": 4, "hold_s": 0.6},
+    ),
     "isolate-counter": ("counter", "isolate-client", 3, {"resource": "unguarded", "hold_s": 0.5}),
-    "isolate-lock-unguarded": ("lock", "isolate-client", 3,
-                               {"resource": "unguarded", "writes": 4, "hold_s": 0.6}),
-    "isolate-lock-fenced": ("lock", "isolate-client", 3,
-                            {"resource": "fenced", "writes": 4, "hold_s": 0.6}),
+    "isolate-lock-unguarded": (
+        "lock",
+        "isolate-client",
+        3,
+        {"resource": "unguarded", "writes": 4, "hold_s": 0.6},
+    ),
+    "isolate-lock-fenced": (
+        "lock",
+        "isolate-client",
+        3,
+        {"resource": "fenced", "writes": 4, "hold_s": 0.6},
+    ),
     "kill-leader-lock": ("lock", "kill-leader", 5, {"resource": "unguarded", "writes": 2}),
     "halves-lock": ("lock", "partition-halves", 5, {"resource": "unguarded", "writes": 2}),
-    "clock-rate-lock": ("lock", "clock-rate-leader", 3,
-                        {"resource": "unguarded", "writes": 4, "hold_s": 0.6}),
+    "clock-rate-lock": (
+        "lock",
+        "clock-rate-leader",
+        3,
+        {"resource": "unguarded", "writes": 4, "hold_s": 0.6},
+    ),
 }
 
 
@@ -39,18 +59,26 @@ def summarize(run) -> dict:
     res = run.results
     lock = res.get("lock", {}) or {}
     counter = res.get("counter", {}) or {}
-    sched = json.loads((run.store_dir / "schedule.json").read_text()) \
-        if (run.store_dir / "schedule.json").exists() else {"faults": []}
-    return {"valid": run.valid, "store": str(run.store_dir),
-            "faults": len(sched["faults"]),
-            "holder_hits": sum(1 for f in sched["faults"]
-                               if (f.get("detail") or {}).get("chosen") == "holder"),
-            "belief": lock.get("belief_overlap_count"),
-            "careful": lock.get("careful_belief_overlap_count"),
-            "effect": lock.get("effect_overlap_count"),
-            "accepted_writes": lock.get("accepted_writes"),
-            "rejected_writes": lock.get("rejected_writes"),
-            "lost": counter.get("lost"), "acknowledged": counter.get("acknowledged")}
+    sched = (
+        json.loads((run.store_dir / "schedule.json").read_text())
+        if (run.store_dir / "schedule.json").exists()
+        else {"faults": []}
+    )
+    return {
+        "valid": run.valid,
+        "store": str(run.store_dir),
+        "faults": len(sched["faults"]),
+        "holder_hits": sum(
+            1 for f in sched["faults"] if (f.get("detail") or {}).get("chosen") == "holder"
+        ),
+        "belief": lock.get("belief_overlap_count"),
+        "careful": lock.get("careful_belief_overlap_count"),
+        "effect": lock.get("effect_overlap_count"),
+        "accepted_writes": lock.get("accepted_writes"),
+        "rejected_writes": lock.get("rejected_writes"),
+        "lost": counter.get("lost"),
+        "acknowledged": counter.get("acknowledged"),
+    }
 
 
 def main() -> int:
@@ -75,10 +103,20 @@ def main() -> int:
     for name in a.configs:
         workload, nemesis, nodes, params = CONFIGS[name]
         for i in range(a.runs):
-            spec = TestSpec(recipe="kazoo", workload=workload, nemesis=[nemesis], nodes=nodes,
-                            clients=a.clients, time_limit_s=a.time_limit, recovery_s=8,
-                            session_timeout_s=4.0, seed=a.seed + i, interval_s=a.interval,
-                            params=params, name=f"acceptance-{name}")
+            spec = TestSpec(
+                recipe="kazoo",
+                workload=workload,
+                nemesis=[nemesis],
+                nodes=nodes,
+                clients=a.clients,
+                time_limit_s=a.time_limit,
+                recovery_s=8,
+                session_timeout_s=4.0,
+                seed=a.seed + i,
+                interval_s=a.interval,
+                params=params,
+                name=f"acceptance-{name}",
+            )
             t = time.monotonic()
             try:
                 row = summarize(run_test(spec))

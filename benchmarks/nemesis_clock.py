@@ -63,8 +63,11 @@ def run_case(ens, ctx, script: Path, target: str, text: str, pause_s: float) -> 
     victim = leader if target == "leader" else followers[0]
     host = followers[-1]
     log = tempfile.NamedTemporaryFile("w+", suffix=".log", delete=False)
-    p = subprocess.Popen([sys.executable, str(script), host.address, str(TIMEOUT_S)],
-                         stdout=log, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [sys.executable, str(script), host.address, str(TIMEOUT_S)],
+        stdout=log,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 15
         while "STARTED" not in Path(log.name).read_text() and time.monotonic() < deadline:
@@ -107,8 +110,10 @@ def main() -> int:
     script.write_text(CLIENT)
     with DockerEnsemble(EnsembleSpec(nodes=3), new_run_dir("bench-nemesis-clock").path) as ens:
         ctx = NemesisContext(ens, None, TIMEOUT_S)
-        print(f"session timeout {TIMEOUT_S:g}s, window {WINDOW_S:g}s; seconds until LOST "
-              "(None = survived), measured from when the JVM has certainly read the change")
+        print(
+            f"session timeout {TIMEOUT_S:g}s, window {WINDOW_S:g}s; seconds until LOST "
+            "(None = survived), measured from when the JVM has certainly read the change"
+        )
         for label, target, text, pause in CASES:
             took = [run_case(ens, ctx, script, target, text, pause) for _ in range(a.repeat)]
             print(f"{label:24s} {text:8s} -> {took}", flush=True)

@@ -26,20 +26,28 @@ import statistics
 import time
 from pathlib import Path
 
-DEFAULT = ("raw,kazoo,kazoo-careful,blog,herd,predecessor,paper,exclusive,curator,queue,"
-           "election,rwlock")
+DEFAULT = (
+    "raw,kazoo,kazoo-careful,blog,herd,predecessor,paper,exclusive,curator,queue,election,rwlock"
+)
 
 
-def run(ens, out: Path, recipe: str, clients: int, seconds: float, writes: int,
-        protocol: bool = False) -> list[dict]:
+def run(
+    ens, out: Path, recipe: str, clients: int, seconds: float, writes: int, protocol: bool = False
+) -> list[dict]:
     from zkjepsen.client.command import program_for
     from zkjepsen.client.pool import ClientPool
     from zkjepsen.client.spec import ClientSpec
     from zkjepsen.history.jsonl import merge_records
 
     workload = "raw" if recipe == "raw" else "lock"
-    params = {"lock_path": f"/bench/{recipe}", "resource_path": f"/bench/{recipe}-res",
-              "hold_s": 0.0, "think_s": 0.0, "writes": writes, "acquire_timeout_s": 10.0}
+    params = {
+        "lock_path": f"/bench/{recipe}",
+        "resource_path": f"/bench/{recipe}-res",
+        "hold_s": 0.0,
+        "think_s": 0.0,
+        "writes": writes,
+        "acquire_timeout_s": 10.0,
+    }
     if recipe == "rwlock":
         params["mode"] = "write"  # as a mutex, to compare like with like
     from kazoo.client import KazooClient
@@ -59,10 +67,23 @@ def run(ens, out: Path, recipe: str, clients: int, seconds: float, writes: int,
     pool = ClientPool(ens, run_dir)
     t0 = time.monotonic_ns()
     # every client connects first (the start barrier), then all run for `seconds`
-    pool.start([ClientSpec(client=i, nclients=clients, hosts=ens.connect_string(),
-                           session_timeout_s=4, workload=workload, recipe=recipe, params=params,
-                           t0_ns=t0, seed=1, command=command)
-                for i in range(1, clients + 1)])
+    pool.start(
+        [
+            ClientSpec(
+                client=i,
+                nclients=clients,
+                hosts=ens.connect_string(),
+                session_timeout_s=4,
+                workload=workload,
+                recipe=recipe,
+                params=params,
+                t0_ns=t0,
+                seed=1,
+                command=command,
+            )
+            for i in range(1, clients + 1)
+        ]
+    )
     try:
         pool.wait_connected(60)
         pool.release(time.monotonic() + seconds)
@@ -106,12 +127,18 @@ def figures(records: list[dict]) -> dict:
         return lat[min(len(lat) - 1, int(p * len(lat)))] if lat else float("nan")
 
     lock = LockChecker().check(History([Op.from_dict(r) for r in records])).details
-    return {"window_s": round((hi - lo) / 1e9, 2), "acquisitions": n,
-            "per_s": round(n / max(1e-9, (hi - lo) / 1e9), 1),
-            "p50_ms": round(pct(0.5), 2), "p90_ms": round(pct(0.9), 2),
-            "p99_ms": round(pct(0.99), 2), "max_ms": round(lat[-1], 2) if lat else None,
-            "mean_ms": round(statistics.fmean(lat), 2) if lat else None,
-            "failed_acquires": fails, "belief_overlaps": lock["belief_overlap_count"]}
+    return {
+        "window_s": round((hi - lo) / 1e9, 2),
+        "acquisitions": n,
+        "per_s": round(n / max(1e-9, (hi - lo) / 1e9), 1),
+        "p50_ms": round(pct(0.5), 2),
+        "p90_ms": round(pct(0.9), 2),
+        "p99_ms": round(pct(0.99), 2),
+        "max_ms": round(lat[-1], 2) if lat else None,
+        "mean_ms": round(statistics.fmean(lat), 2) if lat else None,
+        "failed_acquires": fails,
+        "belief_overlaps": lock["belief_overlap_count"],
+    }
 
 
 def main() -> None:
@@ -133,11 +160,11 @@ def main() -> None:
         for recipe in args.recipes.split(","):
             for protocol in modes if recipe != "raw" else [False]:
                 name = f"{recipe}[protocol]" if protocol else recipe
-                rows[name] = figures(run(ens, d / name, recipe, args.clients, args.seconds,
-                                         args.writes, protocol))
+                rows[name] = figures(
+                    run(ens, d / name, recipe, args.clients, args.seconds, args.writes, protocol)
+                )
                 print(name, rows[name], flush=True)
-    cols = ["per_s", "p50_ms", "p90_ms", "p99_ms", "max_ms", "failed_acquires",
-            "belief_overlaps"]
+    cols = ["per_s", "p50_ms", "p90_ms", "p99_ms", "max_ms", "failed_acquires", "belief_overlaps"]
     print(f"\n{args.clients} clients, {args.seconds:g} s each, 3 nodes, store {d}")
     print(f"{'recipe':20}" + "".join(f"{c:>16}" for c in cols))
     for recipe, row in rows.items():

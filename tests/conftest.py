@@ -36,8 +36,9 @@ def zk_image(docker_client) -> str:
     tag = default_tag()
     if not image_exists(docker_client, tag):
         print(f"\nbuilding {tag} (first run on this machine, ~1-2 min)...", file=sys.stderr)
-        info = build_image(docker_client, tag,
-                           on_progress=lambda s: print(f"  {s}", file=sys.stderr, flush=True))
+        info = build_image(
+            docker_client, tag, on_progress=lambda s: print(f"  {s}", file=sys.stderr, flush=True)
+        )
         print(f"built {tag} in {info.build_seconds:.0f} s", file=sys.stderr)
     return tag
 

@@ -27,7 +27,8 @@ def pytest_addoption(parser) -> None:
 
 def pytest_configure(config) -> None:
     config.addinivalue_line(
-        "markers", "zkjepsen_faults(max_faults=N): a fault budget for zkjepsen_run in this test")
+        "markers", "zkjepsen_faults(max_faults=N): a fault budget for zkjepsen_run in this test"
+    )
 
 
 class ZkJepsenFailure(AssertionError):
@@ -47,8 +48,7 @@ class RunOutcome:
         from zkjepsen.report.summary import summarise
 
         parts = as_result(self.results).parts
-        return [f"{name}: {summarise(res)}" for name, res in parts.items()
-                if res.valid is not True]
+        return [f"{name}: {summarise(res)}" for name, res in parts.items() if res.valid is not True]
 
     def assert_valid(self) -> None:
         if self.valid is not True:
@@ -56,7 +56,8 @@ class RunOutcome:
             raise ZkJepsenFailure(
                 f"zkjepsen verdict {word} for {self.run.spec.test_name}:\n  "
                 + "\n  ".join(self.violations())
-                + f"\nevidence: {self.store_dir}/timeline.html, history.jsonl, results.json")
+                + f"\nevidence: {self.store_dir}/timeline.html, history.jsonl, results.json"
+            )
 
 
 @pytest.fixture(scope="session")
@@ -85,8 +86,9 @@ def zkjepsen_run(request):
     marker = request.node.get_closest_marker("zkjepsen_faults")
     store = request.config.getoption("--zk-store")
 
-    def run(spec: TestSpec | None = None, schedule: dict | None = None, gen: Any = None,
-            **settings: Any) -> RunOutcome:
+    def run(
+        spec: TestSpec | None = None, schedule: dict | None = None, gen: Any = None, **settings: Any
+    ) -> RunOutcome:
         if spec is None:
             settings.setdefault("nodes", request.config.getoption("--zk-nodes"))
             settings.setdefault("image", request.config.getoption("--zk-image"))
@@ -94,10 +96,12 @@ def zkjepsen_run(request):
         if marker is not None:
             budget = marker.kwargs.get("max_faults")
             if budget is not None:
-                spec.max_faults = budget if spec.max_faults is None else min(budget,
-                                                                             spec.max_faults)
-        outcome = RunOutcome(run_test(spec, Path(store) if store else None, schedule=schedule,
-                                       gen=gen))
+                spec.max_faults = (
+                    budget if spec.max_faults is None else min(budget, spec.max_faults)
+                )
+        outcome = RunOutcome(
+            run_test(spec, Path(store) if store else None, schedule=schedule, gen=gen)
+        )
         request.node.user_properties.append(("zkjepsen_store", str(outcome.store_dir)))
         return outcome
 

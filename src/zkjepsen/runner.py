@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen import errors
+from zkjepsen.analysis import check_history, history_stats, render_reports
 from zkjepsen.client.context import ClientContext, Recorder
 from zkjepsen.client.spec import ClientSpec
 from zkjepsen.spec import TestSpec, validate_spec
@@ -35,33 +36,55 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        return {True: errors.EXIT_VALID, False: errors.EXIT_INVALID}.get(self.valid,
-                                                                          errors.EXIT_UNKNOWN)
+        return {True: errors.EXIT_VALID, False: errors.EXIT_INVALID}.get(
+            self.valid, errors.EXIT_UNKNOWN
+        )
 
 
 def client_specs(spec: TestSpec, ens, t0_ns: int) -> list[ClientSpec]:
     """One ClientSpec per logical client; each waits at the start barrier for the deadline."""
     from zkjepsen.client.command import program_for
 
-    plan = program_for(spec.recipe, spec.workload, spec.client_cmd, spec.client_dir,
-                       spec.client_mode)
-    return [ClientSpec(client=i, nclients=spec.clients,
-                       hosts=(ens.nodes[(i - 1) % len(ens.nodes)].address if spec.pin_clients
-                              else ens.connect_string()),
-                       session_timeout_s=spec.session_timeout_s, workload=spec.workload,
-                       recipe=spec.recipe, params=spec.params, t0_ns=t0_ns, seed=spec.seed,
-                       command=list(plan.argv) if plan else [],
-                       program_mount=plan.mount if plan else None,
-                       program_cwd=plan.cwd if plan else None, proxy=spec.proxy)
-            for i in range(1, spec.clients + 1)]
+    plan = program_for(
+        spec.recipe, spec.workload, spec.client_cmd, spec.client_dir, spec.client_mode
+    )
+    return [
+        ClientSpec(
+            client=i,
+            nclients=spec.clients,
+            hosts=(
+                ens.nodes[(i - 1) % len(ens.nodes)].address
+                if spec.pin_clients
+                else ens.connect_string()
+            ),
+            session_timeout_s=spec.session_timeout_s,
+            workload=spec.workload,
+            recipe=spec.recipe,
+            params=spec.params,
+            t0_ns=t0_ns,
+            seed=spec.seed,
+            command=list(plan.argv) if plan else [],
+            program_mount=plan.mount if plan else None,
+            program_cwd=plan.cwd if plan else None,
+            proxy=spec.proxy,
+        )
+        for i in range(1, spec.clients + 1)
+    ]
 
 
 def _host_context(spec: TestSpec, ens, run_dir: RunDir, t0_ns: int, zk) -> ClientContext:
     """Client 0: the runner's own session, for setup and the final reads."""
     rec = Recorder(str(run_dir.client_history(0)), t0_ns, 0, max(1, spec.clients))
-    return ClientContext(client=0, nclients=spec.clients, zk=zk, hosts=ens.connect_string(),
-                         recipe=spec.recipe, params=spec.params, recorder=rec,
-                         deadline=time.monotonic() + 3600)
+    return ClientContext(
+        client=0,
+        nclients=spec.clients,
+        zk=zk,
+        hosts=ens.connect_string(),
+        recipe=spec.recipe,
+        params=spec.params,
+        recorder=rec,
+        deadline=time.monotonic() + 3600,
+    )
 
 
 # Bounds so that a run cannot hang forever (e.g. someone else tore its ensemble down and the
@@ -75,8 +98,17 @@ WATCHDOG_MARGIN_S = float(os.environ.get("ZKJEPSEN_WATCHDOG_MARGIN_S", "120"))
 
 
 def watchdog_budget(spec: TestSpec, quorum_timeout_s: float) -> float:
-    return (spec.time_limit_s + spec.recovery_s + quorum_timeout_s + 15 + SETUP_TIMEOUT_S
-            + CONNECT_TIMEOUT_S + CLIENT_GRACE_S + FINAL_TIMEOUT_S + WATCHDOG_MARGIN_S)
+    return (
+        spec.time_limit_s
+        + spec.recovery_s
+        + quorum_timeout_s
+        + 15
+        + SETUP_TIMEOUT_S
+        + CONNECT_TIMEOUT_S
+        + CLIENT_GRACE_S
+        + FINAL_TIMEOUT_S
+        + WATCHDOG_MARGIN_S
+    )
 
 
 @dataclass
@@ -89,8 +121,14 @@ class Teardown:
     left: list[str]  # what the engine still has of this run (empty: all removed)
 
 
-def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
-             schedule: list[dict] | None = None, gen=None, engine=None) -> RunResult:
+def run_test(
+    spec: TestSpec,
+    store_root: Path | None = None,
+    display=None,
+    schedule: list[dict] | None = None,
+    gen=None,
+    engine=None,
+) -> RunResult:
     """Run one test end to end. `display` (optional) gets progress callbacks; `schedule`
     replays an executed schedule instead of generating one; `gen` (a nemesis.generator
     generator, e.g. a scenario's triggered `steps(...)`) replaces the spec's standard one;
@@ -111,8 +149,9 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
     spec = dataclasses.replace(spec, engine=engine.name)
     client = engine.client()
     image = provide_image([engine], spec.image)
-    ens_spec = EnsembleSpec(nodes=spec.nodes, image=image,
-                            settings=ZkSettings(tick_ms=spec.tick_ms))
+    ens_spec = EnsembleSpec(
+        nodes=spec.nodes, image=image, settings=ZkSettings(tick_ms=spec.tick_ms)
+    )
     teardown: Teardown | None = None
     try:
         with signals.teardown_on_signals():
@@ -126,11 +165,17 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
             phase = ["setup"]
             stats: dict[str, Any] = {}
             try:
-                with signals.deadline(budget, lambda: signals.RunTimeout(
+                with signals.deadline(
+                    budget,
+                    lambda: signals.RunTimeout(
                         f"the run did not finish within its {budget:.0f} s budget "
-                        f"(stuck in {phase[0]})"), fatal=True):
-                    _run_phases(spec, workload, ens, run_dir, log, display, schedule, stats,
-                                phase, gen)
+                        f"(stuck in {phase[0]})"
+                    ),
+                    fatal=True,
+                ):
+                    _run_phases(
+                        spec, workload, ens, run_dir, log, display, schedule, stats, phase, gen
+                    )
             except BaseException as e:
                 log(f"stopped in {phase[0]} by {type(e).__name__}: {e}".rstrip(": "))
                 raise
@@ -140,8 +185,14 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
                 with signals.signals_deferred():
                     ens.stop()
                     teardown.left = resources.leftovers(client, ens.run_id)
-                    log("ensemble torn down" + (f"; LEFT BEHIND: {', '.join(teardown.left)}"
-                                                if teardown.left else "; nothing left"))
+                    log(
+                        "ensemble torn down"
+                        + (
+                            f"; LEFT BEHIND: {', '.join(teardown.left)}"
+                            if teardown.left
+                            else "; nothing left"
+                        )
+                    )
                     if signals.ignored_signals():
                         log(f"ignored during teardown: {', '.join(signals.ignored_signals())}")
                     # Whatever happened, the clients' files are merged now, so an interrupted
@@ -151,7 +202,8 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
         left = f"; left behind: {', '.join(teardown.left)}" if teardown and teardown.left else ""
         raise errors.EnvironmentProblem(
             f"{e}; it was torn down{left}; its partial history: `zkjepsen analyze "
-            f"{teardown.store_dir if teardown else ''}`") from None
+            f"{teardown.store_dir if teardown else ''}`"
+        ) from None
     except BaseException as e:
         e.teardown = teardown  # type: ignore[attr-defined] - read by the CLI's message
         raise
@@ -171,8 +223,12 @@ def run_test(spec: TestSpec, store_root: Path | None = None, display=None,
 def _servers_gone(ens) -> bool:
     from zkjepsen.harness import resources
 
-    return not ens.client.api.containers(all=True, filters={"label": [
-        f"{resources.RUN_LABEL}={ens.run_id}", f"{resources.ROLE_LABEL}=server"]})
+    return not ens.client.api.containers(
+        all=True,
+        filters={
+            "label": [f"{resources.RUN_LABEL}={ens.run_id}", f"{resources.ROLE_LABEL}=server"]
+        },
+    )
 
 
 def _write_history(run_dir: RunDir) -> list[dict]:
@@ -184,8 +240,18 @@ def _write_history(run_dir: RunDir) -> list[dict]:
     return records
 
 
-def _run_phases(spec: TestSpec, workload, ens, run_dir: RunDir, log, display, schedule,
-                stats: dict[str, Any], phase: list[str], gen=None) -> None:
+def _run_phases(
+    spec: TestSpec,
+    workload,
+    ens,
+    run_dir: RunDir,
+    log,
+    display,
+    schedule,
+    stats: dict[str, Any],
+    phase: list[str],
+    gen=None,
+) -> None:
     """Everything between "nothing exists" and teardown; `phase[0]` says where it is."""
     from kazoo.client import KazooClient
 
@@ -206,8 +272,12 @@ def _run_phases(spec: TestSpec, workload, ens, run_dir: RunDir, log, display, sc
     stop = threading.Event()
     try:
         phase[0] = "workload setup"
-        with signals.deadline(SETUP_TIMEOUT_S, lambda: signals.PhaseTimeout(
-                f"workload setup did not finish within {SETUP_TIMEOUT_S:g} s")):
+        with signals.deadline(
+            SETUP_TIMEOUT_S,
+            lambda: signals.PhaseTimeout(
+                f"workload setup did not finish within {SETUP_TIMEOUT_S:g} s"
+            ),
+        ):
             workload.setup(host_ctx)
         # Containers start in parallel and connect; the main phase (and the clock of the
         # fault schedule) begins when all of them are ready, so every client sees it whole.
@@ -215,8 +285,10 @@ def _run_phases(spec: TestSpec, workload, ens, run_dir: RunDir, log, display, sc
         pool.start(client_specs(spec, ens, t0_ns))
         laggards = pool.wait_connected(CONNECT_TIMEOUT_S)
         if laggards:
-            log(f"clients {laggards} did not connect within {CONNECT_TIMEOUT_S:g} s; "
-                "starting without them")
+            log(
+                f"clients {laggards} did not connect within {CONNECT_TIMEOUT_S:g} s; "
+                "starting without them"
+            )
         deadline = time.monotonic() + spec.time_limit_s + spec.recovery_s
         pool.release(deadline)
         log(f"{spec.clients} clients started; main phase {spec.time_limit_s:g}s")
@@ -228,21 +300,34 @@ def _run_phases(spec: TestSpec, workload, ens, run_dir: RunDir, log, display, sc
             from zkjepsen.nemesis.schedule import run_nemesis
 
             executed = run_nemesis(
-                ens, pool, names, seed=spec.seed, time_limit_s=spec.time_limit_s,
-                interval_s=spec.interval_s, fault_duration_s=spec.fault_duration_s,
-                session_timeout_s=spec.session_timeout_s, t0_ns=t0_ns, out_dir=run_dir.path,
-                stop_event=stop, schedule=schedule, gen=gen or fault_generator(spec, names))
+                ens,
+                pool,
+                names,
+                seed=spec.seed,
+                time_limit_s=spec.time_limit_s,
+                interval_s=spec.interval_s,
+                fault_duration_s=spec.fault_duration_s,
+                session_timeout_s=spec.session_timeout_s,
+                t0_ns=t0_ns,
+                out_dir=run_dir.path,
+                stop_event=stop,
+                schedule=schedule,
+                gen=gen or fault_generator(spec, names),
+            )
         else:
             stop.wait(spec.time_limit_s)
-        log(f"main phase over; {len(executed)} faults executed and healed; "
-            f"recovery {spec.recovery_s:g}s")
+        log(
+            f"main phase over; {len(executed)} faults executed and healed; "
+            f"recovery {spec.recovery_s:g}s"
+        )
         if _servers_gone(ens):
             # Someone removed them (`cluster down`, `docker rm`): waiting for clients and a final
             # read would only time out, and no verdict on what is left would mean anything.
             raise errors.EnvironmentProblem(
                 f"the servers of run {ens.run_id} were removed from outside this run during "
                 f"the main phase; no verdict; its partial history: `zkjepsen analyze "
-                f"{run_dir.path}`")
+                f"{run_dir.path}`"
+            )
         phase[0] = "recovery"
         codes = pool.wait(max(0.0, deadline - time.monotonic()) + CLIENT_GRACE_S)
         stats["client_exit_codes"] = codes
@@ -250,8 +335,12 @@ def _run_phases(spec: TestSpec, workload, ens, run_dir: RunDir, log, display, sc
             log("some clients did not stop in time; stopping them")
         phase[0] = "final read"
         try:
-            with signals.deadline(FINAL_TIMEOUT_S, lambda: signals.PhaseTimeout(
-                    f"the final read did not finish within {FINAL_TIMEOUT_S:g} s")):
+            with signals.deadline(
+                FINAL_TIMEOUT_S,
+                lambda: signals.PhaseTimeout(
+                    f"the final read did not finish within {FINAL_TIMEOUT_S:g} s"
+                ),
+            ):
                 workload.final(host_ctx)
         except signals.PhaseTimeout as e:
             log(f"{e}; the verdict goes without it")
@@ -282,47 +371,6 @@ def fault_generator(spec: TestSpec, names: list[str]):
     if spec.max_faults is not None:
         gen = generator.max_faults(spec.max_faults, gen)
     return gen
-
-
-def check_history(history, spec: TestSpec, store_dir: Path | None = None) -> dict[str, Any]:
-    """Run the workload's checkers on a history (also what `analyze` does); with `store_dir`,
-    write a counterexample HTML for every refuted linearizability checker there."""
-    from zkjepsen.checker import compose
-    from zkjepsen.workloads import get_workload
-
-    checkers = get_workload(spec.workload).checkers(spec.params)
-    checked = compose(checkers).check(history)
-    result = checked.to_json()
-    if store_dir is not None and checked.valid is not True:
-        try:
-            from zkjepsen.report.counterexample import write_failures
-
-            write_failures(checked, checkers, store_dir, history)
-        except Exception as e:  # noqa: BLE001 - evidence, not the verdict
-            result["counterexample_error"] = f"{type(e).__name__}: {e}"
-    return result
-
-
-def history_stats(records: list[dict]) -> dict[str, Any]:
-    counts: dict[str, int] = {}
-    for r in records:
-        if r.get("type") in ("ok", "fail", "info"):
-            key = f"{r.get('f')}:{r['type']}"
-            counts[key] = counts.get(key, 0) + 1
-    return {"ops": counts, "records": len(records)}
-
-
-def render_reports(run: RunResult, history) -> None:
-    """timeline.html, latency.png and rate.png; a failing renderer never changes the verdict."""
-    try:
-        from zkjepsen.report import render_run
-    except ImportError:
-        return
-    try:
-        render_run(run.store_dir, history, run.results)
-    except Exception as e:  # noqa: BLE001 - reports are evidence, not the verdict
-        with RunDir(run.store_dir).run_log.open("a") as f:
-            f.write(f"report rendering failed: {e}\n")
 
 
 class RunLog:

@@ -129,8 +129,9 @@ class TestSpec:
         if self.client_cmd is not None and self.recipe == "kazoo":
             self.recipe = "exec"  # --client-cmd names the program; the default recipe yields
         if self.client_mode not in CLIENT_MODES:
-            raise BadInput(f"client_mode must be one of {', '.join(CLIENT_MODES)}, not "
-                           f"{self.client_mode!r}")
+            raise BadInput(
+                f"client_mode must be one of {', '.join(CLIENT_MODES)}, not {self.client_mode!r}"
+            )
         if not isinstance(self.proxy, bool):
             raise BadInput(f"proxy must be true or false, not {self.proxy!r}")
         _str("engine", self.engine, optional=True)
@@ -178,8 +179,9 @@ def validate_spec(spec: TestSpec) -> None:
             )
     proxied = [n for n in names if n.startswith("proxy-")]
     if proxied and not spec.proxy:
-        raise BadInput(f"{', '.join(proxied)} need the clients' wire proxy; set proxy = true "
-                       "in the test spec")
+        raise BadInput(
+            f"{', '.join(proxied)} need the clients' wire proxy; set proxy = true in the test spec"
+        )
     from zkjepsen.client.command import validate_program
 
     validate_program(spec)

@@ -57,8 +57,9 @@ class RunDir:
     def client_histories(self) -> list[Path]:
         """Every client's own history file. Runs stored before per-client directories kept
         them all in `clients/`; they are still read (`analyze` of an old run)."""
-        return sorted([*self.clients.glob("c*/client-*.jsonl"),
-                       *self.clients.glob("client-*.jsonl")])
+        return sorted(
+            [*self.clients.glob("c*/client-*.jsonl"), *self.clients.glob("client-*.jsonl")]
+        )
 
     def history_sources(self) -> list[Path]:
         """What `history.jsonl` is merged from."""

@@ -18,8 +18,9 @@ SMALL = ["--nodes", "3", "--clients", "3", "--time-limit", "6", "--session-timeo
 
 
 def zkj(*argv: str, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run([*ZKJEPSEN, *argv], capture_output=True, text=True, env=ENV,
-                          timeout=timeout)
+    return subprocess.run(
+        [*ZKJEPSEN, *argv], capture_output=True, text=True, env=ENV, timeout=timeout
+    )
 
 
 def store_dir(store: Path) -> Path:
@@ -28,12 +29,30 @@ def store_dir(store: Path) -> Path:
 
 
 def test_valid_run_exits_0_and_analyze_reproduces_it(tmp_path, zk_image):
-    out = zkj("test", "--recipe", "kazoo", "--workload", "lock", "--nemesis", "none", *SMALL,
-              "--store", str(tmp_path))
+    out = zkj(
+        "test",
+        "--recipe",
+        "kazoo",
+        "--workload",
+        "lock",
+        "--nemesis",
+        "none",
+        *SMALL,
+        "--store",
+        str(tmp_path),
+    )
     assert out.returncode == 0, out.stderr
     run = store_dir(tmp_path)
-    for name in ("test.json", "history.jsonl", "results.json", "timeline.html", "latency.png",
-                 "rate.png", "run.log", "nodes/n1/zookeeper.log"):
+    for name in (
+        "test.json",
+        "history.jsonl",
+        "results.json",
+        "timeline.html",
+        "latency.png",
+        "rate.png",
+        "run.log",
+        "nodes/n1/zookeeper.log",
+    ):
         assert (run / name).exists(), name
     results = json.loads((run / "results.json").read_text())
     assert results["valid"] is True and results["lock"]["holds"] > 0
@@ -42,8 +61,18 @@ def test_valid_run_exits_0_and_analyze_reproduces_it(tmp_path, zk_image):
 
 
 def test_broken_recipe_exits_1_naming_the_violation(tmp_path, zk_image):
-    out = zkj("test", "--recipe", "subjects.nolock:NoLock", "--workload", "lock",
-              "--nemesis", "none", *SMALL, "--store", str(tmp_path))
+    out = zkj(
+        "test",
+        "--recipe",
+        "subjects.nolock:NoLock",
+        "--workload",
+        "lock",
+        "--nemesis",
+        "none",
+        *SMALL,
+        "--store",
+        str(tmp_path),
+    )
     assert out.returncode == 1, out.stderr
     assert "INVALID" in out.stderr and "belief overlaps; first: clients" in out.stderr
     run = store_dir(tmp_path)
@@ -52,17 +81,20 @@ def test_broken_recipe_exits_1_naming_the_violation(tmp_path, zk_image):
     assert again.returncode == 1 and "reproduced" in again.stderr
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["test", "--recipe", "no-such-recipe"], "unknown recipe"),
-    (["test", "--nemesis", "pause-everything"], "unknown nemesis"),
-    (["test", "--workload", "nope"], "unknown workload"),
-    (["test", "--session-timeout", "soon"], "not a duration"),
-    (["test", "--session-timeout", "60s"], "outside what the servers grant"),
-    (["test", "--param", "novalue"], "not KEY=VALUE"),
-    (["test", "--recipe", "no_such_pkg.mod:Lock"], "cannot import recipe module"),
-    (["analyze", "/nonexistent/run"], "has no test.json"),
-    (["list", "things"], "Invalid value"),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["test", "--recipe", "no-such-recipe"], "unknown recipe"),
+        (["test", "--nemesis", "pause-everything"], "unknown nemesis"),
+        (["test", "--workload", "nope"], "unknown workload"),
+        (["test", "--session-timeout", "soon"], "not a duration"),
+        (["test", "--session-timeout", "60s"], "outside what the servers grant"),
+        (["test", "--param", "novalue"], "not KEY=VALUE"),
+        (["test", "--recipe", "no_such_pkg.mod:Lock"], "cannot import recipe module"),
+        (["analyze", "/nonexistent/run"], "has no test.json"),
+        (["list", "things"], "Invalid value"),
+    ],
+)
 def test_bad_arguments_exit_254_with_one_sentence(argv, words, tmp_path):
     out = zkj(*argv, "--store", str(tmp_path)) if argv[0] == "test" else zkj(*argv)
     assert out.returncode == 254, (out.returncode, out.stderr)
@@ -73,9 +105,18 @@ def test_bad_arguments_exit_254_with_one_sentence(argv, words, tmp_path):
 
 def test_a_named_scenario_runs_end_to_end_as_expected(tmp_path, zk_image):
     # ZOOKEEPER-2931: the pre-fix WriteLock splits holders with no fault at all.
-    out = zkj("scenario", "run", "sort-by-full-name", "--recipe", "writelock-2931",
-              "--store", str(tmp_path))
+    out = zkj(
+        "scenario",
+        "run",
+        "sort-by-full-name",
+        "--recipe",
+        "writelock-2931",
+        "--store",
+        str(tmp_path),
+    )
     assert out.returncode == 0, out.stderr
-    assert "as expected: found ['fencing:backwards', 'lock:belief'" in out.stderr or \
-        "as expected: found ['lock:belief'" in out.stderr
+    assert (
+        "as expected: found ['fencing:backwards', 'lock:belief'" in out.stderr
+        or "as expected: found ['lock:belief'" in out.stderr
+    )
     assert "1/1 scenario runs as expected" in out.stdout

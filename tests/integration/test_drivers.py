@@ -15,8 +15,13 @@ from wire import WireProgram
 from zkjepsen.harness import resources
 from zkjepsen.recipes import RECIPES
 
-DRIVERS = ["curator-java", "curator-java-careful", "curator-java-semaphore",
-           "curator-java-latch", "go-zk"]
+DRIVERS = [
+    "curator-java",
+    "curator-java-careful",
+    "curator-java-semaphore",
+    "curator-java-latch",
+    "go-zk",
+]
 
 
 @pytest.fixture(scope="module")
@@ -40,16 +45,27 @@ def programs(ensemble3, docker_client):
         n = next(counter)
         ip = str(ensemble3.subnet.network_address + n)
         net = api.create_networking_config(
-            {ensemble3.network_name: api.create_endpoint_config(ipv4_address=ip)})
+            {ensemble3.network_name: api.create_endpoint_config(ipv4_address=ip)}
+        )
         cid = api.create_container(
-            ensemble3.image, entrypoint=["sleep", "infinity"], name=f"{ensemble3.run_id}-d{n}",
+            ensemble3.image,
+            entrypoint=["sleep", "infinity"],
+            name=f"{ensemble3.run_id}-d{n}",
             labels=resources.labels(ensemble3.run_id, "client", client=n, ip=ip),
-            networking_config=net, host_config=api.create_host_config())["Id"]
+            networking_config=net,
+            host_config=api.create_host_config(),
+        )["Id"]
         api.start(cid)
         prog = WireProgram.in_container(docker_client, cid, list(RECIPES[recipe].command))
         made.append((prog, cid))
-        reply = prog.init(ensemble3.connect_string(), n, lock_path, session_timeout_ms,
-                          workload="election" if recipe.endswith("latch") else "lock", **params)
+        reply = prog.init(
+            ensemble3.connect_string(),
+            n,
+            lock_path,
+            session_timeout_ms,
+            workload="election" if recipe.endswith("latch") else "lock",
+            **params,
+        )
         assert reply["type"] == "ok", (recipe, reply, prog.stderr[-10:])
         assert reply["value"]["session_id"].startswith("0x")
         assert reply["value"]["timeout_ms"] > 0
@@ -146,8 +162,13 @@ def test_mutual_exclusion_and_no_lost_updates_without_faults(recipe, programs, k
                 continue
             t_in = time.monotonic()
             cur = _ok(p.request("read", path=res, sync=False))
-            w = p.request("write", path=res, data=str(int(cur["data"]) + 1),
-                          version=cur["version"], fenced=True)
+            w = p.request(
+                "write",
+                path=res,
+                data=str(int(cur["data"]) + 1),
+                version=cur["version"],
+                fenced=True,
+            )
             if w["type"] == "ok":
                 n += 1
             else:

@@ -82,11 +82,15 @@ def test_down_leaves_nothing_with_the_run_label(docker_client, zk_image, tmp_pat
     assert (tmp_path / "nodes" / "n1" / "zookeeper.log").stat().st_size > 0  # logs kept
 
 
-def test_runner_killed_mid_up_is_cleaned_up_and_only_it(docker_client, zk_image, tmp_path,
-                                                         ensemble3):
+def test_runner_killed_mid_up_is_cleaned_up_and_only_it(
+    docker_client, zk_image, tmp_path, ensemble3
+):
     before = set(resources.find_runs(docker_client))
-    proc = subprocess.Popen([*ZKJEPSEN, "cluster", "up", "--nodes", "3", "--store",
-                             str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*ZKJEPSEN, "cluster", "up", "--nodes", "3", "--store", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     run_id = None
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and run_id is None:
@@ -110,15 +114,22 @@ def test_runner_killed_mid_up_is_cleaned_up_and_only_it(docker_client, zk_image,
 
 def test_cli_without_a_docker_engine_says_so_in_one_line(tmp_path):
     env = {**os.environ, "DOCKER_HOST": f"unix://{tmp_path}/no-such.sock"}
-    out = subprocess.run([*ZKJEPSEN, "cluster", "status"], capture_output=True, text=True,
-                         env=env, timeout=60)
+    out = subprocess.run(
+        [*ZKJEPSEN, "cluster", "status"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert out.returncode == 255
     assert "Docker engine" in out.stderr and "Traceback" not in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("argv", [["cluster", "up", "--nodes", "12"], ["test", "--bogus"],
-                                  ["cluster", "up", "--image", "no/such:image"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["cluster", "up", "--nodes", "12"],
+        ["test", "--bogus"],
+        ["cluster", "up", "--image", "no/such:image"],
+    ],
+)
 def test_bad_input_exits_254_with_one_sentence(argv):
     out = subprocess.run([*ZKJEPSEN, *argv], capture_output=True, text=True, timeout=60)
     assert out.returncode == 254, out.stderr

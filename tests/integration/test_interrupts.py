@@ -40,9 +40,28 @@ def _wait_for_new_run(client, before: set[str], role: str, count: int, timeout: 
 def test_signal_during_a_faulty_run_removes_everything(sig, docker_client, zk_image, tmp_path):
     before = set(resources.find_runs(docker_client))
     proc = subprocess.Popen(
-        [*ZKJEPSEN, "test", "--recipe", "kazoo", "--workload", "lock", "--nemesis",
-         "partition-halves", "--nodes", "3", "--clients", "3", "--time-limit", "120",
-         "--store", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            *ZKJEPSEN,
+            "test",
+            "--recipe",
+            "kazoo",
+            "--workload",
+            "lock",
+            "--nemesis",
+            "partition-halves",
+            "--nodes",
+            "3",
+            "--clients",
+            "3",
+            "--time-limit",
+            "120",
+            "--store",
+            str(tmp_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     run_id = _wait_for_new_run(docker_client, before, "client", 3)
     time.sleep(4)  # into the main phase, clients running (a partition may be in place)
     proc.send_signal(sig)
@@ -55,8 +74,9 @@ def test_signal_during_a_faulty_run_removes_everything(sig, docker_client, zk_im
     assert not (resources.SCRATCH_ROOT / run_id).exists()
     assert f"everything run {run_id} started was removed" in err
     (run_dir,) = tmp_path.glob("*/latest")
-    analyze = subprocess.run([*ZKJEPSEN, "analyze", str(run_dir)], capture_output=True,
-                             text=True, timeout=300)
+    analyze = subprocess.run(
+        [*ZKJEPSEN, "analyze", str(run_dir)], capture_output=True, text=True, timeout=300
+    )
     assert analyze.returncode in (0, 1, 2), analyze.stderr  # a verdict from what was recorded
 
 
@@ -83,44 +103,70 @@ def _assert_clean_and_analyzable(out):
         assert f"everything run {out.run_id} started was removed" in out.message, out
 
 
-@pytest.mark.parametrize(("first", "second", "moment"), [
-    (signal.SIGINT, signal.SIGINT, "teardown"),  # a second Ctrl-C while tearing down
-    (signal.SIGTERM, signal.SIGINT, "main"),  # faults active, then Ctrl-C during the teardown
-])
-def test_a_second_signal_cannot_interrupt_the_teardown(first, second, moment, docker_client,
-                                                       zk_image, tmp_path):
+@pytest.mark.parametrize(
+    ("first", "second", "moment"),
+    [
+        (signal.SIGINT, signal.SIGINT, "teardown"),  # a second Ctrl-C while tearing down
+        (signal.SIGTERM, signal.SIGINT, "main"),  # faults active, then Ctrl-C during the teardown
+    ],
+)
+def test_a_second_signal_cannot_interrupt_the_teardown(
+    first, second, moment, docker_client, zk_image, tmp_path
+):
     import random
 
     rng = random.Random()
     delay = rng.uniform(0.0, 0.8) if moment == "teardown" else rng.uniform(1.0, 4.0)
-    out = _bench().interrupted_run(docker_client, tmp_path, first, moment, delay, second,
-                                   second_after_s=rng.uniform(0.1, 1.0))
+    out = _bench().interrupted_run(
+        docker_client, tmp_path, first, moment, delay, second, second_after_s=rng.uniform(0.1, 1.0)
+    )
     _assert_clean_and_analyzable(out)
 
 
-def test_cluster_down_without_a_run_id_never_removes_a_test_run(docker_client, zk_image,
-                                                                tmp_path):
+def test_cluster_down_without_a_run_id_never_removes_a_test_run(docker_client, zk_image, tmp_path):
     import os
 
     before = set(resources.find_runs(docker_client))
     cfg = tmp_path / "t.toml"
     cfg.write_text("recovery_s = 1.0\n")
     proc = subprocess.Popen(
-        [*ZKJEPSEN, "test", "--recipe", "kazoo", "--workload", "lock", "--nodes", "3",
-         "--clients", "2", "--time-limit", "8", "--config", str(cfg), "--store",
-         str(tmp_path / "store")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            *ZKJEPSEN,
+            "test",
+            "--recipe",
+            "kazoo",
+            "--workload",
+            "lock",
+            "--nodes",
+            "3",
+            "--clients",
+            "2",
+            "--time-limit",
+            "8",
+            "--config",
+            str(cfg),
+            "--store",
+            str(tmp_path / "store"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     run_id = _wait_for_new_run(docker_client, before, "client", 2)
     # Another scratch root hides other users' `cluster up` clusters from this `cluster down`,
     # so the test can never take one of theirs down; the test run itself is on the engine.
     env = {**os.environ, "ZKJEPSEN_SCRATCH": str(tmp_path / "scratch")}
-    down = subprocess.run([*ZKJEPSEN, "cluster", "down"], capture_output=True, text=True,
-                          env=env, timeout=60)
+    down = subprocess.run(
+        [*ZKJEPSEN, "cluster", "down"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert down.returncode == 254, down.stderr
-    named = subprocess.run([*ZKJEPSEN, "cluster", "down", run_id], capture_output=True,
-                           text=True, timeout=60)
+    named = subprocess.run(
+        [*ZKJEPSEN, "cluster", "down", run_id], capture_output=True, text=True, timeout=60
+    )
     assert named.returncode == 254 and "running zkjepsen process" in named.stderr, named.stderr
-    status = subprocess.run([*ZKJEPSEN, "cluster", "status"], capture_output=True, text=True,
-                            env=env, timeout=60)
+    status = subprocess.run(
+        [*ZKJEPSEN, "cluster", "status"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert status.returncode == 254, status.stderr
     flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
     assert len(docker_client.containers.list(filters=flt)) == 5  # 3 servers, 2 clients
@@ -129,19 +175,41 @@ def test_cluster_down_without_a_run_id_never_removes_a_test_run(docker_client, z
     assert docker_client.containers.list(all=True, filters=flt) == []
 
 
-def test_a_run_whose_servers_vanish_ends_promptly_with_a_sentence(docker_client, zk_image,
-                                                                  tmp_path):
+def test_a_run_whose_servers_vanish_ends_promptly_with_a_sentence(
+    docker_client, zk_image, tmp_path
+):
     before = set(resources.find_runs(docker_client))
     cfg = tmp_path / "t.toml"
     cfg.write_text("recovery_s = 1.0\n")
     proc = subprocess.Popen(
-        [*ZKJEPSEN, "test", "--recipe", "kazoo", "--workload", "counter", "--nodes", "3",
-         "--clients", "2", "--time-limit", "6", "--config", str(cfg), "--store",
-         str(tmp_path / "store")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            *ZKJEPSEN,
+            "test",
+            "--recipe",
+            "kazoo",
+            "--workload",
+            "counter",
+            "--nodes",
+            "3",
+            "--clients",
+            "2",
+            "--time-limit",
+            "6",
+            "--config",
+            str(cfg),
+            "--store",
+            str(tmp_path / "store"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     run_id = _wait_for_new_run(docker_client, before, "client", 2)
     # What someone else's `cluster down` did to a live test: its servers removed under it.
-    for c in docker_client.containers.list(all=True, filters={"label": [
-            f"{resources.RUN_LABEL}={run_id}", f"{resources.ROLE_LABEL}=server"]}):
+    for c in docker_client.containers.list(
+        all=True,
+        filters={"label": [f"{resources.RUN_LABEL}={run_id}", f"{resources.ROLE_LABEL}=server"]},
+    ):
         c.remove(force=True)
     t0 = time.monotonic()
     _, err = proc.communicate(timeout=300)

@@ -60,15 +60,34 @@ def hostile(ensemble3, tmp_path, monkeypatch):
     zk = KazooClient(hosts=ensemble3.connect_string(), timeout=SESSION_S)
     zk.start(timeout=15)
     wl = get_workload("lock")
-    host = ClientContext(client=0, nclients=2, zk=zk, hosts=ensemble3.connect_string(),
-                         recipe=RECIPE, params={},
-                         recorder=Recorder(str(run_dir.client_history(0)), t0, 0, 2),
-                         deadline=time.monotonic() + 3600)
+    host = ClientContext(
+        client=0,
+        nclients=2,
+        zk=zk,
+        hosts=ensemble3.connect_string(),
+        recipe=RECIPE,
+        params={},
+        recorder=Recorder(str(run_dir.client_history(0)), t0, 0, 2),
+        deadline=time.monotonic() + 3600,
+    )
     wl.setup(host)
     pool = ClientPool(ensemble3, run_dir)
-    pool.start([ClientSpec(client=i, nclients=2, hosts=ensemble3.connect_string(),
-                           session_timeout_s=SESSION_S, workload="lock", recipe=RECIPE,
-                           params={}, t0_ns=t0, seed=1) for i in (1, 2)])
+    pool.start(
+        [
+            ClientSpec(
+                client=i,
+                nclients=2,
+                hosts=ensemble3.connect_string(),
+                session_timeout_s=SESSION_S,
+                workload="lock",
+                recipe=RECIPE,
+                params={},
+                t0_ns=t0,
+                seed=1,
+            )
+            for i in (1, 2)
+        ]
+    )
     assert not pool.wait_connected(30)
     pool.release(time.monotonic() + 120)
     ctx = NemesisContext(ensemble3, pool, SESSION_S)
@@ -92,8 +111,9 @@ def test_client_cannot_undo_its_isolation_or_write_others_histories(hostile):
     assert base, f"the attacker never reached a server: {_attacks(run_dir, 1)[-3:]}"
     assert all(rc != 0 for rc in base[-1]["iptables_rc"]), "client 1 may change iptables"
 
-    op = nem.invoke({"fault_id": 1, "f": "isolate-client", "phase": "start",
-                     "target": "client:1", "params": {}})
+    op = nem.invoke(
+        {"fault_id": 1, "f": "isolate-client", "phase": "start", "target": "client:1", "params": {}}
+    )
     assert op["targets"] == ["c1"] and not op.get("error"), op
     applied = time.monotonic()
 
@@ -105,8 +125,9 @@ def test_client_cannot_undo_its_isolation_or_write_others_histories(hostile):
     _wait(lambda: len(rounds_held()) >= 3, 30)
     held = rounds_held()
     assert len(held) >= 3, f"too few attack rounds while isolated: {held}"
-    assert all(a["reachable"] == [] for a in held), \
+    assert all(a["reachable"] == [] for a in held), (
         f"client 1 reached a server while isolated: {[a for a in held if a['reachable']]}"
+    )
     assert all(rc != 0 for a in held for rc in a["iptables_rc"])
     code, rules = pool.handle(1).net_exec(["iptables", "-w", "-S"])
     chain = chain_name(ens.run_id)
@@ -115,8 +136,9 @@ def test_client_cannot_undo_its_isolation_or_write_others_histories(hostile):
 
     nem.invoke({**op, "phase": "end"})
     healed = time.monotonic()
-    assert _wait(lambda: [a for a in _attacks(run_dir, 1) if a["t"] > healed and a["reachable"]],
-                 10), "after the heal the client reaches the servers again"
+    assert _wait(
+        lambda: [a for a in _attacks(run_dir, 1) if a["t"] > healed and a["reachable"]], 10
+    ), "after the heal the client reaches the servers again"
     assert chain not in pool.handle(1).net_exec(["iptables", "-w", "-S"])[1]
 
     # Nobody's history but its own is even visible to a client, and nothing foreign is writable.
@@ -127,6 +149,9 @@ def test_client_cannot_undo_its_isolation_or_write_others_histories(hostile):
         assert not any(a["foreign_writes"] for a in attacks), attacks[-1]
     # ...and on the host each history holds only its own client's records.
     for c in (1, 2):
-        procs = {json.loads(x).get("process") for x in
-                 run_dir.client_history(c).read_text().splitlines() if x.endswith("}")}
+        procs = {
+            json.loads(x).get("process")
+            for x in run_dir.client_history(c).read_text().splitlines()
+            if x.endswith("}")
+        }
         assert procs and all(p % 2 == c % 2 for p in procs), procs

@@ -28,11 +28,24 @@ def rig(ensemble3, tmp_path_factory):
     out = tmp_path_factory.mktemp("nemesis")
     pool = ClientPool(ensemble3, RunDir(out))
     t0 = time.monotonic_ns()
-    pool.start([ClientSpec(client=i, start_file=None, nclients=3,
-                           hosts=ensemble3.connect_string(),
-                     session_timeout_s=SESSION_S, workload="ping", recipe="kazoo", params={},
-                     t0_ns=t0, deadline_monotonic=time.monotonic() + 900, seed=1)
-                for i in (1, 2, 3)])
+    pool.start(
+        [
+            ClientSpec(
+                client=i,
+                start_file=None,
+                nclients=3,
+                hosts=ensemble3.connect_string(),
+                session_timeout_s=SESSION_S,
+                workload="ping",
+                recipe="kazoo",
+                params={},
+                t0_ns=t0,
+                deadline_monotonic=time.monotonic() + 900,
+                seed=1,
+            )
+            for i in (1, 2, 3)
+        ]
+    )
     ctx = NemesisContext(ensemble3, pool, SESSION_S)
     nem = FaultNemesis(ctx, [], seed=1, log=NemesisLog(out / "nemesis.jsonl", t0))
     _wait(lambda: all(_records(pool, h.index, "session") for h in pool.handles), 20)
@@ -45,8 +58,9 @@ _ids = iter(range(1, 1000))
 
 
 def start(nem, f: str, target: str | None = None, **params) -> dict:
-    return nem.invoke({"fault_id": next(_ids), "f": f, "phase": "start", "target": target,
-                       "params": params})
+    return nem.invoke(
+        {"fault_id": next(_ids), "f": f, "phase": "start", "target": target, "params": params}
+    )
 
 
 def end(nem, op: dict) -> dict:
@@ -91,8 +105,15 @@ def _healed(ens, pool) -> None:
 
 def _tcp_open(ens, src, dst_ip: str) -> bool:
     """Can `src` (a server) open a TCP connection to dst_ip:2181? Run inside src's netns."""
-    code, _ = ens.exec(src, ["python3", "-c", "import socket,sys; socket.create_connection("
-                             f"('{dst_ip}', 2181), timeout=2); sys.exit(0)"])
+    code, _ = ens.exec(
+        src,
+        [
+            "python3",
+            "-c",
+            "import socket,sys; socket.create_connection("
+            f"('{dst_ip}', 2181), timeout=2); sys.exit(0)",
+        ],
+    )
     return code == 0
 
 
@@ -130,8 +151,10 @@ def test_partition_leader_isolates_it_and_heals(rig):
     t = time.monotonic()
     end(nem, op)
     back = ens.wait_for_quorum(30)
-    print(f"\npartition-leader: new leader after {elected:.1f}s, old stopped serving after "
-          f"{stopped:.1f}s, all serving {back:.1f}s after heal")
+    print(
+        f"\npartition-leader: new leader after {elected:.1f}s, old stopped serving after "
+        f"{stopped:.1f}s, all serving {back:.1f}s after heal"
+    )
     assert _tcp_open(ens, others[0], old.ip)
     assert _pinned_client_works(old)
     _healed(ens, pool)
@@ -153,19 +176,37 @@ def test_isolate_client_suspends_it_and_heals(rig):
     assert op["targets"] == ["c2"]
     t_ns = time.monotonic_ns() - rig[4]
     h = pool.handle(2)
-    code, out = h.exec(["python3", "-c", "import socket; socket.create_connection("
-                        f"('{ens.nodes[0].ip}', 2181), timeout=2)"])
+    code, out = h.exec(
+        [
+            "python3",
+            "-c",
+            f"import socket; socket.create_connection(('{ens.nodes[0].ip}', 2181), timeout=2)",
+        ]
+    )
     assert code != 0, "the client cannot reach any server"
-    assert _wait(lambda: any(r["value"] == "SUSPENDED" and r["time"] > t_ns
-                             for r in _records(pool, 2, "session-state")), 10)
+    assert _wait(
+        lambda: any(
+            r["value"] == "SUSPENDED" and r["time"] > t_ns
+            for r in _records(pool, 2, "session-state")
+        ),
+        10,
+    )
     time.sleep(2 * SESSION_S)  # longer than its session: the servers expire it
     end(nem, op)
-    assert _wait(lambda: any(r["value"] == "LOST" and r["time"] > t_ns
-                             for r in _records(pool, 2, "session-state")), 15)
+    assert _wait(
+        lambda: any(
+            r["value"] == "LOST" and r["time"] > t_ns for r in _records(pool, 2, "session-state")
+        ),
+        15,
+    )
     healed_ns = time.monotonic_ns() - rig[4]
     # ...and it writes again (kazoo opened a new session by itself).
-    assert _wait(lambda: any(r["type"] == "ok" and r["time"] > healed_ns
-                             for r in _records(pool, 2, "write")), 15)
+    assert _wait(
+        lambda: any(
+            r["type"] == "ok" and r["time"] > healed_ns for r in _records(pool, 2, "write")
+        ),
+        15,
+    )
     _healed(ens, pool)
 
 
@@ -173,8 +214,7 @@ def test_packet_loss_drops_packets(rig):
     ens, pool, nem, _, _ = rig
     op = start(nem, "packet-loss", "n1", probability=0.3)
     time.sleep(3)
-    code, out = ens.exec(ens.nodes[0], ["iptables", "-L", chain_name(ens.run_id), "-v", "-x",
-                                        "-n"])
+    code, out = ens.exec(ens.nodes[0], ["iptables", "-L", chain_name(ens.run_id), "-v", "-x", "-n"])
     dropped = sum(int(line.split()[0]) for line in out.splitlines()[2:] if line.strip())
     print(f"\npacket-loss 30% on n1: {dropped} packets dropped in 3 s")
     assert dropped > 0
@@ -218,8 +258,10 @@ def test_pause_client_expires_its_session_server_side(rig):
     assert op["detail"]["session_timeout_s"] == SESSION_S  # the negotiated one, from its record
     gone = _wait(lambda: f"sid={sid}" not in _sessions_on_servers(ens), 3 * SESSION_S)
     expired = time.monotonic() - t
-    print(f"\npause-client: session {sid} gone from every server {expired:.1f}s into the pause "
-          f"(timeout {SESSION_S}s)")
+    print(
+        f"\npause-client: session {sid} gone from every server {expired:.1f}s into the pause "
+        f"(timeout {SESSION_S}s)"
+    )
     assert gone and expired >= SESSION_S * 0.9
     # The connection's server drops the connection at the timeout, but the leader expires the
     # session on its own tick boundaries, up to a tick or more later: resumed in that window
@@ -227,8 +269,12 @@ def test_pause_client_expires_its_session_server_side(rig):
     time.sleep(2.0)
     t_ns = time.monotonic_ns() - t0
     end(nem, op)
-    assert _wait(lambda: any(r["value"] == "LOST" and r["time"] >= t_ns
-                             for r in _records(pool, 1, "session-state")), 10)
+    assert _wait(
+        lambda: any(
+            r["value"] == "LOST" and r["time"] >= t_ns for r in _records(pool, 1, "session-state")
+        ),
+        10,
+    )
     _healed(ens, pool)
 
 
@@ -294,9 +340,18 @@ def test_clock_bump_and_strobe_are_written_and_reset(rig):
 def test_run_nemesis_records_schedule_and_replays(rig, tmp_path):
     ens, pool, _, _, t0 = rig
     names = ["partition-one", "pause-server"]
-    executed = run_nemesis(ens, pool, names, seed=5, time_limit_s=8, interval_s=1,
-                           fault_duration_s=1.5, session_timeout_s=SESSION_S, t0_ns=t0,
-                           out_dir=tmp_path / "a")
+    executed = run_nemesis(
+        ens,
+        pool,
+        names,
+        seed=5,
+        time_limit_s=8,
+        interval_s=1,
+        fault_duration_s=1.5,
+        session_timeout_s=SESSION_S,
+        t0_ns=t0,
+        out_dir=tmp_path / "a",
+    )
     assert executed and all(e["end_ns"] > e["start_ns"] for e in executed)
     sched = json.loads((tmp_path / "a" / "schedule.json").read_text())
     assert sched["faults"] == json.loads(json.dumps(executed, default=str))
@@ -305,8 +360,9 @@ def test_run_nemesis_records_schedule_and_replays(rig, tmp_path):
     _healed(ens, pool)
     # Replay: same faults, same resolved targets, at the same times since (a new) t0.
     t1 = time.monotonic_ns()
-    again = run_nemesis(ens, pool, [], seed=99, time_limit_s=8, t0_ns=t1, out_dir=tmp_path / "b",
-                        schedule=sched)
+    again = run_nemesis(
+        ens, pool, [], seed=99, time_limit_s=8, t0_ns=t1, out_dir=tmp_path / "b", schedule=sched
+    )
     assert [(e["f"], e["targets"]) for e in again] == [(e["f"], e["targets"]) for e in executed]
     for a, b in zip(executed, again, strict=True):
         # Never early. Late only by how long Docker takes to apply and undo the fault before it
@@ -325,8 +381,9 @@ def test_run_nemesis_heals_on_interrupt(rig, tmp_path):
 
     gen = g.phases(g.sleep(0.5), g.once(g.Fault("partition-one", duration=30)))
     t = time.monotonic()
-    executed = run_nemesis(ens, pool, [], seed=1, time_limit_s=60, t0_ns=t0,
-                           out_dir=tmp_path, stop_event=stop, gen=gen)
+    executed = run_nemesis(
+        ens, pool, [], seed=1, time_limit_s=60, t0_ns=t0, out_dir=tmp_path, stop_event=stop, gen=gen
+    )
     assert time.monotonic() - t < 10
     assert len(executed) == 1 and executed[0]["end_ns"] - executed[0]["start_ns"] < 5e9
     _healed(ens, pool)

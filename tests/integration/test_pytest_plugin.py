@@ -9,7 +9,7 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
 
-GATE = '''
+GATE = """
 import pytest
 
 @pytest.mark.zkjepsen_faults(max_faults=1)
@@ -19,24 +19,31 @@ def test_gate(zkjepsen_run):
                           recovery_s=3.0, interval_s=1.0, fault_duration_s=1.0)
     print("STORE", result.store_dir)
     {check}
-'''
+"""
 
 
-def run_gate(pytester, monkeypatch, recipe: str, nemesis: list[str],
-             check: str = "result.assert_valid()"):
+def run_gate(
+    pytester, monkeypatch, recipe: str, nemesis: list[str], check: str = "result.assert_valid()"
+):
     # `subjects` is importable in the inner run like a user's package
     monkeypatch.setenv("PYTHONPATH", f"{TESTS}:{os.environ.get('PYTHONPATH', '')}")
     pytester.makepyfile(test_gate=GATE.format(recipe=recipe, nemesis=nemesis, check=check))
     store = pytester.path / "store"
-    return pytester.runpytest_subprocess("-p", "no:cacheprovider", f"--zk-store={store}",
-                                         timeout=300), store
+    return pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", f"--zk-store={store}", timeout=300
+    ), store
 
 
 def test_gate_fails_on_a_lock_that_excludes_nobody(pytester, zk_image, monkeypatch):
     result, _ = run_gate(pytester, monkeypatch, "subjects.nolock:NoLock", ["none"])
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*zkjepsen verdict INVALID*", "*belief overlaps; first: clients*",
-                                 "*evidence: *timeline.html*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*zkjepsen verdict INVALID*",
+            "*belief overlaps; first: clients*",
+            "*evidence: *timeline.html*",
+        ]
+    )
 
 
 def test_gate_passes_on_kazoo_without_faults(pytester, zk_image, monkeypatch):

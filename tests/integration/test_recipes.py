@@ -26,8 +26,19 @@ from zkjepsen.recipes import RECIPES, make_recipe
 from zkjepsen.recipes.base import Token
 from zkjepsen.recipes.blog import AcquireHung
 
-LOCKS = ["kazoo", "kazoo-careful", "blog", "herd", "predecessor", "paper", "exclusive", "rwlock",
-         "election", "queue", "curator"]
+LOCKS = [
+    "kazoo",
+    "kazoo-careful",
+    "blog",
+    "herd",
+    "predecessor",
+    "paper",
+    "exclusive",
+    "rwlock",
+    "election",
+    "queue",
+    "curator",
+]
 
 
 @pytest.fixture
@@ -47,8 +58,7 @@ def sessions(ensemble3):
 
 
 def _recipe(name, zk, path, ensemble3, who="c"):
-    return make_recipe(name, zk, path, hosts=ensemble3.connect_string(), identifier=who,
-                       params={})
+    return make_recipe(name, zk, path, hosts=ensemble3.connect_string(), identifier=who, params={})
 
 
 class Waiter(threading.Thread):
@@ -241,8 +251,12 @@ def test_waiter_killed_ahead_of_another(name, split, sessions, ensemble3):
     a = _recipe(name, zk_a, path, ensemble3, "a")
     assert a.acquire(5) is not None
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    b = subprocess.Popen([sys.executable, "-c", WAITER_SCRIPT, ensemble3.connect_string(), name,
-                          path], stdout=subprocess.PIPE, text=True, env=env)
+    b = subprocess.Popen(
+        [sys.executable, "-c", WAITER_SCRIPT, ensemble3.connect_string(), name, path],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         assert b.stdout.readline().strip() == "ready"
         deadline = time.monotonic() + 10

@@ -25,8 +25,9 @@ from zkjepsen.store import RunDir
 from zkjepsen.workloads import get_workload
 
 
-def run_workload(ens, out, workload, recipe, params, clients=3, seconds=4.0, during=None,
-                 protocol=False):
+def run_workload(
+    ens, out, workload, recipe, params, clients=3, seconds=4.0, during=None, protocol=False
+):
     """setup -> clients for `seconds` (`during(pool, zk)` runs meanwhile) -> final -> check.
     `protocol`: the recipe runs behind the client wire protocol (the Python driver)."""
     from zkjepsen.client.command import program_for
@@ -38,19 +39,37 @@ def run_workload(ens, out, workload, recipe, params, clients=3, seconds=4.0, dur
     t0 = time.monotonic_ns()
     zk = KazooClient(hosts=ens.connect_string(), timeout=4.0)
     zk.start(timeout=15)
-    host = ClientContext(client=0, nclients=clients, zk=zk, hosts=ens.connect_string(),
-                         recipe=recipe, params=params,
-                         recorder=Recorder(str(run_dir.client_history(0)), t0, 0, clients),
-                         deadline=time.monotonic() + 3600)
+    host = ClientContext(
+        client=0,
+        nclients=clients,
+        zk=zk,
+        hosts=ens.connect_string(),
+        recipe=recipe,
+        params=params,
+        recorder=Recorder(str(run_dir.client_history(0)), t0, 0, clients),
+        deadline=time.monotonic() + 3600,
+    )
     pool = ClientPool(ens, run_dir)
     try:
         wl.setup(host)
         # every client connects first (the start barrier), then all run for `seconds`
-        pool.start([ClientSpec(client=i, nclients=clients, hosts=ens.connect_string(),
-                               session_timeout_s=4, workload=workload, recipe=recipe,
-                               params=params, t0_ns=t0, seed=7,
-                               command=list(plan.argv) if plan else [])
-                    for i in range(1, clients + 1)])
+        pool.start(
+            [
+                ClientSpec(
+                    client=i,
+                    nclients=clients,
+                    hosts=ens.connect_string(),
+                    session_timeout_s=4,
+                    workload=workload,
+                    recipe=recipe,
+                    params=params,
+                    t0_ns=t0,
+                    seed=7,
+                    command=list(plan.argv) if plan else [],
+                )
+                for i in range(1, clients + 1)
+            ]
+        )
         pool.wait_connected(60)
         pool.release(time.monotonic() + seconds)
         if during:
@@ -75,15 +94,20 @@ def _count(history, f, type_="ok"):
 
 def _paths(tag):
     u = uuid.uuid4().hex[:6]
-    return {"lock_path": f"/w/{tag}-{u}/lock", "resource_path": f"/w/{tag}-{u}/res",
-            "counter_path": f"/w/{tag}-{u}/counter", "queue_path": f"/w/{tag}-{u}/q"}
+    return {
+        "lock_path": f"/w/{tag}-{u}/lock",
+        "resource_path": f"/w/{tag}-{u}/res",
+        "counter_path": f"/w/{tag}-{u}/counter",
+        "queue_path": f"/w/{tag}-{u}/q",
+    }
 
 
 @pytest.mark.parametrize("protocol", [False, True], ids=["in-process", "protocol"])
 def test_lock_kazoo_fenced_is_valid(ensemble3, tmp_path, protocol):
     params = {**_paths("lock"), "resource": "fenced", "hold_s": 0.02, "think_s": 0.02}
-    h, res, codes = run_workload(ensemble3, tmp_path / "c", "lock", "kazoo", params,
-                                 protocol=protocol)
+    h, res, codes = run_workload(
+        ensemble3, tmp_path / "c", "lock", "kazoo", params, protocol=protocol
+    )
     assert all(c == 0 for c in codes.values()), codes
     assert res["valid"] is True, res
     assert res["lock"]["holds"] >= 10 and res["lock"]["belief_overlap_count"] == 0
@@ -95,8 +119,9 @@ def test_lock_kazoo_fenced_is_valid(ensemble3, tmp_path, protocol):
 @pytest.mark.parametrize("protocol", [False, True], ids=["in-process", "protocol"])
 def test_counter_has_no_lost_updates(ensemble3, tmp_path, protocol):
     params = {**_paths("counter"), "resource": "unguarded", "hold_s": 0.01, "think_s": 0.01}
-    h, res, _ = run_workload(ensemble3, tmp_path / "c", "counter", "predecessor", params,
-                             protocol=protocol)
+    h, res, _ = run_workload(
+        ensemble3, tmp_path / "c", "counter", "predecessor", params, protocol=protocol
+    )
     assert res["valid"] is True, res
     adds = _count(h, "add")
     assert adds >= 10
@@ -105,8 +130,9 @@ def test_counter_has_no_lost_updates(ensemble3, tmp_path, protocol):
     assert res["counter"]["lost"] == 0
 
 
-@pytest.mark.parametrize("workload,recipe", [("election", "election"), ("rwlock", "rwlock"),
-                                             ("queue", "queue")])
+@pytest.mark.parametrize(
+    "workload,recipe", [("election", "election"), ("rwlock", "rwlock"), ("queue", "queue")]
+)
 def test_other_workloads_are_valid(workload, recipe, ensemble3, tmp_path):
     params = {**_paths(workload), "hold_s": 0.02, "think_s": 0.02}
     h, res, _ = run_workload(ensemble3, tmp_path / "c", workload, recipe, params)
@@ -132,8 +158,13 @@ def test_register_with_sync_reads_is_linearizable(ensemble3, tmp_path):
 def test_blog_lock_split_holder_when_waiter_container_killed(ensemble3, tmp_path, protocol):
     """A holds for 12 s; clients B and C queue behind it. Kill the first waiter's container:
     when its session expires its node goes, the next waiter's watch fires and it 'acquires'."""
-    params = {**_paths("blog"), "hold_s": 12.0, "hold_fixed": True, "think_s": 0.0,
-              "acquire_timeout_s": 30.0}
+    params = {
+        **_paths("blog"),
+        "hold_s": 12.0,
+        "hold_fixed": True,
+        "think_s": 0.0,
+        "acquire_timeout_s": 30.0,
+    }
     lock = params["lock_path"]
     killed = {}
 
@@ -152,8 +183,16 @@ def test_blog_lock_split_holder_when_waiter_container_killed(ensemble3, tmp_path
         time.sleep(7)
         pool.stop()
 
-    h, res, _ = run_workload(ensemble3, tmp_path / "c", "lock", "blog", params, seconds=30,
-                             during=kill_first_waiter, protocol=protocol)
+    h, res, _ = run_workload(
+        ensemble3,
+        tmp_path / "c",
+        "lock",
+        "blog",
+        params,
+        seconds=30,
+        during=kill_first_waiter,
+        protocol=protocol,
+    )
     assert killed, "three contenders never queued"
     assert res["lock"]["belief_overlap_count"] >= 1, res["lock"]
     assert res["valid"] is False
@@ -175,8 +214,14 @@ def _client_of_session(out, session_id: int) -> int:
 def test_paper_lock_leaves_half_done_state_when_holder_dies(ensemble3, tmp_path):
     """The notes' point: the lock is not atomicity. The holder writes "half", dies before
     "done"; when its session expires the next holder gets the lock and finds "half"."""
-    params = {**_paths("paper"), "hold_s": 8.0, "hold_fixed": True, "think_s": 0.0,
-              "writes": 2, "acquire_timeout_s": 30.0}
+    params = {
+        **_paths("paper"),
+        "hold_s": 8.0,
+        "hold_fixed": True,
+        "think_s": 0.0,
+        "writes": 2,
+        "acquire_timeout_s": 30.0,
+    }
     lock, resource = params["lock_path"], params["resource_path"]
     killed = {}
 
@@ -195,8 +240,15 @@ def test_paper_lock_leaves_half_done_state_when_holder_dies(ensemble3, tmp_path)
         time.sleep(7)  # session 4 s, expiry tick, the next holder's first look
         pool.stop()
 
-    h, res, _ = run_workload(ensemble3, tmp_path / "c", "lock", "paper", params, seconds=30,
-                             during=kill_holder_mid_update)
+    h, res, _ = run_workload(
+        ensemble3,
+        tmp_path / "c",
+        "lock",
+        "paper",
+        params,
+        seconds=30,
+        during=kill_holder_mid_update,
+    )
     assert killed, "no holder was seen mid-update"
     seen = [op for op in h if op.type == "event" and op.f == "half-done-seen"]
     assert seen and seen[0].client != killed["client"]

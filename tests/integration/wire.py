@@ -27,8 +27,9 @@ class WireProgram:
     @classmethod
     def on_host(cls, argv: list[str]) -> WireProgram:
         self = cls()
-        self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE)
+        self._proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         self._write = lambda b: (self._proc.stdin.write(b), self._proc.stdin.flush())
         threading.Thread(target=self._pump_pipe, args=(self._proc.stdout, 1), daemon=True).start()
         threading.Thread(target=self._pump_pipe, args=(self._proc.stderr, 2), daemon=True).start()
@@ -67,7 +68,7 @@ class WireProgram:
                 stream, size = data[0], struct.unpack(">I", data[4:8])[0]
                 if len(data) < 8 + size:
                     break
-                payload, data = data[8:8 + size], data[8 + size:]
+                payload, data = data[8 : 8 + size], data[8 + size :]
                 self._buf[stream] = self._buf.get(stream, b"") + payload
                 *lines, self._buf[stream] = self._buf[stream].split(b"\n")
                 for line in lines:
@@ -99,16 +100,32 @@ class WireProgram:
         try:
             reply = self.replies.get(timeout=timeout)
         except queue.Empty:
-            raise AssertionError(f"no answer to {op} within {timeout} s; stderr: "
-                                 + " | ".join(self.stderr[-10:])) from None
+            raise AssertionError(
+                f"no answer to {op} within {timeout} s; stderr: " + " | ".join(self.stderr[-10:])
+            ) from None
         assert reply["in_reply_to"] == rid, reply
         return reply
 
-    def init(self, servers: str, client: int, lock_path: str, session_timeout_ms: int = 4000,
-             workload: str = "lock", **params: Any) -> dict[str, Any]:
-        return self.request("init", timeout=40, protocol=1, servers=servers,
-                            session_timeout_ms=session_timeout_ms, client=client,
-                            workload=workload, lock_path=lock_path, params=params)
+    def init(
+        self,
+        servers: str,
+        client: int,
+        lock_path: str,
+        session_timeout_ms: int = 4000,
+        workload: str = "lock",
+        **params: Any,
+    ) -> dict[str, Any]:
+        return self.request(
+            "init",
+            timeout=40,
+            protocol=1,
+            servers=servers,
+            session_timeout_ms=session_timeout_ms,
+            client=client,
+            workload=workload,
+            lock_path=lock_path,
+            params=params,
+        )
 
     def close(self) -> None:
         try:

@@ -20,8 +20,12 @@ import time
 from subjects.nolock import NoLock
 
 ATTACK_LOG = "/out/attack.jsonl"
-UNDO = [["iptables", "-w", "-F"], ["iptables", "-w", "-X"],
-        ["iptables", "-w", "-P", "INPUT", "ACCEPT"], ["iptables", "-w", "-P", "OUTPUT", "ACCEPT"]]
+UNDO = [
+    ["iptables", "-w", "-F"],
+    ["iptables", "-w", "-X"],
+    ["iptables", "-w", "-P", "INPUT", "ACCEPT"],
+    ["iptables", "-w", "-P", "OUTPUT", "ACCEPT"],
+]
 _started = threading.Lock()
 
 
@@ -39,10 +43,13 @@ def _reachable(hosts: str) -> list[str]:
 
 def _foreign_writes(own: str) -> tuple[list[str], list[str]]:
     """(client histories visible here, the foreign ones we managed to append to)."""
-    found = sorted({os.path.realpath(p) for pattern in ("/*/client-*.jsonl",
-                                                        "/*/*/client-*.jsonl",
-                                                        "/out/../*/client-*.jsonl")
-                    for p in glob.glob(pattern)})
+    found = sorted(
+        {
+            os.path.realpath(p)
+            for pattern in ("/*/client-*.jsonl", "/*/*/client-*.jsonl", "/out/../*/client-*.jsonl")
+            for p in glob.glob(pattern)
+        }
+    )
     written = []
     for p in [*found, "/control/start", "/control/spec-c2.json"]:
         if p == own:
@@ -60,8 +67,13 @@ def _attack(hosts: str, own: str) -> None:
     while True:
         rcs = [subprocess.run(cmd, capture_output=True).returncode for cmd in UNDO]
         found, written = _foreign_writes(own)
-        rec = {"t": time.monotonic(), "iptables_rc": rcs, "reachable": _reachable(hosts),
-               "histories_seen": found, "foreign_writes": written}
+        rec = {
+            "t": time.monotonic(),
+            "iptables_rc": rcs,
+            "reachable": _reachable(hosts),
+            "histories_seen": found,
+            "foreign_writes": written,
+        }
         with open(ATTACK_LOG, "a") as fh:
             fh.write(json.dumps(rec) + "\n")
         time.sleep(0.2)

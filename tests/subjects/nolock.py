@@ -12,8 +12,9 @@ class NoLock:
         self.zk, self.path, self.node = zk, path, None
 
     def acquire(self, timeout):
-        self.node = self.zk.create(self.path + "/nolock-", ephemeral=True, sequence=True,
-                                   makepath=True)
+        self.node = self.zk.create(
+            self.path + "/nolock-", ephemeral=True, sequence=True, makepath=True
+        )
         return Token(self.zk.exists(self.node).czxid, int(self.node[-10:]), self.node)
 
     def release(self):

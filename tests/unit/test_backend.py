@@ -10,12 +10,24 @@ from zkjepsen.harness.ensemble import DockerEnsemble
 
 
 def test_docker_ensemble_implements_backend():
-    declared = {n: f for n, f in vars(Backend).items()
-                if callable(f) and not n.startswith("_")}
-    assert {"connect_string", "leader", "kill", "restart", "pause", "resume", "state", "exec",
-            "set_clock", "logs", "client_endpoint", "down"} <= set(declared)
+    declared = {n: f for n, f in vars(Backend).items() if callable(f) and not n.startswith("_")}
+    assert {
+        "connect_string",
+        "leader",
+        "kill",
+        "restart",
+        "pause",
+        "resume",
+        "state",
+        "exec",
+        "set_clock",
+        "logs",
+        "client_endpoint",
+        "down",
+    } <= set(declared)
     for name, proto in declared.items():
         impl = getattr(DockerEnsemble, name, None)
         assert callable(impl), f"DockerEnsemble has no {name}"
-        assert list(inspect.signature(impl).parameters) == \
-            list(inspect.signature(proto).parameters), name
+        assert list(inspect.signature(impl).parameters) == list(
+            inspect.signature(proto).parameters
+        ), name

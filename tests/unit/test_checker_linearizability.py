@@ -46,8 +46,16 @@ def test_register_stale_read_is_refuted_with_prefix_and_stuck_op():
 
 def test_refutation_names_the_faults_active_around_the_stuck_op():
     h = hist((0, "write", 1, 0, 10, "ok", 1), (1, "read", None, 20, 30, "ok", None))
-    h.ops.append(Op(len(h.ops), 15, "nemesis", "info", "partition-halves",
-                    value={"fault_id": 1, "phase": "start", "targets": ["n1"]}))
+    h.ops.append(
+        Op(
+            len(h.ops),
+            15,
+            "nemesis",
+            "info",
+            "partition-halves",
+            value={"fault_id": 1, "phase": "start", "targets": ["n1"]},
+        )
+    )
     r = check("register", h)
     assert [f["f"] for f in r.details["faults"]] == ["partition-halves"]
 
@@ -88,49 +96,136 @@ def test_nil_read_is_unknown_for_knossos_but_a_value_for_zookeeper():
 
 def test_identical_crashed_ops_still_allow_every_needed_order():
     # Two crashed "write 1" and a crashed "write 2": the reads need 1, then 2, then 1 again.
-    h = hist((0, "write", 1, 0, None, None, None), (1, "write", 1, 1, None, None, None),
-             (2, "write", 2, 2, None, None, None),
-             (3, "read", None, 10, 11, "ok", 1), (3, "read", None, 12, 13, "ok", 2),
-             (3, "read", None, 14, 15, "ok", 1))
+    h = hist(
+        (0, "write", 1, 0, None, None, None),
+        (1, "write", 1, 1, None, None, None),
+        (2, "write", 2, 2, None, None, None),
+        (3, "read", None, 10, 11, "ok", 1),
+        (3, "read", None, 12, 13, "ok", 2),
+        (3, "read", None, 14, 15, "ok", 1),
+    )
     assert check("register", h).valid is True
-    h2 = hist((0, "write", 1, 0, None, None, None), (2, "write", 2, 2, None, None, None),
-              (3, "read", None, 10, 11, "ok", 1), (3, "read", None, 12, 13, "ok", 2),
-              (3, "read", None, 14, 15, "ok", 1))
+    h2 = hist(
+        (0, "write", 1, 0, None, None, None),
+        (2, "write", 2, 2, None, None, None),
+        (3, "read", None, 10, 11, "ok", 1),
+        (3, "read", None, 12, 13, "ok", 2),
+        (3, "read", None, 14, 15, "ok", 1),
+    )
     assert check("register", h2).valid is False
 
 
-@pytest.mark.parametrize("model,calls,valid", [
-    ("counter", [(0, "add", 1, 0, 5, "ok", 1), (1, "read", None, 6, 7, "ok", 1)], True),
-    ("counter", [(0, "add", 1, 0, 5, "ok", 1), (1, "read", None, 6, 7, "ok", 0)], False),
-    ("mutex", [(0, "acquire", None, 0, 5, "ok", None), (1, "acquire", None, 6, 7, "ok", None)],
-     False),
-    ("mutex", [(0, "acquire", None, 0, 5, "ok", None), (0, "release", None, 6, 7, "ok", None),
-               (1, "acquire", None, 8, 9, "ok", None)], True),
-    ("fenced-mutex", [(0, "acquire", None, 0, 5, "ok", {"token": 5}),
-                      (0, "release", None, 6, 7, "ok", None),
-                      (1, "acquire", None, 8, 9, "ok", {"token": 3})], False),
-    ("fenced-mutex", [(0, "acquire", None, 0, 5, "ok", {"token": 5}),
-                      (1, "release", None, 6, 7, "ok", None)], False),
-    ("set", [(0, "add", 1, 0, 5, "ok", 1), (1, "add", 2, 0, 5, "ok", 2),
-             (2, "read", None, 6, 7, "ok", [2, 1])], True),
-    ("set", [(0, "add", 1, 0, 5, "ok", 1), (2, "read", None, 6, 7, "ok", [])], False),
-    ("fifo-queue", [(0, "enqueue", 1, 0, 1, "ok", 1), (0, "enqueue", 2, 2, 3, "ok", 2),
-                    (1, "dequeue", None, 4, 5, "ok", 2)], False),
-    ("fifo-queue", [(0, "enqueue", 1, 0, 3, "ok", 1), (1, "enqueue", 2, 1, 3, "ok", 2),
-                    (2, "dequeue", None, 4, 5, "ok", 2), (2, "drain", None, 6, 7, "ok", [1])],
-     True),
-    ("fifo-queue", [(1, "dequeue", None, 0, 1, "fail", None),
-                    (0, "enqueue", 1, 2, 3, "ok", 1)], True),
-    ("kv", [(0, "put", "a", 0, 1, "ok", "a", "k1"), (0, "append", "b", 2, 3, "ok", "b", "k1"),
-            (1, "get", None, 4, 5, "ok", "ab", "k1"), (1, "get", None, 6, 7, "ok", "", "k2")],
-     True),
-    ("kv-single", [(0, "put", "a", 0, 1, "ok", "a", "k1"), (1, "get", None, 4, 5, "ok", "a",
-                                                              "k2")], False),
-    ("multi-register", [(0, "txn", [["write", "x", 1], ["write", "y", 2]], 0, 1, "ok",
-                         [["write", "x", 1], ["write", "y", 2]]),
-                        (1, "txn", [["read", "x", None], ["read", "y", None]], 2, 3, "ok",
-                         [["read", "x", 1], ["read", "y", 0]])], False),
-])
+@pytest.mark.parametrize(
+    "model,calls,valid",
+    [
+        ("counter", [(0, "add", 1, 0, 5, "ok", 1), (1, "read", None, 6, 7, "ok", 1)], True),
+        ("counter", [(0, "add", 1, 0, 5, "ok", 1), (1, "read", None, 6, 7, "ok", 0)], False),
+        (
+            "mutex",
+            [(0, "acquire", None, 0, 5, "ok", None), (1, "acquire", None, 6, 7, "ok", None)],
+            False,
+        ),
+        (
+            "mutex",
+            [
+                (0, "acquire", None, 0, 5, "ok", None),
+                (0, "release", None, 6, 7, "ok", None),
+                (1, "acquire", None, 8, 9, "ok", None),
+            ],
+            True,
+        ),
+        (
+            "fenced-mutex",
+            [
+                (0, "acquire", None, 0, 5, "ok", {"token": 5}),
+                (0, "release", None, 6, 7, "ok", None),
+                (1, "acquire", None, 8, 9, "ok", {"token": 3}),
+            ],
+            False,
+        ),
+        (
+            "fenced-mutex",
+            [
+                (0, "acquire", None, 0, 5, "ok", {"token": 5}),
+                (1, "release", None, 6, 7, "ok", None),
+            ],
+            False,
+        ),
+        (
+            "set",
+            [
+                (0, "add", 1, 0, 5, "ok", 1),
+                (1, "add", 2, 0, 5, "ok", 2),
+                (2, "read", None, 6, 7, "ok", [2, 1]),
+            ],
+            True,
+        ),
+        ("set", [(0, "add", 1, 0, 5, "ok", 1), (2, "read", None, 6, 7, "ok", [])], False),
+        (
+            "fifo-queue",
+            [
+                (0, "enqueue", 1, 0, 1, "ok", 1),
+                (0, "enqueue", 2, 2, 3, "ok", 2),
+                (1, "dequeue", None, 4, 5, "ok", 2),
+            ],
+            False,
+        ),
+        (
+            "fifo-queue",
+            [
+                (0, "enqueue", 1, 0, 3, "ok", 1),
+                (1, "enqueue", 2, 1, 3, "ok", 2),
+                (2, "dequeue", None, 4, 5, "ok", 2),
+                (2, "drain", None, 6, 7, "ok", [1]),
+            ],
+            True,
+        ),
+        (
+            "fifo-queue",
+            [(1, "dequeue", None, 0, 1, "fail", None), (0, "enqueue", 1, 2, 3, "ok", 1)],
+            True,
+        ),
+        (
+            "kv",
+            [
+                (0, "put", "a", 0, 1, "ok", "a", "k1"),
+                (0, "append", "b", 2, 3, "ok", "b", "k1"),
+                (1, "get", None, 4, 5, "ok", "ab", "k1"),
+                (1, "get", None, 6, 7, "ok", "", "k2"),
+            ],
+            True,
+        ),
+        (
+            "kv-single",
+            [(0, "put", "a", 0, 1, "ok", "a", "k1"), (1, "get", None, 4, 5, "ok", "a", "k2")],
+            False,
+        ),
+        (
+            "multi-register",
+            [
+                (
+                    0,
+                    "txn",
+                    [["write", "x", 1], ["write", "y", 2]],
+                    0,
+                    1,
+                    "ok",
+                    [["write", "x", 1], ["write", "y", 2]],
+                ),
+                (
+                    1,
+                    "txn",
+                    [["read", "x", None], ["read", "y", None]],
+                    2,
+                    3,
+                    "ok",
+                    [["read", "x", 1], ["read", "y", 0]],
+                ),
+            ],
+            False,
+        ),
+    ],
+)
 def test_models(model, calls, valid):
     assert check(model, hist(*calls)).valid is valid
 
@@ -147,8 +242,11 @@ def test_model_step_protocol():
 
 
 def test_partitions_are_independent_and_named():
-    h = hist((0, "write", 1, 0, 1, "ok", 1, "a"), (1, "read", None, 2, 3, "ok", 1, "b"),
-             (2, "read", None, 2, 3, "ok", 1, "a"))
+    h = hist(
+        (0, "write", 1, 0, 1, "ok", 1, "a"),
+        (1, "read", None, 2, 3, "ok", 1, "b"),
+        (2, "read", None, 2, 3, "ok", 1, "a"),
+    )
     r = check("register", h)
     assert r.valid is False and r.details["partition"] == "b" and r.details["partitions"] == 2
 
@@ -188,8 +286,11 @@ def test_compose_priority_and_exceptions_become_unknown():
 
 
 def test_counterexample_html_is_self_contained():
-    h = hist((0, "write", 1, 0, 10, "ok", 1), (1, "read", None, 20, 30, "ok", 2),
-             (2, "write", 3, 5, None, None, None))
+    h = hist(
+        (0, "write", 1, 0, 10, "ok", 1),
+        (1, "read", None, 20, 30, "ok", 2),
+        (2, "write", 3, 5, None, None, None),
+    )
     c = Linearizable(make_model("register"))
     r = c.check(h)
     assert r.valid is False
@@ -205,8 +306,9 @@ def test_memory_budget_gives_unknown_with_reason():
     calls = [(p, "write", p, p, None, None, None) for p in range(18)]
     calls.append((99, "read", None, 20, 21, "ok", -1))
     model = make_model("register")
-    verdict, _, reason = check_partitions(prepare(hist(*calls), model), model,
-                                          time_limit=30, memory_limit=1)
+    verdict, _, reason = check_partitions(
+        prepare(hist(*calls), model), model, time_limit=30, memory_limit=1
+    )
     assert verdict == "unknown" and "memory limit" in reason
 
 

@@ -24,8 +24,14 @@ class H:
         return self.add(t1, process, typ, f, key, out, client)
 
     def fault(self, t, fid, f, phase, targets=("c1",)):
-        return self.add(t, "nemesis", "info", f, None,
-                        {"fault_id": fid, "phase": phase, "targets": list(targets)})
+        return self.add(
+            t,
+            "nemesis",
+            "info",
+            f,
+            None,
+            {"fault_id": fid, "phase": phase, "targets": list(targets)},
+        )
 
     def history(self):
         return History(sorted(self.ops, key=lambda o: o.time))

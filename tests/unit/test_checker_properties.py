@@ -21,11 +21,39 @@ def build(calls):
     type, out. Returns a History with events in time order (invokes first at ties)."""
     evs = []
     for c in calls:
-        evs.append((c["start"], 0, Op(0, c["start"], c["process"], "invoke", c["f"], c.get("key"),
-                                      c.get("value"), c.get("client"))))
+        evs.append(
+            (
+                c["start"],
+                0,
+                Op(
+                    0,
+                    c["start"],
+                    c["process"],
+                    "invoke",
+                    c["f"],
+                    c.get("key"),
+                    c.get("value"),
+                    c.get("client"),
+                ),
+            )
+        )
         if c["end"] is not None:
-            evs.append((c["end"], 1, Op(0, c["end"], c["process"], c["type"], c["f"],
-                                        c.get("key"), c.get("out"), c.get("client"))))
+            evs.append(
+                (
+                    c["end"],
+                    1,
+                    Op(
+                        0,
+                        c["end"],
+                        c["process"],
+                        c["type"],
+                        c["f"],
+                        c.get("key"),
+                        c.get("out"),
+                        c.get("client"),
+                    ),
+                )
+            )
     evs.sort(key=lambda e: (e[0], e[1]))
     ops = [e[2] for e in evs]
     for i, op in enumerate(ops):
@@ -48,8 +76,11 @@ def brute_force(ops: list[LinOp], init) -> bool:
         for i in range(n):
             if i in placed:
                 continue
-            if any(ops[j].end is not None and ops[j].end < ops[i].start
-                   for j in range(n) if j not in placed):
+            if any(
+                ops[j].end is not None and ops[j].end < ops[i].start
+                for j in range(n)
+                if j not in placed
+            ):
                 continue
             ns = ops[i].action.fn(state, ops[i].action.arg)
             if ns is not ILLEGAL and go(placed | {i}, ns):
@@ -72,8 +103,17 @@ def random_register_history(rng: random.Random, n: int):
             value = out = rng.randrange(3)
         else:
             value = out = [rng.randrange(3), rng.randrange(3)]
-        calls.append({"process": p, "f": f, "value": value, "out": out, "start": start,
-                      "end": None if typ == "info" and rng.random() < 0.5 else end, "type": typ})
+        calls.append(
+            {
+                "process": p,
+                "f": f,
+                "value": value,
+                "out": out,
+                "start": start,
+                "end": None if typ == "info" and rng.random() < 0.5 else end,
+                "type": typ,
+            }
+        )
     return build(calls)
 
 
@@ -110,9 +150,14 @@ def _random_op(model: str, rng: random.Random, r: int, p: int):
         "mutex": [("acquire", None, None), ("release", None, None)],
         "set": [("add", r, r), ("read", None, sorted({r, p % 2}))],
         "fifo-queue": [("enqueue", r, r), ("dequeue", None, r), ("drain", None, [r] if r else [])],
-        "multi-register": [("txn", [["write", "x", r]], [["write", "x", r]]),
-                           ("txn", [["read", "x", None], ["read", "y", None]],
-                            [["read", "x", r], ["read", "y", 0]])],
+        "multi-register": [
+            ("txn", [["write", "x", r]], [["write", "x", r]]),
+            (
+                "txn",
+                [["read", "x", None], ["read", "y", None]],
+                [["read", "x", r], ["read", "y", 0]],
+            ),
+        ],
     }[model]
     return rng.choice(choices)
 
@@ -125,8 +170,9 @@ def random_calls(model: str, rng: random.Random, n: int):
         start = rng.randrange(0, 40)
         typ = rng.choices(["ok", "info", "fail"], [8, 2, 1])[0]
         end = None if typ == "info" and rng.random() < 0.5 else start + rng.randrange(0, 25)
-        calls.append({"process": p, "f": f, "value": v, "out": out, "start": start, "end": end,
-                      "type": typ})
+        calls.append(
+            {"process": p, "f": f, "value": v, "out": out, "start": start, "end": end, "type": typ}
+        )
     return build(calls)
 
 
@@ -163,8 +209,11 @@ def _sequential_step(model: str, state, rng: random.Random, k: int):
             return "add", None, 1, 1, "ok", None, state + 1
         return "read", None, None, state, "ok", None, state
     if model == "mutex":
-        return ("release", None, None, None, "ok", None, False) if state else \
-            ("acquire", None, None, None, "ok", None, True)
+        return (
+            ("release", None, None, None, "ok", None, False)
+            if state
+            else ("acquire", None, None, None, "ok", None, True)
+        )
     if model == "fenced-mutex":
         holder, token = state
         if holder is None:
@@ -211,14 +260,29 @@ def _sequential_step(model: str, state, rng: random.Random, k: int):
     raise AssertionError(model)
 
 
-INITIAL = {"register": None, "cas-register": 0, "etcd-cas-register": None, "counter": 0,
-           "mutex": False, "fenced-mutex": (None, 0), "set": frozenset(), "fifo-queue": (),
-           "kv": (), "kv-single": (), "multi-register": (("x", 0), ("y", 0))}
+INITIAL = {
+    "register": None,
+    "cas-register": 0,
+    "etcd-cas-register": None,
+    "counter": 0,
+    "mutex": False,
+    "fenced-mutex": (None, 0),
+    "set": frozenset(),
+    "fifo-queue": (),
+    "kv": (),
+    "kv-single": (),
+    "multi-register": (("x", 0), ("y", 0)),
+}
 
 
 @settings(max_examples=40, deadline=None)
-@given(model=st.sampled_from(sorted(INITIAL)), seed=st.integers(0, 2**32),
-       n=st.integers(1, 40), width=st.integers(1, 60), crash=st.floats(0, 0.3))
+@given(
+    model=st.sampled_from(sorted(INITIAL)),
+    seed=st.integers(0, 2**32),
+    n=st.integers(1, 40),
+    width=st.integers(1, 60),
+    crash=st.floats(0, 0.3),
+)
 def test_histories_from_sequential_executions_are_linearizable(model, seed, n, width, crash):
     rng = random.Random(seed)
     state = INITIAL[model]
@@ -230,8 +294,19 @@ def test_histories_from_sequential_executions_are_linearizable(model, seed, n, w
         end = point + rng.randrange(width)
         if typ == "ok" and rng.random() < crash:
             typ, end = "info", (None if rng.random() < 0.5 else end)
-        calls.append({"process": k, "client": client, "f": f, "key": key, "value": v,
-                      "out": out, "start": start, "end": end, "type": typ})
+        calls.append(
+            {
+                "process": k,
+                "client": client,
+                "f": f,
+                "key": key,
+                "value": v,
+                "out": out,
+                "start": start,
+                "end": end,
+                "type": typ,
+            }
+        )
     initial = 0 if model == "cas-register" else None
     result = Linearizable(make_model(model, initial), time_limit=20).check(build(calls))
     if result.valid == "unknown":
@@ -268,18 +343,47 @@ def random_lock_history(rng: random.Random):
     calls, holds = [], []
     for token, (a1, c, a0, kind, writes, r0) in enumerate(raw, 1):
         proc = 1000 * c + token
-        calls.append({"process": proc, "client": c, "f": "acquire", "key": "/l", "start": a0,
-                      "end": a1, "type": kind, "out": {"token": token} if kind == "ok" else None})
+        calls.append(
+            {
+                "process": proc,
+                "client": c,
+                "f": "acquire",
+                "key": "/l",
+                "start": a0,
+                "end": a1,
+                "type": kind,
+                "out": {"token": token} if kind == "ok" else None,
+            }
+        )
         if kind != "ok":
             continue
         holds.append((c, token, a1, r0))
         for ws, we, wt in writes:
-            calls.append({"process": proc, "client": c, "f": "write", "key": "/r",
-                          "value": {"token": token}, "start": ws, "end": we, "type": wt})
+            calls.append(
+                {
+                    "process": proc,
+                    "client": c,
+                    "f": "write",
+                    "key": "/r",
+                    "value": {"token": token},
+                    "start": ws,
+                    "end": we,
+                    "type": wt,
+                }
+            )
             if wt == "info":
                 proc += 100_000  # an info op retires its process; the client goes on
-        calls.append({"process": proc, "client": c, "f": "release", "key": "/l", "start": r0,
-                      "end": r0 + 1, "type": "ok"})
+        calls.append(
+            {
+                "process": proc,
+                "client": c,
+                "f": "release",
+                "key": "/l",
+                "start": r0,
+                "end": r0 + 1,
+                "type": "ok",
+            }
+        )
     return build(calls), holds, calls
 
 
@@ -288,17 +392,28 @@ def random_lock_history(rng: random.Random):
 def test_lock_checker_agrees_with_brute_force_interval_check(seed):
     h, holds, calls = random_lock_history(random.Random(seed))
     r = LockChecker(max_reported=10**6).check(h)
-    got = {frozenset((o["holds"][0].token, o["holds"][1].token))
-           for o in r.details["belief_overlaps"]}
-    want = {frozenset((t1, t2)) for (c1, t1, s1, e1) in holds for (c2, t2, s2, e2) in holds
-            if t1 < t2 and c1 != c2 and s1 < e2 and s2 < e1}
+    got = {
+        frozenset((o["holds"][0].token, o["holds"][1].token)) for o in r.details["belief_overlaps"]
+    }
+    want = {
+        frozenset((t1, t2))
+        for (c1, t1, s1, e1) in holds
+        for (c2, t2, s2, e2) in holds
+        if t1 < t2 and c1 != c2 and s1 < e2 and s2 < e1
+    }
     assert got == want
-    accepted = [(c["value"]["token"], c["start"], c["end"]) for c in calls
-                if c["f"] == "write" and c["type"] == "ok"]
-    bad = {(t, s, e) for (t, s, e) in accepted
-           if any(t2 > t and s2 < e for (t2, s2, _) in accepted)}
-    got_eff = {(o["writes"][0]["token"], o["writes"][0]["start"], o["writes"][0]["end"])
-               for o in r.details["effect_overlaps"]}
+    accepted = [
+        (c["value"]["token"], c["start"], c["end"])
+        for c in calls
+        if c["f"] == "write" and c["type"] == "ok"
+    ]
+    bad = {
+        (t, s, e) for (t, s, e) in accepted if any(t2 > t and s2 < e for (t2, s2, _) in accepted)
+    }
+    got_eff = {
+        (o["writes"][0]["token"], o["writes"][0]["start"], o["writes"][0]["end"])
+        for o in r.details["effect_overlaps"]
+    }
     assert got_eff == bad
     if not r.details["holds"] and not accepted:
         assert r.valid == "unknown"  # every acquire failed: nothing to check

@@ -63,12 +63,15 @@ def test_invalid_history_exits_1_and_writes_html(tmp_path, capsys):
 def test_unknown_exits_2(tmp_path, capsys):
     recs = []
     for p in range(16):  # 16 concurrent crashed writes make the refutation exponential
-        recs.append({"index": p, "time": p, "process": p, "type": "invoke", "f": "write",
-                     "value": p})
-    recs += [{"index": 20, "time": 20, "process": 99, "type": "invoke", "f": "read"},
-             {"index": 21, "time": 21, "process": 99, "type": "ok", "f": "read", "value": -1},
-             {"index": 22, "time": 22, "process": 98, "type": "invoke", "f": "read"},
-             {"index": 23, "time": 23, "process": 98, "type": "ok", "f": "read", "value": 3}]
+        recs.append(
+            {"index": p, "time": p, "process": p, "type": "invoke", "f": "write", "value": p}
+        )
+    recs += [
+        {"index": 20, "time": 20, "process": 99, "type": "invoke", "f": "read"},
+        {"index": 21, "time": 21, "process": 99, "type": "ok", "f": "read", "value": -1},
+        {"index": 22, "time": 22, "process": 98, "type": "invoke", "f": "read"},
+        {"index": 23, "time": 23, "process": 98, "type": "ok", "f": "read", "value": 3},
+    ]
     h = write_jsonl(tmp_path / "h.jsonl", recs)
     code, out, _ = run(["check", str(h), "--model", "register", "--time-limit", "0.05"], capsys)
     assert code == 2 and "unknown: time limit" in out
@@ -76,7 +79,7 @@ def test_unknown_exits_2(tmp_path, capsys):
 
 def test_malformed_line_exits_254_with_one_sentence(tmp_path, capsys):
     h = tmp_path / "h.jsonl"
-    h.write_text(json.dumps(REGISTER_BAD[0]) + "\n{\"index\": 1, oops\n")
+    h.write_text(json.dumps(REGISTER_BAD[0]) + '\n{"index": 1, oops\n')
     page = tmp_path / "cx.html"
     code, out, err = run(["check", str(h), "--model", "register", "--html", str(page)], capsys)
     assert code == 254
@@ -84,11 +87,14 @@ def test_malformed_line_exits_254_with_one_sentence(tmp_path, capsys):
     assert len(err.strip().splitlines()) == 1 and not page.exists()
 
 
-@pytest.mark.parametrize("argv,msg", [
-    (["--model", "nope"], "unknown model 'nope'"),
-    (["--model", "register", "--initial", "{bad"], "--initial must be JSON"),
-    (["--model", "register", "--format", "edn"], "line 1 (op 1): missing"),
-])
+@pytest.mark.parametrize(
+    "argv,msg",
+    [
+        (["--model", "nope"], "unknown model 'nope'"),
+        (["--model", "register", "--initial", "{bad"], "--initial must be JSON"),
+        (["--model", "register", "--format", "edn"], "line 1 (op 1): missing"),
+    ],
+)
 def test_bad_arguments_exit_254(tmp_path, capsys, argv, msg):
     h = write_jsonl(tmp_path / "h.jsonl", REGISTER_BAD[:2])
     code, _, err = run(["check", str(h), *argv], capsys)
@@ -96,31 +102,54 @@ def test_bad_arguments_exit_254(tmp_path, capsys, argv, msg):
 
 
 def test_other_checkers_and_json_output(tmp_path, capsys):
-    recs = [{"index": 0, "time": 0, "process": 1, "type": "invoke", "f": "acquire", "key": "/l"},
-            {"index": 1, "time": 1, "process": 1, "type": "ok", "f": "acquire", "key": "/l",
-             "value": {"token": 1}},
-            {"index": 2, "time": 2, "process": 2, "type": "invoke", "f": "acquire", "key": "/l"},
-            {"index": 3, "time": 3, "process": 2, "type": "ok", "f": "acquire", "key": "/l",
-             "value": {"token": 2}}]
+    recs = [
+        {"index": 0, "time": 0, "process": 1, "type": "invoke", "f": "acquire", "key": "/l"},
+        {
+            "index": 1,
+            "time": 1,
+            "process": 1,
+            "type": "ok",
+            "f": "acquire",
+            "key": "/l",
+            "value": {"token": 1},
+        },
+        {"index": 2, "time": 2, "process": 2, "type": "invoke", "f": "acquire", "key": "/l"},
+        {
+            "index": 3,
+            "time": 3,
+            "process": 2,
+            "type": "ok",
+            "f": "acquire",
+            "key": "/l",
+            "value": {"token": 2},
+        },
+    ]
     h = write_jsonl(tmp_path / "h.jsonl", recs)
     code, out, _ = run(["check", str(h), "--model", "lock", "--json"], capsys)
     assert code == 1 and "1 belief overlap" in out
-    doc = json.loads(out[:out.rindex("}") + 1])
+    doc = json.loads(out[: out.rindex("}") + 1])
     assert doc["valid"] is False and doc["belief_overlaps"][0]["clients"] == [1, 2]
 
 
-@pytest.mark.parametrize("model,rec", [
-    ("multi-register", {"f": "txn", "value": [["read"]]}),
-    ("counter", {"f": "add", "value": "one"}),
-    ("jepsen-counter", {"f": "add", "value": "one"}),
-    ("cas-register", {"f": "cas", "value": 3}),
-])
+@pytest.mark.parametrize(
+    "model,rec",
+    [
+        ("multi-register", {"f": "txn", "value": [["read"]]}),
+        ("counter", {"f": "add", "value": "one"}),
+        ("jepsen-counter", {"f": "add", "value": "one"}),
+        ("cas-register", {"f": "cas", "value": 3}),
+    ],
+)
 def test_values_a_model_cannot_use_are_bad_input_not_a_crash(tmp_path, capsys, model, rec):
-    recs = [{"index": 0, "time": 0, "process": 0, "type": "invoke", **rec},
-            {"index": 1, "time": 1, "process": 0, "type": "ok", **rec}]
+    recs = [
+        {"index": 0, "time": 0, "process": 0, "type": "invoke", **rec},
+        {"index": 1, "time": 1, "process": 0, "type": "ok", **rec},
+    ]
     if model != "multi-register":  # a read to make the search combine the odd values
-        recs += [{"index": 2, "time": 2, "process": 1, "type": "invoke", "f": "read"},
-                 {"index": 3, "time": 3, "process": 1, "type": "ok", "f": "read", "value": 1}]
+        recs += [
+            {"index": 2, "time": 2, "process": 1, "type": "invoke", "f": "read"},
+            {"index": 3, "time": 3, "process": 1, "type": "ok", "f": "read", "value": 1},
+        ]
     h = write_jsonl(tmp_path / "h.jsonl", recs)
     code, _, err = run(["check", str(h), "--model", model], capsys)
     assert code == 254 and "internal error" not in err and len(err.strip().splitlines()) == 1
@@ -134,13 +163,36 @@ def test_memory_limit_is_real_and_unknown(tmp_path):
 
     recs = []
     for k in range(60_000):
-        recs += [{"index": 2 * k, "time": 2 * k, "process": k % 5, "type": "invoke", "f": "write",
-                  "value": k},
-                 {"index": 2 * k + 1, "time": 2 * k + 1, "process": k % 5, "type": "ok",
-                  "f": "write", "value": k}]
+        recs += [
+            {
+                "index": 2 * k,
+                "time": 2 * k,
+                "process": k % 5,
+                "type": "invoke",
+                "f": "write",
+                "value": k,
+            },
+            {
+                "index": 2 * k + 1,
+                "time": 2 * k + 1,
+                "process": k % 5,
+                "type": "ok",
+                "f": "write",
+                "value": k,
+            },
+        ]
     h = write_jsonl(tmp_path / "big.jsonl", recs)
-    args = [sys.executable, "-m", "zkjepsen.cli", "check", str(h), "--model", "register",
-            "--time-limit", "600"]  # the verdict must come from memory, not the clock
+    args = [
+        sys.executable,
+        "-m",
+        "zkjepsen.cli",
+        "check",
+        str(h),
+        "--model",
+        "register",
+        "--time-limit",
+        "600",
+    ]  # the verdict must come from memory, not the clock
     small = subprocess.run([*args, "--memory-limit", "20"], capture_output=True, text=True)
     assert small.returncode == 2, small.stdout + small.stderr
     assert "memory limit of 20 MiB" in small.stdout

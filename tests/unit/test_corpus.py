@@ -16,8 +16,10 @@ from zkjepsen.checker.linearizability import Linearizable, check_partitions, pre
 from zkjepsen.checker.models import make_model
 from zkjepsen.history.formats import read_history
 
-CORPUS = Path(os.environ.get("ZKJEPSEN_CORPUS")
-              or Path(__file__).resolve().parents[2].parent / "shared" / "corpus")
+CORPUS = Path(
+    os.environ.get("ZKJEPSEN_CORPUS")
+    or Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+)
 EXPECTED = CORPUS / "expected.tsv"
 
 
@@ -30,7 +32,8 @@ def _rows() -> list[dict[str, str]]:
 
 ROWS = _rows()
 needs_corpus = pytest.mark.skipif(
-    not ROWS, reason=f"corpus not found at {CORPUS} (set ZKJEPSEN_CORPUS to its directory)")
+    not ROWS, reason=f"corpus not found at {CORPUS} (set ZKJEPSEN_CORPUS to its directory)"
+)
 
 
 def _model_name(row: dict[str, str]) -> str:
@@ -42,7 +45,7 @@ def _cases():
     for row in ROWS:
         model = _model_name(row)
         # Knossos' tests use initial 0, its CLI nil: the expectation holds for both.
-        for initial in ((0, None) if model == "cas-register" else (None,)):
+        for initial in (0, None) if model == "cas-register" else (None,):
             yield pytest.param(row, model, initial, id=f"{row['path']}[{model},{initial}]")
 
 
@@ -75,8 +78,9 @@ def test_corpus_verdict(row, model, initial):
 
 
 @needs_corpus
-@pytest.mark.parametrize("name,expected", [("c01-ok", True), ("c01-bad", False),
-                                           ("c10-ok", True), ("c10-bad", False)])
+@pytest.mark.parametrize(
+    "name,expected", [("c01-ok", True), ("c01-bad", False), ("c10-ok", True), ("c10-bad", False)]
+)
 def test_kv_as_one_partition_gives_the_same_verdict(name, expected):
     history = read_history(CORPUS / "porcupine" / "test_data" / "kv" / f"{name}.txt")
     result = Linearizable(make_model("kv-single"), time_limit=30).check(history)
@@ -107,5 +111,6 @@ def test_hard_partition_alone_runs_out_of_budget_as_unknown():
 def test_json_twin_reads_like_the_edn_original():
     a = read_history(CORPUS / "knossos/data/mutex/bad/etcd.edn")
     b = read_history(CORPUS / "elle-cli/histories/knossos/mutex/bad/etcd.json")
-    assert [(o.process, o.type, o.f, o.value) for o in a] == \
-        [(o.process, o.type, o.f, o.value) for o in b]
+    assert [(o.process, o.type, o.f, o.value) for o in a] == [
+        (o.process, o.type, o.f, o.value) for o in b
+    ]

@@ -12,8 +12,13 @@ from zkjepsen.recipes import RECIPES
 
 def test_driver_recipes_run_what_the_image_build_installs():
     progs = {n: i for n, i in RECIPES.items() if i.command}
-    assert set(progs) >= {"curator-java", "curator-java-careful", "curator-java-semaphore",
-                          "curator-java-latch", "go-zk"}
+    assert set(progs) >= {
+        "curator-java",
+        "curator-java-careful",
+        "curator-java-semaphore",
+        "curator-java-latch",
+        "go-zk",
+    }
     for name, info in progs.items():
         assert info.source == "library" and info.language in ("java", "go"), name
         assert "real library" in info.description and info.flaw, name

@@ -247,7 +247,9 @@ def test_parallel_shrink_visits_the_same_candidates_in_fewer_waves(tmp_path, mon
         _stored(tmp_path), tries=3, min_hits=2, parallel=parallel, engines=[Engine()]
     )
     # The holder-aimed pause becomes a triggered one first (it keeps the violation), then shrinks.
-    assert res.best.summary() == "1 faults [pause-client on_acquire(delay_s=0.1)+3.0s], 4 clients, 10s"
+    assert (
+        res.best.summary() == "1 faults [pause-client on_acquire(delay_s=0.1)+3.0s], 4 clients, 10s"
+    )
     assert [[e["why"], e["hits"]] for e in res.log] == EXPECTED_LOG
     # Every candidate is decided by its first two replays: one wave each with two slots.
     assert waves == {1: [1] * 10, 2: [2] * 5}[parallel]

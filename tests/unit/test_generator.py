@@ -19,8 +19,9 @@ NAMES = ["pause-client", "kill-leader", "partition-halves", "clock-bump"]
 
 
 def std(seed: int, **kw) -> list[dict]:
-    args = dict(seed=seed, time_limit_s=60, interval_s=5, fault_duration_s=4,
-                session_timeout_s=4) | kw
+    args = (
+        dict(seed=seed, time_limit_s=60, interval_s=5, fault_duration_s=4, session_timeout_s=4) | kw
+    )
     return g.standard_plan(NAMES, **args)
 
 
@@ -60,16 +61,25 @@ def test_time_limit_cuts_sleeps_and_stops():
 
 
 def test_phases_and_once_and_final_heal():
-    gen = g.phases(g.sleep(2), g.once(g.Fault("kill-one", duration=1)), g.sleep(1),
-                   g.once(g.Fault("pause-client")), g.final_heal())
+    gen = g.phases(
+        g.sleep(2),
+        g.once(g.Fault("kill-one", duration=1)),
+        g.sleep(1),
+        g.once(g.Fault("pause-client")),
+        g.final_heal(),
+    )
     plan = g.plan(gen, 0, g.Env(session_timeout_s=2))
-    assert [(p["f"], p["at_s"]) for p in plan] == [("kill-one", 2.0), ("pause-client", 4.0),
-                                                   ("heal", 7.0)]
+    assert [(p["f"], p["at_s"]) for p in plan] == [
+        ("kill-one", 2.0),
+        ("pause-client", 4.0),
+        ("heal", 7.0),
+    ]
 
 
 def test_mix_draws_from_all_and_is_seeded():
-    gen = g.time_limit(500, g.delay(1, g.mix(g.fault("kill-one", duration=1),
-                                             g.fault("clock-bump", duration=1))))
+    gen = g.time_limit(
+        500, g.delay(1, g.mix(g.fault("kill-one", duration=1), g.fault("clock-bump", duration=1)))
+    )
     fs = [p["f"] for p in g.plan(gen, 1)]
     assert set(fs) == {"kill-one", "clock-bump"}
     assert 0.35 < fs.count("kill-one") / len(fs) < 0.65
@@ -96,10 +106,27 @@ def test_unbounded_generator_is_refused():
 
 
 def test_registry_has_every_required_fault():
-    required = {"none", "partition-one", "partition-leader", "partition-halves", "partition-ring",
-                "partition-bridge", "isolate-client", "packet-loss", "kill-one", "kill-leader",
-                "kill-minority", "kill-majority", "pause-server", "pause-leader", "pause-client",
-                "kill-client", "clock-bump", "clock-strobe", "clock-rate-leader"}
+    required = {
+        "none",
+        "partition-one",
+        "partition-leader",
+        "partition-halves",
+        "partition-ring",
+        "partition-bridge",
+        "isolate-client",
+        "packet-loss",
+        "kill-one",
+        "kill-leader",
+        "kill-minority",
+        "kill-majority",
+        "pause-server",
+        "pause-leader",
+        "pause-client",
+        "kill-client",
+        "clock-bump",
+        "clock-strobe",
+        "clock-rate-leader",
+    }
     assert required <= set(NEMESES) == set(FAULTS)
     assert all(NEMESES[n] for n in NEMESES)
 
@@ -127,8 +154,11 @@ def test_partition_shapes(seed):
 
 
 def test_grudge_from_components():
-    assert grudge_from_components([["n1"], ["n2", "n3"]]) == {"n1": ["n2", "n3"], "n2": ["n1"],
-                                                              "n3": ["n1"]}
+    assert grudge_from_components([["n1"], ["n2", "n3"]]) == {
+        "n1": ["n2", "n3"],
+        "n2": ["n1"],
+        "n3": ["n1"],
+    }
 
 
 def test_current_holders_from_client_records(tmp_path):
@@ -168,11 +198,16 @@ def test_partition_rules_cut_both_directions_on_both_sides():
     targets, detail = kind.resolve(ctx, None, random.Random(0), {})
     assert targets == ["n1"]
     rules = kind.impl.rules(ctx, targets, detail)
-    assert rules["n1"] == [["-s", "10.0.0.12", "-j", "DROP"], ["-d", "10.0.0.12", "-j", "DROP"],
-                           ["-s", "10.0.0.13", "-j", "DROP"], ["-d", "10.0.0.13", "-j", "DROP"]]
+    assert rules["n1"] == [
+        ["-s", "10.0.0.12", "-j", "DROP"],
+        ["-d", "10.0.0.12", "-j", "DROP"],
+        ["-s", "10.0.0.13", "-j", "DROP"],
+        ["-d", "10.0.0.13", "-j", "DROP"],
+    ]
     assert rules["n2"] == [["-s", "10.0.0.11", "-j", "DROP"], ["-d", "10.0.0.11", "-j", "DROP"]]
-    assert partition.chain_name(ctx.run_id) == ctx.run_id and len(partition.chain_name("x" * 40))\
-        <= 28
+    assert (
+        partition.chain_name(ctx.run_id) == ctx.run_id and len(partition.chain_name("x" * 40)) <= 28
+    )
 
 
 def test_isolate_client_rules_live_in_the_client_only():
@@ -198,9 +233,11 @@ def test_fault_target_and_max_faults_combinators():
 def test_on_carries_a_trigger_into_the_plan_and_reads_back_as_calls():
     from zkjepsen.nemesis.triggers import on_acquire, on_session
 
-    gen = g.steps(g.sleep(4), g.on(on_acquire(delay_s=0.1), g.fault("pause-client",
-                                                                     duration="1.5x")),
-                  g.on(on_session("SUSPENDED", client=2), g.fault("kill-one", target="n1")))
+    gen = g.steps(
+        g.sleep(4),
+        g.on(on_acquire(delay_s=0.1), g.fault("pause-client", duration="1.5x")),
+        g.on(on_session("SUSPENDED", client=2), g.fault("kill-one", target="n1")),
+    )
     planned = g.plan(gen, seed=1, env=g.Env(session_timeout_s=2.0))
     assert planned[0]["trigger"] == {"kind": "acquired", "k": 1, "delay_s": 0.1}
     assert planned[0]["target"] == "trigger" and planned[0]["at_s"] == 4.0
@@ -208,4 +245,5 @@ def test_on_carries_a_trigger_into_the_plan_and_reads_back_as_calls():
     assert g.schedule_text(gen) == (
         "steps(\n    sleep(4),\n"
         "    on(on_acquire(delay_s=0.1), fault('pause-client', duration='1.5x')),\n"
-        "    on(on_session(client=2, state='SUSPENDED'), fault('kill-one', target='n1')),\n)")
+        "    on(on_session(client=2, state='SUSPENDED'), fault('kill-one', target='n1')),\n)"
+    )

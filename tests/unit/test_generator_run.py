@@ -45,20 +45,42 @@ def fake(monkeypatch):
     healed: list[bool] = []
     for name in ("kill-one", "partition-one"):  # the kinds the plans below use
         monkeypatch.setitem(FAULTS, name, FaultKind(name, "one", "fake", fam))
-    monkeypatch.setattr(schedule, "heal_context", lambda ctx, everything=False: healed.append(1)
-                        or [])
-    ens = SimpleNamespace(nodes=[SimpleNamespace(name=f"n{i}") for i in (1, 2, 3)],
-                          run_id="zkj-test", leader=lambda: None)
+    monkeypatch.setattr(
+        schedule, "heal_context", lambda ctx, everything=False: healed.append(1) or []
+    )
+    ens = SimpleNamespace(
+        nodes=[SimpleNamespace(name=f"n{i}") for i in (1, 2, 3)],
+        run_id="zkj-test",
+        leader=lambda: None,
+    )
     return fam, healed, ens
 
 
 def _run(ens, tmp_path, **kw):
-    args = dict(seed=3, time_limit_s=1.0, t0_ns=time.monotonic_ns(), out_dir=tmp_path,
-                session_timeout_s=0.2, fault_duration_s=0.05)
+    args = dict(
+        seed=3,
+        time_limit_s=1.0,
+        t0_ns=time.monotonic_ns(),
+        out_dir=tmp_path,
+        session_timeout_s=0.2,
+        fault_duration_s=0.05,
+    )
     args |= kw
-    gen = args.pop("gen", g.phases(g.delay(0.05, g.time_limit(0.6, g.mix(
-        g.fault("kill-one", duration=0.05), g.fault("partition-one", duration=0.05)))),
-        g.final_heal()))
+    gen = args.pop(
+        "gen",
+        g.phases(
+            g.delay(
+                0.05,
+                g.time_limit(
+                    0.6,
+                    g.mix(
+                        g.fault("kill-one", duration=0.05), g.fault("partition-one", duration=0.05)
+                    ),
+                ),
+            ),
+            g.final_heal(),
+        ),
+    )
     return schedule.run_nemesis(ens, None, ["kill-one", "partition-one"], gen=gen, **args)
 
 
@@ -71,8 +93,10 @@ def test_records_pairs_and_schedule(fake, tmp_path):
     by_id: dict = {}
     for r in recs:
         by_id.setdefault(r["value"]["fault_id"], []).append(r)
-    assert all([x["value"]["phase"] for x in v] == ["start", "end"] and v[0]["time"] < v[1]["time"]
-               for v in by_id.values())
+    assert all(
+        [x["value"]["phase"] for x in v] == ["start", "end"] and v[0]["time"] < v[1]["time"]
+        for v in by_id.values()
+    )
     sched = json.loads((tmp_path / "schedule.json").read_text())
     assert [f["fault_id"] for f in sched["faults"]] == sorted(by_id)
     assert sched["seed"] == 3 and sched["final_heal"]["problems"] == []
@@ -91,8 +115,16 @@ def test_replay_uses_recorded_targets_and_times(fake, tmp_path):
     a = _run(ens, tmp_path / "a")
     sched = json.loads((tmp_path / "a" / "schedule.json").read_text())
     fam.calls.clear()
-    b = schedule.run_nemesis(ens, None, [], seed=999, time_limit_s=1.0,
-                             t0_ns=time.monotonic_ns(), out_dir=tmp_path / "b", schedule=sched)
+    b = schedule.run_nemesis(
+        ens,
+        None,
+        [],
+        seed=999,
+        time_limit_s=1.0,
+        t0_ns=time.monotonic_ns(),
+        out_dir=tmp_path / "b",
+        schedule=sched,
+    )
     assert [(e["f"], e["targets"]) for e in b] == [(e["f"], e["targets"]) for e in a]
     for x, y in zip(a, b, strict=True):
         # never early; late only by scheduling lag (generous: CI machines are loaded)
@@ -143,8 +175,9 @@ def test_stop_event_ends_the_fault_early(fake, tmp_path):
 
 
 def test_resolve_servers_sizes():
-    ens = SimpleNamespace(nodes=[SimpleNamespace(name=f"n{i}") for i in range(1, 6)],
-                          leader=lambda: None)
+    ens = SimpleNamespace(
+        nodes=[SimpleNamespace(name=f"n{i}") for i in range(1, 6)], leader=lambda: None
+    )
     ctx = NemesisContext(ens)
     rng = random.Random(1)
     assert len(resolve_servers(ctx, "minority", rng)) == 2
@@ -156,8 +189,13 @@ def test_resolve_servers_sizes():
 
 def test_heal_between_phases_runs_mid_plan(fake, tmp_path):
     _, healed, ens = fake
-    gen = g.phases(g.once(g.Fault("kill-one", duration=0.05)), g.final_heal(), g.sleep(0.1),
-                   g.once(g.Fault("kill-one", duration=0.05)), g.final_heal())
+    gen = g.phases(
+        g.once(g.Fault("kill-one", duration=0.05)),
+        g.final_heal(),
+        g.sleep(0.1),
+        g.once(g.Fault("kill-one", duration=0.05)),
+        g.final_heal(),
+    )
     executed = _run(ens, tmp_path, gen=gen, time_limit_s=0.5)
     sched = json.loads((tmp_path / "schedule.json").read_text())
     assert len(executed) == 2 and len(sched["heals"]) == 1 and healed == [1, 1]
@@ -168,8 +206,7 @@ class AimRecorder(FakeFamily):
         return [f"c{target.split(':')[1]}" if target.startswith("client:") else target], {}
 
 
-def test_a_triggered_fault_waits_for_its_event_and_hits_the_client_it_names(monkeypatch,
-                                                                             tmp_path):
+def test_a_triggered_fault_waits_for_its_event_and_hits_the_client_it_names(monkeypatch, tmp_path):
     from zkjepsen.nemesis.triggers import on_acquire
     from zkjepsen.store import RunDir
 
@@ -187,14 +224,17 @@ def test_a_triggered_fault_waits_for_its_event_and_hits_the_client_it_names(monk
     def acquire_later():
         time.sleep(0.3)
         with open(hist, "a") as f:
-            f.write(json.dumps({"time": time.monotonic_ns() - t0, "type": "ok",
-                                "f": "acquire"}) + "\n")
+            f.write(
+                json.dumps({"time": time.monotonic_ns() - t0, "type": "ok", "f": "acquire"}) + "\n"
+            )
 
     threading.Thread(target=acquire_later).start()
-    gen = g.steps(g.sleep(0.05), g.on(on_acquire(delay_s=0.1),
-                                       g.fault("pause-client", duration=0.05)))
-    executed = schedule.run_nemesis(ens, pool, [], seed=1, time_limit_s=2.0, t0_ns=t0,
-                                    out_dir=tmp_path, gen=gen)
+    gen = g.steps(
+        g.sleep(0.05), g.on(on_acquire(delay_s=0.1), g.fault("pause-client", duration=0.05))
+    )
+    executed = schedule.run_nemesis(
+        ens, pool, [], seed=1, time_limit_s=2.0, t0_ns=t0, out_dir=tmp_path, gen=gen
+    )
     assert fam.calls == [("apply", ("c2",)), ("undo", ("c2",))]
     (f,) = executed
     fired = f["fired"]
@@ -205,9 +245,16 @@ def test_a_triggered_fault_waits_for_its_event_and_hits_the_client_it_names(monk
     assert stored["faults"][0]["fired"]["event_ns"] == fired["event_ns"]
     # Replayed, it is re-armed and waits for a new event: none comes, so it never fires.
     fam.calls.clear()
-    again = schedule.run_nemesis(ens, pool, [], seed=1, time_limit_s=0.5, t0_ns=t0,
-                                 out_dir=tmp_path / "replay",
-                                 schedule={"faults": [{**f, "targets": None}]})
+    again = schedule.run_nemesis(
+        ens,
+        pool,
+        [],
+        seed=1,
+        time_limit_s=0.5,
+        t0_ns=t0,
+        out_dir=tmp_path / "replay",
+        schedule={"faults": [{**f, "targets": None}]},
+    )
     assert again == [] and fam.calls == []
     meta = json.loads((tmp_path / "replay" / "schedule.json").read_text())
     assert meta["unfired"][0]["trigger"]["kind"] == "acquired"

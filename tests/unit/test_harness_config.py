@@ -13,9 +13,15 @@ from zkjepsen.store import new_run_dir
 def test_zoo_cfg_lists_every_server_and_the_timing_knobs():
     cfg = zoo_cfg(2, ["10.0.0.11", "10.0.0.12", "10.0.0.13"], ZkSettings(tick_ms=500))
     lines = set(cfg.splitlines())
-    assert {"tickTime=500", "initLimit=10", "syncLimit=5", "minSessionTimeout=1000",
-            "maxSessionTimeout=10000", "4lw.commands.whitelist=*",
-            "admin.enableServer=false"} <= lines
+    assert {
+        "tickTime=500",
+        "initLimit=10",
+        "syncLimit=5",
+        "minSessionTimeout=1000",
+        "maxSessionTimeout=10000",
+        "4lw.commands.whitelist=*",
+        "admin.enableServer=false",
+    } <= lines
     assert "server.3=10.0.0.13:2888:3888" in lines
 
 
@@ -32,8 +38,10 @@ def test_inconsistent_settings_are_bad_input():
 
 
 def test_parse_srvr_and_mntr():
-    srvr = "Zookeeper version: 3.8.0\nLatency min/avg/max: 0/0.5/3\nZxid: 0x100000002\n" \
-           "Mode: leader\nNode count: 5\n"
+    srvr = (
+        "Zookeeper version: 3.8.0\nLatency min/avg/max: 0/0.5/3\nZxid: 0x100000002\n"
+        "Mode: leader\nNode count: 5\n"
+    )
     assert parse_four_letter(srvr)["Mode"] == "leader"
     assert parse_four_letter("zk_server_state\tfollower\n")["zk_server_state"] == "follower"
 

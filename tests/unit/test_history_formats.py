@@ -17,28 +17,36 @@ from zkjepsen.history.formats import (
 
 
 def test_edn_values():
-    forms = parse_edn('; comment\n[1 -2 3.5 nil true :kw "s\\"q" {:a [1 2]} #{1} #_ 9 (x) '
-                      '#inst "t"]')
+    forms = parse_edn(
+        '; comment\n[1 -2 3.5 nil true :kw "s\\"q" {:a [1 2]} #{1} #_ 9 (x) #inst "t"]'
+    )
     assert forms == [[1, -2, 3.5, None, True, "kw", 's"q', {"a": [1, 2]}, [1], ["x"], "t"]]
 
 
-@pytest.mark.parametrize("text,msg", [
-    ("[1 2\n 3", "line 1: '\\[' is never closed"),
-    ("[1]\n]", "line 2: unexpected '\\]'"),
-    ("{:a}", "odd number"),
-])
+@pytest.mark.parametrize(
+    "text,msg",
+    [
+        ("[1 2\n 3", "line 1: '\\[' is never closed"),
+        ("[1]\n]", "line 2: unexpected '\\]'"),
+        ("{:a}", "odd number"),
+    ],
+)
 def test_edn_errors_name_the_line(text, msg):
     with pytest.raises(BadInput, match=msg):
         parse_edn(text)
 
 
 def test_knossos_edn_ops_keep_file_order_and_extra_fields():
-    h = read_edn('[{:process 0, :type :invoke, :f :cas, :value [1 2], :time 99}\n'
-                 ' {:process :nemesis, :type :info, :f :start}\n'
-                 ' {:process 0, :type :fail, :f :cas, :value [1 2], :error :mismatch, :time 5}]')
+    h = read_edn(
+        "[{:process 0, :type :invoke, :f :cas, :value [1 2], :time 99}\n"
+        " {:process :nemesis, :type :info, :f :start}\n"
+        " {:process 0, :type :fail, :f :cas, :value [1 2], :error :mismatch, :time 5}]"
+    )
     assert [(o.index, o.time, o.process, o.type, o.f, o.value) for o in h] == [
-        (0, 0, 0, "invoke", "cas", [1, 2]), (1, 1, "nemesis", "info", "start", None),
-        (2, 2, 0, "fail", "cas", [1, 2])]
+        (0, 0, 0, "invoke", "cas", [1, 2]),
+        (1, 1, "nemesis", "info", "start", None),
+        (2, 2, 0, "fail", "cas", [1, 2]),
+    ]
     assert h.ops[2].extra == {"error": "mismatch", "source_time": 5}
 
 
@@ -50,25 +58,32 @@ def test_edn_missing_field_is_bad_input():
 
 
 def test_jepsen_log_lines():
-    text = ("INFO  jepsen.util - 0\t:invoke\t:cas\t[1 4]\n"
-            "INFO  jepsen.core - Run complete, writing\n"
-            "INFO  jepsen.util - 0\t:fail\t:read\t:timed-out\n"
-            "INFO  jepsen.util - 12\t:ok\t:read\tnil\n")
+    text = (
+        "INFO  jepsen.util - 0\t:invoke\t:cas\t[1 4]\n"
+        "INFO  jepsen.core - Run complete, writing\n"
+        "INFO  jepsen.util - 0\t:fail\t:read\t:timed-out\n"
+        "INFO  jepsen.util - 12\t:ok\t:read\tnil\n"
+    )
     h = read_jepsen_log(text)
     assert [(o.process, o.type, o.f, o.value) for o in h] == [
-        (0, "invoke", "cas", [1, 4]), (0, "fail", "read", "timed-out"), (12, "ok", "read", None)]
+        (0, "invoke", "cas", [1, 4]),
+        (0, "fail", "read", "timed-out"),
+        (12, "ok", "read", None),
+    ]
     assert h.lines == [1, 3, 4]
     with pytest.raises(BadInput, match="line 2: unknown type :bogus"):
         read_jepsen_log("\nINFO jepsen.util - 1 :bogus :read nil\n")
 
 
 def test_jepsen_log_skips_other_log_lines_and_rejects_junk():
-    ok = ("2017-03-17 01:43:54,146 INFO jepsen.core - starting\n"
-          "WARN  jepsen.db - retrying\n"
-          "java.net.SocketTimeoutException: Read timed out\n"
-          "\tat clojure.core$eval.invoke(core.clj:1)\n"
-          "Caused by: java.io.IOException\n"
-          "INFO  jepsen.util - 0\t:invoke\t:read\tnil\n")
+    ok = (
+        "2017-03-17 01:43:54,146 INFO jepsen.core - starting\n"
+        "WARN  jepsen.db - retrying\n"
+        "java.net.SocketTimeoutException: Read timed out\n"
+        "\tat clojure.core$eval.invoke(core.clj:1)\n"
+        "Caused by: java.io.IOException\n"
+        "INFO  jepsen.util - 0\t:invoke\t:read\tnil\n"
+    )
     assert len(read_jepsen_log(ok)) == 1
     with pytest.raises(BadInput, match="line 1: not a Jepsen log line"):
         read_jepsen_log("root:x:0:0:root:/root:/bin/bash\n")
@@ -78,12 +93,16 @@ def test_jepsen_log_skips_other_log_lines_and_rejects_junk():
 
 
 def test_porcupine_kv_lines():
-    h = read_porcupine_kv('{:process 9, :type :invoke, :f :append, :key "0", :value "x 9 0 y"}\n'
-                          '{:process 9, :type :ok, :f :get, :key "1", :value nil}\n')
+    h = read_porcupine_kv(
+        '{:process 9, :type :invoke, :f :append, :key "0", :value "x 9 0 y"}\n'
+        '{:process 9, :type :ok, :f :get, :key "1", :value nil}\n'
+    )
     assert [(o.process, o.f, o.key, o.value) for o in h] == [
-        (9, "append", "0", "x 9 0 y"), (9, "get", "1", None)]
+        (9, "append", "0", "x 9 0 y"),
+        (9, "get", "1", None),
+    ]
     with pytest.raises(BadInput, match="line 2: .*never closed"):
-        read_porcupine_kv('{:process 1, :type :ok, :f :get}\n{:process 1\n')
+        read_porcupine_kv("{:process 1, :type :ok, :f :get}\n{:process 1\n")
 
 
 def test_json_array_and_detection(tmp_path):

@@ -18,8 +18,17 @@ from zkjepsen.workloads.lock import critical_section
 
 def _ctx(tmp_path, zk=None) -> ClientContext:
     rec = Recorder(str(tmp_path / "c.jsonl"), 0, 2, 5)
-    return ClientContext(client=2, nclients=5, zk=zk, hosts="", recipe="x", params={},
-                         recorder=rec, deadline=float("inf"), rng=random.Random(1))
+    return ClientContext(
+        client=2,
+        nclients=5,
+        zk=zk,
+        hosts="",
+        recipe="x",
+        params={},
+        recorder=rec,
+        deadline=float("inf"),
+        rng=random.Random(1),
+    )
 
 
 def _records(tmp_path) -> list[dict]:
@@ -56,8 +65,15 @@ def test_acquire_ok_fail_info(tmp_path):
     assert acquire_op(ctx, Scripted(None), "/l", 1)[0] is None
     recs = _records(tmp_path)
     assert [(r["type"], r["process"]) for r in recs] == [
-        ("invoke", 2), ("ok", 2), ("invoke", 2), ("fail", 2), ("invoke", 2), ("info", 2),
-        ("invoke", 7), ("fail", 7)]  # after info: a new process id (2 + nclients)
+        ("invoke", 2),
+        ("ok", 2),
+        ("invoke", 2),
+        ("fail", 2),
+        ("invoke", 2),
+        ("info", 2),
+        ("invoke", 7),
+        ("fail", 7),
+    ]  # after info: a new process id (2 + nclients)
     assert recs[1]["value"] == {"token": 42, "seq": 7, "node": "/l/lock-0000000007"}
     assert all(r["key"] == "/l" and r["f"] == "acquire" for r in recs)
     assert recs[3]["error"] == "timeout" and recs[5]["error"] == "ConnectionLoss"
@@ -99,6 +115,7 @@ class FakeZk:
                     return [NoNodeError(), Exception("rolled back")]
                 zk.set("/r", self.payload)
                 return [True, True]
+
         return T()
 
 
@@ -114,9 +131,16 @@ def test_critical_section_writes_fences_and_abandons(tmp_path):
     s1, s2 = {"token": 42, "step": 1, "steps": 2}, {"token": 42, "step": 2, "steps": 2}
     one = {"token": 42, "step": 1, "steps": 1}
     first = {"token": 42, "step": 1, "steps": 3}
-    assert writes == [("invoke", s1), ("ok", s1), ("invoke", s2), ("ok", s2),
-                      ("invoke", one), ("fail", one),  # fencing refused
-                      ("invoke", first), ("ok", first)]
+    assert writes == [
+        ("invoke", s1),
+        ("ok", s1),
+        ("invoke", s2),
+        ("ok", s2),
+        ("invoke", one),
+        ("fail", one),  # fencing refused
+        ("invoke", first),
+        ("ok", first),
+    ]
     reads = [r for r in recs if r["f"] == "read" and r["type"] == "ok"]
     assert len(reads) == 3 and reads[1]["value"]["state"] == "done"  # each holder reads first
     assert all(r["key"] == "/r" for r in recs if r["f"] == "write")

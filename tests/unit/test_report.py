@@ -15,15 +15,25 @@ S = 1_000_000_000
 def split_holder_history() -> list[dict]:
     """Client 1 holds, is paused (a fault), loses its session; client 2 acquires meanwhile."""
     recs = [
-        (0, 1, "invoke", "acquire", "/l", None), (1, 1, "ok", "acquire", "/l", {"token": 10}),
-        (2, "nemesis", "info", "pause-client", None,
-         {"fault_id": 1, "phase": "start", "targets": ["c1"]}),
-        (3, 2, "invoke", "acquire", "/l", None), (8, 2, "ok", "acquire", "/l", {"token": 11}),
+        (0, 1, "invoke", "acquire", "/l", None),
+        (1, 1, "ok", "acquire", "/l", {"token": 10}),
+        (
+            2,
+            "nemesis",
+            "info",
+            "pause-client",
+            None,
+            {"fault_id": 1, "phase": "start", "targets": ["c1"]},
+        ),
+        (3, 2, "invoke", "acquire", "/l", None),
+        (8, 2, "ok", "acquire", "/l", {"token": 11}),
         (9, "nemesis", "info", "pause-client", None, {"fault_id": 1, "phase": "end"}),
         (9.1, 1, "event", "session-state", None, "SUSPENDED"),
         (9.2, 1, "event", "session-state", None, "LOST"),
-        (10, 2, "invoke", "release", "/l", None), (10.5, 2, "ok", "release", "/l", None),
-        (11, 1, "invoke", "release", "/l", None), (11.2, 1, "ok", "release", "/l", None),
+        (10, 2, "invoke", "release", "/l", None),
+        (10.5, 2, "ok", "release", "/l", None),
+        (11, 1, "invoke", "release", "/l", None),
+        (11.2, 1, "ok", "release", "/l", None),
     ]
     out = []
     for i, (t, p, typ, f, key, value) in enumerate(recs):
@@ -65,8 +75,11 @@ def test_summary_names_clients_window_and_fault():
 
 
 def test_matrix_cells_count_runs_and_fencing():
-    run = {"valid": False, "store": "s", "results": {
-        "lock": {"valid": False, "belief_overlap_count": 2, "effect_overlap_count": 0}}}
+    run = {
+        "valid": False,
+        "store": "s",
+        "results": {"lock": {"valid": False, "belief_overlap_count": 2, "effect_overlap_count": 0}},
+    }
     ok = {"valid": True, "store": "t", "results": {"lock": {"valid": True}}}
     cell = cell_summary([run, ok, run])
     assert (cell["runs"], cell["invalid"], cell["belief"], cell["effect"]) == (3, 2, 2, 0)
@@ -76,22 +89,33 @@ def test_matrix_cells_count_runs_and_fencing():
 
 
 def _ops(recs):
-    return [Op.from_dict({"index": i, "time": int(t * S), "process": p, "type": typ, "f": f,
-                          "value": v}) for i, (t, p, typ, f, v) in enumerate(recs)]
+    return [
+        Op.from_dict(
+            {"index": i, "time": int(t * S), "process": p, "type": typ, "f": f, "value": v}
+        )
+        for i, (t, p, typ, f, v) in enumerate(recs)
+    ]
 
 
 def test_liveness_flags_a_lock_that_stops_granting_after_the_heal():
     from zkjepsen.checker.liveness import LivenessChecker
 
     fault = {"fault_id": 1, "phase": "start", "targets": ["c1"]}
-    stuck = _ops([(0, 1, "invoke", "acquire", None), (1, 1, "ok", "acquire", None),
-                  (2, "nemesis", "info", "packet-loss", fault),
-                  (4, "nemesis", "info", "packet-loss", {**fault, "phase": "end"}),
-                  (10, 2, "invoke", "acquire", None), (20, 2, "fail", "acquire", None)])
+    stuck = _ops(
+        [
+            (0, 1, "invoke", "acquire", None),
+            (1, 1, "ok", "acquire", None),
+            (2, "nemesis", "info", "packet-loss", fault),
+            (4, "nemesis", "info", "packet-loss", {**fault, "phase": "end"}),
+            (10, 2, "invoke", "acquire", None),
+            (20, 2, "fail", "acquire", None),
+        ]
+    )
     res = LivenessChecker(grace_s=5).check(stuck)
     assert res.valid is False and res.details["stuck"][0]["clients"] == [2]
-    progressing = stuck[:-1] + _ops([(15, 2, "ok", "acquire", None),
-                                     (20, 2, "invoke", "release", None)])[:2]
+    progressing = (
+        stuck[:-1] + _ops([(15, 2, "ok", "acquire", None), (20, 2, "invoke", "release", None)])[:2]
+    )
     assert LivenessChecker(grace_s=5).check(progressing).valid is True
     short = stuck[:-2] + _ops([(9.5, 2, "invoke", "acquire", None)])
     res = LivenessChecker(grace_s=5).check(short)
@@ -106,11 +130,15 @@ def test_liveness_flags_a_stall_that_a_late_grant_ends():
     from zkjepsen.checker.liveness import LivenessChecker
 
     fault = {"fault_id": 1, "phase": "start", "targets": ["c1"]}
-    recs = [(0, 1, "invoke", "acquire", None), (1, 1, "ok", "acquire", None),
-            (2, "nemesis", "info", "proxy-lose-create", fault),
-            (3, 2, "invoke", "acquire", None),
-            (4, "nemesis", "info", "proxy-lose-create", {**fault, "phase": "end"}),
-            (60, 2, "ok", "acquire", None), (61, 2, "invoke", "release", None)]
+    recs = [
+        (0, 1, "invoke", "acquire", None),
+        (1, 1, "ok", "acquire", None),
+        (2, "nemesis", "info", "proxy-lose-create", fault),
+        (3, 2, "invoke", "acquire", None),
+        (4, "nemesis", "info", "proxy-lose-create", {**fault, "phase": "end"}),
+        (60, 2, "ok", "acquire", None),
+        (61, 2, "invoke", "release", None),
+    ]
     res = LivenessChecker(grace_s=5).check(_ops(recs))
     assert res.valid is False and res.details["stuck"][0]["clients"] == [2]
     assert "waited all along" in res.details["stuck"][0]["reason"]

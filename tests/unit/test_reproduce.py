@@ -16,44 +16,80 @@ S = 1_000_000_000
 
 
 def fault(fid, f, start, length, chosen="holder", targets=("c2",)):
-    return {"fault_id": fid, "f": f, "target": None, "targets": list(targets),
-            "detail": {"chosen": chosen}, "params": {}, "duration": "1.5x",
-            "start_ns": int(start * S), "end_ns": int((start + length) * S)}
+    return {
+        "fault_id": fid,
+        "f": f,
+        "target": None,
+        "targets": list(targets),
+        "detail": {"chosen": chosen},
+        "params": {},
+        "duration": "1.5x",
+        "start_ns": int(start * S),
+        "end_ns": int((start + length) * S),
+    }
 
 
 def stored(tmp_path, faults, violation_at=20.0, fault_ids=(2,)):
-    results = {"valid": False, "lock": {
-        "valid": False, "belief_overlap_count": 1, "effect_overlap_count": 0,
-        "belief_overlaps": [{"clients": [1, 2], "start": int((violation_at - 1) * S),
-                             "end": int(violation_at * S),
-                             "faults": [{"fault_id": i, "f": "pause-client"}
-                                        for i in fault_ids]}]},
-        "counter": {"valid": True, "lost": 0}}
-    spec = TestSpec(recipe="kazoo", workload="counter", nemesis=["pause-client", "kill-one"],
-                    clients=8, time_limit_s=60)
+    results = {
+        "valid": False,
+        "lock": {
+            "valid": False,
+            "belief_overlap_count": 1,
+            "effect_overlap_count": 0,
+            "belief_overlaps": [
+                {
+                    "clients": [1, 2],
+                    "start": int((violation_at - 1) * S),
+                    "end": int(violation_at * S),
+                    "faults": [{"fault_id": i, "f": "pause-client"} for i in fault_ids],
+                }
+            ],
+        },
+        "counter": {"valid": True, "lost": 0},
+    }
+    spec = TestSpec(
+        recipe="kazoo",
+        workload="counter",
+        nemesis=["pause-client", "kill-one"],
+        clients=8,
+        time_limit_s=60,
+    )
     return StoredRun(RunDir(tmp_path), spec, {"faults": faults}, results)
 
 
 def test_violation_kinds():
-    assert violation_kinds({"lock": {"valid": False, "belief_overlap_count": 3,
-                                     "effect_overlap_count": 1},
-                            "counter": {"valid": False, "lost": 2},
-                            "queue": {"valid": False}, "fencing": {"valid": True}}) == {
-        "lock:belief", "lock:effect", "counter:lost", "queue"}
+    assert violation_kinds(
+        {
+            "lock": {"valid": False, "belief_overlap_count": 3, "effect_overlap_count": 1},
+            "counter": {"valid": False, "lost": 2},
+            "queue": {"valid": False},
+            "fencing": {"valid": True},
+        }
+    ) == {"lock:belief", "lock:effect", "counter:lost", "queue"}
 
 
 def test_role_targets_are_reaimed_and_identities_kept():
-    out = faults_for_replay([fault(1, "pause-client", 5, 4),
-                             fault(2, "kill-one", 9, 4, chosen="random", targets=["n2"])])
+    out = faults_for_replay(
+        [
+            fault(1, "pause-client", 5, 4),
+            fault(2, "kill-one", 9, 4, chosen="random", targets=["n2"]),
+        ]
+    )
     assert out[0]["targets"] is None and out[0]["target"] == "holder"
     assert out[1]["targets"] == ["n2"]
-    assert faults_for_replay([fault(1, "pause-client", 5, 4)], retarget=False)[0]["targets"] == \
-        ["c2"]
+    assert faults_for_replay([fault(1, "pause-client", 5, 4)], retarget=False)[0]["targets"] == [
+        "c2"
+    ]
 
 
 def test_candidates_drop_late_faults_first_then_try_the_guilty_fault_alone(tmp_path):
-    faults = faults_for_replay([fault(1, "pause-client", 5, 4), fault(2, "pause-client", 15, 4),
-                                fault(3, "kill-one", 40, 4, chosen="random", targets=["n1"])])
+    faults = faults_for_replay(
+        [
+            fault(1, "pause-client", 5, 4),
+            fault(2, "pause-client", 15, 4),
+            fault(3, "kill-one", 40, 4, chosen="random", targets=["n1"]),
+        ]
+    )
     run = stored(tmp_path, faults)
     current = Candidate(run.spec, faults, "original")
     cs = candidates(run, current)
@@ -68,8 +104,12 @@ def test_candidates_drop_late_faults_first_then_try_the_guilty_fault_alone(tmp_p
 
 
 def test_emitted_pytest_file_shows_the_schedule_as_generator_calls(tmp_path):
-    faults = faults_for_replay([fault(2, "pause-client", 4, 4.5),
-                                fault(3, "kill-one", 12, 2, chosen="random", targets=["n1"])])
+    faults = faults_for_replay(
+        [
+            fault(2, "pause-client", 4, 4.5),
+            fault(3, "kill-one", 12, 2, chosen="random", targets=["n1"]),
+        ]
+    )
     faults[0] = triggered(faults[0])
     run = stored(tmp_path, faults)
     res = ShrinkResult(Candidate(run.spec, faults, "x"), hits=3, tries=3)
@@ -78,21 +118,28 @@ def test_emitted_pytest_file_shows_the_schedule_as_generator_calls(tmp_path):
     assert "on(on_acquire(delay_s=0.1), fault('pause-client', duration=4.5))," in text
     assert "sleep(" in text and "fault('kill-one', target='n1', duration=2.0)," in text
     tree = ast.parse(text)
-    assert any(isinstance(n, ast.FunctionDef) and n.name == "test_reproduce_kazoo_counter"
-               for n in tree.body)
+    assert any(
+        isinstance(n, ast.FunctionDef) and n.name == "test_reproduce_kazoo_counter"
+        for n in tree.body
+    )
     ns: dict = {}
     exec(compile(tree, "t", "exec"), ns)  # noqa: S102 - our own generated file
     planned = g.plan(ns["SCHEDULE"], seed=1)
     assert [(p["f"], p["target"], p.get("trigger")) for p in planned] == [
         ("pause-client", "trigger", {"kind": "acquired", "k": 1, "delay_s": 0.1}),
-        ("kill-one", "n1", None)]
+        ("kill-one", "n1", None),
+    ]
     assert planned[0]["at_s"] == 3.0  # armed a second before the original start
     assert ns["SPEC"].recipe == "kazoo" and ns["SPEC"].name == "reproduce-kazoo_counter"
 
 
 def test_shrink_offers_the_holder_fault_on_the_next_acquire(tmp_path):
-    faults = faults_for_replay([fault(1, "pause-client", 15, 4),
-                                fault(2, "kill-one", 5, 4, chosen="random", targets=["n1"])])
+    faults = faults_for_replay(
+        [
+            fault(1, "pause-client", 15, 4),
+            fault(2, "kill-one", 5, 4, chosen="random", targets=["n1"]),
+        ]
+    )
     run = stored(tmp_path, faults, fault_ids=(1,))
     cs = candidates(run, Candidate(run.spec, faults, "original"))
     trig = [c for c in cs if "on the next acquire" in c.why]
@@ -101,13 +148,18 @@ def test_shrink_offers_the_holder_fault_on_the_next_acquire(tmp_path):
     assert f["target"] == "trigger" and f["targets"] is None and f["armed_ns"] == 14 * S
     assert "pause-client on_acquire(delay_s=0.1)+4.0s" in trig[0].summary()
     # A triggered fault replays re-armed (not re-timed), aimed at whom the event names.
-    executed = {**f, "targets": ["c4"], "detail": {"chosen": "explicit"},
-                "fired": {"armed_ns": 14 * S, "event_ns": 16 * S}}
+    executed = {
+        **f,
+        "targets": ["c4"],
+        "detail": {"chosen": "explicit"},
+        "fired": {"armed_ns": 14 * S, "event_ns": 16 * S},
+    }
     again = faults_for_replay([executed])[0]
     assert again["trigger"] == f["trigger"] and again["armed_ns"] == 14 * S
     assert again["targets"] is None and again["target"] == "trigger"
     assert candidates(run, trig[0]) and not any(
-        "on the next acquire" in c.why for c in candidates(run, trig[0]))
+        "on the next acquire" in c.why for c in candidates(run, trig[0])
+    )
 
 
 def test_scenario_expectations_judge_from_results_only():
@@ -118,8 +170,9 @@ def test_scenario_expectations_judge_from_results_only():
     assert fenced.judge(False, belief)[0] is True
     broken = {"lock": {"valid": False, "belief_overlap_count": 2, "effect_overlap_count": 1}}
     assert fenced.judge(False, broken)[0] is False
-    assert SCENARIOS["client-pause"].expect["kazoo"].judge(True, {"lock": {"valid": True}})[0] \
-        is False
+    assert (
+        SCENARIOS["client-pause"].expect["kazoo"].judge(True, {"lock": {"valid": True}})[0] is False
+    )
     assert Expectation(valid=True).judge(True, {})[0] is True
     # Every expectation in the catalogue can fail: it asks for something or forbids something.
     for s in SCENARIOS.values():

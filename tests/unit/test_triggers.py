@@ -61,8 +61,9 @@ def test_session_state_and_a_cut_last_line(tmp_path):
 
 def test_leader_change_asks_the_backend(tmp_path):
     leaders = iter(["n1", "n1", "n3"])
-    w = TriggerWatch(on_leader_change(), RunDir(tmp_path), leader=lambda: next(leaders),
-                     now_ns=lambda: 42)
+    w = TriggerWatch(
+        on_leader_change(), RunDir(tmp_path), leader=lambda: next(leaders), now_ns=lambda: 42
+    )
     assert w.poll() is None
     fired = w.poll()
     assert fired is not None and fired.node == "n3" and fired.at_ns == 42

@@ -62,9 +62,15 @@ class Violation:
 
     __slots__ = ("kind", "clients", "start", "end", "faults", "evidence")
 
-    def __init__(self, kind: str, clients: tuple[Any, ...] = (), start: int | None = None,
-                 end: int | None = None, faults: tuple[dict[str, Any], ...] = (),
-                 evidence: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        clients: tuple[Any, ...] = (),
+        start: int | None = None,
+        end: int | None = None,
+        faults: tuple[dict[str, Any], ...] = (),
+        evidence: Mapping[str, Any] | None = None,
+    ) -> None:
         setattr_ = object.__setattr__
         setattr_(self, "kind", kind)
         setattr_(self, "clients", clients)
@@ -90,24 +96,36 @@ class Violation:
         return hash((self.kind, self.clients, self.start, self.end))
 
     def __repr__(self) -> str:
-        return ("Violation(" + ", ".join(f"{n}={v!r}" for n, v in
-                                        zip(self.__slots__, self._fields(), strict=True)) + ")")
+        return (
+            "Violation("
+            + ", ".join(f"{n}={v!r}" for n, v in zip(self.__slots__, self._fields(), strict=True))
+            + ")"
+        )
 
     @property
     def fault_ids(self) -> set[Any]:
         return {f.get("fault_id") for f in self.faults}
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "clients": _jsonable(list(self.clients)),
-                "start": self.start, "end": self.end, "faults": _jsonable(list(self.faults)),
-                "evidence": _jsonable(dict(self.evidence))}
+        return {
+            "kind": self.kind,
+            "clients": _jsonable(list(self.clients)),
+            "start": self.start,
+            "end": self.end,
+            "faults": _jsonable(list(self.faults)),
+            "evidence": _jsonable(dict(self.evidence)),
+        }
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Violation:
-        return cls(str(d.get("kind")), tuple(d.get("clients") or ()), _time(d.get("start")),
-                   _time(d.get("end")),
-                   tuple(f for f in d.get("faults") or () if isinstance(f, dict)),
-                   dict(d.get("evidence") or {}))
+        return cls(
+            str(d.get("kind")),
+            tuple(d.get("clients") or ()),
+            _time(d.get("start")),
+            _time(d.get("end")),
+            tuple(f for f in d.get("faults") or () if isinstance(f, dict)),
+            dict(d.get("evidence") or {}),
+        )
 
 
 class Result:
@@ -121,10 +139,15 @@ class Result:
 
     _FIELDS = ("valid", "details", "violations", "parts", "outcome", "counts")
 
-    def __init__(self, valid: Verdict, details: dict[str, Any] | None = None,
-                 violations: list[Violation] | None = None,
-                 parts: dict[str, Result] | None = None, outcome: Any = None,
-                 counts: dict[str, int] | None = None) -> None:
+    def __init__(
+        self,
+        valid: Verdict,
+        details: dict[str, Any] | None = None,
+        violations: list[Violation] | None = None,
+        parts: dict[str, Result] | None = None,
+        outcome: Any = None,
+        counts: dict[str, int] | None = None,
+    ) -> None:
         self.valid = valid
         self.details = {} if details is None else details
         self.violations = [] if violations is None else violations
@@ -143,8 +166,11 @@ class Result:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return ("Result(" + ", ".join(f"{n}={v!r}" for n, v in
-                                     zip(self._FIELDS, self._fields(), strict=True)) + ")")
+        return (
+            "Result("
+            + ", ".join(f"{n}={v!r}" for n, v in zip(self._FIELDS, self._fields(), strict=True))
+            + ")"
+        )
 
     def count(self, kind: str) -> int:
         """How many violations of `kind` were found (a checker lists at most its cap)."""
@@ -167,10 +193,16 @@ class Result:
         """What the runner writes to results.json. A checker's: {"valid", **details,
         "violations": [...]}; a composed one: {"valid", **details, name: part.to_json(), ...}."""
         if self.parts:
-            return {"valid": self.valid, **_jsonable(self.details),
-                    **{name: p.to_json() for name, p in self.parts.items()}}
-        out = {"valid": self.valid, **_jsonable(self.details),
-               "violations": [v.to_json() for v in self.violations]}
+            return {
+                "valid": self.valid,
+                **_jsonable(self.details),
+                **{name: p.to_json() for name, p in self.parts.items()},
+            }
+        out = {
+            "valid": self.valid,
+            **_jsonable(self.details),
+            "violations": [v.to_json() for v in self.violations],
+        }
         if self.counts:
             out["violation_counts"] = dict(self.counts)
         return out
@@ -187,8 +219,11 @@ class Result:
             raw = d.pop("violations")
             vs = [Violation.from_json(x) for x in raw or () if isinstance(x, dict)]
             counts = d.pop("violation_counts", None)
-            counts = {str(k): n for k, n in (counts or {}).items() if isinstance(n, int)} \
-                if isinstance(counts, dict) else {}
+            counts = (
+                {str(k): n for k, n in (counts or {}).items() if isinstance(n, int)}
+                if isinstance(counts, dict)
+                else {}
+            )
             return cls(valid, d, vs, counts=counts)
         parts = {k: v for k, v in d.items() if isinstance(v, dict) and "valid" in v}
         if parts:
@@ -202,13 +237,16 @@ def as_result(results: Result | Mapping[str, Any] | None) -> Result:
     return results if isinstance(results, Result) else Result.from_json(results)
 
 
-LEGACY_KEYS = (("belief_overlaps", "belief_overlap_count", "belief"),
-               ("effect_overlaps", "effect_overlap_count", "effect"),
-               ("backwards", "backwards_count", "backwards"))
+LEGACY_KEYS = (
+    ("belief_overlaps", "belief_overlap_count", "belief"),
+    ("effect_overlaps", "effect_overlap_count", "effect"),
+    ("backwards", "backwards_count", "backwards"),
+)
 
 
-def _legacy_violations(valid: Verdict, d: Mapping[str, Any]
-                       ) -> tuple[list[Violation], dict[str, Any], None, dict[str, int]]:
+def _legacy_violations(
+    valid: Verdict, d: Mapping[str, Any]
+) -> tuple[list[Violation], dict[str, Any], None, dict[str, int]]:
     """Findings of a results.json written before violations were typed, from the keys the
     readers used to hand-type: lock overlaps, fencing going backwards, counter losses.
     Returns the rest of a Result's fields: (violations, parts, outcome, counts)."""
@@ -220,10 +258,16 @@ def _legacy_violations(valid: Verdict, d: Mapping[str, Any]
         found = [x for x in d.get(key) or () if isinstance(x, dict)]
         for x in found:
             w = x.get("window") if isinstance(x.get("window"), list) else [None, None]
-            out.append(Violation(kind, tuple(x.get("clients") or ()),
-                                 _time(x.get("start", w[0])), _time(x.get("end", w[-1])),
-                                 tuple(f for f in x.get("faults") or () if isinstance(f, dict)),
-                                 x))
+            out.append(
+                Violation(
+                    kind,
+                    tuple(x.get("clients") or ()),
+                    _time(x.get("start", w[0])),
+                    _time(x.get("end", w[-1])),
+                    tuple(f for f in x.get("faults") or () if isinstance(f, dict)),
+                    x,
+                )
+            )
         n = d.get(count_key)
         if isinstance(n, int) and n > 0:
             counts[kind] = n
@@ -260,8 +304,10 @@ def safe_check(checker: Checker, history: History) -> Result:
     except Exception as e:  # noqa: BLE001 - a buggy checker must not take the run down
         import traceback
 
-        return Result("unknown", {"error": f"{type(e).__name__}: {e}",
-                                  "traceback": traceback.format_exc(limit=5)})
+        return Result(
+            "unknown",
+            {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc(limit=5)},
+        )
     if not isinstance(r, Result):
         return Result("unknown", {"error": f"checker returned {type(r).__name__}, not Result"})
     return r
@@ -282,5 +328,15 @@ def compose(checkers: Mapping[str, Checker]) -> Compose:
     return Compose(checkers)
 
 
-__all__ = ["Checker", "Compose", "Result", "Verdict", "Violation", "as_result", "compose",
-           "merge_valid", "safe_check", "unknown"]
+__all__ = [
+    "Checker",
+    "Compose",
+    "Result",
+    "Verdict",
+    "Violation",
+    "as_result",
+    "compose",
+    "merge_valid",
+    "safe_check",
+    "unknown",
+]

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from zkjepsen.checker import Result, Violation, unknown
-from zkjepsen.checker.lock import CLIENT_DEATHS
+from zkjepsen.checker.lock_observe import CLIENT_DEATHS
 from zkjepsen.history import NEMESIS, History, Op, fault_windows, faults_during
 
 S = 1_000_000_000

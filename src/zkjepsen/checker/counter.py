@@ -40,8 +40,15 @@ class CounterChecker:
                     events.append((comp.time, 2, "low", v))
             elif inv.f == self.read and status == "ok" and comp.value is not None:
                 r = len(reads)
-                reads.append({"value": comp.value, "process": inv.process, "client": inv.actor,
-                              "start": inv.time, "end": comp.time})
+                reads.append(
+                    {
+                        "value": comp.value,
+                        "process": inv.process,
+                        "client": inv.actor,
+                        "start": inv.time,
+                        "end": comp.time,
+                    }
+                )
                 events.append((inv.time, 1, "read-start", r))
                 events.append((comp.time, 3, "read-end", r))
         acked = sum(1 for e in events if e[2] == "low")
@@ -57,8 +64,11 @@ class CounterChecker:
             else:
                 reads[x]["upper"] = upper
         errors = [r for r in reads if not r["lower"] <= r["value"] <= r["upper"]]
-        details: dict[str, Any] = {"reads": len(reads), "error_count": len(errors),
-                                   "errors": errors[:self.max_reported]}
+        details: dict[str, Any] = {
+            "reads": len(reads),
+            "error_count": len(errors),
+            "errors": errors[: self.max_reported],
+        }
         if reads:
             final = max(reads, key=lambda r: r["end"])
             details["final_read"] = final
@@ -67,22 +77,54 @@ class CounterChecker:
         else:
             details["final_read"] = None
             details["lost"] = None
-        violations = [Violation("read-out-of-bounds", (r["client"],), r["start"], r["end"],
-                                evidence={k: r[k] for k in ("value", "lower", "upper")})
-                      for r in errors[:self.max_reported]]
+        violations = [
+            Violation(
+                "read-out-of-bounds",
+                (r["client"],),
+                r["start"],
+                r["end"],
+                evidence={k: r[k] for k in ("value", "lower", "upper")},
+            )
+            for r in errors[: self.max_reported]
+        ]
         if details.get("lost"):
             f = details["final_read"]
-            violations.append(Violation("lost", (f["client"],), f["start"], f["end"], evidence={
-                "lost": details["lost"], "acknowledged": details["acknowledged"],
-                "final_value": f["value"]}))
+            violations.append(
+                Violation(
+                    "lost",
+                    (f["client"],),
+                    f["start"],
+                    f["end"],
+                    evidence={
+                        "lost": details["lost"],
+                        "acknowledged": details["acknowledged"],
+                        "final_value": f["value"],
+                    },
+                )
+            )
         if violations:
-            return Result(False, details, violations,
-                          counts={"read-out-of-bounds": len(errors)} if errors else {})
+            return Result(
+                False,
+                details,
+                violations,
+                counts={"read-out-of-bounds": len(errors)} if errors else {},
+            )
         # A counter nobody added to, or nobody read, cannot show a lost update.
         if not acked:
-            return Result("unknown", {**details, "reason": f"no {self.add} was acknowledged: "
-                                      "the counter was not tested"})
+            return Result(
+                "unknown",
+                {
+                    **details,
+                    "reason": f"no {self.add} was acknowledged: the counter was not tested",
+                },
+            )
         if not reads:
-            return Result("unknown", {**details, "reason": f"no {self.read} completed: nothing "
-                                      "shows whether the acknowledged adds were kept"})
+            return Result(
+                "unknown",
+                {
+                    **details,
+                    "reason": f"no {self.read} completed: nothing "
+                    "shows whether the acknowledged adds were kept",
+                },
+            )
         return Result(True, details)

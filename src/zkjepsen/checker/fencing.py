@@ -17,14 +17,20 @@ from collections.abc import Iterable
 from typing import Any
 
 from zkjepsen.checker import Result, Violation
-from zkjepsen.checker.lock import observe, out_of_version_order
+from zkjepsen.checker.lock import out_of_version_order
+from zkjepsen.checker.lock_observe import observe
 from zkjepsen.history import History, Op, fault_windows, faults_during
 from zkjepsen.history.stream import paused_gc
 
 
 class FencingChecker:
-    def __init__(self, acquire: Iterable[str] = ("acquire",), release: Iterable[str] = ("release",),
-                 write: Iterable[str] = ("write",), max_reported: int = 50) -> None:
+    def __init__(
+        self,
+        acquire: Iterable[str] = ("acquire",),
+        release: Iterable[str] = ("release",),
+        write: Iterable[str] = ("write",),
+        max_reported: int = 50,
+    ) -> None:
         self.names = (tuple(acquire), tuple(release), tuple(write))
         self.max_reported = max_reported
 
@@ -42,15 +48,22 @@ class FencingChecker:
             if all(w.version is not None for w in ws):
                 # The resource's versions give its exact acceptance order (see lock.py).
                 for w, top, _ in out_of_version_order(ws):
-                    backwards.append({
-                        "resource": key, "clients": [top.client, w.client],
-                        "tokens": [top.token, w.token], "versions": [top.version, w.version],
-                        "window": [top.end, w.end],
-                        "faults": faults_during(faults, min(top.start, w.start), w.end)})
+                    backwards.append(
+                        {
+                            "resource": key,
+                            "clients": [top.client, w.client],
+                            "tokens": [top.token, w.token],
+                            "versions": [top.version, w.version],
+                            "window": [top.end, w.end],
+                            "faults": faults_during(faults, min(top.start, w.start), w.end),
+                        }
+                    )
                 continue
             # Sweep by time; at equal times a completion counts as before an invoke (as lock.py).
-            events = sorted([(w.end, 0, i) for i, w in enumerate(ws)] +
-                            [(w.start, 1, i) for i, w in enumerate(ws)])
+            events = sorted(
+                [(w.end, 0, i) for i, w in enumerate(ws)]
+                + [(w.start, 1, i) for i, w in enumerate(ws)]
+            )
             top = None  # the completed write with the largest token so far
             for _t, kind, i in events:
                 w = ws[i]
@@ -58,10 +71,15 @@ class FencingChecker:
                     if top is None or w.token > top.token:
                         top = w
                 elif top is not None and w.token < top.token:  # top completed before w began
-                    backwards.append({
-                        "resource": key, "clients": [top.client, w.client],
-                        "tokens": [top.token, w.token], "window": [top.end, w.end],
-                        "faults": faults_during(faults, top.end, w.end)})
+                    backwards.append(
+                        {
+                            "resource": key,
+                            "clients": [top.client, w.client],
+                            "tokens": [top.token, w.token],
+                            "window": [top.end, w.end],
+                            "faults": faults_during(faults, top.end, w.end),
+                        }
+                    )
         granted: dict[tuple[Any, Any], Any] = {}  # (lock, token) -> client
         token_owner: dict[Any, set[Any]] = {}
         reused = []
@@ -81,28 +99,49 @@ class FencingChecker:
                 if w.token is None or w.token in maybe_tokens:
                     continue
                 if owners is None or w.client not in owners:
-                    foreign.append({"resource": w.key, "client": w.client, "token": w.token,
-                                    "granted_to": sorted(owners or (), key=repr),
-                                    "window": [w.start, w.end],
-                                    "faults": faults_during(faults, w.start, w.end)})
+                    foreign.append(
+                        {
+                            "resource": w.key,
+                            "client": w.client,
+                            "token": w.token,
+                            "granted_to": sorted(owners or (), key=repr),
+                            "window": [w.start, w.end],
+                            "faults": faults_during(faults, w.start, w.end),
+                        }
+                    )
         cap = self.max_reported
         details = {
-            "accepted_writes": len(obs.writes), "rejected_writes": obs.rejected_writes,
-            "backwards_count": len(backwards), "backwards": backwards[:cap],
-            "reused_token_count": len(reused), "reused_tokens": reused[:cap],
-            "foreign_token_count": len(foreign), "foreign_tokens": foreign[:cap]}
-        violations = ([_violation("backwards", b) for b in backwards[:cap]]
-                      + [_violation("reused-token", r) for r in reused[:cap]]
-                      + [_violation("foreign-token", f) for f in foreign[:cap]])
+            "accepted_writes": len(obs.writes),
+            "rejected_writes": obs.rejected_writes,
+            "backwards_count": len(backwards),
+            "backwards": backwards[:cap],
+            "reused_token_count": len(reused),
+            "reused_tokens": reused[:cap],
+            "foreign_token_count": len(foreign),
+            "foreign_tokens": foreign[:cap],
+        }
+        violations = (
+            [_violation("backwards", b) for b in backwards[:cap]]
+            + [_violation("reused-token", r) for r in reused[:cap]]
+            + [_violation("foreign-token", f) for f in foreign[:cap]]
+        )
         if violations:
-            counts = {"backwards": len(backwards), "reused-token": len(reused),
-                      "foreign-token": len(foreign)}
-            return Result(False, details, violations, counts={k: n for k, n in counts.items()
-                                                              if n})
+            counts = {
+                "backwards": len(backwards),
+                "reused-token": len(reused),
+                "foreign-token": len(foreign),
+            }
+            return Result(False, details, violations, counts={k: n for k, n in counts.items() if n})
         if not obs.writes and all(h.maybe for h in obs.holds):
             # No token was granted and none reached the resource: lock order was not tested.
-            return Result("unknown", {**details, "reason": "no acquire succeeded and no write "
-                                      "was accepted: fencing was not tested"})
+            return Result(
+                "unknown",
+                {
+                    **details,
+                    "reason": "no acquire succeeded and no write "
+                    "was accepted: fencing was not tested",
+                },
+            )
         return Result(True, details)
 
 
@@ -111,5 +150,6 @@ def _violation(kind: str, rec: dict[str, Any]) -> Violation:
     window = rec.get("window") or [None, None]
     clients = rec["clients"] if "clients" in rec else [rec["client"]]
     evidence = {k: v for k, v in rec.items() if k not in ("clients", "window", "faults")}
-    return Violation(kind, tuple(clients), window[0], window[1], tuple(rec.get("faults", ())),
-                     evidence)
+    return Violation(
+        kind, tuple(clients), window[0], window[1], tuple(rec.get("faults", ())), evidence
+    )

@@ -30,8 +30,13 @@ S = 1_000_000_000
 
 
 class LivenessChecker:
-    def __init__(self, acquire: Iterable[str] = ("acquire",), grace_s: float = 5.0,
-                 min_quiet_s: float = 3.0, stall_s: float = 15.0) -> None:
+    def __init__(
+        self,
+        acquire: Iterable[str] = ("acquire",),
+        grace_s: float = 5.0,
+        min_quiet_s: float = 3.0,
+        stall_s: float = 15.0,
+    ) -> None:
         self.stall_ns = int(stall_s * S)
         self.acquire = frozenset(acquire)
         self.grace_ns = int(grace_s * S)
@@ -43,57 +48,122 @@ class LivenessChecker:
         if not client_ops:
             return Result("unknown", {"reason": "no client ops: progress was not tested"})
         windows = fault_windows(ops)
-        timeouts = [op.value.get("timeout_ms") or 0 for op in ops if op.type == "event"
-                    and op.f == "session" and isinstance(op.value, dict)]
+        timeouts = [
+            op.value.get("timeout_ms") or 0
+            for op in ops
+            if op.type == "event" and op.f == "session" and isinstance(op.value, dict)
+        ]
         grace_ns = max(self.grace_ns, int(1.5 * max(timeouts, default=0) * 1_000_000))
-        healed = max((w.end if w.end is not None else client_ops[-1].time for w in windows),
-                     default=client_ops[0].time)
+        healed = max(
+            (w.end if w.end is not None else client_ops[-1].time for w in windows),
+            default=client_ops[0].time,
+        )
         quiet_start = healed + grace_ns if windows else client_ops[0].time
         quiet_end = client_ops[-1].time
         details: dict[str, Any] = {"quiet_start": quiet_start, "quiet_end": quiet_end}
-        waiting = sorted({op.actor for op in client_ops if op.type == "invoke"
-                          and op.f in self.acquire and quiet_start <= op.time}, key=str)
-        granted = sum(1 for op in client_ops if op.type == "ok" and op.f in self.acquire
-                      and quiet_start <= op.time)
+        waiting = sorted(
+            {
+                op.actor
+                for op in client_ops
+                if op.type == "invoke" and op.f in self.acquire and quiet_start <= op.time
+            },
+            key=str,
+        )
+        granted = sum(
+            1
+            for op in client_ops
+            if op.type == "ok" and op.f in self.acquire and quiet_start <= op.time
+        )
         details |= {"acquires_granted_after_heal": granted, "clients_waiting": waiting}
         # 2x the grace: at least 3x the longest session timeout
-        stall = self._stall(history if isinstance(history, History) else History(ops),
-                            quiet_start, quiet_end, max(self.stall_ns, 2 * grace_ns))
+        stall = self._stall(
+            history if isinstance(history, History) else History(ops),
+            quiet_start,
+            quiet_end,
+            max(self.stall_ns, 2 * grace_ns),
+        )
         if stall is not None:
-            return Result(False, {**details, "stuck": [stall]}, [Violation(
-                "stuck", tuple(stall["clients"]), stall["start"], stall["end"],
-                evidence={"reason": stall["reason"]})])
+            return Result(
+                False,
+                {**details, "stuck": [stall]},
+                [
+                    Violation(
+                        "stuck",
+                        tuple(stall["clients"]),
+                        stall["start"],
+                        stall["end"],
+                        evidence={"reason": stall["reason"]},
+                    )
+                ],
+            )
         if not waiting:
             return Result(True, {**details, "reason": "no acquire attempted after the heal"})
         if quiet_end - quiet_start < self.min_quiet_ns:
-            return Result(True, {**details, "judged": False, "reason": "the quiet period "
-                                 "after the last fault is too short to judge progress"})
+            return Result(
+                True,
+                {
+                    **details,
+                    "judged": False,
+                    "reason": "the quiet period "
+                    "after the last fault is too short to judge progress",
+                },
+            )
         if granted == 0:
-            stuck = {"clients": waiting, "start": quiet_start, "end": quiet_end,
-                     "reason": f"no acquire succeeded in the {(quiet_end - quiet_start) / S:.1f}"
-                               " s after every fault healed, though clients kept asking"}
-            return Result(False, {**details, "stuck": [stuck]}, [Violation(
-                "stuck", tuple(waiting), quiet_start, quiet_end,
-                evidence={"reason": stuck["reason"]})])
+            stuck = {
+                "clients": waiting,
+                "start": quiet_start,
+                "end": quiet_end,
+                "reason": f"no acquire succeeded in the {(quiet_end - quiet_start) / S:.1f}"
+                " s after every fault healed, though clients kept asking",
+            }
+            return Result(
+                False,
+                {**details, "stuck": [stuck]},
+                [
+                    Violation(
+                        "stuck",
+                        tuple(waiting),
+                        quiet_start,
+                        quiet_end,
+                        evidence={"reason": stuck["reason"]},
+                    )
+                ],
+            )
         return Result(True, {**details, "judged": True})
 
-    def _stall(self, history: History, start: int, end: int, min_ns: float
-               ) -> dict[str, Any] | None:
+    def _stall(
+        self, history: History, start: int, end: int, min_ns: float
+    ) -> dict[str, Any] | None:
         """The first stretch of [start, end] of at least min_ns with no acquire granted while
         some acquire was pending all along; None if there is none."""
         calls = [c for c in history.calls(validate=False) if c.invoke.f in self.acquire]
-        grants = sorted(c.complete.time for c in calls
-                        if c.complete is not None and c.complete.type == "ok"
-                        and start <= c.complete.time <= end)
+        grants = sorted(
+            c.complete.time
+            for c in calls
+            if c.complete is not None
+            and c.complete.type == "ok"
+            and start <= c.complete.time <= end
+        )
         edges = [start, *grants, end]
         for a, b in zip(edges, edges[1:], strict=False):
             if b - a < min_ns:
                 continue
-            waited = sorted({c.invoke.actor for c in calls if min(
-                b, c.complete.time if c.complete is not None else end) - max(
-                a, c.invoke.time) >= min_ns}, key=str)
+            waited = sorted(
+                {
+                    c.invoke.actor
+                    for c in calls
+                    if min(b, c.complete.time if c.complete is not None else end)
+                    - max(a, c.invoke.time)
+                    >= min_ns
+                },
+                key=str,
+            )
             if waited:
-                return {"clients": waited, "start": a, "end": b,
-                        "reason": f"no acquire succeeded for {(b - a) / S:.1f} s after every "
-                                  f"fault healed while {len(waited)} client(s) waited all along"}
+                return {
+                    "clients": waited,
+                    "start": a,
+                    "end": b,
+                    "reason": f"no acquire succeeded for {(b - a) / S:.1f} s after every "
+                    f"fault healed while {len(waited)} client(s) waited all along",
+                }
         return None

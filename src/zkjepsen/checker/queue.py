@@ -23,8 +23,14 @@ from zkjepsen.history import History
 
 
 class QueueChecker:
-    def __init__(self, fifo: bool = False, enqueue: str = "enqueue", dequeue: str = "dequeue",
-                 drain: str = "drain", max_reported: int = 50) -> None:
+    def __init__(
+        self,
+        fifo: bool = False,
+        enqueue: str = "enqueue",
+        dequeue: str = "dequeue",
+        drain: str = "drain",
+        max_reported: int = 50,
+    ) -> None:
         self.fifo = fifo
         self.names = (enqueue, dequeue, drain)
         self.max_reported = max_reported
@@ -54,48 +60,76 @@ class QueueChecker:
         cap = self.max_reported
         duplicated = sorted((v for v, n in takes.items() if n > 1), key=repr)
         unexpected = sorted((v for v in takes if v not in enq), key=repr)
-        lost = (sorted((v for v, e in enq.items() if e[2] == "ok" and v not in takes), key=repr)
-                if drained else None)
+        lost = (
+            sorted((v for v, e in enq.items() if e[2] == "ok" and v not in takes), key=repr)
+            if drained
+            else None
+        )
         recovered = sum(1 for v, e in enq.items() if e[2] != "ok" and v in takes)
         fifo_violations = self._fifo(enq, taken) if self.fifo else []
         details = {
-            "enqueued": len(enq), "taken": sum(takes.values()), "drained": drained,
-            "duplicated_count": len(duplicated), "duplicated": duplicated[:cap],
-            "unexpected_count": len(unexpected), "unexpected": unexpected[:cap],
+            "enqueued": len(enq),
+            "taken": sum(takes.values()),
+            "drained": drained,
+            "duplicated_count": len(duplicated),
+            "duplicated": duplicated[:cap],
+            "unexpected_count": len(unexpected),
+            "unexpected": unexpected[:cap],
             "lost_count": None if lost is None else len(lost),
             "lost": None if lost is None else lost[:cap],
             "recovered": recovered,
-            "fifo_checked": self.fifo, "fifo_violation_count": len(fifo_violations),
-            "fifo_violations": fifo_violations[:cap]}
-        violations = ([Violation("duplicated", evidence={"value": v}) for v in duplicated[:cap]]
-                      + [Violation("unexpected", evidence={"value": v}) for v in unexpected[:cap]]
-                      + [Violation("lost", evidence={"value": v}) for v in (lost or ())[:cap]]
-                      + [Violation("fifo", start=min(x["enqueue_windows"][0][0],
-                                                     x["enqueue_windows"][1][0]),
-                                   end=max(x["take_windows"][0][1], x["take_windows"][1][1]),
-                                   evidence=x)
-                         for x in fifo_violations[:cap]])
+            "fifo_checked": self.fifo,
+            "fifo_violation_count": len(fifo_violations),
+            "fifo_violations": fifo_violations[:cap],
+        }
+        violations = (
+            [Violation("duplicated", evidence={"value": v}) for v in duplicated[:cap]]
+            + [Violation("unexpected", evidence={"value": v}) for v in unexpected[:cap]]
+            + [Violation("lost", evidence={"value": v}) for v in (lost or ())[:cap]]
+            + [
+                Violation(
+                    "fifo",
+                    start=min(x["enqueue_windows"][0][0], x["enqueue_windows"][1][0]),
+                    end=max(x["take_windows"][0][1], x["take_windows"][1][1]),
+                    evidence=x,
+                )
+                for x in fifo_violations[:cap]
+            ]
+        )
         if violations:
-            counts = {"duplicated": len(duplicated), "unexpected": len(unexpected),
-                      "lost": len(lost or ()), "fifo": len(fifo_violations)}
-            return Result(False, details, violations, counts={k: n for k, n in counts.items()
-                                                              if n})
+            counts = {
+                "duplicated": len(duplicated),
+                "unexpected": len(unexpected),
+                "lost": len(lost or ()),
+                "fifo": len(fifo_violations),
+            }
+            return Result(False, details, violations, counts={k: n for k, n in counts.items() if n})
         # An empty queue loses nothing: without an enqueue and a take nothing was tested.
         if not any(e[2] == "ok" for e in enq.values()):
-            return Result("unknown", {**details, "reason": f"no {enq_f} succeeded: the queue "
-                                      "was not tested"})
+            return Result(
+                "unknown", {**details, "reason": f"no {enq_f} succeeded: the queue was not tested"}
+            )
         if not takes:
-            return Result("unknown", {**details, "reason": f"no {deq_f} or {drain_f} took a "
-                                      "value: nothing shows what the queue kept"})
+            return Result(
+                "unknown",
+                {
+                    **details,
+                    "reason": f"no {deq_f} or {drain_f} took a "
+                    "value: nothing shows what the queue kept",
+                },
+            )
         return Result(True, details)
 
     @staticmethod
-    def _fifo(enq: dict[Any, tuple[int, float, str]],
-              taken: dict[Any, tuple[int, int]]) -> list[dict[str, Any]]:
+    def _fifo(
+        enq: dict[Any, tuple[int, float, str]], taken: dict[Any, tuple[int, int]]
+    ) -> list[dict[str, Any]]:
         both = [(v, enq[v], taken[v]) for v in enq if v in taken]
         # events: enqueue completion of a makes a "certainly earlier" candidate for later b
-        events = sorted([(e[1], 0, k) for k, (_, e, _) in enumerate(both)] +
-                        [(e[0], 1, k) for k, (_, e, _) in enumerate(both)])
+        events = sorted(
+            [(e[1], 0, k) for k, (_, e, _) in enumerate(both)]
+            + [(e[0], 1, k) for k, (_, e, _) in enumerate(both)]
+        )
         out = []
         top = None  # index into both: among completed enqueues, the one taken latest (by start)
         for _, kind, k in events:
@@ -104,7 +138,12 @@ class QueueChecker:
                     top = k
             elif top is not None and both[k][2][1] < both[top][2][0] and top != k:
                 a, b = both[top], both[k]
-                out.append({"first_enqueued": a[0], "taken_after": b[0],
-                            "enqueue_windows": [a[1][:2], b[1][:2]],
-                            "take_windows": [a[2], b[2]]})
+                out.append(
+                    {
+                        "first_enqueued": a[0],
+                        "taken_after": b[0],
+                        "enqueue_windows": [a[1][:2], b[1][:2]],
+                        "take_windows": [a[2], b[2]],
+                    }
+                )
         return out

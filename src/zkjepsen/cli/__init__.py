@@ -30,10 +30,14 @@ def interrupted_message(e: BaseException, what: str = "interrupted") -> str:
     if td is None:
         return f"zkjepsen: {what}."
     if td.left:
-        return (f"zkjepsen: {what}; run {td.run_id} left {', '.join(td.left)} behind "
-                "(`zkjepsen cleanup` removes them).")
-    return (f"zkjepsen: {what}; everything run {td.run_id} started was removed; its partial "
-            f"history: `zkjepsen analyze {td.store_dir}`.")
+        return (
+            f"zkjepsen: {what}; run {td.run_id} left {', '.join(td.left)} behind "
+            "(`zkjepsen cleanup` removes them)."
+        )
+    return (
+        f"zkjepsen: {what}; everything run {td.run_id} started was removed; its partial "
+        f"history: `zkjepsen analyze {td.store_dir}`."
+    )
 
 
 def fast_check(argv: list[str]) -> None:
@@ -49,8 +53,9 @@ def fast_check(argv: list[str]) -> None:
     except KeyboardInterrupt:
         code = 130
     except Exception as e:  # noqa: BLE001 - last resort: one line, not a traceback
-        print(f"zkjepsen: internal error: {type(e).__name__}: {e} (please report it)",
-              file=sys.stderr)
+        print(
+            f"zkjepsen: internal error: {type(e).__name__}: {e} (please report it)", file=sys.stderr
+        )
         code = EXIT_INTERNAL
     sys.exit(code)
 
@@ -81,8 +86,11 @@ def main(argv: list[str] | None = None) -> None:
     except Terminated as e:
         exit_interrupted(interrupted_message(e, str(e)), 143)
     except Exception as e:  # noqa: BLE001 - last resort: one line, not a traceback
-        click.echo(f"zkjepsen: internal error: {type(e).__name__}: {e} "
-                   "(please report it with the run's run.log)", err=True)
+        click.echo(
+            f"zkjepsen: internal error: {type(e).__name__}: {e} "
+            "(please report it with the run's run.log)",
+            err=True,
+        )
         sys.exit(EXIT_INTERNAL)
     sys.exit(rv if isinstance(rv, int) else 0)
 

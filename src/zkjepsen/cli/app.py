@@ -44,8 +44,11 @@ def cli() -> None:
     """Show, with evidence, where ZooKeeper locks break atomicity."""
 
 
-@click.command("check", add_help_option=False,
-               context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.command(
+    "check",
+    add_help_option=False,
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+)
 @click.pass_context
 def check_command(ctx: click.Context) -> None:
     """Check a history file against a model (exit 0 valid, 1 invalid, 2 unknown)."""

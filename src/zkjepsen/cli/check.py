@@ -42,31 +42,56 @@ def parser() -> argparse.ArgumentParser:
         def error(self, message: str) -> None:  # one sentence and 254, as every bad input
             raise BadInput(f"check: {message} (see `zkjepsen check --help`)")
 
-    ap = Parser(prog="zkjepsen check", description="Check HISTORY and print a verdict "
-                 "(exit 0 valid, 1 invalid, 2 unknown, 254 bad input).")
+    ap = Parser(
+        prog="zkjepsen check",
+        description="Check HISTORY and print a verdict "
+        "(exit 0 valid, 1 invalid, 2 unknown, 254 bad input).",
+    )
     ap.add_argument("history")
-    ap.add_argument("--model", dest="model_name", required=True,
-                    help="linearizability model (`zkjepsen list models`), or another checker: "
-                         + ", ".join(OTHER_CHECKERS))
+    ap.add_argument(
+        "--model",
+        dest="model_name",
+        required=True,
+        help="linearizability model (`zkjepsen list models`), or another checker: "
+        + ", ".join(OTHER_CHECKERS),
+    )
     ap.add_argument("--format", dest="fmt", choices=FORMATS, default="auto")
-    ap.add_argument("--initial", default=None, help="initial model state as JSON (null, 0, \"\")")
-    ap.add_argument("--time-limit", type=float, default=60.0,
-                    help="seconds before the search gives up with 'unknown' (default 60)")
-    ap.add_argument("--html", dest="html_path", default=None,
-                    help="where to write the counterexample on failure")
-    ap.add_argument("--json", dest="as_json", action="store_true",
-                    help="print the full result as JSON")
-    ap.add_argument("--memory-limit", type=int, default=2048, metavar="MIB",
-                    help="memory the check may use, reading included (default 2048 MiB); "
-                         "past it the verdict is 'unknown'")
+    ap.add_argument("--initial", default=None, help='initial model state as JSON (null, 0, "")')
+    ap.add_argument(
+        "--time-limit",
+        type=float,
+        default=60.0,
+        help="seconds before the search gives up with 'unknown' (default 60)",
+    )
+    ap.add_argument(
+        "--html",
+        dest="html_path",
+        default=None,
+        help="where to write the counterexample on failure",
+    )
+    ap.add_argument(
+        "--json", dest="as_json", action="store_true", help="print the full result as JSON"
+    )
+    ap.add_argument(
+        "--memory-limit",
+        type=int,
+        default=2048,
+        metavar="MIB",
+        help="memory the check may use, reading included (default 2048 MiB); "
+        "past it the verdict is 'unknown'",
+    )
     return ap
 
 
 # --option: (attribute, conversion); a flag has no conversion.
 _OPTIONS: dict[str, tuple[str, Any]] = {
-    "--model": ("model_name", str), "--format": ("fmt", str), "--initial": ("initial", str),
-    "--time-limit": ("time_limit", float), "--html": ("html_path", str),
-    "--json": ("as_json", None), "--memory-limit": ("memory_limit", int),
+    "--model": ("model_name", str),
+    "--format": ("fmt", str),
+    "--initial": ("initial", str),
+    "--time-limit": ("time_limit", float),
+    "--html": ("html_path", str),
+    "--json": ("as_json", None),
+    "--memory-limit": ("memory_limit", int),
 }
 
 
@@ -75,9 +100,15 @@ def quick_parse(argv: list[str]) -> dict[str, Any] | None:
     every add_argument, were a fifth of the start-up): full option names, `--opt VALUE` or
     `--opt=VALUE`, one history. None for anything else (help, abbreviations, a value that
     looks like an option, a bad value, ...): argparse then parses it and words any error."""
-    a: dict[str, Any] = {"model_name": None, "fmt": "auto", "initial": None,
-                         "time_limit": 60.0, "html_path": None, "as_json": False,
-                         "memory_limit": 2048}
+    a: dict[str, Any] = {
+        "model_name": None,
+        "fmt": "auto",
+        "initial": None,
+        "time_limit": 60.0,
+        "html_path": None,
+        "as_json": False,
+        "memory_limit": 2048,
+    }
     history = None
     it = iter(argv)
     for tok in it:
@@ -137,8 +168,9 @@ def _parse_initial(text: str | None) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError:
-        raise BadInput(f"--initial must be JSON (e.g. 0, null, '\"\"', '{{\"x\": 0}}'), "
-                       f"got {text!r}") from None
+        raise BadInput(
+            f"--initial must be JSON (e.g. 0, null, '\"\"', '{{\"x\": 0}}'), got {text!r}"
+        ) from None
 
 
 def _summary(result: Any) -> str:
@@ -149,10 +181,12 @@ def _summary(result: Any) -> str:
         return f"unknown: {d.get('reason') or d.get('error') or 'undecided'}"
     if "cannot_place" in d:
         stuck = d["cannot_place"]
-        return (f"NOT linearizable: {stuck['op']} by process {stuck['process']} cannot be placed "
-                f"after a linearizable prefix of {d['longest_prefix_length']} ops"
-                + (f" (partition {d['partition']!r})" if d.get("partition") is not None else ""))
-    counts = {k[:-len("_count")]: v for k, v in d.items() if k.endswith("_count") and v}
+        return (
+            f"NOT linearizable: {stuck['op']} by process {stuck['process']} cannot be placed "
+            f"after a linearizable prefix of {d['longest_prefix_length']} ops"
+            + (f" (partition {d['partition']!r})" if d.get("partition") is not None else "")
+        )
+    counts = {k[: -len("_count")]: v for k, v in d.items() if k.endswith("_count") and v}
     return "invalid: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())
 
 
@@ -173,17 +207,32 @@ def run(argv: list[str]) -> int:
         a = vars(parser().parse_args(argv))
     limit_memory(a["memory_limit"])
     try:
-        return check_file(a["history"], a["model_name"], a["fmt"], a["initial"],
-                          a["time_limit"], a["html_path"], a["as_json"])
+        return check_file(
+            a["history"],
+            a["model_name"],
+            a["fmt"],
+            a["initial"],
+            a["time_limit"],
+            a["html_path"],
+            a["as_json"],
+        )
     except MemoryError:
-        _echo(f"{a['history']}: unknown: the memory limit of {a['memory_limit']} MiB was "
-              "reached (raise it with --memory-limit)")
+        _echo(
+            f"{a['history']}: unknown: the memory limit of {a['memory_limit']} MiB was "
+            "reached (raise it with --memory-limit)"
+        )
         return EXIT_UNKNOWN
 
 
-def check_file(history: str | os.PathLike[str], model_name: str, fmt: str,
-               initial: str | None, time_limit: float,
-               html_path: str | os.PathLike[str] | None, as_json: bool) -> int:
+def check_file(
+    history: str | os.PathLike[str],
+    model_name: str,
+    fmt: str,
+    initial: str | None,
+    time_limit: float,
+    html_path: str | os.PathLike[str] | None,
+    as_json: bool,
+) -> int:
     """Check HISTORY and print a verdict; returns 0 valid, 1 invalid, 2 unknown."""
     if not math.isfinite(time_limit) or time_limit <= 0:
         raise BadInput(f"--time-limit {time_limit} must be a positive number of seconds")
@@ -191,8 +240,10 @@ def check_file(history: str | os.PathLike[str], model_name: str, fmt: str,
     from zkjepsen.history.formats import read_history
 
     if model_name not in OTHER_CHECKERS and model_name not in _models():
-        raise BadInput(f"unknown model {model_name!r}; choose from "
-                       f"{', '.join(sorted([*_models(), *OTHER_CHECKERS]))}")
+        raise BadInput(
+            f"unknown model {model_name!r}; choose from "
+            f"{', '.join(sorted([*_models(), *OTHER_CHECKERS]))}"
+        )
     h = read_history(history, fmt)
     if model_name in OTHER_CHECKERS:
         module, _, cls = OTHER_CHECKERS[model_name].partition(":")
@@ -200,8 +251,10 @@ def check_file(history: str | os.PathLike[str], model_name: str, fmt: str,
         try:
             result = checker.check(h)
         except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
-            raise BadInput(f"the {model_name} checker cannot read this history's values: "
-                           f"{type(e).__name__}: {e}") from None
+            raise BadInput(
+                f"the {model_name} checker cannot read this history's values: "
+                f"{type(e).__name__}: {e}"
+            ) from None
     else:
         from zkjepsen.checker.linearizability import Linearizable
         from zkjepsen.checker.models import make_model
@@ -216,12 +269,19 @@ def check_file(history: str | os.PathLike[str], model_name: str, fmt: str,
             out = html_path or f"{os.fspath(history)}.counterexample.html"
             name = os.path.basename(history)
             try:
-                write(out, result.outcome, model, title=f"{name}: not linearizable",
-                      partition=result.details.get("partition"), faults=fault_windows(h))
+                write(
+                    out,
+                    result.outcome,
+                    model,
+                    title=f"{name}: not linearizable",
+                    partition=result.details.get("partition"),
+                    faults=fault_windows(h),
+                )
                 result.details["html"] = str(out)
             except OSError as e:
-                result.details["html_error"] = (f"counterexample not written to {out} "
-                                                f"({e.strerror}); give --html PATH")
+                result.details["html_error"] = (
+                    f"counterexample not written to {out} ({e.strerror}); give --html PATH"
+                )
     if as_json:
         _echo(json.dumps(result.to_json(), indent=2, default=str))
     _echo(f"{history}: {_summary(result)}")

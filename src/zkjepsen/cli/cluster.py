@@ -27,14 +27,19 @@ def ensure_image(client, image: str | None, force: bool = False) -> ImageInfo:
     tag = default_tag()
     with console.status(f"building {tag} (first time only, ~1-2 min)") as status:
         info = image_lib.ensure_image(
-            client, None, force=force, on_progress=lambda s: status.update(f"building {tag}: {s}"))
+            client, None, force=force, on_progress=lambda s: status.update(f"building {tag}: {s}")
+        )
     console.print(f"built {info.tag}: {info.size_bytes / 1e6:.0f} MB in {info.build_seconds:.0f} s")
     return info
 
 
 def image_option(f):
-    return click.option("--image", default=None, metavar="NAME",
-                        help="Use this local image instead of building zkjepsen's own.")(f)
+    return click.option(
+        "--image",
+        default=None,
+        metavar="NAME",
+        help="Use this local image instead of building zkjepsen's own.",
+    )(f)
 
 
 @click.group("image")
@@ -47,8 +52,10 @@ def image_group() -> None:
 def image_build(force: bool) -> None:
     """Build the node image with debootstrap + docker import."""
     info = ensure_image(resources.docker_client(), None, force=force)
-    click.echo(f"{info.tag}\t{info.size_bytes / 1e6:.0f} MB"
-               + (f"\tbuilt in {info.build_seconds:.1f} s" if info.built else "\t(cached)"))
+    click.echo(
+        f"{info.tag}\t{info.size_bytes / 1e6:.0f} MB"
+        + (f"\tbuilt in {info.build_seconds:.1f} s" if info.built else "\t(cached)")
+    )
 
 
 @click.group("cluster")
@@ -59,8 +66,13 @@ def cluster_group() -> None:
 @cluster_group.command("up")
 @click.option("--nodes", default=3, show_default=True, type=click.IntRange(1, 9))
 @click.option("--tick-ms", default=500, show_default=True, type=click.IntRange(50, 10000))
-@click.option("--store", "store_root", default=None, type=click.Path(path_type=Path),
-              help="Store root (default ./store).")
+@click.option(
+    "--store",
+    "store_root",
+    default=None,
+    type=click.Path(path_type=Path),
+    help="Store root (default ./store).",
+)
 @image_option
 def cluster_up(nodes: int, tick_ms: int, store_root: Path | None, image: str | None) -> None:
     """Start an ensemble and leave it running (take it down with `cluster down`)."""
@@ -77,8 +89,9 @@ def cluster_up(nodes: int, tick_ms: int, store_root: Path | None, image: str | N
         except BaseException:
             ens.stop()
             raise
-    console.print(f"{nodes} servers serving in {time.monotonic() - t0:.1f} s; "
-                  f"leader {ens.leader().name}")
+    console.print(
+        f"{nodes} servers serving in {time.monotonic() - t0:.1f} s; leader {ens.leader().name}"
+    )
     click.echo(f"{ens.run_id}\t{ens.connect_string()}")
 
 
@@ -90,17 +103,22 @@ def _pick_run(client, run_id: str | None, action: str) -> str:
     runs = resources.find_runs(client)
     if run_id:
         run = runs.get(run_id)
-        if (action == "down" and run is not None and not run.detached and run.owner_alive):
-            raise BadInput(f"run {run_id} belongs to a running zkjepsen process ("
-                           f"{_owner_pids(run)}); stop that process (Ctrl-C) instead")
+        if action == "down" and run is not None and not run.detached and run.owner_alive:
+            raise BadInput(
+                f"run {run_id} belongs to a running zkjepsen process ("
+                f"{_owner_pids(run)}); stop that process (Ctrl-C) instead"
+            )
         return run_id
     running = sorted(r.run_id for r in runs.values() if r.containers and r.detached)
     if not running:
-        raise BadInput("no cluster started by `zkjepsen cluster up` is running; start one "
-                       "with `zkjepsen cluster up` (runs of `zkjepsen test` are not clusters)")
+        raise BadInput(
+            "no cluster started by `zkjepsen cluster up` is running; start one "
+            "with `zkjepsen cluster up` (runs of `zkjepsen test` are not clusters)"
+        )
     if len(running) > 1:
-        raise BadInput(f"{len(running)} clusters are running ({', '.join(running)}); "
-                       "name one by its run id")
+        raise BadInput(
+            f"{len(running)} clusters are running ({', '.join(running)}); name one by its run id"
+        )
     return running[0]
 
 
@@ -119,8 +137,9 @@ def cluster_status(run_id: str | None) -> None:
     for col in ("node", "ip", "container", "mode", "zxid", "connections"):
         table.add_column(col)
     for row in ens.status():
-        table.add_row(*(str(row[k]) for k in ("node", "ip", "container", "mode", "zxid",
-                                              "connections")))
+        table.add_row(
+            *(str(row[k]) for k in ("node", "ip", "container", "mode", "zxid", "connections"))
+        )
     Console().print(table)
 
 
@@ -135,12 +154,21 @@ def cluster_down(run_id: str | None) -> None:
 
 
 @click.command("cleanup")
-@click.option("--all", "everything", is_flag=True,
-              help="Also remove detached clusters and runs whose owner is still alive.")
+@click.option(
+    "--all",
+    "everything",
+    is_flag=True,
+    help="Also remove detached clusters and runs whose owner is still alive.",
+)
 @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
-@click.option("--engine", "engines", multiple=True, metavar="ENGINE",
-              help="Clean up this engine (context name or DOCKER_HOST URL; repeatable) instead "
-                   "of the environment's.")
+@click.option(
+    "--engine",
+    "engines",
+    multiple=True,
+    metavar="ENGINE",
+    help="Clean up this engine (context name or DOCKER_HOST URL; repeatable) instead "
+    "of the environment's.",
+)
 @click.argument("run_ids", nargs=-1)
 def cleanup(everything: bool, dry_run: bool, engines: tuple, run_ids: tuple) -> None:
     """Remove what crashed zkjepsen runs left behind (containers, networks, scratch files);
@@ -160,13 +188,20 @@ def cleanup(everything: bool, dry_run: bool, engines: tuple, run_ids: tuple) -> 
             runs = {k: v for k, v in runs.items() if k in run_ids}
         for run in sorted(runs.values(), key=lambda r: r.run_id):
             if not (everything or run.orphaned):
-                reason = ("detached cluster" if run.detached else "still starting"
-                          if run.starting else "owner still running")
+                reason = (
+                    "detached cluster"
+                    if run.detached
+                    else "still starting"
+                    if run.starting
+                    else "owner still running"
+                )
                 click.echo(f"kept    {run.run_id}{on} ({reason}; use --all to remove)")
                 continue
             if dry_run:
-                click.echo(f"would remove {run.run_id}{on}: {len(run.containers)} containers, "
-                           f"{len(run.networks)} networks")
+                click.echo(
+                    f"would remove {run.run_id}{on}: {len(run.containers)} containers, "
+                    f"{len(run.networks)} networks"
+                )
                 continue
             nc, nn = resources.remove_run(client, run.run_id)
             click.echo(f"removed {run.run_id}{on}: {nc} containers, {nn} networks")
@@ -176,8 +211,13 @@ def cleanup(everything: bool, dry_run: bool, engines: tuple, run_ids: tuple) -> 
 
 @click.command("demo")
 @click.option("--nodes", default=5, show_default=True, type=click.IntRange(1, 9))
-@click.option("--time-limit", default=40.0, show_default=True, type=float,
-              help="Length of the lock run's main phase (seconds).")
+@click.option(
+    "--time-limit",
+    default=40.0,
+    show_default=True,
+    type=float,
+    help="Length of the lock run's main phase (seconds).",
+)
 @image_option
 def demo(nodes: int, time_limit: float, image: str | None) -> None:
     """The main job: an ensemble round trip, then a short kazoo-Lock run with a frozen holder."""
@@ -189,11 +229,24 @@ def demo(nodes: int, time_limit: float, image: str | None) -> None:
     from zkjepsen.runner import run_test
     from zkjepsen.spec import TestSpec
 
-    spec = TestSpec(recipe="kazoo", workload="counter", nemesis=["pause-client"], nodes=3,
-                    clients=5, time_limit_s=time_limit, recovery_s=5.0, session_timeout_s=3.0,
-                    seed=1, image=image, interval_s=8.0, name="demo-kazoo-pause-client")
-    console.print(f"\nNow a {time_limit:g} s run: 5 clients increment a counter under kazoo's Lock "
-                  "on 3 servers while the lock holder is frozen for 1.5x its session timeout.")
+    spec = TestSpec(
+        recipe="kazoo",
+        workload="counter",
+        nemesis=["pause-client"],
+        nodes=3,
+        clients=5,
+        time_limit_s=time_limit,
+        recovery_s=5.0,
+        session_timeout_s=3.0,
+        seed=1,
+        image=image,
+        interval_s=8.0,
+        name="demo-kazoo-pause-client",
+    )
+    console.print(
+        f"\nNow a {time_limit:g} s run: 5 clients increment a counter under kazoo's Lock "
+        "on 3 servers while the lock holder is frozen for 1.5x its session timeout."
+    )
     run = run_test(spec, display=LiveDisplay())
     print_verdict(run)
     console.print(f"open {run.store_dir}/timeline.html to see who held the lock when")
@@ -205,10 +258,14 @@ def _round_trip(client, nodes: int, image: str) -> None:
 
     spec = EnsembleSpec(nodes=nodes, image=image)
     t0 = time.monotonic()
-    with signals.teardown_on_signals(), \
-            DockerEnsemble(spec, new_run_dir("demo-ensemble").path, client=client) as ens:
-        console.print(f"{nodes} servers serving in {time.monotonic() - t0:.1f} s "
-                      f"(run {ens.run_id}); leader {ens.leader().name}")
+    with (
+        signals.teardown_on_signals(),
+        DockerEnsemble(spec, new_run_dir("demo-ensemble").path, client=client) as ens,
+    ):
+        console.print(
+            f"{nodes} servers serving in {time.monotonic() - t0:.1f} s "
+            f"(run {ens.run_id}); leader {ens.leader().name}"
+        )
         first, last = ens.nodes[0], ens.nodes[-1]
         writer = KazooClient(hosts=first.address, timeout=4)
         reader = KazooClient(hosts=last.address, timeout=4)
@@ -228,5 +285,11 @@ def _round_trip(client, nodes: int, image: str) -> None:
             raise EnvironmentProblem(f"read {got!r} through {last.name}, wrote {value!r}")
         console.print(f"wrote through {first.name}, read the same value through {last.name}")
     left = resources.find_runs(client).get(ens.run_id)
-    console.print("torn down: " + ("nothing left behind" if not left or not (
-        left.containers or left.networks) else f"LEFTOVERS {left}"))
+    console.print(
+        "torn down: "
+        + (
+            "nothing left behind"
+            if not left or not (left.containers or left.networks)
+            else f"LEFTOVERS {left}"
+        )
+    )

@@ -39,8 +39,13 @@ class LiveDisplay:
     def attach(self, run_dir: RunDir, t0_ns: int, spec: TestSpec) -> None:
         self.run_dir, self.spec = run_dir, spec
         self.t0 = time.monotonic()
-        self.live = Live(self._render(), console=console, refresh_per_second=2,
-                         get_renderable=self._render, transient=True)
+        self.live = Live(
+            self._render(),
+            console=console,
+            refresh_per_second=2,
+            get_renderable=self._render,
+            transient=True,
+        )
         self.live.start()
 
     def detach(self) -> None:
@@ -50,8 +55,7 @@ class LiveDisplay:
 
     def _tail(self) -> None:
         if self.tail is None:
-            self.tail = DirTailer(self.run_dir.client_histories,
-                                  extra=[self.run_dir.nemesis_log])
+            self.tail = DirTailer(self.run_dir.client_histories, extra=[self.run_dir.nemesis_log])
         for records in self.tail.poll().values():
             for r in records:
                 if r.get("process") == "nemesis":
@@ -72,9 +76,11 @@ class LiveDisplay:
         self._tail()
         elapsed = time.monotonic() - self.t0
         total = self.spec.time_limit_s + self.spec.recovery_s
-        head = Text(f"{self.spec.test_name}  elapsed {elapsed:5.0f}s  remaining "
-                    f"{max(0, total - elapsed):4.0f}s  faults: "
-                    + (", ".join(self.active.values()) or "none active"))
+        head = Text(
+            f"{self.spec.test_name}  elapsed {elapsed:5.0f}s  remaining "
+            f"{max(0, total - elapsed):4.0f}s  faults: "
+            + (", ".join(self.active.values()) or "none active")
+        )
         table = Table(show_header=True, box=None)
         table.add_column("op")
         table.add_column("count", justify="right")

@@ -27,10 +27,17 @@ def list_command(what: str) -> None:
     if what == "recipes":
         from zkjepsen.recipes import RECIPES
 
-        rows = [(n, f"{r.language:<6} {r.source:<7}  {r.description}  [expect: {r.flaw}]")
-                for n, r in sorted(RECIPES.items())]
-        rows.append(("exec:PATH", "any    user     your own program, speaking the client wire "
-                     "protocol (docs/client-protocol.md); or --client-cmd CMD"))
+        rows = [
+            (n, f"{r.language:<6} {r.source:<7}  {r.description}  [expect: {r.flaw}]")
+            for n, r in sorted(RECIPES.items())
+        ]
+        rows.append(
+            (
+                "exec:PATH",
+                "any    user     your own program, speaking the client wire "
+                "protocol (docs/client-protocol.md); or --client-cmd CMD",
+            )
+        )
     elif what == "workloads":
         from zkjepsen.workloads import WORKLOADS, get_workload
 
@@ -62,17 +69,40 @@ def _split(text: str, what: str) -> list[str]:
 @click.option("--session-timeout", type=float, default=4.0, show_default=True)
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE")
 @click.option("--seed", type=int, default=1, show_default=True)
-@click.option("--out", type=click.Path(path_type=Path), default=Path("store/matrix.md"),
-              show_default=True, help="Where to write the Markdown table (JSON beside it).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("store/matrix.md"),
+    show_default=True,
+    help="Where to write the Markdown table (JSON beside it).",
+)
 @click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
-@click.option("--shard", default=None, metavar="I/N",
-              help="Run only this share of the cells (CI job I of N); `zkjepsen merge` joins "
-                   "the shards' stores.")
+@click.option(
+    "--shard",
+    default=None,
+    metavar="I/N",
+    help="Run only this share of the cells (CI job I of N); `zkjepsen merge` joins "
+    "the shards' stores.",
+)
 @engine_option
 @parallel_option
-def matrix_command(recipes, nemeses, runs, workload, time_limit, nodes, clients,
-                   session_timeout, params, seed, out, store_root, shard, engines,
-                   parallel) -> None:
+def matrix_command(
+    recipes,
+    nemeses,
+    runs,
+    workload,
+    time_limit,
+    nodes,
+    clients,
+    session_timeout,
+    params,
+    seed,
+    out,
+    store_root,
+    shard,
+    engines,
+    parallel,
+) -> None:
     """Run every recipe x nemesis cell K times; print and write the verdict table."""
     from zkjepsen.cli.options import scalar as _scalar
     from zkjepsen.fanout import Job, run_jobs
@@ -89,58 +119,98 @@ def matrix_command(recipes, nemeses, runs, workload, time_limit, nodes, clients,
         extra[k] = _scalar(v)
     all_cells = [f"{rc}|{nm}" for rc in recipe_list for nm in nemesis_list]
     mine = findings.cells_of_shard(all_cells, share)
-    specs = [(cell, TestSpec(recipe=cell.split("|")[0], workload=workload,
-                             nemesis=cell.split("|")[1].split("+"), nodes=nodes,
-                             clients=clients, time_limit_s=time_limit,
-                             session_timeout_s=session_timeout, seed=seed + i, params=extra,
-                             recovery_s=5.0))
-             for cell in all_cells for i in range(runs)]
+    specs = [
+        (
+            cell,
+            TestSpec(
+                recipe=cell.split("|")[0],
+                workload=workload,
+                nemesis=cell.split("|")[1].split("+"),
+                nodes=nodes,
+                clients=clients,
+                time_limit_s=time_limit,
+                session_timeout_s=session_timeout,
+                seed=seed + i,
+                params=extra,
+                recovery_s=5.0,
+            ),
+        )
+        for cell in all_cells
+        for i in range(runs)
+    ]
     from zkjepsen.spec import validate_spec
 
-    for _, s in specs[:: runs]:
+    for _, s in specs[::runs]:
         validate_spec(s)  # every name checked before the first cluster starts (all shards')
     root = check_root(store_root)
     jobs = [Job(s, None, cell) for cell, s in specs if cell in mine]
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     engine_list = prepare(engines) if jobs else []
     if share:
-        console.print(f"shard {share[0]}/{share[1]}: {len(mine)} of {len(all_cells)} cells, "
-                      f"{len(jobs)} runs")
+        console.print(
+            f"shard {share[0]}/{share[1]}: {len(mine)} of {len(all_cells)} cells, {len(jobs)} runs"
+        )
     width = len(engine_list) * parallel
 
     def begin(i, job, engine):
-        console.print(f"[{i + 1}/{len(jobs)}] {job.spec.recipe} x {'+'.join(job.spec.nemesis)} "
-                      f"seed {job.spec.seed}" + (f" on {engine.name}" if width > 1 else ""),
-                      markup=False, highlight=False)
+        console.print(
+            f"[{i + 1}/{len(jobs)}] {job.spec.recipe} x {'+'.join(job.spec.nemesis)} "
+            f"seed {job.spec.seed}" + (f" on {engine.name}" if width > 1 else ""),
+            markup=False,
+            highlight=False,
+        )
 
     def done(i, o):
-        console.print(f"    {'' if width == 1 else f'[{i + 1}] '}-> {o.run.valid}  "
-                      f"({o.run.store_dir})", markup=False, highlight=False)
+        console.print(
+            f"    {'' if width == 1 else f'[{i + 1}] '}-> {o.run.valid}  ({o.run.store_dir})",
+            markup=False,
+            highlight=False,
+        )
 
     t0 = time.monotonic()
     outcomes = run_jobs(jobs, engine_list, parallel, store_root, on_start=begin, on_done=done)
-    records = [{"cell": o.job.tag, "seed": o.job.spec.seed, "valid": o.run.valid,
-                "results": o.run.results, "store": str(o.run.store_dir), "engine": o.engine}
-               for o in outcomes]
+    records = [
+        {
+            "cell": o.job.tag,
+            "seed": o.job.spec.seed,
+            "valid": o.run.valid,
+            "results": o.run.results,
+            "store": str(o.run.store_dir),
+            "engine": o.engine,
+        }
+        for o in outcomes
+    ]
     results: dict[str, list[dict]] = {}
     for r in records:
         results.setdefault(r["cell"], []).append(r)
     cells = {k: findings.cell_summary(v) for k, v in results.items()}
-    settings = {"workload": workload, "nodes": nodes, "clients": clients,
-                "time_limit_s": time_limit, "session_timeout_s": session_timeout,
-                "params": extra, "runs": runs, "seed": seed, "recipes": recipe_list,
-                "nemeses": nemesis_list}
+    settings = {
+        "workload": workload,
+        "nodes": nodes,
+        "clients": clients,
+        "time_limit_s": time_limit,
+        "session_timeout_s": session_timeout,
+        "params": extra,
+        "runs": runs,
+        "seed": seed,
+        "recipes": recipe_list,
+        "nemeses": nemesis_list,
+    }
     findings.write_manifest(root if store_root else DEFAULT_ROOT, settings, share, records)
-    where = (f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores)"
-             + (f", {len(engine_list)} engines x {parallel} slots" if width > 1 else "")
-             + (f", shard {share[0]}/{share[1]}" if share else ""))
-    write_table(out, cells, recipe_list, nemesis_list,
-                findings.settings_header(settings, started, where))
+    where = (
+        f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores)"
+        + (f", {len(engine_list)} engines x {parallel} slots" if width > 1 else "")
+        + (f", shard {share[0]}/{share[1]}" if share else "")
+    )
+    write_table(
+        out, cells, recipe_list, nemesis_list, findings.settings_header(settings, started, where)
+    )
     click.echo(f"{len(jobs)} runs in {time.monotonic() - t0:.0f} s; written {out}")
 
 
-def write_table(out: Path, cells: dict, recipes: list[str], nemeses: list[str],
-                header: str) -> None:
+def write_table(
+    out: Path, cells: dict, recipes: list[str], nemeses: list[str], header: str
+) -> None:
     """The Markdown table at `out`, the cells as JSON beside it, and the table on the terminal."""
     from zkjepsen.report import findings
 
@@ -158,8 +228,13 @@ def write_table(out: Path, cells: dict, recipes: list[str], nemeses: list[str],
 
 @click.command("merge")
 @click.argument("stores", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), default=Path("store/matrix.md"),
-              show_default=True, help="Where to write the merged Markdown table (JSON beside it).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("store/matrix.md"),
+    show_default=True,
+    help="Where to write the merged Markdown table (JSON beside it).",
+)
 def merge_command(stores: tuple[Path, ...], out: Path) -> None:
     """Join the stores of `matrix --shard i/N` runs into one findings table."""
     from zkjepsen.report import findings
@@ -170,8 +245,11 @@ def merge_command(stores: tuple[Path, ...], out: Path) -> None:
         console.print(f"note: {note}", markup=False)
     shards = manifests[0]["shard"][1] if manifests[0]["shard"] else 1
     header = findings.settings_header(
-        settings, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        f"{shards} shards merged from {len(stores)} stores")
+        settings,
+        time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        f"{shards} shards merged from {len(stores)} stores",
+    )
     write_table(out, cells, settings["recipes"], settings["nemeses"], header)
-    click.echo(f"{sum(c['runs'] for c in cells.values())} runs from {len(stores)} stores; "
-               f"written {out}")
+    click.echo(
+        f"{sum(c['runs'] for c in cells.values())} runs from {len(stores)} stores; written {out}"
+    )

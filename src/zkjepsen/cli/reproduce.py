@@ -23,28 +23,42 @@ def say(text: str) -> None:
     """Plain text: schedules print as `[pause-client@4.0s+4.5s]`, which rich would eat as markup."""
     console.print(text, markup=False, highlight=False)
 
-NONDETERMINISM = ("Replays are not deterministic: the same faults at the same times meet a "
-                  "different interleaving of clients and servers each time, so what matters is "
-                  "the rate.")
+
+NONDETERMINISM = (
+    "Replays are not deterministic: the same faults at the same times meet a "
+    "different interleaving of clients and servers each time, so what matters is "
+    "the rate."
+)
 
 
 @click.command("replay")
 @click.argument("store_dir", type=click.Path(path_type=Path))
 @click.option("--runs", type=click.IntRange(1, 100), default=3, show_default=True)
-@click.option("--as-recorded", is_flag=True,
-              help="Aim role-targeted faults (holder, leader) at the recorded node/client "
-                   "instead of whoever has the role at replay time.")
+@click.option(
+    "--as-recorded",
+    is_flag=True,
+    help="Aim role-targeted faults (holder, leader) at the recorded node/client "
+    "instead of whoever has the role at replay time.",
+)
 @click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
 @engine_option
 @parallel_option
-def replay_command(store_dir: Path, runs: int, as_recorded: bool, store_root: Path | None,
-                   engines: tuple, parallel: int) -> None:
+def replay_command(
+    store_dir: Path,
+    runs: int,
+    as_recorded: bool,
+    store_root: Path | None,
+    engines: tuple,
+    parallel: int,
+) -> None:
     """Re-run a stored run's fault schedule on fresh ensembles; report how often it recurs."""
     run = StoredRun.load(store_dir, need_results=True)
     engine_list = prepare(engines, run.spec.image)
     target = violation_kinds(run.results)
-    say(f"replaying {len(run.schedule.get('faults', []))} faults of {store_dir} "
-        f"{runs}x; original violations: {sorted(target) or 'none (valid run)'}")
+    say(
+        f"replaying {len(run.schedule.get('faults', []))} faults of {store_dir} "
+        f"{runs}x; original violations: {sorted(target) or 'none (valid run)'}"
+    )
     hits = 0
 
     def report(i, r):
@@ -52,11 +66,20 @@ def replay_command(store_dir: Path, runs: int, as_recorded: bool, store_root: Pa
         got = violation_kinds(r.results)
         same = bool(target) and target <= got or (not target and r.valid is True)
         hits += same
-        say(f"  replay {i + 1}/{runs}: {r.valid} {sorted(got)} "
-            f"{'(same)' if same else '(different)'}  {r.store_dir}")
+        say(
+            f"  replay {i + 1}/{runs}: {r.valid} {sorted(got)} "
+            f"{'(same)' if same else '(different)'}  {r.store_dir}"
+        )
 
-    replay(run, runs, retarget=not as_recorded, store_root=store_root, on_result=report,
-           engines=engine_list, parallel=parallel)
+    replay(
+        run,
+        runs,
+        retarget=not as_recorded,
+        store_root=store_root,
+        on_result=report,
+        engines=engine_list,
+        parallel=parallel,
+    )
     console.print(NONDETERMINISM)
     from zkjepsen.report.stats import rate_text
 
@@ -66,18 +89,40 @@ def replay_command(store_dir: Path, runs: int, as_recorded: bool, store_root: Pa
 
 @click.command("shrink")
 @click.argument("store_dir", type=click.Path(path_type=Path))
-@click.option("--tries", type=click.IntRange(1, 20), default=3, show_default=True,
-              help="Replays per candidate.")
-@click.option("--min-hits", type=click.IntRange(1, 20), default=2, show_default=True,
-              help="Keep a candidate if the violation recurs in at least this many tries.")
+@click.option(
+    "--tries",
+    type=click.IntRange(1, 20),
+    default=3,
+    show_default=True,
+    help="Replays per candidate.",
+)
+@click.option(
+    "--min-hits",
+    type=click.IntRange(1, 20),
+    default=2,
+    show_default=True,
+    help="Keep a candidate if the violation recurs in at least this many tries.",
+)
 @click.option("--budget", default="30m", show_default=True, help="Wall-clock budget, e.g. 20m.")
-@click.option("--kind", "kinds", multiple=True,
-              help="Violation to preserve (e.g. lock:belief); default: all the run had.")
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    help="Violation to preserve (e.g. lock:belief); default: all the run had.",
+)
 @click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
 @engine_option
 @parallel_option
-def shrink_command(store_dir: Path, tries: int, min_hits: int, budget: str, kinds: tuple,
-                   store_root: Path | None, engines: tuple, parallel: int) -> None:
+def shrink_command(
+    store_dir: Path,
+    tries: int,
+    min_hits: int,
+    budget: str,
+    kinds: tuple,
+    store_root: Path | None,
+    engines: tuple,
+    parallel: int,
+) -> None:
     """Shrink a failing run's schedule to the fewest, shortest faults on the fewest clients."""
     from zkjepsen.cli.options import parse_duration
     from zkjepsen.errors import BadInput
@@ -88,21 +133,35 @@ def shrink_command(store_dir: Path, tries: int, min_hits: int, budget: str, kind
     budget_s = parse_duration(budget, "--budget")
     engine_list = prepare(engines, run.spec.image)
     started = time.monotonic()
-    res = shrink(run, kinds=set(kinds) or None, tries=tries, min_hits=min_hits,
-                 budget_s=budget_s, store_root=store_root, progress=say,
-                 engines=engine_list, parallel=parallel)
+    res = shrink(
+        run,
+        kinds=set(kinds) or None,
+        tries=tries,
+        min_hits=min_hits,
+        budget_s=budget_s,
+        store_root=store_root,
+        progress=say,
+        engines=engine_list,
+        parallel=parallel,
+    )
     out = Path(store_dir) / "minimal"
     out.mkdir(exist_ok=True)
-    schedule = {"faults": res.best.faults, "source": str(Path(store_dir).resolve()),
-                "reproduced": f"{res.hits}/{res.tries}", "search": res.log}
+    schedule = {
+        "faults": res.best.faults,
+        "source": str(Path(store_dir).resolve()),
+        "reproduced": f"{res.hits}/{res.tries}",
+        "search": res.log,
+    }
     (out / "schedule.json").write_text(json.dumps(schedule, indent=1))
     (out / "test.json").write_text(json.dumps(res.best.spec.to_json(), indent=1))
     name = re.sub(r"[^a-z0-9]+", "_", res.best.spec.test_name.lower()).strip("_")
     test_file = out / f"test_reproduce_{name}.py"
     test_file.write_text(emit_pytest(res, run, name))
     console.print(NONDETERMINISM)
-    click.echo(f"minimal: {res.best.summary()}; reproduced {res.hits}/{res.tries} "
-               f"({time.monotonic() - started:.0f}s of search)")
+    click.echo(
+        f"minimal: {res.best.summary()}; reproduced {res.hits}/{res.tries} "
+        f"({time.monotonic() - started:.0f}s of search)"
+    )
     click.echo(f"written {out / 'schedule.json'} and {test_file}")
 
 
@@ -115,16 +174,30 @@ def emit_pytest(res, run: StoredRun, name: str) -> str:
     spec = {**res.best.spec.to_json(), "name": f"reproduce-{name}"}
     kinds = ", ".join(sorted(violation_kinds(run.results)))
     items = executed_items(res.best.faults, int(run.schedule.get("origin_ns") or 0))
-    triggers = sorted({i.trigger.describe().split("(")[0] for i in items
-                       if getattr(i, "trigger", None) is not None})
-    redrawn = sorted({f["f"] for f in res.best.faults
-                      if set(f.get("detail") or {}) - TARGET_DETAIL})
-    note = (f"\nThe details of {', '.join(redrawn)} (sides, offsets) are drawn again from the "
-            "seed, not copied." if redrawn else "")
+    triggers = sorted(
+        {
+            i.trigger.describe().split("(")[0]
+            for i in items
+            if getattr(i, "trigger", None) is not None
+        }
+    )
+    redrawn = sorted(
+        {f["f"] for f in res.best.faults if set(f.get("detail") or {}) - TARGET_DETAIL}
+    )
+    note = (
+        f"\nThe details of {', '.join(redrawn)} (sides, offsets) are drawn again from the "
+        "seed, not copied."
+        if redrawn
+        else ""
+    )
     body = "".join(f"    {item_text(i)},\n" for i in items)
     spec_args = "".join(f"    {k}={v!r},\n" for k, v in spec.items())
-    used = ["fault", *(["on"] if triggers else []),
-            *(["sleep"] if any("sleep(" in item_text(i) for i in items) else []), "steps"]
+    used = [
+        "fault",
+        *(["on"] if triggers else []),
+        *(["sleep"] if any("sleep(" in item_text(i) for i in items) else []),
+        "steps",
+    ]
     imports = f"from zkjepsen.nemesis.generator import {', '.join(used)}\n"
     if triggers:
         imports += f"from zkjepsen.nemesis.triggers import {', '.join(triggers)}\n"
@@ -175,12 +248,17 @@ def scenario_list() -> None:
 @scenario_group.command("run")
 @click.argument("names", nargs=-1)
 @click.option("--all", "run_all", is_flag=True, help="Every scenario with every recipe it names.")
-@click.option("--recipe", "recipes", multiple=True,
-              help="Only these recipes (default: every recipe the scenario names).")
+@click.option(
+    "--recipe",
+    "recipes",
+    multiple=True,
+    help="Only these recipes (default: every recipe the scenario names).",
+)
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
-def scenario_run(names: tuple, run_all: bool, recipes: tuple, seed: int,
-                 store_root: Path | None) -> None:
+def scenario_run(
+    names: tuple, run_all: bool, recipes: tuple, seed: int, store_root: Path | None
+) -> None:
     """Run scenarios end to end; exit 0 only if every outcome is as expected."""
     from zkjepsen.errors import BadInput
     from zkjepsen.reproduce.scenarios import SCENARIOS, get_scenario
@@ -193,8 +271,10 @@ def scenario_run(names: tuple, run_all: bool, recipes: tuple, seed: int,
     named = {r for s in chosen for r in s.expect}
     unknown = [r for r in recipes if r not in named]
     if unknown:
-        raise BadInput(f"--recipe {', '.join(unknown)}: not a recipe these scenarios apply to; "
-                       f"choose from {', '.join(sorted(named))} (`zkjepsen scenario list`)")
+        raise BadInput(
+            f"--recipe {', '.join(unknown)}: not a recipe these scenarios apply to; "
+            f"choose from {', '.join(sorted(named))} (`zkjepsen scenario list`)"
+        )
     plan = [(s, r) for s in chosen for r in s.expect if not recipes or r in recipes]
     for s, r in plan:
         validate_spec(s.spec(r, seed))

@@ -9,11 +9,12 @@ from typing import Any
 import click
 from rich.text import Text
 
+from zkjepsen.analysis import check_history
 from zkjepsen.cli.display import LiveDisplay, console
 from zkjepsen.cli.options import parse_duration, scalar
 from zkjepsen.errors import BadInput
 from zkjepsen.report.summary import summarise
-from zkjepsen.runner import RunResult, check_history, run_test
+from zkjepsen.runner import RunResult, run_test
 from zkjepsen.spec import TestSpec
 
 
@@ -29,8 +30,9 @@ def print_verdict(run: RunResult) -> None:
 
 
 @click.command("test")
-@click.option("--recipe", default=None, help="Lock recipe (`zkjepsen list recipes`) or "
-              "package.module:Name.")
+@click.option(
+    "--recipe", default=None, help="Lock recipe (`zkjepsen list recipes`) or package.module:Name."
+)
 @click.option("--workload", default=None, help="lock, counter, register, election, queue, rwlock")
 @click.option("--nemesis", default=None, help="Comma-separated faults (`zkjepsen list nemeses`).")
 @click.option("--nodes", type=click.IntRange(1, 9), default=None)
@@ -39,24 +41,65 @@ def print_verdict(run: RunResult) -> None:
 @click.option("--session-timeout", default=None, help="Client session timeout, e.g. 4s.")
 @click.option("--seed", type=int, default=None)
 @click.option("--image", default=None, metavar="NAME")
-@click.option("--param", "params", multiple=True, metavar="KEY=VALUE",
-              help="Workload parameter (repeatable), e.g. resource=fenced.")
-@click.option("--config", "config", type=click.Path(path_type=Path), default=None,
-              help="A TOML file of test settings; command-line options win.")
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Workload parameter (repeatable), e.g. resource=fenced.",
+)
+@click.option(
+    "--config",
+    "config",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A TOML file of test settings; command-line options win.",
+)
 @click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
-@click.option("--client-cmd", default=None, metavar="CMD",
-              help="Your own program under test, speaking the client wire protocol "
-              "(docs/client-protocol.md); run by /bin/sh -c in every client container.")
-@click.option("--client-dir", default=None, metavar="DIR",
-              help="Directory mounted read-only at /opt/zkjepsen/program, the program's cwd "
-              "(default: the current directory; for --recipe exec:PATH, PATH's directory).")
-@click.option("--client-mode", type=click.Choice(["protocol", "in-process"]), default=None,
-              help="Python recipes: through the Python driver (default) or in-process.")
-@click.option("--engine", default=None, metavar="ENGINE",
-              help="Docker engine for the run: a docker context name or a DOCKER_HOST URL.")
-def test_command(recipe, workload, nemesis, nodes, clients, time_limit, session_timeout, seed,
-                 image, params, config, store_root, client_cmd, client_dir,
-                 client_mode, engine) -> None:
+@click.option(
+    "--client-cmd",
+    default=None,
+    metavar="CMD",
+    help="Your own program under test, speaking the client wire protocol "
+    "(docs/client-protocol.md); run by /bin/sh -c in every client container.",
+)
+@click.option(
+    "--client-dir",
+    default=None,
+    metavar="DIR",
+    help="Directory mounted read-only at /opt/zkjepsen/program, the program's cwd "
+    "(default: the current directory; for --recipe exec:PATH, PATH's directory).",
+)
+@click.option(
+    "--client-mode",
+    type=click.Choice(["protocol", "in-process"]),
+    default=None,
+    help="Python recipes: through the Python driver (default) or in-process.",
+)
+@click.option(
+    "--engine",
+    default=None,
+    metavar="ENGINE",
+    help="Docker engine for the run: a docker context name or a DOCKER_HOST URL.",
+)
+def test_command(
+    recipe,
+    workload,
+    nemesis,
+    nodes,
+    clients,
+    time_limit,
+    session_timeout,
+    seed,
+    image,
+    params,
+    config,
+    store_root,
+    client_cmd,
+    client_dir,
+    client_mode,
+    engine,
+) -> None:
     """Run one test: ensemble up, faults, heal, final reads, teardown, check, report."""
     settings: dict[str, Any] = {}
     if config:
@@ -64,9 +107,17 @@ def test_command(recipe, workload, nemesis, nodes, clients, time_limit, session_
             settings = tomllib.loads(config.read_text())
         except (OSError, tomllib.TOMLDecodeError) as e:
             raise BadInput(f"cannot read config {config}: {e}") from None
-    cli_values = {"recipe": recipe, "workload": workload, "nodes": nodes, "clients": clients,
-                  "seed": seed, "image": image, "client_cmd": client_cmd,
-                  "client_dir": client_dir, "client_mode": client_mode}
+    cli_values = {
+        "recipe": recipe,
+        "workload": workload,
+        "nodes": nodes,
+        "clients": clients,
+        "seed": seed,
+        "image": image,
+        "client_cmd": client_cmd,
+        "client_dir": client_dir,
+        "client_mode": client_mode,
+    }
     settings.update({k: v for k, v in cli_values.items() if v is not None})
     if nemesis is not None:
         settings["nemesis"] = [n.strip() for n in nemesis.split(",") if n.strip()] or ["none"]
@@ -110,6 +161,7 @@ def analyze_command(store_dir: Path) -> None:
     if stored.results is not None:
         before = stored.results.get("valid")
         same = before == result.get("valid")
-        console.print(f"stored verdict {before}: "
-                      f"{'reproduced' if same else 'DIFFERS from this analysis'}")
+        console.print(
+            f"stored verdict {before}: {'reproduced' if same else 'DIFFERS from this analysis'}"
+        )
     raise SystemExit(run.exit_code)

@@ -35,10 +35,22 @@ class Recorder:
     def write(self, record: dict[str, Any]) -> None:
         self._out.write(record)
 
-    def op(self, type_: str, f: str, key: str | None, value: Any, process: int | None = None,
-           **extra: Any) -> None:
-        rec: dict[str, Any] = {"time": self.now(), "process": self.process if process is None
-                               else process, "type": type_, "f": f, "client": self.client}
+    def op(
+        self,
+        type_: str,
+        f: str,
+        key: str | None,
+        value: Any,
+        process: int | None = None,
+        **extra: Any,
+    ) -> None:
+        rec: dict[str, Any] = {
+            "time": self.now(),
+            "process": self.process if process is None else process,
+            "type": type_,
+            "f": f,
+            "client": self.client,
+        }
         if key is not None:
             rec["key"] = key
         if value is not None or type_ in ("ok", "invoke"):
@@ -112,5 +124,11 @@ class ClientContext:
     def make_recipe(self, path: str, zk: Any = None) -> Any:
         from zkjepsen.recipes import make_recipe
 
-        return make_recipe(self.recipe, zk or self.zk, path, hosts=self.hosts,
-                           identifier=f"client-{self.client}", params=self.params)
+        return make_recipe(
+            self.recipe,
+            zk or self.zk,
+            path,
+            hosts=self.hosts,
+            identifier=f"client-{self.client}",
+            params=self.params,
+        )

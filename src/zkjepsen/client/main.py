@@ -31,8 +31,9 @@ def _next_process(path: Path, client: int, nclients: int) -> int:
     return client if highest == 0 else highest + nclients
 
 
-def _await_start(path: Path, ctx: ClientContext, stop: threading.Event,
-                 timeout_s: float = 180.0) -> bool:
+def _await_start(
+    path: Path, ctx: ClientContext, stop: threading.Event, timeout_s: float = 180.0
+) -> bool:
     """The start barrier: every client connects first, then all begin together when the runner
     writes the main phase's deadline (a monotonic time) into `path`. A client restarted after
     a kill finds the file already there and goes straight on."""
@@ -55,17 +56,30 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
     from zkjepsen.client.recorder import ProgramClient
     from zkjepsen.client.remote import RemoteLoop, paths
 
-    ctx = ClientContext(client=spec.client, nclients=spec.nclients, zk=None, hosts=spec.hosts,
-                        recipe=spec.recipe, params=spec.params, recorder=rec,
-                        deadline=spec.deadline_monotonic,
-                        rng=random.Random(f"{spec.seed}:{spec.client}:{rec.process}"),
-                        stop_event=stop)
+    ctx = ClientContext(
+        client=spec.client,
+        nclients=spec.nclients,
+        zk=None,
+        hosts=spec.hosts,
+        recipe=spec.recipe,
+        params=spec.params,
+        recorder=rec,
+        deadline=spec.deadline_monotonic,
+        rng=random.Random(f"{spec.seed}:{spec.client}:{rec.process}"),
+        stop_event=stop,
+    )
     request_timeout = float(spec.params.get("request_timeout_s", 15.0))
-    client = ProgramClient(ctx, spec.command, servers=spec.hosts,
-                           session_timeout_s=spec.session_timeout_s, workload=spec.workload,
-                           lock_path=paths(spec.workload, spec.params)[0],
-                           cwd=spec.program_cwd, env={**os.environ, **spec.env},
-                           request_timeout_s=request_timeout)
+    client = ProgramClient(
+        ctx,
+        spec.command,
+        servers=spec.hosts,
+        session_timeout_s=spec.session_timeout_s,
+        workload=spec.workload,
+        lock_path=paths(spec.workload, spec.params)[0],
+        cwd=spec.program_cwd,
+        env={**os.environ, **spec.env},
+        request_timeout_s=request_timeout,
+    )
     try:
         if not client.start():
             return 3
@@ -102,8 +116,11 @@ def start_proxy(hosts: str, out_dir: str) -> str:
 
 def main(spec_path: str) -> int:
     spec = ClientSpec.load(spec_path)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     if spec.proxy:  # the program / kazoo then reach the servers only through it
         spec = dataclasses.replace(spec, hosts=start_proxy(spec.hosts, spec.out))
     if spec.command:
@@ -130,14 +147,24 @@ def main_in_process(spec: ClientSpec) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     # Retries stay bounded so an op under a partition ends (as info) instead of hanging forever.
     retry = {"max_tries": 3, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
-    zk = KazooClient(hosts=spec.hosts, timeout=spec.session_timeout_s,
-                     connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
-                     command_retry=retry)
-    ctx = ClientContext(client=n, nclients=nclients, zk=zk, hosts=spec.hosts,
-                        recipe=spec.recipe, params=spec.params, recorder=rec,
-                        deadline=spec.deadline_monotonic,
-                        rng=random.Random(f"{spec.seed}:{n}:{process}"),
-                        stop_event=stop)
+    zk = KazooClient(
+        hosts=spec.hosts,
+        timeout=spec.session_timeout_s,
+        connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
+        command_retry=retry,
+    )
+    ctx = ClientContext(
+        client=n,
+        nclients=nclients,
+        zk=zk,
+        hosts=spec.hosts,
+        recipe=spec.recipe,
+        params=spec.params,
+        recorder=rec,
+        deadline=spec.deadline_monotonic,
+        rng=random.Random(f"{spec.seed}:{n}:{process}"),
+        stop_event=stop,
+    )
 
     def on_state(state) -> None:
         ctx.event("session-state", str(state))
@@ -149,8 +176,10 @@ def main_in_process(spec: ClientSpec) -> int:
         ctx.event("client-error", f"could not connect: {e}")
         return 3
     session_id, _ = zk.client_id
-    ctx.event("session", {"session_id": f"0x{session_id:x}",
-                          "timeout_ms": getattr(zk, "_session_timeout", None)})
+    ctx.event(
+        "session",
+        {"session_id": f"0x{session_id:x}", "timeout_ms": getattr(zk, "_session_timeout", None)},
+    )
     if spec.start_file and not _await_start(Path(spec.start_file), ctx, stop):
         ctx.event("client-error", "the runner never released the start barrier")
         return 5

@@ -71,15 +71,17 @@ class ClientHandle:
     def net_exec(self, argv: list[str]) -> tuple[int, str]:
         """argv in the client's network namespace with NET_ADMIN, from a sidecar: how the
         nemesis changes the client's iptables, which the client itself cannot."""
-        return netns.netns_exec(self.container.client, self.container.id, self.image, argv,
-                                self.run_id)
+        return netns.netns_exec(
+            self.container.client, self.container.id, self.image, argv, self.run_id
+        )
 
 
 class ClientPool:
     """Starts, controls and collects the client containers of one run."""
 
-    def __init__(self, backend: Backend, run_dir: RunDir, image: str | None = None,
-                 docker=None) -> None:
+    def __init__(
+        self, backend: Backend, run_dir: RunDir, image: str | None = None, docker=None
+    ) -> None:
         self.backend = backend
         self.run_dir = RunDir(Path(run_dir.path).resolve())
         self.run_dir.control.mkdir(parents=True, exist_ok=True)
@@ -134,23 +136,36 @@ class ClientPool:
         binds.update(user_recipe_binds(spec.recipe))
         if spec.program_mount:  # the user's program (client wire protocol), read-only
             binds[spec.program_mount] = {"bind": PROGRAM_DIR, "mode": "ro"}
-        env = {"PYTHONPATH": "/opt/zkjepsen/src:/opt/zkjepsen/site:/opt/zkjepsen/user",
-               "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"}
+        env = {
+            "PYTHONPATH": "/opt/zkjepsen/src:/opt/zkjepsen/site:/opt/zkjepsen/user",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
         env.update(spec.env)
         host_config = api.create_host_config(
-            binds=binds, **netns.limits(netns.CLIENT_MEMORY, netns.CLIENT_PIDS))
+            binds=binds, **netns.limits(netns.CLIENT_MEMORY, netns.CLIENT_PIDS)
+        )
         net = api.create_networking_config(
-            {where.network: api.create_endpoint_config(ipv4_address=where.ip)})
+            {where.network: api.create_endpoint_config(ipv4_address=where.ip)}
+        )
         run_id = self.backend.run_id
         cid = api.create_container(
-            image, name=f"{run_id}-c{n}", hostname=f"c{n}",
-            entrypoint=["python3", "-m", "zkjepsen.client.main",
-                        f"{CONTROL_DIR}/{d.client_spec(n).name}"],
+            image,
+            name=f"{run_id}-c{n}",
+            hostname=f"c{n}",
+            entrypoint=[
+                "python3",
+                "-m",
+                "zkjepsen.client.main",
+                f"{CONTROL_DIR}/{d.client_spec(n).name}",
+            ],
             labels=resources.labels(run_id, "client", client=n, ip=where.ip),
-            environment=env, host_config=host_config, networking_config=net)["Id"]
+            environment=env,
+            host_config=host_config,
+            networking_config=net,
+        )["Id"]
         api.start(cid)
-        return ClientHandle(n, where.ip, spec.hosts, self.docker.containers.get(cid), run_id,
-                            image)
+        return ClientHandle(n, where.ip, spec.hosts, self.docker.containers.get(cid), run_id, image)
 
     def handle(self, index: int) -> ClientHandle:
         return next(h for h in self.handles if h.index == index)

@@ -219,9 +219,16 @@ class RemoteLoop:
                 rop.fail(None, error=got.error)
             else:
                 d, version = got
-                rop.ok({"state": d.get("state"), "step": d.get("step"), "steps": d.get("steps"),
-                        "writer": d.get("client"), "writer_token": d.get("token"),
-                        "version": version})
+                rop.ok(
+                    {
+                        "state": d.get("state"),
+                        "step": d.get("step"),
+                        "steps": d.get("steps"),
+                        "writer": d.get("client"),
+                        "writer_token": d.get("token"),
+                        "version": version,
+                    }
+                )
                 if d.get("state") == "half":
                     ctx.event("half-done-seen", {"token": tok["token"], "left_by": d.get("token")})
             self._alive()
@@ -235,8 +242,12 @@ class RemoteLoop:
                 return
             value = {"token": tok["token"], "step": i + 1, "steps": self.writes}
             op = ctx.invoke("write", key=self.resource, value=value)
-            doc = {"state": "done" if i == self.writes - 1 else "half", "client": ctx.client,
-                   "step": i + 1, "steps": self.writes}
+            doc = {
+                "state": "done" if i == self.writes - 1 else "half",
+                "client": ctx.client,
+                "step": i + 1,
+                "steps": self.writes,
+            }
             out = self.write(doc, tok)
             if out.type == "ok":
                 op.ok({**value, "version": out.value})

@@ -34,14 +34,22 @@ RUNTIME_PACKAGES = ("libcurator-recipes-java",)
 # Only in the throwaway build root.
 BUILD_PACKAGES = ("default-jdk-headless", "golang-go", "golang-github-samuel-go-zookeeper-dev")
 JAVA_DIR = "/usr/share/java"
-CURATOR_CLASSPATH = ("curator-recipes.jar", "curator-framework.jar", "curator-client.jar",
-                     "zookeeper.jar", "zookeeper-jute.jar", "guava.jar", "slf4j-api.jar",
-                     "slf4j-simple.jar")
+CURATOR_CLASSPATH = (
+    "curator-recipes.jar",
+    "curator-framework.jar",
+    "curator-client.jar",
+    "zookeeper.jar",
+    "zookeeper-jute.jar",
+    "guava.jar",
+    "slf4j-api.jar",
+    "slf4j-simple.jar",
+)
 
 # A small JVM: one per client container, started per (re)start of the program.
 CURATOR_RUN_SCRIPT = f"""#!/bin/sh
-# The real Apache Curator 5.4.0 behind zkjepsen's client wire protocol. MODE: {', '.join(
-    CURATOR_MODES)}
+# The real Apache Curator 5.4.0 behind zkjepsen's client wire protocol. MODE: {
+    ", ".join(CURATOR_MODES)
+}
 exec java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k -Xmx128m \\
   -jar {CURATOR_JAR} "$@"
 """
@@ -54,7 +62,7 @@ export HOME=/tmp GOCACHE=/tmp/gocache GOPATH=/usr/share/gocode GO111MODULE=off G
   CGO_ENABLED=0
 mkdir -p /drivers-out/curator /drivers-out/gozk /tmp/classes
 "$JDK/javac" --release 17 -nowarn -encoding UTF-8 \\
-  -cp {':'.join(f'{JAVA_DIR}/{j}' for j in CURATOR_CLASSPATH)} \\
+  -cp {":".join(f"{JAVA_DIR}/{j}" for j in CURATOR_CLASSPATH)} \\
   -d /tmp/classes /drivers-src/curator/*.java
 "$JDK/jar" --create --file /drivers-out/curator/zkjepsen-curator.jar \\
   --manifest /drivers-src/MANIFEST.MF -C /tmp/classes .
@@ -67,9 +75,10 @@ def manifest() -> str:
     """The jar's manifest: Main-Class, and Class-Path naming Debian's jars (lines ≤ 72 bytes)."""
     value = " ".join(f"{JAVA_DIR}/{j}" for j in CURATOR_CLASSPATH)
     line = f"Class-Path: {value}"
-    wrapped = [line[:72]] + [" " + line[i:i + 71] for i in range(72, len(line), 71)]
-    return "Manifest-Version: 1.0\nMain-Class: zkjepsen.curator.Driver\n" + \
-        "\n".join(wrapped) + "\n"
+    wrapped = [line[:72]] + [" " + line[i : i + 71] for i in range(72, len(line), 71)]
+    return (
+        "Manifest-Version: 1.0\nMain-Class: zkjepsen.curator.Driver\n" + "\n".join(wrapped) + "\n"
+    )
 
 
 def source_files() -> Iterator[Path]:
@@ -92,21 +101,35 @@ def _chroot(root: Path, script: str, what: str, on_line: Callable[[str], None]) 
     """Run `script` in the build root with its own /proc (the JDK needs /proc/self/exe), in a
     private mount namespace: the mount vanishes with the process, nothing to unmount, so the
     build root can always be deleted."""
-    proc = subprocess.run(["unshare", "--mount", "--fork", "chroot", str(root), "/bin/sh", "-c",
-                           "mount -t proc proc /proc && " + script],
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.run(
+        [
+            "unshare",
+            "--mount",
+            "--fork",
+            "chroot",
+            str(root),
+            "/bin/sh",
+            "-c",
+            "mount -t proc proc /proc && " + script,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines = proc.stdout.splitlines()
     for line in lines[-3:]:
         on_line(line[:100])
     if proc.returncode != 0:
         from zkjepsen.errors import EnvironmentProblem
 
-        raise EnvironmentProblem(f"{what} failed (exit {proc.returncode}); last output: "
-                                 + " | ".join(lines[-8:]))
+        raise EnvironmentProblem(
+            f"{what} failed (exit {proc.returncode}); last output: " + " | ".join(lines[-8:])
+        )
 
 
-def build_drivers(rootfs: Path, work: Path,
-                  on_progress: Callable[[str], None] = lambda s: None) -> None:
+def build_drivers(
+    rootfs: Path, work: Path, on_progress: Callable[[str], None] = lambda s: None
+) -> None:
     """Compile the drivers in a throwaway copy of `rootfs` and install the results in it."""
     build = work / "buildroot"
     on_progress("copying the root filesystem for a throwaway driver build root")
@@ -121,9 +144,13 @@ def build_drivers(rootfs: Path, work: Path,
             shutil.copy(path, dest)
         (src / "MANIFEST.MF").write_text(manifest())
         on_progress(f"installing {', '.join(BUILD_PACKAGES)} in the build root")
-        _chroot(build, "export DEBIAN_FRONTEND=noninteractive; apt-get update -q && "
-                f"apt-get install -y -q --no-install-recommends {' '.join(BUILD_PACKAGES)}",
-                "installing the driver toolchains", on_progress)
+        _chroot(
+            build,
+            "export DEBIAN_FRONTEND=noninteractive; apt-get update -q && "
+            f"apt-get install -y -q --no-install-recommends {' '.join(BUILD_PACKAGES)}",
+            "installing the driver toolchains",
+            on_progress,
+        )
         on_progress("compiling the Curator (Java) and go-zookeeper (Go) drivers")
         _chroot(build, BUILD_SCRIPT, "compiling the drivers", on_progress)
         target = rootfs / INSTALL_DIR.lstrip("/")

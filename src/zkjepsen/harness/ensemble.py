@@ -45,9 +45,15 @@ class DockerEnsemble:
     """The Docker `Backend` (harness/backend.py). Use as a context manager: leaving it always
     removes everything."""
 
-    def __init__(self, spec: EnsembleSpec, store_dir: Path, run_id: str | None = None,
-                 client=None, engine: str = resources.DEFAULT_ENGINE,
-                 engine_local: bool = True) -> None:
+    def __init__(
+        self,
+        spec: EnsembleSpec,
+        store_dir: Path,
+        run_id: str | None = None,
+        client=None,
+        engine: str = resources.DEFAULT_ENGINE,
+        engine_local: bool = True,
+    ) -> None:
         self.spec = spec
         self.engine = engine  # the engine's name, recorded in the scratch dir for `cleanup`
         self.engine_local = engine_local
@@ -86,8 +92,10 @@ class DockerEnsemble:
         # With its owner file, before anything else exists; and the engine, for `cleanup`.
         resources.claim_scratch(self.run_id, self.engine)
         self._create_network()
-        ips = [str(self.subnet.network_address + SERVER_IP_OFFSET + i)
-               for i in range(1, self.spec.nodes + 1)]
+        ips = [
+            str(self.subnet.network_address + SERVER_IP_OFFSET + i)
+            for i in range(1, self.spec.nodes + 1)
+        ]
         self.nodes = [Node(f"n{i}", i, ip) for i, ip in enumerate(ips, start=1)]
         for node in self.nodes:
             self._write_node_files(node, ips)
@@ -118,18 +126,30 @@ class DockerEnsemble:
         """Rebuild the handle of a running ensemble from its container labels."""
         client = client or resources.docker_client()
         found = client.containers.list(
-            all=True, filters={"label": [f"{resources.RUN_LABEL}={run_id}",
-                                         f"{resources.ROLE_LABEL}=server"]})
+            all=True,
+            filters={
+                "label": [f"{resources.RUN_LABEL}={run_id}", f"{resources.ROLE_LABEL}=server"]
+            },
+        )
         if not found:
-            raise BadInput(f"no zkjepsen ensemble with run id {run_id}; "
-                           "`zkjepsen cluster status` lists the running ones")
+            raise BadInput(
+                f"no zkjepsen ensemble with run id {run_id}; "
+                "`zkjepsen cluster status` lists the running ones"
+            )
         marker = resources.SCRATCH_ROOT / run_id / resources.DETACHED_MARKER
         store = Path(marker.read_text()) if marker.exists() else Path("store/cluster") / run_id
-        self = cls(EnsembleSpec(nodes=len(found), image=found[0].image.tags[0]
-                                if found[0].image.tags else None), store, run_id, client)
+        self = cls(
+            EnsembleSpec(
+                nodes=len(found), image=found[0].image.tags[0] if found[0].image.tags else None
+            ),
+            store,
+            run_id,
+            client,
+        )
         for c in sorted(found, key=lambda c: int(c.labels["zkjepsen.myid"])):
-            node = Node(c.labels["zkjepsen.node"], int(c.labels["zkjepsen.myid"]),
-                        c.labels["zkjepsen.ip"])
+            node = Node(
+                c.labels["zkjepsen.node"], int(c.labels["zkjepsen.myid"]), c.labels["zkjepsen.ip"]
+            )
             self.nodes.append(node)
             self._containers[node.name] = c
         return self
@@ -160,18 +180,25 @@ class DockerEnsemble:
         when two claim it we believe the one with the newer epoch (the high 32 bits of its zxid).
         """
         answers = list(self._pool.map(lambda n: (n, self.srvr(n)), self.nodes))
-        leaders = [(int(a.get("Zxid", "0x0"), 16) >> 32, n) for n, a in answers
-                   if a and a.get("Mode") in LEADING]
+        leaders = [
+            (int(a.get("Zxid", "0x0"), 16) >> 32, n)
+            for n, a in answers
+            if a and a.get("Mode") in LEADING
+        ]
         return max(leaders, key=lambda t: t[0])[1] if leaders else None
 
     def status(self) -> list[dict]:
         def one(node: Node) -> dict:
             state = self._container(node).status if self._container(node) else "missing"
             a = self.srvr(node) if state == "running" else None
-            return {"node": node.name, "ip": node.ip, "container": state,
-                    "mode": a.get("Mode") if a else "not serving",
-                    "zxid": a.get("Zxid") if a else None,
-                    "connections": int(a["Connections"]) if a and "Connections" in a else None}
+            return {
+                "node": node.name,
+                "ip": node.ip,
+                "container": state,
+                "mode": a.get("Mode") if a else "not serving",
+                "zxid": a.get("Zxid") if a else None,
+                "connections": int(a["Connections"]) if a and "Connections" in a else None,
+            }
 
         return list(self._pool.map(one, self.nodes))
 
@@ -185,9 +212,11 @@ class DockerEnsemble:
 
     def client_endpoint(self, index: int) -> ClientEndpoint:
         """Clients share the servers' network, at .101 and up."""
-        return ClientEndpoint(self.network_name,
-                              str(self.subnet.network_address + CLIENT_IP_OFFSET + index),
-                              self.image)
+        return ClientEndpoint(
+            self.network_name,
+            str(self.subnet.network_address + CLIENT_IP_OFFSET + index),
+            self.image,
+        )
 
     # ---- node control (used by the nemesis) -----------------------------------------------
     def kill(self, node: Node) -> None:
@@ -236,12 +265,14 @@ class DockerEnsemble:
                     if c.status == "exited":
                         raise EnvironmentProblem(
                             f"ZooKeeper on {node.name} exited during start-up; its log ends: "
-                            + self._tail(node))
+                            + self._tail(node)
+                        )
             time.sleep(0.1)
         bad = next((n for n, a in last if not a), self.nodes[0])
         raise EnvironmentProblem(
             f"the ensemble did not reach quorum within {timeout_s:.0f} s ({bad.name} is not "
-            f"serving); its log ends: " + self._tail(bad))
+            f"serving); its log ends: " + self._tail(bad)
+        )
 
     # ---- helpers --------------------------------------------------------------------------
     def _container(self, node: Node):
@@ -270,18 +301,28 @@ class DockerEnsemble:
         import docker.types
 
         def create(subnet) -> bool:
-            ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(
-                subnet=str(subnet), gateway=str(subnet.network_address + 1))])
+            ipam = docker.types.IPAMConfig(
+                pool_configs=[
+                    docker.types.IPAMPool(
+                        subnet=str(subnet), gateway=str(subnet.network_address + 1)
+                    )
+                ]
+            )
             try:
                 self.client.networks.create(
-                    self.network_name, driver="bridge", ipam=ipam, check_duplicate=True,
-                    labels=resources.labels(self.run_id, "network"))
+                    self.network_name,
+                    driver="bridge",
+                    ipam=ipam,
+                    check_duplicate=True,
+                    labels=resources.labels(self.run_id, "network"),
+                )
                 return True
             except docker.errors.APIError as e:
                 if "overlap" in str(e) or "in use" in str(e):
                     return False  # another network holds this subnet: try another
-                raise EnvironmentProblem(f"Docker refused to create network {self.network_name}: "
-                                         f"{e.explanation or e}") from None
+                raise EnvironmentProblem(
+                    f"Docker refused to create network {self.network_name}: {e.explanation or e}"
+                ) from None
 
         self.subnet = subnets.allocate(self.run_id, create, local=self.engine_local)
 
@@ -308,11 +349,12 @@ class DockerEnsemble:
         if self.spec.faketime:
             # The control file is read at most once a second; the nemesis rewrites it at run
             # time. Monotonic faking stays ON for the JVM: turning it off makes timed waits spin.
-            env |= {"LD_PRELOAD": f"/usr/lib/{platform.machine()}-linux-gnu/faketime/"
-                                  "libfaketime.so.1",
-                    "FAKETIME_TIMESTAMP_FILE": "/zk/faketime/timestamp",
-                    "FAKETIME_CACHE_DURATION": "1",
-                    "FAKETIME_XRESET": "1"}
+            env |= {
+                "LD_PRELOAD": f"/usr/lib/{platform.machine()}-linux-gnu/faketime/libfaketime.so.1",
+                "FAKETIME_TIMESTAMP_FILE": "/zk/faketime/timestamp",
+                "FAKETIME_CACHE_DURATION": "1",
+                "FAKETIME_XRESET": "1",
+            }
         return env
 
     def _create_server(self, node: Node) -> None:
@@ -320,27 +362,41 @@ class DockerEnsemble:
         binds = {
             str(self.scratch / "nodes" / node.name / "conf"): {"bind": "/zk/conf", "mode": "ro"},
             str(self.scratch / "nodes" / node.name / "data"): {"bind": "/zk/data", "mode": "rw"},
-            str((self.store_dir / "nodes" / node.name).resolve()): {"bind": "/zk/log",
-                                                                     "mode": "rw"},
+            str((self.store_dir / "nodes" / node.name).resolve()): {
+                "bind": "/zk/log",
+                "mode": "rw",
+            },
             str(self.faketime_dir(node)): {"bind": "/zk/faketime", "mode": "ro"},
         }
         # Servers keep NET_ADMIN: the nemesis's partitions exec iptables in them (~0.1 s, a
         # sidecar costs ~0.4 s); the server is not the program that could fight its faults.
         host_config = api.create_host_config(
-            binds=binds, cap_add=["NET_ADMIN", "NET_RAW"], init=False,
-            **netns.limits(netns.server_memory(self.spec.settings.heap), netns.SERVER_PIDS))
+            binds=binds,
+            cap_add=["NET_ADMIN", "NET_RAW"],
+            init=False,
+            **netns.limits(netns.server_memory(self.spec.settings.heap), netns.SERVER_PIDS),
+        )
         net = api.create_networking_config(
-            {self.network_name: api.create_endpoint_config(ipv4_address=node.ip)})
+            {self.network_name: api.create_endpoint_config(ipv4_address=node.ip)}
+        )
         try:
             cid = api.create_container(
-                self.image, name=f"{self.run_id}-{node.name}", hostname=node.name,
-                labels=resources.labels(self.run_id, "server", node=node.name, myid=node.id,
-                                        ip=node.ip),
-                environment=self._env(), host_config=host_config, networking_config=net)["Id"]
+                self.image,
+                name=f"{self.run_id}-{node.name}",
+                hostname=node.name,
+                labels=resources.labels(
+                    self.run_id, "server", node=node.name, myid=node.id, ip=node.ip
+                ),
+                environment=self._env(),
+                host_config=host_config,
+                networking_config=net,
+            )["Id"]
         except Exception as e:
             if "No such image" in str(e):
-                raise EnvironmentProblem(f"image {self.image} is not built; run `zkjepsen image "
-                                         "build` (or pass --image NAME)") from None
+                raise EnvironmentProblem(
+                    f"image {self.image} is not built; run `zkjepsen image "
+                    "build` (or pass --image NAME)"
+                ) from None
             raise
         api.start(cid)
         self._containers[node.name] = self.client.containers.get(cid)

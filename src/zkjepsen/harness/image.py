@@ -72,8 +72,14 @@ class ImageInfo:
 def inputs_hash() -> str:
     """Content hash of everything that determines the image."""
     h = hashlib.sha256()
-    for part in (SUITE, BUILD_RECIPE_VERSION, ENTRYPOINT, *PACKAGES, *EXTRA_JARS,
-                 *drivers.hash_parts()):
+    for part in (
+        SUITE,
+        BUILD_RECIPE_VERSION,
+        ENTRYPOINT,
+        *PACKAGES,
+        *EXTRA_JARS,
+        *drivers.hash_parts(),
+    ):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:12]
@@ -127,7 +133,8 @@ def _run_streaming(argv: list[str], on_line: Callable[[str], None], what: str) -
         on_line(line)
     if proc.wait() != 0:
         raise EnvironmentProblem(
-            f"{what} failed (exit {proc.returncode}); last output: " + " | ".join(tail[-5:]))
+            f"{what} failed (exit {proc.returncode}); last output: " + " | ".join(tail[-5:])
+        )
 
 
 def image_exists(client, tag: str) -> bool:  # client: docker.DockerClient
@@ -140,33 +147,54 @@ def image_exists(client, tag: str) -> bool:  # client: docker.DockerClient
         return False
 
 
-def build_image(client, tag: str | None = None, force: bool = False,
-                on_progress: Callable[[str], None] = lambda s: None) -> ImageInfo:
+def build_image(
+    client,
+    tag: str | None = None,
+    force: bool = False,
+    on_progress: Callable[[str], None] = lambda s: None,
+) -> ImageInfo:
     """Build (or reuse) the node image; returns its tag, size and the build time."""
     tag = tag or default_tag()
     if not force and image_exists(client, tag):
         return ImageInfo(tag, client.images.get(tag).attrs.get("Size", 0), built=False)
     if os.geteuid() != 0:
-        raise EnvironmentProblem("building the image needs root (debootstrap); run it as root "
-                                 "or pass --image NAME to use an image you built yourself")
+        raise EnvironmentProblem(
+            "building the image needs root (debootstrap); run it as root "
+            "or pass --image NAME to use an image you built yourself"
+        )
     if shutil.which("debootstrap") is None:
-        raise EnvironmentProblem("debootstrap is not installed; run `apt-get install debootstrap` "
-                                 "(./run does it for you)")
+        raise EnvironmentProblem(
+            "debootstrap is not installed; run `apt-get install debootstrap` "
+            "(./run does it for you)"
+        )
     started = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="zkjepsen-build-", dir="/var/tmp"))
     try:
         rootfs = work / "rootfs"
         on_progress(f"debootstrap {SUITE} from {debian_mirror()}")
         _run_streaming(
-            ["debootstrap", "--variant=minbase", f"--include={','.join(PACKAGES)}",
-             SUITE, str(rootfs), debian_mirror()],
-            lambda line: on_progress(line[:100]), "debootstrap")
+            [
+                "debootstrap",
+                "--variant=minbase",
+                f"--include={','.join(PACKAGES)}",
+                SUITE,
+                str(rootfs),
+                debian_mirror(),
+            ],
+            lambda line: on_progress(line[:100]),
+            "debootstrap",
+        )
         drivers.build_drivers(rootfs, work, on_progress)
         on_progress("trimming the root filesystem")
-        subprocess.run(["chroot", str(rootfs), "apt-get", "clean"], check=True,
-                       capture_output=True)
-        for junk in ("var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale",
-                     "usr/share/info", "var/cache/debconf/templates.dat-old"):
+        subprocess.run(["chroot", str(rootfs), "apt-get", "clean"], check=True, capture_output=True)
+        for junk in (
+            "var/lib/apt/lists",
+            "usr/share/doc",
+            "usr/share/man",
+            "usr/share/locale",
+            "usr/share/info",
+            "var/cache/debconf/templates.dat-old",
+        ):
             target = rootfs / junk
             if target.is_dir():
                 shutil.rmtree(target, ignore_errors=True)
@@ -176,15 +204,23 @@ def build_image(client, tag: str | None = None, force: bool = False,
         entry.chmod(0o755)
         on_progress("importing into Docker")
         tarball = work / "rootfs.tar"
-        subprocess.run(["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(tarball), "."],
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(tarball), "."],
+            check=True,
+            capture_output=True,
+        )
         repo, _, version = tag.rpartition(":")
         # From a file, not a stream: the engine rejects the SDK's chunked upload.
         client.api.import_image_from_file(
-            str(tarball), repository=repo, tag=version,
-            changes=['ENTRYPOINT ["/usr/local/bin/zk-node"]',
-                     f'LABEL {LABEL}="{inputs_hash()}"',
-                     "ENV LANG=C.UTF-8"])
+            str(tarball),
+            repository=repo,
+            tag=version,
+            changes=[
+                'ENTRYPOINT ["/usr/local/bin/zk-node"]',
+                f'LABEL {LABEL}="{inputs_hash()}"',
+                "ENV LANG=C.UTF-8",
+            ],
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if not image_exists(client, tag):
@@ -193,16 +229,22 @@ def build_image(client, tag: str | None = None, force: bool = False,
     return ImageInfo(tag, size, built=True, build_seconds=time.monotonic() - started)
 
 
-def ensure_image(client, image: str | None, force: bool = False,
-                 on_progress: Callable[[str], None] = lambda line: None) -> ImageInfo:
+def ensure_image(
+    client,
+    image: str | None,
+    force: bool = False,
+    on_progress: Callable[[str], None] = lambda line: None,
+) -> ImageInfo:
     """The image to run: the user's (`image`, must exist locally) or ours (built if missing,
     reporting each build step to `on_progress`)."""
     from zkjepsen.errors import BadInput
 
     if image:
         if not image_exists(client, image):
-            raise BadInput(f"image {image} does not exist locally; build or load it first, "
-                           "or drop --image to use zkjepsen's own")
+            raise BadInput(
+                f"image {image} does not exist locally; build or load it first, "
+                "or drop --image to use zkjepsen's own"
+            )
         return ImageInfo(image, client.images.get(image).attrs.get("Size", 0), built=False)
     tag = default_tag()
     if image_exists(client, tag) and not force:

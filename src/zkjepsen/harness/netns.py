@@ -49,19 +49,26 @@ def limits(memory: str, pids: int) -> dict:
     return {"mem_limit": memory, "memswap_limit": memory, "pids_limit": pids}
 
 
-def netns_exec(client, container_id: str, image: str, argv: list[str], run_id: str,
-               timeout_s: float = 60.0) -> tuple[int, str]:
+def netns_exec(
+    client, container_id: str, image: str, argv: list[str], run_id: str, timeout_s: float = 60.0
+) -> tuple[int, str]:
     """Run argv with NET_ADMIN in the network namespace of `container_id` (a sidecar).
 
     The sidecar carries the run's labels, so `cleanup` removes it if we die mid-command. Raises
     docker's APIError when the target is not running (it has no network namespace then)."""
     api = client.api
-    host_config = api.create_host_config(network_mode=f"container:{container_id}",
-                                         cap_add=["NET_ADMIN", "NET_RAW"],
-                                         **limits(SIDECAR_MEMORY, SIDECAR_PIDS))
-    cid = api.create_container(image, entrypoint=argv[:1], command=argv[1:],
-                               labels=resources.labels(run_id, "sidecar"),
-                               host_config=host_config)["Id"]
+    host_config = api.create_host_config(
+        network_mode=f"container:{container_id}",
+        cap_add=["NET_ADMIN", "NET_RAW"],
+        **limits(SIDECAR_MEMORY, SIDECAR_PIDS),
+    )
+    cid = api.create_container(
+        image,
+        entrypoint=argv[:1],
+        command=argv[1:],
+        labels=resources.labels(run_id, "sidecar"),
+        host_config=host_config,
+    )["Id"]
     try:
         api.start(cid)
         code = api.wait(cid, timeout=timeout_s)["StatusCode"]

@@ -63,8 +63,12 @@ def owner_alive(token: str) -> bool:
 
 
 def labels(run_id: str, role: str, **extra: str) -> dict[str, str]:
-    return {RUN_LABEL: run_id, OWNER_LABEL: owner_token(), ROLE_LABEL: role,
-            **{f"zkjepsen.{k}": str(v) for k, v in extra.items()}}
+    return {
+        RUN_LABEL: run_id,
+        OWNER_LABEL: owner_token(),
+        ROLE_LABEL: role,
+        **{f"zkjepsen.{k}": str(v) for k, v in extra.items()},
+    }
 
 
 def scratch_dir(run_id: str) -> Path:
@@ -120,10 +124,12 @@ def docker_client():
         if "Permission denied" in msg or "PermissionError" in msg:
             raise EnvironmentProblem(
                 "permission denied on the Docker socket; run as root or add your user to the "
-                "`docker` group") from None
+                "`docker` group"
+            ) from None
         raise EnvironmentProblem(
             "cannot reach a Docker engine (is it installed and running? `docker info` should "
-            "work; set DOCKER_HOST if it listens elsewhere)") from None
+            "work; set DOCKER_HOST if it listens elsewhere)"
+        ) from None
 
 
 @dataclass
@@ -137,8 +143,9 @@ class RunResources:
 
     @property
     def orphaned(self) -> bool:
-        return (not self.detached and not self.starting
-                and not any(owner_alive(o) for o in self.owners))
+        return (
+            not self.detached and not self.starting and not any(owner_alive(o) for o in self.owners)
+        )
 
     @property
     def owner_alive(self) -> bool:

@@ -102,8 +102,11 @@ def _install() -> bool:
         S.pending, S.raised, S.ignored = None, False, []
         # A signal this process was started ignoring (SIGINT under `nohup` or `cmd &`) stays
         # ignored, as Python itself leaves it: the user asked for that, not for our teardown.
-        S.saved = {s: signal.signal(s, _on_signal) for s in (*INTERRUPTS, WAKE)
-                   if signal.getsignal(s) is not signal.SIG_IGN}
+        S.saved = {
+            s: signal.signal(s, _on_signal)
+            for s in (*INTERRUPTS, WAKE)
+            if signal.getsignal(s) is not signal.SIG_IGN
+        }
     S.guards += 1
     return True
 
@@ -174,8 +177,9 @@ def ignored_signals() -> list[str]:
 
 
 @contextmanager
-def deadline(seconds: float, make: Callable[[], BaseException], fatal: bool = False
-             ) -> Iterator[None]:
+def deadline(
+    seconds: float, make: Callable[[], BaseException], fatal: bool = False
+) -> Iterator[None]:
     """Raise `make()` in the main thread if the block runs longer than `seconds`; `fatal`
     (the watchdog) also makes every later signal be ignored, as the first interrupt does.
     Outside the main thread it does nothing (no handler can be installed there)."""

@@ -29,8 +29,10 @@ class ZkSettings:
         if self.init_limit < 1 or self.sync_limit < 1:
             raise BadInput("initLimit and syncLimit must be at least 1 tick")
         if self.session_bounds[0] > self.session_bounds[1]:
-            raise BadInput(f"min session timeout {self.session_bounds[0]} ms exceeds the max "
-                           f"{self.session_bounds[1]} ms; fix --min/--max session timeout")
+            raise BadInput(
+                f"min session timeout {self.session_bounds[0]} ms exceeds the max "
+                f"{self.session_bounds[1]} ms; fix --min/--max session timeout"
+            )
 
     @property
     def session_bounds(self) -> tuple[int, int]:

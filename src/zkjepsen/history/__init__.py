@@ -33,9 +33,18 @@ class Op:
 
     __slots__ = ("index", "time", "process", "type", "f", "key", "value", "client", "extra")
 
-    def __init__(self, index: int, time: int, process: int | str, type: str, f: str,  # noqa: A002
-                 key: Any = None, value: Any = None, client: int | None = None,
-                 extra: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        index: int,
+        time: int,
+        process: int | str,
+        type: str,
+        f: str,  # noqa: A002
+        key: Any = None,
+        value: Any = None,
+        client: int | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
         self.index = index
         self.time = time
         self.process = process
@@ -47,8 +56,17 @@ class Op:
         self.extra = {} if extra is None else extra
 
     def _fields(self) -> tuple[Any, ...]:
-        return (self.index, self.time, self.process, self.type, self.f, self.key, self.value,
-                self.client, self.extra)
+        return (
+            self.index,
+            self.time,
+            self.process,
+            self.type,
+            self.f,
+            self.key,
+            self.value,
+            self.client,
+            self.extra,
+        )
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
@@ -67,8 +85,13 @@ class Op:
         return self.process if self.client is None else self.client
 
     def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"index": self.index, "time": self.time, "process": self.process,
-                             "type": self.type, "f": self.f}
+        d: dict[str, Any] = {
+            "index": self.index,
+            "time": self.time,
+            "process": self.process,
+            "type": self.type,
+            "f": self.f,
+        }
         if self.key is not None:
             d["key"] = self.key
         if self.value is not None:
@@ -81,8 +104,17 @@ class Op:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Op:
         extra = {k: v for k, v in d.items() if k not in _KNOWN}
-        return cls(d["index"], d["time"], d["process"], d["type"], d["f"], d.get("key"),
-                   d.get("value"), d.get("client"), extra)
+        return cls(
+            d["index"],
+            d["time"],
+            d["process"],
+            d["type"],
+            d["f"],
+            d.get("key"),
+            d.get("value"),
+            d.get("client"),
+            extra,
+        )
 
 
 class Call(NamedTuple):
@@ -93,7 +125,7 @@ class Call(NamedTuple):
 
     @property
     def status(self) -> str:
-        """"ok", "fail" or "info" (a missing completion counts as "info")."""
+        """ "ok", "fail" or "info" (a missing completion counts as "info")."""
         return "info" if self.complete is None else self.complete.type
 
     @property
@@ -117,9 +149,15 @@ def fast_record(d: Any) -> Op | None:
         i, t, p, typ, f = d["index"], d["time"], d["process"], d["type"], d["f"]
     except (KeyError, TypeError):
         return None
-    if (type(i) is not int or type(t) is not int or t < 0 or type(typ) is not str
-            or typ not in TYPES
-            or type(f) is not str or not (type(p) is int or type(p) is str)):
+    if (
+        type(i) is not int
+        or type(t) is not int
+        or t < 0
+        or type(typ) is not str
+        or typ not in TYPES
+        or type(f) is not str
+        or not (type(p) is int or type(p) is str)
+    ):
         return None
     c = d.get("client")
     if c is not None and type(c) is not int:
@@ -144,8 +182,10 @@ def check_record(d: Any, line: int) -> Op:
     if not (isinstance(p, str) or (isinstance(p, int) and not isinstance(p, bool))):
         raise BadInput(f"history line {line}: 'process' must be an integer or a name")
     if not isinstance(d["type"], str) or d["type"] not in TYPES:
-        raise BadInput(f"history line {line}: unknown type {d['type']!r} "
-                       f"(expected one of {', '.join(sorted(TYPES))})")
+        raise BadInput(
+            f"history line {line}: unknown type {d['type']!r} "
+            f"(expected one of {', '.join(sorted(TYPES))})"
+        )
     if not isinstance(d["f"], str):
         raise BadInput(f"history line {line}: 'f' must be a string")
     c = d.get("client")
@@ -188,8 +228,10 @@ class History:
             if t == "invoke":
                 if p in pending:
                     if validate:
-                        raise BadInput(f"history line {self.lines[i]}: process {p!r} "
-                                       "invokes again before its previous op completed")
+                        raise BadInput(
+                            f"history line {self.lines[i]}: process {p!r} "
+                            "invokes again before its previous op completed"
+                        )
                     continue
                 pending[p] = len(invokes)
                 invokes.append(op)
@@ -198,8 +240,10 @@ class History:
                 j = pending.pop(p, None)
                 if j is None:
                     if validate:
-                        raise BadInput(f"history line {self.lines[i]}: {t} of process "
-                                       f"{p!r} without a pending invoke")
+                        raise BadInput(
+                            f"history line {self.lines[i]}: {t} of process "
+                            f"{p!r} without a pending invoke"
+                        )
                     continue
                 completions[j] = op
         new = tuple.__new__
@@ -217,16 +261,21 @@ class History:
                 continue
             if t == "invoke":
                 if p in pending:
-                    raise BadInput(f"history line {line}: process {p!r} invokes again before "
-                                   "its previous op completed")
+                    raise BadInput(
+                        f"history line {line}: process {p!r} invokes again before "
+                        "its previous op completed"
+                    )
                 if p in retired:
-                    raise BadInput(f"history line {line}: process {p!r} invokes again after an "
-                                   "op with unknown outcome (info); it needs a new process id")
+                    raise BadInput(
+                        f"history line {line}: process {p!r} invokes again after an "
+                        "op with unknown outcome (info); it needs a new process id"
+                    )
                 pending.add(p)
             else:
                 if p not in pending:
-                    raise BadInput(f"history line {line}: {t} of process {p!r} without a "
-                                   "pending invoke")
+                    raise BadInput(
+                        f"history line {line}: {t} of process {p!r} without a pending invoke"
+                    )
                 pending.discard(p)
                 if t == "info":
                     retired.add(p)
@@ -337,5 +386,4 @@ def fault_windows(history: History | Iterable[Op]) -> list[FaultWindow]:
 def faults_during(windows: list[FaultWindow], start: int, end: int | None) -> list[dict[str, Any]]:
     """The faults whose window intersects [start, end] (end None = until the end of the test)."""
     hi = float("inf") if end is None else end
-    return [w._asdict() for w in windows
-            if w.start <= hi and (w.end is None or w.end >= start)]
+    return [w._asdict() for w in windows if w.start <= hi and (w.end is None or w.end >= start)]

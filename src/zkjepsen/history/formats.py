@@ -36,14 +36,17 @@ FORMATS = ("auto", "jsonl", "jepsen-log", "porcupine-kv", "edn", "json")
 
 # One token per match, leading whitespace/commas/comments absorbed; groups by number:
 # 1 string, 2 opener, 3 closer, 4 discard (#_), 5 atom (symbol, keyword, number, tag).
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
   (?:[\s,]+|;[^\n]*)*
   (?:("(?:[^"\\]|\\.)*")
    |(\#\{|[\[\({])
    |([\])}])
    |(\#_)
    |([^\s,;"\[\](){}]+))
-""", re.VERBOSE)
+""",
+    re.VERBOSE,
+)
 _TRAILER = re.compile(r"(?:[\s,]+|;[^\n]*)*\Z")
 _INT = re.compile(r"[-+]?\d+N?")
 _FLOAT = re.compile(r"[-+]?\d+(\.\d*)?([eE][-+]?\d+)?M?")
@@ -74,8 +77,9 @@ def _atom(tok: str) -> Any:
     return tok  # a symbol: keep its name
 
 
-def parse_edn(text: str, source: str = "EDN", first_line: int = 1,
-              offsets: dict[int, int] | None = None) -> list[Any]:
+def parse_edn(
+    text: str, source: str = "EDN", first_line: int = 1, offsets: dict[int, int] | None = None
+) -> list[Any]:
     """Parse a sequence of EDN forms into Python values (keywords as plain strings).
     With `offsets`, record each map's start offset under id(map) (for error messages)."""
     base = first_line - 1
@@ -106,13 +110,16 @@ def parse_edn(text: str, source: str = "EDN", first_line: int = 1,
         elif g == 3:
             tok = m.group(3)
             if not stack or _CLOSERS[stack[-1][0]] != tok:
-                raise BadInput(f"{source} line {_line_of(text, m.start(3)) + base}: "
-                               f"unexpected {tok!r}")
+                raise BadInput(
+                    f"{source} line {_line_of(text, m.start(3)) + base}: unexpected {tok!r}"
+                )
             opener, items, where, cur = stack.pop()
             if opener == "{":
                 if len(items) % 2:
-                    raise BadInput(f"{source} line {_line_of(text, where) + base}: map with an "
-                                   "odd number of forms")
+                    raise BadInput(
+                        f"{source} line {_line_of(text, where) + base}: map with an "
+                        "odd number of forms"
+                    )
                 v = {_hashable(items[i]): items[i + 1] for i in range(0, len(items), 2)}
                 if offsets is not None:
                     offsets[id(v)] = where
@@ -132,11 +139,14 @@ def parse_edn(text: str, source: str = "EDN", first_line: int = 1,
             continue
         cur.append(v)
     if not _TRAILER.match(text, pos):
-        raise BadInput(f"{source} line {_line_of(text, pos) + base}: cannot parse "
-                       f"{text[pos:pos + 20].strip()!r}")
+        raise BadInput(
+            f"{source} line {_line_of(text, pos) + base}: cannot parse "
+            f"{text[pos : pos + 20].strip()!r}"
+        )
     if stack:
-        raise BadInput(f"{source} line {_line_of(text, stack[-1][2]) + base}: {stack[-1][0]!r} "
-                       "is never closed")
+        raise BadInput(
+            f"{source} line {_line_of(text, stack[-1][2]) + base}: {stack[-1][0]!r} is never closed"
+        )
     return forms
 
 
@@ -169,8 +179,17 @@ def _op_from_map(m: Any, pos: int, line: int, source: str) -> Op:
     if "index" in m:
         extra["source_index"] = m["index"]
     f = m["f"]
-    return Op(pos, pos, p, t, f if isinstance(f, str) else str(f), m.get("key"), m.get("value"),
-              None, extra)
+    return Op(
+        pos,
+        pos,
+        p,
+        t,
+        f if isinstance(f, str) else str(f),
+        m.get("key"),
+        m.get("value"),
+        None,
+        extra,
+    )
 
 
 def _ops_from_forms(forms: list[Any], source: str, lines: list[int] | None = None) -> History:
@@ -194,8 +213,10 @@ def read_edn(text: str, source: str = "EDN") -> History:
     forms = parse_edn(text, source, offsets=offsets)
     ops = forms[0] if len(forms) == 1 and isinstance(forms[0], list) else forms
     newlines = [m.start() for m in re.finditer("\n", text)]
-    lines = [bisect.bisect_left(newlines, offsets.get(id(m), -1)) + 1 if id(m) in offsets else 0
-             for m in ops]
+    lines = [
+        bisect.bisect_left(newlines, offsets.get(id(m), -1)) + 1 if id(m) in offsets else 0
+        for m in ops
+    ]
     return _ops_from_forms([ops], source, lines)
 
 
@@ -280,9 +301,9 @@ def read_json_array(text: str, source: str = "json") -> History:
 
 def detect_format(text: str) -> str:
     head = text.lstrip()[:200]
-    if head.startswith("[") and head[1:].lstrip().startswith(("{\"", "]")):
+    if head.startswith("[") and head[1:].lstrip().startswith(('{"', "]")):
         return "json"
-    if head.startswith("{\""):
+    if head.startswith('{"'):
         return "jsonl"
     if "jepsen.util - " in text[:5000]:
         return "jepsen-log"

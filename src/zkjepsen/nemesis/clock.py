@@ -49,8 +49,9 @@ class ClockFault:
     def detail(self, params: dict[str, Any], rng: random.Random) -> dict[str, Any]:
         raise NotImplementedError
 
-    def resolve(self, ctx: NemesisContext, target: str, rng: random.Random,
-                params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    def resolve(
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
+    ) -> tuple[list[str], dict[str, Any]]:
         targets = resolve_servers(ctx, target, rng)
         return targets, self.detail(params, rng)
 
@@ -86,14 +87,19 @@ class Strobe(ClockFault):
     """The offset flips between +d and real time every period_s (a thread per node)."""
 
     def detail(self, params: dict[str, Any], rng: random.Random) -> dict[str, Any]:
-        return {"offset_s": int(params.get("offset_s", rng.choice([-1, 1]) * rng.randint(1, 10))),
-                "period_s": max(CACHE_S, float(params.get("period_s", CACHE_S)))}
+        return {
+            "offset_s": int(params.get("offset_s", rng.choice([-1, 1]) * rng.randint(1, 10))),
+            "period_s": max(CACHE_S, float(params.get("period_s", CACHE_S))),
+        }
 
     def skew(self, ctx: NemesisContext, node: Node, detail: dict[str, Any]) -> None:
         stop = threading.Event()
-        t = threading.Thread(target=_strobe, name=f"strobe-{node.name}", daemon=True,
-                             args=(ctx.backend, node, detail["offset_s"], detail["period_s"],
-                                   stop))
+        t = threading.Thread(
+            target=_strobe,
+            name=f"strobe-{node.name}",
+            daemon=True,
+            args=(ctx.backend, node, detail["offset_s"], detail["period_s"], stop),
+        )
         ctx.state[f"strobe:{node.name}"] = (stop, t)
         t.start()
 
@@ -123,8 +129,9 @@ class Rate(ClockFault):
             ctx.backend.set_clock(ctx.node(name), NORMAL_RATE)
 
 
-def _strobe(backend: Backend, node: Node, offset_s: int, period_s: float,
-            stop: threading.Event) -> None:
+def _strobe(
+    backend: Backend, node: Node, offset_s: int, period_s: float, stop: threading.Event
+) -> None:
     high = True
     while not stop.is_set():
         backend.set_clock(node, _offset(offset_s) if high else REAL)

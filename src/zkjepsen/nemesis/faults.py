@@ -22,8 +22,9 @@ from zkjepsen.nemesis.targets import NemesisContext
 class FaultImpl(Protocol):
     family: str  # partition | process | clock | proxy
 
-    def resolve(self, ctx: NemesisContext, target: str, rng: random.Random,
-                params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    def resolve(
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
+    ) -> tuple[list[str], dict[str, Any]]:
         """(targets, detail): who is hit and how, drawn from the fault's own seeded RNG."""
 
     def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None: ...
@@ -44,8 +45,9 @@ class FaultKind:
     def family(self) -> str:
         return self.impl.family if self.impl is not None else "none"
 
-    def resolve(self, ctx: NemesisContext, target: str | None, rng: random.Random,
-                params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    def resolve(
+        self, ctx: NemesisContext, target: str | None, rng: random.Random, params: dict[str, Any]
+    ) -> tuple[list[str], dict[str, Any]]:
         return self._impl().resolve(ctx, target or self.target, rng, params)
 
     def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
@@ -62,63 +64,138 @@ class FaultKind:
 
 _KINDS = [
     FaultKind("none", "all", "no faults (a baseline run)", None),
-    FaultKind("partition-one", "one", "cut one random server off from the other servers",
-              Cut("alone")),
-    FaultKind("partition-leader", "leader", "cut the current leader off from the other servers",
-              Cut("alone")),
-    FaultKind("partition-halves", "all", "split the servers into a random minority and majority",
-              Cut("halves")),
-    FaultKind("partition-ring", "all",
-              "majorities ring: every server sees a majority, no two the same one (>= 5 nodes)",
-              Cut("ring")),
-    FaultKind("partition-bridge", "all", "two halves joined only through one bridge server",
-              Cut("bridge")),
-    FaultKind("isolate-client", "holder",
-              "drop every packet between one client (the lock holder if known) and all servers",
-              IsolateClient(), duration="2x"),
-    FaultKind("packet-loss", "all",
-              "drop a random fraction (default 10%) of packets to and from the target servers",
-              PacketLoss()),
-    FaultKind("kill-one", "one", "SIGKILL one random server, restart it at the end",
-              ProcessFault("kill", "servers")),
-    FaultKind("kill-leader", "leader", "SIGKILL the leader, restart it at the end",
-              ProcessFault("kill", "servers")),
-    FaultKind("kill-minority", "minority", "SIGKILL a minority of servers",
-              ProcessFault("kill", "servers")),
-    FaultKind("kill-majority", "majority",
-              "SIGKILL a majority of servers (the ensemble stops serving)",
-              ProcessFault("kill", "servers")),
-    FaultKind("pause-server", "one", "freeze one random server (cgroup freezer)",
-              ProcessFault("pause", "servers")),
-    FaultKind("pause-leader", "leader", "freeze the leader (cgroup freezer)",
-              ProcessFault("pause", "servers")),
-    FaultKind("pause-client", "holder",
-              "freeze one client (the lock holder if known) for 1.5x its session timeout",
-              ProcessFault("pause", "client"), duration="1.5x"),
-    FaultKind("kill-client", "holder",
-              "SIGKILL one client (the lock holder if known); it restarts with a new session",
-              ProcessFault("kill", "client")),
-    FaultKind("clock-bump", "one",
-              "step one server's clock by +-1..60 s (libfaketime moves its monotonic clock too)",
-              Bump()),
-    FaultKind("clock-strobe", "one", "flip one server's clock between +d and 0 every ~1.2 s",
-              Strobe()),
-    FaultKind("clock-rate-leader", "leader",
-              "run the leader's clock k x fast (default 4x): it expires sessions k x early",
-              Rate()),
+    FaultKind(
+        "partition-one", "one", "cut one random server off from the other servers", Cut("alone")
+    ),
+    FaultKind(
+        "partition-leader",
+        "leader",
+        "cut the current leader off from the other servers",
+        Cut("alone"),
+    ),
+    FaultKind(
+        "partition-halves",
+        "all",
+        "split the servers into a random minority and majority",
+        Cut("halves"),
+    ),
+    FaultKind(
+        "partition-ring",
+        "all",
+        "majorities ring: every server sees a majority, no two the same one (>= 5 nodes)",
+        Cut("ring"),
+    ),
+    FaultKind(
+        "partition-bridge", "all", "two halves joined only through one bridge server", Cut("bridge")
+    ),
+    FaultKind(
+        "isolate-client",
+        "holder",
+        "drop every packet between one client (the lock holder if known) and all servers",
+        IsolateClient(),
+        duration="2x",
+    ),
+    FaultKind(
+        "packet-loss",
+        "all",
+        "drop a random fraction (default 10%) of packets to and from the target servers",
+        PacketLoss(),
+    ),
+    FaultKind(
+        "kill-one",
+        "one",
+        "SIGKILL one random server, restart it at the end",
+        ProcessFault("kill", "servers"),
+    ),
+    FaultKind(
+        "kill-leader",
+        "leader",
+        "SIGKILL the leader, restart it at the end",
+        ProcessFault("kill", "servers"),
+    ),
+    FaultKind(
+        "kill-minority",
+        "minority",
+        "SIGKILL a minority of servers",
+        ProcessFault("kill", "servers"),
+    ),
+    FaultKind(
+        "kill-majority",
+        "majority",
+        "SIGKILL a majority of servers (the ensemble stops serving)",
+        ProcessFault("kill", "servers"),
+    ),
+    FaultKind(
+        "pause-server",
+        "one",
+        "freeze one random server (cgroup freezer)",
+        ProcessFault("pause", "servers"),
+    ),
+    FaultKind(
+        "pause-leader",
+        "leader",
+        "freeze the leader (cgroup freezer)",
+        ProcessFault("pause", "servers"),
+    ),
+    FaultKind(
+        "pause-client",
+        "holder",
+        "freeze one client (the lock holder if known) for 1.5x its session timeout",
+        ProcessFault("pause", "client"),
+        duration="1.5x",
+    ),
+    FaultKind(
+        "kill-client",
+        "holder",
+        "SIGKILL one client (the lock holder if known); it restarts with a new session",
+        ProcessFault("kill", "client"),
+    ),
+    FaultKind(
+        "clock-bump",
+        "one",
+        "step one server's clock by +-1..60 s (libfaketime moves its monotonic clock too)",
+        Bump(),
+    ),
+    FaultKind(
+        "clock-strobe", "one", "flip one server's clock between +d and 0 every ~1.2 s", Strobe()
+    ),
+    FaultKind(
+        "clock-rate-leader",
+        "leader",
+        "run the leader's clock k x fast (default 4x): it expires sessions k x early",
+        Rate(),
+    ),
     # Through the wire proxy in the client's container (the run needs proxy = true).
-    FaultKind("proxy-lose-create", "holder",
-              "the server applies one client's next create (params: n), the client never gets "
-              "the reply (ConnectionLoss)", ProxyFault("proxy-lose-create"), duration="2x"),
-    FaultKind("proxy-delay-reply", "holder",
-              "delay one client's next reply (params: seconds, op) by 2 s",
-              ProxyFault("proxy-delay-reply")),
-    FaultKind("proxy-drop-pings", "holder",
-              "answer one client's pings in its proxy: the servers expire an idle session while "
-              "its connection stays healthy", ProxyFault("proxy-drop-pings"), duration="2x"),
-    FaultKind("proxy-close-after", "holder",
-              "close one client's connection right after the reply to its next op "
-              "(params: op, n; default create)", ProxyFault("proxy-close-after"), duration="2x"),
+    FaultKind(
+        "proxy-lose-create",
+        "holder",
+        "the server applies one client's next create (params: n), the client never gets "
+        "the reply (ConnectionLoss)",
+        ProxyFault("proxy-lose-create"),
+        duration="2x",
+    ),
+    FaultKind(
+        "proxy-delay-reply",
+        "holder",
+        "delay one client's next reply (params: seconds, op) by 2 s",
+        ProxyFault("proxy-delay-reply"),
+    ),
+    FaultKind(
+        "proxy-drop-pings",
+        "holder",
+        "answer one client's pings in its proxy: the servers expire an idle session while "
+        "its connection stays healthy",
+        ProxyFault("proxy-drop-pings"),
+        duration="2x",
+    ),
+    FaultKind(
+        "proxy-close-after",
+        "holder",
+        "close one client's connection right after the reply to its next op "
+        "(params: op, n; default create)",
+        ProxyFault("proxy-close-after"),
+        duration="2x",
+    ),
 ]
 
 FAULTS: dict[str, FaultKind] = {k.name: k for k in _KINDS}

@@ -78,8 +78,9 @@ def resolve_duration(spec: float | str, session_timeout_s: float) -> float:
 
 
 # ---- combinators --------------------------------------------------------------------------------
-def fault(f: str, target: str | None = None, duration: float | str | None = None,
-          **params: Any) -> Gen:
+def fault(
+    f: str, target: str | None = None, duration: float | str | None = None, **params: Any
+) -> Gen:
     """An endless stream of one fault (bound it with time_limit)."""
     item = Fault(f, target, duration, params)
 
@@ -208,8 +209,7 @@ def on(trigger: Any, g: Gen) -> Gen:
     def gen(rng: random.Random, env: Env) -> Iterator[Item]:
         for item in g(rng, env):
             if isinstance(item, Fault):
-                item = dataclasses.replace(item, trigger=trigger,
-                                           target=item.target or "trigger")
+                item = dataclasses.replace(item, trigger=trigger, target=item.target or "trigger")
             yield item
 
     return gen
@@ -265,7 +265,7 @@ def executed_items(faults: list[dict], origin_ns: int = 0) -> list[Item]:
     items: list[Item] = []
     t = 0.0
     for f in sorted(faults, key=lambda f: f.get("armed_ns") or f["start_ns"]):
-        start = ((f.get("armed_ns") if f.get("trigger") else None) or f["start_ns"])
+        start = (f.get("armed_ns") if f.get("trigger") else None) or f["start_ns"]
         start_s = max(0.0, (start - origin_ns) / 1e9)
         if start_s > t + 1e-3:
             items.append(Sleep(round(start_s - t, 3)))
@@ -310,9 +310,15 @@ def plan(gen: Gen, seed: int, env: Env | None = None, max_items: int = 100_000) 
             fid += 1
             spec = env.duration_spec(item)
             d = env.seconds(spec)
-            planned = {"fault_id": fid, "f": item.f, "target": item.target, "duration": spec,
-                       "duration_s": round(d, 6), "at_s": round(t, 6),
-                       "params": dict(item.params)}
+            planned = {
+                "fault_id": fid,
+                "f": item.f,
+                "target": item.target,
+                "duration": spec,
+                "duration_s": round(d, 6),
+                "at_s": round(t, 6),
+                "params": dict(item.params),
+            }
             if item.trigger is not None:  # at_s: when it is armed at the earliest
                 planned["trigger"] = item.trigger.to_json()
             out.append(planned)
@@ -322,8 +328,15 @@ def plan(gen: Gen, seed: int, env: Env | None = None, max_items: int = 100_000) 
     return out
 
 
-def standard_plan(names: list[str], *, seed: int, time_limit_s: float, interval_s: float,
-                  fault_duration_s: float, session_timeout_s: float) -> list[dict]:
+def standard_plan(
+    names: list[str],
+    *,
+    seed: int,
+    time_limit_s: float,
+    interval_s: float,
+    fault_duration_s: float,
+    session_timeout_s: float,
+) -> list[dict]:
     env = Env(session_timeout_s=session_timeout_s, fault_duration_s=fault_duration_s)
     gen = standard(names, time_limit_s=time_limit_s, interval_s=interval_s)
     return plan(gen, seed, env)

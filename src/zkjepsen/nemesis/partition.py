@@ -53,7 +53,7 @@ def bridge(names: list[str], rng: random.Random) -> dict[str, list[str]]:
     """Two halves that share one bridge node: A - b - B. Cut A from B only."""
     shuffled = rng.sample(names, len(names))
     mid = len(names) // 2
-    a, b = shuffled[:mid], shuffled[mid + 1:]
+    a, b = shuffled[:mid], shuffled[mid + 1 :]
     g = {n: [] for n in names}
     for x in a:
         g[x] = sorted(b)
@@ -86,8 +86,9 @@ class IptablesFault:
 
     family = "partition"
 
-    def rules(self, ctx: NemesisContext, targets: list[str],
-              detail: dict[str, Any]) -> dict[str, list[list[str]]]:
+    def rules(
+        self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]
+    ) -> dict[str, list[list[str]]]:
         """container name -> rule specs (argv after `-A CHAIN`) for this fault."""
         raise NotImplementedError
 
@@ -99,8 +100,10 @@ class IptablesFault:
             lines = [f"iptables -w -N {q} 2>/dev/null || true"]
             lines += [f"iptables -w -A {q} " + " ".join(map(shlex.quote, s)) for s in specs]
             # Jump last, so the rules are complete before any packet sees them.
-            lines += [f"iptables -w -C {h} -j {q} 2>/dev/null || iptables -w -I {h} -j {q}"
-                      for h in ("INPUT", "OUTPUT")]
+            lines += [
+                f"iptables -w -C {h} -j {q} 2>/dev/null || iptables -w -I {h} -j {q}"
+                for h in ("INPUT", "OUTPUT")
+            ]
             _run(ctx, name, " && ".join(f"( {x} )" for x in lines))
 
         ctx.each(one, list(self.rules(ctx, targets, detail).items()))
@@ -110,18 +113,24 @@ class IptablesFault:
 
         def one(item: tuple[str, list[list[str]]]) -> None:
             name, specs = item
-            deletes = "; ".join(f"iptables -w -D {q} " + " ".join(map(shlex.quote, s))
-                                + " 2>/dev/null" for s in specs)
+            deletes = "; ".join(
+                f"iptables -w -D {q} " + " ".join(map(shlex.quote, s)) + " 2>/dev/null"
+                for s in specs
+            )
             # The last fault out removes the chain and its jumps: nothing of ours stays behind.
-            drop_empty = (f'[ "$(iptables -w -S {q} | wc -l)" -le 1 ] && '
-                          f"{{ {HEAL_SCRIPT.format(c=q)}; }}")
+            drop_empty = (
+                f'[ "$(iptables -w -S {q} | wc -l)" -le 1 ] && {{ {HEAL_SCRIPT.format(c=q)}; }}'
+            )
             _run(ctx, name, f"{deletes}; {drop_empty}; true")
 
         ctx.each(one, list(self.rules(ctx, targets, detail).items()))
 
 
-LAYOUTS = {"halves": lambda names, rng: grudge_from_components(halves(names, rng)),
-           "ring": majorities_ring, "bridge": bridge}
+LAYOUTS = {
+    "halves": lambda names, rng: grudge_from_components(halves(names, rng)),
+    "ring": majorities_ring,
+    "bridge": bridge,
+}
 
 
 @dataclass(frozen=True)
@@ -131,8 +140,9 @@ class Cut(IptablesFault):
 
     layout: str
 
-    def resolve(self, ctx: NemesisContext, target: str, rng: random.Random,
-                params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    def resolve(
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
+    ) -> tuple[list[str], dict[str, Any]]:
         names = [n.name for n in ctx.backend.nodes]
         detail: dict[str, Any] = {}
         if self.layout == "alone":
@@ -150,22 +160,27 @@ class Cut(IptablesFault):
         detail["grudge"] = {k: v for k, v in g.items() if v}
         return sorted(detail["grudge"]), detail
 
-    def rules(self, ctx: NemesisContext, targets: list[str],
-              detail: dict[str, Any]) -> dict[str, list[list[str]]]:
-        return {node: _drop_both_ways([ctx.node(peer).ip for peer in peers])
-                for node, peers in detail["grudge"].items()}
+    def rules(
+        self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]
+    ) -> dict[str, list[list[str]]]:
+        return {
+            node: _drop_both_ways([ctx.node(peer).ip for peer in peers])
+            for node, peers in detail["grudge"].items()
+        }
 
 
 class IsolateClient(IptablesFault):
     """Every packet between one client and every server, dropped in the client's netns."""
 
-    def resolve(self, ctx: NemesisContext, target: str, rng: random.Random,
-                params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    def resolve(
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
+    ) -> tuple[list[str], dict[str, Any]]:
         client, how = resolve_client(ctx, target, rng)
         return [client], {"chosen": how, "servers": [n.name for n in ctx.backend.nodes]}
 
-    def rules(self, ctx: NemesisContext, targets: list[str],
-              detail: dict[str, Any]) -> dict[str, list[list[str]]]:
+    def rules(
+        self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]
+    ) -> dict[str, list[list[str]]]:
         return {targets[0]: _drop_both_ways([ctx.node(n).ip for n in detail["servers"]])}
 
     def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
@@ -176,20 +191,28 @@ class IsolateClient(IptablesFault):
 
 
 class PacketLoss(IptablesFault):
-    def resolve(self, ctx: NemesisContext, target: str, rng: random.Random,
-                params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
-        return (resolve_servers(ctx, target, rng),
-                {"probability": float(params.get("probability", DEFAULT_LOSS))})
+    def resolve(
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
+    ) -> tuple[list[str], dict[str, Any]]:
+        return (
+            resolve_servers(ctx, target, rng),
+            {"probability": float(params.get("probability", DEFAULT_LOSS))},
+        )
 
-    def rules(self, ctx: NemesisContext, targets: list[str],
-              detail: dict[str, Any]) -> dict[str, list[list[str]]]:
+    def rules(
+        self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]
+    ) -> dict[str, list[list[str]]]:
         p = f"{detail['probability']:.4f}"
         peers = [n.ip for n in ctx.backend.nodes] + [h.ip for h in ctx.clients()]
         out = {}
         for t in targets:
             mine = ctx.node(t).ip
-            out[t] = [[d, ip, "-m", "statistic", "--mode", "random", "--probability", p,
-                       "-j", "DROP"] for ip in peers if ip != mine for d in ("-s", "-d")]
+            out[t] = [
+                [d, ip, "-m", "statistic", "--mode", "random", "--probability", p, "-j", "DROP"]
+                for ip in peers
+                if ip != mine
+                for d in ("-s", "-d")
+            ]
         return out
 
 
@@ -208,9 +231,11 @@ def _run(ctx: NemesisContext, name: str, script: str) -> str:
     return out
 
 
-HEAL_SCRIPT = ("for h in INPUT OUTPUT; do while iptables -w -D $h -j {c} 2>/dev/null; do :; done;"
-               " done; iptables -w -F {c} 2>/dev/null; iptables -w -X {c} 2>/dev/null; "
-               "! iptables -w -S {c} >/dev/null 2>&1")
+HEAL_SCRIPT = (
+    "for h in INPUT OUTPUT; do while iptables -w -D $h -j {c} 2>/dev/null; do :; done;"
+    " done; iptables -w -F {c} 2>/dev/null; iptables -w -X {c} 2>/dev/null; "
+    "! iptables -w -S {c} >/dev/null 2>&1"
+)
 
 
 def heal(ctx: NemesisContext) -> list[str]:
@@ -232,5 +257,6 @@ def heal(ctx: NemesisContext) -> list[str]:
 def _gone(e: Exception) -> bool:
     msg = str(e)
     # "non running container": a sidecar cannot join the netns of a stopped client.
-    return any(s in msg for s in ("is not running", "non running container", "No such container",
-                                  "404"))
+    return any(
+        s in msg for s in ("is not running", "non running container", "No such container", "404")
+    )

@@ -25,12 +25,12 @@ class ProcessFault:
     on: str
     family = "process"
 
-    def resolve(self, ctx: NemesisContext, target: str, rng: random.Random,
-                params: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    def resolve(
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
+    ) -> tuple[list[str], dict[str, Any]]:
         if self.on == "client":
             client, how = resolve_client(ctx, target, rng)
-            return [client], {"chosen": how,
-                              "session_timeout_s": ctx.session_timeout_of(client)}
+            return [client], {"chosen": how, "session_timeout_s": ctx.session_timeout_of(client)}
         detail: dict[str, Any] = {}
         if target == "leader":
             leader = ctx.backend.leader()
@@ -105,4 +105,3 @@ def heal(ctx: NemesisContext) -> list[str]:
             if "No such container" not in str(e):
                 problems.append(f"{h.name}: {e}")
     return problems
-

@@ -39,8 +39,7 @@ class NemesisLog:
         return time.monotonic_ns() - self.t0_ns
 
     def record(self, at_ns: int, f: str, value: dict[str, Any]) -> None:
-        self.out.write({"time": at_ns, "process": NEMESIS, "type": "info", "f": f,
-                        "value": value})
+        self.out.write({"time": at_ns, "process": NEMESIS, "type": "info", "f": f, "value": value})
 
     def close(self) -> None:
         self.out.close()
@@ -49,8 +48,9 @@ class NemesisLog:
 class FaultNemesis(Nemesis):
     """The `Nemesis` for every registered fault kind; `invoke` runs op["f"]'s kind."""
 
-    def __init__(self, ctx: NemesisContext, names: list[str], seed: int = 0,
-                 log: NemesisLog | None = None) -> None:
+    def __init__(
+        self, ctx: NemesisContext, names: list[str], seed: int = 0, log: NemesisLog | None = None
+    ) -> None:
         unknown = [n for n in names if n not in FAULTS and n != "heal"]
         if unknown:
             raise NemesisError(f"unknown fault(s) {', '.join(unknown)}")
@@ -71,7 +71,8 @@ class FaultNemesis(Nemesis):
             if op.get("targets") is None:  # replays carry resolved targets; plans do not
                 rng = random.Random(f"{self.seed}:{op['fault_id']}")
                 op["targets"], op["detail"] = kind.resolve(
-                    self.ctx, op.get("aim") or op.get("target"), rng, op.get("params") or {})
+                    self.ctx, op.get("aim") or op.get("target"), rng, op.get("params") or {}
+                )
             op["start_ns"] = self._now()
             self._record(op, "start")
             self.current = op  # an interrupt inside apply still gets this fault ended
@@ -131,14 +132,30 @@ def _load_replay(schedule: Any) -> list[dict]:
     for f in faults:
         if f.get("f") == "heal" or "start_ns" not in f:
             continue
-        out.append({k: f.get(k) for k in ("fault_id", "f", "target", "targets", "detail",
-                                          "params", "duration", "start_ns", "end_ns",
-                                          "trigger", "armed_ns")})
+        out.append(
+            {
+                k: f.get(k)
+                for k in (
+                    "fault_id",
+                    "f",
+                    "target",
+                    "targets",
+                    "detail",
+                    "params",
+                    "duration",
+                    "start_ns",
+                    "end_ns",
+                    "trigger",
+                    "armed_ns",
+                )
+            }
+        )
     return sorted(out, key=lambda f: f["start_ns"])
 
 
-def _await_trigger(ctx: NemesisContext, p: dict, log: NemesisLog, stop: threading.Event,
-                   limit_ns: int) -> dict | None:
+def _await_trigger(
+    ctx: NemesisContext, p: dict, log: NemesisLog, stop: threading.Event, limit_ns: int
+) -> dict | None:
     """Arm p's trigger now and wait (until `limit_ns` or a stop) for it to fire. Returns what
     the fault op gets: `fired` (when it was armed, when the event happened and was seen, who
     it names, when the fault starts after the delay) and `aim` (the target the event names,
@@ -163,13 +180,18 @@ def _await_trigger(ctx: NemesisContext, p: dict, log: NemesisLog, stop: threadin
         if time.monotonic_ns() >= limit_ns or stop.wait(0.01):
             return None
     seen_ns = log.now()
-    out: dict[str, Any] = {"fired": {
-        "armed_ns": armed_ns, "event_ns": fired.at_ns, "seen_ns": seen_ns,
-        "client": fired.client, "node": fired.node,
-        "start_at_ns": max(seen_ns, fired.at_ns + int(trigger.delay_s * 1e9))}}
+    out: dict[str, Any] = {
+        "fired": {
+            "armed_ns": armed_ns,
+            "event_ns": fired.at_ns,
+            "seen_ns": seen_ns,
+            "client": fired.client,
+            "node": fired.node,
+            "start_at_ns": max(seen_ns, fired.at_ns + int(trigger.delay_s * 1e9)),
+        }
+    }
     if p.get("target") == "trigger":
-        out["aim"] = (f"client:{fired.client}" if fired.client is not None
-                      else fired.node)
+        out["aim"] = f"client:{fired.client}" if fired.client is not None else fired.node
         out["targets"] = out["detail"] = None  # resolved afresh from the event
     return out
 
@@ -184,11 +206,22 @@ def _wait_until(deadline_ns: int, stop: threading.Event) -> bool:
             return True
 
 
-def run_nemesis(backend: Backend, pool: Any, names: list[str], *, seed: int, time_limit_s: float,
-                interval_s: float = 10.0, fault_duration_s: float = 8.0,
-                session_timeout_s: float = 4.0, t0_ns: int, out_dir: Path,
-                stop_event: threading.Event | None = None, schedule: Any = None,
-                gen: generator.Gen | None = None) -> list[dict]:
+def run_nemesis(
+    backend: Backend,
+    pool: Any,
+    names: list[str],
+    *,
+    seed: int,
+    time_limit_s: float,
+    interval_s: float = 10.0,
+    fault_duration_s: float = 8.0,
+    session_timeout_s: float = 4.0,
+    t0_ns: int,
+    out_dir: Path,
+    stop_event: threading.Event | None = None,
+    schedule: Any = None,
+    gen: generator.Gen | None = None,
+) -> list[dict]:
     """Run faults until `time_limit_s` after the call (or `stop_event`), heal, return the
     executed faults (as in schedule.json). `schedule`: an executed schedule (schedule.json's
     dict or its "faults" list) to replay at its recorded times since t0 with its resolved
@@ -208,10 +241,18 @@ def run_nemesis(backend: Backend, pool: Any, names: list[str], *, seed: int, tim
         planned = generator.plan(g, seed, env)
         names = sorted(set(names) | {p["f"] for p in planned if p["f"] != "heal"})
     nem = FaultNemesis(ctx, [n for n in names if n != "none"], seed, log)
-    meta = {"seed": seed, "names": names, "time_limit_s": time_limit_s, "interval_s": interval_s,
-            "fault_duration_s": fault_duration_s, "session_timeout_s": session_timeout_s,
-            "replay": schedule is not None, "planned": planned,
-            "origin_ns": origin_ns - t0_ns, "run_id": backend.run_id}
+    meta = {
+        "seed": seed,
+        "names": names,
+        "time_limit_s": time_limit_s,
+        "interval_s": interval_s,
+        "fault_duration_s": fault_duration_s,
+        "session_timeout_s": session_timeout_s,
+        "replay": schedule is not None,
+        "planned": planned,
+        "origin_ns": origin_ns - t0_ns,
+        "run_id": backend.run_id,
+    }
     executed: list[dict] = []
     active: dict | None = None
     nem.setup()
@@ -221,28 +262,34 @@ def run_nemesis(backend: Backend, pool: Any, names: list[str], *, seed: int, tim
                 continue
             if p["f"] == "heal":
                 # A heal between phases runs now; the last one is the teardown's, below.
-                if i < len(planned) - 1 and not _wait_until(origin_ns + int(p["at_s"] * 1e9),
-                                                            stop):
+                if i < len(planned) - 1 and not _wait_until(origin_ns + int(p["at_s"] * 1e9), stop):
                     meta.setdefault("heals", []).append(
-                        {"start_ns": log.now(), "problems": heal_context(ctx),
-                         "end_ns": log.now()})
+                        {"start_ns": log.now(), "problems": heal_context(ctx), "end_ns": log.now()}
+                    )
                 continue
             extra: dict[str, Any] = {}
             if p.get("trigger"):
-                armed = (t0_ns + p["armed_ns"] if schedule is not None and p.get("armed_ns")
-                         else origin_ns + int(p.get("at_s", 0) * 1e9))
+                armed = (
+                    t0_ns + p["armed_ns"]
+                    if schedule is not None and p.get("armed_ns")
+                    else origin_ns + int(p.get("at_s", 0) * 1e9)
+                )
                 if _wait_until(armed, stop):
                     break
                 extra = _await_trigger(ctx, p, log, stop, origin_ns + int(time_limit_s * 1e9))
                 if extra is None:  # the time limit or a stop came first: it never fired
                     meta.setdefault("unfired", []).append(
-                        {"fault_id": p.get("fault_id"), "f": p["f"], "trigger": p["trigger"]})
+                        {"fault_id": p.get("fault_id"), "f": p["f"], "trigger": p["trigger"]}
+                    )
                     break
                 if _wait_until(t0_ns + extra["fired"]["start_at_ns"], stop):
                     break
             else:
-                at = (t0_ns + p["start_ns"] if schedule is not None
-                      else origin_ns + int(p["at_s"] * 1e9))
+                at = (
+                    t0_ns + p["start_ns"]
+                    if schedule is not None
+                    else origin_ns + int(p["at_s"] * 1e9)
+                )
                 if _wait_until(at, stop):
                     break
             active = nem.invoke({**p, **extra, "phase": "start"})
@@ -263,8 +310,7 @@ def run_nemesis(backend: Backend, pool: Any, names: list[str], *, seed: int, tim
         with signals_deferred():  # a second Ctrl-C must not stop the heal halfway
             active = active or nem.current
             if active is not None:
-                executed.append(_done(nem.invoke({**active, "phase": "end",
-                                                  "interrupted": True})))
+                executed.append(_done(nem.invoke({**active, "phase": "end", "interrupted": True})))
             heal_start, problems = log.now(), ["heal interrupted"]
             try:
                 nem.teardown()
@@ -273,8 +319,11 @@ def run_nemesis(backend: Backend, pool: Any, names: list[str], *, seed: int, tim
                 problems = [f"heal failed: {type(e).__name__}: {e}"]
                 raise
             finally:
-                meta["final_heal"] = {"start_ns": heal_start, "end_ns": log.now(),
-                                      "problems": problems}
+                meta["final_heal"] = {
+                    "start_ns": heal_start,
+                    "end_ns": log.now(),
+                    "problems": problems,
+                }
                 _write_schedule(out_dir, meta, executed)
                 log.close()
     return executed

@@ -27,6 +27,7 @@ class ClientFiles(Protocol):
     def client_history(self, client: int) -> Path: ...
     def client_histories(self) -> list[Path]: ...
 
+
 ACQUIRE_FS = ("acquire", "lock", "elected")
 RELEASE_FS = ("release", "unlock", "resign")
 
@@ -41,7 +42,8 @@ class NemesisContext:
     lock: threading.Lock = field(default_factory=threading.Lock)
     state: dict[str, Any] = field(default_factory=dict)  # per-family live state (strobes)
     _exec: ThreadPoolExecutor = field(
-        default_factory=lambda: ThreadPoolExecutor(8, thread_name_prefix="nemesis"))
+        default_factory=lambda: ThreadPoolExecutor(8, thread_name_prefix="nemesis")
+    )
 
     @property
     def run_id(self) -> str:

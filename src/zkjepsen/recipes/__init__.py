@@ -36,86 +36,130 @@ _DRIVERS = "/opt/zkjepsen/drivers"  # where the image build installs them (harne
 _CURATOR = f"{_DRIVERS}/curator/run"
 RECIPES: dict[str, RecipeInfo] = {
     "kazoo": RecipeInfo(
-        _M + "kazoo_lock:KazooLock", "kazoo's Lock as-is (reference)",
+        _M + "kazoo_lock:KazooLock",
+        "kazoo's Lock as-is (reference)",
         "is_acquired survives session loss: split holder under pauses/partitions",
-        source="library"),
+        source="library",
+    ),
     "kazoo-careful": RecipeInfo(
         _M + "kazoo_lock:CarefulKazooLock",
         "kazoo's Lock; the application abandons its critical section on SUSPENDED/LOST",
         "none expected in belief; writes in flight at SUSPENDED may still land",
-        source="library"),
+        source="library",
+    ),
     "blog": RecipeInfo(
-        _M + "blog:BlogLock", "ZkDistributedLock from a blog post (own client per lock object)",
+        _M + "blog:BlogLock",
+        "ZkDistributedLock from a blog post (own client per lock object)",
         "never re-lists: a dead waiter ahead makes the next one 'acquire' (split holder, no "
         "fault); dangling watch hangs; no session handling; no GUID; own session, so data "
-        "reads on the app's session can be stale (lost updates)"),
+        "reads on the app's session can be stale (lost updates)",
+    ),
     "herd": RecipeInfo(
-        _M + "herd:HerdLock", "two-version lock v1: watch the children list",
-        "herd effect (every release wakes every waiter); no session handling"),
+        _M + "herd:HerdLock",
+        "two-version lock v1: watch the children list",
+        "herd effect (every release wakes every waiter); no session handling",
+    ),
     "predecessor": RecipeInfo(
-        _M + "predecessor:PredecessorLock", "two-version lock v2: watch the predecessor, re-list",
-        "no session handling"),
+        _M + "predecessor:PredecessorLock",
+        "two-version lock v2: watch the predecessor, re-list",
+        "no session handling",
+    ),
     "paper": RecipeInfo(
-        _M + "paper:PaperLock", "the ZooKeeper paper's scalable lock (lecture notes)",
-        "no atomicity: a holder dying mid-update leaves a half-done state to the next holder"),
+        _M + "paper:PaperLock",
+        "the ZooKeeper paper's scalable lock (lecture notes)",
+        "no atomicity: a holder dying mid-update leaves a half-done state to the next holder",
+    ),
     "exclusive": RecipeInfo(
-        _M + "exclusive:ExclusiveLock", "create one ephemeral node; others watch the children",
-        "herd, unfair; after session loss release deletes another holder's node"),
+        _M + "exclusive:ExclusiveLock",
+        "create one ephemeral node; others watch the children",
+        "herd, unfair; after session loss release deletes another holder's node",
+    ),
     "rwlock": RecipeInfo(
-        _M + "rwlock:RWLock", "shared read/write lock v2 (-R-/-W- nodes, watch last blocker)",
-        "no session handling (mode: read/write)"),
+        _M + "rwlock:RWLock",
+        "shared read/write lock v2 (-R-/-W- nodes, watch last blocker)",
+        "no session handling (mode: read/write)",
+    ),
     "election": RecipeInfo(
-        _M + "election:Election", "master election on one ephemeral node",
-        "stale master keeps believing after session loss; resign deletes whoever's node"),
+        _M + "election:Election",
+        "master election on one ephemeral node",
+        "stale master keeps believing after session loss; resign deletes whoever's node",
+    ),
     "queue": RecipeInfo(
-        _M + "queue:FifoQueue", "FIFO queue (members proceed in order; data put/get)",
-        "none without faults"),
+        _M + "queue:FifoQueue",
+        "FIFO queue (members proceed in order; data put/get)",
+        "none without faults",
+    ),
     "writelock-2931": RecipeInfo(
         _M + "writelock_fullname:FullNameWriteLock",
         "ZooKeeper's own WriteLock recipe before ZOOKEEPER-2931 (x-<sessionId>- nodes)",
         "orders contenders by session id before sequence: a newcomer jumps the queue (split "
-        "holder, no fault)"),
+        "holder, no fault)",
+    ),
     "barrier": RecipeInfo(
-        _M + "barrier:QueueBarrier", "barrier: n children under the barrier node, then proceed "
-        "(`barrier` workload)",
+        _M + "barrier:QueueBarrier",
+        "barrier: n children under the barrier node, then proceed (`barrier` workload)",
         "counts nodes, not members: a dead member's lingering child counts, a vanished one "
-        "leaves everyone waiting; no session handling"),
+        "leaves everyone waiting; no session handling",
+    ),
     "double-barrier": RecipeInfo(
-        _M + "barrier:DoubleBarrier", "double barrier: enter as `barrier`, leave waits until "
-        "nobody is left (`barrier` workload)",
+        _M + "barrier:DoubleBarrier",
+        "double barrier: enter as `barrier`, leave waits until nobody is left (`barrier` workload)",
         "as `barrier`, and no ready node: a member that leaves before a slow waiter re-lists "
-        "strands it"),
+        "strands it",
+    ),
     "curator": RecipeInfo(
-        _M + "curator:CuratorMutex", "Curator InterProcessMutex algorithm (protected, getData)",
-        "none without faults; belief survives session loss until checked"),
+        _M + "curator:CuratorMutex",
+        "Curator InterProcessMutex algorithm (protected, getData)",
+        "none without faults; belief survives session loss until checked",
+    ),
     # The real libraries, in their own languages, as Debian bookworm ships them; compiled into
     # the client image (harness/drivers.py) and driven through the client wire protocol.
     "curator-java": RecipeInfo(
-        "", "Apache Curator 5.4.0 InterProcessMutex as-is (Java, real library)",
+        "",
+        "Apache Curator 5.4.0 InterProcessMutex as-is (Java, real library)",
         "isAcquiredInThisProcess survives session loss: a paused holder keeps believing "
         "(CURATOR-206); quick reconnect on the dying node (CURATOR-604); a failed release drops "
         "local state while the node survives (CURATOR-678)",
-        command=(_CURATOR, "mutex"), language="java", source="library"),
+        command=(_CURATOR, "mutex"),
+        language="java",
+        source="library",
+    ),
     "curator-java-careful": RecipeInfo(
-        "", "Apache Curator 5.4.0 InterProcessMutex; the application's ConnectionStateListener "
+        "",
+        "Apache Curator 5.4.0 InterProcessMutex; the application's ConnectionStateListener "
         "abandons the critical section on SUSPENDED/LOST (Java, real library)",
         "none expected in belief; a frozen process hears SUSPENDED only when it wakes, so a "
         "write already on its way may land after the session is gone",
-        command=(_CURATOR, "careful"), language="java", source="library"),
+        command=(_CURATOR, "careful"),
+        language="java",
+        source="library",
+    ),
     "curator-java-semaphore": RecipeInfo(
-        "", "Apache Curator 5.4.0 InterProcessSemaphoreMutex as-is (Java, real library)",
+        "",
+        "Apache Curator 5.4.0 InterProcessSemaphoreMutex as-is (Java, real library)",
         "the lease is believed held after session loss, as with the mutex",
-        command=(_CURATOR, "semaphore"), language="java", source="library"),
+        command=(_CURATOR, "semaphore"),
+        language="java",
+        source="library",
+    ),
     "curator-java-latch": RecipeInfo(
-        "", "Apache Curator 5.4.0 LeaderLatch, for the election workload (Java, real library)",
+        "",
+        "Apache Curator 5.4.0 LeaderLatch, for the election workload (Java, real library)",
         "hasLeadership drops at SUSPENDED, but a frozen leader learns it only when it wakes",
-        command=(_CURATOR, "latch"), language="java", source="library"),
+        command=(_CURATOR, "latch"),
+        language="java",
+        source="library",
+    ),
     "go-zk": RecipeInfo(
-        "", "go-zookeeper (2018-01-30) zk.Lock as-is (Go, real library)",
+        "",
+        "go-zookeeper (2018-01-30) zk.Lock as-is (Go, real library)",
         "no session handling at all: after its session expires the Lock still believes it "
         "holds (split holder); Lock() has no timeout (the driver abandons the attempt and "
         "deletes its own node)",
-        command=(f"{_DRIVERS}/gozk/zk-lock",), language="go", source="library"),
+        command=(f"{_DRIVERS}/gozk/zk-lock",),
+        language="go",
+        source="library",
+    ),
 }
 
 
@@ -130,8 +174,10 @@ def _import(target: str) -> Any:
     try:
         obj = importlib.import_module(module)
     except Exception as e:  # noqa: BLE001 - a syntax error or a raise on import is bad input
-        raise BadInput(f"cannot import recipe module {module!r}: {type(e).__name__}: {e}; "
-                       "fix the module or give another recipe") from None
+        raise BadInput(
+            f"cannot import recipe module {module!r}: {type(e).__name__}: {e}; "
+            "fix the module or give another recipe"
+        ) from None
     for part in attr.split("."):
         try:
             obj = getattr(obj, part)
@@ -140,8 +186,15 @@ def _import(target: str) -> Any:
     return obj
 
 
-def make_recipe(name: str, zk: Any, path: str, *, hosts: str = "", identifier: str = "",
-                params: dict[str, Any] | None = None) -> Recipe:
+def make_recipe(
+    name: str,
+    zk: Any,
+    path: str,
+    *,
+    hosts: str = "",
+    identifier: str = "",
+    params: dict[str, Any] | None = None,
+) -> Recipe:
     """Build the recipe `name` (a registry name or `package.module:Name`) on client `zk` for the
     lock at `path`."""
     if name in RECIPES:
@@ -149,15 +202,18 @@ def make_recipe(name: str, zk: Any, path: str, *, hosts: str = "", identifier: s
     elif ":" in name:
         factory = _import(name)
     else:
-        raise BadInput(f"unknown recipe {name!r}; choose from {', '.join(recipe_names())} "
-                       "or give package.module:Name")
+        raise BadInput(
+            f"unknown recipe {name!r}; choose from {', '.join(recipe_names())} "
+            "or give package.module:Name"
+        )
     if not callable(factory) and hasattr(factory, "acquire"):
         return factory  # a ready-made object
     kw = dict(hosts=hosts, identifier=identifier, params=params or {})
     try:
         sig = inspect.signature(factory)
-        accepts = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()) or \
-            all(k in sig.parameters for k in kw)
+        accepts = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()) or all(
+            k in sig.parameters for k in kw
+        )
     except (TypeError, ValueError):
         accepts = True
     obj = factory(zk, path, **kw) if accepts else factory(zk, path)
@@ -175,17 +231,29 @@ def validate_recipe(name: str) -> None:
     if name in RECIPES or name == "exec" or name.startswith("exec:"):
         return
     if ":" not in name:
-        raise BadInput(f"unknown recipe {name!r}; choose from {', '.join(recipe_names())} "
-                       "or give package.module:Name (`zkjepsen list recipes`)")
+        raise BadInput(
+            f"unknown recipe {name!r}; choose from {', '.join(recipe_names())} "
+            "or give package.module:Name (`zkjepsen list recipes`)"
+        )
     factory = _import(name)
     if inspect.isclass(factory) or not callable(factory):
-        missing = [m for m in ("acquire", "release", "holding")
-                   if not callable(getattr(factory, m, None))]
+        missing = [
+            m for m in ("acquire", "release", "holding") if not callable(getattr(factory, m, None))
+        ]
         if missing:
-            raise BadInput(f"recipe {name!r} has no {', '.join(m + '()' for m in missing)}; a "
-                           "recipe needs acquire(timeout), release() and holding() "
-                           "(see zkjepsen.recipes.base.Recipe)")
+            raise BadInput(
+                f"recipe {name!r} has no {', '.join(m + '()' for m in missing)}; a "
+                "recipe needs acquire(timeout), release() and holding() "
+                "(see zkjepsen.recipes.base.Recipe)"
+            )
 
 
-__all__ = ["RECIPES", "Recipe", "RecipeInfo", "Token", "make_recipe", "recipe_names",
-           "validate_recipe"]
+__all__ = [
+    "RECIPES",
+    "Recipe",
+    "RecipeInfo",
+    "Token",
+    "make_recipe",
+    "recipe_names",
+    "validate_recipe",
+]

@@ -43,8 +43,15 @@ class AcquireHung(Exception):
 class BlogLock:
     single_use = True  # release() closes the lock's own client
 
-    def __init__(self, zk: Any, path: str, *, hosts: str = "", identifier: str = "",
-                 params: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        zk: Any,
+        path: str,
+        *,
+        hosts: str = "",
+        identifier: str = "",
+        params: dict[str, Any] | None = None,
+    ) -> None:
         # The post opens its own client per lock object; `zk` (the harness's session) is unused
         # except to pick up the session timeout the test asked for.
         timeout_s = getattr(zk, "_session_timeout", 10000) / 1000.0
@@ -63,8 +70,7 @@ class BlogLock:
         self.event.set()  # any event at all: created, deleted, changed, or the session's NONE
 
     def acquire(self, timeout: float | None) -> Token | None:
-        self.node = self.client.create(f"{self.path}/foo", self.data, ephemeral=True,
-                                       sequence=True)
+        self.node = self.client.create(f"{self.path}/foo", self.data, ephemeral=True, sequence=True)
         children = sorted(self.client.get_children(self.path))
         mine = self.node.rsplit("/", 1)[1]
         if len(children) == 1 or mine == children[0]:

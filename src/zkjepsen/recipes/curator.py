@@ -31,8 +31,15 @@ RETRIES = 3
 
 
 class CuratorMutex:
-    def __init__(self, zk: Any, path: str, *, hosts: str = "", identifier: str = "",
-                 params: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        zk: Any,
+        path: str,
+        *,
+        hosts: str = "",
+        identifier: str = "",
+        params: dict[str, Any] | None = None,
+    ) -> None:
         self.zk = zk
         self.path = path
         self.data = identifier.encode()
@@ -47,13 +54,18 @@ class CuratorMutex:
         prefix = f"_c_{uuid.uuid4()}-"
         for attempt in range(RETRIES + 1):
             try:
-                node, stat = self.zk.create(f"{self.path}/{prefix}{LOCK_NAME}", self.data,
-                                            ephemeral=True, sequence=True, include_data=True)
+                node, stat = self.zk.create(
+                    f"{self.path}/{prefix}{LOCK_NAME}",
+                    self.data,
+                    ephemeral=True,
+                    sequence=True,
+                    include_data=True,
+                )
                 return node, stat.czxid
             except ConnectionLoss:
                 if attempt == RETRIES:
                     raise
-                time.sleep(0.1 * 2 ** attempt)
+                time.sleep(0.1 * 2**attempt)
                 try:
                     found = [c for c in self.zk.get_children(self.path) if c.startswith(prefix)]
                 except ConnectionLoss:
@@ -67,7 +79,7 @@ class CuratorMutex:
 
     def _sorted_children(self) -> list[str]:
         kids = [c for c in self.zk.get_children(self.path) if LOCK_NAME in c]
-        return sorted(kids, key=lambda c: c[c.rindex(LOCK_NAME) + len(LOCK_NAME):])
+        return sorted(kids, key=lambda c: c[c.rindex(LOCK_NAME) + len(LOCK_NAME) :])
 
     def _lock_loop(self, node: str, deadline: float | None) -> bool:
         mine = node.rsplit("/", 1)[1]
@@ -117,7 +129,7 @@ class CuratorMutex:
             except NoNodeError:
                 if retries >= RETRIES:  # the retry policy gives up
                     raise
-                time.sleep(0.1 * 2 ** retries)
+                time.sleep(0.1 * 2**retries)
                 retries += 1
                 continue
             token = Token(czxid, seq_of(node), node)

@@ -23,8 +23,15 @@ from zkjepsen.recipes.base import Token
 
 
 class Election:
-    def __init__(self, zk: Any, path: str, *, hosts: str = "", identifier: str = "",
-                 params: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        zk: Any,
+        path: str,
+        *,
+        hosts: str = "",
+        identifier: str = "",
+        params: dict[str, Any] | None = None,
+    ) -> None:
         self.zk = zk
         self.path = path
         self.node = f"{path}/binding"

@@ -25,8 +25,15 @@ from zkjepsen.recipes.base import Token
 
 
 class ExclusiveLock:
-    def __init__(self, zk: Any, path: str, *, hosts: str = "", identifier: str = "",
-                 params: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        zk: Any,
+        path: str,
+        *,
+        hosts: str = "",
+        identifier: str = "",
+        params: dict[str, Any] | None = None,
+    ) -> None:
         self.zk = zk
         self.path = path
         self.node = f"{path}/lock"

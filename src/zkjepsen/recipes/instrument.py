@@ -37,6 +37,7 @@ class CountingClient:
             with self._mu:
                 self.notifications += 1
             fn(event)
+
         with self._mu:
             return self._wrappers.setdefault(fn, counted)
 
@@ -50,6 +51,7 @@ class CountingClient:
             if name in _WATCHED and kw.get("watch") is not None:
                 kw["watch"] = self._wrap_watch(kw["watch"])
             return attr(*args, **kw)
+
         return call
 
     def snapshot(self) -> dict[str, int]:

@@ -26,8 +26,15 @@ from zkjepsen.recipes.base import Token, token_for
 class KazooLock:
     """kazoo's Lock behind the Recipe interface; `holding()` is kazoo's own `is_acquired`."""
 
-    def __init__(self, zk: Any, path: str, *, hosts: str = "", identifier: str = "",
-                 params: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        zk: Any,
+        path: str,
+        *,
+        hosts: str = "",
+        identifier: str = "",
+        params: dict[str, Any] | None = None,
+    ) -> None:
         self.zk = zk
         self.path = path
         self.lock = Lock(zk, path, identifier)

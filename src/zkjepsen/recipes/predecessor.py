@@ -23,8 +23,15 @@ from zkjepsen.recipes.base import Token, delete_quietly, seq_of, sort_by_seq
 class PredecessorLock:
     PREFIX = "lock-"
 
-    def __init__(self, zk: Any, path: str, *, hosts: str = "", identifier: str = "",
-                 params: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        zk: Any,
+        path: str,
+        *,
+        hosts: str = "",
+        identifier: str = "",
+        params: dict[str, Any] | None = None,
+    ) -> None:
         self.zk = zk
         self.path = path
         self.node: str | None = None
@@ -37,8 +44,9 @@ class PredecessorLock:
 
     def acquire(self, timeout: float | None) -> Token | None:
         deadline = None if timeout is None else time.monotonic() + timeout
-        node, stat = self.zk.create(f"{self.path}/{self.PREFIX}", ephemeral=True, sequence=True,
-                                    include_data=True)
+        node, stat = self.zk.create(
+            f"{self.path}/{self.PREFIX}", ephemeral=True, sequence=True, include_data=True
+        )
         self.node = node
         mine = node.rsplit("/", 1)[1]
         while True:

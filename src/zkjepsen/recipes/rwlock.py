@@ -26,8 +26,16 @@ from zkjepsen.recipes.base import Token, delete_quietly, seq_of, sort_by_seq
 
 
 class RWLock:
-    def __init__(self, zk: Any, path: str, *, hosts: str = "", identifier: str = "",
-                 params: dict[str, Any] | None = None, mode: str | None = None) -> None:
+    def __init__(
+        self,
+        zk: Any,
+        path: str,
+        *,
+        hosts: str = "",
+        identifier: str = "",
+        params: dict[str, Any] | None = None,
+        mode: str | None = None,
+    ) -> None:
         self.zk = zk
         self.path = path
         self.identifier = identifier or "host"
@@ -42,8 +50,7 @@ class RWLock:
 
     def with_mode(self, mode: str) -> RWLock:
         """Another contender of the same lock, on the same session, in `mode`."""
-        return RWLock(self.zk, self.path, identifier=self.identifier, params=self.params,
-                      mode=mode)
+        return RWLock(self.zk, self.path, identifier=self.identifier, params=self.params, mode=mode)
 
     def _on_watch(self, event: Any) -> None:
         self._wake.set()
@@ -58,8 +65,12 @@ class RWLock:
     def acquire(self, timeout: float | None) -> Token | None:
         deadline = None if timeout is None else time.monotonic() + timeout
         tag = "R" if self.mode == "read" else "W"
-        node, stat = self.zk.create(f"{self.path}/{self.identifier}-{tag}-", ephemeral=True,
-                                    sequence=True, include_data=True)
+        node, stat = self.zk.create(
+            f"{self.path}/{self.identifier}-{tag}-",
+            ephemeral=True,
+            sequence=True,
+            include_data=True,
+        )
         self.node = node
         mine = node.rsplit("/", 1)[1]
         while True:

@@ -38,8 +38,13 @@ font:12px monospace;text-align:left}tr.bad td{background:#fdd}
 """.replace("BAR_H", str(BAR_H))
 
 
-def render(outcome: Outcome, model: Model, title: str = "Linearizability counterexample",
-           partition: Any = None, faults: Iterable[FaultWindow] = ()) -> str:
+def render(
+    outcome: Outcome,
+    model: Model,
+    title: str = "Linearizability counterexample",
+    partition: Any = None,
+    faults: Iterable[FaultWindow] = (),
+) -> str:
     """The HTML text for one failing partition's outcome; `faults` (history.fault_windows)
     are drawn in a "nemesis" lane on the same time axis."""
     ops = outcome.ops
@@ -53,8 +58,10 @@ def render(outcome: Outcome, model: Model, title: str = "Linearizability counter
     lane = {p: k for k, p in enumerate(procs)}
     parts = []
     for p in procs:
-        parts.append(f'<div class="lane" style="top:{lane[p] * LANE_H + 6}px;width:{LEFT}px">'
-                     f"&nbsp;process {html.escape(str(p))}</div>")
+        parts.append(
+            f'<div class="lane" style="top:{lane[p] * LANE_H + 6}px;width:{LEFT}px">'
+            f"&nbsp;process {html.escape(str(p))}</div>"
+        )
     for i, op in enumerate(ops):
         x0 = x(rank[op.start])
         x1 = x(rank[op.end] + 0.9) if op.end is not None else WIDTH - 6
@@ -67,11 +74,15 @@ def render(outcome: Outcome, model: Model, title: str = "Linearizability counter
             cls.append("crashed")
         label = (f"{order[i]}. " if i in order else "") + op.action.text
         inv = op.call.invoke
-        tip = (f"{op.action.text} | process {inv.process} | {op.call.status} | "
-               f"invoke index {inv.index} time {op.start} | end {op.end}")
-        parts.append(f'<div class="{" ".join(cls)}" title="{html.escape(tip)}" '
-                     f'style="top:{lane[inv.process] * LANE_H + 4}px;left:{x0:.1f}px;'
-                     f'width:{max(x1 - x0, 4):.1f}px">{html.escape(label)}</div>')
+        tip = (
+            f"{op.action.text} | process {inv.process} | {op.call.status} | "
+            f"invoke index {inv.index} time {op.start} | end {op.end}"
+        )
+        parts.append(
+            f'<div class="{" ".join(cls)}" title="{html.escape(tip)}" '
+            f'style="top:{lane[inv.process] * LANE_H + 4}px;left:{x0:.1f}px;'
+            f'width:{max(x1 - x0, 4):.1f}px">{html.escape(label)}</div>'
+        )
     nem_top = len(procs) * LANE_H
     shown = 0
     for w in faults:
@@ -81,27 +92,36 @@ def render(outcome: Outcome, model: Model, title: str = "Linearizability counter
         hi = len(times) if w.end is None else bisect.bisect_right(times, w.end)
         x0, x1 = x(lo), x(max(hi, lo + 0.3))
         tip = f"{w.f} {w.targets!r} from {w.start} to {w.end}"
-        parts.append(f'<div class="op fault" title="{html.escape(tip)}" style="top:'
-                     f'{nem_top + 4 + (shown % 2) * 10}px;left:{x0:.1f}px;width:{x1 - x0:.1f}px">'
-                     f"{html.escape(w.f)}</div>")
+        parts.append(
+            f'<div class="op fault" title="{html.escape(tip)}" style="top:'
+            f'{nem_top + 4 + (shown % 2) * 10}px;left:{x0:.1f}px;width:{x1 - x0:.1f}px">'
+            f"{html.escape(w.f)}</div>"
+        )
         shown += 1
     if shown:
-        parts.append(f'<div class="lane" style="top:{nem_top + 6}px;width:{LEFT}px">'
-                     "&nbsp;nemesis</div>")
+        parts.append(
+            f'<div class="lane" style="top:{nem_top + 6}px;width:{LEFT}px">&nbsp;nemesis</div>'
+        )
     height = len(procs) * LANE_H + (LANE_H + 12 if shown else 0) + 8
 
-    rows = [f"<tr><td>0</td><td>(initial)</td><td></td>"
-            f"<td>{html.escape(model.describe_state(model.init()))}</td></tr>"]
+    rows = [
+        f"<tr><td>0</td><td>(initial)</td><td></td>"
+        f"<td>{html.escape(model.describe_state(model.init()))}</td></tr>"
+    ]
     for n, (i, s) in enumerate(zip(outcome.best, outcome.states, strict=True), 1):
         op = ops[i]
-        rows.append(f"<tr><td>{n}</td><td>{html.escape(op.action.text)}</td>"
-                    f"<td>{html.escape(str(op.call.invoke.process))}</td>"
-                    f"<td>{html.escape(model.describe_state(s))}</td></tr>")
+        rows.append(
+            f"<tr><td>{n}</td><td>{html.escape(op.action.text)}</td>"
+            f"<td>{html.escape(str(op.call.invoke.process))}</td>"
+            f"<td>{html.escape(model.describe_state(s))}</td></tr>"
+        )
     if outcome.stuck is not None:
         op = ops[outcome.stuck]
-        rows.append(f'<tr class="bad"><td>✗</td><td>{html.escape(op.action.text)}</td>'
-                    f"<td>{html.escape(str(op.call.invoke.process))}</td>"
-                    "<td>cannot be placed here (illegal in every reachable order)</td></tr>")
+        rows.append(
+            f'<tr class="bad"><td>✗</td><td>{html.escape(op.action.text)}</td>'
+            f"<td>{html.escape(str(op.call.invoke.process))}</td>"
+            "<td>cannot be placed here (illegal in every reachable order)</td></tr>"
+        )
     stuck_text = ops[outcome.stuck].action.text if outcome.stuck is not None else "?"
     part = "" if partition is None else f" · partition {html.escape(repr(partition))}"
     return f"""<!doctype html>
@@ -131,8 +151,12 @@ def write(path: str | os.PathLike[str], outcome: Outcome, model: Model, **kw: An
     return path
 
 
-def write_failures(result: Result, checkers: Mapping[str, Any],
-                   store_dir: str | os.PathLike[str], history: Any = None) -> list[Path]:
+def write_failures(
+    result: Result,
+    checkers: Mapping[str, Any],
+    store_dir: str | os.PathLike[str],
+    history: Any = None,
+) -> list[Path]:
     """After a run's checks: one counterexample HTML per refuted linearizability checker, in
     `store_dir`: `counterexample.html`, or `counterexample-<name>.html` when several could
     fail. `result` is the composed result (its parts carry each refutation's search outcome);
@@ -149,7 +173,14 @@ def write_failures(result: Result, checkers: Mapping[str, Any],
         if outcome is None or outcome.valid:
             continue
         fname = "counterexample.html" if len(lin) == 1 else f"counterexample-{name}.html"
-        out.append(write(Path(store_dir) / fname, outcome, c.model,
-                         title=f"{name}: not linearizable",
-                         partition=part.details.get("partition"), faults=faults))
+        out.append(
+            write(
+                Path(store_dir) / fname,
+                outcome,
+                c.model,
+                title=f"{name}: not linearizable",
+                partition=part.details.get("partition"),
+                faults=faults,
+            )
+        )
     return out

@@ -20,8 +20,14 @@ def _pairs(records: list[dict]) -> list[tuple[str, str, float, float]]:
             pending[p] = r
         elif p in pending:
             inv = pending.pop(p)
-            out.append((inv.get("f"), r["type"], inv["time"] / 1e9,
-                        max(1e-3, (r["time"] - inv["time"]) / 1e6)))
+            out.append(
+                (
+                    inv.get("f"),
+                    r["type"],
+                    inv["time"] / 1e9,
+                    max(1e-3, (r["time"] - inv["time"]) / 1e6),
+                )
+            )
     return out
 
 
@@ -65,8 +71,15 @@ def write_plots(store_dir: Path, records: list[dict]) -> list[Path]:
         for outcome, colour in OUTCOME_COLOUR.items():
             pts = [(t, lat) for ff, o, t, lat in pairs if ff == f and o == outcome]
             if pts:
-                ax.scatter(*zip(*pts, strict=True), s=6, c=colour, marker=markers.get(f, "o"),
-                           alpha=0.6, label=f"{f} {outcome}", linewidths=0)
+                ax.scatter(
+                    *zip(*pts, strict=True),
+                    s=6,
+                    c=colour,
+                    marker=markers.get(f, "o"),
+                    alpha=0.6,
+                    label=f"{f} {outcome}",
+                    linewidths=0,
+                )
     ax.set_yscale("log")
     ax.set_xlabel("time since test start (s)")
     ax.set_ylabel("latency (ms)")
@@ -88,8 +101,14 @@ def write_plots(store_dir: Path, records: list[dict]) -> list[Path]:
                 if ff == f and o == outcome:
                     counts[min(int(t), buckets - 1)] += 1
             if any(counts):
-                ax.plot(range(buckets), counts, color=colour, lw=1.2,
-                        ls=["-", "--", ":", "-."][fs.index(f) % 4], label=f"{f} {outcome}")
+                ax.plot(
+                    range(buckets),
+                    counts,
+                    color=colour,
+                    lw=1.2,
+                    ls=["-", "--", ":", "-."][fs.index(f) % 4],
+                    label=f"{f} {outcome}",
+                )
     ax.set_xlabel("time since test start (s)")
     ax.set_ylabel("ops/s (by invocation)")
     ax.set_title("throughput")

@@ -9,10 +9,16 @@ from typing import Any
 from zkjepsen.checker import Result, Violation, as_result
 
 # How a violation kind reads in a sentence (plural); others read "<kind> violations".
-KIND_WORDS = {"belief": "belief overlaps", "careful": "careful belief overlaps",
-              "effect": "effect overlaps", "backwards": "backwards writes",
-              "reused-token": "reused tokens", "foreign-token": "writes with a foreign token",
-              "read-out-of-bounds": "reads out of bounds", "stuck": "stuck periods"}
+KIND_WORDS = {
+    "belief": "belief overlaps",
+    "careful": "careful belief overlaps",
+    "effect": "effect overlaps",
+    "backwards": "backwards writes",
+    "reused-token": "reused tokens",
+    "foreign-token": "writes with a foreign token",
+    "read-out-of-bounds": "reads out of bounds",
+    "stuck": "stuck periods",
+}
 
 
 def summarise(res: Result | Mapping[str, Any]) -> str:
@@ -24,8 +30,10 @@ def summarise(res: Result | Mapping[str, Any]) -> str:
     if r.valid is False:  # a checker that names no violation: its first non-empty list
         for key, items in r.details.items():
             if isinstance(items, list) and items:
-                return f"{len(items)} {key.replace('_', ' ')}; first: " \
-                       f"{json.dumps(items[0], default=str)[:160]}"
+                return (
+                    f"{len(items)} {key.replace('_', ' ')}; first: "
+                    f"{json.dumps(items[0], default=str)[:160]}"
+                )
     if r.valid == "unknown":
         return r.reason[:200]
     return ""
@@ -35,12 +43,16 @@ def _violation_line(r: Result, v: Violation) -> str:
     ev = v.evidence
     if v.kind == "not-linearizable":
         op = ev.get("cannot_place") or {}
-        return (f"{r.details.get('reason', 'not linearizable')}; after a linearizable prefix of "
-                f"{ev.get('longest_prefix_length')} ops, no order fits {op.get('op')} by "
-                f"process {op.get('process')} ({op.get('status')})")
+        return (
+            f"{r.details.get('reason', 'not linearizable')}; after a linearizable prefix of "
+            f"{ev.get('longest_prefix_length')} ops, no order fits {op.get('op')} by "
+            f"process {op.get('process')} ({op.get('status')})"
+        )
     if v.kind == "lost" and "acknowledged" in ev:
-        return (f"{ev['lost']} acknowledged increments lost: final read {ev.get('final_value')}, "
-                f"but {ev['acknowledged']} adds were acknowledged")
+        return (
+            f"{ev['lost']} acknowledged increments lost: final read {ev.get('final_value')}, "
+            f"but {ev['acknowledged']} adds were acknowledged"
+        )
     what = f"{r.count(v.kind)} {KIND_WORDS.get(v.kind, v.kind + ' violations')}"
     if v.clients:
         when = ""

@@ -34,8 +34,11 @@ def _esc(x: Any) -> str:
 def _collect_violations(results: Result | dict | None) -> list[tuple[str, Violation]]:
     """(checker, violation) for every violation with a time window anywhere in the (composed)
     results: what can be framed on the lanes."""
-    return [(name, v) for name, v in as_result(results).named_violations()
-            if v.start is not None and v.clients]
+    return [
+        (name, v)
+        for name, v in as_result(results).named_violations()
+        if v.start is not None and v.clients
+    ]
 
 
 class _Lanes:
@@ -68,26 +71,42 @@ class _Lanes:
                     prev = session.get(c)
                     if prev and prev[1] in ("SUSPENDED", "LOST"):
                         colour = "#ffb300" if prev[1] == "SUSPENDED" else "#c62828"
-                        lane.append((prev[0], t, "session", colour, f"session {prev[1]} "
-                                     f"{_ms(prev[0])} - {_ms(t)}"))
+                        lane.append(
+                            (
+                                prev[0],
+                                t,
+                                "session",
+                                colour,
+                                f"session {prev[1]} {_ms(prev[0])} - {_ms(t)}",
+                            )
+                        )
                     session[c] = (t, r.get("value"))
                 continue
             if typ == "invoke":
                 if r.get("f") in ("release", "acquire", "resign", "elected"):
                     h = holding.pop(c, None)
                     if h:
-                        lane.append((h["time"], t, "hold", "#1565c0",
-                                     f"holds {h.get('key')} token {_token(h)} "
-                                     f"{_ms(h['time'])} - {_ms(t)}"))
+                        lane.append(
+                            (
+                                h["time"],
+                                t,
+                                "hold",
+                                "#1565c0",
+                                f"holds {h.get('key')} token {_token(h)} "
+                                f"{_ms(h['time'])} - {_ms(t)}",
+                            )
+                        )
                 pending[p] = r
                 continue
             inv = pending.pop(p, None)
             if inv is None:
                 continue
             f = inv.get("f")
-            title = (f"{f} {inv.get('key') or ''} {typ} {_esc(r.get('value'))} "
-                     f"{_ms(inv['time'])} - {_ms(t)}" + (f" error {r['error']}"
-                                                        if r.get("error") else ""))
+            title = (
+                f"{f} {inv.get('key') or ''} {typ} {_esc(r.get('value'))} "
+                f"{_ms(inv['time'])} - {_ms(t)}"
+                + (f" error {r['error']}" if r.get("error") else "")
+            )
             if f in ("acquire", "elected"):
                 lane.append((inv["time"], t, "wait", "#bdbdbd", "waiting: " + title))
                 if typ in ("ok", "info"):
@@ -95,16 +114,24 @@ class _Lanes:
             else:
                 lane.append((inv["time"], t, "op", OUTCOME_COLOUR.get(typ, "#ef6c00"), title))
         for c, h in holding.items():
-            self.spans[c].append((h["time"], self.end, "hold", "#1565c0",
-                                  f"holds {h.get('key')} token {_token(h)} from {_ms(h['time'])}"
-                                  " to the end of the history (never released)"))
+            self.spans[c].append(
+                (
+                    h["time"],
+                    self.end,
+                    "hold",
+                    "#1565c0",
+                    f"holds {h.get('key')} token {_token(h)} from {_ms(h['time'])}"
+                    " to the end of the history (never released)",
+                )
+            )
         for r in fault_open.values():
             self.faults.append((r["time"], None, self._fault_label(r)))
         for c, (t, state) in session.items():
             if state in ("SUSPENDED", "LOST"):
                 colour = "#ffb300" if state == "SUSPENDED" else "#c62828"
-                self.spans[c].append((t, self.end, "session", colour, f"session {state} from "
-                                      f"{_ms(t)} to the end"))
+                self.spans[c].append(
+                    (t, self.end, "session", colour, f"session {state} from {_ms(t)} to the end")
+                )
 
     @staticmethod
     def _fault_label(r: dict) -> str:
@@ -131,23 +158,33 @@ def render_timeline(records: list[dict], results: Result | dict | None, title: s
     parts: list[str] = []
     for start, end, label in lanes.faults:  # shaded across all lanes, under everything
         e = lanes.end if end is None else end
-        parts.append(f'<rect x="{x(start):.1f}" y="{TOP - 14}" '
-                     f'width="{max(1, (e - start) * scale):.1f}"'
-                     f' height="{height - TOP - 16}" fill="#7e57c2" opacity="0.13">'
-                     f"<title>fault {label} {_ms(start)} - {_ms(e)}</title></rect>")
+        parts.append(
+            f'<rect x="{x(start):.1f}" y="{TOP - 14}" '
+            f'width="{max(1, (e - start) * scale):.1f}"'
+            f' height="{height - TOP - 16}" fill="#7e57c2" opacity="0.13">'
+            f"<title>fault {label} {_ms(start)} - {_ms(e)}</title></rect>"
+        )
         parts.append(f'<text x="{x(start) + 2:.1f}" y="{TOP - 4}" class="f">{label}</text>')
     for c in clients:
         y = TOP + row[c] * LANE_H
         name = "final" if c == 0 else f"client {c}"
-        parts.append(f'<text x="4" y="{y + 15}" class="l">{_esc(name)}</text>'
-                     f'<line x1="{LEFT}" x2="{width - 20}" y1="{y + LANE_H - 2}" '
-                     f'y2="{y + LANE_H - 2}" stroke="#eee"/>')
+        parts.append(
+            f'<text x="4" y="{y + 15}" class="l">{_esc(name)}</text>'
+            f'<line x1="{LEFT}" x2="{width - 20}" y1="{y + LANE_H - 2}" '
+            f'y2="{y + LANE_H - 2}" stroke="#eee"/>'
+        )
         for start, end, kind, colour, tip in lanes.spans[c]:
             w = max(1.0, (end - start) * scale)
-            yy, hh = {"wait": (y + 9, 4), "hold": (y + 4, 14), "op": (y + 6, 10),
-                      "session": (y + 22, 6)}[kind]
-            parts.append(f'<rect x="{x(start):.1f}" y="{yy}" width="{w:.1f}" height="{hh}" '
-                         f'fill="{colour}"><title>{html.escape(tip)}</title></rect>')
+            yy, hh = {
+                "wait": (y + 9, 4),
+                "hold": (y + 4, 14),
+                "op": (y + 6, 10),
+                "session": (y + 22, 6),
+            }[kind]
+            parts.append(
+                f'<rect x="{x(start):.1f}" y="{yy}" width="{w:.1f}" height="{hh}" '
+                f'fill="{colour}"><title>{html.escape(tip)}</title></rect>'
+            )
     violations = _collect_violations(results)
     for name, v in violations:
         start = v.start or 0
@@ -155,20 +192,27 @@ def render_timeline(records: list[dict], results: Result | dict | None, title: s
         ys = [TOP + row[c] * LANE_H for c in v.clients if c in row]
         if not ys:
             continue
-        tip = (f"{name} {v.kind}: clients {list(v.clients)} "
-               f"{_ms(start)} - {_ms(end)}; faults active: "
-               + (", ".join(f.get("f", "?") for f in v.faults) or "none"))
-        parts.append(f'<rect x="{x(start) - 2:.1f}" y="{min(ys) + 1}" '
-                     f'width="{max(4, (end - start) * scale + 4):.1f}" '
-                     f'height="{max(ys) - min(ys) + LANE_H - 4}" fill="none" stroke="#d50000" '
-                     f'stroke-width="2.5"><title>{html.escape(tip)}</title></rect>')
+        tip = (
+            f"{name} {v.kind}: clients {list(v.clients)} "
+            f"{_ms(start)} - {_ms(end)}; faults active: "
+            + (", ".join(f.get("f", "?") for f in v.faults) or "none")
+        )
+        parts.append(
+            f'<rect x="{x(start) - 2:.1f}" y="{min(ys) + 1}" '
+            f'width="{max(4, (end - start) * scale + 4):.1f}" '
+            f'height="{max(ys) - min(ys) + LANE_H - 4}" fill="none" stroke="#d50000" '
+            f'stroke-width="2.5"><title>{html.escape(tip)}</title></rect>'
+        )
     for i in range(11):  # time axis
         t = lanes.end * i / 10
         parts.append(f'<text x="{x(t):.1f}" y="{height - 8}" class="a">{t / 1e9:.1f}s</text>')
-    summary = (f"{len(clients)} lanes, {len(records)} records, {len(lanes.faults)} faults, "
-               f"{len(violations)} violations marked")
-    return PAGE.format(title=html.escape(title), summary=summary, width=width, height=height,
-                       body="\n".join(parts))
+    summary = (
+        f"{len(clients)} lanes, {len(records)} records, {len(lanes.faults)} faults, "
+        f"{len(violations)} violations marked"
+    )
+    return PAGE.format(
+        title=html.escape(title), summary=summary, width=width, height=height, body="\n".join(parts)
+    )
 
 
 PAGE = """<!doctype html>

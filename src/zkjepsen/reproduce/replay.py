@@ -55,8 +55,20 @@ def first_violation_ns(results: Result | Mapping[str, Any] | None) -> int | None
 def faults_for_replay(faults: list[dict], retarget: bool = True) -> list[dict]:
     out = []
     for f in faults:
-        g = {k: copy.deepcopy(f.get(k)) for k in ("fault_id", "f", "target", "targets", "detail",
-                                                   "params", "duration", "start_ns", "end_ns")}
+        g = {
+            k: copy.deepcopy(f.get(k))
+            for k in (
+                "fault_id",
+                "f",
+                "target",
+                "targets",
+                "detail",
+                "params",
+                "duration",
+                "start_ns",
+                "end_ns",
+            )
+        }
         chosen = (f.get("detail") or {}).get("chosen")
         if f.get("trigger"):
             # Re-armed, not re-timed: armed when the original was, it fires on its event again.
@@ -72,17 +84,28 @@ def faults_for_replay(faults: list[dict], retarget: bool = True) -> list[dict]:
     return out
 
 
-def replay(run: StoredRun, runs: int = 1, retarget: bool = True, store_root: Path | None = None,
-           spec: TestSpec | None = None, faults: list[dict] | None = None,
-           on_result: Callable[[int, RunResult], None] = lambda i, r: None,
-           engines: list[Engine] | None = None, parallel: int = 1) -> list[RunResult]:
+def replay(
+    run: StoredRun,
+    runs: int = 1,
+    retarget: bool = True,
+    store_root: Path | None = None,
+    spec: TestSpec | None = None,
+    faults: list[dict] | None = None,
+    on_result: Callable[[int, RunResult], None] = lambda i, r: None,
+    engines: list[Engine] | None = None,
+    parallel: int = 1,
+) -> list[RunResult]:
     """Re-execute the schedule (or `faults`) against fresh ensembles `runs` times, at most
     `parallel` at once on each of `engines` (default: the environment's engine)."""
     spec = copy.deepcopy(spec or run.spec)
     spec.name = f"{run.spec.test_name}-replay"
-    schedule = {"faults": faults_for_replay(run.schedule.get("faults", []), retarget)
-                if faults is None else faults}
+    schedule = {
+        "faults": faults_for_replay(run.schedule.get("faults", []), retarget)
+        if faults is None
+        else faults
+    }
     jobs = [Job(spec, schedule, i) for i in range(runs)]
-    outcomes = run_jobs(jobs, engines or [Engine()], parallel, store_root,
-                        on_done=lambda i, o: on_result(i, o.run))
+    outcomes = run_jobs(
+        jobs, engines or [Engine()], parallel, store_root, on_done=lambda i, o: on_result(i, o.run)
+    )
     return [o.run for o in outcomes]

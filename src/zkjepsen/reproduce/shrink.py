@@ -37,10 +37,13 @@ class Candidate:
     why: str
 
     def summary(self) -> str:
-        fs = ", ".join(f"{f['f']}{_when(f)}+{(f['end_ns'] - f['start_ns']) / 1e9:.1f}s"
-                       for f in self.faults)
-        return (f"{len(self.faults)} faults [{fs}], {self.spec.clients} clients, "
-                f"{self.spec.time_limit_s:.0f}s")
+        fs = ", ".join(
+            f"{f['f']}{_when(f)}+{(f['end_ns'] - f['start_ns']) / 1e9:.1f}s" for f in self.faults
+        )
+        return (
+            f"{len(self.faults)} faults [{fs}], {self.spec.clients} clients, "
+            f"{self.spec.time_limit_s:.0f}s"
+        )
 
 
 @dataclass
@@ -66,16 +69,22 @@ def triggered(f: dict) -> dict | None:
     """A timed fault aimed at the lock holder, as the same fault fired on the next acquire
     (after a short delay) and aimed at the client that acquired; None if it cannot be."""
     chosen = (f.get("detail") or {}).get("chosen")
-    if f.get("trigger") or f["f"] not in TRIGGERABLE or "holder" not in (f.get("target"),
-                                                                        chosen):
+    if f.get("trigger") or f["f"] not in TRIGGERABLE or "holder" not in (f.get("target"), chosen):
         return None
     armed = max(0, int(f["start_ns"] - 1e9))  # the first acquire in the second before
-    return {**f, "trigger": on_acquire(delay_s=TRIGGER_DELAY_S).to_json(), "target": "trigger",
-            "targets": None, "detail": None, "armed_ns": armed}
+    return {
+        **f,
+        "trigger": on_acquire(delay_s=TRIGGER_DELAY_S).to_json(),
+        "target": "trigger",
+        "targets": None,
+        "detail": None,
+        "armed_ns": armed,
+    }
 
 
-def _with(c: Candidate, why: str, faults: list[dict] | None = None, **spec_changes: Any
-          ) -> Candidate:
+def _with(
+    c: Candidate, why: str, faults: list[dict] | None = None, **spec_changes: Any
+) -> Candidate:
     spec = copy.deepcopy(c.spec)
     for k, v in spec_changes.items():
         setattr(spec, k, v)
@@ -94,9 +103,15 @@ def _shifted(c: Candidate) -> Candidate | None:
     delta = int(first - WARMUP_S * 1e9)
     if delta <= 1e9:
         return None
-    faults = [{**f, "start_ns": f["start_ns"] - delta, "end_ns": f["end_ns"] - delta,
-               **({"armed_ns": max(0, f["armed_ns"] - delta)} if f.get("armed_ns") else {})}
-              for f in c.faults]
+    faults = [
+        {
+            **f,
+            "start_ns": f["start_ns"] - delta,
+            "end_ns": f["end_ns"] - delta,
+            **({"armed_ns": max(0, f["armed_ns"] - delta)} if f.get("armed_ns") else {}),
+        }
+        for f in c.faults
+    ]
     return _fit_time_limit(_with(c, f"start {delta / 1e9:.1f}s earlier", faults))
 
 
@@ -114,17 +129,32 @@ def candidates(run: StoredRun, current: Candidate) -> list[Candidate]:
     if len(faults) > 1:
         active = _violation_fault_ids(run)
         ranked = sorted(faults, key=lambda f: f.get("fault_id") not in active)
-        out += [_fit_time_limit(_with(current, f"only {f['f']}@{f['start_ns'] / 1e9:.1f}s", [f]))
-                for f in ranked]
+        out += [
+            _fit_time_limit(_with(current, f"only {f['f']}@{f['start_ns'] / 1e9:.1f}s", [f]))
+            for f in ranked
+        ]
         if len(faults) > 2:
-            out += [_fit_time_limit(_with(current, f"without {f['f']}@{f['start_ns'] / 1e9:.1f}s",
-                                          [g for g in faults if g is not f])) for f in faults]
+            out += [
+                _fit_time_limit(
+                    _with(
+                        current,
+                        f"without {f['f']}@{f['start_ns'] / 1e9:.1f}s",
+                        [g for g in faults if g is not f],
+                    )
+                )
+                for f in faults
+            ]
     # 3. A holder-aimed fault fired on an acquire instead of at a time: what makes it repeat.
     for i, f in enumerate(faults):
         t = triggered(f)
         if t is not None:
-            out.append(_with(current, f"{f['f']} on the next acquire instead of at "
-                             f"{f['start_ns'] / 1e9:.1f}s", [*faults[:i], t, *faults[i + 1:]]))
+            out.append(
+                _with(
+                    current,
+                    f"{f['f']} on the next acquire instead of at {f['start_ns'] / 1e9:.1f}s",
+                    [*faults[:i], t, *faults[i + 1 :]],
+                )
+            )
     # 4. Earlier, shorter, fewer clients.
     shifted = _shifted(current)
     if shifted:
@@ -132,8 +162,9 @@ def candidates(run: StoredRun, current: Candidate) -> list[Candidate]:
     for f in faults:
         length = f["end_ns"] - f["start_ns"]
         if length > 1.5e9:
-            shorter = [{**g, "end_ns": g["start_ns"] + int(length * 0.75)} if g is f else g
-                       for g in faults]
+            shorter = [
+                {**g, "end_ns": g["start_ns"] + int(length * 0.75)} if g is f else g for g in faults
+            ]
             out.append(_fit_time_limit(_with(current, f"{f['f']} 25% shorter", shorter)))
     if current.spec.clients > 2:
         out.append(_with(current, "half the clients", clients=max(2, current.spec.clients // 2)))
@@ -148,10 +179,18 @@ def _violation_fault_ids(run: StoredRun) -> set:
     return out
 
 
-def shrink(run: StoredRun, *, kinds: set[str] | None = None, tries: int = 3, min_hits: int = 2,
-           budget_s: float = 1800, store_root: Path | None = None,
-           progress: Callable[[str], None] = lambda line: None,
-           engines: list | None = None, parallel: int = 1) -> ShrinkResult:
+def shrink(
+    run: StoredRun,
+    *,
+    kinds: set[str] | None = None,
+    tries: int = 3,
+    min_hits: int = 2,
+    budget_s: float = 1800,
+    store_root: Path | None = None,
+    progress: Callable[[str], None] = lambda line: None,
+    engines: list | None = None,
+    parallel: int = 1,
+) -> ShrinkResult:
     """Greedy delta debugging over the schedule: take the first simpler candidate whose
     violation recurs in at least `min_hits` of `tries` replays; repeat until no candidate does
     or the wall-clock budget is spent. A candidate's replays run `parallel` at once on each of
@@ -160,12 +199,18 @@ def shrink(run: StoredRun, *, kinds: set[str] | None = None, tries: int = 3, min
     same, so the search visits the same candidates in the same order whatever the parallelism."""
     target = kinds or violation_kinds(run.results)
     if not target:
-        raise BadInput(f"{run.store_dir} recorded no violation (valid: "
-                       f"{as_result(run.results).valid}); shrink needs a failing run")
+        raise BadInput(
+            f"{run.store_dir} recorded no violation (valid: "
+            f"{as_result(run.results).valid}); shrink needs a failing run"
+        )
     deadline = time.monotonic() + budget_s
-    best = _fit_time_limit(Candidate(copy.deepcopy(run.spec),
-                                     faults_for_replay(run.schedule.get("faults", [])),
-                                     "the original schedule"))
+    best = _fit_time_limit(
+        Candidate(
+            copy.deepcopy(run.spec),
+            faults_for_replay(run.schedule.get("faults", [])),
+            "the original schedule",
+        )
+    )
     log: list[dict] = []
     best_hits = None
 
@@ -176,21 +221,32 @@ def shrink(run: StoredRun, *, kinds: set[str] | None = None, tries: int = 3, min
         while done < tries and time.monotonic() <= deadline:
             # As many replays as could keep the candidate if they all reproduce.
             wave = max(1, min(width, min_hits - hits, tries - done))
-            for r in replay(run, wave, store_root=store_root, spec=c.spec, faults=c.faults,
-                            engines=engines, parallel=parallel):
+            for r in replay(
+                run,
+                wave,
+                store_root=store_root,
+                spec=c.spec,
+                faults=c.faults,
+                engines=engines,
+                parallel=parallel,
+            ):
                 got = violation_kinds(r.results)
                 ok = target <= got
                 hits += ok
                 done += 1
-                progress(f"    try {done}/{tries}: {sorted(got) or 'valid'} -> "
-                         f"{'reproduced' if ok else 'not reproduced'} ({r.store_dir})")
+                progress(
+                    f"    try {done}/{tries}: {sorted(got) or 'valid'} -> "
+                    f"{'reproduced' if ok else 'not reproduced'} ({r.store_dir})"
+                )
             if hits >= min_hits or hits + (tries - done) < min_hits:
                 break  # decided either way: save the machine time
         log.append({"candidate": c.summary(), "why": c.why, "hits": hits, "tries": tries})
         return hits
 
-    progress(f"shrinking {run.store_dir}: target {sorted(target)}, keep a candidate if it "
-             f"reproduces in >= {min_hits} of {tries} replays")
+    progress(
+        f"shrinking {run.store_dir}: target {sorted(target)}, keep a candidate if it "
+        f"reproduces in >= {min_hits} of {tries} replays"
+    )
     improved = True
     while improved and time.monotonic() < deadline:
         improved = False

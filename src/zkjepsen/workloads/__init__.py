@@ -46,7 +46,9 @@ def get_workload(name: str) -> Workload:
     try:
         target = WORKLOADS[name]
     except KeyError:
-        raise BadInput(f"unknown workload {name!r}; choose one of {', '.join(sorted(WORKLOADS))} "
-                       "(`zkjepsen list workloads`)") from None
+        raise BadInput(
+            f"unknown workload {name!r}; choose one of {', '.join(sorted(WORKLOADS))} "
+            "(`zkjepsen list workloads`)"
+        ) from None
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)

@@ -73,8 +73,15 @@ def retrying(retry: bool) -> Any:
     return KazooRetry(max_tries=10, delay=0.1, backoff=2, max_delay=1.0, ignore_expire=True)
 
 
-def write_resource(zk: Any, path: str, doc: dict[str, Any], tok: Token | None, mode: str,
-                   version: int = -1, retry: bool = False) -> Any:
+def write_resource(
+    zk: Any,
+    path: str,
+    doc: dict[str, Any],
+    tok: Token | None,
+    mode: str,
+    version: int = -1,
+    retry: bool = False,
+) -> Any:
     """Write `doc` (with our token) to the resource the way `mode` says; raise Rejected (or a
     definite kazoo error) when fencing refuses, any other exception when the outcome is unknown.
     Returns the resource's ZnodeStat after the write: its `version` is the order in which the
@@ -109,8 +116,7 @@ def write_resource(zk: Any, path: str, doc: dict[str, Any], tok: Token | None, m
     return call(_token_set, zk, path, body, token, version)
 
 
-def _token_set(zk: Any, path: str, body: dict[str, Any], token: int | None,
-               version: int) -> Any:
+def _token_set(zk: Any, path: str, body: dict[str, Any], token: int | None, version: int) -> Any:
     for _ in range(20):  # token mode; a BadVersion means someone wrote between: look again
         if token is None:
             raise Rejected("no fencing token")
@@ -127,8 +133,14 @@ def _token_set(zk: Any, path: str, body: dict[str, Any], token: int | None,
     raise Rejected("resource kept changing under compare-and-set")
 
 
-def acquire_op(ctx: Any, recipe: Any, lock: str, timeout: float, f: str = "acquire",
-               extra: dict[str, Any] | None = None) -> tuple[Token | None, bool]:
+def acquire_op(
+    ctx: Any,
+    recipe: Any,
+    lock: str,
+    timeout: float,
+    f: str = "acquire",
+    extra: dict[str, Any] | None = None,
+) -> tuple[Token | None, bool]:
     """Invoke and complete one acquire. Returns (token or None, still_usable): after an unknown
     outcome the recipe object must be replaced (it may hold a half-made node)."""
     extra = extra or {}
@@ -137,8 +149,9 @@ def acquire_op(ctx: Any, recipe: Any, lock: str, timeout: float, f: str = "acqui
         tok = recipe.acquire(timeout)
     except Exception as e:  # noqa: BLE001 - classified below; the loop must go on
         if is_definite(e):
-            op.fail(extra or None, error="hung" if type(e).__name__ == "AcquireHung"
-                    else error_name(e))
+            op.fail(
+                extra or None, error="hung" if type(e).__name__ == "AcquireHung" else error_name(e)
+            )
             return None, not getattr(recipe, "single_use", False)
         op.info(extra or None, error=error_name(e))
         return None, False
@@ -149,8 +162,9 @@ def acquire_op(ctx: Any, recipe: Any, lock: str, timeout: float, f: str = "acqui
     return tok, True
 
 
-def release_op(ctx: Any, recipe: Any, lock: str, f: str = "release",
-               extra: dict[str, Any] | None = None) -> bool:
+def release_op(
+    ctx: Any, recipe: Any, lock: str, f: str = "release", extra: dict[str, Any] | None = None
+) -> bool:
     """Invoke and complete one release; returns whether the recipe object is still usable."""
     op = ctx.invoke(f, key=lock, value=extra or None)
     try:
@@ -186,9 +200,15 @@ def ensure(zk: Any, path: str, data: bytes = b"") -> None:
         pass
 
 
-def lock_loop(ctx: Any, lock: str, timeout: float, think_s: float,
-              critical: Callable[[Any, Token], None], acquire_f: str = "acquire",
-              release_f: str = "release") -> None:
+def lock_loop(
+    ctx: Any,
+    lock: str,
+    timeout: float,
+    think_s: float,
+    critical: Callable[[Any, Token], None],
+    acquire_f: str = "acquire",
+    release_f: str = "release",
+) -> None:
     """The client loop the lock-shaped workloads share: (re)make the recipe object, acquire,
     run `critical(recipe, token)` while holding, release, think. After an unknown outcome the
     recipe object is replaced (it may hold a half-made node); with `abandon_unknown` the old one

@@ -38,9 +38,15 @@ def add_one(ctx: Any, tok: Any, counter: str, mode: str, hold: float) -> None:
     value = int(doc.get("value", 0)) + 1
     try:
         # token mode: conditional on the version read, so the check covers the whole update
-        write_resource(ctx.zk, counter, {"value": value, "client": ctx.client}, tok, mode,
-                       version=stat.version if mode == "token" else -1,
-                       retry=param(ctx.params, "retry_writes", True))
+        write_resource(
+            ctx.zk,
+            counter,
+            {"value": value, "client": ctx.client},
+            tok,
+            mode,
+            version=stat.version if mode == "token" else -1,
+            retry=param(ctx.params, "retry_writes", True),
+        )
     except Exception as e:  # noqa: BLE001
         if is_definite(e):
             op.fail(1, error=error_name(e))
@@ -56,8 +62,10 @@ class CounterWorkload:
 
     @staticmethod
     def _paths(params: dict[str, Any]) -> tuple[str, str]:
-        return (param(params, "lock_path", "/zkjepsen/lock"),
-                param(params, "counter_path", "/zkjepsen/counter"))
+        return (
+            param(params, "lock_path", "/zkjepsen/lock"),
+            param(params, "counter_path", "/zkjepsen/counter"),
+        )
 
     def setup(self, ctx: Any) -> None:
         lock, counter = self._paths(ctx.params)
@@ -99,9 +107,12 @@ class CounterWorkload:
         from zkjepsen.checker.liveness import LivenessChecker
         from zkjepsen.checker.lock import LockChecker
 
-        return {"counter": CounterChecker(), "lock": LockChecker(fail_on=("belief",)),
-                "liveness": LivenessChecker(),
-                "exercised": Exercised(need=("acquire", "add", "read"), per_client=("acquire",))}
+        return {
+            "counter": CounterChecker(),
+            "lock": LockChecker(fail_on=("belief",)),
+            "liveness": LivenessChecker(),
+            "exercised": Exercised(need=("acquire", "add", "read"), per_client=("acquire",)),
+        }
 
 
 COUNTER = CounterWorkload()

@@ -33,8 +33,10 @@ KNOWN: dict[str, Param] = {
     "think_s": Param(float, "pause between operations"),
     "acquire_timeout_s": Param(float, "how long acquire waits"),
     "abandon_unknown": Param(
-        bool, "after an acquire with an unknown outcome, drop the lock object without closing "
-        "it (as an application the exception propagates through): its session and nodes live on"),
+        bool,
+        "after an acquire with an unknown outcome, drop the lock object without closing "
+        "it (as an application the exception propagates through): its session and nodes live on",
+    ),
     "writes": Param(int, "protected writes per critical section"),
     "read_frac": Param(float, "fraction of reads"),
     "enqueue_frac": Param(float, "fraction of enqueues"),
@@ -43,8 +45,11 @@ KNOWN: dict[str, Param] = {
     "sync_reads": Param(bool, "sync() before every read"),
     "check_time_s": Param(float, "linearizability check budget"),
     "mode": Param(str, "rwlock mode", ("read", "write")),
-    "request_timeout_s": Param(float, "how long the recorder waits for a client program's answer "
-                               "(acquire: plus acquire_timeout_s)"),
+    "request_timeout_s": Param(
+        float,
+        "how long the recorder waits for a client program's answer "
+        "(acquire: plus acquire_timeout_s)",
+    ),
     "ready_file": Param(bool, "lock: multi-step updates under the ready-file protocol"),
     "ready_path": Param(str, "lock: znode of the ready file (default <resource_path>-ready)"),
     "barrier_path": Param(str, "barrier: znode under which the barrier rounds live"),

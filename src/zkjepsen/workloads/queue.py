@@ -37,8 +37,10 @@ class QueueWorkload:
         ctx.zk.ensure_path(param(ctx.params, "queue_path", "/zkjepsen/queue_fifo"))
 
     def run_client(self, ctx: Any) -> None:
-        enq_frac, think_s = param(ctx.params, "enqueue_frac", 0.5), param(ctx.params, "think_s",
-                                                                          0.02)
+        enq_frac, think_s = (
+            param(ctx.params, "enqueue_frac", 0.5),
+            param(ctx.params, "think_s", 0.02),
+        )
         q, path, i = None, None, 0
         while ctx.running():
             if q is None:
@@ -86,8 +88,10 @@ class QueueWorkload:
         from zkjepsen.checker.exercised import Exercised
         from zkjepsen.checker.queue import QueueChecker
 
-        return {"queue": QueueChecker(fifo=True),
-                "exercised": Exercised(need=("enqueue", "dequeue"))}
+        return {
+            "queue": QueueChecker(fifo=True),
+            "exercised": Exercised(need=("enqueue", "dequeue")),
+        }
 
 
 QUEUE = QueueWorkload()

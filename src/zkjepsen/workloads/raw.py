@@ -26,8 +26,9 @@ class RawWorkload:
         while ctx.running():
             op = ctx.invoke("acquire", key=key)
             try:
-                node, stat = ctx.zk.create(f"{key}-", ephemeral=True, sequence=True,
-                                           include_data=True)
+                node, stat = ctx.zk.create(
+                    f"{key}-", ephemeral=True, sequence=True, include_data=True
+                )
             except Exception as e:  # noqa: BLE001
                 op.info(error=error_name(e))
                 continue

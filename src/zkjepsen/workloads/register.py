@@ -90,9 +90,12 @@ class RegisterWorkload:
         from zkjepsen.checker.linearizability import Linearizable
         from zkjepsen.checker.models import Register
 
-        return {"linearizable": Linearizable(Register(initial=0),
-                                             time_limit=param(params, "check_time_s", 120.0)),
-                "exercised": Exercised(need=("write", "read"))}
+        return {
+            "linearizable": Linearizable(
+                Register(initial=0), time_limit=param(params, "check_time_s", 120.0)
+            ),
+            "exercised": Exercised(need=("write", "read")),
+        }
 
 
 REGISTER = RegisterWorkload()

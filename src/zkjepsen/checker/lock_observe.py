@@ -1,0 +1,233 @@
+"""The lock checker's one pass over a history: holds (beliefs, maybe holds), accepted writes
+and their effects, read straight from the stream as tuples (no Op per record). See
+`checker.lock` for the terms and what is judged from them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from zkjepsen.errors import BadInput
+from zkjepsen.history import NEMESIS, Op
+from zkjepsen.history.stream import Record, records
+
+INF = float("inf")
+
+
+class Hold:
+    """One acquisition (see the module docstring). Plain classes here, not dataclasses:
+    `zkjepsen check --model lock` should not import dataclasses+inspect at every start."""
+
+    __slots__ = (
+        "client",
+        "process",
+        "key",
+        "token",
+        "start",
+        "end",
+        "careful_end",
+        "maybe",
+        "mode",
+        "seq",
+        "node",
+    )
+
+    def __init__(
+        self,
+        client: Any,
+        process: Any,
+        key: Any,
+        token: Any,
+        start: int,  # acquire ok (or acquire invoke for a maybe hold)
+        end: float = INF,  # release invoke (or re-acquire invoke); INF: held to the end
+        careful_end: float = INF,
+        maybe: bool = False,
+        mode: str = "write",
+        seq: Any = None,
+        node: Any = None,
+    ) -> None:
+        self.client, self.process, self.key, self.token = client, process, key, token
+        self.start, self.end, self.careful_end, self.maybe = start, end, careful_end, maybe
+        self.mode, self.seq, self.node = mode, seq, node
+
+    def __repr__(self) -> str:
+        return "Hold(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "client": self.client,
+            "process": self.process,
+            "token": self.token,
+            "seq": self.seq,
+            "node": self.node,
+            "mode": self.mode,
+            "maybe": self.maybe,
+            "start": self.start,
+            "end": None if self.end == INF else self.end,
+        }
+
+
+class Write:
+    """An accepted write; `version` is the resource's version after it, when recorded."""
+
+    __slots__ = ("client", "key", "token", "start", "end", "version")
+
+    def __init__(
+        self, client: Any, key: Any, token: Any, start: int, end: int, version: int | None = None
+    ) -> None:
+        self.client, self.key, self.token = client, key, token
+        self.start, self.end, self.version = start, end, version
+
+    def __repr__(self) -> str:
+        return "Write(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
+
+
+class LockObservations:
+    """What the lock and fencing checkers read from a history (one pass)."""
+
+    def __init__(self) -> None:
+        self.holds: list[Hold] = []
+        self.writes: list[Write] = []  # accepted writes only
+        self.rejected_writes = 0
+        self.unknown_writes = 0
+        self.cut_at_retirement = 0  # beliefs ended at an info op of a process with no client id
+        self.last_time = 0
+        self.nemesis: list[Op] = []  # for the fault windows
+
+
+def _mode(invoked: Any, granted: dict[str, Any]) -> str:
+    """ "read" only when the invoke or the grant says so: a hold is exclusive by default."""
+    if granted.get("mode") == "read":
+        return "read"
+    if isinstance(invoked, dict) and invoked.get("mode") == "read" and "mode" not in granted:
+        return "read"
+    return "write"
+
+
+CLIENT_DEATHS = frozenset({"kill-client"})  # nemesis ops that end a client process
+
+
+def _client_number(target: Any) -> Any:
+    """Nemesis targets name clients `c3`; histories number them 3."""
+    if isinstance(target, str) and target[:1] == "c" and target[1:].isdigit():
+        return int(target[1:])
+    return target
+
+
+def observe(
+    ops: Iterable[Op],
+    acquire: Iterable[str] = ("acquire",),
+    release: Iterable[str] = ("release",),
+    write: Iterable[str] = ("write",),
+) -> LockObservations:
+    """One pass: holds (with belief ends), accepted writes, counts of rejected/unknown writes.
+    Reads the history as `Record` tuples (history/stream.py): a streamed history builds no Op."""
+    acq, rel, wr = frozenset(acquire), frozenset(release), frozenset(write)
+    obs = LockObservations()
+    pending: dict[Any, Record] = {}  # process -> its open invoke
+    open_holds: dict[tuple[Any, Any], Hold] = {}  # (client, lock key) -> hold still believed
+    holds, writes = obs.holds, obs.writes
+    t = 0
+    for r in records(ops):
+        _, t, p, typ, f, key, value, c = r
+        if p == NEMESIS:
+            obs.nemesis.append(Op(*r))
+            # A SIGKILLed client process believes nothing any more: its holds end at the kill
+            # (its lock node lingers until the session expires; a successor taking the lock
+            # then is the recipe working, not a second believer).
+            v = value if isinstance(value, dict) else {}
+            if f in CLIENT_DEATHS and v.get("phase") == "start":
+                dead = {_client_number(x) for x in v.get("targets") or ()}
+                for ck in [ck for ck in open_holds if ck[0] in dead]:
+                    h = open_holds.pop(ck)
+                    h.end = t
+                    h.careful_end = min(h.careful_end, t)
+            continue
+        client = p if c is None else c
+        if typ == "invoke":
+            pending[p] = r
+            if f in rel or f in acq:
+                if key is None and f in rel and (client, None) not in open_holds:
+                    key = _keyless_release(open_holds, client, r)
+                h = open_holds.pop((client, key), None)
+                if h is not None:
+                    h.end = t
+                    if t < h.careful_end:
+                        h.careful_end = t
+            continue
+        if typ == "event":
+            if f == "client-error":
+                # The program under test died or was killed by its recorder (client wire
+                # protocol): like a SIGKILLed client, it believes nothing any more.
+                for ck in [ck for ck in open_holds if ck[0] == client]:
+                    h = open_holds.pop(ck)
+                    h.end = min(h.end, t)
+                    h.careful_end = min(h.careful_end, t)
+            elif f == "session-state" and value in ("SUSPENDED", "LOST"):
+                for (cl, _), h in open_holds.items():  # events are rare: a scan is fine
+                    if cl == client and t < h.careful_end:
+                        h.careful_end = t
+            continue
+        inv = pending.pop(p, None)
+        if inv is None:
+            continue
+        f = inv[4]
+        if typ == "info" and c is None and f not in acq:
+            # The process is retired and, with no `client` field, its successor cannot be
+            # linked to it: end its beliefs here rather than let them run to the end of time.
+            for k in [k for (cl, k) in open_holds if cl == client]:
+                h = open_holds.pop((client, k))
+                h.end = min(h.end, t)
+                h.careful_end = min(h.careful_end, t)
+                obs.cut_at_retirement += 1
+        if f in acq:
+            if typ == "fail":
+                continue
+            v = value if value.__class__ is dict else {}
+            maybe = typ != "ok"
+            h = Hold(
+                client,
+                p,
+                inv[5],
+                v.get("token"),
+                inv[1] if maybe else t,
+                INF,
+                INF,
+                maybe,
+                _mode(inv[6], v),
+                v.get("seq"),
+                v.get("node"),
+            )
+            holds.append(h)
+            open_holds[(client, inv[5])] = h
+        elif f in wr:
+            if typ == "ok":
+                iv = inv[6]
+                v = iv if isinstance(iv, dict) else value
+                token = v.get("token") if isinstance(v, dict) else None
+                version = None
+                if isinstance(value, dict):
+                    version = value.get("version")
+                    if not isinstance(version, int):
+                        version = None
+                writes.append(Write(client, inv[5], token, inv[1], t, version))
+            elif typ == "fail":
+                obs.rejected_writes += 1
+            else:
+                obs.unknown_writes += 1
+    obs.last_time = t
+    return obs
+
+
+def _keyless_release(open_holds: dict[tuple[Any, Any], Hold], client: Any, r: Record) -> Any:
+    """The lock a release recorded without its key ends: the client's only open hold. Left
+    open, that hold would be believed to the end of the history and overlap every later
+    holder (a false violation); guessing among several would hide real ones, so that is a
+    bad line. Knossos-style histories with no keys at all never get here."""
+    keys = [k for (c, k) in open_holds if c == client]  # few: a client holds a lock or two
+    if len(keys) > 1:
+        raise BadInput(
+            f"history record {r[0]}: {r[4]} by client {client!r} names no lock while it "
+            f"holds {len(keys)} ({', '.join(map(repr, keys))}); record the lock's key"
+        )
+    return keys[0] if keys else None
