@@ -144,7 +144,8 @@ class LockChecker:
 
         definite = [h for h in obs.holds if not h.maybe]
         belief, possible = [], []
-        for a, b in interval_overlaps(obs.holds):
+        pairs = interval_overlaps(obs.holds)
+        for a, b in pairs:
             rec = {
                 "key": a.key,
                 "clients": [a.client, b.client],
@@ -152,6 +153,10 @@ class LockChecker:
                 **window(max(a.start, b.start), min(a.end, b.end)),
             }
             (possible if a.maybe or b.maybe else belief).append(rec)
+        if any(h.careful_end != h.end for h in definite):
+            careful_pairs = interval_overlaps(definite, careful=True)
+        else:  # no session trouble: the careful sweep is the sweep over the definite holds
+            careful_pairs = [(a, b) for a, b in pairs if not (a.maybe or b.maybe)]
         careful = [
             {
                 "key": a.key,
@@ -159,7 +164,7 @@ class LockChecker:
                 "holds": [a, b],
                 **window(max(a.start, b.start), min(a.careful_end, b.careful_end)),
             }
-            for a, b in interval_overlaps(definite, careful=True)
+            for a, b in careful_pairs
         ]
         effects = []
         for w, newer, kind in effect_overlaps(obs.writes):
