@@ -17,7 +17,7 @@ from zkjepsen.harness.image import ImageInfo, default_tag, image_exists
 from zkjepsen.harness.zkconfig import ZkSettings
 from zkjepsen.store import new_run_dir
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
 
 def ensure_image(client, image: str | None, force: bool = False) -> ImageInfo:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from zkjepsen.spec import TestSpec
     from zkjepsen.store import RunDir
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
 
 class LiveDisplay:

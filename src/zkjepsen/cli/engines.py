@@ -7,7 +7,7 @@ from rich.console import Console
 
 from zkjepsen.harness.engine import Engine, parse_engines, provide_image
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
 
 def engine_option(f):

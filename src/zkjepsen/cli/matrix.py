@@ -17,7 +17,7 @@ from zkjepsen.errors import BadInput
 from zkjepsen.report.findings import cell_summary, markdown_table  # noqa: F401 - re-exported
 from zkjepsen.spec import TestSpec
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
 
 @click.command("list")

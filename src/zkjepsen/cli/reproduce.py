@@ -16,7 +16,7 @@ from zkjepsen.reproduce.replay import replay, violation_kinds
 from zkjepsen.reproduce.shrink import shrink
 from zkjepsen.store import StoredRun
 
-console = Console(stderr=True)
+console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
 
 def say(text: str) -> None:
