@@ -15,6 +15,17 @@ import pytest
 from zkjepsen.harness import resources, signals
 
 
+@pytest.fixture(autouse=True)
+def sigint_as_python_sets_it():
+    """A test process started in the background (`cmd &` in a non-interactive shell, as some CI
+    runners do) inherits SIGINT ignored, and zkjepsen rightly leaves it so. These tests are about
+    an interactive process: give SIGINT Python's own handler for their duration."""
+    before = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 def _kill_later(delay_s: float, sig: int = signal.SIGINT, thread_ident: int | None = None):
     """Send `sig` after `delay_s`, to the process or to one thread (not the main one)."""
 
