@@ -143,9 +143,13 @@ class RunResources:
 
     @property
     def orphaned(self) -> bool:
-        return (
-            not self.detached and not self.starting and not any(owner_alive(o) for o in self.owners)
-        )
+        # A young scratch dir without an owner file protects a run that is still starting, but
+        # only while nothing names an owner: containers or networks whose owners are all dead
+        # belong to a crashed run, whatever its scratch dir looks like.
+        known = [o for o in self.owners if o]
+        if self.detached or any(owner_alive(o) for o in known):
+            return False
+        return bool(known) or not self.starting
 
     @property
     def owner_alive(self) -> bool:
