@@ -176,3 +176,12 @@ def test_cluster_down_without_a_run_id_never_picks_a_test_run(monkeypatch):
     runs["zkj-up"] = up_run
     assert cluster._pick_run(None, None, "down") == "zkj-up"
     assert cluster._pick_run(None, None, "status") == "zkj-up"
+
+
+def test_dead_named_owners_make_a_run_orphaned_even_with_a_young_ownerless_scratch_dir():
+    crashed = resources.RunResources("zkj-crashed", owners={"1:0"}, starting=True)
+    assert crashed.orphaned  # pid 1 with start time 0 is no live process of ours
+    just_starting = resources.RunResources("zkj-new", owners=set(), starting=True)
+    assert not just_starting.orphaned
+    live = resources.RunResources("zkj-live", owners={resources.owner_token()}, starting=True)
+    assert not live.orphaned
