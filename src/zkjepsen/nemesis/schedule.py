@@ -25,6 +25,18 @@ from zkjepsen.nemesis.targets import NemesisContext
 from zkjepsen.nemesis.triggers import Trigger, TriggerWatch
 
 NEMESIS = "nemesis"
+# What a schedule.json fault carries for a replay (its timing and resolved targets).
+FAULT_FIELDS = (
+    "fault_id",
+    "f",
+    "target",
+    "targets",
+    "detail",
+    "params",
+    "duration",
+    "start_ns",
+    "end_ns",
+)
 
 
 class NemesisLog:
@@ -132,24 +144,7 @@ def _load_replay(schedule: Any) -> list[dict]:
     for f in faults:
         if f.get("f") == "heal" or "start_ns" not in f:
             continue
-        out.append(
-            {
-                k: f.get(k)
-                for k in (
-                    "fault_id",
-                    "f",
-                    "target",
-                    "targets",
-                    "detail",
-                    "params",
-                    "duration",
-                    "start_ns",
-                    "end_ns",
-                    "trigger",
-                    "armed_ns",
-                )
-            }
-        )
+        out.append({k: f.get(k) for k in (*FAULT_FIELDS, "trigger", "armed_ns")})
     return sorted(out, key=lambda f: f["start_ns"])
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from zkjepsen.checker import Result, as_result
 from zkjepsen.fanout import Job, run_jobs
 from zkjepsen.harness.engine import Engine
+from zkjepsen.nemesis.schedule import FAULT_FIELDS
 from zkjepsen.runner import RunResult
 from zkjepsen.spec import TestSpec
 from zkjepsen.store import StoredRun
@@ -55,20 +56,7 @@ def first_violation_ns(results: Result | Mapping[str, Any] | None) -> int | None
 def faults_for_replay(faults: list[dict], retarget: bool = True) -> list[dict]:
     out = []
     for f in faults:
-        g = {
-            k: copy.deepcopy(f.get(k))
-            for k in (
-                "fault_id",
-                "f",
-                "target",
-                "targets",
-                "detail",
-                "params",
-                "duration",
-                "start_ns",
-                "end_ns",
-            )
-        }
+        g = {k: copy.deepcopy(f.get(k)) for k in FAULT_FIELDS}
         chosen = (f.get("detail") or {}).get("chosen")
         if f.get("trigger"):
             # Re-armed, not re-timed: armed when the original was, it fires on its event again.
