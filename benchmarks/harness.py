@@ -1,7 +1,10 @@
 """Harness figures: time from `up` to quorum (3 and 5 nodes, image cached, median of N), the
-image size, memory per ZooKeeper node, and (with --cold) the cold image build time.
+image size, memory per ZooKeeper node, and (with --cold) the cold image build time; and the
+other backends' up-to-ready times (`--backends redis,redis-sentinel,redlock`: containers
+created -> `ready()`, i.e. every server answers, replicas in sync and every Sentinel knows the
+master, its replicas and the other Sentinels).
 
-    .venv/bin/python benchmarks/harness.py [--runs 5] [--cold]
+    .venv/bin/python benchmarks/harness.py [--runs 5] [--cold] [--backends LIST] [--no-zk]
 """
 
 from __future__ import annotations
@@ -38,12 +41,52 @@ def time_to_quorum(client, nodes: int, faketime: bool = True) -> tuple[float, li
         return elapsed, mem
 
 
+def backend_ready_times(client, name: str, runs: int) -> list[float]:
+    """Seconds from start() to ready for backend `name`, `runs` times (images cached)."""
+    from types import SimpleNamespace
+
+    from zkjepsen.harness.backends import backend_info, image_recipe, make_backend
+    from zkjepsen.harness.image import ensure_image
+
+    server = ensure_image(client, None, recipe=image_recipe(name)).tag
+    info = backend_info(name)
+    times = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as d:
+            b = make_backend(
+                name,
+                SimpleNamespace(nodes=info.nodes or 3, tick_ms=500, params={}),
+                Path(d),
+                client=client,
+                engine=resources.DEFAULT_ENGINE,
+                server_image=server,
+                client_image=default_tag(),
+            )
+            t0 = time.monotonic()
+            try:
+                b.start()
+                times.append(time.monotonic() - t0)
+            finally:
+                b.stop()
+    return times
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--cold", action="store_true", help="remove and rebuild the image first")
+    ap.add_argument("--backends", default="", help="e.g. redis,redis-sentinel,redlock")
+    ap.add_argument("--no-zk", action="store_true", help="skip the ZooKeeper figures")
     args = ap.parse_args()
     client = resources.docker_client()
+    for name in [b for b in args.backends.split(",") if b]:
+        t = backend_ready_times(client, name, args.runs)
+        print(
+            f"backend {name}: up->ready median {statistics.median(t):.2f} s "
+            f"(min {min(t):.2f}, max {max(t):.2f}, n={len(t)})"
+        )
+    if args.no_zk:
+        return
     tag = default_tag()
     if args.cold:
         try:

@@ -10,10 +10,14 @@ every history, so a figure never hides a belief overlap.
     .venv/bin/python benchmarks/recipes.py --clients 10 --seconds 15
     .venv/bin/python benchmarks/recipes.py --recipes kazoo,curator --json out.json
     .venv/bin/python benchmarks/recipes.py --recipes kazoo --mode both --clients 1  # protocol cost
+    .venv/bin/python benchmarks/recipes.py --mode both \
+        --recipes raw,curator-java,curator-java-semaphore,go-zk,kazoo  # real libraries vs ceiling
 
 `--mode` says how a Python recipe runs: `in-process` (the workload loop calls it directly),
 `protocol` (through the client wire protocol and the Python driver, as `zkjepsen test` runs it)
-or `both` (rows `NAME` and `NAME[protocol]`: the difference is the protocol's own cost).
+or `both` (rows `NAME` and `NAME[protocol]`: the difference is the protocol's own cost). A
+registered driver (`curator-java`, `curator-java-semaphore`, `go-zk`) is a program, so it always
+runs through the protocol (one row, its plain name).
 
 Prints figures; asserts nothing about time.
 """
@@ -34,7 +38,7 @@ DEFAULT = (
 def run(
     ens, out: Path, recipe: str, clients: int, seconds: float, writes: int, protocol: bool = False
 ) -> list[dict]:
-    from zkjepsen.client.command import program_for
+    from zkjepsen.client.command import is_foreign, program_for
     from zkjepsen.client.pool import ClientPool
     from zkjepsen.client.spec import ClientSpec
     from zkjepsen.history.jsonl import merge_records
@@ -59,7 +63,8 @@ def run(
     zk.set(params["resource_path"], b"{}")
     zk.stop()
     zk.close()
-    plan = program_for(recipe, workload) if protocol else None
+    # A registered driver (Java, Go) is a program: always through the protocol.
+    plan = program_for(recipe, workload) if protocol or is_foreign(recipe) else None
     command = list(plan.argv) if plan else []
     from zkjepsen.store import RunDir
 
@@ -150,6 +155,7 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--mode", choices=("in-process", "protocol", "both"), default="in-process")
     args = ap.parse_args()
+    from zkjepsen.client.command import is_foreign
     from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
     from zkjepsen.store import new_run_dir
 
@@ -158,7 +164,8 @@ def main() -> None:
     with DockerEnsemble(EnsembleSpec(nodes=3), d) as ens:
         modes = [False, True] if args.mode == "both" else [args.mode == "protocol"]
         for recipe in args.recipes.split(","):
-            for protocol in modes if recipe != "raw" else [False]:
+            # raw has no program; a driver (curator-java, go-zk) has nothing but its program
+            for protocol in modes if recipe != "raw" and not is_foreign(recipe) else [False]:
                 name = f"{recipe}[protocol]" if protocol else recipe
                 rows[name] = figures(
                     run(ens, d / name, recipe, args.clients, args.seconds, args.writes, protocol)

@@ -6,6 +6,10 @@ ZooKeeper, and a failure message a CI gate can act on.
                               nemesis=["pause-client"], time_limit_s=30)
         result.assert_valid()
 
+A lock in another language: `zkjepsen_run(client_cmd="java -cp 'lib/*:.' ZkjepsenDriver",
+client_dir="build/", workload="lock", ...)` (a program speaking the client wire protocol,
+docs/client-protocol.md; `client_dir` is mounted read-only as its working directory).
+
 Options: `--zk-nodes N` (default 3), `--zk-image NAME` (default: zkjepsen's own image, built on
 first use). Marker: `@pytest.mark.zkjepsen_faults(max_faults=N)` caps the faults a test may run.
 """

@@ -44,10 +44,12 @@ class RunResult:
 def client_specs(spec: TestSpec, ens, t0_ns: int) -> list[ClientSpec]:
     """One ClientSpec per logical client; each waits at the start barrier for the deadline."""
     from zkjepsen.client.command import program_for
+    from zkjepsen.nemesis.client_clock import NAMES, program_env
 
     plan = program_for(
         spec.recipe, spec.workload, spec.client_cmd, spec.client_dir, spec.client_mode
     )
+    skewed = any(n in NAMES for n in spec.nemesis)  # libfaketime in the programs
     return [
         ClientSpec(
             client=i,
@@ -67,6 +69,7 @@ def client_specs(spec: TestSpec, ens, t0_ns: int) -> list[ClientSpec]:
             program_mount=plan.mount if plan else None,
             program_cwd=plan.cwd if plan else None,
             proxy=spec.proxy,
+            program_env=program_env(i, plan.language) if skewed and plan else {},
         )
         for i in range(1, spec.clients + 1)
     ]
@@ -136,9 +139,8 @@ def run_test(
     import dataclasses
 
     from zkjepsen.harness import resources, signals
-    from zkjepsen.harness.engine import Engine, provide_image
-    from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
-    from zkjepsen.harness.zkconfig import ZkSettings
+    from zkjepsen.harness.backends import backend_info, make_backend
+    from zkjepsen.harness.engine import Engine
     from zkjepsen.workloads import get_workload
 
     validate_spec(spec)
@@ -148,10 +150,8 @@ def run_test(
     engine.require_local()
     spec = dataclasses.replace(spec, engine=engine.name)
     client = engine.client()
-    image = provide_image([engine], spec.image)
-    ens_spec = EnsembleSpec(
-        nodes=spec.nodes, image=image, settings=ZkSettings(tick_ms=spec.tick_ms)
-    )
+    server_image, client_image = provide_images(engine, spec)
+    info = backend_info(spec.backend)
     teardown: Teardown | None = None
     try:
         with signals.teardown_on_signals():
@@ -159,9 +159,17 @@ def run_test(
             run_dir.save_spec(spec)
             run_dir.client_dir(0).mkdir(parents=True)  # the host's own session (client 0)
             log = RunLog(run_dir.run_log, display)
-            ens = DockerEnsemble(ens_spec, run_dir.path, client=client, engine=engine.key)
+            ens = make_backend(
+                spec.backend,
+                spec,
+                run_dir.path,
+                client=client,
+                engine=engine.key,
+                server_image=server_image,
+                client_image=client_image,
+            )
             teardown = Teardown(ens.run_id, run_dir.path, [])
-            budget = watchdog_budget(spec, ens_spec.quorum_timeout_s)
+            budget = watchdog_budget(spec, info.ready_timeout_s)
             phase = ["setup"]
             stats: dict[str, Any] = {}
             try:
@@ -220,6 +228,20 @@ def run_test(
     return run
 
 
+def provide_images(engine, spec: TestSpec) -> tuple[str, str]:
+    """(server image, client image) of the spec's backend, present on `engine` (built or
+    shipped if missing). Clients always run zkjepsen's client image (the ZooKeeper node
+    image); `--image` names the servers' image."""
+    from zkjepsen.harness.backends import backend_info, image_recipe
+    from zkjepsen.harness.engine import provide_image
+
+    if not backend_info(spec.backend).image:
+        tag = provide_image([engine], spec.image)
+        return tag, tag
+    client_image = provide_image([engine])
+    return provide_image([engine], spec.image, recipe=image_recipe(spec.backend)), client_image
+
+
 def _servers_gone(ens) -> bool:
     from zkjepsen.harness import resources
 
@@ -253,18 +275,20 @@ def _run_phases(
     gen=None,
 ) -> None:
     """Everything between "nothing exists" and teardown; `phase[0]` says where it is."""
-    from kazoo.client import KazooClient
-
     from zkjepsen.client.pool import ClientPool
     from zkjepsen.harness import signals
 
     names = [n for n in spec.nemesis if n != "none"]
     phase[0] = "ensemble start"
-    log(f"run {ens.run_id}: starting {spec.nodes} servers")
+    log(f"run {ens.run_id}: starting {spec.nodes} {spec.backend} servers")
     ens.start()
-    log(f"ensemble {ens.run_id} up: {ens.connect_string()} (leader {ens.leader().name})")
+    leader = ens.leader()
+    log(
+        f"ensemble {ens.run_id} up: {ens.connect_string()}"
+        + (f" (leader {leader.name})" if leader else "")
+    )
     t0_ns = time.monotonic_ns()
-    zk = KazooClient(hosts=ens.connect_string(), timeout=spec.session_timeout_s)
+    zk = ens.host_session(spec.session_timeout_s)
     phase[0] = "host session"
     zk.start(timeout=15)
     host_ctx = _host_context(spec, ens, run_dir, t0_ns, zk)

@@ -78,6 +78,9 @@ class TestSpec:
     client_mode: str = "protocol"  # Python recipes: through the Python driver, or "in-process"
     proxy: bool = False  # each client talks to the servers through its own wire proxy
     engine: str | None = None  # the Docker engine the run lived on (a record; --engine chooses)
+    # What the servers are (harness/backends.py): zookeeper, redis, redis-sentinel, redlock,
+    # ...; None: the recipe's own (validate_spec fills it in, so test.json records it).
+    backend: str | None = None
 
     def __post_init__(self) -> None:
         _str("recipe", self.recipe)
@@ -135,6 +138,7 @@ class TestSpec:
         if not isinstance(self.proxy, bool):
             raise BadInput(f"proxy must be true or false, not {self.proxy!r}")
         _str("engine", self.engine, optional=True)
+        _str("backend", self.backend, optional=True)
 
     @property
     def test_name(self) -> str:
@@ -182,9 +186,32 @@ def validate_spec(spec: TestSpec) -> None:
         raise BadInput(
             f"{', '.join(proxied)} need the clients' wire proxy; set proxy = true in the test spec"
         )
-    from zkjepsen.client.command import validate_program
+    from zkjepsen.client.command import program_for, validate_program
 
     validate_program(spec)
+    if any(n.endswith("-client") and n.startswith("clock-") for n in names):
+        plan = program_for(
+            spec.recipe, spec.workload, spec.client_cmd, spec.client_dir, spec.client_mode
+        )
+        if plan is None or plan.language == "go":
+            raise BadInput(
+                "client clock faults skew the program under test through libfaketime: "
+                + (
+                    "a Go program reads the clock without libc, libfaketime cannot reach it"
+                    if plan
+                    else "run the recipe through the wire protocol (not --client-mode in-process)"
+                )
+            )
+    from zkjepsen.harness.backends import backend_info, resolve_backend
+
+    spec.backend = resolve_backend(spec.recipe, spec.backend)
+    info = backend_info(spec.backend)
+    if info.nodes is not None:
+        spec.nodes = info.nodes  # its shape is fixed: test.json says what really ran
+    if spec.proxy and info.family != "zookeeper":
+        raise BadInput(
+            f"the wire proxy speaks ZooKeeper's protocol; backend {spec.backend} has none"
+        )
     spec.params = validate_params(
         spec.params, user_recipe=":" in spec.recipe or spec.recipe == "exec"
     )

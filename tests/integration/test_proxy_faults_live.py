@@ -136,4 +136,7 @@ def test_dropped_pings_expire_the_idle_clients_session(rig):
     _nem(nem, None, None, "end", op)
     assert _events(pool, 2, "ping-dropped")
     assert lost, "the servers never expired the idle session"
-    assert (time.monotonic_ns() - t) / 1e9 >= SESSION_S * 0.9
+    # Expiry, not a closed connection: the loss comes late. Not a whole session timeout after
+    # the fault, though: an idle client pings every third of its timeout, so the servers' last
+    # sight of it can be that much before the fault began (CI once saw LOST after 2.6 s of 3).
+    assert (time.monotonic_ns() - t) / 1e9 >= SESSION_S * 0.5

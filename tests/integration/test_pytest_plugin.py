@@ -57,3 +57,31 @@ def test_fault_budget_marker_caps_the_schedule(pytester, zk_image, monkeypatch):
     result.assert_outcomes(passed=1)
     (schedule,) = store.glob("*/latest/schedule.json")
     assert len(json.loads(schedule.read_text())["faults"]) == 1
+
+
+CMD_GATE = """
+def test_gate(zkjepsen_run):
+    result = zkjepsen_run(client_cmd="python3 python_driver.py", client_dir="{templates}",
+                          workload="lock", nemesis=["none"], nodes=3, clients=3,
+                          time_limit_s=8, session_timeout_s=3.0, recovery_s=3.0)
+    result.assert_valid()
+"""
+
+
+def test_gate_runs_a_users_program_given_by_client_cmd(pytester, zk_image, monkeypatch):
+    """The plugin takes `client_cmd` / `client_dir` as the CLI does: the Python template,
+    mounted read-only, is the lock under test (not kazoo in-process)."""
+    templates = TESTS.parent / "docs" / "templates"
+    pytester.makepyfile(test_gate=CMD_GATE.format(templates=templates))
+    store = pytester.path / "store"
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", f"--zk-store={store}", timeout=300
+    )
+    result.assert_outcomes(passed=1)
+    (spec,) = store.glob("*/latest/test.json")
+    doc = json.loads(spec.read_text())
+    assert (doc["recipe"], doc["client_cmd"]) == ("exec", "python3 python_driver.py")
+    (client,) = store.glob("*/latest/clients/control/spec-c1.json")
+    client_doc = json.loads(client.read_text())
+    assert client_doc["command"] == ["/bin/sh", "-c", "python3 python_driver.py"]
+    assert client_doc["program_mount"] == str(templates)

@@ -66,3 +66,45 @@ def test_triggered_pause_and_lost_create_hit_the_client_the_event_names(zk_image
     # kazoo's Lock finds its node by its uuid prefix after the lost reply: no split, no stall.
     assert r.results["lock"]["valid"] is True, r.results["lock"]
     assert r.results["liveness"]["valid"] is True
+
+
+def test_a_re_armed_pause_lands_inside_a_hold_and_says_where_each_attempt_landed(
+    zk_image, store_root
+):
+    """Short holds (mean 0.1 s) often end before docker pause lands: each miss is undone and the
+    trigger re-armed; the attempt that counts froze the client before it invoked its release."""
+    spec = TestSpec(
+        recipe="kazoo",
+        workload="counter",
+        nemesis=["pause-client"],
+        nodes=3,
+        clients=3,
+        time_limit_s=14,
+        recovery_s=3,
+        session_timeout_s=2,
+        seed=3,
+        image=zk_image,
+        params={"resource": "unguarded", "hold_s": 0.05},
+    )
+    gen = steps(sleep(2), on(on_acquire(retries=20), fault("pause-client", duration="1.5x")))
+    r = run_test(spec, store_root, gen=gen)
+    (pause,) = json.loads((r.store_dir / "schedule.json").read_text())["faults"]
+    assert pause["landed"] is True and pause["attempt"] == len(pause.get("missed", [])) + 1
+
+    def released_before(attempt):
+        c, fired = attempt["fired"]["client"], attempt["fired"]["event_ns"]
+        hist = _records(r.store_dir / "clients" / f"c{c}" / f"client-{c}.jsonl")
+        return any(
+            x["f"] == "release" and x["type"] == "invoke" and fired < x["time"] <= applied
+            for x in hist
+            for applied in [attempt["applied_ns"]]
+        )
+
+    assert not released_before(pause)  # frozen inside the hold the acquire began
+    assert all(released_before(m) for m in pause.get("missed", []))  # each miss really missed
+    ends = [
+        x["value"] for x in _records(r.store_dir / "nemesis.jsonl") if x["value"]["phase"] == "end"
+    ]
+    assert [e["landed"] for e in ends] == [False] * (len(ends) - 1) + [True]
+    # Judged from the clients' history alone: the frozen holder's belief outlived its session.
+    assert "lock" in r.results and r.results["lock"]["valid"] is False, r.results["lock"]

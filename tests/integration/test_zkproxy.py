@@ -80,3 +80,18 @@ def test_delayed_reply_and_close_after(proxied):
     time.sleep(0.5)
     assert any(e["event"] == "closed-after" for e in events)
     assert zk.exists("/") is not None  # kazoo reconnected through the proxy
+
+
+def test_dropped_request_the_server_never_saw_it(proxied):
+    proxy, control, events, direct, client = proxied
+    zk = client()
+    direct.ensure_path("/proxy-drop")
+    states: list[str] = []
+    zk.add_listener(lambda s: states.append(str(s)))
+    assert command(control, {"fault": "drop-request", "op": "delete", "n": 1})["ok"]
+    with pytest.raises(ConnectionLoss):
+        zk.delete("/proxy-drop")
+    assert direct.exists("/proxy-drop") is not None  # never applied: the node survives
+    assert [e["op"] for e in events if e["event"] == "request-dropped"] == ["delete"]
+    zk.delete("/proxy-drop")  # reconnected to the same session; the fault fired once
+    assert direct.exists("/proxy-drop") is None and "LOST" not in states

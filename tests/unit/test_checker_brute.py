@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
-from zkjepsen.checker.linearizability import Linearizable
+from zkjepsen.checker.linearizability import Linearizable, prepare, search
 from zkjepsen.checker.models import MODELS, make_model
+from zkjepsen.checker.sweep import decide, sweep
+from zkjepsen.checker.wgl import in_sequence
 from zkjepsen.history import History, Op
 
 # ---------------------------------------------------------------- the models' semantics
@@ -318,6 +320,52 @@ def test_every_model_agrees_with_brute_force(model):
         assert got.valid == want, (model, calls, got.details)
         seen[want] += 1
     assert seen[True] > 100 and seen[False] > 50, seen
+
+
+def _wgl_outcome(ops, model):
+    gen = search(ops, model.init(), model.lookahead())
+    while True:
+        try:
+            next(gen)
+        except StopIteration as stop:
+            return stop.value
+
+
+def _wgl(ops, model) -> bool:
+    return _wgl_outcome(ops, model).valid
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_the_sweep_and_wgl_each_agree_with_brute_force(model):
+    """The checker decides a partition by the sweep (its fast path; `decide` replays a partition
+    whose ops ran in sequence), and by WGL when the sweep gives up or refutes (WGL then
+    explains): each is held to the brute force on its own."""
+    rng = random.Random(f"deciders-{model}")
+    seen: dict[Any, int] = {True: 0, False: 0, None: 0, "in sequence": 0}
+    for _ in range(1000):
+        calls = random_calls(model, rng)
+        want = brute_force(crashed_as_never_completed(calls), model)
+        if want == "unknown":
+            continue
+        m = make_model(model, CLI_INITIAL.get(model))
+        parts = prepare(to_history(calls), m)
+        swept = [sweep(ops, m.init())[0] for ops in parts.values()]
+        if None not in swept:
+            assert all(swept) == want, ("sweep", model, calls)
+        decided = [decide(ops, m.init())[0] for ops in parts.values()]  # replay, then sweep
+        if None not in decided:
+            assert all(decided) == want, ("decide", model, calls)
+        assert all(_wgl(ops, m) for ops in parts.values()) == want, ("wgl", model, calls)
+        for ops in parts.values():  # ops in sequence: WGL's outcome, without the search
+            quick = in_sequence(ops, m.init())
+            if quick is not None:
+                out = _wgl_outcome(ops, m)
+                assert (quick.valid, quick.best, quick.stuck) == (out.valid, out.best, out.stuck)
+                seen["in sequence"] += 1
+        seen[want] += 1
+        seen[None] += None in swept
+    assert seen[True] > 100 and seen[False] > 50 and seen[None] < 20, seen
+    assert seen["in sequence"] > 50, seen
 
 
 # ---------------------------------------------------------------- the issue's fifo cases

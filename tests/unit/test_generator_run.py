@@ -258,3 +258,69 @@ def test_a_triggered_fault_waits_for_its_event_and_hits_the_client_it_names(monk
     assert again == [] and fam.calls == []
     meta = json.loads((tmp_path / "replay" / "schedule.json").read_text())
     assert meta["unfired"][0]["trigger"]["kind"] == "acquired"
+
+
+class LandsLate(AimRecorder):
+    """A fault whose apply takes as long as docker's: the client's history moves on meanwhile
+    (the first time it releases before the fault is in place, the second time it does not)."""
+
+    def __init__(self, hist, t0):
+        super().__init__()
+        self.hist, self.t0 = hist, t0
+
+    def apply(self, ctx, targets, detail):
+        applies = sum(1 for c in self.calls if c[0] == "apply")
+        if applies == 0:
+            with open(self.hist, "a") as f:
+                now = time.monotonic_ns() - self.t0
+                f.write(json.dumps({"time": now, "type": "invoke", "f": "release"}) + "\n")
+        time.sleep(0.05)
+        super().apply(ctx, targets, detail)
+
+
+def test_a_triggered_fault_that_lands_after_the_hold_is_undone_and_re_armed(monkeypatch, tmp_path):
+    from zkjepsen.history import Op, fault_windows
+    from zkjepsen.history.jsonl import read_records
+    from zkjepsen.nemesis.triggers import on_acquire
+    from zkjepsen.store import RunDir
+
+    run_dir = RunDir(tmp_path / "run")
+    hist = run_dir.client_history(3)
+    hist.parent.mkdir(parents=True)
+    hist.write_text("")
+    t0 = time.monotonic_ns()
+    fam = LandsLate(hist, t0)
+    monkeypatch.setitem(FAULTS, "pause-client", FaultKind("pause-client", "holder", "f", fam))
+    monkeypatch.setattr(schedule, "heal_context", lambda ctx, everything=False: [])
+    pool = SimpleNamespace(run_dir=run_dir, handles=[])
+    ens = SimpleNamespace(nodes=[], run_id="zkj-test", leader=lambda: None)
+
+    def acquire_twice():
+        for _ in range(2):
+            time.sleep(0.3)
+            with open(hist, "a") as f:
+                now = time.monotonic_ns() - t0
+                f.write(json.dumps({"time": now, "type": "ok", "f": "acquire"}) + "\n")
+
+    threading.Thread(target=acquire_twice).start()
+    gen = g.steps(g.on(on_acquire(retries=3), g.fault("pause-client", duration=0.1)))
+    executed = schedule.run_nemesis(
+        ens, pool, [], seed=1, time_limit_s=2.0, t0_ns=t0, out_dir=tmp_path, gen=gen
+    )
+    # Missed once (the hold ended before the fault was in place): undone at once, re-armed,
+    # and the second acquire's hold is where it landed.
+    assert [c[0] for c in fam.calls] == ["apply", "undo", "apply", "undo"]
+    (f,) = executed
+    assert f["landed"] is True and f["attempt"] == 2 and len(f["missed"]) == 1
+    miss = f["missed"][0]
+    assert miss["end_ns"] < f["start_ns"] and miss["fired"]["event_ns"] < f["fired"]["event_ns"]
+    # Both attempts are in the nemesis history, each with where it landed.
+    ops = read_records(tmp_path / "nemesis.jsonl")
+    ends = [o["value"] for o in ops if o["value"]["phase"] == "end"]
+    assert [(e["attempt"], e["landed"]) for e in ends] == [(1, False), (2, True)]
+    assert len(fault_windows([Op.from_dict({**o, "index": i}) for i, o in enumerate(ops)])) == 2
+    # What replays is the fault with its trigger (retries included), not the missed attempt.
+    stored = json.loads((tmp_path / "schedule.json").read_text())
+    assert [x["trigger"] for x in stored["faults"]] == [
+        {"kind": "acquired", "k": 1, "delay_s": 0.0, "retries": 3}
+    ]

@@ -24,7 +24,13 @@ def proxy():
 
 
 def test_every_proxy_fault_is_a_listed_kind():
-    for name in ("proxy-lose-create", "proxy-delay-reply", "proxy-drop-pings", "proxy-close-after"):
+    for name in (
+        "proxy-lose-create",
+        "proxy-delay-reply",
+        "proxy-drop-pings",
+        "proxy-close-after",
+        "proxy-drop-request",
+    ):
         assert name in NEMESES and FAULTS[name].family == "proxy"
 
 

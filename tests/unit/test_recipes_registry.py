@@ -114,3 +114,15 @@ def test_counting_client_counts_calls_and_each_delivered_notification_once():
     assert fake.watches[0] is fake.watches[1]  # one wrapper per callback, as kazoo dedups them
     fake.watches[0]("event")
     assert seen == ["event"] and zk.snapshot()["notifications"] == 1
+
+
+def test_the_curator_port_makes_no_zookeeper_call_when_built():
+    """As Curator's InterProcessMutex: the driver rebuilds the lock after a session loss, and a
+    constructor that called ZooKeeper then (ensure_path) made the run UNKNOWN."""
+
+    class Expired:
+        def __getattr__(self, name):
+            raise AssertionError(f"the constructor called zk.{name}")
+
+    lock = make_recipe("curator", Expired(), "/zkjepsen/lock", identifier="c1")
+    assert not lock.holding()

@@ -85,7 +85,7 @@ def test_matrix_cells_count_runs_and_fencing():
     assert (cell["runs"], cell["invalid"], cell["belief"], cell["effect"]) == (3, 2, 2, 0)
     md = markdown_table({"kazoo|pause-client": cell}, ["kazoo"], ["pause-client"], "# m")
     assert cell["rate"] == "2/3 (67 %, 95 % CI 21-94 %)"
-    assert "| kazoo | 2/3 (67 %, 95 % CI 21-94 %) invalid (belief 2, effect 0) |" in md
+    assert "| kazoo | 2/3 (67 %, 95 % CI 21-94 %) invalid (belief 2, effect 0, half-done 0) |" in md
 
 
 def _ops(recs):
@@ -144,3 +144,32 @@ def test_liveness_flags_a_stall_that_a_late_grant_ends():
     assert "waited all along" in res.details["stuck"][0]["reason"]
     quick = [r if r[0] != 60 else (12, 2, "ok", "acquire", None) for r in recs]
     assert LivenessChecker(grace_s=5).check(_ops(quick)).valid is True
+
+
+def test_liveness_flags_a_stall_of_clients_that_keep_timing_out_and_asking_again():
+    """A leaked node at the head times out every short acquire (kazoo issue 732): each attempt
+    lasts 0.5 s, the next follows at once, no grant for 30 s, then one when its session ends."""
+    from zkjepsen.checker.liveness import LivenessChecker
+
+    fault = {"fault_id": 1, "phase": "start", "targets": ["c1"]}
+    recs = [
+        (0, 1, "invoke", "acquire", None),
+        (1, 1, "ok", "acquire", None),
+        (2, "nemesis", "info", "proxy-drop-request", fault),
+        (4, "nemesis", "info", "proxy-drop-request", {**fault, "phase": "end"}),
+    ]
+    t = 3.0
+    while t < 40:
+        recs += [(t, 2, "invoke", "acquire", None), (t + 0.5, 2, "fail", "acquire", None)]
+        t += 0.6
+    recs += [(41, 2, "invoke", "acquire", None), (41.2, 2, "ok", "acquire", None)]
+    res = LivenessChecker(grace_s=5).check(_ops(sorted(recs, key=lambda r: r[0])))
+    assert res.valid is False and res.details["stuck"][0]["clients"] == [2]
+    # Attempts 3 s apart are not "asking all along": no stall is claimed from them.
+    sparse = [r for r in recs if r[1] != 2 or r[0] >= 41]
+    sparse += [
+        (t, 2, kind, "acquire", None)
+        for t0 in range(5, 40, 3)
+        for t, kind in ((t0, "invoke"), (t0 + 0.5, "fail"))
+    ]
+    assert LivenessChecker(grace_s=5).check(_ops(sorted(sparse, key=lambda r: r[0]))).valid

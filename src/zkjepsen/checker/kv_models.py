@@ -7,6 +7,8 @@ from typing import Any
 
 from zkjepsen.checker.model_base import ILLEGAL, Action, Model, freeze, read_value, write_value
 
+_new = tuple.__new__  # an Action without NamedTuple's Python-level __new__ (one per op)
+
 
 def _append(s: str, v: str) -> str:
     return s + v
@@ -25,11 +27,13 @@ class KV(Model):
             return None
         v = "" if value is None else value
         if f == "get":
-            return None if status != "ok" else Action(read_value, v, True, f"get {key}={v!r}")
+            if status != "ok":
+                return None
+            return _new(Action, (read_value, v, True, ("get {}={!r}", key, v)))
         if f == "put":
-            return Action(write_value, v, False, f"put {key}={v!r}")
+            return _new(Action, (write_value, v, False, ("put {}={!r}", key, v)))
         if f == "append":
-            return Action(_append, v, False, f"append {key}+={v!r}")
+            return _new(Action, (_append, v, False, ("append {}+={!r}", key, v)))
         raise self._unsupported(f)
 
     def lookahead(self) -> Any:
@@ -89,7 +93,7 @@ class KVSingle(KV):
             return None
         i = self._key_numbers.setdefault(key, len(self._key_numbers))
         fn = {read_value: _kv_get, write_value: _kv_put, _append: _kv_append}[a.fn]
-        return Action(fn, (i, a.arg), a.read_only, a.text)
+        return Action(fn, (i, a.arg), a.read_only, a.label)
 
     def describe_state(self, state: Any) -> str:
         names = list(self._key_numbers)

@@ -1,4 +1,5 @@
-"""Linearizability: Wing & Gong's search with Lowe's memoization (WGL), in pure Python.
+"""Linearizability: Wing & Gong's search with Lowe's memoization (WGL), in pure Python, behind
+a just-in-time sweep (sweep.py) that decides most partitions first at a fraction of the cost.
 
 The history's calls become a doubly linked list of call and return entries in time order. The
 search walks it from the head: a call entry is a candidate to linearize next (its op is applied
@@ -36,16 +37,19 @@ in another. A time limit and a memory limit (process RSS) stop the search with `
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from typing import Any
 
 from zkjepsen.checker import Result, Violation
 from zkjepsen.checker.models import ILLEGAL, Model, freeze
-from zkjepsen.checker.wgl import SLICE, LinOp, Outcome, search
+from zkjepsen.checker.sweep import decide
+from zkjepsen.checker.wgl import SLICE, LinOp, Outcome, in_sequence, search
 from zkjepsen.errors import BadInput
-from zkjepsen.history import History, fault_windows, faults_during
+from zkjepsen.history import NEMESIS, Call, History, fault_windows, faults_during
 from zkjepsen.history.stream import paused_gc
 
 _PLAIN_KEYS = frozenset((str, int, type(None)))  # partition keys that need no freezing
+BIG = 20_000  # records from which a check pauses the cyclic garbage collector
 PREFIX_SHOWN = 200  # ops of the longest linearizable prefix kept in a result's details
 __all__ = ["SLICE", "LinOp", "Linearizable", "Outcome", "check_partitions", "prepare", "search"]
 
@@ -56,22 +60,32 @@ def prepare(history: History, model: Model, reduce: bool = True) -> dict[Any, li
     parts: dict[Any, list[LinOp]] = {}
     new = tuple.__new__  # LinOp without its Python-level __new__: this loop runs per call
     action_of = model.action
+    # The default partition is the op's key itself: no method call per op for it.
+    by_key = type(model).partition_key is Model.partition_key
     partition_key = model.partition_key
-    for call in history.calls(validate=False):
-        inv, comp = call
-        status = "info" if comp is None else comp.type
-        if status == "info":
-            value = inv.value
+    for inv, comp in zip(*history.pairs(validate=False), strict=True):
+        if comp is None:
+            status, value, end = "info", inv.value, None
         else:
-            value = comp.value if comp.value is not None else inv.value
+            status = comp.type
+            if status == "info":
+                value, end = inv.value, None
+            else:
+                value = comp.value
+                if value is None:
+                    value = inv.value
+                end = comp.time
+        key = inv.key
         try:
-            action = action_of(inv.f, inv.key, value, status, inv.actor)
+            action = action_of(
+                inv.f, key, value, status, inv.process if inv.client is None else inv.client
+            )
             if action is None:
                 continue
-            arg = action.arg
+            arg = action[1]
             if arg.__class__ not in _PLAIN_KEYS:
                 hash(arg)  # the search memoizes states built from it (a str always hashes)
-            part = partition_key(inv.f, inv.key)
+            part = key if by_key else partition_key(inv.f, key)
             if part.__class__ not in _PLAIN_KEYS:
                 part = freeze(part)
                 hash(part)
@@ -82,13 +96,12 @@ def prepare(history: History, model: Model, reduce: bool = True) -> dict[Any, li
                 f"op {inv.f!r} at index {inv.index} (value {value!r}) does not fit "
                 f"model {model.name!r}: {e}"
             ) from None
-        end = comp.time if status == "ok" or status == "fail" else None
-        if end is None and action.read_only:
+        if end is None and action[2]:
             continue  # a crashed read-only op constrains nothing
         ops = parts.get(part)
         if ops is None:
             ops = parts[part] = []
-        ops.append(new(LinOp, (call, action, inv.time, end)))
+        ops.append(new(LinOp, (new(Call, (inv, comp)), action, inv.time, end)))
     return {k: model.reduce(ops) for k, ops in parts.items()} if reduce else parts
 
 
@@ -114,11 +127,36 @@ def check_partitions(
     # limit is honoured to within one slice, not one round over all partitions.
     t0 = time.monotonic()
     deadline = None if time_limit is None else t0 + time_limit
-    rss0 = _rss_bytes() if memory_limit else 0
+    rss0 = -1  # read at the first slice: a check that needs none opens no file
     next_rss = t0 + 0.25
     look = model.lookahead()
-    running = {k: search(ops, model.init(), look) for k, ops in parts.items()}
     done: dict[Any, Outcome] = {}
+    running = {}
+    # The sweep first (sweep.py): it decides most partitions at a fraction of WGL's cost. A
+    # partition it refutes is searched by WGL alone, for the counterexample; one it gives up
+    # on goes to WGL with the others.
+    for k, ops in parts.items():
+        verdict, made = decide(ops, model.init(), deadline)
+        if verdict:
+            done[k] = Outcome(True, ops, [], [], None, made)
+        elif verdict is False:
+            done_now = in_sequence(ops, model.init())  # WGL's outcome, without the search
+            if done_now is not None:
+                done[k] = done_now
+                return False, done, f"partition {k!r} is not linearizable"
+            running = {k: search(ops, model.init(), look)}
+            break
+        else:
+            running[k] = search(ops, model.init(), look)
+        if deadline is not None and time.monotonic() > deadline:
+            for g in running.values():
+                g.close()
+            return (
+                "unknown",
+                done,
+                f"time limit of {time_limit:g} s reached with "
+                f"{len(parts) - len(done)} partition(s) undecided",
+            )
     while running:
         for k in list(running):
             try:
@@ -140,6 +178,8 @@ def check_partitions(
                     f"time limit of {time_limit:g} s reached with "
                     f"{len(running)} partition(s) undecided",
                 )
+            if memory_limit and rss0 < 0:
+                rss0 = _rss_bytes()
             if memory_limit and now > next_rss:
                 next_rss = now + 0.25
                 if _rss_bytes() - rss0 > memory_limit:
@@ -215,7 +255,9 @@ class Linearizable:
 
     def check(self, history: History) -> Result:
         try:
-            with paused_gc():
+            # Pausing the collector pays off on long histories only: on a short one, the
+            # collection that follows re-enabling it costs more than it saved.
+            with paused_gc() if len(history.ops) > BIG else nullcontext():
                 parts = prepare(history, self.model)
                 if not parts:
                     missing = _nothing_to_test(history, self.model)
@@ -259,7 +301,8 @@ class Linearizable:
             if out.stuck is not None:
                 stuck = out.ops[out.stuck]
                 details["cannot_place"] = _op_json(stuck)
-                details["faults"] = faults_during(fault_windows(history), stuck.start, stuck.end)
+                nemesis = [op for op in history.ops if op.process == NEMESIS]
+                details["faults"] = faults_during(fault_windows(nemesis), stuck.start, stuck.end)
             where = details.get("cannot_place")
             violations.append(
                 Violation(

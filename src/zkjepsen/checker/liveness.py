@@ -13,9 +13,10 @@ the verdict (the recovery phase of the run was too short for this check).
 
 A *stall* is stuck too: a stretch of the quiet period at least `stall_s` long (and 3x the
 longest session timeout) in which no acquire completed `ok` while some client's acquire was
-pending for that whole stretch. An orphan node blocks waiters that asked before the heal and
-never ask again; only a harness timeout (or the end of the run) frees them, and the grants that
-follow must not hide the stall.
+pending for that whole stretch, or who kept asking all along (attempts that time out, each
+followed by the next within `retry_gap_s`). An orphan node blocks waiters that asked before the
+heal and never ask again, or times out every attempt of those that retry; only a harness timeout
+(or the end of the run) frees them, and the grants that follow must not hide the stall.
 """
 
 from __future__ import annotations
@@ -36,11 +37,15 @@ class LivenessChecker:
         grace_s: float = 5.0,
         min_quiet_s: float = 3.0,
         stall_s: float = 15.0,
+        retry_gap_s: float = 1.0,
     ) -> None:
         self.stall_ns = int(stall_s * S)
         self.acquire = frozenset(acquire)
         self.grace_ns = int(grace_s * S)
         self.min_quiet_ns = int(min_quiet_s * S)
+        # A client that gives up after a short timeout and asks again within this counts as
+        # waiting all along (a lock stuck behind an orphan node times every attempt out).
+        self.retry_gap_ns = int(retry_gap_s * S)
 
     def check(self, history: History | list[Op]) -> Result:
         ops = history.ops if isinstance(history, History) else list(history)
@@ -150,11 +155,9 @@ class LivenessChecker:
                 continue
             waited = sorted(
                 {
-                    c.invoke.actor
-                    for c in calls
-                    if min(b, c.complete.time if c.complete is not None else end)
-                    - max(a, c.invoke.time)
-                    >= min_ns
+                    actor
+                    for actor, lo, hi in _asking(calls, end, self.retry_gap_ns)
+                    if min(b, hi) - max(a, lo) >= min_ns
                 },
                 key=str,
             )
@@ -167,3 +170,24 @@ class LivenessChecker:
                     f"fault healed while {len(waited)} client(s) waited all along",
                 }
         return None
+
+
+def _asking(calls: list, end: int, gap_ns: int) -> list[tuple[Any, int, int]]:
+    """(actor, from, to): each client's stretches of asking for the lock, its acquire calls
+    joined where the next began within gap_ns of the last one's end (a pending call: `end`)."""
+    by_actor: dict[Any, list[tuple[int, int]]] = {}
+    for c in calls:
+        done = c.complete.time if c.complete is not None else end
+        by_actor.setdefault(c.invoke.actor, []).append((c.invoke.time, done))
+    out = []
+    for actor, spans in by_actor.items():
+        spans.sort()
+        lo, hi = spans[0]
+        for a, b in spans[1:]:
+            if a - hi <= gap_ns:
+                hi = max(hi, b)
+            else:
+                out.append((actor, lo, hi))
+                lo, hi = a, b
+        out.append((actor, lo, hi))
+    return out

@@ -18,10 +18,18 @@ ILLEGAL: Any = _Illegal()
 
 
 class Action(NamedTuple):
+    """`label` is the op's text, or (format, *values) formatted only when `text` is asked for:
+    a check builds one Action per op and reads the text of a few, in a counterexample."""
+
     fn: Callable[[Any, Any], Any]
     arg: Any
     read_only: bool
-    text: str
+    label: Any
+
+    @property
+    def text(self) -> str:
+        label = self.label
+        return label if label.__class__ is str else label[0].format(*label[1:])
 
 
 def freeze(v: Any) -> Any:

@@ -28,6 +28,9 @@ from zkjepsen.checker.model_base import (
 )
 from zkjepsen.errors import BadInput
 
+_new = tuple.__new__  # an Action without NamedTuple's Python-level __new__ (one per op)
+_FLAT = frozenset((int, str, type(None)))  # values freeze() returns unchanged
+
 
 def _cas(s: Any, ov: tuple[Any, Any]) -> Any:
     return ov[1] if s == ov[0] else ILLEGAL
@@ -71,22 +74,25 @@ class CasRegister(Model):
     def action(self, f: str, key: Any, value: Any, status: str, actor: Any) -> Action | None:
         if status == "fail":
             if f == "cas" and self.fail_asserts_cas:
-                old = value[0]
-                return Action(read_not, old, True, f"cas {value[0]}->{value[1]} (failed)")
+                old = freeze(value[0])
+                label = ("cas {}->{} (failed)", value[0], value[1])
+                return _new(Action, (read_not, old, True, label))
             if f in ("read", "write", "cas"):
                 return None
             raise self._unsupported(f)
         if f == "read":
             if status != "ok" or (value is None and self.nil_read_unknown):
                 return None
-            return Action(read_value, freeze(value), True, f"read {value!r}")
+            v = value if value.__class__ in _FLAT else freeze(value)
+            return _new(Action, (read_value, v, True, ("read {!r}", value)))
         if f == "write":
-            return Action(write_value, freeze(value), False, f"write {value!r}")
+            v = value if value.__class__ in _FLAT else freeze(value)
+            return _new(Action, (write_value, v, False, ("write {!r}", value)))
         if f == "cas":
             if not isinstance(value, (list, tuple)) or len(value) != 2:
                 raise BadInput(f"cas value must be [old, new], got {value!r}")
             old, new = freeze(value[0]), freeze(value[1])
-            return Action(_cas, (old, new), old == new, f"cas {old!r}->{new!r}")
+            return _new(Action, (_cas, (old, new), old == new, ("cas {!r}->{!r}", old, new)))
         raise self._unsupported(f)
 
 

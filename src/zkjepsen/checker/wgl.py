@@ -247,6 +247,24 @@ def search(ops: list[LinOp], init: Any, lookahead: Any = None) -> Generator[None
     return _outcome(True, ops, init, [fr[0] for fr in stack], len(cache))
 
 
+def in_sequence(ops: list[LinOp], init: Any) -> Outcome | None:
+    """The outcome `search` gives for ops that ran one after another (each called after the
+    previous returned, none crashed), without searching: there is one order, the longest
+    prefix is the ops before the first illegal one and that op is stuck. None when the ops
+    overlap."""
+    prev = -INF
+    for op in ops:
+        if op.end is None or op.start <= prev:
+            return None
+        prev = op.end
+    s = init
+    for i, op in enumerate(ops):
+        s = op.action.fn(s, op.action.arg)
+        if s is ILLEGAL:
+            return _outcome(False, ops, init, list(range(i)), i)
+    return _outcome(True, ops, init, list(range(len(ops))), len(ops))
+
+
 def _outcome(valid: bool, ops: list[LinOp], init: Any, best: list[int], configs: int) -> Outcome:
     """Replay the best prefix for its states, and name the op that cannot follow it: the
     unplaced completed op that returns first (it had to be placed before anything later)."""

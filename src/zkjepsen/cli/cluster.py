@@ -14,20 +14,24 @@ from zkjepsen.harness import image as image_lib
 from zkjepsen.harness import resources, signals
 from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
 from zkjepsen.harness.image import ImageInfo, default_tag, image_exists
-from zkjepsen.harness.zkconfig import ZkSettings
 from zkjepsen.store import new_run_dir
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
 
-def ensure_image(client, image: str | None, force: bool = False) -> ImageInfo:
-    """`harness.image.ensure_image` with a spinner and a closing line on the terminal."""
-    if image or (image_exists(client, default_tag()) and not force):
-        return image_lib.ensure_image(client, image, force=force)
-    tag = default_tag()
+def ensure_image(client, image: str | None, force: bool = False, recipe=None) -> ImageInfo:
+    """`harness.image.ensure_image` with a spinner and a closing line on the terminal
+    (`recipe`: another backend's server image; default the ZooKeeper node image)."""
+    if image or (image_exists(client, default_tag(recipe)) and not force):
+        return image_lib.ensure_image(client, image, force=force, recipe=recipe)
+    tag = default_tag(recipe)
     with console.status(f"building {tag} (first time only, ~1-2 min)") as status:
         info = image_lib.ensure_image(
-            client, None, force=force, on_progress=lambda s: status.update(f"building {tag}: {s}")
+            client,
+            None,
+            force=force,
+            on_progress=lambda s: status.update(f"building {tag}: {s}"),
+            recipe=recipe,
         )
     console.print(f"built {info.tag}: {info.size_bytes / 1e6:.0f} MB in {info.build_seconds:.0f} s")
     return info
@@ -47,11 +51,24 @@ def image_group() -> None:
     """The ZooKeeper node image (built locally from Debian packages, no registry)."""
 
 
+def backend_option(f):
+    return click.option(
+        "--backend",
+        default="zookeeper",
+        show_default=True,
+        help="zookeeper, redis, redis-sentinel, redlock, ... (`zkjepsen list backends`).",
+    )(f)
+
+
 @image_group.command("build")
 @click.option("--force", is_flag=True, help="Rebuild even if the image for these inputs exists.")
-def image_build(force: bool) -> None:
-    """Build the node image with debootstrap + docker import."""
-    info = ensure_image(resources.docker_client(), None, force=force)
+@backend_option
+def image_build(force: bool, backend: str) -> None:
+    """Build the node image (or a backend's server image) with debootstrap + docker import."""
+    from zkjepsen.harness.backends import backend_info, image_recipe
+
+    recipe = image_recipe(backend) if backend_info(backend).image else None
+    info = ensure_image(resources.docker_client(), None, force=force, recipe=recipe)
     click.echo(
         f"{info.tag}\t{info.size_bytes / 1e6:.0f} MB"
         + (f"\tbuilt in {info.build_seconds:.1f} s" if info.built else "\t(cached)")
@@ -74,23 +91,43 @@ def cluster_group() -> None:
     help="Store root (default ./store).",
 )
 @image_option
-def cluster_up(nodes: int, tick_ms: int, store_root: Path | None, image: str | None) -> None:
-    """Start an ensemble and leave it running (take it down with `cluster down`)."""
+@backend_option
+def cluster_up(
+    nodes: int, tick_ms: int, store_root: Path | None, image: str | None, backend: str
+) -> None:
+    """Start an ensemble (or another backend's servers) and leave it running (take it down
+    with `cluster down`)."""
+    from types import SimpleNamespace
+
+    from zkjepsen.harness.backends import backend_info, image_recipe, make_backend
+
+    b = backend_info(backend)
     client = resources.docker_client()
-    info = ensure_image(client, image)
-    spec = EnsembleSpec(nodes=nodes, image=info.tag, settings=ZkSettings(tick_ms=tick_ms))
-    ens = DockerEnsemble(spec, new_run_dir("cluster", store_root).path, client=client)
+    client_image = ensure_image(client, image if not b.image else None).tag
+    server_image = ensure_image(client, image, recipe=image_recipe(backend)).tag
+    nodes = b.nodes or nodes
+    ens = make_backend(
+        backend,
+        SimpleNamespace(nodes=nodes, tick_ms=tick_ms, params={}),
+        new_run_dir("cluster", store_root).path,
+        client=client,
+        engine=resources.DEFAULT_ENGINE,
+        server_image=server_image,
+        client_image=client_image,
+    )
     t0 = time.monotonic()
     with signals.teardown_on_signals():
         try:
-            with console.status(f"starting {nodes} ZooKeeper servers ({ens.run_id})"):
+            with console.status(f"starting {nodes} {backend} servers ({ens.run_id})"):
                 ens.start()
             ens.detach()
         except BaseException:
             ens.stop()
             raise
+    leader = ens.leader()
     console.print(
-        f"{nodes} servers serving in {time.monotonic() - t0:.1f} s; leader {ens.leader().name}"
+        f"{nodes} {backend} servers serving in {time.monotonic() - t0:.1f} s"
+        + (f"; leader {leader.name}" if leader else "")
     )
     click.echo(f"{ens.run_id}\t{ens.connect_string()}")
 

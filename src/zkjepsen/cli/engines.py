@@ -31,9 +31,12 @@ def parallel_option(f):
     )(f)
 
 
-def prepare(texts: tuple[str, ...], image: str | None = None) -> list[Engine]:
+def prepare(
+    texts: tuple[str, ...], image: str | None = None, backends: tuple[str, ...] = ()
+) -> list[Engine]:
     """Parse `--engine` values, refuse engines on other machines, and make the node image
-    present on each (shipped over the engines' APIs, never pulled), with progress."""
+    present on each (shipped over the engines' APIs, never pulled), with progress; and the
+    server image of every other backend in `backends` (built once here, not by each run)."""
     engines = parse_engines(texts)
     for e in engines:
         e.require_local()
@@ -53,4 +56,15 @@ def prepare(texts: tuple[str, ...], image: str | None = None) -> list[Engine]:
                 f"shipped the node image to engine {name} in {secs:.1f} s"
             ),
         )
+        from zkjepsen.harness.backends import backend_info, image_recipe
+
+        for b in dict.fromkeys(backends):
+            if backend_info(b).image:
+                provide_image(
+                    engines,
+                    None,
+                    on_build=lambda s, b=b: status.update(f"building the {b} image: {s}"),
+                    on_progress=shipped,
+                    recipe=image_recipe(b),
+                )
     return engines

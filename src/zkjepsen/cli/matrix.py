@@ -21,14 +21,18 @@ console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI 
 
 
 @click.command("list")
-@click.argument("what", type=click.Choice(["recipes", "workloads", "nemeses"]))
+@click.argument("what", type=click.Choice(["recipes", "workloads", "nemeses", "backends"]))
 def list_command(what: str) -> None:
-    """List recipes, workloads or nemeses with one-line descriptions."""
+    """List recipes, workloads, nemeses or backends with one-line descriptions."""
     if what == "recipes":
         from zkjepsen.recipes import RECIPES
 
         rows = [
-            (n, f"{r.language:<6} {r.source:<7}  {r.description}  [expect: {r.flaw}]")
+            (
+                n,
+                f"{r.language:<6} {r.source:<7}  {r.description}  [expect: {r.flaw}]"
+                + (f"  [on: {', '.join(r.backends)}]" if r.backends != ("zookeeper",) else ""),
+            )
             for n, r in sorted(RECIPES.items())
         ]
         rows.append(
@@ -42,6 +46,10 @@ def list_command(what: str) -> None:
         from zkjepsen.workloads import WORKLOADS, get_workload
 
         rows = [(n, get_workload(n).description) for n in sorted(WORKLOADS)]
+    elif what == "backends":
+        from zkjepsen.harness.backends import BACKENDS
+
+        rows = [(n, b.description) for n, b in sorted(BACKENDS.items())]
     else:
         from zkjepsen.nemesis.faults import NEMESES
 
@@ -59,7 +67,12 @@ def _split(text: str, what: str) -> list[str]:
 
 
 @click.command("matrix")
-@click.option("--recipes", required=True, help="Comma-separated recipe names.")
+@click.option(
+    "--recipes",
+    required=True,
+    help="Comma-separated recipe names; each runs on its own backend, or RECIPE@BACKEND "
+    "(e.g. redis-set-px@redis-sentinel).",
+)
 @click.option("--nemeses", required=True, help="Comma-separated nemesis names (one per column).")
 @click.option("--runs", type=click.IntRange(1, 100), default=3, show_default=True)
 @click.option("--workload", default="lock", show_default=True)
@@ -123,7 +136,8 @@ def matrix_command(
         (
             cell,
             TestSpec(
-                recipe=cell.split("|")[0],
+                recipe=cell.split("|")[0].partition("@")[0],
+                backend=cell.split("|")[0].partition("@")[2] or None,
                 workload=workload,
                 nemesis=cell.split("|")[1].split("+"),
                 nodes=nodes,
@@ -135,17 +149,20 @@ def matrix_command(
                 recovery_s=5.0,
             ),
         )
-        for cell in all_cells
+        # Run-major: every cell's first run, then every cell's second... so a matrix cut short
+        # (a deadline, a crash) leaves every cell partly filled, not the last rows empty.
         for i in range(runs)
+        for cell in all_cells
     ]
     from zkjepsen.spec import validate_spec
 
-    for _, s in specs[::runs]:
+    for _, s in specs[: len(all_cells)]:
         validate_spec(s)  # every name checked before the first cluster starts (all shards')
     root = check_root(store_root)
     jobs = [Job(s, None, cell) for cell, s in specs if cell in mine]
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    engine_list = prepare(engines) if jobs else []
+    backends = tuple(s.backend for _, s in specs[::runs] if s.backend)
+    engine_list = prepare(engines, backends=backends) if jobs else []
     if share:
         console.print(
             f"shard {share[0]}/{share[1]}: {len(mine)} of {len(all_cells)} cells, {len(jobs)} runs"
@@ -161,16 +178,18 @@ def matrix_command(
         )
 
     def done(i, o):
+        finished.append(record(o))
+        # The manifest after every run: a matrix killed half-way still has its finished runs
+        # on record, and `zkjepsen merge STORE` renders them.
+        findings.write_manifest(manifest_root, settings, share, finished)
         console.print(
             f"    {'' if width == 1 else f'[{i + 1}] '}-> {o.run.valid}  ({o.run.store_dir})",
             markup=False,
             highlight=False,
         )
 
-    t0 = time.monotonic()
-    outcomes = run_jobs(jobs, engine_list, parallel, store_root, on_start=begin, on_done=done)
-    records = [
-        {
+    def record(o) -> dict:
+        return {
             "cell": o.job.tag,
             "seed": o.job.spec.seed,
             "valid": o.run.valid,
@@ -178,12 +197,7 @@ def matrix_command(
             "store": str(o.run.store_dir),
             "engine": o.engine,
         }
-        for o in outcomes
-    ]
-    results: dict[str, list[dict]] = {}
-    for r in records:
-        results.setdefault(r["cell"], []).append(r)
-    cells = {k: findings.cell_summary(v) for k, v in results.items()}
+
     settings = {
         "workload": workload,
         "nodes": nodes,
@@ -196,14 +210,27 @@ def matrix_command(
         "recipes": recipe_list,
         "nemeses": nemesis_list,
     }
-    findings.write_manifest(root if store_root else DEFAULT_ROOT, settings, share, records)
+    manifest_root = root if store_root else DEFAULT_ROOT
+    finished: list[dict] = []
+    t0 = time.monotonic()
+    outcomes = run_jobs(jobs, engine_list, parallel, store_root, on_start=begin, on_done=done)
+    records = [record(o) for o in outcomes]
+    results: dict[str, list[dict]] = {}
+    for r in sorted(records, key=lambda r: r["seed"]):
+        results.setdefault(r["cell"], []).append(r)
+    cells = {k: findings.cell_summary(v) for k, v in results.items()}
+    findings.write_manifest(manifest_root, settings, share, records)
     where = (
         f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores)"
         + (f", {len(engine_list)} engines x {parallel} slots" if width > 1 else "")
         + (f", shard {share[0]}/{share[1]}" if share else "")
     )
     write_table(
-        out, cells, recipe_list, nemesis_list, findings.settings_header(settings, started, where)
+        out,
+        cells,
+        recipe_list,
+        nemesis_list,
+        findings.settings_header(settings, started, where, cells),
     )
     click.echo(f"{len(jobs)} runs in {time.monotonic() - t0:.0f} s; written {out}")
 
@@ -248,6 +275,7 @@ def merge_command(stores: tuple[Path, ...], out: Path) -> None:
         settings,
         time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         f"{shards} shards merged from {len(stores)} stores",
+        cells,
     )
     write_table(out, cells, settings["recipes"], settings["nemeses"], header)
     click.echo(

@@ -172,7 +172,7 @@ def emit_pytest(res, run: StoredRun, name: str) -> str:
     from zkjepsen.nemesis.generator import TARGET_DETAIL, executed_items, item_text
 
     spec = {**res.best.spec.to_json(), "name": f"reproduce-{name}"}
-    kinds = ", ".join(sorted(violation_kinds(run.results)))
+    kinds = ", ".join(sorted(res.kinds or violation_kinds(run.results)))
     items = executed_items(res.best.faults, int(run.schedule.get("origin_ns") or 0))
     triggers = sorted(
         {
@@ -255,9 +255,16 @@ def scenario_list() -> None:
     help="Only these recipes (default: every recipe the scenario names).",
 )
 @click.option("--seed", type=int, default=1, show_default=True)
+@click.option(
+    "--runs",
+    type=click.IntRange(1, 100),
+    default=1,
+    show_default=True,
+    help="Runs per scenario and recipe (seeds SEED, SEED+1, ...); each pair's rate is printed.",
+)
 @click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
 def scenario_run(
-    names: tuple, run_all: bool, recipes: tuple, seed: int, store_root: Path | None
+    names: tuple, run_all: bool, recipes: tuple, seed: int, runs: int, store_root: Path | None
 ) -> None:
     """Run scenarios end to end; exit 0 only if every outcome is as expected."""
     from zkjepsen.errors import BadInput
@@ -278,12 +285,20 @@ def scenario_run(
     plan = [(s, r) for s in chosen for r in s.expect if not recipes or r in recipes]
     for s, r in plan:
         validate_spec(s.spec(r, seed))
-    outcomes = []
+    from zkjepsen.report.stats import rate_text
+
+    outcomes, rates = [], []
     for s, r in plan:
         console.print(f"[bold]{s.name}[/bold] with {r}: expect {s.expect[r].describe()}")
-        run = run_test(s.spec(r, seed), store_root, gen=s.schedule)
-        ok, why = s.expect[r].judge(run.valid, run.results)
-        outcomes.append(ok)
-        say(f"    {'as expected' if ok else 'NOT as expected'}: {why}  ({run.store_dir})")
+        hits = 0
+        for i in range(runs):
+            run = run_test(s.spec(r, seed + i), store_root, gen=s.schedule)
+            ok, why = s.expect[r].judge(run.valid, run.results)
+            outcomes.append(ok)
+            hits += ok
+            say(f"    {'as expected' if ok else 'NOT as expected'}: {why}  ({run.store_dir})")
+        rates.append(f"  {s.name} with {r}: as expected in {rate_text(hits, runs)}")
+    if runs > 1:
+        click.echo("\n".join(rates))
     click.echo(f"{sum(outcomes)}/{len(outcomes)} scenario runs as expected")
     raise SystemExit(0 if all(outcomes) else 1)

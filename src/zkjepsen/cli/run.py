@@ -35,6 +35,12 @@ def print_verdict(run: RunResult) -> None:
 )
 @click.option("--workload", default=None, help="lock, counter, register, election, queue, rwlock")
 @click.option("--nemesis", default=None, help="Comma-separated faults (`zkjepsen list nemeses`).")
+@click.option(
+    "--backend",
+    default=None,
+    help="zookeeper, redis, redis-sentinel, redlock, ... (`zkjepsen list backends`); "
+    "default: the recipe's own.",
+)
 @click.option("--nodes", type=click.IntRange(1, 9), default=None)
 @click.option("--clients", type=click.IntRange(1, 100), default=None)
 @click.option("--time-limit", default=None, help="Main phase length, e.g. 60 or 60s.")
@@ -86,6 +92,7 @@ def test_command(
     recipe,
     workload,
     nemesis,
+    backend,
     nodes,
     clients,
     time_limit,
@@ -110,6 +117,7 @@ def test_command(
     cli_values = {
         "recipe": recipe,
         "workload": workload,
+        "backend": backend,
         "nodes": nodes,
         "clients": clients,
         "seed": seed,

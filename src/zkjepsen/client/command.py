@@ -17,7 +17,10 @@ from zkjepsen.errors import BadInput
 
 PROGRAM_DIR = "/opt/zkjepsen/program"
 PROTOCOL_WORKLOADS = ("lock", "counter", "election")
+ZOOKEEPER_BACKENDS = ("zookeeper",)
 PYTHON_DRIVER = ("python3", "-m", "zkjepsen.client.drivers.python")
+# Python recipes of other lock services (Redis, PostgreSQL): client/drivers/service.py.
+SERVICE_DRIVER = ("python3", "-m", "zkjepsen.client.drivers.service")
 
 
 @dataclass(frozen=True)
@@ -51,17 +54,24 @@ def program_for(
     info = RECIPES.get(recipe)
     if info is not None and info.command:
         return ProgramPlan(tuple(info.command), None, None, info.language)
+    if info is not None and info.backends[0] not in ZOOKEEPER_BACKENDS:
+        return ProgramPlan((*SERVICE_DRIVER, recipe))  # the wire protocol whatever the mode
     if workload in PROTOCOL_WORKLOADS and client_mode == "protocol":
         return ProgramPlan((*PYTHON_DRIVER, recipe))
     return None
 
 
 def is_foreign(recipe: str) -> bool:
-    """A program zkjepsen cannot run in-process (the user's, or another language's)."""
+    """A program zkjepsen cannot run in-process (the user's, another language's, or a Python
+    recipe of another lock service, which runs only behind the wire protocol)."""
     from zkjepsen.recipes import RECIPES
 
     info = RECIPES.get(recipe)
-    return recipe == "exec" or recipe.startswith("exec:") or bool(info and info.command)
+    return (
+        recipe == "exec"
+        or recipe.startswith("exec:")
+        or bool(info and (info.command or info.backends[0] not in ZOOKEEPER_BACKENDS))
+    )
 
 
 def validate_program(spec: Any) -> None:

@@ -77,7 +77,7 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
         workload=spec.workload,
         lock_path=paths(spec.workload, spec.params)[0],
         cwd=spec.program_cwd,
-        env={**os.environ, **spec.env},
+        env={**os.environ, **spec.env, **spec.program_env},
         request_timeout_s=request_timeout,
     )
     try:

@@ -31,6 +31,41 @@ from zkjepsen.store import RunDir
 
 SRC_ROOT = Path(zkjepsen.__file__).resolve().parent.parent
 KAZOO_DIR = Path(kazoo.__file__).resolve().parent
+SITE_DIR = "/opt/zkjepsen/site"
+# The client libraries a client program may import, mounted read-only from the host's own
+# installation (pyproject's dependencies) into SITE_DIR, so clients run the very same code:
+# kazoo (ZooKeeper), redis (Redis locks), psycopg (PostgreSQL locks; psycopg-binary brings its
+# own libpq, built for CPython 3.11 like the image's python3). Distribution names; missing
+# ones are skipped (a recipe that needs one fails to import in the container, visibly).
+CLIENT_DISTRIBUTIONS = (
+    "kazoo",
+    "redis",
+    "async-timeout",  # redis on Python < 3.11.3 (the image has 3.11.2)
+    "psycopg",
+    "psycopg-binary",
+    "typing-extensions",
+)
+
+
+def client_library_binds() -> dict[str, dict]:
+    """Host path -> bind of every top-level package or module of CLIENT_DISTRIBUTIONS."""
+    from importlib import metadata
+
+    binds: dict[str, dict] = {}
+    for name in CLIENT_DISTRIBUTIONS:
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        tops = {f.parts[0] for f in dist.files or () if len(f.parts) >= 1}
+        for top in sorted(tops):
+            if top.endswith((".dist-info", ".pth")) or top in ("..", "__pycache__"):
+                continue
+            host = Path(str(dist.locate_file(top))).resolve()
+            if host.exists():
+                binds[str(host)] = {"bind": f"{SITE_DIR}/{top}", "mode": "ro"}
+    binds.setdefault(str(KAZOO_DIR), {"bind": f"{SITE_DIR}/kazoo", "mode": "ro"})
+    return binds
 
 
 @dataclass
@@ -41,6 +76,7 @@ class ClientHandle:
     container: object  # docker Container
     run_id: str = ""  # labels the sidecars, so teardown removes any left behind
     image: str = ""  # the sidecars' image: the client's own, so it has iptables
+    faketime_file: str = ""  # on the host: its program's libfaketime control file
 
     @property
     def name(self) -> str:
@@ -62,6 +98,18 @@ class ClientHandle:
     def status(self) -> str:
         self.container.reload()
         return self.container.status
+
+    def set_clock(self, spec: str) -> None:
+        """Rewrite this client's libfaketime control file (nemesis/client_clock.py) atomically:
+        the program reads it at most once a second and never half of it."""
+        import os
+
+        path = Path(self.faketime_file)
+        if not path.parent.exists():
+            return  # the run is gone: nothing left to skew
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(spec + "\n")
+        os.replace(tmp, path)
 
     def exec(self, argv: list[str]) -> tuple[int, str]:
         """argv inside the client, with the client's own (unprivileged) rights."""
@@ -126,13 +174,18 @@ class ClientPool:
             spec = dataclasses.replace(spec, start_file=f"{CONTROL_DIR}/{d.start_barrier.name}")
         spec = dataclasses.replace(spec, out=OUT_DIR)
         spec.save(d.client_spec(n))
+        from zkjepsen.nemesis.client_clock import CONTROL_NAME
+
+        faketime = d.control / CONTROL_NAME.format(n=n)
+        if not faketime.exists():
+            faketime.write_text("+0 x1\n")  # real time until a client clock fault says more
         d.client_dir(n).mkdir(parents=True, exist_ok=True)
         binds = {
             str(SRC_ROOT): {"bind": "/opt/zkjepsen/src", "mode": "ro"},
-            str(KAZOO_DIR): {"bind": "/opt/zkjepsen/site/kazoo", "mode": "ro"},
             str(d.client_dir(n)): {"bind": OUT_DIR, "mode": "rw"},  # its own, nobody else's
             str(d.control): {"bind": CONTROL_DIR, "mode": "ro"},
         }
+        binds.update(client_library_binds())
         binds.update(user_recipe_binds(spec.recipe))
         if spec.program_mount:  # the user's program (client wire protocol), read-only
             binds[spec.program_mount] = {"bind": PROGRAM_DIR, "mode": "ro"}
@@ -165,7 +218,9 @@ class ClientPool:
             networking_config=net,
         )["Id"]
         api.start(cid)
-        return ClientHandle(n, where.ip, spec.hosts, self.docker.containers.get(cid), run_id, image)
+        return ClientHandle(
+            n, where.ip, spec.hosts, self.docker.containers.get(cid), run_id, image, str(faketime)
+        )
 
     def handle(self, index: int) -> ClientHandle:
         return next(h for h in self.handles if h.index == index)

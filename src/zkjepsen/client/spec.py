@@ -31,7 +31,10 @@ class ClientSpec:
     start_file: str | None = f"{CONTROL_DIR}/start"  # the start barrier (None: begin at once)
     out: str = OUT_DIR
     connect_timeout_s: float = 15.0
-    env: dict[str, str] = field(default_factory=dict)  # extra environment (e.g. libfaketime)
+    env: dict[str, str] = field(default_factory=dict)  # extra environment of the container
+    # Extra environment of the program under test only, never of the recorder beside it:
+    # libfaketime (client clock faults) skews the program's clocks, not the history's stamps.
+    program_env: dict[str, str] = field(default_factory=dict)
     # The program under test (client wire protocol): argv in the container; empty: in-process.
     command: list[str] = field(default_factory=list)
     program_mount: str | None = None  # host dir mounted read-only at client.command.PROGRAM_DIR

@@ -9,7 +9,10 @@ opcode and each reply's xid. On command it:
 - `delay-reply d [op]`: hold the next reply (of opcode `op`, or any) for d seconds;
 - `drop-pings`: answer the client's pings itself and never forward them, so an idle session
   expires on the servers while the client's connection stays healthy;
-- `close-after op n`: forward the reply to the client's n-th `op`, then close the connection.
+- `close-after op n`: forward the reply to the client's n-th `op`, then close the connection;
+- `drop-request op n`: close the connection instead of forwarding the client's n-th `op`: the
+  server never sees it, the client sees ConnectionLoss and (within its session) reconnects to
+  the same session, e.g. a release whose delete failed while its node lives on (CURATOR-678).
 
 It runs inside the client's own container (stdlib only), so a pause or a kill of the client
 freezes or kills it too. The nemesis drives it over a control port on the container's address
@@ -98,6 +101,7 @@ class Plan:
     delay_op: str | None = None  # None: any reply
     drop_pings: bool = False
     close_after: tuple[str, int] | None = None  # (op, n)
+    drop_request: tuple[str, int] | None = None  # (op, n)
     counts: dict[str, int] = field(default_factory=dict)  # ops seen since arming, by name
 
     def seen(self, op: str) -> int:
@@ -158,8 +162,15 @@ class Link:
                 self.to_client(ping_reply(self.last_zxid))
                 self.proxy.note("ping-dropped", server=self.server_name)
                 continue
+            kind = "create" if op in CREATES else op
             with self.proxy.plan_lock:
-                nth = plan.seen("create" if op in CREATES else op)
+                nth = plan.seen(kind)
+                drop = plan.drop_request == (kind, nth)
+                if drop:
+                    plan.drop_request = None
+            if drop:
+                self.proxy.note("request-dropped", op=op, n=nth, xid=xid, server=self.server_name)
+                return  # closes both sides: the server never saw it
             self.pending[xid] = (op, create_path(frame) if op in CREATES else None, nth)
             self.server.sendall(frame)
 
@@ -268,6 +279,9 @@ class ZkProxy:
             elif f == "close-after":
                 p.counts.clear()
                 p.close_after = (str(command["op"]), int(command.get("n", 1)))
+            elif f == "drop-request":
+                p.counts.clear()
+                p.drop_request = (str(command["op"]), int(command.get("n", 1)))
             elif f == "heal":
                 self.plan = Plan()
             else:

@@ -35,6 +35,22 @@ class ClientEndpoint:
     image: str
 
 
+class HostSession(Protocol):
+    """The runner's own session with the backend (client 0): what the lock-shaped workloads'
+    `setup` and `final` call on `ctx.zk`. kazoo's KazooClient for ZooKeeper; other backends give
+    an object with these methods over their own store (the protected resource lives there;
+    `get` returns (data bytes, a stat whose `version` counts the writes); `create` raises
+    kazoo's NodeExistsError when the path exists; `ensure_path` and `sync` may do nothing)."""
+
+    def start(self, timeout: float = 15) -> None: ...
+    def stop(self) -> None: ...
+    def close(self) -> None: ...
+    def ensure_path(self, path: str) -> None: ...
+    def create(self, path: str, value: bytes = b"") -> str: ...
+    def get(self, path: str) -> tuple[bytes, object]: ...
+    def sync(self, path: str) -> None: ...
+
+
 class Backend(Protocol):
     run_id: str  # names the run's resources (labels, the iptables chain)
     nodes: list[Node]
@@ -54,5 +70,14 @@ class Backend(Protocol):
 
     def logs(self, node: Node) -> str: ...
     def client_endpoint(self, index: int) -> ClientEndpoint: ...
+    def start(self) -> None:
+        """Create the servers and return once they serve (raise EnvironmentProblem if not)."""
+
+    def stop(self) -> None:
+        """Remove everything the backend started, keep its logs in the store (idempotent)."""
+
+    def host_session(self, timeout_s: float) -> HostSession:
+        """A new, not yet started, session for the runner itself (setup and final reads)."""
+
     def down(self) -> None:
         """Remove everything the backend started (idempotent)."""

@@ -205,15 +205,17 @@ def provide_image(
     on_build: Callable[[str], None] = lambda line: None,
     on_progress: Progress = lambda n, d, t: None,
     on_shipped: Callable[[str, float], None] = lambda n, s: None,
+    recipe=None,
 ) -> str:
-    """Make the node image present on every engine of `engines`; returns its tag.
+    """Make the node image (or `recipe`'s: a harness.image.ImageRecipe, e.g. a backend's
+    server image) present on every engine of `engines`; returns its tag.
 
     The image comes from whichever engine has it (the default engine, where `image build`
     puts it, is asked too); zkjepsen's own image is built (on the first engine) only if no engine
     has it; a user's `--image` must exist somewhere. Never pulled from a registry."""
     from zkjepsen.harness.image import default_tag, ensure_image, image_exists
 
-    tag = image or default_tag()
+    tag = image or default_tag(recipe)
     clients = {e.url: (e, e.client()) for e in engines}
     holders = [ec for ec in clients.values() if image_exists(ec[1], tag)]
     if not holders and Engine().url not in clients:
@@ -225,7 +227,9 @@ def provide_image(
             holders = [(Engine(), default)]
     if not holders:
         first, client = next(iter(clients.values()))
-        ensure_image(client, image, on_progress=on_build)  # BadInput for a missing --image
+        ensure_image(
+            client, image, on_progress=on_build, recipe=recipe
+        )  # BadInput for a missing --image
         holders = [(first, client)]
     source = holders[0][1]
     for e, client in clients.values():

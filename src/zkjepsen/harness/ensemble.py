@@ -202,6 +202,11 @@ class DockerEnsemble:
 
         return list(self._pool.map(one, self.nodes))
 
+    def host_session(self, timeout_s: float):
+        from kazoo.client import KazooClient
+
+        return KazooClient(hosts=self.connect_string(), timeout=timeout_s)
+
     def exec(self, node: Node, argv: list[str]) -> tuple[int, str]:
         res = self._container(node).exec_run(argv, demux=False)
         return res.exit_code, (res.output or b"").decode(errors="replace")

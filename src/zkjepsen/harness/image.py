@@ -11,6 +11,11 @@ compiled at build time in a throwaway copy of the root filesystem, so their tool
 
 The tag is a content hash of every input (suite, package list, entrypoint, build steps, driver
 sources), so a rebuild happens only when one of them changes.
+
+Other backends' images (Redis, PostgreSQL) are built the same way from an `ImageRecipe`: a
+repository name, the Debian packages, an entrypoint, extra files and steps, and the parts of
+its content hash. `zookeeper_recipe()` is the ZooKeeper node image's recipe; its hash is the
+same as before recipes existed, so no image had to be rebuilt for them.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import tempfile
 import time
 import zipfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from zkjepsen.errors import EnvironmentProblem
@@ -59,6 +64,59 @@ exec java -Xmx"${ZK_HEAP:-128m}" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss51
 """
 
 LABEL = "zkjepsen.image"
+# Trimmed from every image's root filesystem after its packages are installed.
+JUNK = (
+    "var/lib/apt/lists",
+    "usr/share/doc",
+    "usr/share/man",
+    "usr/share/locale",
+    "usr/share/info",
+    "var/cache/debconf/templates.dat-old",
+)
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class ImageRecipe:
+    """Everything one image is built from, with no registry: `debootstrap --variant=minbase`
+    of `suite` with `packages`, then `prepare(rootfs, work, on_progress)` (e.g. compile
+    drivers in a throwaway copy), the trim, then `files(rootfs)` (path in the image -> text;
+    executable when the path is under a bin/ directory), then `docker import` with `entrypoint`
+    (a path in the image) and `env`. `hash_parts` are the extra inputs of the content hash
+    (after suite, version, entrypoint script and packages): change any input, get a new tag."""
+
+    repo: str  # e.g. zkjepsen/redis
+    packages: tuple[str, ...]
+    entrypoint: str  # the path of the entrypoint in the image
+    entry_script: str  # its text (hashed; files() may rewrite it with build-time facts)
+    version: str = "1"  # bump when the steps change in a way the other inputs do not show
+    suite: str = SUITE
+    hash_parts: Callable[[], list[str]] = field(default=lambda: [])
+    prepare: Callable[[Path, Path, Progress], None] | None = None
+    files: Callable[[Path], dict[str, str]] | None = None
+    env: tuple[str, ...] = ("LANG=C.UTF-8",)
+
+    def inputs(self) -> list[str]:
+        return [self.suite, self.version, self.entry_script, *self.packages, *self.hash_parts()]
+
+
+def zookeeper_recipe() -> ImageRecipe:
+    """The ZooKeeper node image (also the client image: python3, libfaketime, the drivers).
+    Read from the module's names at call time, so a test that changes PACKAGES sees it."""
+    return ImageRecipe(
+        repo=IMAGE_REPO,
+        packages=tuple(PACKAGES),
+        entrypoint="/usr/local/bin/zk-node",
+        entry_script=ENTRYPOINT,
+        version=BUILD_RECIPE_VERSION,
+        suite=SUITE,
+        hash_parts=lambda: [*EXTRA_JARS, *drivers.hash_parts()],
+        prepare=drivers.build_drivers,
+        files=lambda rootfs: {
+            "/usr/local/bin/zk-node": ENTRYPOINT.replace("@CLASSPATH@", _classpath(rootfs))
+        },
+    )
 
 
 @dataclass(frozen=True)
@@ -69,24 +127,18 @@ class ImageInfo:
     build_seconds: float | None = None
 
 
-def inputs_hash() -> str:
-    """Content hash of everything that determines the image."""
+def inputs_hash(recipe: ImageRecipe | None = None) -> str:
+    """Content hash of everything that determines the image (default: ZooKeeper's)."""
     h = hashlib.sha256()
-    for part in (
-        SUITE,
-        BUILD_RECIPE_VERSION,
-        ENTRYPOINT,
-        *PACKAGES,
-        *EXTRA_JARS,
-        *drivers.hash_parts(),
-    ):
+    for part in (recipe or zookeeper_recipe()).inputs():
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:12]
 
 
-def default_tag() -> str:
-    return f"{IMAGE_REPO}:{inputs_hash()}"
+def default_tag(recipe: ImageRecipe | None = None) -> str:
+    recipe = recipe or zookeeper_recipe()
+    return f"{recipe.repo}:{inputs_hash(recipe)}"
 
 
 def debian_mirror() -> str:
@@ -152,9 +204,12 @@ def build_image(
     tag: str | None = None,
     force: bool = False,
     on_progress: Callable[[str], None] = lambda s: None,
+    recipe: ImageRecipe | None = None,
 ) -> ImageInfo:
-    """Build (or reuse) the node image; returns its tag, size and the build time."""
-    tag = tag or default_tag()
+    """Build (or reuse) an image (default: the ZooKeeper node image); returns its tag, size
+    and the build time."""
+    recipe = recipe or zookeeper_recipe()
+    tag = tag or default_tag(recipe)
     if not force and image_exists(client, tag):
         return ImageInfo(tag, client.images.get(tag).attrs.get("Size", 0), built=False)
     if os.geteuid() != 0:
@@ -171,37 +226,36 @@ def build_image(
     work = Path(tempfile.mkdtemp(prefix="zkjepsen-build-", dir="/var/tmp"))
     try:
         rootfs = work / "rootfs"
-        on_progress(f"debootstrap {SUITE} from {debian_mirror()}")
+        on_progress(f"debootstrap {recipe.suite} from {debian_mirror()}")
         _run_streaming(
             [
                 "debootstrap",
                 "--variant=minbase",
-                f"--include={','.join(PACKAGES)}",
-                SUITE,
+                f"--include={','.join(recipe.packages)}",
+                recipe.suite,
                 str(rootfs),
                 debian_mirror(),
             ],
             lambda line: on_progress(line[:100]),
             "debootstrap",
         )
-        drivers.build_drivers(rootfs, work, on_progress)
+        if recipe.prepare is not None:
+            recipe.prepare(rootfs, work, on_progress)
         on_progress("trimming the root filesystem")
         subprocess.run(["chroot", str(rootfs), "apt-get", "clean"], check=True, capture_output=True)
-        for junk in (
-            "var/lib/apt/lists",
-            "usr/share/doc",
-            "usr/share/man",
-            "usr/share/locale",
-            "usr/share/info",
-            "var/cache/debconf/templates.dat-old",
-        ):
+        for junk in JUNK:
             target = rootfs / junk
             if target.is_dir():
                 shutil.rmtree(target, ignore_errors=True)
                 target.mkdir(parents=True, exist_ok=True)
-        entry = rootfs / "usr/local/bin/zk-node"
-        entry.write_text(ENTRYPOINT.replace("@CLASSPATH@", _classpath(rootfs)))
-        entry.chmod(0o755)
+        files = {recipe.entrypoint: recipe.entry_script}
+        files.update(recipe.files(rootfs) if recipe.files is not None else {})
+        for where, text in files.items():
+            path = rootfs / where.lstrip("/")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            if where == recipe.entrypoint or "/bin/" in where:
+                path.chmod(0o755)
         on_progress("importing into Docker")
         tarball = work / "rootfs.tar"
         subprocess.run(
@@ -216,9 +270,9 @@ def build_image(
             repository=repo,
             tag=version,
             changes=[
-                'ENTRYPOINT ["/usr/local/bin/zk-node"]',
-                f'LABEL {LABEL}="{inputs_hash()}"',
-                "ENV LANG=C.UTF-8",
+                f'ENTRYPOINT ["{recipe.entrypoint}"]',
+                f'LABEL {LABEL}="{inputs_hash(recipe)}"',
+                *(f"ENV {e}" for e in recipe.env),
             ],
         )
     finally:
@@ -234,9 +288,10 @@ def ensure_image(
     image: str | None,
     force: bool = False,
     on_progress: Callable[[str], None] = lambda line: None,
+    recipe: ImageRecipe | None = None,
 ) -> ImageInfo:
-    """The image to run: the user's (`image`, must exist locally) or ours (built if missing,
-    reporting each build step to `on_progress`)."""
+    """The image to run: the user's (`image`, must exist locally) or ours (`recipe`, default
+    the ZooKeeper node image; built if missing, reporting each build step to `on_progress`)."""
     from zkjepsen.errors import BadInput
 
     if image:
@@ -246,7 +301,7 @@ def ensure_image(
                 "or drop --image to use zkjepsen's own"
             )
         return ImageInfo(image, client.images.get(image).attrs.get("Size", 0), built=False)
-    tag = default_tag()
+    tag = default_tag(recipe)
     if image_exists(client, tag) and not force:
         return ImageInfo(tag, client.images.get(tag).attrs.get("Size", 0), built=False)
-    return build_image(client, tag, force=force, on_progress=on_progress)
+    return build_image(client, tag, force=force, on_progress=on_progress, recipe=recipe)

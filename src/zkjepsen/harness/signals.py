@@ -125,11 +125,15 @@ def _uninstall(exc_type) -> None:
         raise _exception(pending)
 
 
+def _stay(exc_type: type[BaseException] | None) -> None:
+    """Leaving a region that installed nothing (a nested one, or outside the main thread)."""
+
+
 @contextmanager
-def teardown_on_signals() -> Iterator[None]:
-    """Turn SIGINT/SIGTERM/SIGHUP into an exception for the duration, once: after the first,
-    signals are ignored so that the `finally` blocks it triggers run to the end."""
-    ours = _install()
+def _region(leave: Callable[[type[BaseException] | None], None]) -> Iterator[None]:
+    """Run the block, then `leave(type of the exception that ended it, or None)`. Why one place:
+    every guarded region must restore the handlers however it ends, and knowing whether an
+    exception is already ending the run decides whether a held-back signal is raised."""
     exc_type = None
     try:
         yield
@@ -137,33 +141,38 @@ def teardown_on_signals() -> Iterator[None]:
         exc_type = type(e)
         raise
     finally:
-        if ours:
-            _uninstall(exc_type)
+        leave(exc_type)
+
+
+@contextmanager
+def teardown_on_signals() -> Iterator[None]:
+    """Turn SIGINT/SIGTERM/SIGHUP into an exception for the duration, once: after the first,
+    signals are ignored so that the `finally` blocks it triggers run to the end."""
+    with _region(_uninstall if _install() else _stay):
+        yield
 
 
 @contextmanager
 def signals_deferred() -> Iterator[None]:
     """A teardown section: no signal interrupts it. One that arrives meanwhile is raised when
     the outermost section ends (unless the run is already ending)."""
-    ours = _install()
-    if ours:
-        S.deferring += 1
-    exc_type = None
-    try:
+    if not _install():
         yield
-    except BaseException as e:
-        exc_type = type(e)
-        raise
-    finally:
-        if ours:
-            S.deferring -= 1
-            if S.deferring == 0 and S.pending is not None and not S.raised:
-                pending, S.pending = S.pending, None
-                S.raised = True
-                if exc_type is None:
-                    _uninstall(BaseException)  # the exception below is the run's end
-                    raise _exception(pending)
-            _uninstall(exc_type)
+        return
+    S.deferring += 1
+
+    def leave(exc_type: type[BaseException] | None) -> None:
+        S.deferring -= 1
+        if S.deferring == 0 and S.pending is not None and not S.raised:
+            pending, S.pending = S.pending, None
+            S.raised = True
+            if exc_type is None:
+                _uninstall(BaseException)  # the exception below is the run's end
+                raise _exception(pending)
+        _uninstall(exc_type)
+
+    with _region(leave):
+        yield
 
 
 def interrupted() -> bool:
@@ -204,15 +213,13 @@ def deadline(
 
     t = threading.Thread(target=watch, name="zkjepsen-deadline", daemon=True)
     t.start()
-    exc_type = None
-    try:
-        yield
-    except BaseException as e:
-        exc_type = type(e)
-        raise
-    finally:
+
+    def leave(exc_type: type[BaseException] | None) -> None:
         d.cancel.set()
         with S.kill_lock:
             pass  # a wake-up in flight has been delivered
         S.deadlines.remove(d)
         _uninstall(exc_type)
+
+    with _region(leave):
+        yield

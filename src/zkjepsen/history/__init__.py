@@ -214,6 +214,12 @@ class History:
         With `validate`, a completion without a pending invoke or a second invoke while one is
         pending raises BadInput naming the line; otherwise such records are skipped.
         """
+        new = tuple.__new__
+        return [new(Call, pair) for pair in zip(*self.pairs(validate), strict=True)]
+
+    def pairs(self, validate: bool = True) -> tuple[list[Op], list[Op | None]]:
+        """`calls` as two lists, the invokes and their completions (None: never completed),
+        for a caller that keeps few of them and builds a Call only for those."""
         # Completions are filled in by position and the Calls built at the end in one go:
         # this runs once per check over every record, and NamedTuple construction through its
         # Python-level __new__ was most of its time.
@@ -246,8 +252,7 @@ class History:
                         )
                     continue
                 completions[j] = op
-        new = tuple.__new__
-        return [new(Call, pair) for pair in zip(invokes, completions, strict=True)]
+        return invokes, completions
 
     def validate(self) -> None:
         """Raise BadInput for structural errors: a completion without an invoke, a second invoke

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from zkjepsen.nemesis import NemesisError
+from zkjepsen.nemesis.client_clock import ClientClock
 from zkjepsen.nemesis.clock import Bump, Rate, Strobe
 from zkjepsen.nemesis.partition import Cut, IsolateClient, PacketLoss
+from zkjepsen.nemesis.pg import TerminateHolder
 from zkjepsen.nemesis.process import ProcessFault
 from zkjepsen.nemesis.proxy import ProxyFault
 from zkjepsen.nemesis.targets import NemesisContext
@@ -165,6 +167,27 @@ _KINDS = [
         "run the leader's clock k x fast (default 4x): it expires sessions k x early",
         Rate(),
     ),
+    # On clients: libfaketime in the program under test, not in the recorder (client_clock.py).
+    FaultKind(
+        "clock-skew-client",
+        "random",
+        "step one client program's clock (params: offset_s; default ahead by 2x its lock "
+        "TTL / session timeout); the recorder's stamps stay real",
+        ClientClock("skew"),
+    ),
+    FaultKind(
+        "clock-rate-client",
+        "random",
+        "run one client program's clock k x fast (params: rate, default 4; Python: the wall "
+        "clock only)",
+        ClientClock("rate"),
+    ),
+    FaultKind(
+        "pg-terminate-holder",
+        "holder",
+        "PostgreSQL ends one client's lock connection (pg_terminate_backend); postgres backend",
+        TerminateHolder(),
+    ),
     # Through the wire proxy in the client's container (the run needs proxy = true).
     FaultKind(
         "proxy-lose-create",
@@ -194,6 +217,14 @@ _KINDS = [
         "close one client's connection right after the reply to its next op "
         "(params: op, n; default create)",
         ProxyFault("proxy-close-after"),
+        duration="2x",
+    ),
+    FaultKind(
+        "proxy-drop-request",
+        "holder",
+        "close one client's connection instead of forwarding its next op (params: op, n; "
+        "default delete): the server never sees it, the client sees ConnectionLoss",
+        ProxyFault("proxy-drop-request"),
         duration="2x",
     ),
 ]

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.harness.backend import Backend
-from zkjepsen.history.jsonl import Appender
+from zkjepsen.history.jsonl import Appender, read_records
 from zkjepsen.nemesis import Nemesis, NemesisError, clock, generator, partition, process
 from zkjepsen.nemesis.faults import FAULTS
 from zkjepsen.nemesis.targets import NemesisContext
-from zkjepsen.nemesis.triggers import Trigger, TriggerWatch
+from zkjepsen.nemesis.triggers import LANDS, Trigger, TriggerWatch
 
 NEMESIS = "nemesis"
 # What a schedule.json fault carries for a replay (its timing and resolved targets).
@@ -116,9 +116,11 @@ class FaultNemesis(Nemesis):
         value = {"fault_id": op["fault_id"], "phase": phase, "targets": op["targets"]}
         if op.get("detail"):
             value["detail"] = op["detail"]
-        for k in ("trigger", "fired", "error", "end_error"):
+        for k in ("trigger", "fired", "attempt", "error", "end_error"):
             if op.get(k):
                 value[k] = op[k]
+        if phase == "end" and op.get("landed") is not None:
+            value["landed"] = op["landed"]  # where it landed: inside the event's state or not
         self.log.record(op["start_ns"] if phase == "start" else op["end_ns"], op["f"], value)
 
 
@@ -189,6 +191,23 @@ def _await_trigger(
         out["aim"] = f"client:{fired.client}" if fired.client is not None else fired.node
         out["targets"] = out["detail"] = None  # resolved afresh from the event
     return out
+
+
+MISS_FIELDS = ("targets", "fired", "start_ns", "applied_ns", "end_ns")
+
+
+def _landed(ctx: NemesisContext, p: dict, op: dict) -> bool | None:
+    """For a fault aimed at the client its trigger named: did it land (applied) while the
+    state the event began was still on? None when that question does not apply."""
+    fired = op.get("fired") or {}
+    client = fired.get("client")
+    if not p.get("trigger") or p.get("target") != "trigger" or client is None:
+        return None
+    trigger = Trigger.from_json(p["trigger"])
+    if trigger.kind not in LANDS or op.get("targets") != [f"c{client}"] or ctx.run_dir is None:
+        return None
+    records = read_records(ctx.run_dir.client_history(client))
+    return trigger.still_on(records, fired["event_ns"], op["applied_ns"])
 
 
 def _wait_until(deadline_ns: int, stop: threading.Event) -> bool:
@@ -263,31 +282,51 @@ def run_nemesis(
                     )
                 continue
             extra: dict[str, Any] = {}
-            if p.get("trigger"):
-                armed = (
-                    t0_ns + p["armed_ns"]
-                    if schedule is not None and p.get("armed_ns")
-                    else origin_ns + int(p.get("at_s", 0) * 1e9)
-                )
-                if _wait_until(armed, stop):
-                    break
-                extra = _await_trigger(ctx, p, log, stop, origin_ns + int(time_limit_s * 1e9))
-                if extra is None:  # the time limit or a stop came first: it never fired
-                    meta.setdefault("unfired", []).append(
-                        {"fault_id": p.get("fault_id"), "f": p["f"], "trigger": p["trigger"]}
+            misses: list[dict] = []
+            while True:  # a triggered fault that missed its state is re-armed (trigger.retries)
+                if p.get("trigger"):
+                    armed = (
+                        t0_ns + p["armed_ns"]
+                        if schedule is not None and p.get("armed_ns")
+                        else origin_ns + int(p.get("at_s", 0) * 1e9)
                     )
+                    if _wait_until(armed, stop):
+                        extra = None
+                        break
+                    extra = _await_trigger(ctx, p, log, stop, origin_ns + int(time_limit_s * 1e9))
+                    if extra is None:  # the time limit or a stop came first: it never fired
+                        meta.setdefault("unfired", []).append(
+                            {"fault_id": p.get("fault_id"), "f": p["f"], "trigger": p["trigger"]}
+                        )
+                        break
+                    if _wait_until(t0_ns + extra["fired"]["start_at_ns"], stop):
+                        extra = None
+                        break
+                else:
+                    at = (
+                        t0_ns + p["start_ns"]
+                        if schedule is not None
+                        else origin_ns + int(p["at_s"] * 1e9)
+                    )
+                    if _wait_until(at, stop):
+                        extra = None
+                        break
+                attempt = {"attempt": len(misses) + 1} if p.get("trigger") else {}
+                active = nem.invoke({**p, **extra, **attempt, "phase": "start"})
+                landed = _landed(ctx, p, active)
+                if landed is None:
                     break
-                if _wait_until(t0_ns + extra["fired"]["start_at_ns"], stop):
+                active["landed"] = landed
+                if landed or len(misses) >= Trigger.from_json(p["trigger"]).retries:
                     break
-            else:
-                at = (
-                    t0_ns + p["start_ns"]
-                    if schedule is not None
-                    else origin_ns + int(p["at_s"] * 1e9)
-                )
-                if _wait_until(at, stop):
-                    break
-            active = nem.invoke({**p, **extra, "phase": "start"})
+                # Missed: undo at once (its start and end are in the history) and re-arm.
+                miss = nem.invoke({**active, "phase": "end"})
+                active = None
+                misses.append({k: miss.get(k) for k in MISS_FIELDS})
+            if extra is None or active is None:
+                break
+            if misses:
+                active["missed"] = misses
             if schedule is not None:
                 hold_s = (p["end_ns"] - p["start_ns"]) / 1e9
             else:

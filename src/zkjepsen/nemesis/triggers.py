@@ -22,6 +22,7 @@ from zkjepsen.history.jsonl import DirTailer, client_of
 from zkjepsen.nemesis.targets import ACQUIRE_FS, RELEASE_FS, ClientFiles
 
 KINDS = ("acquired", "released", "session", "invoked", "leader-changed")
+LANDS = ("acquired", "invoked")  # events that begin a state a fault can land inside
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,11 @@ class Trigger:
     f: str | None = None  # invoked: the operation (write, add, acquire ...)
     k: int = 1  # fire on the k-th match after arming
     delay_s: float = 0.0  # then wait this long before the fault starts
+    # A fault aimed at the client the event names must land while what the event began is still
+    # on (acquired: it still holds; invoked: the op is still pending). docker pause and a
+    # sidecar's iptables take 0.1-1 s, so a short hold can end first: such a miss is undone at
+    # once and the trigger re-armed, at most `retries` times (each attempt is in the history).
+    retries: int = 0
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -40,8 +46,10 @@ class Trigger:
             raise ValueError("a session trigger needs the state it waits for")
         if self.kind == "invoked" and not self.f:
             raise ValueError("an invoked trigger needs the operation it counts")
-        if self.k < 1 or self.delay_s < 0:
-            raise ValueError("a trigger fires on a k >= 1 and waits a delay >= 0")
+        if self.k < 1 or self.delay_s < 0 or self.retries < 0:
+            raise ValueError("a trigger fires on a k >= 1, waits a delay >= 0, retries >= 0 times")
+        if self.retries and self.kind not in LANDS:
+            raise ValueError(f"retries need an event that begins a state ({', '.join(LANDS)})")
 
     def matches(self, rec: dict[str, Any], client: int | None) -> bool:
         if self.client is not None and client != self.client:
@@ -57,8 +65,24 @@ class Trigger:
             return f == self.f and t == "invoke"
         return False
 
+    def still_on(self, records: list[dict[str, Any]], event_ns: int, until_ns: int) -> bool:
+        """Did the state the event began last until `until_ns`? `records`: the history of the
+        client the event names. acquired: no release invoked since; invoked: the op has not
+        completed since."""
+        for r in records:
+            at = r.get("time", 0)
+            if at <= event_ns or at > until_ns:
+                continue
+            f, t = r.get("f"), r.get("type")
+            if self.kind == "acquired" and f in RELEASE_FS and t == "invoke":
+                return False
+            if self.kind == "invoked" and f == self.f and t in ("ok", "fail", "info"):
+                return False
+        return True
+
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
+        # retries only when set: schedules written before it existed read back the same
+        return {k: v for k, v in asdict(self).items() if v is not None and (k != "retries" or v)}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Trigger:
@@ -70,7 +94,7 @@ class Trigger:
         args = [
             f"{k}={v!r}"
             for k, v in self.to_json().items()
-            if k != "kind" and v != {"k": 1, "delay_s": 0.0}.get(k)
+            if k != "kind" and v != {"k": 1, "delay_s": 0.0, "retries": 0}.get(k)
         ]
         name = {
             "acquired": "on_acquire",
@@ -131,8 +155,10 @@ class TriggerWatch:
         return None
 
 
-def on_acquire(client: int | None = None, k: int = 1, delay_s: float = 0.0) -> Trigger:
-    return Trigger("acquired", client=client, k=k, delay_s=delay_s)
+def on_acquire(
+    client: int | None = None, k: int = 1, delay_s: float = 0.0, retries: int = 0
+) -> Trigger:
+    return Trigger("acquired", client=client, k=k, delay_s=delay_s, retries=retries)
 
 
 def on_release(client: int | None = None, k: int = 1, delay_s: float = 0.0) -> Trigger:
@@ -143,8 +169,10 @@ def on_session(state: str, client: int | None = None, k: int = 1, delay_s: float
     return Trigger("session", client=client, state=state, k=k, delay_s=delay_s)
 
 
-def on_invoke(f: str, client: int | None = None, k: int = 1, delay_s: float = 0.0) -> Trigger:
-    return Trigger("invoked", client=client, f=f, k=k, delay_s=delay_s)
+def on_invoke(
+    f: str, client: int | None = None, k: int = 1, delay_s: float = 0.0, retries: int = 0
+) -> Trigger:
+    return Trigger("invoked", client=client, f=f, k=k, delay_s=delay_s, retries=retries)
 
 
 def on_leader_change(k: int = 1, delay_s: float = 0.0) -> Trigger:

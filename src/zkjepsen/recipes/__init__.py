@@ -29,6 +29,10 @@ class RecipeInfo:
     command: tuple[str, ...] = ()
     language: str = "python"
     source: str = "port"  # "library": the real library as shipped; "port": our re-implementation
+    # The backends it runs on (harness/backends.py), the first by default. A Python recipe on a
+    # backend other than ZooKeeper is served by client/drivers/service.py: it is built as
+    # `Factory(service, path, hosts=, identifier=, params=)` on that backend's client service.
+    backends: tuple[str, ...] = ("zookeeper",)
 
 
 _M = "zkjepsen.recipes."
@@ -160,6 +164,54 @@ RECIPES: dict[str, RecipeInfo] = {
         language="go",
         source="library",
     ),
+    # Other lock services (../shared/RECIPES.md "Other lock services"), with the `redis`
+    # library; the token is from INCR, checked by the resource (client/services/redis.py).
+    "redis-setnx": RecipeInfo(
+        _M + "redis_setnx:SetnxLock",
+        "the SETNX/GETSET timestamp lock (Redis SETNX docs' old pattern), as the seed wrote it",
+        "expiry judged by each client's own clock: a clock running ahead steals a live lock "
+        "(split holder); a holder paused past the timeout keeps believing; release DELs "
+        "whoever's key if its own clock says it has not expired",
+        backends=("redis", "redis-sentinel"),
+    ),
+    "redis-set-px": RecipeInfo(
+        _M + "redis_set_px:SetPxLock",
+        "SET key token NX PX ttl; release by a Lua compare-and-delete",
+        "a holder paused past the TTL keeps believing (split holder); on failover the "
+        "promoted replica may never have seen the key",
+        backends=("redis", "redis-sentinel"),
+    ),
+    "redlock": RecipeInfo(
+        _M + "redlock:Redlock",
+        "Redlock over 5 independent masters: SET NX PX on each, a majority within the "
+        "validity time",
+        "no fencing; validity judged by the client's clock; a pause past the validity time, "
+        "or a master that forgets the key (restart without persistence), splits holders",
+        backends=("redlock",),
+    ),
+    # PostgreSQL locks (seed 003) with psycopg 3; the token is from a sequence, checked by
+    # the resource row (client/services/postgres.py).
+    "pg-for-update": RecipeInfo(
+        _M + "pg.for_update:ForUpdateLock",
+        "SELECT ... FOR UPDATE NOWAIT on a lock row in an open transaction, 4 tries 1 s apart "
+        "(seed 003; PostgreSQL 15, psycopg 3)",
+        "held until the server notices the holder's dead connection; the holder keeps "
+        "believing after its transaction was ended",
+        backends=("postgres",),
+    ),
+    "pg-insert": RecipeInfo(
+        _M + "pg.insert:InsertLock",
+        "unique-row insert lock: INSERT the lock row, DELETE it to release (seed 003)",
+        "nothing expires the row: a crashed or cut-off holder stalls everyone else",
+        backends=("postgres",),
+    ),
+    "pg-advisory": RecipeInfo(
+        _M + "pg.advisory:AdvisoryLock",
+        "pg_advisory_lock(hashtext(name)), session-scoped, wait bounded by lock_timeout",
+        "held until the server notices the holder's dead session; the holder keeps believing "
+        "after its session was ended",
+        backends=("postgres",),
+    ),
 }
 
 
@@ -197,15 +249,7 @@ def make_recipe(
 ) -> Recipe:
     """Build the recipe `name` (a registry name or `package.module:Name`) on client `zk` for the
     lock at `path`."""
-    if name in RECIPES:
-        factory = _import(RECIPES[name].target)
-    elif ":" in name:
-        factory = _import(name)
-    else:
-        raise BadInput(
-            f"unknown recipe {name!r}; choose from {', '.join(recipe_names())} "
-            "or give package.module:Name"
-        )
+    factory = _import(RECIPES[name].target if name in RECIPES else _user_target(name))
     if not callable(factory) and hasattr(factory, "acquire"):
         return factory  # a ready-made object
     kw = dict(hosts=hosts, identifier=identifier, params=params or {})
@@ -217,9 +261,7 @@ def make_recipe(
     except (TypeError, ValueError):
         accepts = True
     obj = factory(zk, path, **kw) if accepts else factory(zk, path)
-    for m in ("acquire", "release", "holding"):
-        if not callable(getattr(obj, m, None)):
-            raise BadInput(f"recipe {name!r} has no {m}() (see zkjepsen.recipes.base.Recipe)")
+    _require_methods(name, obj)
     return obj
 
 
@@ -230,22 +272,29 @@ def validate_recipe(name: str) -> None:
     program is `--client-cmd`) and `exec:PATH` (an executable) are checked by the runner."""
     if name in RECIPES or name == "exec" or name.startswith("exec:"):
         return
+    factory = _import(_user_target(name))
+    if inspect.isclass(factory) or not callable(factory):
+        _require_methods(name, factory)
+
+
+def _user_target(name: str) -> str:
+    """A name that is not in the registry must be `package.module:Name`."""
     if ":" not in name:
         raise BadInput(
             f"unknown recipe {name!r}; choose from {', '.join(recipe_names())} "
             "or give package.module:Name (`zkjepsen list recipes`)"
         )
-    factory = _import(name)
-    if inspect.isclass(factory) or not callable(factory):
-        missing = [
-            m for m in ("acquire", "release", "holding") if not callable(getattr(factory, m, None))
-        ]
-        if missing:
-            raise BadInput(
-                f"recipe {name!r} has no {', '.join(m + '()' for m in missing)}; a "
-                "recipe needs acquire(timeout), release() and holding() "
-                "(see zkjepsen.recipes.base.Recipe)"
-            )
+    return name
+
+
+def _require_methods(name: str, obj: Any) -> None:
+    """The same check on the host (a class) and in the client (the built object)."""
+    missing = [m for m in ("acquire", "release", "holding") if not callable(getattr(obj, m, None))]
+    if missing:
+        raise BadInput(
+            f"recipe {name!r} has no {', '.join(m + '()' for m in missing)}; a recipe needs "
+            "acquire(timeout), release() and holding() (see zkjepsen.recipes.base.Recipe)"
+        )
 
 
 __all__ = [

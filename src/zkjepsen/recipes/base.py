@@ -15,6 +15,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from kazoo.exceptions import NoNodeError
 
+from zkjepsen.client.services import lock_node
+
 
 @dataclass(frozen=True)
 class Token:
@@ -70,6 +72,12 @@ def token_for(zk: Any, node: str) -> Token:
     except NoNodeError:
         stat = None
     return Token(stat.czxid if stat is not None else None, seq_of(node), node)
+
+
+def service_token(path: str, token: int) -> Token:
+    """An acquisition's token drawn from another lock service (Redis INCR, a PostgreSQL
+    sequence: client/services): it is the fencing token and the order alike."""
+    return Token(token, token, lock_node(path, token))
 
 
 def delete_quietly(zk: Any, node: str) -> None:

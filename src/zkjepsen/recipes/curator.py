@@ -45,7 +45,9 @@ class CuratorMutex:
         self.data = identifier.encode()
         self._owners: dict[int, list[Any]] = {}  # thread id -> [token, count]
         self._wake = threading.Event()
-        zk.ensure_path(path)
+        # No ZooKeeper call here: Curator's constructor makes none (its first create makes the
+        # parents). A constructor that did (ensure_path) raised SessionExpiredError when the
+        # driver rebuilt the lock during a session loss, and the run became UNKNOWN.
 
     def _notify(self, event: Any) -> None:
         self._wake.set()
@@ -60,6 +62,7 @@ class CuratorMutex:
                     ephemeral=True,
                     sequence=True,
                     include_data=True,
+                    makepath=True,  # creatingParentContainersIfNeeded()
                 )
                 return node, stat.czxid
             except ConnectionLoss:

@@ -47,6 +47,8 @@ def cell_summary(runs: list[dict]) -> dict:
         "unknown": sum(r["valid"] not in (True, False) for r in runs),
         "belief": sum("belief" in k for k in kinds),
         "effect": sum("effect" in k for k in kinds),
+        # the atomicity checker: a holder read a multi-step update left half-done
+        "half_done": sum("half-done-read" in k for k in kinds),
         "stores": [r["store"] for r in runs],
     }
 
@@ -59,7 +61,9 @@ def cell_text(c: dict | None) -> str:
     text = f"{rate_text(c['invalid'], c['runs'])} invalid"
     if c["unknown"]:
         text += f", {c['unknown']} unknown"
-    return text + f" (belief {c['belief']}, effect {c['effect']})"
+    text += f" (belief {c['belief']}, effect {c['effect']}"
+    # Older manifests predate the atomicity count; a cell without it says nothing about it.
+    return text + (f", half-done {c['half_done']})" if "half_done" in c else ")")
 
 
 def markdown_table(cells: dict, recipes: list[str], nemeses: list[str], header: str) -> str:
@@ -79,7 +83,10 @@ def markdown_table(cells: dict, recipes: list[str], nemeses: list[str], header: 
         "least one "
         "belief overlap (two clients believed they held the lock) and with at least one "
         "effect overlap (the protected resource accepted writes out of lock order: "
-        "atomicity broken). belief > 0 with effect = 0 means fencing held.",
+        "atomicity broken), and with at least one half-done read (a holder found the "
+        "previous holder's two-step update half done: that holder lost the lock between its "
+        "writes, and a fence can only refuse the second). belief > 0 with effect = 0 means "
+        "fencing held.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -193,10 +200,24 @@ def merge(manifests: list[dict]) -> tuple[dict, dict[str, dict], list[str]]:
     return base, {k: cell_summary(v) for k, v in by_cell.items()}, notes
 
 
-def settings_header(s: dict[str, Any], when: str, where: str) -> str:
+def runs_per_cell_text(planned: int, cells: dict[str, dict] | None, n_cells: int) -> str:
+    """ "10 runs per cell", or, for a matrix cut short, what it really holds ("8-10 runs per
+    cell (10 planned)"): a table never claims more runs than it counts."""
+    counts = [c["runs"] for c in (cells or {}).values()] + [0] * (n_cells - len(cells or {}))
+    if cells is None or (counts and min(counts) == max(counts) == planned):
+        return f"{planned} runs per cell"
+    lo, hi = min(counts), max(counts)
+    held = f"{lo}" if lo == hi else f"{lo}-{hi}"
+    return f"{held} runs per cell ({planned} planned)"
+
+
+def settings_header(
+    s: dict[str, Any], when: str, where: str, cells: dict[str, dict] | None = None
+) -> str:
+    n_cells = len(s.get("recipes", [])) * len(s.get("nemeses", []))
     return (
         f"Findings matrix: workload `{s['workload']}`, {s['nodes']} servers, {s['clients']} "
         f"clients, {s['time_limit_s']:g} s per run, session timeout "
-        f"{s['session_timeout_s']:g} s, params {s['params']}, {s['runs']} runs per cell; "
-        f"run {when} on {where}."
+        f"{s['session_timeout_s']:g} s, params {s['params']}, "
+        f"{runs_per_cell_text(s['runs'], cells, n_cells)}; run {when} on {where}."
     )

@@ -1,4 +1,5 @@
-"""A catalogue of known ZooKeeper lock failure modes, each runnable by name.
+"""A catalogue of known lock failure modes (ZooKeeper's, and the Redis locks'), each runnable by
+name.
 
 A scenario is a test spec plus, per recipe, the outcome it expects: the violation kinds that
 must appear (see `reproduce.violation_kinds`: `lock:belief` two clients believed they held the
@@ -9,92 +10,25 @@ results only; the scenario never tells a checker what fault it injected.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
-
-from zkjepsen.checker import Result, as_result
 from zkjepsen.errors import BadInput
-from zkjepsen.nemesis.generator import Gen, fault, on, schedule_text, sleep, steps
-from zkjepsen.nemesis.triggers import on_invoke, on_release
-from zkjepsen.reproduce.replay import violation_kinds
-from zkjepsen.spec import TestSpec
-
-
-@dataclass(frozen=True)
-class Expectation:
-    present: frozenset[str] = frozenset()  # every one of these must be found
-    absent: frozenset[str] = frozenset()  # none of these may be found
-    valid: bool = False  # True: the run must be judged valid outright
-
-    def judge(self, valid: Any, results: Result | dict) -> tuple[bool, str]:
-        kinds = violation_kinds(results)
-        if valid not in (True, False):
-            # A run that could not be judged (it tested nothing, or a check gave up) shows
-            # neither the presence nor the absence of anything.
-            res = as_result(results)
-            why = (
-                "; ".join(
-                    f"{n}: {p.reason}" for n, p in res.parts.items() if p.valid not in (True, False)
-                )
-                or res.reason
-            )
-            return False, f"verdict unknown ({why or 'no reason given'})"
-        if self.valid:
-            return valid is True, f"expected valid, got {valid} {sorted(kinds)}"
-        missing, unwanted = self.present - kinds, self.absent & kinds
-        ok = not missing and not unwanted
-        why = (
-            f"found {sorted(kinds) or 'nothing'}"
-            + (f"; missing {sorted(missing)}" if missing else "")
-            + (f"; unexpected {sorted(unwanted)}" if unwanted else "")
-        )
-        return ok, why
-
-    def describe(self) -> str:
-        if self.valid:
-            return "valid (no violation)"
-        parts = [f"shows {', '.join(sorted(self.present))}"] if self.present else []
-        parts += [f"never {', '.join(sorted(self.absent))}"] if self.absent else []
-        return "; ".join(parts)
-
-
-def _x(
-    present: tuple[str, ...] = (), absent: tuple[str, ...] = (), valid: bool = False
-) -> Expectation:
-    return Expectation(frozenset(present), frozenset(absent), valid)
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    title: str
-    why: str
-    settings: dict[str, Any]  # TestSpec fields
-    expect: dict[str, Expectation] = field(default_factory=dict)  # recipe -> outcome
-    source: str = ""  # the ticket or issue this failure mode was reported in
-    schedule: Gen | None = None  # a fixed (triggered) schedule instead of the spec's nemesis
-
-    def schedule_text(self) -> str:
-        return schedule_text(self.schedule) if self.schedule is not None else ""
-
-    def spec(self, recipe: str, seed: int = 1) -> TestSpec:
-        return TestSpec(
-            **{
-                "nodes": 3,
-                "clients": 5,
-                "time_limit_s": 40.0,
-                "recovery_s": 5.0,
-                "session_timeout_s": 3.0,
-                "interval_s": 8.0,
-                **self.settings,
-                "recipe": recipe,
-                "seed": seed,
-                "name": f"scenario-{self.name}",
-            }
-        )
-
+from zkjepsen.nemesis.generator import fault, on, sleep, steps
+from zkjepsen.nemesis.triggers import on_acquire, on_invoke, on_release
+from zkjepsen.reproduce.scenario import Expectation, Scenario
+from zkjepsen.reproduce.scenario import expect as _x
+from zkjepsen.reproduce.scenarios_services import REDIS
 
 BELIEF = _x(("lock:belief",))
+UNGUARDED = {"resource": "unguarded", "hold_s": 0.4}
+# Whoever acquires first after 4 s is hit at once; a hit that lands after that hold ended
+# (docker pause takes 0.1-0.3 s, a sidecar's iptables 0.3-1 s) is undone and re-armed.
+PAUSE_HOLDER = steps(sleep(4), on(on_acquire(retries=10), fault("pause-client", duration="1.5x")))
+ISOLATE_HOLDER = steps(sleep(4), on(on_acquire(retries=10), fault("isolate-client", duration="2x")))
+# The newest waiter (0.3 s after it asked: its node exists, the queue is ahead of it), killed
+# while it still waits; its node outlives it by a session timeout.
+KILL_NEW_WAITER = steps(
+    sleep(4),
+    on(on_invoke("acquire", delay_s=0.3, retries=10), fault("kill-client", duration=3.0)),
+)
 # Kill the holder between the two steps of its update. Faults triggered by a history event do
 # not exist yet, so the kill is aimed with what does: `kill-client` targets the holder (the
 # client that acquired most recently), and a fixed 2 s gap between the two steps (`hold_s` with
@@ -138,7 +72,6 @@ MID_UPDATE = [
         {"paper": _x(absent=("atomicity:half-done-read",))},
     ),
 ]
-UNGUARDED = {"resource": "unguarded", "hold_s": 0.4}
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in [
@@ -146,9 +79,17 @@ SCENARIOS: dict[str, Scenario] = {
             "client-pause",
             "lock holder paused past its session timeout (CURATOR-206 class)",
             "A GC pause longer than the session: the server expires the session and deletes the "
-            "lock node, the next waiter takes the lock, the paused holder resumes still believing.",
-            {"workload": "counter", "nemesis": ["pause-client"], "params": UNGUARDED},
+            "lock node, the next waiter takes the lock, the paused holder resumes still believing. "
+            "The pause hits whoever acquires first after 4 s, re-armed until it lands in a hold.",
+            {
+                "workload": "counter",
+                "nemesis": ["pause-client"],
+                "time_limit_s": 20.0,
+                "params": UNGUARDED,
+            },
             {"kazoo": BELIEF, "kazoo-careful": BELIEF, "curator": BELIEF, "predecessor": BELIEF},
+            source="CURATOR-206 (https://github.com/apache/curator/issues/727)",
+            schedule=PAUSE_HOLDER,
         ),
         Scenario(
             "client-pause-fenced",
@@ -158,34 +99,48 @@ SCENARIOS: dict[str, Scenario] = {
             {
                 "workload": "lock",
                 "nemesis": ["pause-client"],
+                "time_limit_s": 20.0,
                 "params": {"resource": "fenced", "hold_s": 0.4},
             },
             {"kazoo": _x(("lock:belief",), ("lock:effect", "fencing:backwards"))},
+            source="CURATOR-206; fencing tokens (Kleppmann, 'How to do distributed locking')",
+            schedule=PAUSE_HOLDER,
         ),
         Scenario(
             "client-partition",
             "lock holder cut off from every server past its session timeout",
             "The isolated holder sees SUSPENDED but (with kazoo's Lock as-is) keeps believing "
-            "until the heal; meanwhile its session expires and another client takes the lock.",
-            {"workload": "counter", "nemesis": ["isolate-client"], "params": UNGUARDED},
+            "until the heal; meanwhile its session expires and another client takes the lock. "
+            "Holds average 2 s: the isolation (a sidecar's iptables: 0.3-1 s idle, 2-4 s on a "
+            "loaded 2-core machine) must land inside one; it is re-armed until it does.",
+            {
+                "workload": "counter",
+                "nemesis": ["isolate-client"],
+                "time_limit_s": 40.0,
+                "params": {**UNGUARDED, "hold_s": 2.0},
+            },
             {"kazoo": BELIEF},
+            source="CURATOR-206 (network cut past the session timeout)",
+            schedule=ISOLATE_HOLDER,
         ),
         Scenario(
             "blog-waiter-crash",
             "a waiter ahead of another dies (blog-post lock, no fault needed)",
             "ZkDistributedLock never re-lists children: when the node it watches vanishes it "
             "assumes it holds, so killing a waiter (not the holder) makes its successor a second "
-            "holder. kazoo's Lock re-lists and is safe.",
+            "holder. The newest waiter is killed 0.3 s after it asked (re-armed if it got the lock "
+            "first): with 1 s holds and 5 contenders ahead of it, its node expires (3 s) before "
+            "its turn, while a waiter ahead holds. kazoo's Lock re-lists and is safe.",
             {
                 "workload": "lock",
                 "nemesis": ["kill-client"],
-                "fault_target": "random",
                 "clients": 6,
-                "interval_s": 4.0,
-                "fault_duration_s": 3.0,
-                "params": {"resource": "unguarded", "hold_s": 1.0},
+                "time_limit_s": 20.0,
+                "params": {"resource": "unguarded", "hold_s": 1.0, "hold_fixed": True},
             },
             {"blog": BELIEF, "kazoo": _x(absent=("lock:belief",))},
+            source="the blog post's ZkDistributedLock (RECIPES.md, blog flaw 1)",
+            schedule=KILL_NEW_WAITER,
         ),
         Scenario(
             "sort-by-full-name",
@@ -231,6 +186,67 @@ SCENARIOS: dict[str, Scenario] = {
             schedule=steps(sleep(3), on(on_release(), fault("proxy-lose-create", duration=2.0))),
         ),
         Scenario(
+            "failed-release-node-survives",
+            "a release whose delete fails while the session lives on (CURATOR-678 class)",
+            "The wire proxy of the client that just released closes its connection instead of "
+            "forwarding its next delete: the server never sees it, the client reconnects to the "
+            "same session at once, so its lock node survives. CURATOR-678 reports that Curator's "
+            "InterProcessMutex.release drops its local lock data although the delete failed, and "
+            "every later acquire waits behind the surviving node. kazoo's Lock retries the delete "
+            "once reconnected.",
+            {
+                "workload": "lock",
+                "nemesis": ["proxy-drop-request"],
+                "proxy": True,
+                "clients": 3,
+                "time_limit_s": 25.0,
+                "recovery_s": 5.0,
+                "params": {"resource": "unguarded", "hold_s": 0.3, "acquire_timeout_s": 30.0},
+            },
+            {"kazoo": _x(absent=("lock:belief", "liveness:stuck"))},
+            source="CURATOR-678 (https://github.com/apache/curator/issues/1193)",
+            schedule=steps(
+                sleep(3), on(on_release(), fault("proxy-drop-request", duration=3.0, op="delete"))
+            ),
+        ),
+        Scenario(
+            "leaked-contender",
+            "a timed-out acquire whose cleanup delete fails leaks its node (kazoo issue 732 class)",
+            "Each attempt uses a new Lock object with a short timeout, as the issue's worker loop "
+            "does. kazoo's acquire gives up, then deletes its contender node in "
+            "_best_effort_cleanup, which swallows a KazooError: the proxy of the client that just "
+            "asked closes its connection instead of forwarding that delete, the client reconnects "
+            "to the same session, and its node stays in the queue with no owner. When it reaches "
+            "the head nobody ever acquires again while that session lives (PR 760, retrying the "
+            "cleanup, is not merged).",
+            {
+                "workload": "lock",
+                "nemesis": ["proxy-drop-request"],
+                "proxy": True,
+                "clients": 3,
+                "time_limit_s": 25.0,
+                "recovery_s": 5.0,
+                "params": {
+                    "resource": "unguarded",
+                    "hold_s": 3.0,
+                    "hold_fixed": True,
+                    "acquire_timeout_s": 0.5,
+                    "fresh_lock": True,
+                },
+            },
+            {"kazoo": _x(("liveness:stuck",))},
+            source="kazoo issue 732 (https://github.com/python-zk/kazoo/issues/732)",
+            # Armed 0.4 s into an attempt that is still waiting (else disarmed and re-armed), so
+            # the next delete is that attempt's cleanup, not the release of a lock it got.
+            schedule=steps(
+                sleep(3),
+                on(
+                    on_invoke("acquire", delay_s=0.4, retries=10),
+                    fault("proxy-drop-request", duration=2.0, op="delete"),
+                ),
+            ),
+        ),
+        Scenario(
             "waiter-session-expiry",
             "a waiter's session expires while its connection is healthy",
             "The wire proxy of the client that just asked for the lock answers its pings itself: "
@@ -257,21 +273,36 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario(
             "fast-clock-leader",
             "the leader's clock runs fast",
-            "ZooKeeper expires sessions on the leader by its own monotonic clock: a leader at 4x "
-            "expires healthy sessions early, so a holder that never paused loses its lock node "
-            "while it still believes it holds.",
-            # A holder that talks to ZooKeeper less often than timeout/k (here: 4 writes spread over
-            # a ~0.6 s hold, the leader at 4x with 3 s sessions) loses its session mid-hold.
+            "ZooKeeper expires sessions on the leader by its own monotonic clock: at 4x with 3 s "
+            "sessions, a session not heard from for 0.75 s of real time expires. kazoo pings an "
+            "idle connection every timeout/3 = 1 s, so every client that is silent for a second "
+            "loses its session. A holder that writes every 0.2 s is never silent that long: the "
+            "first version of this scenario (4 writes in a 0.6 s hold) was VALID with 29 LOST "
+            "events, 24 on waiting clients, 5 on idle ones, none on a holder. A holder that waits "
+            "2 s between its two writes is silent long enough: it loses its lock node mid-hold "
+            "while it still believes (7 of 24 LOST events on holders), and a waiter that "
+            "re-created its node on a new session takes the lock.",
             {
                 "workload": "lock",
                 "nemesis": ["clock-rate-leader"],
-                "params": {"resource": "unguarded", "writes": 4, "hold_s": 0.6},
+                "clients": 4,
+                "time_limit_s": 25.0,
+                "params": {"resource": "unguarded", "writes": 2, "hold_s": 2.0, "hold_fixed": True},
             },
             {"kazoo": BELIEF},
+            source="ZooKeeper expires sessions by the leader's clock (see nemesis/clock.py)",
+            schedule=steps(
+                sleep(3),
+                on(on_acquire(), fault("clock-rate-leader", target="leader", duration=15.0)),
+            ),
         ),
         *MID_UPDATE,
+        *REDIS,
     ]
 }
+
+
+__all__ = ["SCENARIOS", "Expectation", "Scenario", "get_scenario"]
 
 
 def get_scenario(name: str) -> Scenario:

@@ -37,6 +37,11 @@ KNOWN: dict[str, Param] = {
         "after an acquire with an unknown outcome, drop the lock object without closing "
         "it (as an application the exception propagates through): its session and nodes live on",
     ),
+    "fresh_lock": Param(
+        bool,
+        "a new lock object for every acquire, the old one dropped without cleanup, as a loop "
+        "that calls zk.Lock(path) each time (kazoo issue 732; client wire protocol, Python driver)",
+    ),
     "writes": Param(int, "protected writes per critical section"),
     "read_frac": Param(float, "fraction of reads"),
     "enqueue_frac": Param(float, "fraction of enqueues"),
@@ -49,6 +54,19 @@ KNOWN: dict[str, Param] = {
         float,
         "how long the recorder waits for a client program's answer "
         "(acquire: plus acquire_timeout_s)",
+    ),
+    "lock_ttl_s": Param(
+        float,
+        "Redis locks: the lock's timeout/TTL in seconds (default: the session timeout)",
+    ),
+    "pg_keepalives": Param(
+        str,
+        "postgres server: how it notices a dead client (tuned: TCP keepalives 2+3x1 s and "
+        "tcp_user_timeout 5 s; os: the kernel's defaults, first probe after 2 h)",
+        ("tuned", "os"),
+    ),
+    "pg_idle_tx_timeout_s": Param(
+        float, "postgres server: idle_in_transaction_session_timeout (0: off, the default)"
     ),
     "ready_file": Param(bool, "lock: multi-step updates under the ready-file protocol"),
     "ready_path": Param(str, "lock: znode of the ready file (default <resource_path>-ready)"),

@@ -117,6 +117,10 @@ class PythonDriver:
         from zkjepsen.recipes import make_recipe
         from zkjepsen.workloads.common import error_name, is_definite
 
+        if self.recipe is not None and (self.init.get("params") or {}).get("fresh_lock"):
+            # The application makes a new lock object for every attempt and drops the old one
+            # as it is: whatever that object failed to clean up stays behind.
+            self.recipe, self.node = None, None
         if self.recipe is None:
             try:
                 self.recipe = make_recipe(
@@ -236,9 +240,14 @@ class PythonDriver:
             self.zk = None
 
 
-def main(argv: list[str]) -> int:
+def main(
+    argv: list[str],
+    driver: type[PythonDriver] = PythonDriver,
+    module: str = "zkjepsen.client.drivers.python",
+) -> int:
+    """Serve the protocol on stdin/stdout with `driver` (the service driver passes its own)."""
     if len(argv) != 1:
-        sys.stderr.write("usage: python3 -m zkjepsen.client.drivers.python RECIPE\n")
+        sys.stderr.write(f"usage: python3 -m {module} RECIPE\n")
         return 2
     logging.basicConfig(
         level=logging.WARNING,
@@ -248,6 +257,6 @@ def main(argv: list[str]) -> int:
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # a recipe's print() must not reach the protocol
     try:
-        return PythonDriver(argv[0], out).serve(sys.stdin.buffer)
+        return driver(argv[0], out).serve(sys.stdin.buffer)
     except (BrokenPipeError, ProtocolFault):
         return 1

@@ -1,0 +1,87 @@
+"""Clock faults on clients: libfaketime in the program under test, never in the recorder.
+
+When a run has a client clock fault, every client's program (the process the recorder drives
+through the wire protocol) starts with libfaketime preloaded and its own control file,
+`/control/faketime-cN` (the run's control directory, read-only in the container; the host
+rewrites the file atomically, read at most once a second). The recorder beside it is not
+preloaded: the history's stamps stay on the kernel's real CLOCK_MONOTONIC, so the history says
+when things really happened while the program believes what its clock says.
+
+What each language gets (measured, libfaketime 0.9.10 in the client image):
+- Python (the Python and service drivers): the wall clock only (`FAKETIME_DONT_FAKE_MONOTONIC=1`;
+  with monotonic faking on, python3 hung at start-up). `time.time()` is skewed, `time.monotonic()`
+  is real: what a lock that judges expiry by timestamps (SETNX/GETSET) reads.
+- Java (Curator): wall and monotonic (monotonic faking must stay on for the JVM, see
+  FIELD-NOTES "Clocks").
+- Go (go-zookeeper): a static binary that reads the clock through the vDSO, not libc:
+  libfaketime cannot reach it, so these faults are refused for Go programs.
+
+Faults: `clock-skew-client` steps one client's clock by `offset_s` (default: ahead by twice the
+client's lock TTL / session timeout, rounded up), `clock-rate-client` runs it `rate` x fast
+(default 4). The end of a skew puts the clock back on real time; a rate goes back to x1 and
+the final heal steps back the lead it gained.
+"""
+
+from __future__ import annotations
+
+import math
+import platform
+import random
+from typing import Any
+
+from zkjepsen.nemesis.targets import NemesisContext, resolve_client
+
+CONTROL_NAME = "faketime-c{n}"
+REAL = "+0"
+NORMAL_RATE = "+0 x1"
+NAMES = ("clock-skew-client", "clock-rate-client")
+
+
+def program_env(client: int, language: str) -> dict[str, str]:
+    """The environment that preloads libfaketime into client `client`'s program."""
+    env = {
+        "LD_PRELOAD": f"/usr/lib/{platform.machine()}-linux-gnu/faketime/libfaketime.so.1",
+        "FAKETIME_TIMESTAMP_FILE": f"/control/{CONTROL_NAME.format(n=client)}",
+        "FAKETIME_CACHE_DURATION": "1",
+        "FAKETIME_XRESET": "1",
+    }
+    if language != "java":
+        env["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
+    return env
+
+
+class ClientClock:
+    family = "clock"
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind  # "skew" | "rate"
+
+    def resolve(
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
+    ) -> tuple[list[str], dict[str, Any]]:
+        client, how = resolve_client(ctx, target, rng)
+        detail: dict[str, Any] = {"chosen": how}
+        if self.kind == "skew":
+            default = math.ceil(2 * ctx.session_timeout_of(client))
+            detail["offset_s"] = int(round(float(params.get("offset_s", default))))
+        else:
+            detail["rate"] = float(params.get("rate", 4.0))
+        return [client], detail
+
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        for name in targets:
+            with ctx.lock:
+                ctx.dirty_clocks.add(name)
+            if self.kind == "skew":
+                ctx.client(name).set_clock(f"{detail['offset_s']:+d}")
+            else:
+                ctx.client(name).set_clock(f"+0 x{detail['rate']:g}")
+
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        for name in targets:
+            if self.kind == "skew":
+                ctx.client(name).set_clock(REAL)
+                with ctx.lock:
+                    ctx.dirty_clocks.discard(name)
+            else:
+                ctx.client(name).set_clock(NORMAL_RATE)  # the final heal steps back the lead

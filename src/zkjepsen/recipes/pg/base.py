@@ -1,0 +1,42 @@
+"""What the PostgreSQL locks share: each lock object owns its own connection (the lock lives
+and dies with it: a row lock with its transaction, an advisory lock with its session), opened
+by the client session (client/services/postgres.py) with the same keepalive settings, and named
+`zkjepsen-<identifier>-lock` in pg_stat_activity so a fault can find it (nemesis/pg.py). The
+application's resource writes go through the session's own connection, as an application that
+guards an outside resource does.
+
+Runs inside the client containers: stdlib and psycopg 3.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zkjepsen.recipes.base import Token, service_token
+
+
+def lock_connection(session: Any, identifier: str) -> Any | None:
+    """The lock's own connection, or None when the server cannot be reached right now: the
+    acquire that needed it then certainly acquired nothing (a definite "not acquired", as a
+    timeout), instead of a lock object that cannot even be made (a recipe-error)."""
+    import psycopg
+
+    try:
+        return session.connect(f"{identifier or 'anon'}-lock")
+    except psycopg.OperationalError:
+        return None
+
+
+def token_for(session: Any, path: str) -> Token:
+    """The fencing token of an acquisition, drawn right after it (client/services)."""
+    token = session.next_token(path)
+    return service_token(path, token)
+
+
+def close_quietly(conn: Any) -> None:
+    if conn is None:
+        return
+    try:
+        conn.close()
+    except Exception:  # noqa: BLE001 - it is being thrown away
+        pass

@@ -1,0 +1,182 @@
+"""The Redis backends against real Redis 7.0 servers and Sentinels in Docker: up, ready, who
+leads, a Sentinel failover, teardown and `cleanup` after a killed runner; and each Redis lock
+driven end to end by real client containers (the `redis` library) through the service driver.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from zkjepsen.harness import resources
+from zkjepsen.harness.backends import backend_info, image_recipe, make_backend
+from zkjepsen.harness.image import ensure_image
+from zkjepsen.runner import run_test
+from zkjepsen.spec import TestSpec
+
+ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
+
+
+@pytest.fixture(scope="module")
+def redis_image(docker_client) -> str:
+    return ensure_image(docker_client, None, recipe=image_recipe("redis")).tag
+
+
+def labelled(client, run_id: str) -> tuple[list, list]:
+    flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
+    return client.containers.list(all=True, filters=flt), client.networks.list(filters=flt)
+
+
+def backend(name: str, docker_client, redis_image: str, zk_image: str, store: Path):
+    info = backend_info(name)
+    return make_backend(
+        name,
+        SimpleNamespace(nodes=info.nodes, tick_ms=500, params={}),
+        store,
+        client=docker_client,
+        engine=resources.DEFAULT_ENGINE,
+        server_image=redis_image,
+        client_image=zk_image,
+    )
+
+
+@pytest.mark.parametrize(
+    "name, servers, helpers", [("redis", 1, 0), ("redis-sentinel", 3, 3), ("redlock", 5, 0)]
+)
+def test_up_ready_roles_and_down_leaves_nothing(
+    name, servers, helpers, docker_client, redis_image, zk_image, tmp_path
+):
+    b = backend(name, docker_client, redis_image, zk_image, tmp_path)
+    with b:
+        assert len(b.nodes) == servers and len(b.helpers) == helpers
+        containers, networks = labelled(docker_client, b.run_id)
+        assert len(containers) == servers + helpers and len(networks) == 1
+        roles = [b.role_of(n) for n in b.nodes]
+        assert roles == (["master", "slave", "slave"] if helpers else ["master"] * servers)
+        s = b.host_session(4.0)
+        s.start(timeout=10)
+        try:
+            s.create("/zkjepsen/resource", b"{}")
+            assert s.set("/zkjepsen/resource", b"one").version == 1
+            assert s.fenced_set("/zkjepsen/resource", b"two", -1, 7).version == 2
+            with pytest.raises(Exception, match="token 6 < highest accepted 7"):
+                s.fenced_set("/zkjepsen/resource", b"three", -1, 6)
+            data, stat = s.get("/zkjepsen/resource")
+            assert (data, stat.version) == (b"two", 2)  # the refused write changed nothing
+        finally:
+            s.stop()
+        leader = b.leader()
+        assert (leader.name if leader else None) == (None if name == "redlock" else "n1")
+    containers, networks = labelled(docker_client, b.run_id)
+    assert containers == [] and networks == []
+    assert (tmp_path / "nodes" / "n1" / "stdout.log").stat().st_size > 0  # logs kept
+
+
+def test_sentinel_promotes_a_replica_when_the_master_is_killed(
+    docker_client, redis_image, zk_image, tmp_path
+):
+    with backend("redis-sentinel", docker_client, redis_image, zk_image, tmp_path) as b:
+        s = b.host_session(4.0)
+        s.start(timeout=10)
+        s.create("/r", b"before")
+        b.kill(b.leader())
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            leader = b.leader()
+            if leader is not None and leader.name != "n1":
+                break
+            time.sleep(0.2)
+        assert leader is not None and leader.name in ("n2", "n3")
+        assert b.role_of(leader) == "master"
+        # The client session finds the new master through the Sentinels.
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                assert s.get("/r")[0] == b"before"
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+        s.stop()
+
+
+def test_a_killed_cluster_up_is_removed_by_cleanup(docker_client, redis_image, tmp_path):
+    before = set(resources.find_runs(docker_client))
+    proc = subprocess.Popen(
+        [*ZKJEPSEN, "cluster", "up", "--backend", "redlock", "--store", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    run_id = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and run_id is None:
+        for rid, run in resources.find_runs(docker_client).items():
+            if rid not in before and run.containers:
+                run_id = rid
+        time.sleep(0.05)
+    assert run_id, "the subprocess never created a container"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(2)  # dockerd may finish creates that were in flight
+    assert labelled(docker_client, run_id)[0], "SIGKILL should have left containers behind"
+    out = subprocess.run(
+        [*ZKJEPSEN, "cleanup", run_id], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert f"removed {run_id}" in out.stdout
+    assert labelled(docker_client, run_id) == ([], [])
+
+
+@pytest.mark.parametrize("recipe", ["redis-setnx", "redis-set-px", "redlock"])
+def test_each_redis_lock_counts_without_losing_an_update(recipe, redis_image, store_root):
+    spec = TestSpec(
+        recipe=recipe, workload="counter", clients=4, time_limit_s=8, recovery_s=2, seed=3
+    )
+    run = run_test(spec, store_root)
+    assert run.spec.backend == ("redlock" if recipe == "redlock" else "redis")
+    counter = run.results["counter"]
+    assert counter["acknowledged"] > 5, counter  # it really locked, many times
+    assert counter["lost"] == 0 and counter["final_read"]["value"] == counter["acknowledged"]
+    assert run.results["lock"]["belief_overlap_count"] == 0
+    assert run.valid is True, run.results
+
+
+def test_setnx_splits_under_a_client_clock_ahead_and_the_history_stays_real(
+    redis_image, store_root
+):
+    spec = TestSpec(
+        recipe="redis-setnx",
+        workload="lock",
+        nemesis=["clock-skew-client"],
+        clients=4,
+        time_limit_s=14,
+        recovery_s=2,
+        interval_s=3,
+        fault_duration_s=8,
+        params={"resource": "fenced"},
+        seed=5,
+    )
+    run = run_test(spec, store_root)
+    lock = run.results["lock"]
+    assert lock["belief_overlap_count"] > 0, lock  # a live lock stolen by the fast clock
+    assert run.results["fencing"]["valid"] is True  # the resource refused the stale holder
+    # The thief is the skewed client: its overlap began after its clock went ahead.
+    import json
+
+    faults = json.loads((run.store_dir / "schedule.json").read_text())["faults"]
+    skewed = {int(f["targets"][0].lstrip("c")): f["start_ns"] for f in faults}
+    thieves = [
+        o
+        for o in lock["belief_overlaps"]
+        for h in o["holds"][1:]
+        if h["client"] in skewed and h["start"] > skewed[h["client"]]
+    ]
+    assert thieves, lock["belief_overlaps"][:3]
