@@ -182,6 +182,15 @@ def test_a_matrix_cut_short_keeps_its_finished_runs_and_says_how_many(tmp_path, 
     assert "2-3 runs per cell (3 planned)" in header
     assert "3 runs per cell;" in findings.settings_header(settings, "now", "here")
 
+    # The merged table of that cut-short matrix says when and where it ran, not only when merged.
+    manifests = [findings.read_manifest(tmp_path / "st")]
+    when, where = findings.merged_origin(manifests, "2026-01-02 03:04 UTC")
+    assert when.endswith("(merged 2026-01-02 03:04 UTC)") and when[:4].isdigit(), when
+    assert "cores" in where and where.endswith("1 store merged"), where
+    # Stores from before origins were recorded: only the merge time is known.
+    old = [{**manifests[0], "origin": {}}]
+    assert findings.merged_origin(old, "X") == ("before X", "1 store merged")
+
 
 # ---- subnets ---------------------------------------------------------------------------------
 def test_host_routes_are_read_from_proc_net_route(tmp_path):

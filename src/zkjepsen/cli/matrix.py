@@ -168,6 +168,12 @@ def matrix_command(
             f"shard {share[0]}/{share[1]}: {len(mine)} of {len(all_cells)} cells, {len(jobs)} runs"
         )
     width = len(engine_list) * parallel
+    where = (
+        f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores)"
+        + (f", {len(engine_list)} engines x {parallel} slots" if width > 1 else "")
+        + (f", shard {share[0]}/{share[1]}" if share else "")
+    )
+    origin = {"started": started, "where": where}
 
     def begin(i, job, engine):
         console.print(
@@ -181,7 +187,7 @@ def matrix_command(
         finished.append(record(o))
         # The manifest after every run: a matrix killed half-way still has its finished runs
         # on record, and `zkjepsen merge STORE` renders them.
-        findings.write_manifest(manifest_root, settings, share, finished)
+        findings.write_manifest(manifest_root, settings, share, finished, origin)
         console.print(
             f"    {'' if width == 1 else f'[{i + 1}] '}-> {o.run.valid}  ({o.run.store_dir})",
             markup=False,
@@ -219,12 +225,7 @@ def matrix_command(
     for r in sorted(records, key=lambda r: r["seed"]):
         results.setdefault(r["cell"], []).append(r)
     cells = {k: findings.cell_summary(v) for k, v in results.items()}
-    findings.write_manifest(manifest_root, settings, share, records)
-    where = (
-        f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores)"
-        + (f", {len(engine_list)} engines x {parallel} slots" if width > 1 else "")
-        + (f", shard {share[0]}/{share[1]}" if share else "")
-    )
+    findings.write_manifest(manifest_root, settings, share, records, origin)
     write_table(
         out,
         cells,
@@ -270,13 +271,10 @@ def merge_command(stores: tuple[Path, ...], out: Path) -> None:
     settings, cells, notes = findings.merge(manifests)
     for note in notes:
         console.print(f"note: {note}", markup=False)
-    shards = manifests[0]["shard"][1] if manifests[0]["shard"] else 1
-    header = findings.settings_header(
-        settings,
-        time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        f"{shards} shards merged from {len(stores)} stores",
-        cells,
+    when, where = findings.merged_origin(
+        manifests, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     )
+    header = findings.settings_header(settings, when, where, cells)
     write_table(out, cells, settings["recipes"], settings["nemeses"], header)
     click.echo(
         f"{sum(c['runs'] for c in cells.values())} runs from {len(stores)} stores; written {out}"

@@ -122,9 +122,14 @@ def cells_of_shard(cells: list[str], shard: tuple[int, int] | None) -> list[str]
 
 # ---- the manifest and merge -----------------------------------------------------------------
 def write_manifest(
-    store_root: Path, settings: dict, shard: tuple[int, int] | None, runs: list[dict]
+    store_root: Path,
+    settings: dict,
+    shard: tuple[int, int] | None,
+    runs: list[dict],
+    origin: dict | None = None,
 ) -> Path:
-    """`runs`: {"cell", "seed", "valid", "results", "store", "engine"} per run."""
+    """`runs`: {"cell", "seed", "valid", "results", "store", "engine"} per run; `origin`:
+    {"started", "where"} of the matrix, so a merged table still says when and where it ran."""
     root = Path(store_root)
     root.mkdir(parents=True, exist_ok=True)
     rel = []
@@ -139,6 +144,7 @@ def write_manifest(
         "settings": settings,
         "shard": list(shard) if shard else None,
         "runs": rel,
+        "origin": origin or {},
         "checksum": zlib.crc32(json.dumps(settings, sort_keys=True).encode()),
     }
     path = root / MANIFEST
@@ -209,6 +215,18 @@ def runs_per_cell_text(planned: int, cells: dict[str, dict] | None, n_cells: int
     lo, hi = min(counts), max(counts)
     held = f"{lo}" if lo == hi else f"{lo}-{hi}"
     return f"{held} runs per cell ({planned} planned)"
+
+
+def merged_origin(manifests: list[dict], merged_at: str) -> tuple[str, str]:
+    """(when, where) for a merged table: the earliest start of the stores' matrices and the
+    machines they ran on (stores written before origins were recorded say only when merged)."""
+    origins = [m.get("origin") or {} for m in manifests]
+    starts = sorted(o["started"] for o in origins if o.get("started"))
+    wheres = list(dict.fromkeys(o["where"] for o in origins if o.get("where")))
+    when = f"{starts[0]} (merged {merged_at})" if starts else f"before {merged_at}"
+    n = len(manifests)
+    merged = f"{n} store{'s' if n > 1 else ''} merged"
+    return when, (f"{'; '.join(wheres)}; {merged}" if wheres else merged)
 
 
 def settings_header(
