@@ -66,30 +66,44 @@ def run_jobs(
     store_root: Path | None = None,
     on_start: Callable[[int, Job, Engine], None] = lambda i, j, e: None,
     on_done: Callable[[int, Outcome], None] = lambda i, o: None,
+    keep_going: bool = False,
 ) -> list[Outcome]:
     """Run every job, at most `parallel` at a time on each engine; outcomes in job order.
-    The first run that fails with an error (not a verdict) stops the others and is raised."""
+    The first run that fails with an error (not a verdict) stops the others and is raised;
+    with `keep_going` (a matrix: one run's lost session on a loaded machine must not end 100
+    others) such a run is an `unknown` outcome carrying its error, and the rest go on. Bad
+    input and a stop (Ctrl-C, SIGTERM) still end everything."""
     free = slots(engines, parallel)
     if len(free) == 1:
         out = []
         for i, job in enumerate(jobs):
             on_start(i, job, free[0])
-            o = Outcome(
-                job,
-                free[0].name,
-                run_test(job.spec, store_root, schedule=job.schedule, engine=free[0]),
-            )
+            try:
+                run = run_test(job.spec, store_root, schedule=job.schedule, engine=free[0])
+            except (BadInput, signals.Terminated, KeyboardInterrupt):
+                raise
+            except Exception as e:
+                if not keep_going:
+                    raise
+                run = failed_run(job, f"{type(e).__name__}: {e}")
+            o = Outcome(job, free[0].name, run)
             on_done(i, o)
             out.append(o)
         return out
-    return Pool(free, store_root).run(jobs, on_start, on_done)
+    return Pool(free, store_root, keep_going).run(jobs, on_start, on_done)
+
+
+def failed_run(job: Job, error: str) -> RunResult:
+    """The outcome of a run that ended in an error, not a verdict: unknown, with the error."""
+    return RunResult(job.spec, Path(""), "unknown", {"valid": "unknown", "error": error}, {})
 
 
 class Pool:
     """The parent side: launches workers from the main thread (PDEATHSIG is per thread)."""
 
-    def __init__(self, free: list[Engine], store_root: Path | None) -> None:
+    def __init__(self, free: list[Engine], store_root: Path | None, keep_going=False) -> None:
         self.free = list(free)
+        self.keep_going = keep_going
         self.store_root = store_root
         self.running: dict[subprocess.Popen, tuple[int, Job, Engine, Path]] = {}
         self.tmp = Path(tempfile.mkdtemp(prefix="zkjepsen-fanout-"))
@@ -164,6 +178,8 @@ class Pool:
                 + (" | ".join(tail[-3:]) or "(nothing)")
             ) from None
         if not res["ok"]:
+            if self.keep_going and res["exit_code"] not in (EXIT_BAD_INPUT, 143):
+                return Outcome(job, engine.name, failed_run(job, res["error"]))
             cls = BadInput if res["exit_code"] == EXIT_BAD_INPUT else EnvironmentProblem
             raise cls(f"run {i + 1} on engine {engine.name}: {res['error']}")
         spec = TestSpec.from_json(res["spec"])

@@ -154,7 +154,7 @@ def test_a_matrix_cut_short_keeps_its_finished_runs_and_says_how_many(tmp_path, 
 
     order = []
 
-    def fake_run_jobs(jobs, engines, parallel, store_root, on_start, on_done):
+    def fake_run_jobs(jobs, engines, parallel, store_root, on_start, on_done, keep_going=False):
         for i, job in enumerate(jobs[:5]):
             order.append(job.tag)
             run = SimpleNamespace(
@@ -350,3 +350,31 @@ def test_two_tries_needing_two_hits_run_as_one_wave(tmp_path, monkeypatch):
     monkeypatch.setattr(shrink_mod, "replay", fake_replay)
     shrink_mod.shrink(_stored(tmp_path), tries=2, min_hits=2, parallel=2, engines=[Engine()])
     assert waves and set(waves) == {2}
+
+
+def test_keep_going_turns_a_runs_error_into_an_unknown_outcome(monkeypatch):
+    """A matrix keeps going past a run that ended in an error (a lost session on a loaded
+    machine): that run is unknown with its error; bad input still stops everything."""
+    from zkjepsen import fanout
+    from zkjepsen.errors import EnvironmentProblem
+    from zkjepsen.spec import TestSpec
+
+    calls = []
+
+    def fake_run_test(spec, store_root, schedule=None, engine=None):
+        calls.append(spec.seed)
+        if spec.seed == 2:
+            raise EnvironmentProblem("ConnectionLoss")
+        if spec.seed == 9:
+            raise BadInput("no such thing")
+        return fanout.RunResult(spec, Path("/st") / str(spec.seed), True, {"valid": True}, {})
+
+    monkeypatch.setattr(fanout, "run_test", fake_run_test)
+    jobs = [fanout.Job(TestSpec(seed=s)) for s in (1, 2, 3)]
+    out = fanout.run_jobs(jobs, [Engine()], keep_going=True)
+    assert [o.run.valid for o in out] == [True, "unknown", True] and calls == [1, 2, 3]
+    assert "ConnectionLoss" in out[1].run.results["error"]
+    with pytest.raises(EnvironmentProblem):
+        fanout.run_jobs(jobs, [Engine()])  # without it, the first error ends the runs
+    with pytest.raises(BadInput):
+        fanout.run_jobs([fanout.Job(TestSpec(seed=9))], [Engine()], keep_going=True)

@@ -188,8 +188,10 @@ def matrix_command(
         # The manifest after every run: a matrix killed half-way still has its finished runs
         # on record, and `zkjepsen merge STORE` renders them.
         findings.write_manifest(manifest_root, settings, share, finished, origin)
+        error = o.run.results.get("error")
         console.print(
-            f"    {'' if width == 1 else f'[{i + 1}] '}-> {o.run.valid}  ({o.run.store_dir})",
+            f"    {'' if width == 1 else f'[{i + 1}] '}-> {o.run.valid}  "
+            + (f"(error: {error})" if error else f"({o.run.store_dir})"),
             markup=False,
             highlight=False,
         )
@@ -219,7 +221,9 @@ def matrix_command(
     manifest_root = root if store_root else DEFAULT_ROOT
     finished: list[dict] = []
     t0 = time.monotonic()
-    outcomes = run_jobs(jobs, engine_list, parallel, store_root, on_start=begin, on_done=done)
+    outcomes = run_jobs(
+        jobs, engine_list, parallel, store_root, on_start=begin, on_done=done, keep_going=True
+    )
     records = [record(o) for o in outcomes]
     results: dict[str, list[dict]] = {}
     for r in sorted(records, key=lambda r: r["seed"]):
