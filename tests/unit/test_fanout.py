@@ -192,6 +192,66 @@ def test_a_matrix_cut_short_keeps_its_finished_runs_and_says_how_many(tmp_path, 
     assert findings.merged_origin(old, "X") == ("before X", "1 store merged")
 
 
+def test_a_matrix_cut_short_resumes_where_it_stopped(tmp_path, monkeypatch):
+    """--resume keeps the runs on record, runs only the (cell, seed) pairs missing, and a
+    larger --runs extends the matrix; a different matrix in the store is refused (254)."""
+    from zkjepsen import fanout
+    from zkjepsen.cli import main
+    from zkjepsen.cli import matrix as matrix_cli
+
+    ran: list[tuple[str, int]] = []
+    stop_after = [3]  # the first matrix dies after 3 runs
+
+    def fake_run_jobs(jobs, engines, parallel, store_root, on_start, on_done, keep_going=False):
+        outs = []
+        for i, job in enumerate(jobs):
+            if len(ran) == stop_after[0]:
+                raise KeyboardInterrupt
+            ran.append((job.tag, job.spec.seed))
+            ok = job.tag.startswith("kazoo")
+            run = SimpleNamespace(
+                valid=ok, results={"valid": ok}, store_dir=tmp_path / "st" / f"r{len(ran)}"
+            )
+            outs.append(SimpleNamespace(job=job, run=run, engine="default"))
+            on_done(i, outs[-1])
+        return outs
+
+    monkeypatch.setattr(fanout, "run_jobs", fake_run_jobs)
+    monkeypatch.setattr(matrix_cli, "prepare", lambda engines, backends=(): [Engine()])
+    monkeypatch.chdir(tmp_path)
+    argv = ["matrix", "--recipes", "kazoo,blog", "--nemeses", "none", "--store", "st"]
+
+    def exit_code(*more):
+        with pytest.raises(SystemExit) as ended:
+            main([*argv, *more])
+        return ended.value.code or 0
+
+    # An interrupted CLI ignores later signals while it exits; this process goes on testing.
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        assert exit_code("--runs", "2") != 0
+        assert ran == [("kazoo|none", 1), ("blog|none", 1), ("kazoo|none", 2)]
+        ran.clear()
+        stop_after[0] = -1
+        assert exit_code("--runs", "3", "--resume") == 0
+        assert ran == [("blog|none", 2), ("kazoo|none", 3), ("blog|none", 3)]
+        _, cells, _ = findings.merge([findings.read_manifest(tmp_path / "st")])
+        assert {k: (c["runs"], c["invalid"]) for k, c in cells.items()} == {
+            "kazoo|none": (3, 0),
+            "blog|none": (3, 3),
+        }
+        # Nothing left to run: the table is rendered from the record alone.
+        ran.clear()
+        assert exit_code("--runs", "3", "--resume") == 0 and ran == []
+        # A store holding another matrix, or none, is refused before anything runs.
+        assert exit_code("--runs", "3", "--clients", "7", "--resume") == EXIT_BAD_INPUT
+        assert exit_code("--store", "elsewhere", "--resume") == EXIT_BAD_INPUT
+        assert ran == []
+    finally:
+        for s, h in handlers.items():
+            signal.signal(s, h)
+
+
 # ---- subnets ---------------------------------------------------------------------------------
 def test_host_routes_are_read_from_proc_net_route(tmp_path):
     route = tmp_path / "route"

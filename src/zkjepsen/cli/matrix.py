@@ -97,6 +97,12 @@ def _split(text: str, what: str) -> list[str]:
     help="Run only this share of the cells (CI job I of N); `zkjepsen merge` joins "
     "the shards' stores.",
 )
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue the matrix on record in --store (same options; --runs may grow): runs "
+    "already finished are kept, the rest run.",
+)
 @engine_option
 @parallel_option
 def matrix_command(
@@ -113,6 +119,7 @@ def matrix_command(
     out,
     store_root,
     shard,
+    resume,
     engines,
     parallel,
 ) -> None:
@@ -159,8 +166,30 @@ def matrix_command(
     for _, s in specs[: len(all_cells)]:
         validate_spec(s)  # every name checked before the first cluster starts (all shards')
     root = check_root(store_root)
+    settings = {
+        "workload": workload,
+        "nodes": nodes,
+        "clients": clients,
+        "time_limit_s": time_limit,
+        "session_timeout_s": session_timeout,
+        "params": extra,
+        "runs": runs,
+        "seed": seed,
+        "recipes": recipe_list,
+        "nemeses": nemesis_list,
+    }
+    manifest_root = root if store_root else DEFAULT_ROOT
     jobs = [Job(s, None, cell) for cell, s in specs if cell in mine]
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    # --resume: the runs already on record are kept and their (cell, seed) not run again; a
+    # larger --runs extends the matrix (run k of a cell always has seed + k - 1).
+    finished: list[dict] = []
+    if resume:
+        finished, started = findings.resumable(manifest_root, settings, share, started)
+        kept = {(r["cell"], r["seed"]) for r in finished}
+        jobs = [j for j in jobs if (j.tag, j.spec.seed) not in kept]
+        console.print(f"resuming: {len(finished)} runs on record, {len(jobs)} to run")
+    previous = list(finished)
     backends = tuple(s.backend for _, s in specs[::runs] if s.backend)
     engine_list = prepare(engines, backends=backends) if jobs else []
     if share:
@@ -206,25 +235,11 @@ def matrix_command(
             "engine": o.engine,
         }
 
-    settings = {
-        "workload": workload,
-        "nodes": nodes,
-        "clients": clients,
-        "time_limit_s": time_limit,
-        "session_timeout_s": session_timeout,
-        "params": extra,
-        "runs": runs,
-        "seed": seed,
-        "recipes": recipe_list,
-        "nemeses": nemesis_list,
-    }
-    manifest_root = root if store_root else DEFAULT_ROOT
-    finished: list[dict] = []
     t0 = time.monotonic()
     outcomes = run_jobs(
         jobs, engine_list, parallel, store_root, on_start=begin, on_done=done, keep_going=True
     )
-    records = [record(o) for o in outcomes]
+    records = previous + [record(o) for o in outcomes]
     results: dict[str, list[dict]] = {}
     for r in sorted(records, key=lambda r: r["seed"]):
         results.setdefault(r["cell"], []).append(r)

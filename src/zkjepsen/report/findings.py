@@ -217,6 +217,28 @@ def runs_per_cell_text(planned: int, cells: dict[str, dict] | None, n_cells: int
     return f"{held} runs per cell ({planned} planned)"
 
 
+def resumable(
+    store_root: Path, settings: dict, shard: tuple[int, int] | None, now: str
+) -> tuple[list[dict], str]:
+    """(runs on record, when the matrix started) for `matrix --resume`: the store must hold
+    the same matrix (every setting but the number of runs) and the same shard."""
+    if not (Path(store_root) / MANIFEST).exists():
+        raise BadInput(
+            f"--resume: {store_root} holds no {MANIFEST}; give the --store of the matrix "
+            "to continue, or drop --resume"
+        )
+    m = read_manifest(store_root)
+    diff = [k for k in SAME if k != "runs" and m["settings"].get(k) != settings.get(k)]
+    if (tuple(m["shard"]) if m["shard"] else None) != shard:
+        diff.append("shard")
+    if diff:
+        raise BadInput(
+            f"--resume: {store_root} holds a different matrix ({', '.join(diff)} differ); "
+            "give the options it was started with, or a new --store"
+        )
+    return m["runs"], (m.get("origin") or {}).get("started") or now
+
+
 def merged_origin(manifests: list[dict], merged_at: str) -> tuple[str, str]:
     """(when, where) for a merged table: the earliest start of the stores' matrices and the
     machines they ran on (stores written before origins were recorded say only when merged)."""
