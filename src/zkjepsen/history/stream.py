@@ -32,6 +32,11 @@ except ImportError:  # pragma: no cover - orjson is a dependency; json alone is 
 from zkjepsen.errors import BadInput
 from zkjepsen.history import NEMESIS, TYPES, History, Op, check_record
 
+try:  # the compiled fast path (_fastjsonl.c), built by ./run when a C compiler is there
+    from zkjepsen.history._fastjsonl import scan as _scan
+except ImportError:  # pragma: no cover - the pure-Python path below gives the same records
+    _scan = None
+
 BLOCK = 1 << 22
 _KNOWN = frozenset(("index", "time", "process", "type", "f", "key", "value", "client"))
 
@@ -128,10 +133,18 @@ def _decode_block(lines: list[bytes], first: int) -> tuple[list[Any], range | li
 Record = tuple[int, int, Any, str, str, Any, Any, Any]
 
 
-def iter_records(path: str | os.PathLike[str]) -> Iterator[tuple[list[Any], list[Any], Any]]:
-    """The file a block at a time: (records as `Record` tuples, the decoded dicts, their
-    1-based line numbers). Every record and the pairing are validated on the way (BadInput
-    naming the line)."""
+def iter_records(
+    path: str | os.PathLike[str], fast: bool = True
+) -> Iterator[tuple[list[Any], list[Any], Any, bool]]:
+    """The file a block at a time: (records as `Record` tuples, what the records' other fields
+    come from, their 1-based line numbers, whether that is their extras). Every record and the
+    pairing are validated on the way (BadInput naming the line).
+
+    With `fast` and the compiled scanner built, a block goes through it first: it yields each
+    record's extra fields (a dict, or None) and never decides what is valid: it gives up on
+    anything unusual (returning None), and the block is then read by the Python path below,
+    which yields the decoded dicts and words any error."""
+    scan = _scan if fast else None
     structure = Structure()
     feed = structure.feed
     pending, retired = structure.pending, structure.retired
@@ -157,6 +170,15 @@ def iter_records(path: str | os.PathLike[str]) -> Iterator[tuple[list[Any], list
                 chunk, rest = rest + b"\n", b""  # the last line had no newline
             else:
                 return
+            if scan is not None:
+                done = scan(chunk, pending, retired)
+                if done is not None:
+                    recs, extras, pending, retired = done
+                    structure.pending, structure.retired = pending, retired
+                    n = len(recs)
+                    yield recs, extras, range(first, first + n), True
+                    first += n
+                    continue
             lines = chunk.split(b"\n")
             lines.pop()  # what follows the last newline (nothing)
             values, nums = _decode_block(lines, first)
@@ -198,19 +220,23 @@ def iter_records(path: str | os.PathLike[str]) -> Iterator[tuple[list[Any], list
                         if typ == "info":
                             retired.add(p)
                 append(r)
-            yield recs, values, nums
+            yield recs, values, nums, False
 
 
 def iter_blocks(path: str | os.PathLike[str]) -> Iterator[tuple[list[Op], list[int]]]:
     """The file's ops, a block at a time, with their 1-based line numbers (validated as
     `iter_records` does)."""
-    for recs, values, nums in iter_records(path):
+    for recs, values, nums, are_extras in iter_records(path):
         ops = []
         append = ops.append
-        for r, d in zip(recs, values, strict=True):
-            known = 5 + (r[5] is not None) + (r[6] is not None) + (r[7] is not None)
-            extra = {x: y for x, y in d.items() if x not in _KNOWN} if len(d) > known else {}
-            append(Op(*r, extra))
+        if are_extras:
+            for r, extra in zip(recs, values, strict=True):
+                append(Op(*r, {} if extra is None else extra))
+        else:
+            for r, d in zip(recs, values, strict=True):
+                known = 5 + (r[5] is not None) + (r[6] is not None) + (r[7] is not None)
+                extra = {x: y for x, y in d.items() if x not in _KNOWN} if len(d) > known else {}
+                append(Op(*r, extra))
         yield ops, list(nums)
 
 
@@ -252,7 +278,7 @@ class StreamedHistory(History):
         """The records as `Record` tuples, read in one pass (no Op built)."""
         if self._ops is not None:
             return as_records(self._ops)
-        return chain.from_iterable(recs for recs, _, _ in iter_records(self.path))
+        return chain.from_iterable(block[0] for block in iter_records(self.path))
 
     def validate(self) -> None:
         """Reading validates: loading is enough."""
