@@ -37,6 +37,7 @@ in another. A time limit and a memory limit (process RSS) stop the search with `
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
 from typing import Any
 
@@ -51,19 +52,58 @@ from zkjepsen.history.stream import paused_gc
 _PLAIN_KEYS = frozenset((str, int, type(None)))  # partition keys that need no freezing
 BIG = 20_000  # records from which a check pauses the cyclic garbage collector
 PREFIX_SHOWN = 200  # ops of the longest linearizable prefix kept in a result's details
-__all__ = ["SLICE", "LinOp", "Linearizable", "Outcome", "check_partitions", "prepare", "search"]
+__all__ = [
+    "SLICE",
+    "LinOp",
+    "Linearizable",
+    "Outcome",
+    "build",
+    "check_partitions",
+    "group",
+    "prepare",
+    "search",
+]
 
 
-def prepare(history: History, model: Model, reduce: bool = True) -> dict[Any, list[LinOp]]:
-    """Pair calls, turn them into model actions, and group them by partition key; with
-    `reduce`, let the model drop crashed ops nothing could observe."""
-    parts: dict[Any, list[LinOp]] = {}
-    new = tuple.__new__  # LinOp without its Python-level __new__: this loop runs per call
-    action_of = model.action
+def group(history: History, model: Model) -> dict[Any, list[Call]]:
+    """Pair calls and group them by partition key, in invocation order (no model action yet:
+    a partition's ops are built when the check reaches it, see `build`)."""
+    parts: dict[Any, list[Call]] = {}
+    new = tuple.__new__  # a Call without its Python-level __new__: this loop runs per call
     # The default partition is the op's key itself: no method call per op for it.
     by_key = type(model).partition_key is Model.partition_key
     partition_key = model.partition_key
     for inv, comp in zip(*history.pairs(validate=False), strict=True):
+        part = inv.key
+        if not by_key or part.__class__ not in _PLAIN_KEYS:
+            try:
+                if not by_key:
+                    part = partition_key(inv.f, part)
+                if part.__class__ not in _PLAIN_KEYS:
+                    part = freeze(part)
+                    hash(part)
+            except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
+                raise BadInput(
+                    f"op {inv.f!r} at index {inv.index} (key {inv.key!r}) does not fit "
+                    f"model {model.name!r}: {e}"
+                ) from None
+        calls = parts.get(part)
+        if calls is None:
+            calls = parts[part] = []
+        calls.append(new(Call, (inv, comp)))
+    return parts
+
+
+def build(calls: list[Call], model: Model, reduce: bool = True) -> list[LinOp] | None:
+    """One partition's calls as model actions (None when none is left: failed ops and crashed
+    reads constrain nothing); with `reduce`, the model drops crashed ops nothing could
+    observe. BadInput names the first op that does not fit the model."""
+    ops: list[LinOp] = []
+    append = ops.append
+    new = tuple.__new__  # LinOp without its Python-level __new__: this loop runs per call
+    action_of = model.action
+    for call in calls:
+        inv, comp = call
         if comp is None:
             status, value, end = "info", inv.value, None
         else:
@@ -75,20 +115,15 @@ def prepare(history: History, model: Model, reduce: bool = True) -> dict[Any, li
                 if value is None:
                     value = inv.value
                 end = comp.time
-        key = inv.key
         try:
             action = action_of(
-                inv.f, key, value, status, inv.process if inv.client is None else inv.client
+                inv.f, inv.key, value, status, inv.process if inv.client is None else inv.client
             )
             if action is None:
                 continue
             arg = action[1]
             if arg.__class__ not in _PLAIN_KEYS:
                 hash(arg)  # the search memoizes states built from it (a str always hashes)
-            part = key if by_key else partition_key(inv.f, key)
-            if part.__class__ not in _PLAIN_KEYS:
-                part = freeze(part)
-                hash(part)
         except BadInput:
             raise
         except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
@@ -98,11 +133,21 @@ def prepare(history: History, model: Model, reduce: bool = True) -> dict[Any, li
             ) from None
         if end is None and action[2]:
             continue  # a crashed read-only op constrains nothing
-        ops = parts.get(part)
-        if ops is None:
-            ops = parts[part] = []
-        ops.append(new(LinOp, (new(Call, (inv, comp)), action, inv.time, end)))
-    return {k: model.reduce(ops) for k, ops in parts.items()} if reduce else parts
+        append(new(LinOp, (call, action, inv.time, end)))
+    if not ops:
+        return None
+    return model.reduce(ops) if reduce else ops
+
+
+def prepare(history: History, model: Model, reduce: bool = True) -> dict[Any, list[LinOp]]:
+    """Pair calls, turn them into model actions, and group them by partition key; with
+    `reduce`, let the model drop crashed ops nothing could observe."""
+    out = {}
+    for k, calls in group(history, model).items():
+        ops = build(calls, model, reduce)
+        if ops is not None:
+            out[k] = ops
+    return out
 
 
 def _rss_bytes() -> int:
@@ -116,13 +161,19 @@ def _rss_bytes() -> int:
 
 
 def check_partitions(
-    parts: dict[Any, list[LinOp]],
+    parts: dict[Any, list[LinOp]] | Iterable[tuple[Any, list[LinOp]]],
     model: Model,
     time_limit: float | None = None,
     memory_limit: int | None = None,
+    total: int | None = None,
 ) -> tuple[Any, dict[Any, Outcome], str]:
     """Race the partitions' searches round-robin. Returns (verdict, outcomes, reason): the first
-    refuted partition ends everything; a budget running out gives "unknown"."""
+    refuted partition ends everything; a budget running out gives "unknown". `parts` may be
+    (key, ops) pairs made on demand (`total` of them at most): a refutation then ends the
+    check before the later partitions are even built."""
+    if isinstance(parts, dict):
+        total = len(parts)
+        parts = parts.items()
     # The clock is read after every slice of every partition (a slice is a few ms), so the
     # limit is honoured to within one slice, not one round over all partitions.
     t0 = time.monotonic()
@@ -135,7 +186,7 @@ def check_partitions(
     # The sweep first (sweep.py): it decides most partitions at a fraction of WGL's cost. A
     # partition it refutes is searched by WGL alone, for the counterexample; one it gives up
     # on goes to WGL with the others.
-    for k, ops in parts.items():
+    for k, ops in parts:
         verdict, made = decide(ops, model.init(), deadline)
         if verdict:
             done[k] = Outcome(True, ops, [], [], None, made)
@@ -155,7 +206,7 @@ def check_partitions(
                 "unknown",
                 done,
                 f"time limit of {time_limit:g} s reached with "
-                f"{len(parts) - len(done)} partition(s) undecided",
+                f"{(total or 0) - len(done)} partition(s) undecided",
             )
     while running:
         for k in list(running):
@@ -258,8 +309,23 @@ class Linearizable:
             # Pausing the collector pays off on long histories only: on a short one, the
             # collection that follows re-enabling it costs more than it saved.
             with paused_gc() if len(history.ops) > BIG else nullcontext():
-                parts = prepare(history, self.model)
-                if not parts:
+                groups = group(history, self.model)
+                parts: dict[Any, list[LinOp]] = {}
+                empty: set[Any] = set()
+
+                def built() -> Iterator[tuple[Any, list[LinOp]]]:
+                    for k, calls in groups.items():
+                        ops = build(calls, self.model)
+                        if ops is None:
+                            empty.add(k)
+                        else:
+                            parts[k] = ops
+                            yield k, ops
+
+                verdict, done, reason = check_partitions(
+                    built(), self.model, self.time_limit, self.memory_limit, len(groups)
+                )
+                if not parts and verdict is True:
                     missing = _nothing_to_test(history, self.model)
                     if missing:
                         return Result(
@@ -271,22 +337,22 @@ class Linearizable:
                                 "reason": missing,
                             },
                         )
-                verdict, done, reason = check_partitions(
-                    parts, self.model, self.time_limit, self.memory_limit
-                )
         except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
             # the model's transitions met values they cannot compare or combine
             raise BadInput(
                 f"model {self.model.name!r} cannot apply this history's values: "
                 f"{type(e).__name__}: {e}"
             ) from None
+        unread = len(groups) - len(parts) - len(empty)
         details: dict[str, Any] = {
             "model": self.model.name,
             "reason": reason,
-            "partitions": len(parts),
+            "partitions": len(parts) + unread,
             "ops": sum(len(v) for v in parts.values()),
             "configurations": sum(o.configs for o in done.values()),
         }
+        if unread:  # a refutation came first: their ops were never read into the model
+            details["partitions_unread"] = unread
         violations, outcome = [], None
         if verdict is False:
             key, out = next((k, o) for k, o in done.items() if not o.valid)
@@ -319,5 +385,5 @@ class Linearizable:
                 )
             )
         elif verdict == "unknown":
-            details["undecided"] = [k for k in parts if k not in done]
+            details["undecided"] = [k for k in groups if k not in done and k not in empty]
         return Result(verdict, details, violations, outcome=outcome)

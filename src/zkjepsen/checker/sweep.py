@@ -49,13 +49,11 @@ def decide(ops: list[Any], init: Any, deadline: float | None = None) -> tuple[bo
     # A partition whose ops ran one after another (each called after the previous returned,
     # none crashed) has one order only: replay it. (One client's partition, for one.)
     s, prev, legal = init, -INF, True
-    for op in ops:
-        end = op.end
-        if end is None or op.start <= prev:
+    for _, action, start, end in ops:
+        if end is None or start <= prev:
             break
         if legal:  # once an op is illegal, only whether the rest ran in sequence matters
-            action = op.action
-            s = action.fn(s, action.arg)
+            s = action[0](s, action[1])
             legal = s is not ILLEGAL
         prev = end
     else:
@@ -72,76 +70,99 @@ def sweep(ops: list[Any], init: Any, deadline: float | None = None) -> tuple[boo
     clock after every slice, then answers "unknown"."""
     # The budget grows with each return, so a partition the sweep cannot afford is handed
     # over as soon as its pace shows, not after the sweep has spent a whole budget on it.
-    budget = STEPS
-    events = [(op.start, 0, i) for i, op in enumerate(ops)]
-    events += [(op.end, 1, i) for i, op in enumerate(ops) if op.end is not None]
-    events.sort()  # at equal times a call comes first: the two ops overlap, as in WGL
-    actions = [op.action for op in ops]
-    fns = [a.fn for a in actions]
-    args = [a.arg for a in actions]
-    ro = [a.read_only for a in actions]
+    n = len(ops)
+    if not n:
+        return True, 1
+    _, actions, starts, ends = zip(*ops, strict=True)  # columns, built in C
+    fns, args, ro, _ = zip(*actions, strict=True)
+    # Event keys: time * 2, plus 1 for a return, so a call sorts before a return at the same
+    # time; a crashed op's return sorts last (INF) and ends the sweep. A stable sort of the
+    # event numbers (calls 0..n-1, returns n..2n-1) keeps op order among equal keys.
+    keys = [t * 2 for t in starts]
+    if None in ends:
+        keys += [INF if t is None else t * 2 + 1 for t in ends]
+    else:
+        keys += [t * 2 + 1 for t in ends]
+    order = sorted(range(2 * n), key=keys.__getitem__)
     # A pending op is named by a bit of a small int, reused once the op returns, so a
     # configuration's set costs O(concurrency), whatever the history's length.
-    bit = [0] * len(ops)
+    bit = [0] * n
     free: list[int] = []
     top = 1
     pending: list[int] = []
-    configs: list[tuple[Any, int]] = [(init, 0)]
+    pmask = 0  # bits of the pending ops
+    rpend = 0  # bits of the pending read-only ops
+    s, lin = init, 0  # the one configuration, while there is one (configs is None)
+    configs: list[tuple[Any, int]] | None = None
     made = 1
     returns = 0
-    for _, is_return, i in events:
-        if not is_return:
+    for e in order:
+        if e < n:
             if free:
-                bit[i] = free.pop()
+                b = bit[e] = free.pop()
             else:
-                bit[i] = top
+                b = bit[e] = top
                 top <<= 1
-            pending.append(i)
+            pending.append(e)
+            pmask |= b
             if len(pending) > MAX_PENDING:
                 return None, made
+            if ro[e]:
+                rpend |= b
+                if configs is None:  # a read legal now is placed now (see `absorb`)
+                    made += 1
+                    if fns[e](s, args[e]) is not ILLEGAL:
+                        lin |= b
             continue
-        budget += STEPS_PER_OP
+        i = e - n
+        if keys[e] is INF:
+            break
         returns += 1
         if not returns & 4095 and deadline is not None and time.monotonic() > deadline:
             return None, made
         b = bit[i]
         pending.remove(i)
         free.append(b)
+        pmask ^= b
+        rpend &= ~b
         fi, ai = fns[i], args[i]
-        if len(configs) == 1:
-            s, lin = configs[0]
+        if configs is None:  # one configuration, the common case: no sets built
             if lin & b:
-                configs[0] = (s, lin ^ b)
+                lin ^= b
                 continue
-            if ro[i] or not pending or all(lin & bit[j] for j in pending):
+            if ro[i] or not pmask & ~lin:
                 ns = fi(s, ai)
                 made += 1
                 if ns is not ILLEGAL:
-                    configs[0] = (ns, lin)
+                    s = ns  # every other pending op is placed, reads too: nothing to absorb
                     continue
+            configs = [(s, lin)]
+        budget = STEPS + STEPS_PER_OP * returns
         out: dict[tuple[Any, int], None] = {}
         seen = set(configs)
-        stack = list(configs)
+        stack = configs
         while stack:
-            s, lin = stack.pop()
-            if lin & b:
-                out[(s, lin ^ b)] = None
+            cs, cl = stack.pop()
+            if rpend & ~cl:
+                cl, made = absorb(cs, cl, pending, bit, rpend, fns, args, made)
+            if cl & b:
+                out[(cs, cl ^ b)] = None
                 continue
-            ns = fi(s, ai)
+            ns = fi(cs, ai)
             made += 1
             if ns is not ILLEGAL:
-                out[(ns, lin)] = None
+                out[(ns, cl)] = None
                 if ro[i]:
                     continue
             for j in pending:
                 bj = bit[j]
-                if lin & bj:
-                    continue
-                nj = fns[j](s, args[j])
+                if (cl | rpend) & bj:
+                    continue  # placed, or a read that is illegal here (absorbed otherwise)
+                nj = fns[j](cs, args[j])
                 made += 1
                 if nj is ILLEGAL:
                     continue
-                key = (nj, lin | bj)
+                key = (nj, cl | bj)
                 if key not in seen:
                     seen.add(key)
                     stack.append(key)
@@ -149,5 +170,34 @@ def sweep(ops: list[Any], init: Any, deadline: float | None = None) -> tuple[boo
                 return None, made
         if not out:
             return False, made
-        configs = list(out)
+        if rpend:
+            absorbed: dict[tuple[Any, int], None] = {}
+            for cs, cl in out:
+                if rpend & ~cl:
+                    cl, made = absorb(cs, cl, pending, bit, rpend, fns, args, made)
+                absorbed[(cs, cl)] = None
+            out = absorbed
+        if len(out) == 1:
+            ((s, lin),) = out
+            configs = None
+        else:
+            configs = list(out)
     return True, made
+
+
+def absorb(
+    s: Any, lin: int, pending: list[int], bit: list[int], rpend: int, fns: Any, args: Any, made: int
+) -> tuple[int, int]:
+    """`lin` with every pending read-only op that is legal in `s` placed, and the steps made.
+    Sound by dominance, like WGL's read rule: a read legal in s leaves s unchanged, so any
+    completion of (s, lin) that places it later is still a completion with it placed now
+    (remove it from that order: every other op sees the same states). So (s, lin + read)
+    can do all that (s, lin) can, and the sweep keeps only it: configurations that differ
+    in reads alone collapse, and a read's return finds it placed."""
+    for j in pending:
+        bj = bit[j]
+        if rpend & bj and not lin & bj:
+            made += 1
+            if fns[j](s, args[j]) is not ILLEGAL:
+                lin |= bj
+    return lin, made
