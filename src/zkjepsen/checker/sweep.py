@@ -64,12 +64,10 @@ def decide(ops: list[Any], init: Any, deadline: float | None = None) -> tuple[bo
 
 
 def sweep(ops: list[Any], init: Any, deadline: float | None = None) -> tuple[bool | None, int]:
-    """(True: linearizable | False: not | None: handed over to WGL, configurations made).
+    """(True: linearizable | False: not | None: handed over to WGL, model steps made).
     `ops` are the search's LinOps of one partition (wgl.LinOp). Past `deadline` (a
     time.monotonic() value, read every 4096 returns) it gives up too: WGL, which checks the
     clock after every slice, then answers "unknown"."""
-    # The budget grows with each return, so a partition the sweep cannot afford is handed
-    # over as soon as its pace shows, not after the sweep has spent a whole budget on it.
     n = len(ops)
     if not n:
         return True, 1
@@ -85,119 +83,140 @@ def sweep(ops: list[Any], init: Any, deadline: float | None = None) -> tuple[boo
         keys += [t * 2 + 1 for t in ends]
     order = sorted(range(2 * n), key=keys.__getitem__)
     # A pending op is named by a bit of a small int, reused once the op returns, so a
-    # configuration's set costs O(concurrency), whatever the history's length.
+    # configuration's set costs O(concurrency), whatever the history's length. The bits
+    # depend on the events alone: given out once, before the search.
     bit = [0] * n
     free: list[int] = []
     top = 1
-    pending: list[int] = []
-    pmask = 0  # bits of the pending ops
-    rpend = 0  # bits of the pending read-only ops
-    s, lin = init, 0  # the one configuration, while there is one (configs is None)
-    configs: list[tuple[Any, int]] | None = None
-    made = 1
-    returns = 0
-    for e in order:
+    count = 0
+    for p, e in enumerate(order):
         if e < n:
             if free:
-                b = bit[e] = free.pop()
+                bit[e] = free.pop()
             else:
-                b = bit[e] = top
+                bit[e] = top
                 top <<= 1
-            pending.append(e)
-            pmask |= b
-            if len(pending) > MAX_PENDING:
-                return None, made
-            if ro[e]:
-                rpend |= b
-                if configs is None:  # a read legal now is placed now (see `absorb`)
-                    made += 1
-                    if fns[e](s, args[e]) is not ILLEGAL:
-                        lin |= b
-            continue
-        i = e - n
-        if keys[e] is INF:
+            count += 1
+            if count > MAX_PENDING:
+                return None, 1
+        elif keys[e] is INF:
+            order = order[:p]  # crashed ops never return
             break
-        returns += 1
-        if not returns & 4095 and deadline is not None and time.monotonic() > deadline:
-            return None, made
-        b = bit[i]
-        pending.remove(i)
-        free.append(b)
-        pmask ^= b
-        rpend &= ~b
-        fi, ai = fns[i], args[i]
-        if configs is None:  # one configuration, the common case: no sets built
+        else:
+            free.append(bit[e - n])
+            count -= 1
+    # Depth first, one configuration at a time (s, lin: the model state and the bits of the
+    # pending ops placed ahead of their return). At a return whose op is not placed yet, the
+    # configurations the closure allows are tried in turn: the first at once, the others
+    # kept on `choices` with what the pending ops were. A configuration met again at the
+    # same event failed before (`tried`), as in WGL's cache: the events ahead are the same,
+    # so what failed from it once fails again.
+    end = len(order)
+    pending: list[int] = []
+    pmask = 0  # bits of the pending ops
+    s, lin = init, 0
+    choices: list[tuple[int, list[tuple[Any, int]], tuple[int, ...], int, int]] = []
+    tried: set[tuple[int, Any, int]] = set()
+    made = 1
+    returns = far = 0
+    p = 0
+    while True:
+        while p < end:
+            e = order[p]
+            p += 1
+            if e < n:
+                pending.append(e)
+                pmask |= bit[e]
+                continue
+            i = e - n
+            returns += 1
+            if not returns & 4095 and deadline is not None and time.monotonic() > deadline:
+                return None, made
+            b = bit[i]
+            pending.remove(i)
+            pmask ^= b
             if lin & b:
                 lin ^= b
                 continue
+            fi, ai = fns[i], args[i]
             if ro[i] or not pmask & ~lin:
                 ns = fi(s, ai)
                 made += 1
                 if ns is not ILLEGAL:
-                    s = ns  # every other pending op is placed, reads too: nothing to absorb
+                    s = ns
                     continue
-            configs = [(s, lin)]
-        budget = STEPS + STEPS_PER_OP * returns
-        out: dict[tuple[Any, int], None] = {}
-        seen = set(configs)
-        stack = configs
-        while stack:
-            cs, cl = stack.pop()
-            if rpend & ~cl:
-                cl, made = absorb(cs, cl, pending, bit, rpend, fns, args, made)
-            if cl & b:
-                out[(cs, cl ^ b)] = None
-                continue
-            ns = fi(cs, ai)
-            made += 1
-            if ns is not ILLEGAL:
-                out[(ns, cl)] = None
-                if ro[i]:
-                    continue
-            for j in pending:
-                bj = bit[j]
-                if (cl | rpend) & bj:
-                    continue  # placed, or a read that is illegal here (absorbed otherwise)
-                nj = fns[j](cs, args[j])
-                made += 1
-                if nj is ILLEGAL:
-                    continue
-                key = (nj, cl | bj)
-                if key not in seen:
-                    seen.add(key)
-                    stack.append(key)
-            if made > budget:
+            key = (-p, s, lin)  # before the return (-p); after it, configurations are (p, ...)
+            if key in tried:
+                break
+            tried.add(key)
+            if returns > far:
+                far = returns
+            outs, made = closure(s, lin, i, b, pending, bit, fns, args, ro, made)
+            if made > STEPS + STEPS_PER_OP * far:
                 return None, made
-        if not out:
-            return False, made
-        if rpend:
-            absorbed: dict[tuple[Any, int], None] = {}
-            for cs, cl in out:
-                if rpend & ~cl:
-                    cl, made = absorb(cs, cl, pending, bit, rpend, fns, args, made)
-                absorbed[(cs, cl)] = None
-            out = absorbed
-        if len(out) == 1:
-            ((s, lin),) = out
-            configs = None
+            if not outs:
+                break
+            s, lin = outs.pop()
+            if outs:
+                choices.append((p, outs, tuple(pending), pmask, returns))
         else:
-            configs = list(out)
-    return True, made
+            return True, made
+        # backtrack: the next configuration of the latest choice not yet exhausted
+        while choices:
+            p, outs, snap, pmask, returns = choices[-1]
+            s, lin = outs.pop()
+            if not outs:
+                choices.pop()
+            if (p, s, lin) not in tried:
+                tried.add((p, s, lin))
+                pending = list(snap)
+                break
+        else:
+            return False, made
 
 
-def absorb(
-    s: Any, lin: int, pending: list[int], bit: list[int], rpend: int, fns: Any, args: Any, made: int
-) -> tuple[int, int]:
-    """`lin` with every pending read-only op that is legal in `s` placed, and the steps made.
-    Sound by dominance, like WGL's read rule: a read legal in s leaves s unchanged, so any
-    completion of (s, lin) that places it later is still a completion with it placed now
-    (remove it from that order: every other op sees the same states). So (s, lin + read)
-    can do all that (s, lin) can, and the sweep keeps only it: configurations that differ
-    in reads alone collapse, and a read's return finds it placed."""
-    for j in pending:
-        bj = bit[j]
-        if rpend & bj and not lin & bj:
+def closure(
+    s: Any,
+    lin: int,
+    i: int,
+    b: int,
+    pending: list[int],
+    bit: list[int],
+    fns: Any,
+    args: Any,
+    ro: Any,
+    made: int,
+) -> tuple[list[tuple[Any, int]], int]:
+    """The configurations after op i's return from (s, lin): some pending ops placed, then i
+    (see the module docstring), the one that places i alone LAST (it is tried first), and
+    the model steps made."""
+    fi, ai = fns[i], args[i]
+    out: dict[tuple[Any, int], None] = {}
+    seen = {(s, lin)}
+    stack = [(s, lin)]
+    while stack:
+        cs, cl = stack.pop()
+        if cl & b:
+            out[(cs, cl ^ b)] = None
+            continue
+        ns = fi(cs, ai)
+        made += 1
+        if ns is not ILLEGAL:
+            out[(ns, cl)] = None
+            if ro[i]:
+                continue
+        for j in pending:
+            bj = bit[j]
+            if cl & bj:
+                continue
+            nj = fns[j](cs, args[j])
             made += 1
-            if fns[j](s, args[j]) is not ILLEGAL:
-                lin |= bj
-    return lin, made
+            if nj is ILLEGAL:
+                continue
+            key = (nj, cl | bj)
+            if key not in seen:
+                seen.add(key)
+                stack.append(key)
+    found = list(out)
+    found.reverse()
+    return found, made
