@@ -65,36 +65,49 @@ __all__ = [
 ]
 
 
-def group(history: History, model: Model) -> dict[Any, list[Call]]:
-    """Pair calls and group them by partition key, in invocation order (no model action yet:
-    a partition's ops are built when the check reaches it, see `build`)."""
-    parts: dict[Any, list[Call]] = {}
-    new = tuple.__new__  # a Call without its Python-level __new__: this loop runs per call
+def group(history: History, model: Model) -> dict[Any, list[list[Any]]]:
+    """Pair calls (as History.pairs(validate=False) does) and group them by partition key, in
+    invocation order, in one pass: each call is an [invoke, completion or None] pair, filled
+    in when its completion comes. No model action yet: a partition's ops are built when the
+    check reaches it (`build`)."""
+    parts: dict[Any, list[list[Any]]] = {}
+    pending: dict[Any, list[Any]] = {}
     # The default partition is the op's key itself: no method call per op for it.
     by_key = type(model).partition_key is Model.partition_key
     partition_key = model.partition_key
-    for inv, comp in zip(*history.pairs(validate=False), strict=True):
-        part = inv.key
-        if not by_key or part.__class__ not in _PLAIN_KEYS:
-            try:
-                if not by_key:
-                    part = partition_key(inv.f, part)
-                if part.__class__ not in _PLAIN_KEYS:
-                    part = freeze(part)
-                    hash(part)
-            except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
-                raise BadInput(
-                    f"op {inv.f!r} at index {inv.index} (key {inv.key!r}) does not fit "
-                    f"model {model.name!r}: {e}"
-                ) from None
-        calls = parts.get(part)
-        if calls is None:
-            calls = parts[part] = []
-        calls.append(new(Call, (inv, comp)))
+    for op in history.ops:
+        t = op.type
+        if t == "invoke":
+            p = op.process
+            if p == NEMESIS or p in pending:
+                continue  # a second invoke while one is pending: skipped, as by pairs()
+            part = op.key
+            if not by_key or part.__class__ not in _PLAIN_KEYS:
+                try:
+                    if not by_key:
+                        part = partition_key(op.f, part)
+                    if part.__class__ not in _PLAIN_KEYS:
+                        part = freeze(part)
+                        hash(part)
+                except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
+                    raise BadInput(
+                        f"op {op.f!r} at index {op.index} (key {op.key!r}) does not fit "
+                        f"model {model.name!r}: {e}"
+                    ) from None
+            pair = pending[p] = [op, None]
+            calls = parts.get(part)
+            if calls is None:
+                parts[part] = [pair]
+            else:
+                calls.append(pair)
+        elif t != "event":
+            pair = pending.pop(op.process, None)
+            if pair is not None:  # (nemesis ops are never pending)
+                pair[1] = op
     return parts
 
 
-def build(calls: list[Call], model: Model, reduce: bool = True) -> list[LinOp] | None:
+def build(calls: list[list[Any]], model: Model, reduce: bool = True) -> list[LinOp] | None:
     """One partition's calls as model actions (None when none is left: failed ops and crashed
     reads constrain nothing); with `reduce`, the model drops crashed ops nothing could
     observe. BadInput names the first op that does not fit the model."""
@@ -102,8 +115,7 @@ def build(calls: list[Call], model: Model, reduce: bool = True) -> list[LinOp] |
     append = ops.append
     new = tuple.__new__  # LinOp without its Python-level __new__: this loop runs per call
     action_of = model.action
-    for call in calls:
-        inv, comp = call
+    for inv, comp in calls:
         if comp is None:
             status, value, end = "info", inv.value, None
         else:
@@ -133,7 +145,7 @@ def build(calls: list[Call], model: Model, reduce: bool = True) -> list[LinOp] |
             ) from None
         if end is None and action[2]:
             continue  # a crashed read-only op constrains nothing
-        append(new(LinOp, (call, action, inv.time, end)))
+        append(new(LinOp, (new(Call, (inv, comp)), action, inv.time, end)))
     if not ops:
         return None
     return model.reduce(ops) if reduce else ops
@@ -367,8 +379,8 @@ class Linearizable:
             if out.stuck is not None:
                 stuck = out.ops[out.stuck]
                 details["cannot_place"] = _op_json(stuck)
-                nemesis = [op for op in history.ops if op.process == NEMESIS]
-                details["faults"] = faults_during(fault_windows(nemesis), stuck.start, stuck.end)
+                windows = fault_windows(history.ops)  # (it reads only the nemesis ops)
+                details["faults"] = faults_during(windows, stuck.start, stuck.end)
             where = details.get("cannot_place")
             violations.append(
                 Violation(

@@ -24,6 +24,7 @@ prunes with the model's lookahead, takes over: heavy concurrency is WGL's ground
 from __future__ import annotations
 
 import time
+from itertools import accumulate, islice
 from typing import Any
 
 from zkjepsen.checker.model_base import ILLEGAL
@@ -82,51 +83,41 @@ def sweep(ops: list[Any], init: Any, deadline: float | None = None) -> tuple[boo
     else:
         keys += [t * 2 + 1 for t in ends]
     order = sorted(range(2 * n), key=keys.__getitem__)
+    crashed = ends.count(None)
+    if crashed:
+        del order[2 * n - crashed :]  # their returns (INF) sort last: crashed ops never return
+    # More ops pending at once than MAX_PENDING (crashed ones stay pending): WGL's ground.
+    if max(accumulate([1 if e < n else -1 for e in order])) > MAX_PENDING:
+        return None, 1
     # A pending op is named by a bit of a small int, reused once the op returns, so a
-    # configuration's set costs O(concurrency), whatever the history's length. The bits
-    # depend on the events alone: given out once, before the search.
+    # configuration's set costs O(concurrency), whatever the history's length.
     bit = [0] * n
     free: list[int] = []
     top = 1
-    count = 0
-    for p, e in enumerate(order):
-        if e < n:
-            if free:
-                bit[e] = free.pop()
-            else:
-                bit[e] = top
-                top <<= 1
-            count += 1
-            if count > MAX_PENDING:
-                return None, 1
-        elif keys[e] is INF:
-            order = order[:p]  # crashed ops never return
-            break
-        else:
-            free.append(bit[e - n])
-            count -= 1
     # Depth first, one configuration at a time (s, lin: the model state and the bits of the
     # pending ops placed ahead of their return). At a return whose op is not placed yet, the
     # configurations the closure allows are tried in turn: the first at once, the others
-    # kept on `choices` with what the pending ops were. A configuration met again at the
-    # same event failed before (`tried`), as in WGL's cache: the events ahead are the same,
-    # so what failed from it once fails again.
-    end = len(order)
+    # kept on `choices` with what the pending ops and the free bits were. A configuration
+    # met again at the same event failed before (`tried`), as in WGL's cache: the events
+    # ahead are the same, so what failed from it once fails again.
     pending: list[int] = []
     pmask = 0  # bits of the pending ops
     s, lin = init, 0
-    choices: list[tuple[int, list[tuple[Any, int]], tuple[int, ...], int, int]] = []
+    choices: list[tuple[Any, ...]] = []
     tried: set[tuple[int, Any, int]] = set()
     made = 1
     returns = far = 0
-    p = 0
+    start = 0
     while True:
-        while p < end:
-            e = order[p]
-            p += 1
+        for p, e in enumerate(islice(order, start, None), start):
             if e < n:
+                if free:
+                    b = bit[e] = free.pop()
+                else:
+                    b = bit[e] = top
+                    top <<= 1
                 pending.append(e)
-                pmask |= bit[e]
+                pmask |= b
                 continue
             i = e - n
             returns += 1
@@ -134,6 +125,7 @@ def sweep(ops: list[Any], init: Any, deadline: float | None = None) -> tuple[boo
                 return None, made
             b = bit[i]
             pending.remove(i)
+            free.append(b)
             pmask ^= b
             if lin & b:
                 lin ^= b
@@ -145,7 +137,7 @@ def sweep(ops: list[Any], init: Any, deadline: float | None = None) -> tuple[boo
                 if ns is not ILLEGAL:
                     s = ns
                     continue
-            key = (-p, s, lin)  # before the return (-p); after it, configurations are (p, ...)
+            key = (~p, s, lin)  # before the return at p; after it, configurations are (p + 1, ...)
             if key in tried:
                 break
             tried.add(key)
@@ -158,18 +150,18 @@ def sweep(ops: list[Any], init: Any, deadline: float | None = None) -> tuple[boo
                 break
             s, lin = outs.pop()
             if outs:
-                choices.append((p, outs, tuple(pending), pmask, returns))
+                choices.append((p + 1, outs, tuple(pending), pmask, tuple(free), top, returns))
         else:
             return True, made
         # backtrack: the next configuration of the latest choice not yet exhausted
         while choices:
-            p, outs, snap, pmask, returns = choices[-1]
+            start, outs, snap, pmask, free_snap, top, returns = choices[-1]
             s, lin = outs.pop()
             if not outs:
                 choices.pop()
-            if (p, s, lin) not in tried:
-                tried.add((p, s, lin))
-                pending = list(snap)
+            if (start, s, lin) not in tried:
+                tried.add((start, s, lin))
+                pending, free = list(snap), list(free_snap)
                 break
         else:
             return False, made
