@@ -131,19 +131,35 @@ def sweep(ops: list[Any], init: Any, deadline: float | None = None) -> tuple[boo
                 lin ^= b
                 continue
             fi, ai = fns[i], args[i]
-            if ro[i] or not pmask & ~lin:
-                ns = fi(s, ai)
-                made += 1
-                if ns is not ILLEGAL:
-                    s = ns
-                    continue
+            unplaced = pmask & ~lin  # the other pending ops not placed yet
+            ns = fi(s, ai)
+            made += 1
+            if ns is not ILLEGAL and (ro[i] or not unplaced):
+                s = ns  # the only move, or a read's dominant one (see the module docstring)
+                continue
             key = (~p, s, lin)  # before the return at p; after it, configurations are (p + 1, ...)
             if key in tried:
                 break
             tried.add(key)
             if returns > far:
                 far = returns
-            outs, made = closure(s, lin, i, b, pending, bit, fns, args, ro, made)
+            if unplaced & (unplaced - 1):
+                outs, made = closure(s, lin, i, b, pending, bit, fns, args, ro, made)
+            else:  # one other op could go first (or none): the closure, inline
+                outs = []
+                if unplaced:
+                    for j in pending:
+                        if bit[j] == unplaced:
+                            break
+                    nj = fns[j](s, args[j])
+                    made += 1
+                    if nj is not ILLEGAL:
+                        nj = fi(nj, ai)
+                        made += 1
+                        if nj is not ILLEGAL:
+                            outs.append((nj, lin | unplaced))
+                if ns is not ILLEGAL:
+                    outs.append((ns, lin))  # i alone: tried first
             if made > STEPS + STEPS_PER_OP * far:
                 return None, made
             if not outs:
