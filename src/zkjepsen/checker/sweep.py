@@ -1,24 +1,30 @@
 """Just-in-time linearization (Lowe, "Testing for linearizability", 2017): a sweep over one
-partition's call and return events in time order, keeping every configuration (model state,
-ops linearized ahead of their return) the history so far allows. The fast path in front of
-the WGL search (wgl.py) for histories with little concurrency, where most checks are.
+partition's call and return events in time order, with configurations (model state, ops
+linearized ahead of their return) the history so far allows, explored depth first. The fast
+path in front of the WGL search (wgl.py) for histories with little concurrency, where most
+checks are.
 
 Why it is exact. An op may take effect at any point between its call and its return; so
 deferring an op's linearization until its return is due loses nothing: at the return of op i,
-the configurations are all those reachable from the current ones by linearizing some pending
+the configurations are all those reachable from the current one by linearizing some pending
 ops (called, not yet linearized) and then i (i may already be linearized: then it is simply
 done). Ops linearized after i can wait for their own return. Crashed ops never return: they
 stay pending to the end, may be linearized in any later closure, or never. The history is
-linearizable iff a configuration survives the last event. Two dominance cuts keep the sets
-small, each sound for the same reason as the WGL search's read rule: when i is read-only and
-legal in a configuration, placing it there dominates placing other pending ops first (they can
-still follow it, leaving the same states); and when every other pending op is linearized
-already, placing i is the only move.
+linearizable iff some configuration survives the last event. The sweep follows one
+configuration; where a return allows several it tries them in turn, backtracking to the
+latest choice when one dies, and remembers the configurations that died at each event
+(nothing ahead of an event depends on how it was reached, so one that died once dies again:
+the search visits each configuration at each event at most once, like keeping them all, and
+a valid history whose ops mostly take effect in return order costs about one step per op).
+Two dominance cuts keep the choices few, each sound for the same reason as the WGL search's
+read rule: when i is read-only and legal in a configuration, placing it there dominates
+placing other pending ops first (they can still follow it, leaving the same states); and when
+every other pending op is linearized already, placing i is the only move.
 
 The sweep decides; it does not explain. A refuted partition is searched again by WGL, whose
-longest linearizable prefix and stuck op make the counterexample. A sweep that explores more
-than its budget of configurations gives up (None) and WGL, which yields to the scheduler and
-prunes with the model's lookahead, takes over: heavy concurrency is WGL's ground.
+longest linearizable prefix and stuck op make the counterexample. A sweep that makes more
+model steps than its budget gives up (None) and WGL, which yields to the scheduler and prunes
+with the model's lookahead, takes over: heavy concurrency is WGL's ground.
 """
 
 from __future__ import annotations
@@ -29,9 +35,9 @@ from typing import Any
 
 from zkjepsen.checker.model_base import ILLEGAL
 
-# Beyond these the partition goes to WGL: a sweep keeps EVERY configuration, which with many
-# ops pending at once (or many crashed ops, pending forever) is WGL's worst case too, without
-# its depth-first luck, its cache across the whole history or its lookahead.
+# Beyond these the partition goes to WGL: with many ops pending at once (or many crashed ops,
+# pending forever) a closure has exponentially many configurations, WGL's worst case too, but
+# WGL has its cache across the whole history and its lookahead.
 MAX_PENDING = 8  # ops pending at once
 STEPS_PER_OP = 8  # model steps per op returned so far, on average, plus a constant
 STEPS = 512
