@@ -3,8 +3,9 @@
 Why containers: a split holder happens to a *client* (a GC pause, a cut network), so the nemesis
 must pause one client (`docker pause`, the cgroup freezer: every thread stops at once, like a
 stop-the-world GC) and isolate one client (iptables in that container's own network namespace).
-The client code is bind-mounted from the host (our package and the host's kazoo), so clients run
-exactly the code under test, in the image's Python 3.11.
+The client code comes from the host (our package and the host's kazoo), so clients run exactly
+the code under test, in the image's Python 3.11: bind-mounted, or copied in through the engine's
+API on an engine that does not share this machine's filesystem (harness/mounts.py).
 
 Least privilege, because the client runs the code under test: no NET_ADMIN/NET_RAW (its network
 faults are applied from a sidecar, see harness/netns.py), memory and pids limits, and only its
@@ -24,7 +25,7 @@ import kazoo
 import zkjepsen
 from zkjepsen.client.command import PROGRAM_DIR
 from zkjepsen.client.spec import CONTROL_DIR, OUT_DIR, ClientSpec
-from zkjepsen.harness import netns, resources
+from zkjepsen.harness import mounts, netns, resources
 from zkjepsen.harness.backend import Backend
 from zkjepsen.history.jsonl import Tailer
 from zkjepsen.store import RunDir
@@ -77,6 +78,7 @@ class ClientHandle:
     run_id: str = ""  # labels the sidecars, so teardown removes any left behind
     image: str = ""  # the sidecars' image: the client's own, so it has iptables
     faketime_file: str = ""  # on the host: its program's libfaketime control file
+    files: mounts.Files | None = None  # puts a rewritten control file into the containers
 
     @property
     def name(self) -> str:
@@ -110,6 +112,8 @@ class ClientHandle:
         tmp = path.with_name(f".{path.name}.{os.getpid()}")
         tmp.write_text(spec + "\n")
         os.replace(tmp, path)
+        if self.files is not None:
+            self.files.push(path)
 
     def exec(self, argv: list[str]) -> tuple[int, str]:
         """argv inside the client, with the client's own (unprivileged) rights."""
@@ -135,6 +139,8 @@ class ClientPool:
         self.run_dir.control.mkdir(parents=True, exist_ok=True)
         self.image = image  # None: the image the backend names for its clients
         self.docker = docker or resources.docker_client()
+        # The backend's: bind mounts, or copies through the engine's API (harness/mounts.py).
+        self.files: mounts.Files = getattr(backend, "files", None) or mounts.Files(self.docker)
         self.handles: list[ClientHandle] = []
 
     def start(self, specs: list[ClientSpec]) -> list[ClientHandle]:
@@ -144,6 +150,7 @@ class ClientPool:
 
         with ThreadPoolExecutor(max_workers=8) as pool:
             self.handles = sorted(pool.map(self._start_one, specs), key=lambda h: h.index)
+        self.files.start_live()  # a copying engine: fetch /out as the clients write it
         return self.handles
 
     def release(self, deadline_monotonic: float) -> None:
@@ -152,6 +159,7 @@ class ClientPool:
         tmp = barrier.with_name(f".{barrier.name}.tmp")
         tmp.write_text(repr(deadline_monotonic))
         tmp.replace(barrier)
+        self.files.push(barrier)
 
     def wait_connected(self, timeout_s: float) -> list[int]:
         """Wait until every client recorded its session (or gave up); returns the laggards."""
@@ -185,8 +193,8 @@ class ClientPool:
             str(d.client_dir(n)): {"bind": OUT_DIR, "mode": "rw"},  # its own, nobody else's
             str(d.control): {"bind": CONTROL_DIR, "mode": "ro"},
         }
-        binds.update(client_library_binds())
-        binds.update(user_recipe_binds(spec.recipe))
+        code = {**client_library_binds(), **user_recipe_binds(spec.recipe)}
+        binds.update(code)
         if spec.program_mount:  # the user's program (client wire protocol), read-only
             binds[spec.program_mount] = {"bind": PROGRAM_DIR, "mode": "ro"}
         env = {
@@ -196,7 +204,7 @@ class ClientPool:
         }
         env.update(spec.env)
         host_config = api.create_host_config(
-            binds=binds, **netns.limits(netns.CLIENT_MEMORY, netns.CLIENT_PIDS)
+            binds=self.files.binds(binds), **netns.limits(netns.CLIENT_MEMORY, netns.CLIENT_PIDS)
         )
         net = api.create_networking_config(
             {where.network: api.create_endpoint_config(ipv4_address=where.ip)}
@@ -217,10 +225,10 @@ class ClientPool:
             host_config=host_config,
             networking_config=net,
         )["Id"]
+        self.files.attach(cid, binds, out=[OUT_DIR], static={str(SRC_ROOT), *code}, live=True)
         api.start(cid)
-        return ClientHandle(
-            n, where.ip, spec.hosts, self.docker.containers.get(cid), run_id, image, str(faketime)
-        )
+        c = self.docker.containers.get(cid)
+        return ClientHandle(n, where.ip, spec.hosts, c, run_id, image, str(faketime), self.files)
 
     def handle(self, index: int) -> ClientHandle:
         return next(h for h in self.handles if h.index == index)
@@ -249,6 +257,7 @@ class ClientPool:
             except Exception:  # noqa: BLE001 - already gone
                 pass
         self.wait(grace_s)
+        self.files.collect()  # a copying engine: their histories, complete, into the store
         for h in self.handles:
             try:
                 self.run_dir.client_log(h.index).write_bytes(h.container.logs())

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zkjepsen.errors import BadInput, EnvironmentProblem
-from zkjepsen.harness import netns, resources, signals, subnets
+from zkjepsen.harness import mounts, netns, resources, signals, subnets
 from zkjepsen.harness.backend import ClientEndpoint, Node
 from zkjepsen.harness.fourlw import four_letter
 from zkjepsen.harness.zkconfig import LOG4J_PROPERTIES, ZkSettings, zoo_cfg
@@ -64,6 +64,7 @@ class DockerEnsemble:
         self.nodes: list[Node] = []
         self.subnet: ipaddress.IPv4Network | None = None
         self._containers: dict[str, object] = {}
+        self.files = mounts.Files(self.client)  # bind mounts until start() asks the engine
         self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="ensemble")
 
     # ---- lifecycle -------------------------------------------------------------------------
@@ -91,6 +92,7 @@ class DockerEnsemble:
     def start(self) -> None:
         # With its owner file, before anything else exists; and the engine, for `cleanup`.
         resources.claim_scratch(self.run_id, self.engine)
+        self.files = mounts.Files.for_engine(self.client, self.image, self.run_id, self.scratch)
         self._create_network()
         ips = [
             str(self.subnet.network_address + SERVER_IP_OFFSET + i)
@@ -111,6 +113,7 @@ class DockerEnsemble:
             self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="ensemble")
             for node in self.nodes:
                 self._save_stdout(node)
+            self.files.collect()  # an engine that shares no files: fetch them before removal
             resources.remove_run(self.client, self.run_id)
             self._containers.clear()
 
@@ -213,6 +216,8 @@ class DockerEnsemble:
 
     def logs(self, node: Node) -> str:
         path = self.store_dir / "nodes" / node.name / "zookeeper.log"
+        if self._container(node) is not None:
+            self.files.pull(self._container(node).id)
         return path.read_text(errors="replace") if path.exists() else ""
 
     def client_endpoint(self, index: int) -> ClientEndpoint:
@@ -253,6 +258,7 @@ class DockerEnsemble:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
         tmp.write_text(spec + "\n")
         os.replace(tmp, path)
+        self.files.push(path)
 
     def wait_for_quorum(self, timeout_s: float) -> float:
         """Block until every server serves and exactly one leads; returns the seconds waited."""
@@ -376,7 +382,7 @@ class DockerEnsemble:
         # Servers keep NET_ADMIN: the nemesis's partitions exec iptables in them (~0.1 s, a
         # sidecar costs ~0.4 s); the server is not the program that could fight its faults.
         host_config = api.create_host_config(
-            binds=binds,
+            binds=self.files.binds(binds),
             cap_add=["NET_ADMIN", "NET_RAW"],
             init=False,
             **netns.limits(netns.server_memory(self.spec.settings.heap), netns.SERVER_PIDS),
@@ -403,5 +409,6 @@ class DockerEnsemble:
                     "build` (or pass --image NAME)"
                 ) from None
             raise
+        self.files.attach(cid, binds, out=["/zk/log"])
         api.start(cid)
         self._containers[node.name] = self.client.containers.get(cid)

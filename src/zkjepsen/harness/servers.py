@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.errors import EnvironmentProblem
-from zkjepsen.harness import netns, resources
+from zkjepsen.harness import mounts, netns, resources
 from zkjepsen.harness.backend import ClientEndpoint, Node
 from zkjepsen.harness.ensemble import SERVER_IP_OFFSET, DockerEnsemble, EnsembleSpec
 
@@ -88,6 +88,7 @@ class ServerCluster(DockerEnsemble):
 
     def start(self) -> None:
         resources.claim_scratch(self.run_id, self.engine)
+        self.files = mounts.Files.for_engine(self.client, self.image, self.run_id, self.scratch)
         self._create_network()
         self.nodes = [
             Node(f"n{i}", i, self.address_of(i), self.port) for i in range(1, self.spec.nodes + 1)
@@ -192,7 +193,7 @@ class ServerCluster(DockerEnsemble):
             str(self.faketime_dir(c.node)): {"bind": "/srv/faketime", "mode": "ro"},
         }
         host_config = api.create_host_config(
-            binds=binds,
+            binds=self.files.binds(binds),
             cap_add=["NET_ADMIN", "NET_RAW"],  # partitions exec iptables in the servers
             init=False,
             **netns.limits(SERVER_MEMORY, netns.SERVER_PIDS),
@@ -225,5 +226,6 @@ class ServerCluster(DockerEnsemble):
                     f"--backend {self.info.name}`"
                 ) from None
             raise
+        self.files.attach(cid, binds)
         api.start(cid)
         self._containers[c.node.name] = self.client.containers.get(cid)
