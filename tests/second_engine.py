@@ -13,6 +13,13 @@ own containerd), beside the machine's engine, which it must not disturb:
 Everything (containers, the daemon and its containerd, mounts, the bridge, the rule, the dirs)
 is removed on the way out, whatever happened.
 
+`private_fs=True` makes it a stand-in for another HOST's engine as far as files go: the daemon
+(and its containerd) run in their own mount namespace (`unshare -m`, private propagation) where
+/work, /tmp and /var/tmp are empty tmpfs, so no project path, no pytest tmp dir, no store and no
+zkjepsen scratch dir exists for it; its data root is bound at a path only that namespace has
+(/var/tmp/zkjd-data, on disk in /var/lib/zkjepsen-dockerd-*); only its socket (in /run) is shared.
+The network namespace stays the machine's: the runner still reaches containers by IP.
+
 Usable as a context manager (tests, benchmarks) or as a script: `python tests/second_engine.py`
 prints the DOCKER_HOST URL and keeps the engine until Ctrl-C.
 """
@@ -34,6 +41,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 PREFIX = os.environ.get("ZKJEPSEN_DOCKERD_PREFIX", "zkjepsen-dockerd-")
+HIDDEN = ("/work", "/tmp", "/var/tmp")  # what a private_fs engine does not see of this machine
+PRIVATE_DATA = "/var/tmp/zkjd-data"  # its data root, a path that exists only in its namespace
 
 
 class Unavailable(Exception):
@@ -60,16 +69,29 @@ def _free_bridge_net() -> ipaddress.IPv4Network:
 def check_possible() -> None:
     if os.geteuid() != 0:
         raise Unavailable("a second dockerd needs root")
-    for tool in ("dockerd", "ip", "iptables"):
+    for tool in ("dockerd", "ip", "iptables", "unshare"):
         if shutil.which(tool) is None:
             raise Unavailable(f"`{tool}` is not installed (Debian: apt-get install docker.io)")
 
 
+def _private_argv(disk: Path, argv: list[str]) -> list[str]:
+    """`argv` (dockerd) in a new mount namespace that hides HIDDEN, data root at PRIVATE_DATA."""
+    hide = " && ".join(f"mount -t tmpfs -o size=64m,mode=1777 zkjd-hidden {p}" for p in HIDDEN)
+    script = (
+        f"set -e; {hide} && mkdir -p {PRIVATE_DATA} && mount --bind {disk} {PRIVATE_DATA}"
+        ' && exec "$@"'
+    )
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *argv]
+
+
 @contextlib.contextmanager
-def second_engine(start_timeout_s: float = 60.0) -> Iterator[str]:
-    """Start a second dockerd; yield its DOCKER_HOST URL; remove everything on exit."""
+def second_engine(start_timeout_s: float = 60.0, private_fs: bool = False) -> Iterator[str]:
+    """Start a second dockerd; yield its DOCKER_HOST URL; remove everything on exit.
+    `private_fs`: one that shares no file with this machine (module docstring)."""
     check_possible()
-    d = Path(tempfile.mkdtemp(prefix=PREFIX, dir="/tmp"))
+    # A private_fs daemon's own dirs (socket, exec root, log) are in /run, which it sees too.
+    d = Path(tempfile.mkdtemp(prefix=PREFIX, dir="/run" if private_fs else "/tmp"))
+    disk = Path(tempfile.mkdtemp(prefix=PREFIX, dir="/var/lib")) if private_fs else None
     tag = secrets.token_hex(3)
     bridge = f"zkjd{tag}"
     comment = f"zkjepsen-second-engine-{tag}"
@@ -96,26 +118,27 @@ def second_engine(start_timeout_s: float = 60.0) -> Iterator[str]:
         _sh("ip", "link", "set", bridge, "up")
         (d / "empty.json").write_text("{}")
         log = open(d / "dockerd.log", "w")  # noqa: SIM115 - the daemon writes it
+        argv = [
+            "dockerd",
+            "--config-file",
+            str(d / "empty.json"),
+            "--data-root",
+            PRIVATE_DATA if disk else str(d / "data"),
+            "--exec-root",
+            str(d / "exec"),
+            "-H",
+            url,
+            "--pidfile",
+            str(d / "docker.pid"),
+            "--bridge",
+            bridge,
+            "--iptables=false",
+            "--ip-masq=false",
+            "--storage-driver",
+            "overlay2",
+        ]
         proc = subprocess.Popen(
-            [
-                "dockerd",
-                "--config-file",
-                str(d / "empty.json"),
-                "--data-root",
-                str(d / "data"),
-                "--exec-root",
-                str(d / "exec"),
-                "-H",
-                url,
-                "--pidfile",
-                str(d / "docker.pid"),
-                "--bridge",
-                bridge,
-                "--iptables=false",
-                "--ip-masq=false",
-                "--storage-driver",
-                "overlay2",
-            ],
+            _private_argv(disk, argv) if disk else argv,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -140,6 +163,9 @@ def second_engine(start_timeout_s: float = 60.0) -> Iterator[str]:
         _sh("ip", "link", "del", bridge, check=False)
         _unmount_under(d)
         shutil.rmtree(d, ignore_errors=True)
+        if disk is not None:
+            _unmount_under(disk)
+            shutil.rmtree(disk, ignore_errors=True)
 
 
 def _ping(url: str) -> bool:
@@ -194,7 +220,7 @@ def _unmount_under(d: Path) -> None:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    with second_engine() as engine_url:
+    with second_engine(private_fs="--private-fs" in sys.argv) as engine_url:
         print(json.dumps({"DOCKER_HOST": engine_url}), flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             signal.pause()

@@ -262,6 +262,11 @@ def _write_history(run_dir: RunDir) -> list[dict]:
     return records
 
 
+def _copies(ens) -> bool:
+    files = getattr(ens, "files", None)  # harness/mounts.py: bind mounts or API copies
+    return files is not None and not files.shared
+
+
 def _run_phases(
     spec: TestSpec,
     workload,
@@ -286,6 +291,7 @@ def _run_phases(
     log(
         f"ensemble {ens.run_id} up: {ens.connect_string()}"
         + (f" (leader {leader.name})" if leader else "")
+        + ("; files: copied (engine shares no filesystem)" if _copies(ens) else "")
     )
     t0_ns = time.monotonic_ns()
     zk = ens.host_session(spec.session_timeout_s)

@@ -1,0 +1,198 @@
+"""Runs on an engine that shares no file with this machine, as an engine on another host would not.
+
+The engine is a second, real `dockerd` in its own mount namespace where /work, /tmp and /var/tmp
+are empty (tests/second_engine.py, `private_fs=True`): our package, kazoo, the store, pytest's
+tmp dirs and zkjepsen's scratch dirs do not exist for it, so a bind mount of any of them is
+refused (or, with `-v`, an empty directory). Every file the containers need goes in through the
+engine's API and every file they write comes back the same way (harness/mounts.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from zkjepsen.harness import mounts, resources
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from second_engine import Unavailable, second_engine  # noqa: E402
+from test_engines import CELLS, EXPECTED, SMALL, Tracked, client_of, leftovers, zkj  # noqa: E402
+
+COPIED = "files: copied (engine shares no filesystem)"
+
+
+@pytest.fixture(autouse=True)
+def _sigint_not_ignored():
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+@pytest.fixture(scope="module")
+def remote(zk_image):
+    try:
+        with second_engine(private_fs=True) as url:
+            yield url
+    except Unavailable as e:
+        pytest.skip(f"no second Docker engine on this machine: {e}")
+
+
+def _image_on(url: str) -> str:
+    from zkjepsen.harness.engine import Engine, provide_image
+
+    return provide_image([Engine.parse(url)])
+
+
+def test_the_probe_tells_the_two_engines_apart(remote, tmp_path):
+    """Asked of the engine itself: the machine's engine sees our dir, the namespaced one not."""
+    for url, shared in (("default", True), (remote, False)):
+        scratch = tmp_path / url.replace("/", "_")
+        scratch.mkdir()
+        run_id = resources.new_run_id()
+        try:
+            assert mounts.shares_filesystem(client_of(url), _image_on(url), run_id, scratch) is (
+                shared
+            )
+        finally:
+            resources.remove_run(client_of(url), run_id)
+        assert resources.leftovers(client_of(url), run_id) == []
+
+
+def test_files_go_in_and_come_back_through_the_api(remote, tmp_path):
+    """put before start, push a rewrite while it runs, fetch what it writes live and at the end."""
+    client = client_of(remote)
+    run_id = resources.new_run_id()
+    ctl, out = tmp_path / "ctl", tmp_path / "out"
+    ctl.mkdir()
+    out.mkdir()
+    (ctl / "x").write_text("one\n")
+    files = mounts.Files(client, shared=False)
+    binds = {str(ctl): {"bind": "/ctl", "mode": "ro"}, str(out): {"bind": "/out", "mode": "rw"}}
+    try:
+        cid = client.api.create_container(
+            _image_on(remote),
+            name=f"{run_id}-files",
+            entrypoint=["sh", "-c", "while :; do cat /ctl/x >> /out/seen; sleep 0.1; done"],
+            labels=resources.labels(run_id, "client"),
+            host_config=client.api.create_host_config(binds=files.binds(binds)),
+        )["Id"]
+        files.attach(cid, binds, out=["/out"], live=True)
+        client.api.start(cid)
+        files.start_live()
+        seen = out / "seen"
+        _until(lambda: seen.exists() and "one" in seen.read_text(), "the first value came back")
+        (ctl / "x").write_text("two\n")
+        files.push(ctl / "x")
+        _until(lambda: "two" in seen.read_text(), "the rewritten file reached the container")
+        client.api.stop(cid, timeout=1)
+        files.collect()
+        text = seen.read_text()
+        # Appended in order, never rewritten: the container's file and ours are the same bytes.
+        remote_text = mounts._read_member(b"".join(client.api.get_archive(cid, "/out/seen")[0]))
+        assert text.encode() == remote_text
+        assert text.index("one") < text.index("two")
+    finally:
+        resources.remove_run(client, run_id)
+
+
+def _until(cond, what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            pytest.fail(f"not within {timeout:.0f} s: {what}")
+        time.sleep(0.1)
+
+
+def test_a_lock_run_on_it_has_its_verdict_and_folder_here(remote, tmp_path):
+    """kazoo's lock holds, NoLock's breaks: the checker saw real histories from that engine."""
+    for recipe, code_wanted, valid in (("kazoo", 0, True), ("subjects.nolock:NoLock", 1, False)):
+        code, err, _ = zkj(
+            "test", "--engine", remote, "--recipe", recipe, "--workload", "lock",
+            "--nemesis", "none", *SMALL, "--store", str(tmp_path / recipe),
+        )  # fmt: skip
+        assert code == code_wanted, err
+        (run,) = (tmp_path / recipe).glob("*/latest")
+        assert COPIED in (run / "run.log").read_text()
+        assert json.loads((run / "results.json").read_text())["valid"] is valid
+        for n in (1, 2, 3):  # ZooKeeper's own log, fetched from the container
+            assert "QuorumPeer" in (run / "nodes" / f"n{n}" / "zookeeper.log").read_text()
+        for c in (1, 2):  # each client's history, fetched live and at the end
+            lines = (run / "clients" / f"c{c}" / f"client-{c}.jsonl").read_text().splitlines()
+            assert any(json.loads(line).get("f") == "acquire" for line in lines)
+    assert leftovers(remote) == []
+
+
+def test_a_matrix_over_both_engines_in_parallel(remote, tmp_path):
+    code, err, pids = zkj(
+        "matrix", *CELLS, "--engine", "default", "--engine", remote, "--parallel", "1",
+        "--store", str(tmp_path / "m"), "--out", str(tmp_path / "m.md"),
+    )  # fmt: skip
+    assert code == 0, err
+    cells = json.loads((tmp_path / "m.json").read_text())
+    assert {k: c["invalid"] for k, c in cells.items()} == EXPECTED
+    manifest = json.loads((tmp_path / "m" / "matrix-runs.json").read_text())
+    assert {r["engine"] for r in manifest["runs"]} == {"default", remote}
+    for r in manifest["runs"]:  # every run's folder is here; only the remote's were copied
+        log = (tmp_path / "m" / r["store"] / "run.log").read_text()
+        assert (tmp_path / "m" / r["store"] / "results.json").exists()
+        assert (COPIED in log) is (r["engine"] == remote), log
+    assert leftovers("default", pids) == [] and leftovers(remote) == []
+
+
+def _start(remote: str, store: Path) -> Tracked:
+    return Tracked(
+        [
+            "matrix", "--recipes", "kazoo", "--nemeses", "none", "--runs", "2", "--nodes", "1",
+            "--clients", "2", "--time-limit", "60", "--session-timeout", "3",
+            "--engine", remote, "--parallel", "2", "--store", str(store), "--out",
+            str(store / "m.md"),
+        ],
+        start_new_session=True,
+        env={**os.environ, "PYTHONPATH": f"{TESTS}:{os.environ.get('PYTHONPATH', '')}",
+             "TMPDIR": str(store)},
+    )  # fmt: skip
+
+
+def _wait_for_clients(remote: str, t: Tracked, timeout: float = 150) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs = resources.find_runs(client_of(remote), remote)
+        if any(
+            sum(c["Labels"].get(resources.ROLE_LABEL) == "client" for c in r.containers) >= 2
+            for r in runs.values()
+        ):
+            return
+        time.sleep(0.5)
+    pytest.fail("the matrix did not reach its main phase on the engine")
+
+
+def test_sigint_mid_run_leaves_nothing_on_it(remote, tmp_path):
+    t = _start(remote, tmp_path)
+    _wait_for_clients(remote, t)
+    t.proc.send_signal(signal.SIGINT)
+    code, err = t.communicate(timeout=240)
+    assert code == 130, err
+    assert "Traceback" not in err
+    assert leftovers(remote) == []
+    # The interrupted runs' histories came back too (fetched before their containers went).
+    assert any(p.stat().st_size > 0 for p in tmp_path.glob("*/2*/clients/c*/client-*.jsonl"))
+
+
+def test_sigkill_then_cleanup_leaves_nothing_on_it(remote, tmp_path):
+    t = _start(remote, tmp_path)
+    _wait_for_clients(remote, t)
+    os.killpg(t.proc.pid, signal.SIGKILL)
+    t.communicate(timeout=30)
+    time.sleep(5)  # a create the killed process had sent still completes inside dockerd
+    assert leftovers(remote), "SIGKILL should have left the runs behind"
+    code, err, _ = zkj("cleanup", "--engine", remote)
+    assert code == 0, err
+    assert leftovers(remote) == [], err
