@@ -6,15 +6,16 @@ its history is stamped with are one kernel's. An engine is named the way Docker 
 `DOCKER_HOST` URL (`unix://`, `tcp://`, `ssh://`). Several engines serve a matrix, a replay
 series or a shrink in parallel (`zkjepsen.fanout`).
 
-What "local" means, and why it matters: the runner reaches containers by their IPs (`srvr`
-queries, its own kazoo session for setup and the final reads) and bind-mounts host paths into
-them (node config, data and log dirs, faketime control files, the client code and out dirs). So
-an engine is usable only if it runs on THIS machine: a second `dockerd` with its own socket is
-fine (same kernel, same filesystem, container IPs routed through its bridges); an engine on
-another host is refused with one sentence, before anything is created. A real remote host would
-need a controller container inside that engine (running the runner, the kazoo session and the
-faketime writes there) and named volumes copied out at teardown instead of bind mounts; until
-then, `matrix --shard i/N` + `zkjepsen merge` spread a matrix over machines (docs/ci.md).
+Files do not tie a run to this machine: the files containers read and write (node config,
+faketime control files, the client code, histories, logs) are bind mounts on an engine that
+shares this machine's filesystem and copies through the engine's API on one that does not, which
+each run asks of the engine itself (harness/mounts.py). What still does: the runner reaches
+containers by their IPs (`srvr` queries, its own kazoo session for setup and the final reads),
+so the engine's bridges must be routed from here: an engine on this machine (a second `dockerd`,
+even in its own mount namespace), not one on another host, which is refused with one sentence
+before anything is created. A remote host would need a controller inside that engine (the
+runner's session, `srvr` and the nemesis next to the ensemble); until then, `matrix --shard
+i/N` + `zkjepsen merge` spread a matrix over machines (docs/ci.md).
 
 Images are never pulled: an engine that lacks the node image gets it shipped from an engine that
 has it (save/load over the two engines' APIs, streamed, with progress).
@@ -88,8 +89,9 @@ class Engine:
 
     @property
     def local(self) -> bool:
-        """True if the engine runs on this machine (its bind mounts and container IPs are ours):
-        a unix socket, or a tcp/ssh address that is one of this machine's own."""
+        """True if the engine runs on this machine (its container IPs are routed from here):
+        a unix socket, or a tcp/ssh address that is one of this machine's own. (Whether it
+        shares our files is asked of the engine per run: harness/mounts.py.)"""
         parts = urlsplit(self.url)
         if parts.scheme in ("unix", "npipe", ""):
             return True
@@ -99,9 +101,9 @@ class Engine:
         if not self.local:
             raise BadInput(
                 f"engine {self.name} ({self.url}) is on another machine, and a run reaches its "
-                "containers by IP and bind-mounts this machine's files into them, so only "
-                "engines on this machine can be used (split work across machines with `matrix "
-                "--shard i/N` and `zkjepsen merge`, see docs/ci.md)"
+                "containers by their IPs on the engine's bridges, so only engines on this "
+                "machine can be used (split work across machines with `matrix --shard i/N` and "
+                "`zkjepsen merge`, see docs/ci.md)"
             )
 
     def client(self, timeout: int = 120):
