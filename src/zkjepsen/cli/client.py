@@ -95,9 +95,10 @@ def client_check(
     from zkjepsen.harness import resources
 
     run_id = resources.new_run_id()
-    if in_image:
-        argv = in_container(argv, image_tag, run_id, client_dir)
     try:
+        if in_image:
+            _require_shared_files(docker, image_tag, run_id)
+            argv = in_container(argv, image_tag, run_id, client_dir)
         if hosts:
             _check(argv, hosts, client_dir, st, rt, label)
         else:
@@ -126,6 +127,23 @@ def client_check(
                     c.remove(force=True)
                 except Exception:  # noqa: BLE001 - already gone
                     pass
+
+
+def _require_shared_files(docker, image: str, run_id: str) -> None:
+    """`docker run -v` below needs this machine's files on the engine. Runs copy them through
+    the engine's API when it lacks them (harness/mounts.py); this one-off check says so."""
+    import tempfile
+
+    from zkjepsen.errors import EnvironmentProblem
+    from zkjepsen.harness.mounts import shares_filesystem
+
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as d:
+        if not shares_filesystem(docker, image, run_id, Path(d)):
+            raise EnvironmentProblem(
+                "the program check in a client container bind-mounts this machine's files, "
+                "and the Docker engine (DOCKER_HOST) does not see them; check against an "
+                "engine on this machine's filesystem, or run the program here without the image"
+            )
 
 
 def in_container(argv: list[str], image: str, run_id: str, client_dir: str | None) -> list[str]:
