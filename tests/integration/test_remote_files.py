@@ -166,9 +166,13 @@ def _histories(store: Path) -> list[Path]:
 
 
 def _wait_for_histories(store: Path, timeout: float = 150) -> None:
-    """Until a client's history has records here: the main phase is on, and the live fetch of
-    /out from that engine works (nothing else writes these files on this machine)."""
-    _until(lambda: any(p.stat().st_size > 0 for p in _histories(store)), "client records", timeout)
+    """Until a client's history here has an acquire: the main phase is on, and the live fetch
+    of /out from that engine works (nothing else writes these files on this machine)."""
+    _until(
+        lambda: any('"f":"acquire"' in p.read_text() for p in _histories(store)),
+        "an acquire in a client's history",
+        timeout,
+    )
 
 
 def test_sigint_mid_run_leaves_nothing_on_it(remote, tmp_path):
