@@ -92,8 +92,12 @@ class DockerEnsemble:
     def start(self) -> None:
         # With its owner file, before anything else exists; and the engine, for `cleanup`.
         resources.claim_scratch(self.run_id, self.engine)
-        self.files = mounts.Files.for_engine(self.client, self.image, self.run_id, self.scratch)
+        # The probe (~3 API calls) runs while the network is made: it adds no wall time.
+        probe = self._pool.submit(
+            mounts.Files.for_engine, self.client, self.image, self.run_id, self.scratch
+        )
         self._create_network()
+        self.files = probe.result()
         ips = [
             str(self.subnet.network_address + SERVER_IP_OFFSET + i)
             for i in range(1, self.spec.nodes + 1)

@@ -88,8 +88,12 @@ class ServerCluster(DockerEnsemble):
 
     def start(self) -> None:
         resources.claim_scratch(self.run_id, self.engine)
-        self.files = mounts.Files.for_engine(self.client, self.image, self.run_id, self.scratch)
+        # The probe (~3 API calls) runs while the network is made: it adds no wall time.
+        probe = self._pool.submit(
+            mounts.Files.for_engine, self.client, self.image, self.run_id, self.scratch
+        )
         self._create_network()
+        self.files = probe.result()
         self.nodes = [
             Node(f"n{i}", i, self.address_of(i), self.port) for i in range(1, self.spec.nodes + 1)
         ]
