@@ -74,6 +74,8 @@ def shares_filesystem(client, image: str, run_id: str, scratch: Path) -> bool:
             ),
         )["Id"]
     except docker.errors.APIError as e:
+        if "No such image" in str(e):
+            return True  # cannot tell; creating the servers says the image is missing
         if "does not exist" in str(e) or "no such file" in str(e).lower():
             return False  # the engine has no such path: it does not share our filesystem
         raise
