@@ -198,3 +198,32 @@ def test_sigkill_then_cleanup_leaves_nothing_on_it(remote, tmp_path):
     code, err, _ = zkj("cleanup", "--engine", remote)
     assert code == 0, err
     assert leftovers(remote) == [], err
+
+
+@pytest.fixture(scope="module")
+def redis_image(docker_client) -> str:
+    from zkjepsen.harness.backends import image_recipe
+    from zkjepsen.harness.image import ensure_image
+
+    return ensure_image(docker_client, None, recipe=image_recipe("redis")).tag
+
+
+def test_a_client_clock_fault_reaches_a_client_on_it(remote, redis_image, store_root):
+    """The SETNX lock judges expiry by each client's clock: a client whose clock jumps ahead
+    steals a live lock. That happens only if the rewritten libfaketime control file reached the
+    client's container, which on this engine means put through the API while it runs."""
+    from zkjepsen.harness.engine import Engine
+    from zkjepsen.runner import run_test
+    from zkjepsen.spec import TestSpec
+
+    spec = TestSpec(
+        recipe="redis-setnx", workload="lock", nemesis=["clock-skew-client"], clients=4,
+        time_limit_s=14, recovery_s=2, interval_s=3, fault_duration_s=8,
+        params={"resource": "fenced"}, seed=5,
+    )  # fmt: skip
+    run = run_test(spec, store_root, engine=Engine.parse(remote))
+    assert COPIED in (run.store_dir / "run.log").read_text()
+    lock = run.results["lock"]
+    assert lock["belief_overlap_count"] > 0, lock
+    assert run.results["fencing"]["valid"] is True
+    assert leftovers(remote) == []
