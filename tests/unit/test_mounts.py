@@ -117,3 +117,22 @@ def test_static_binds_are_tarred_once_per_run(tmp_path, monkeypatch):
     assert sum(1 for a in calls if a[0] == ((str(code), "/code"),)) == 1
     assert len(files.client.api.puts) == 6
     assert Path(files._out["c2"][0][1]) == tmp_path / "c2"
+
+
+def test_stopped_clients_are_fetched_once_and_the_rest_before_removal(tmp_path):
+    fetched: list[str] = []
+
+    class Api(FakeApi):
+        def get_archive(self, cid: str, path: str):
+            fetched.append(cid)
+            return iter([_dir_tar("out", {"h": cid.encode()})]), {}
+
+    files = mounts.Files(FakeClient(), shared=False)
+    files.client.api = Api()
+    for cid in ("server", "client"):
+        (tmp_path / cid).mkdir()
+        files.attach(cid, {str(tmp_path / cid): {"bind": "/out"}}, out=["/out"])
+    files.collect(["client"])  # the pool, once its clients stopped
+    files.collect()  # the backend, before it removes the containers
+    assert fetched == ["client", "server"]  # each once
+    assert (tmp_path / "client" / "h").read_text() == "client"

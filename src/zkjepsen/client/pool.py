@@ -257,7 +257,8 @@ class ClientPool:
             except Exception:  # noqa: BLE001 - already gone
                 pass
         self.wait(grace_s)
-        self.files.collect()  # a copying engine: their histories, complete, into the store
+        # A copying engine: their histories, complete, into the store (once: they stopped).
+        self.files.collect([h.container.id for h in self.handles])
         for h in self.handles:
             try:
                 self.run_dir.client_log(h.index).write_bytes(h.container.logs())

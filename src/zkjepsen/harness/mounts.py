@@ -129,6 +129,7 @@ class Files:
         self._binds: dict[str, dict[str, dict]] = {}  # container id -> its binds
         self._out: dict[str, list[tuple[str, Path]]] = {}  # id -> (container dir, host dir)
         self._live: set[str] = set()  # ids whose out dirs are fetched every POLL_S
+        self._done: set[str] = set()  # ids fetched after they stopped: nothing more to fetch
         self._cache: dict[tuple, bytes] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -221,9 +222,10 @@ class Files:
                 continue
             _merge(data, host)
 
-    def pull_all(self) -> None:
+    def pull_all(self, ids: Iterable[str] | None = None) -> None:
+        """Fetch `ids` (default: every container not collected yet) at once."""
         with self._lock:
-            ids = list(self._out)
+            ids = [i for i in (self._out if ids is None else ids) if i not in self._done]
         _each(self.pull, ids)
 
     def start_live(self) -> None:
@@ -245,15 +247,21 @@ class Files:
                     ids = list(self._live)
                 list(pool.map(self.pull, ids))
 
-    def collect(self) -> None:
-        """Before the containers are removed: stop the live fetch, fetch everything once more."""
+    def collect(self, ids: Iterable[str] | None = None) -> None:
+        """Stop the live fetch and fetch once more: `ids`, stopped containers (the clients,
+        once they exited), are not fetched again; default every container left, before the
+        containers are removed."""
         if self.shared:
             return
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
-        self.pull_all()
+        ids = list(ids) if ids is not None else None
+        self.pull_all(ids)
+        if ids is not None:
+            with self._lock:
+                self._done.update(ids)
 
 
 def _each(fn, items: list) -> None:
