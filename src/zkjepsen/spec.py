@@ -208,6 +208,12 @@ def validate_spec(spec: TestSpec) -> None:
     info = backend_info(spec.backend)
     if info.nodes is not None:
         spec.nodes = info.nodes  # its shape is fixed: test.json says what really ran
+    from zkjepsen.nemesis.faults import not_applicable
+
+    for n in names:
+        why = not_applicable(n, spec.backend)
+        if why:
+            raise BadInput(why + f" (recipe {spec.recipe} runs on {spec.backend})")
     if spec.proxy and info.family != "zookeeper":
         raise BadInput(
             f"the wire proxy speaks ZooKeeper's protocol; backend {spec.backend} has none"

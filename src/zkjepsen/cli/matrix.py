@@ -83,6 +83,13 @@ def _split(text: str, what: str) -> list[str]:
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE")
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option(
+    "--interval",
+    type=click.FloatRange(0, 3600),
+    default=10.0,
+    show_default=True,
+    help="Mean quiet time before each fault (the first starts uniformly within twice it).",
+)
+@click.option(
     "--out",
     type=click.Path(path_type=Path),
     default=Path("store/matrix.md"),
@@ -116,6 +123,7 @@ def matrix_command(
     session_timeout,
     params,
     seed,
+    interval,
     out,
     store_root,
     shard,
@@ -154,6 +162,7 @@ def matrix_command(
                 seed=seed + i,
                 params=extra,
                 recovery_s=5.0,
+                interval_s=interval,
             ),
         )
         # Run-major: every cell's first run, then every cell's second... so a matrix cut short
@@ -163,8 +172,12 @@ def matrix_command(
     ]
     from zkjepsen.spec import validate_spec
 
-    for _, s in specs[: len(all_cells)]:
-        validate_spec(s)  # every name checked before the first cluster starts (all shards')
+    # A cell whose fault means nothing on its recipe's backend (no leader, no PostgreSQL...)
+    # is not run: the table says n/a and why, and the rest of the matrix runs.
+    na = findings.not_applicable_cells(specs[: len(all_cells)])
+    for cell, s in specs[: len(all_cells)]:
+        if cell not in na:
+            validate_spec(s)  # every name checked before the first cluster starts (all shards')
     root = check_root(store_root)
     settings = {
         "workload": workload,
@@ -175,11 +188,14 @@ def matrix_command(
         "params": extra,
         "runs": runs,
         "seed": seed,
+        "interval_s": interval,
         "recipes": recipe_list,
         "nemeses": nemesis_list,
+        "not_applicable": na,
+        "servers": findings.servers_per_backend(recipe_list, nodes),
     }
     manifest_root = root if store_root else DEFAULT_ROOT
-    jobs = [Job(s, None, cell) for cell, s in specs if cell in mine]
+    jobs = [Job(s, None, cell) for cell, s in specs if cell in mine and cell not in na]
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     # --resume: the runs already on record are kept and their (cell, seed) not run again; a
     # larger --runs extends the matrix (run k of a cell always has seed + k - 1).
@@ -196,6 +212,8 @@ def matrix_command(
         console.print(
             f"shard {share[0]}/{share[1]}: {len(mine)} of {len(all_cells)} cells, {len(jobs)} runs"
         )
+    for cell, why in na.items():
+        console.print(f"n/a {cell.replace('|', ' x ')}: {why}", markup=False, highlight=False)
     width = len(engine_list) * parallel
     where = (
         f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores)"
@@ -235,7 +253,7 @@ def matrix_command(
             "engine": o.engine,
         }
 
-    t0 = time.monotonic()
+    t0, load0 = time.monotonic(), os.getloadavg()[0]
     outcomes = run_jobs(
         jobs, engine_list, parallel, store_root, on_start=begin, on_done=done, keep_going=True
     )
@@ -244,7 +262,10 @@ def matrix_command(
     for r in sorted(records, key=lambda r: r["seed"]):
         results.setdefault(r["cell"], []).append(r)
     cells = {k: findings.cell_summary(v) for k, v in results.items()}
+    cells.update({k: {"na": why} for k, why in na.items() if k in mine})
     findings.write_manifest(manifest_root, settings, share, records, origin)
+    load = f"load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
+    where = where.replace(" cores)", f" cores, {load})", 1)
     write_table(
         out,
         cells,

@@ -18,6 +18,7 @@ from zkjepsen.nemesis.partition import Cut, IsolateClient, PacketLoss
 from zkjepsen.nemesis.pg import TerminateHolder
 from zkjepsen.nemesis.process import ProcessFault
 from zkjepsen.nemesis.proxy import ProxyFault
+from zkjepsen.nemesis.redlock import PartitionRedlock
 from zkjepsen.nemesis.targets import NemesisContext
 
 
@@ -42,6 +43,11 @@ class FaultKind:
     # Default length: None = the schedule's fault duration; "1.5x" = 1.5 x the negotiated
     # session timeout (of the target client when there is one).
     duration: str | None = None
+    # The backends it means something on (harness.backends names); () = every backend.
+    # Elsewhere it would exercise nothing (no peer servers to cut, no leader, no libfaketime
+    # in the servers, no PostgreSQL): `test` refuses it, `matrix` shows the cell as n/a.
+    backends: tuple[str, ...] = ()
+    why_not: str = ""  # the reason, for the refusal and the n/a cell
 
     @property
     def family(self) -> str:
@@ -64,31 +70,52 @@ class FaultKind:
         return self.impl
 
 
+ZK = ("zookeeper",)
+PEERS = ("zookeeper", "redis-sentinel")  # servers that replicate to each other
+LEADS = ("zookeeper", "redis", "redis-sentinel", "postgres")
+REDLOCK = ("redlock",)
+
 _KINDS = [
     FaultKind("none", "all", "no faults (a baseline run)", None),
     FaultKind(
-        "partition-one", "one", "cut one random server off from the other servers", Cut("alone")
+        "partition-one",
+        "one",
+        "cut one random server off from the other servers",
+        Cut("alone"),
+        backends=PEERS,
+        why_not="its servers do not talk to each other",
     ),
     FaultKind(
         "partition-leader",
         "leader",
         "cut the current leader off from the other servers",
         Cut("alone"),
+        backends=PEERS,
+        why_not="its servers do not talk to each other",
     ),
     FaultKind(
         "partition-halves",
         "all",
         "split the servers into a random minority and majority",
         Cut("halves"),
+        backends=PEERS,
+        why_not="its servers do not talk to each other",
     ),
     FaultKind(
         "partition-ring",
         "all",
         "majorities ring: every server sees a majority, no two the same one (>= 5 nodes)",
         Cut("ring"),
+        backends=PEERS,
+        why_not="its servers do not talk to each other",
     ),
     FaultKind(
-        "partition-bridge", "all", "two halves joined only through one bridge server", Cut("bridge")
+        "partition-bridge",
+        "all",
+        "two halves joined only through one bridge server",
+        Cut("bridge"),
+        backends=PEERS,
+        why_not="its servers do not talk to each other",
     ),
     FaultKind(
         "isolate-client",
@@ -114,6 +141,8 @@ _KINDS = [
         "leader",
         "SIGKILL the leader, restart it at the end",
         ProcessFault("kill", "servers"),
+        backends=LEADS,
+        why_not="it has no leader",
     ),
     FaultKind(
         "kill-minority",
@@ -138,6 +167,8 @@ _KINDS = [
         "leader",
         "freeze the leader (cgroup freezer)",
         ProcessFault("pause", "servers"),
+        backends=LEADS,
+        why_not="it has no leader",
     ),
     FaultKind(
         "pause-client",
@@ -157,15 +188,24 @@ _KINDS = [
         "one",
         "step one server's clock by +-1..60 s (libfaketime moves its monotonic clock too)",
         Bump(),
+        backends=ZK,
+        why_not="its servers run without libfaketime",
     ),
     FaultKind(
-        "clock-strobe", "one", "flip one server's clock between +d and 0 every ~1.2 s", Strobe()
+        "clock-strobe",
+        "one",
+        "flip one server's clock between +d and 0 every ~1.2 s",
+        Strobe(),
+        backends=ZK,
+        why_not="its servers run without libfaketime",
     ),
     FaultKind(
         "clock-rate-leader",
         "leader",
         "run the leader's clock k x fast (default 4x): it expires sessions k x early",
         Rate(),
+        backends=ZK,
+        why_not="its servers run without libfaketime",
     ),
     # On clients: libfaketime in the program under test, not in the recorder (client_clock.py).
     FaultKind(
@@ -187,6 +227,27 @@ _KINDS = [
         "holder",
         "PostgreSQL ends one client's lock connection (pg_terminate_backend); postgres backend",
         TerminateHolder(),
+        backends=("postgres",),
+        why_not="no PostgreSQL",
+    ),
+    FaultKind(
+        "partition-redlock",
+        "all",
+        "cut half the clients (not the holder) from 2 of the 5 Redlock masters: each side "
+        "still sees a majority (the control for partition-redlock-restart)",
+        PartitionRedlock(restart=False),
+        backends=REDLOCK,
+        why_not="not Redlock's 5 masters",
+    ),
+    FaultKind(
+        "partition-redlock-restart",
+        "all",
+        "partition-redlock, then SIGKILL and restart (empty: no persistence) a master the cut "
+        "half holds the lock through, while it holds",
+        PartitionRedlock(restart=True),
+        duration="3x",
+        backends=REDLOCK,
+        why_not="not Redlock's 5 masters",
     ),
     # Through the wire proxy in the client's container (the run needs proxy = true).
     FaultKind(
@@ -196,12 +257,16 @@ _KINDS = [
         "the reply (ConnectionLoss)",
         ProxyFault("proxy-lose-create"),
         duration="2x",
+        backends=ZK,
+        why_not="the wire proxy speaks ZooKeeper's protocol",
     ),
     FaultKind(
         "proxy-delay-reply",
         "holder",
         "delay one client's next reply (params: seconds, op) by 2 s",
         ProxyFault("proxy-delay-reply"),
+        backends=ZK,
+        why_not="the wire proxy speaks ZooKeeper's protocol",
     ),
     FaultKind(
         "proxy-drop-pings",
@@ -210,6 +275,8 @@ _KINDS = [
         "its connection stays healthy",
         ProxyFault("proxy-drop-pings"),
         duration="2x",
+        backends=ZK,
+        why_not="the wire proxy speaks ZooKeeper's protocol",
     ),
     FaultKind(
         "proxy-close-after",
@@ -218,6 +285,8 @@ _KINDS = [
         "(params: op, n; default create)",
         ProxyFault("proxy-close-after"),
         duration="2x",
+        backends=ZK,
+        why_not="the wire proxy speaks ZooKeeper's protocol",
     ),
     FaultKind(
         "proxy-drop-request",
@@ -226,9 +295,21 @@ _KINDS = [
         "default delete): the server never sees it, the client sees ConnectionLoss",
         ProxyFault("proxy-drop-request"),
         duration="2x",
+        backends=ZK,
+        why_not="the wire proxy speaks ZooKeeper's protocol",
     ),
 ]
 
 FAULTS: dict[str, FaultKind] = {k.name: k for k in _KINDS}
+
+
+def not_applicable(name: str, backend: str) -> str | None:
+    """Why fault `name` exercises nothing on `backend` (None: it applies, or is unknown)."""
+    kind = FAULTS.get(name)
+    if kind is None or not kind.backends or backend in kind.backends:
+        return None
+    return f"{name} does not apply to backend {backend}: {kind.why_not}"
+
+
 # name -> one-line description, for `zkjepsen list nemeses` and spec validation.
 NEMESES: dict[str, str] = {k.name: k.description for k in _KINDS}

@@ -164,7 +164,7 @@ class Cut(IptablesFault):
         self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]
     ) -> dict[str, list[list[str]]]:
         return {
-            node: _drop_both_ways([ctx.node(peer).ip for peer in peers])
+            node: drop_both_ways([ctx.node(peer).ip for peer in peers])
             for node, peers in detail["grudge"].items()
         }
 
@@ -181,7 +181,7 @@ class IsolateClient(IptablesFault):
     def rules(
         self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]
     ) -> dict[str, list[list[str]]]:
-        return {targets[0]: _drop_both_ways([ctx.node(n).ip for n in detail["servers"]])}
+        return {targets[0]: drop_both_ways([ctx.node(n).ip for n in detail["servers"]])}
 
     def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
         super().apply(ctx, targets, detail)
@@ -216,7 +216,7 @@ class PacketLoss(IptablesFault):
         return out
 
 
-def _drop_both_ways(ips: list[str]) -> list[list[str]]:
+def drop_both_ways(ips: list[str]) -> list[list[str]]:
     return [r for ip in ips for r in (["-s", ip, "-j", "DROP"], ["-d", ip, "-j", "DROP"])]
 
 

@@ -27,6 +27,7 @@ SAME = (
     "params",
     "runs",
     "seed",
+    "interval_s",
     "recipes",
     "nemeses",
 )
@@ -53,9 +54,39 @@ def cell_summary(runs: list[dict]) -> dict:
     }
 
 
+def not_applicable_cells(cell_specs: list) -> dict[str, str]:
+    """cell -> why it is not run: a fault of the cell exercises nothing on the backend its
+    recipe runs on (nemesis.faults.not_applicable). `cell_specs`: (cell, TestSpec) pairs."""
+    from zkjepsen.harness.backends import resolve_backend
+    from zkjepsen.nemesis.faults import not_applicable
+
+    out = {}
+    for cell, spec in cell_specs:
+        backend = resolve_backend(spec.recipe, spec.backend)
+        whys = [w for n in spec.nemesis if (w := not_applicable(n, backend))]
+        if whys:
+            out[cell] = "; ".join(whys)
+    return out
+
+
+def servers_per_backend(recipes: list[str], nodes: int) -> dict[str, int]:
+    """backend -> its servers, for the backends the recipes (`NAME` or `NAME@BACKEND`) run on:
+    a fixed shape (one Redis master, five Redlock masters) or the matrix's `--nodes`."""
+    from zkjepsen.harness.backends import backend_info, resolve_backend
+
+    out = {}
+    for rc in recipes:
+        name, _, backend = rc.partition("@")
+        b = resolve_backend(name, backend or None)
+        out[b] = backend_info(b).nodes or nodes
+    return out
+
+
 def cell_text(c: dict | None) -> str:
     if not c:
         return "-"
+    if "na" in c:
+        return "n/a (" + c["na"].split(": ", 1)[-1] + ")"
     from zkjepsen.report.stats import rate_text
 
     text = f"{rate_text(c['invalid'], c['runs'])} invalid"
@@ -86,7 +117,12 @@ def markdown_table(cells: dict, recipes: list[str], nemeses: list[str], header: 
         "atomicity broken), and with at least one half-done read (a holder found the "
         "previous holder's two-step update half done: that holder lost the lock between its "
         "writes, and a fence can only refuse the second). belief > 0 with effect = 0 means "
-        "fencing held.",
+        "fencing held."
+        + (
+            " n/a: the fault exercises nothing on that recipe's backend (not run)."
+            if any("na" in c for c in cells.values())
+            else ""
+        ),
     ]
     return "\n".join(lines) + "\n"
 
@@ -203,12 +239,18 @@ def merge(manifests: list[dict]) -> tuple[dict, dict[str, dict], list[str]]:
     for m in manifests:
         for r in sorted(m["runs"], key=lambda r: r.get("seed", 0)):
             by_cell.setdefault(r["cell"], []).append(r)
-    return base, {k: cell_summary(v) for k, v in by_cell.items()}, notes
+    cells = {k: cell_summary(v) for k, v in by_cell.items()}
+    cells.update({k: {"na": why} for k, why in (base.get("not_applicable") or {}).items()})
+    return base, cells, notes
 
 
 def runs_per_cell_text(planned: int, cells: dict[str, dict] | None, n_cells: int) -> str:
     """ "10 runs per cell", or, for a matrix cut short, what it really holds ("8-10 runs per
-    cell (10 planned)"): a table never claims more runs than it counts."""
+    cell (10 planned)"): a table never claims more runs than it counts. n/a cells (never
+    run) are not counted."""
+    ran = {k: c for k, c in (cells or {}).items() if "na" not in c}
+    n_cells -= len(cells or {}) - len(ran)
+    cells = ran if cells is not None else None
     counts = [c["runs"] for c in (cells or {}).values()] + [0] * (n_cells - len(cells or {}))
     if cells is None or (counts and min(counts) == max(counts) == planned):
         return f"{planned} runs per cell"
@@ -256,8 +298,16 @@ def settings_header(
 ) -> str:
     n_cells = len(s.get("recipes", [])) * len(s.get("nemeses", []))
     return (
-        f"Findings matrix: workload `{s['workload']}`, {s['nodes']} servers, {s['clients']} "
+        f"Findings matrix: workload `{s['workload']}`, {_servers_text(s)}, {s['clients']} "
         f"clients, {s['time_limit_s']:g} s per run, session timeout "
         f"{s['session_timeout_s']:g} s, params {s['params']}, "
-        f"{runs_per_cell_text(s['runs'], cells, n_cells)}; run {when} on {where}."
+        + (f"faults every ~{s['interval_s']:g} s, " if s.get("interval_s", 10.0) != 10.0 else "")
+        + f"{runs_per_cell_text(s['runs'], cells, n_cells)}; run {when} on {where}."
     )
+
+
+def _servers_text(s: dict[str, Any]) -> str:
+    servers = s.get("servers") or {}
+    if len(servers) <= 1:
+        return f"{next(iter(servers.values()), s['nodes'])} servers"
+    return "servers: " + ", ".join(f"{b} {n}" for b, n in servers.items())

@@ -1,0 +1,152 @@
+"""Redlock faults: clients that see different majorities of the masters, and a master that
+restarts without persistence while a client holds the lock through it.
+
+Martin Kleppmann's case against Redlock ("How to do distributed locking", 2016): client 1
+takes the lock on masters A, B, C while D and E are cut off from it; C crashes and restarts
+empty (no persistence, no delayed restart); client 2 takes the lock on C, D, E. Both hold.
+
+- `partition-redlock`: half the clients (never the one holding now) lose two of the five
+  masters, chosen from n2..n5; the other half see all five. Every client still sees a
+  majority, and any two majorities share a master, so this alone must not split the lock
+  (the control).
+- `partition-redlock-restart`: the same cut; then, once a client of the cut half acquires
+  (its lock is then on exactly the three masters it sees), one of those masters other than n1
+  is SIGKILLed and started again: it comes back empty (`save ""`, no AOF: harness/redis.py),
+  and the other half can reach a majority (the empty master and the two the cut half cannot
+  see) while the first holder still holds. `detail` records the holder at the restart, the
+  lock's value on every master before it (the holder's on exactly its side's three) and on
+  the restarted master after (gone: the proof that it forgot), and how long it was down.
+
+n1 is never cut and never restarted: it also stores the resource and the fencing-token
+counter (client/services/redis.py), which are not part of the lock.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from zkjepsen.nemesis import NemesisError
+from zkjepsen.nemesis.partition import IptablesFault, drop_both_ways
+from zkjepsen.nemesis.targets import HolderTracker, NemesisContext, resolve_client, running_clients
+
+RESOURCE_MASTER = "n1"
+
+
+class PartitionRedlock(IptablesFault):
+    """Cut half the clients from two masters; with `restart`, then restart a master the cut
+    half still sees while one of them holds."""
+
+    def __init__(self, restart: bool) -> None:
+        self.restart = restart
+
+    def resolve(
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
+    ) -> tuple[list[str], dict[str, Any]]:
+        masters = [n.name for n in ctx.backend.nodes]
+        if len(masters) < 5 or RESOURCE_MASTER not in masters:
+            raise NemesisError(f"{len(masters)} servers: these faults need Redlock's 5 masters")
+        live = sorted(f"c{h.index}" for h in running_clients(ctx))
+        if len(live) < 2:
+            raise NemesisError("these faults need two running clients (two sides)")
+        # The current holder stays on the side that sees every master: its release then clears
+        # all five, and the cut half's next lock sits on exactly its three masters.
+        holder, how = resolve_client(ctx, "holder", rng)
+        others = rng.sample([c for c in live if c != holder], len(live) - 1)
+        cut = sorted(others[: len(live) // 2], key=lambda c: int(c[1:]))
+        unseen = sorted(rng.sample([m for m in masters if m != RESOURCE_MASTER], 2))
+        seen = [m for m in masters if m not in unseen]
+        detail: dict[str, Any] = {
+            "holder_when_cut": holder if how == "holder" else None,
+            "cut_clients": cut,
+            "unseen_masters": unseen,
+            "seen_masters": seen,  # the cut half's only majority
+        }
+        if self.restart:
+            detail["restart"] = rng.choice([m for m in seen if m != RESOURCE_MASTER])
+        return cut, detail
+
+    def rules(
+        self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]
+    ) -> dict[str, list[list[str]]]:
+        ips = [ctx.node(m).ip for m in detail["unseen_masters"]]
+        return {c: drop_both_ways(ips) for c in targets}
+
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        super().apply(ctx, targets, detail)
+        if self.restart:
+            restart_under_holder(ctx, targets, detail)
+
+
+def restart_under_holder(ctx: NemesisContext, cut: list[str], detail: dict[str, Any]) -> None:
+    """Wait (up to 3 TTLs) until a cut client holds a lock it took after the cut landed, and
+    no lock taken by a cut client before its cut is left on the masters it no longer sees;
+    then kill
+    and start the `restart` master. Without such an acquire the master is not restarted
+    (`detail["restarted"] = False`): the fault did not happen, and the detail says so."""
+    node = ctx.node(detail["restart"])
+    run_dir = ctx.run_dir
+    if run_dir is None:
+        raise NemesisError("partition-redlock-restart needs the clients' histories")
+    tracker = ctx.state.setdefault("holders", HolderTracker(run_dir))
+    before = tracker.poll()
+    latest = max(before.values(), default=-1)  # acquires up to now were made before the cut
+    cut_idx = {int(c[1:]) for c in cut}
+    deadline = time.monotonic() + 3 * ctx.session_timeout_s
+    unseen = [ctx.node(m) for m in detail["unseen_masters"]]
+    holder = None
+    while holder is None and time.monotonic() < deadline:
+        fresh = {i: t for i, t in tracker.poll().items() if t > latest and i in cut_idx}
+        holder = max(fresh, key=fresh.get) if fresh else None
+        # A cut client's lock taken just before its cut landed stays on the masters it no
+        # longer sees until its TTL runs out, and blocks the other side's majority: wait
+        # until it has expired (the other side's own keys there are passing attempts).
+        if holder is not None and _stale(ctx, unseen, cut_idx):
+            holder = None
+        if holder is None:
+            time.sleep(0.01)
+    detail["restarted"] = holder is not None
+    if holder is None:
+        return
+    detail["holder"] = f"c{holder}"
+    # Where the lock is now, master by master: the holder's value on exactly the masters its
+    # side sees is the proof that the cut shaped its majority.
+    nodes = list(ctx.backend.nodes)
+    detail["lock_before"] = dict(
+        zip([n.name for n in nodes], ctx.each(lambda n: _lock_values(ctx, n), nodes), strict=True)
+    )
+    t0 = time.monotonic()
+    ctx.backend.kill(node)
+    ctx.backend.restart(node)
+    while _lock_values(ctx, node) is None and time.monotonic() - t0 < 10:
+        time.sleep(0.02)
+    detail["down_s"] = round(time.monotonic() - t0, 3)
+    detail["lock_after"] = _lock_values(ctx, node)  # {} or the next holder's: it forgot
+    detail["holding_after_restart"] = tracker.holding(holder)
+
+
+def _stale(ctx: NemesisContext, unseen: list, cut_idx: set[int]) -> bool:
+    for node in unseen:
+        values = _lock_values(ctx, node) or {}
+        if any(v.split(":", 1)[0] in {f"client-{i}" for i in cut_idx} for v in values.values()):
+            return True
+    return False
+
+
+def _lock_values(ctx: NemesisContext, node) -> dict[str, str] | None:
+    """The master's lock keys and their values (the holder's random value); None: the
+    master does not answer (restarting). Asked from the host (a few ms; a docker exec would
+    take 0.1-0.3 s of the holder's critical section)."""
+    import redis
+
+    from zkjepsen.client.services.redis import LOCK_PREFIX
+
+    r = redis.Redis(host=node.ip, port=node.port, socket_timeout=0.5, socket_connect_timeout=0.5)
+    try:
+        keys = list(r.scan_iter(match=LOCK_PREFIX + "*"))
+        return {k.decode(): (r.get(k) or b"").decode(errors="replace") for k in keys}
+    except Exception:  # noqa: BLE001 - down or still starting
+        return None
+    finally:
+        r.close()

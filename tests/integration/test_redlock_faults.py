@@ -1,0 +1,61 @@
+"""The Redlock faults against five real Redis 7.0 masters and real client containers: the cut
+shapes the cut half's majority (its lock sits on exactly the three masters it sees) and the
+restarted master comes back without the holder's key (no persistence)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from zkjepsen.harness.backends import image_recipe
+from zkjepsen.harness.image import ensure_image
+from zkjepsen.runner import run_test
+from zkjepsen.spec import TestSpec
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def redis_image(docker_client) -> str:
+    return ensure_image(docker_client, None, recipe=image_recipe("redis")).tag
+
+
+def test_partition_then_restart_makes_a_master_forget_the_cut_holders_lock(
+    redis_image, store_root
+):
+    spec = TestSpec(
+        recipe="redlock",
+        workload="lock",
+        nemesis=["partition-redlock-restart"],
+        clients=4,
+        time_limit_s=20,
+        interval_s=2,  # the fault starts within 4 s: time for its cut, holder and restart
+        recovery_s=2,
+        seed=5,
+        params={"resource": "fenced", "hold_s": 1.0},
+    )
+    run = run_test(spec, store_root)
+    schedule = json.loads((run.store_dir / "schedule.json").read_text())
+    fault = schedule["faults"][0]  # the first (a second may follow if time allows)
+    assert fault["f"] == "partition-redlock-restart"
+    d = fault["detail"]
+    assert fault["targets"] == d["cut_clients"] and len(d["cut_clients"]) == 2
+    assert d["holder_when_cut"] not in d["cut_clients"]
+    assert "n1" in d["seen_masters"] and len(d["unseen_masters"]) == 2
+    assert d["restart"] in d["seen_masters"] and d["restart"] != "n1"
+    assert d["restarted"] is True, d  # a cut client took the lock during the cut
+    assert d["holder"] in d["cut_clients"]
+    mine = f"client-{d['holder'][1:]}:"
+    values = {m: list(v.values()) for m, v in d["lock_before"].items()}
+    held = [v for v in values[d["restart"]] if v.startswith(mine)]
+    assert held, values  # the holder's value, on the master about to restart
+    for m in d["seen_masters"]:
+        assert held[0] in values[m], values  # ... and on every master its side sees
+    for m in d["unseen_masters"]:
+        assert held[0] not in values[m], values  # never on the two it cannot reach
+    assert held[0] not in d["lock_after"].values(), d  # the restarted master forgot it
+    assert d["down_s"] > 0
+    # Healed: the run's chains are gone and every master serves again.
+    assert not schedule["final_heal"]["problems"]
+    assert run.results["exercised"]["valid"] is not False, run.results["exercised"]
