@@ -21,9 +21,7 @@ def redis_image(docker_client) -> str:
     return ensure_image(docker_client, None, recipe=image_recipe("redis")).tag
 
 
-def test_partition_then_restart_makes_a_master_forget_the_cut_holders_lock(
-    redis_image, store_root
-):
+def test_partition_then_restart_makes_a_master_forget_the_cut_holders_lock(redis_image, store_root):
     spec = TestSpec(
         recipe="redlock",
         workload="lock",
