@@ -48,6 +48,8 @@ def assert_refused(code: int, err: str, here, *words: str) -> None:
         (["--recipe", "nosuch"], ["unknown recipe"]),
         (["--recipe", "nosuch_pkg.mod:Lock"], ["cannot import"]),
         (["--nemesis", "pause-everything"], ["unknown nemesis"]),
+        (["--nemesis", "partition-redlock"], ["does not apply to backend zookeeper"]),
+        (["--recipe", "redlock", "--nemesis", "kill-leader"], ["no leader"]),
         (["--workload", "nosuch"], ["unknown workload"]),
         (["--recipe", "exec"], ["--client-cmd"]),
         (["--recipe", "blog", "--client-cmd", "true"], ["not both"]),

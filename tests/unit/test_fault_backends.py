@@ -1,0 +1,162 @@
+"""Which faults mean something on which backend (a matrix that mixes backends shows the rest
+as n/a instead of stopping or running a fault that exercises nothing), and how the Redlock
+faults choose their sides (pure logic: a fake context stands in for the containers)."""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+
+import pytest
+
+from zkjepsen.errors import BadInput
+from zkjepsen.harness.backend import Node
+from zkjepsen.nemesis.faults import FAULTS, not_applicable
+from zkjepsen.nemesis.redlock import PartitionRedlock
+from zkjepsen.report import findings
+from zkjepsen.spec import TestSpec, validate_spec
+
+
+@pytest.mark.parametrize(
+    "fault, backend, applies",
+    [
+        ("pause-client", "redlock", True),  # client faults apply everywhere
+        ("clock-skew-client", "postgres", True),
+        ("kill-leader", "redlock", False),  # five independent masters: nobody leads
+        ("kill-leader", "redis-sentinel", True),
+        ("partition-halves", "redis", False),  # one server: no peer to cut
+        ("partition-halves", "redis-sentinel", True),
+        ("clock-bump", "redis", False),  # no libfaketime in redis-server
+        ("pg-terminate-holder", "zookeeper", False),
+        ("pg-terminate-holder", "postgres", True),
+        ("partition-redlock-restart", "redlock", True),
+        ("partition-redlock-restart", "redis", False),
+        ("proxy-drop-pings", "postgres", False),
+    ],
+)
+def test_a_fault_applies_only_where_it_exercises_something(fault, backend, applies):
+    why = not_applicable(fault, backend)
+    assert (why is None) == applies, why
+    if why:
+        assert fault in why and backend in why and FAULTS[fault].why_not in why
+
+
+def test_a_single_test_refuses_a_fault_that_does_not_apply(monkeypatch):
+    spec = TestSpec(recipe="pg-advisory", nemesis=["kill-leader", "partition-redlock"])
+    with pytest.raises(BadInput, match="partition-redlock does not apply to backend postgres"):
+        validate_spec(spec)
+
+
+def test_matrix_cells_not_applicable_are_named_with_their_reason():
+    cells = [
+        ("kazoo|pause-client", TestSpec(recipe="kazoo", nemesis=["pause-client"])),
+        ("redlock|kill-leader", TestSpec(recipe="redlock", nemesis=["kill-leader"])),
+        (
+            "redis-set-px@redis-sentinel|kill-leader",
+            TestSpec(recipe="redis-set-px", backend="redis-sentinel", nemesis=["kill-leader"]),
+        ),
+        ("kazoo|partition-redlock", TestSpec(recipe="kazoo", nemesis=["partition-redlock"])),
+    ]
+    na = findings.not_applicable_cells(cells)
+    assert sorted(na) == ["kazoo|partition-redlock", "redlock|kill-leader"]
+    assert "no leader" in na["redlock|kill-leader"]
+    cell = {"na": na["redlock|kill-leader"]}
+    assert findings.cell_text(cell) == "n/a (it has no leader)"
+    run = {"runs": 5, "invalid": 1, "unknown": 0, "belief": 1, "effect": 0, "half_done": 0}
+    table = findings.markdown_table(
+        {"kazoo|pause-client": run, "redlock|kill-leader": cell},
+        ["kazoo", "redlock"],
+        ["pause-client", "kill-leader"],
+        "h",
+    )
+    assert "| redlock | - | n/a (it has no leader) |" in table and "n/a: the fault" in table
+    # n/a cells are not "missing runs": 5 runs per cell in every cell that ran.
+    assert findings.runs_per_cell_text(5, {"a": run, "b": cell}, 2) == "5 runs per cell"
+
+
+def test_merge_keeps_the_not_applicable_cells(tmp_path):
+    settings = {
+        "workload": "lock",
+        "nodes": 3,
+        "clients": 2,
+        "time_limit_s": 4.0,
+        "session_timeout_s": 3.0,
+        "params": {},
+        "runs": 1,
+        "seed": 1,
+        "recipes": ["redlock"],
+        "nemeses": ["kill-leader"],
+        "not_applicable": {"redlock|kill-leader": "kill-leader does not apply: it has no leader"},
+    }
+    path = findings.write_manifest(tmp_path / "st", settings, None, [])
+    _, cells, _ = findings.merge([findings.read_manifest(path.parent)])
+    assert cells == {
+        "redlock|kill-leader": {"na": settings["not_applicable"]["redlock|kill-leader"]}
+    }
+
+
+def test_servers_per_backend_names_each_backends_shape():
+    got = findings.servers_per_backend(["kazoo", "redis-set-px@redis-sentinel", "redlock"], 3)
+    assert got == {"zookeeper": 3, "redis-sentinel": 3, "redlock": 5}
+    header = findings.settings_header(
+        {
+            "workload": "lock",
+            "nodes": 3,
+            "clients": 4,
+            "time_limit_s": 15.0,
+            "session_timeout_s": 4.0,
+            "params": {},
+            "runs": 5,
+            "seed": 1,
+            "interval_s": 5.0,
+            "recipes": ["kazoo", "redlock"],
+            "nemeses": ["none"],
+            "servers": got,
+        },
+        "now",
+        "here",
+    )
+    assert "servers: zookeeper 3, redis-sentinel 3, redlock 5" in header
+    assert "faults every ~5 s" in header
+
+
+class FakeClient:
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def status(self) -> str:
+        return "running"
+
+
+def fake_ctx(clients: int, masters: int = 5):
+    nodes = [Node(f"n{i}", i, f"10.0.0.{10 + i}", 6379) for i in range(1, masters + 1)]
+    return SimpleNamespace(
+        backend=SimpleNamespace(nodes=nodes),
+        clients=lambda: [FakeClient(i) for i in range(1, clients + 1)],
+        run_dir=None,  # no histories: nobody holds, the holder spec falls back to random
+        state={},
+        holder_wait_s=0.0,
+    )
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_redlock_cut_gives_every_side_a_majority_and_spares_the_resource_master(seed):
+    ctx = fake_ctx(clients=5)
+    cut, d = PartitionRedlock(restart=True).resolve(ctx, "all", random.Random(seed), {})
+    assert cut == d["cut_clients"] and len(cut) == 2  # half of 5, rounded down
+    assert d["holder_when_cut"] is None  # nobody held: chosen at random
+    assert len(d["unseen_masters"]) == 2 and "n1" not in d["unseen_masters"]
+    assert sorted(d["seen_masters"] + d["unseen_masters"]) == [f"n{i}" for i in range(1, 6)]
+    # The restarted master: one the cut side holds through, never n1 (tokens, resource).
+    assert d["restart"] in d["seen_masters"] and d["restart"] != "n1"
+    # Once it forgets: the other side's majority = the restarted master + the two unseen ones.
+    assert len({d["restart"], *d["unseen_masters"]}) == 3
+
+
+def test_redlock_faults_refuse_other_shapes():
+    from zkjepsen.nemesis import NemesisError
+
+    with pytest.raises(NemesisError, match="5 masters"):
+        PartitionRedlock(restart=False).resolve(fake_ctx(4, masters=3), "all", random.Random(1), {})
+    with pytest.raises(NemesisError, match="two running clients"):
+        PartitionRedlock(restart=False).resolve(fake_ctx(1), "all", random.Random(1), {})
