@@ -180,6 +180,30 @@ class RedisBackend(ServerCluster):
         ip = self.sentinel_master()
         return next((n for n in self.nodes if n.ip == ip), None)
 
+    def before_kill(self) -> dict[str, Any]:
+        """Each server's role, replication offset (a master's `master_repl_offset`, a
+        replica's `slave_repl_offset`: what it has applied) and lock keys with their values,
+        read from the host in a few ms right before a kill (nemesis/process.py)."""
+        from zkjepsen.client.services.redis import LOCK_PREFIX
+
+        def one(node: Node) -> dict[str, Any]:
+            r = self._redis(node)
+            try:
+                info = r.info("replication")
+                master = info.get("role") == "master"
+                locks = {
+                    k.decode(): (r.get(k) or b"").decode(errors="replace")
+                    for k in r.scan_iter(match=LOCK_PREFIX + "*")
+                }
+                offset = info.get("master_repl_offset" if master else "slave_repl_offset")
+                return {"role": info.get("role"), "offset": offset, "locks": locks}
+            except Exception as e:  # noqa: BLE001 - down or cut off: say so
+                return {"error": f"{type(e).__name__}: {e}"}
+            finally:
+                r.close()
+
+        return {n.name: v for n, v in zip(self.nodes, self._pool.map(one, self.nodes), strict=True)}
+
     def ready(self) -> bool:
         roles = [self._info(n, "replication") for n in self.nodes]
         if not all(roles):

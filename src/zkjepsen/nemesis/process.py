@@ -13,7 +13,12 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from zkjepsen.nemesis.targets import NemesisContext, resolve_client, resolve_servers
+from zkjepsen.nemesis.targets import (
+    NemesisContext,
+    current_holders,
+    resolve_client,
+    resolve_servers,
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,12 @@ class ProcessFault:
 
     def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
         kill = self.action == "kill"
+        snapshot = getattr(ctx.backend, "before_kill", None)
+        if kill and self.on == "servers" and snapshot is not None:
+            # What the servers held the instant before (e.g. Redis: each one's replication
+            # offset and lock keys): did the kill catch a write its replicas had not seen?
+            detail["before_kill"] = snapshot()
+            detail["holders_at_kill"] = [f"c{i}" for i in current_holders(ctx.run_dir)]
 
         def one(name: str) -> None:
             if self.on == "client":
