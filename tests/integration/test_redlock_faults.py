@@ -27,7 +27,7 @@ def test_partition_then_restart_makes_a_master_forget_the_cut_holders_lock(redis
         workload="lock",
         nemesis=["partition-redlock-restart"],
         clients=4,
-        time_limit_s=20,
+        time_limit_s=30,  # room for 2-3 faults: under load a cut client may not win in time
         interval_s=2,  # the fault starts within 4 s: time for its cut, holder and restart
         recovery_s=2,
         seed=5,
@@ -35,14 +35,19 @@ def test_partition_then_restart_makes_a_master_forget_the_cut_holders_lock(redis
     )
     run = run_test(spec, store_root)
     schedule = json.loads((run.store_dir / "schedule.json").read_text())
-    fault = schedule["faults"][0]  # the first (a second may follow if time allows)
-    assert fault["f"] == "partition-redlock-restart"
-    d = fault["detail"]
-    assert fault["targets"] == d["cut_clients"] and len(d["cut_clients"]) == 2
-    assert d["holder_when_cut"] not in d["cut_clients"]
-    assert "n1" in d["seen_masters"] and len(d["unseen_masters"]) == 2
-    assert d["restart"] in d["seen_masters"] and d["restart"] != "n1"
-    assert d["restarted"] is True, d  # a cut client took the lock during the cut
+    faults = schedule["faults"]
+    assert faults and all(f["f"] == "partition-redlock-restart" for f in faults)
+    for fault in faults:
+        d = fault["detail"]
+        assert fault["targets"] == d["cut_clients"] and len(d["cut_clients"]) == 2
+        assert d["holder_when_cut"] not in d["cut_clients"]
+        assert "n1" in d["seen_masters"] and len(d["unseen_masters"]) == 2
+        assert d["restart"] in d["seen_masters"] and d["restart"] != "n1"
+    # A fault restarts its master only once a cut client holds (within 3 TTLs): on a loaded
+    # machine the cut half does not always win the lock in time, so one restart is asked for.
+    restarted = [f["detail"] for f in faults if f["detail"]["restarted"]]
+    assert restarted, [f["detail"] for f in faults]
+    d = restarted[0]
     assert d["holder"] in d["cut_clients"]
     mine = f"client-{d['holder'][1:]}:"
     values = {m: list(v.values()) for m, v in d["lock_before"].items()}
