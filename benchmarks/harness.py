@@ -5,6 +5,9 @@ created -> `ready()`, i.e. every server answers, replicas in sync and every Sent
 master, its replicas and the other Sentinels).
 
     .venv/bin/python benchmarks/harness.py [--runs 5] [--cold] [--backends LIST] [--no-zk]
+        [--zk-versions 3.4,3.8,3.9] [--nodes 3,5] [--faketime on,off]
+
+With --zk-versions, the figures are printed per ZooKeeper version (each its own image).
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from pathlib import Path
 
 from zkjepsen.harness import resources
 from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
-from zkjepsen.harness.image import build_image, default_tag
+from zkjepsen.harness.image import build_image, default_tag, zookeeper_recipe
+from zkjepsen.harness.zkconfig import ZkSettings
 
 
 def rss_mb(container) -> float:
@@ -30,9 +34,17 @@ def rss_mb(container) -> float:
     return float("nan")
 
 
-def time_to_quorum(client, nodes: int, faketime: bool = True) -> tuple[float, list[float]]:
+def time_to_quorum(
+    client, nodes: int, faketime: bool = True, version: str = "3.8"
+) -> tuple[float, list[float]]:
     with tempfile.TemporaryDirectory() as d:
-        ens = DockerEnsemble(EnsembleSpec(nodes=nodes, faketime=faketime), Path(d), client=client)
+        spec = EnsembleSpec(
+            nodes=nodes,
+            faketime=faketime,
+            image=default_tag(zookeeper_recipe(version)),
+            settings=ZkSettings(zk_version=version),
+        )
+        ens = DockerEnsemble(spec, Path(d), client=client)
         t0 = time.monotonic()
         with ens:
             elapsed = time.monotonic() - t0
@@ -77,6 +89,9 @@ def main() -> None:
     ap.add_argument("--cold", action="store_true", help="remove and rebuild the image first")
     ap.add_argument("--backends", default="", help="e.g. redis,redis-sentinel,redlock")
     ap.add_argument("--no-zk", action="store_true", help="skip the ZooKeeper figures")
+    ap.add_argument("--zk-versions", default="3.8", help="e.g. 3.4,3.8,3.9")
+    ap.add_argument("--nodes", default="3,5", help="ensemble sizes, e.g. 3,5")
+    ap.add_argument("--faketime", default="on,off", help="on, off or on,off")
     args = ap.parse_args()
     client = resources.docker_client()
     for name in [b for b in args.backends.split(",") if b]:
@@ -87,25 +102,32 @@ def main() -> None:
         )
     if args.no_zk:
         return
-    tag = default_tag()
+    for version in args.zk_versions.split(","):
+        zk_figures(client, args, version)
+
+
+def zk_figures(client, args, version: str) -> None:
+    recipe = zookeeper_recipe(version)
+    tag = default_tag(recipe)
     if args.cold:
         try:
             client.images.remove(tag, force=True)
         except Exception:  # noqa: BLE001 - not there yet
             pass
-        info = build_image(client, tag)
-        print(f"cold image build: {info.build_seconds:.1f} s")
-    info = build_image(client, tag)
-    print(f"image {tag}: {info.size_bytes / 1e6:.0f} MB")
-    for faketime in (True, False):
-        for nodes in (3, 5):
+        info = build_image(client, tag, recipe=recipe)
+        print(f"ZooKeeper {version}: cold image build: {info.build_seconds:.1f} s")
+    info = build_image(client, tag, recipe=recipe)
+    print(f"ZooKeeper {version}: image {tag} ({recipe.suite}): {info.size_bytes / 1e6:.0f} MB")
+    for faketime in [f == "on" for f in args.faketime.split(",")]:
+        for nodes in [int(n) for n in args.nodes.split(",")]:
             times, mems = [], []
             for _ in range(args.runs):
-                t, m = time_to_quorum(client, nodes, faketime)
+                t, m = time_to_quorum(client, nodes, faketime, version)
                 times.append(t)
                 mems += m
             print(
-                f"{nodes} nodes, faketime {'on ' if faketime else 'off'}: up->quorum median "
+                f"ZooKeeper {version}, {nodes} nodes, faketime {'on ' if faketime else 'off'}: "
+                "up->quorum median "
                 f"{statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f},"
                 f" n={len(times)}); RSS per node median {statistics.median(mems):.0f} MB "
                 f"(max {max(mems):.0f})"

@@ -11,7 +11,9 @@ client_dir="build/", workload="lock", ...)` (a program speaking the client wire 
 docs/client-protocol.md; `client_dir` is mounted read-only as its working directory).
 
 Options: `--zk-nodes N` (default 3), `--zk-image NAME` (default: zkjepsen's own image, built on
-first use). Marker: `@pytest.mark.zkjepsen_faults(max_faults=N)` caps the faults a test may run.
+first use), `--zk-version 3.4|3.8|3.9` (default 3.8; `zkjepsen_run(zk_version=...)` wins) and
+`--zk-client-suite SUITE` (the clients' Curator/go-zookeeper; default the servers').
+Marker: `@pytest.mark.zkjepsen_faults(max_faults=N)` caps the faults a test may run.
 """
 
 from __future__ import annotations
@@ -27,9 +29,22 @@ def pytest_addoption(parser) -> None:
     group.addoption("--zk-nodes", type=int, default=3, help="ZooKeeper servers per ensemble")
     group.addoption("--zk-image", default=None, help="use this local image for the servers")
     group.addoption("--zk-store", default=None, help="store root for zkjepsen runs")
+    group.addoption("--zk-version", default=None, help="ZooKeeper version: 3.4, 3.8, 3.9")
+    group.addoption(
+        "--zk-client-suite", default=None, help="the clients' suite (bullseye, bookworm, trixie)"
+    )
 
 
 def pytest_configure(config) -> None:
+    from zkjepsen.errors import BadInput
+    from zkjepsen.harness import zkversions
+
+    try:
+        zkversions.get(config.getoption("--zk-version"))
+        if config.getoption("--zk-client-suite") is not None:
+            zkversions.client_suite(config.getoption("--zk-client-suite"))
+    except BadInput as e:
+        raise pytest.UsageError(str(e)) from None
     config.addinivalue_line(
         "markers", "zkjepsen_faults(max_faults=N): a fault budget for zkjepsen_run in this test"
     )
@@ -69,11 +84,18 @@ def zk_ensemble(request, tmp_path_factory):
     """A running ensemble for the whole session (nodes and image from the command line)."""
     from zkjepsen.harness import resources
     from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
-    from zkjepsen.harness.image import ensure_image
+    from zkjepsen.harness.image import ensure_image, zookeeper_recipe
+    from zkjepsen.harness.zkconfig import ZkSettings
 
     client = resources.docker_client()
-    image = ensure_image(client, request.config.getoption("--zk-image")).tag
-    spec = EnsembleSpec(nodes=request.config.getoption("--zk-nodes"), image=image)
+    version = request.config.getoption("--zk-version") or "3.8"
+    recipe = zookeeper_recipe(version)
+    image = ensure_image(client, request.config.getoption("--zk-image"), recipe=recipe).tag
+    spec = EnsembleSpec(
+        nodes=request.config.getoption("--zk-nodes"),
+        image=image,
+        settings=ZkSettings(zk_version=version),
+    )
     with DockerEnsemble(spec, tmp_path_factory.mktemp("zk_ensemble"), client=client) as ens:
         yield ens
 
@@ -96,6 +118,8 @@ def zkjepsen_run(request):
         if spec is None:
             settings.setdefault("nodes", request.config.getoption("--zk-nodes"))
             settings.setdefault("image", request.config.getoption("--zk-image"))
+            settings.setdefault("zk_version", request.config.getoption("--zk-version"))
+            settings.setdefault("client_suite", request.config.getoption("--zk-client-suite"))
             spec = TestSpec(**settings)
         if marker is not None:
             budget = marker.kwargs.get("max_faults")

@@ -81,6 +81,11 @@ class TestSpec:
     # What the servers are (harness/backends.py): zookeeper, redis, redis-sentinel, redlock,
     # ...; None: the recipe's own (validate_spec fills it in, so test.json records it).
     backend: str | None = None
+    # ZooKeeper servers' version (harness/zkversions.py: 3.4, 3.8, 3.9; None: 3.8, and
+    # validate_spec records it) and the clients' suite (bullseye/bookworm/trixie or a version:
+    # the Curator and go-zookeeper they run; None: the servers' own).
+    zk_version: str | None = None
+    client_suite: str | None = None
 
     def __post_init__(self) -> None:
         _str("recipe", self.recipe)
@@ -139,6 +144,12 @@ class TestSpec:
             raise BadInput(f"proxy must be true or false, not {self.proxy!r}")
         _str("engine", self.engine, optional=True)
         _str("backend", self.backend, optional=True)
+        from zkjepsen.harness import zkversions
+
+        if self.zk_version is not None:
+            self.zk_version = zkversions.get(self.zk_version).name
+        if self.client_suite is not None:
+            zkversions.client_suite(self.client_suite)
 
     @property
     def test_name(self) -> str:
@@ -214,6 +225,10 @@ def validate_spec(spec: TestSpec) -> None:
         why = not_applicable(n, spec.backend)
         if why:
             raise BadInput(why + f" (recipe {spec.recipe} runs on {spec.backend})")
+    if info.family == "zookeeper":
+        spec.zk_version = spec.zk_version or "3.8"  # test.json says what really ran
+    elif spec.zk_version is not None:
+        raise BadInput(f"--zk-version is ZooKeeper's; backend {spec.backend} has none")
     if spec.proxy and info.family != "zookeeper":
         raise BadInput(
             f"the wire proxy speaks ZooKeeper's protocol; backend {spec.backend} has none"

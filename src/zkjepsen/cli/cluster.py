@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from zkjepsen.cli.versions import check_version, zk_version_option
 from zkjepsen.errors import BadInput, EnvironmentProblem
 from zkjepsen.harness import image as image_lib
 from zkjepsen.harness import resources, signals
@@ -63,11 +64,20 @@ def backend_option(f):
 @image_group.command("build")
 @click.option("--force", is_flag=True, help="Rebuild even if the image for these inputs exists.")
 @backend_option
-def image_build(force: bool, backend: str) -> None:
+@click.option(
+    "--zk-version",
+    default=None,
+    metavar="VERSION",
+    callback=check_version,
+    help="The ZooKeeper node image of this version: 3.4, 3.8 (default), 3.9.",
+)
+def image_build(force: bool, backend: str, zk_version: str | None) -> None:
     """Build the node image (or a backend's server image) with debootstrap + docker import."""
     from zkjepsen.harness.backends import backend_info, image_recipe
 
-    recipe = image_recipe(backend) if backend_info(backend).image else None
+    recipe = (
+        image_recipe(backend, zk_version) if backend_info(backend).image or zk_version else None
+    )
     info = ensure_image(resources.docker_client(), None, force=force, recipe=recipe)
     click.echo(
         f"{info.tag}\t{info.size_bytes / 1e6:.0f} MB"
@@ -92,23 +102,36 @@ def cluster_group() -> None:
 )
 @image_option
 @backend_option
+@zk_version_option
 def cluster_up(
-    nodes: int, tick_ms: int, store_root: Path | None, image: str | None, backend: str
+    nodes: int,
+    tick_ms: int,
+    store_root: Path | None,
+    image: str | None,
+    backend: str,
+    zk_version: str | None,
+    client_suite: str | None,
 ) -> None:
     """Start an ensemble (or another backend's servers) and leave it running (take it down
     with `cluster down`)."""
     from types import SimpleNamespace
 
+    from zkjepsen.harness import zkversions
     from zkjepsen.harness.backends import backend_info, image_recipe, make_backend
+    from zkjepsen.harness.image import zookeeper_recipe
 
     b = backend_info(backend)
+    if zk_version is not None and b.family != "zookeeper":
+        raise BadInput(f"--zk-version is ZooKeeper's; backend {backend} has none")
     client = resources.docker_client()
-    client_image = ensure_image(client, image if not b.image else None).tag
-    server_image = ensure_image(client, image, recipe=image_recipe(backend)).tag
+    suite = zkversions.client_suite(client_suite, zk_version).name
+    own = image if not b.image and client_suite is None else None
+    client_image = ensure_image(client, own, recipe=zookeeper_recipe(suite)).tag
+    server_image = ensure_image(client, image, recipe=image_recipe(backend, zk_version)).tag
     nodes = b.nodes or nodes
     ens = make_backend(
         backend,
-        SimpleNamespace(nodes=nodes, tick_ms=tick_ms, params={}),
+        SimpleNamespace(nodes=nodes, tick_ms=tick_ms, params={}, zk_version=zk_version),
         new_run_dir("cluster", store_root).path,
         client=client,
         engine=resources.DEFAULT_ENGINE,
@@ -125,8 +148,9 @@ def cluster_up(
             ens.stop()
             raise
     leader = ens.leader()
+    what = f" (ZooKeeper {zkversions.get(zk_version).name})" if b.family == "zookeeper" else ""
     console.print(
-        f"{nodes} {backend} servers serving in {time.monotonic() - t0:.1f} s"
+        f"{nodes} {backend} servers{what} serving in {time.monotonic() - t0:.1f} s"
         + (f"; leader {leader.name}" if leader else "")
     )
     click.echo(f"{ens.run_id}\t{ens.connect_string()}")

@@ -13,11 +13,13 @@ from rich.console import Console
 from rich.table import Table
 
 from zkjepsen.cli.engines import engine_option, parallel_option, prepare
+from zkjepsen.cli.versions import zk_version_option, zk_versions_option
 from zkjepsen.errors import BadInput
 from zkjepsen.report.findings import cell_summary, markdown_table  # noqa: F401 - re-exported
 from zkjepsen.spec import TestSpec
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
+ZK_ROW = " zk"  # a matrix row of one ZooKeeper version: "kazoo zk3.4"
 
 
 @click.command("list")
@@ -110,6 +112,8 @@ def _split(text: str, what: str) -> list[str]:
     help="Continue the matrix on record in --store (same options; --runs may grow): runs "
     "already finished are kept, the rest run.",
 )
+@zk_version_option
+@zk_versions_option
 @engine_option
 @parallel_option
 def matrix_command(
@@ -130,14 +134,22 @@ def matrix_command(
     resume,
     engines,
     parallel,
+    zk_version,
+    client_suite,
+    zk_versions,
 ) -> None:
-    """Run every recipe x nemesis cell K times; print and write the verdict table."""
+    """Run every recipe x nemesis cell K times; print and write the verdict table. With
+    --zk-versions, every recipe has a row per ZooKeeper version ("kazoo zk3.4")."""
     from zkjepsen.cli.options import scalar as _scalar
     from zkjepsen.fanout import Job, run_jobs
     from zkjepsen.report import findings
     from zkjepsen.store import DEFAULT_ROOT, check_root
 
     recipe_list, nemesis_list = _split(recipes, "recipes"), _split(nemeses, "nemeses")
+    if zk_version and zk_versions:
+        raise BadInput("give --zk-version (every run) or --zk-versions (an axis), not both")
+    rows = [f"{rc}{ZK_ROW}{v}" for rc in recipe_list for v in zk_versions or [None]]
+    rows = [r.removesuffix(f"{ZK_ROW}None") for r in rows]
     share = findings.parse_shard(shard)
     extra = {}
     for p in params:
@@ -145,14 +157,16 @@ def matrix_command(
         if not sep:
             raise BadInput(f"--param {p!r} is not KEY=VALUE")
         extra[k] = _scalar(v)
-    all_cells = [f"{rc}|{nm}" for rc in recipe_list for nm in nemesis_list]
+    all_cells = [f"{rc}|{nm}" for rc in rows for nm in nemesis_list]
     mine = findings.cells_of_shard(all_cells, share)
     specs = [
         (
             cell,
             TestSpec(
-                recipe=cell.split("|")[0].partition("@")[0],
-                backend=cell.split("|")[0].partition("@")[2] or None,
+                recipe=cell.split("|")[0].partition(ZK_ROW)[0].partition("@")[0],
+                backend=cell.split("|")[0].partition(ZK_ROW)[0].partition("@")[2] or None,
+                zk_version=cell.split("|")[0].partition(ZK_ROW)[2] or zk_version,
+                client_suite=client_suite,
                 workload=workload,
                 nemesis=cell.split("|")[1].split("+"),
                 nodes=nodes,
@@ -189,10 +203,12 @@ def matrix_command(
         "runs": runs,
         "seed": seed,
         "interval_s": interval,
-        "recipes": recipe_list,
+        "recipes": rows,
         "nemeses": nemesis_list,
         "not_applicable": na,
         "servers": findings.servers_per_backend(recipe_list, nodes),
+        "zk_versions": zk_versions or [zk_version or "3.8"],
+        "client_suite": client_suite,
     }
     manifest_root = root if store_root else DEFAULT_ROOT
     jobs = [Job(s, None, cell) for cell, s in specs if cell in mine and cell not in na]
@@ -225,7 +241,9 @@ def matrix_command(
     def begin(i, job, engine):
         console.print(
             f"[{i + 1}/{len(jobs)}] {job.spec.recipe} x {'+'.join(job.spec.nemesis)} "
-            f"seed {job.spec.seed}" + (f" on {engine.name}" if width > 1 else ""),
+            f"seed {job.spec.seed}"
+            + (f" ZooKeeper {job.spec.zk_version}" if job.spec.zk_version else "")
+            + (f" on {engine.name}" if width > 1 else ""),
             markup=False,
             highlight=False,
         )
@@ -269,7 +287,7 @@ def matrix_command(
     write_table(
         out,
         cells,
-        recipe_list,
+        rows,
         nemesis_list,
         findings.settings_header(settings, started, where, cells),
     )

@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 
 from zkjepsen.cli.engines import engine_option, parallel_option, prepare
+from zkjepsen.cli.versions import zk_version_option, zk_versions_option
 from zkjepsen.reproduce.replay import replay, violation_kinds
 from zkjepsen.reproduce.shrink import shrink
 from zkjepsen.store import StoredRun
@@ -263,11 +264,25 @@ def scenario_list() -> None:
     help="Runs per scenario and recipe (seeds SEED, SEED+1, ...); each pair's rate is printed.",
 )
 @click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
+@zk_version_option
+@zk_versions_option
 def scenario_run(
-    names: tuple, run_all: bool, recipes: tuple, seed: int, runs: int, store_root: Path | None
+    names: tuple,
+    run_all: bool,
+    recipes: tuple,
+    seed: int,
+    runs: int,
+    store_root: Path | None,
+    zk_version: str | None,
+    client_suite: str | None,
+    zk_versions: list[str] | None,
 ) -> None:
-    """Run scenarios end to end; exit 0 only if every outcome is as expected."""
+    """Run scenarios end to end; exit 0 only if every outcome is as expected. With
+    --zk-versions, each ZooKeeper scenario runs on every version, a row per version."""
+    from dataclasses import replace
+
     from zkjepsen.errors import BadInput
+    from zkjepsen.harness.backends import backend_info
     from zkjepsen.reproduce.scenarios import SCENARIOS, get_scenario
     from zkjepsen.runner import run_test
     from zkjepsen.spec import validate_spec
@@ -282,23 +297,33 @@ def scenario_run(
             f"--recipe {', '.join(unknown)}: not a recipe these scenarios apply to; "
             f"choose from {', '.join(sorted(named))} (`zkjepsen scenario list`)"
         )
-    plan = [(s, r) for s in chosen for r in s.expect if not recipes or r in recipes]
-    for s, r in plan:
-        validate_spec(s.spec(r, seed))
+    if zk_version and zk_versions:
+        raise BadInput("give --zk-version (every run) or --zk-versions (a row each), not both")
+    pairs = [(s, r) for s in chosen for r in s.expect if not recipes or r in recipes]
+    plan = []  # (scenario, recipe, ZooKeeper version or None for another backend)
+    for s, r in pairs:
+        probe = s.spec(r, seed)
+        validate_spec(probe)
+        zk = backend_info(probe.backend).family == "zookeeper"
+        for v in (zk_versions or [zk_version]) if zk else [None]:
+            validate_spec(replace(s.spec(r, seed), zk_version=v, client_suite=client_suite))
+            plan.append((s, r, v))
     from zkjepsen.report.stats import rate_text
 
     outcomes, rates = [], []
-    for s, r in plan:
-        console.print(f"[bold]{s.name}[/bold] with {r}: expect {s.expect[r].describe()}")
+    for s, r, v in plan:
+        on = f" on ZooKeeper {v}" if v else ""
+        console.print(f"[bold]{s.name}[/bold] with {r}{on}: expect {s.expect[r].describe()}")
         hits = 0
         for i in range(runs):
-            run = run_test(s.spec(r, seed + i), store_root, gen=s.schedule)
+            spec = replace(s.spec(r, seed + i), zk_version=v, client_suite=client_suite)
+            run = run_test(spec, store_root, gen=s.schedule)
             ok, why = s.expect[r].judge(run.valid, run.results)
             outcomes.append(ok)
             hits += ok
             say(f"    {'as expected' if ok else 'NOT as expected'}: {why}  ({run.store_dir})")
-        rates.append(f"  {s.name} with {r}: as expected in {rate_text(hits, runs)}")
-    if runs > 1:
+        rates.append(f"  {s.name} with {r}{on}: as expected in {rate_text(hits, runs)}")
+    if runs > 1 or zk_versions:
         click.echo("\n".join(rates))
     click.echo(f"{sum(outcomes)}/{len(outcomes)} scenario runs as expected")
     raise SystemExit(0 if all(outcomes) else 1)

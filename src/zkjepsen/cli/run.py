@@ -12,6 +12,7 @@ from rich.text import Text
 from zkjepsen.analysis import check_history
 from zkjepsen.cli.display import LiveDisplay, console
 from zkjepsen.cli.options import parse_duration, scalar
+from zkjepsen.cli.versions import zk_version_option
 from zkjepsen.errors import BadInput
 from zkjepsen.report.summary import summarise
 from zkjepsen.runner import RunResult, run_test
@@ -22,11 +23,24 @@ def print_verdict(run: RunResult) -> None:
     v = run.valid
     word = {True: "VALID", False: "INVALID"}.get(v, "UNKNOWN")
     style = {True: "bold green", False: "bold red"}.get(v, "bold yellow")
-    console.print(Text(f"{word}", style=style), f"  store: {run.store_dir}")
+    console.print(
+        Text(f"{word}", style=style), f"{versions_text(run.spec)}  store: {run.store_dir}"
+    )
     from zkjepsen.checker import as_result
 
     for name, res in as_result(run.results).parts.items():
         console.print(f"  {name}: {res.valid}  {summarise(res)}")
+
+
+def versions_text(spec) -> str:
+    """`  ZooKeeper 3.4 (clients: bookworm)` for a ZooKeeper run; '' for other backends."""
+    from zkjepsen.harness import zkversions
+
+    if getattr(spec, "zk_version", None) is None:
+        return ""
+    clients = spec.client_suite
+    suite = f" (clients: {zkversions.client_suite(clients).suite})" if clients else ""
+    return f"  ZooKeeper {spec.zk_version}{suite}"
 
 
 @click.command("test")
@@ -88,6 +102,7 @@ def print_verdict(run: RunResult) -> None:
     metavar="ENGINE",
     help="Docker engine for the run: a docker context name or a DOCKER_HOST URL.",
 )
+@zk_version_option
 def test_command(
     recipe,
     workload,
@@ -106,6 +121,8 @@ def test_command(
     client_dir,
     client_mode,
     engine,
+    zk_version,
+    client_suite,
 ) -> None:
     """Run one test: ensemble up, faults, heal, final reads, teardown, check, report."""
     settings: dict[str, Any] = {}
@@ -125,6 +142,8 @@ def test_command(
         "client_cmd": client_cmd,
         "client_dir": client_dir,
         "client_mode": client_mode,
+        "zk_version": zk_version,
+        "client_suite": client_suite,
     }
     settings.update({k: v for k, v in cli_values.items() if v is not None})
     if nemesis is not None:

@@ -105,13 +105,14 @@ def _load(target: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-def image_recipe(name: str):
-    """The ImageRecipe of backend `name`'s servers (harness.image), ZooKeeper's by default."""
+def image_recipe(name: str, zk_version: str | None = None):
+    """The ImageRecipe of backend `name`'s servers (harness.image), ZooKeeper's (of
+    `zk_version`, default 3.8) by default."""
     info = backend_info(name)
     if not info.image:
         from zkjepsen.harness.image import zookeeper_recipe
 
-        return zookeeper_recipe()
+        return zookeeper_recipe(zk_version)
     return _load(info.image)()
 
 
@@ -168,7 +169,10 @@ def zookeeper_backend(
     from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
     from zkjepsen.harness.zkconfig import ZkSettings
 
+    settings = ZkSettings(
+        tick_ms=spec.tick_ms, zk_version=getattr(spec, "zk_version", None) or "3.8"
+    )
     ens_spec = EnsembleSpec(
-        nodes=spec.nodes, image=server_image, settings=ZkSettings(tick_ms=spec.tick_ms)
+        nodes=spec.nodes, image=server_image, client_image=client_image, settings=settings
     )
     return DockerEnsemble(ens_spec, store_dir, client=client, engine=engine)

@@ -21,6 +21,9 @@ import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from zkjepsen.harness import zkversions
+from zkjepsen.harness.zkversions import ZkVersion
+
 DRIVERS_SRC = Path(__file__).resolve().parent.parent / "client" / "drivers"
 LANG_DIRS = ("curator", "gozk")
 INSTALL_DIR = "/opt/zkjepsen/drivers"
@@ -45,23 +48,34 @@ CURATOR_CLASSPATH = (
     "slf4j-simple.jar",
 )
 
-# A small JVM: one per client container, started per (re)start of the program.
-CURATOR_RUN_SCRIPT = f"""#!/bin/sh
-# The real Apache Curator 5.4.0 behind zkjepsen's client wire protocol. MODE: {
-    ", ".join(CURATOR_MODES)
-}
+
+def run_script(v: ZkVersion | None = None) -> str:
+    """A small JVM: one per client container, started per (re)start of the program."""
+    curator = (v or zkversions.get(None)).curator
+    return f"""#!/bin/sh
+# The real Apache Curator {curator} behind zkjepsen's client wire protocol. MODE: {
+        ", ".join(CURATOR_MODES)
+    }
 exec java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k -Xmx128m \\
   -jar {CURATOR_JAR} "$@"
 """
 
-BUILD_SCRIPT = f"""set -e
+
+def build_script(v: ZkVersion | None = None) -> str:
+    """Compile both drivers in the throwaway build root (javac for the suite's JDK)."""
+    v = v or zkversions.get(None)
+    release = v.java_release
+    # bullseye's zookeeper.jar carries its .java sources too; javac would compile them (and
+    # fail on log4j) unless told where our sources are. Only there, so 3.8's hash stays.
+    sourcepath = " -sourcepath /drivers-src/curator" if v.curator_shim else ""
+    return f"""set -e
 # The toolchains by their real paths (the JDK's launchers find libjli.so through $ORIGIN).
 JDK=$(dirname "$(readlink -f /usr/bin/javac)")
 export GOROOT=$(dirname "$(dirname "$(readlink -f /usr/bin/go)")")
 export HOME=/tmp GOCACHE=/tmp/gocache GOPATH=/usr/share/gocode GO111MODULE=off GOPROXY=off \\
   CGO_ENABLED=0
 mkdir -p /drivers-out/curator /drivers-out/gozk /tmp/classes
-"$JDK/javac" --release 17 -nowarn -encoding UTF-8 \\
+"$JDK/javac" --release {release}{sourcepath} -nowarn -encoding UTF-8 \\
   -cp {":".join(f"{JAVA_DIR}/{j}" for j in CURATOR_CLASSPATH)} \\
   -d /tmp/classes /drivers-src/curator/*.java
 "$JDK/jar" --create --file /drivers-out/curator/zkjepsen-curator.jar \\
@@ -69,6 +83,10 @@ mkdir -p /drivers-out/curator /drivers-out/gozk /tmp/classes
 cd /drivers-src/gozk
 "$GOROOT/bin/go" build -trimpath -ldflags='-s -w' -o /drivers-out/gozk/zk-lock .
 """
+
+
+CURATOR_RUN_SCRIPT = run_script()
+BUILD_SCRIPT = build_script()
 
 
 def manifest() -> str:
@@ -81,19 +99,56 @@ def manifest() -> str:
     )
 
 
-def source_files() -> Iterator[Path]:
-    for lang in LANG_DIRS:
+# An older Curator's suite compiles Driver.java with its fenced write rewritten to call the
+# shim (client/drivers/<curator_shim>/Compat.java); Driver.java itself stays as it is, so the
+# default image's content hash does not move. The build fails if the text is not found.
+SHIM_EDITS = (
+    ("Driver.java", "import org.apache.curator.framework.api.transaction.CuratorOp;\n", ""),
+    (
+        "Driver.java",
+        """            List<CuratorOp> ops = Arrays.asList(
+                    client.transactionOp().check().forPath(fence),
+                    client.transactionOp().setData().withVersion(version).forPath(path, bytes));
+            List<CuratorTransactionResult> res = client.transaction().forOperations(ops);
+            return Json.obj("version", res.get(1).getResultStat().getVersion());
+""",
+        """            return Json.obj("version",
+                    Compat.fencedSetData(client, fence, path, bytes, version));
+""",
+    ),
+    ("Subject.java", "lease.getNodeName()", "Compat.nodeName(lease)"),
+    ("Subject.java", "latch.getOurPath()", "Compat.ourPath(latch)"),
+)
+
+
+def source_files(v: ZkVersion | None = None) -> Iterator[Path]:
+    dirs = [*LANG_DIRS, *([v.curator_shim] if v is not None and v.curator_shim else [])]
+    for lang in dirs:
         for path in sorted((DRIVERS_SRC / lang).rglob("*")):
             if path.is_file() and path.suffix in (".java", ".go"):
                 yield path
 
 
-def hash_parts() -> list[str]:
+def shimmed(name: str, text: str) -> str:
+    """Source file `name` of the Java driver for an older Curator (see SHIM_EDITS)."""
+    for file, old, new in SHIM_EDITS:
+        if file != name:
+            continue
+        if old not in text:
+            raise ValueError(f"{name} no longer contains the text the shim replaces: {old!r}")
+        text = text.replace(old, new)
+    return text
+
+
+def hash_parts(v: ZkVersion | None = None) -> list[str]:
     """What the image tag must change with: every driver source and every build step."""
-    parts = [*RUNTIME_PACKAGES, *BUILD_PACKAGES, CURATOR_RUN_SCRIPT, BUILD_SCRIPT, manifest()]
-    for path in source_files():
+    scripts = [run_script(v), build_script(v)]
+    parts = [*RUNTIME_PACKAGES, *BUILD_PACKAGES, *scripts, manifest()]
+    for path in source_files(v):
         parts.append(str(path.relative_to(DRIVERS_SRC)))
         parts.append(path.read_text())
+    if v is not None and v.curator_shim:
+        parts += [x for edit in SHIM_EDITS for x in edit]
     return parts
 
 
@@ -128,9 +183,13 @@ def _chroot(root: Path, script: str, what: str, on_line: Callable[[str], None]) 
 
 
 def build_drivers(
-    rootfs: Path, work: Path, on_progress: Callable[[str], None] = lambda s: None
+    rootfs: Path,
+    work: Path,
+    on_progress: Callable[[str], None] = lambda s: None,
+    v: ZkVersion | None = None,
 ) -> None:
-    """Compile the drivers in a throwaway copy of `rootfs` and install the results in it."""
+    """Compile the drivers (for version `v`'s suite, default 3.8's) in a throwaway copy of
+    `rootfs` and install the results in it."""
     build = work / "buildroot"
     on_progress("copying the root filesystem for a throwaway driver build root")
     subprocess.run(["cp", "-a", str(rootfs), str(build)], check=True, capture_output=True)
@@ -138,10 +197,17 @@ def build_drivers(
         if not (build / "etc/resolv.conf").exists():
             shutil.copy("/etc/resolv.conf", build / "etc/resolv.conf")
         src = build / "drivers-src"
-        for path in source_files():
-            dest = src / path.relative_to(DRIVERS_SRC)
+        for path in source_files(v):
+            rel = path.relative_to(DRIVERS_SRC)
+            if v is not None and v.curator_shim and rel.parts[0] == v.curator_shim:
+                rel = Path("curator", *rel.parts[1:])  # compiled with the driver's classes
+            dest = src / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(path, dest)
+        if v is not None and v.curator_shim:
+            for name in {file for file, _, _ in SHIM_EDITS}:
+                java = src / "curator" / name
+                java.write_text(shimmed(name, java.read_text()))
         (src / "MANIFEST.MF").write_text(manifest())
         on_progress(f"installing {', '.join(BUILD_PACKAGES)} in the build root")
         _chroot(
@@ -152,12 +218,12 @@ def build_drivers(
             on_progress,
         )
         on_progress("compiling the Curator (Java) and go-zookeeper (Go) drivers")
-        _chroot(build, BUILD_SCRIPT, "compiling the drivers", on_progress)
+        _chroot(build, build_script(v), "compiling the drivers", on_progress)
         target = rootfs / INSTALL_DIR.lstrip("/")
         for lang in LANG_DIRS:
             shutil.copytree(build / "drivers-out" / lang, target / lang, dirs_exist_ok=True)
         run = rootfs / CURATOR_RUN.lstrip("/")
-        run.write_text(CURATOR_RUN_SCRIPT)
+        run.write_text(run_script(v))
         run.chmod(0o755)
     finally:
         shutil.rmtree(build, ignore_errors=True)

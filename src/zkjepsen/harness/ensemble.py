@@ -31,7 +31,8 @@ LEADING = ("leader", "standalone")
 @dataclass
 class EnsembleSpec:
     nodes: int = 3
-    image: str | None = None  # default: the locally built image for the current inputs
+    image: str | None = None  # default: the locally built image of settings.zk_version
+    client_image: str | None = None  # the clients' (`--client-suite`); default: `image`
     settings: ZkSettings = field(default_factory=ZkSettings)
     faketime: bool = True  # preload libfaketime (clock faults need it from the start)
     quorum_timeout_s: float = 60.0
@@ -81,9 +82,9 @@ class DockerEnsemble:
 
     @property
     def image(self) -> str:
-        from zkjepsen.harness.image import default_tag
+        from zkjepsen.harness.image import zookeeper_tag
 
-        return self.spec.image or default_tag()
+        return self.spec.image or zookeeper_tag(self.spec.settings.zk_version)
 
     @property
     def scratch(self) -> Path:
@@ -229,7 +230,7 @@ class DockerEnsemble:
         return ClientEndpoint(
             self.network_name,
             str(self.subnet.network_address + CLIENT_IP_OFFSET + index),
-            self.image,
+            self.spec.client_image or self.image,
         )
 
     # ---- node control (used by the nemesis) -----------------------------------------------

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zkjepsen.errors import EnvironmentProblem
-from zkjepsen.harness import drivers
+from zkjepsen.harness import drivers, zkversions
 
 IMAGE_REPO = "zkjepsen/zookeeper"
 SUITE = "bookworm"
@@ -101,20 +101,38 @@ class ImageRecipe:
         return [self.suite, self.version, self.entry_script, *self.packages, *self.hash_parts()]
 
 
-def zookeeper_recipe() -> ImageRecipe:
-    """The ZooKeeper node image (also the client image: python3, libfaketime, the drivers).
-    Read from the module's names at call time, so a test that changes PACKAGES sees it."""
+def zookeeper_recipe(zk_version: str | None = None) -> ImageRecipe:
+    """The ZooKeeper node image of `zk_version` (harness.zkversions; default 3.8, bookworm),
+    also the client image: python3, libfaketime, the drivers. Read from the module's names at
+    call time, so a test that changes PACKAGES sees it. 3.8's inputs are exactly those of the
+    single image zkjepsen had before versions, so its tag did not move."""
+    v = zkversions.get(zk_version)
+    if v.name == zkversions.DEFAULT:
+        return ImageRecipe(
+            repo=IMAGE_REPO,
+            packages=tuple(PACKAGES),
+            entrypoint="/usr/local/bin/zk-node",
+            entry_script=ENTRYPOINT,
+            version=BUILD_RECIPE_VERSION,
+            suite=SUITE,
+            hash_parts=lambda: [*EXTRA_JARS, *drivers.hash_parts()],
+            prepare=drivers.build_drivers,
+            files=lambda rootfs: {
+                "/usr/local/bin/zk-node": ENTRYPOINT.replace("@CLASSPATH@", _classpath(rootfs))
+            },
+        )
+    jars = (*EXTRA_JARS, *v.extra_jars)
     return ImageRecipe(
         repo=IMAGE_REPO,
-        packages=tuple(PACKAGES),
+        packages=(*PACKAGES, *v.extra_packages),
         entrypoint="/usr/local/bin/zk-node",
         entry_script=ENTRYPOINT,
         version=BUILD_RECIPE_VERSION,
-        suite=SUITE,
-        hash_parts=lambda: [*EXTRA_JARS, *drivers.hash_parts()],
-        prepare=drivers.build_drivers,
+        suite=v.suite,
+        hash_parts=lambda: [f"zookeeper {v.name}", *jars, *drivers.hash_parts(v)],
+        prepare=lambda rootfs, work, progress: drivers.build_drivers(rootfs, work, progress, v),
         files=lambda rootfs: {
-            "/usr/local/bin/zk-node": ENTRYPOINT.replace("@CLASSPATH@", _classpath(rootfs))
+            "/usr/local/bin/zk-node": ENTRYPOINT.replace("@CLASSPATH@", _classpath(rootfs, jars))
         },
     )
 
@@ -125,6 +143,11 @@ class ImageInfo:
     size_bytes: int
     built: bool  # False when the cached image was reused
     build_seconds: float | None = None
+
+
+def zookeeper_tag(zk_version: str | None = None) -> str:
+    """The content-hash tag of ZooKeeper `zk_version`'s node image."""
+    return default_tag(zookeeper_recipe(zk_version))
 
 
 def inputs_hash(recipe: ImageRecipe | None = None) -> str:
@@ -158,8 +181,9 @@ def debian_mirror() -> str:
     return "http://deb.debian.org/debian"
 
 
-def _classpath(rootfs: Path) -> str:
-    """zookeeper.jar's manifest names the jars it needs; add the log binding it does not."""
+def _classpath(rootfs: Path, extra_jars: tuple[str, ...] = EXTRA_JARS) -> str:
+    """zookeeper.jar's manifest names the jars it needs; add the log binding it does not
+    (and, for 3.4, whose manifest forgets it, slf4j's API)."""
     jar = rootfs / ZK_JAVA_DIR.lstrip("/") / "zookeeper.jar"
     with zipfile.ZipFile(jar) as z:
         manifest = z.read("META-INF/MANIFEST.MF").decode()
@@ -170,7 +194,7 @@ def _classpath(rootfs: Path) -> str:
         if line.startswith("Class-Path:"):
             for rel in line.split(":", 1)[1].split():
                 entries.append(rel if rel.startswith("/") else f"{ZK_JAVA_DIR}/{rel}")
-    entries += [f"{ZK_JAVA_DIR}/{j}" for j in EXTRA_JARS]
+    entries += [f"{ZK_JAVA_DIR}/{j}" for j in extra_jars]
     present = [e for e in dict.fromkeys(entries) if (rootfs / e.lstrip("/")).exists()]
     return ":".join(present)
 

@@ -30,6 +30,8 @@ SAME = (
     "interval_s",
     "recipes",
     "nemeses",
+    "zk_versions",
+    "client_suite",
 )
 
 
@@ -297,8 +299,11 @@ def settings_header(
     s: dict[str, Any], when: str, where: str, cells: dict[str, dict] | None = None
 ) -> str:
     n_cells = len(s.get("recipes", [])) * len(s.get("nemeses", []))
+    versions = s.get("zk_versions") or ["3.8"]  # manifests from before versions: 3.8
+    suite = f" (clients: {s['client_suite']})" if s.get("client_suite") else ""
     return (
-        f"Findings matrix: workload `{s['workload']}`, {_servers_text(s)}, {s['clients']} "
+        f"Findings matrix: workload `{s['workload']}`, {_servers_text(s)} (ZooKeeper "
+        f"{', '.join(versions)}{suite}), {s['clients']} "
         f"clients, {s['time_limit_s']:g} s per run, session timeout "
         f"{s['session_timeout_s']:g} s, params {s['params']}, "
         + (f"faults every ~{s['interval_s']:g} s, " if s.get("interval_s", 10.0) != 10.0 else "")

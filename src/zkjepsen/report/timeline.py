@@ -248,5 +248,20 @@ function z(k) {{ const s = document.getElementById('tl');
 
 def write_timeline(store_dir: Path, records: list[dict], results: dict | None) -> Path:
     path = Path(store_dir) / "timeline.html"
-    path.write_text(render_timeline(records, results, f"zkjepsen timeline: {store_dir}"))
+    title = f"zkjepsen timeline: {store_dir}{_versions(Path(store_dir))}"
+    path.write_text(render_timeline(records, results, title))
     return path
+
+
+def _versions(store_dir: Path) -> str:
+    """` (ZooKeeper 3.4, clients bullseye)` from the run's test.json; '' when it names none."""
+    import json
+
+    try:
+        spec = json.loads((store_dir / "test.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(spec, dict) or not spec.get("zk_version"):
+        return ""
+    suite = f", clients {spec['client_suite']}" if spec.get("client_suite") else ""
+    return f" (ZooKeeper {spec['zk_version']}{suite})"

@@ -1,0 +1,126 @@
+"""ZooKeeper 3.4 / 3.8 / 3.9 and the clients' suite, without Docker: one image recipe per
+version (3.8's tag unchanged), each version's zoo.cfg, the Curator 2.7 shim, and bad values
+refused in one sentence with exit 254 before anything exists."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+
+from zkjepsen.cli import main
+from zkjepsen.errors import BadInput
+from zkjepsen.harness import drivers, image, zkversions
+from zkjepsen.harness.zkconfig import ZkSettings, zoo_cfg
+from zkjepsen.spec import TestSpec, validate_spec
+
+
+def test_each_version_has_its_own_suite_and_tag_and_3_8_is_the_old_image():
+    assert image.zookeeper_recipe("3.8").inputs() == image.zookeeper_recipe().inputs()
+    assert image.zookeeper_tag("3.8") == image.default_tag()
+    suites = {v: image.zookeeper_recipe(v).suite for v in zkversions.VERSIONS}
+    assert suites == {"3.4": "bullseye", "3.8": "bookworm", "3.9": "trixie"}
+    tags = {image.zookeeper_tag(v) for v in zkversions.VERSIONS}
+    assert len(tags) == 3 and all(t.startswith("zkjepsen/zookeeper:") for t in tags)
+
+
+def test_the_curator_2_shim_is_built_and_hashed_only_for_3_4():
+    names = lambda v: {p.name for p in drivers.source_files(v)}  # noqa: E731
+    assert "Compat.java" in names(zkversions.get("3.4"))
+    assert "Compat.java" not in names(zkversions.get("3.8"))
+    assert "Compat.java" not in names(None)
+    assert "--release 11" in drivers.build_script(zkversions.get("3.4"))
+    assert "Curator 2.7.1" in drivers.run_script(zkversions.get("3.4"))
+    assert drivers.build_script(zkversions.get("3.8")) == drivers.BUILD_SCRIPT
+
+
+def test_the_shim_edits_still_match_the_driver_sources():
+    # If Driver.java or Subject.java changes, the 3.4 build would fail: fail here first.
+    for name in {file for file, _, _ in drivers.SHIM_EDITS}:
+        text = (drivers.DRIVERS_SRC / "curator" / name).read_text()
+        out = drivers.shimmed(name, text)
+        assert "transactionOp" not in out and "getNodeName()" not in out
+        assert "getOurPath()" not in out
+    with pytest.raises(ValueError, match="no longer contains"):
+        drivers.shimmed("Driver.java", "class Driver {}")
+
+
+@pytest.mark.parametrize("version", ["3.4", "3.8", "3.9"])
+def test_zoo_cfg_has_only_the_keys_the_version_knows(version):
+    cfg = zoo_cfg(1, ["10.0.0.11", "10.0.0.12", "10.0.0.13"], ZkSettings(zk_version=version))
+    new = version != "3.4"
+    assert ("4lw.commands.whitelist=*" in cfg) is new
+    assert ("admin.enableServer=false" in cfg) is new
+    assert ("standaloneEnabled=false" in cfg) is new
+    assert len(re.findall(r"^server\.\d=", cfg, re.M)) == 3
+    assert "minSessionTimeout=1000" in cfg
+
+
+def test_the_spec_records_the_version_and_refuses_unknown_ones():
+    spec = TestSpec()
+    validate_spec(spec)
+    assert spec.zk_version == "3.8" and spec.to_json()["zk_version"] == "3.8"
+    assert TestSpec(zk_version="3.4", client_suite="trixie").client_suite == "trixie"
+    with pytest.raises(BadInput, match="unknown ZooKeeper version '3.5'"):
+        TestSpec(zk_version="3.5")
+    with pytest.raises(BadInput, match="unknown client suite 'sid'"):
+        TestSpec(client_suite="sid")
+    redis = dataclasses.replace(TestSpec(recipe="redis-setnx"), zk_version="3.9")
+    with pytest.raises(BadInput, match="ZooKeeper's"):
+        validate_spec(redis)
+
+
+def test_version_lists_are_checked():
+    assert zkversions.parse_list("3.4, 3.8,3.9") == ["3.4", "3.8", "3.9"]
+    for bad in ("3.4,,3.9", "3.4,3.4", "3.4,4.0"):
+        with pytest.raises(BadInput):
+            zkversions.parse_list(bad)
+    assert zkversions.client_suite(None, "3.4").suite == "bullseye"
+    assert zkversions.client_suite("3.9").suite == "trixie"
+
+
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["test", "--zk-version", "3.5"], ["unknown ZooKeeper version"]),
+        (["test", "--client-suite", "sid"], ["unknown client suite"]),
+        (["test", "--recipe", "redis-setnx", "--zk-version", "3.4"], ["ZooKeeper's"]),
+        (["cluster", "up", "--zk-version", "4"], ["unknown ZooKeeper version"]),
+        (
+            ["matrix", "--recipes", "kazoo", "--nemeses", "none", "--zk-versions", "3.4,3.4"],
+            ["twice"],
+        ),
+        (
+            ["matrix", "--recipes", "kazoo", "--nemeses", "none", "--zk-versions", "3.4,x"],
+            ["unknown ZooKeeper version"],
+        ),
+        (
+            [
+                "matrix",
+                "--recipes",
+                "kazoo",
+                "--nemeses",
+                "none",
+                "--zk-versions",
+                "3.4",
+                "--zk-version",
+                "3.9",
+            ],
+            ["not both"],
+        ),
+        (["scenario", "run", "--all", "--zk-versions", "3.7"], ["unknown ZooKeeper version"]),
+        (["image", "build", "--zk-version", "2.0"], ["unknown ZooKeeper version"]),
+    ],
+)
+def test_bad_versions_are_one_sentence_and_exit_254(args, words, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent")  # nothing may reach an engine
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    err = capsys.readouterr().err
+    assert e.value.code == 254, err
+    assert len([x for x in err.splitlines() if x.strip()]) == 1 and "Traceback" not in err
+    for w in words:
+        assert w in err, err
+    assert not list(tmp_path.iterdir()), "bad input must create nothing"
