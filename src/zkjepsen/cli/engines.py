@@ -32,11 +32,15 @@ def parallel_option(f):
 
 
 def prepare(
-    texts: tuple[str, ...], image: str | None = None, backends: tuple[str, ...] = ()
+    texts: tuple[str, ...],
+    image: str | None = None,
+    backends: tuple[str, ...] = (),
+    zk_versions: tuple[str, ...] = (),
 ) -> list[Engine]:
     """Parse `--engine` values, refuse engines on other machines, and make the node image
     present on each (shipped over the engines' APIs, never pulled), with progress; and the
-    server image of every other backend in `backends` (built once here, not by each run)."""
+    server image of every other backend in `backends` and of every ZooKeeper version in
+    `zk_versions` (built once here, not by each of several parallel runs)."""
     engines = parse_engines(texts)
     for e in engines:
         e.require_local()
@@ -57,7 +61,16 @@ def prepare(
             ),
         )
         from zkjepsen.harness.backends import backend_info, image_recipe
+        from zkjepsen.harness.image import zookeeper_recipe
 
+        for v in dict.fromkeys(zk_versions):
+            provide_image(
+                engines,
+                None,
+                on_build=lambda s, v=v: status.update(f"building the ZooKeeper {v} image: {s}"),
+                on_progress=shipped,
+                recipe=zookeeper_recipe(v),
+            )
         for b in dict.fromkeys(backends):
             if backend_info(b).image:
                 provide_image(

@@ -223,7 +223,12 @@ def matrix_command(
         console.print(f"resuming: {len(finished)} runs on record, {len(jobs)} to run")
     previous = list(finished)
     backends = tuple(s.backend for _, s in specs[::runs] if s.backend)
-    engine_list = prepare(engines, backends=backends) if jobs else []
+    from zkjepsen.harness import zkversions
+
+    versions = [*(zk_versions or [zk_version or zkversions.DEFAULT])]
+    if client_suite:
+        versions.append(zkversions.client_suite(client_suite).name)
+    engine_list = prepare(engines, backends=backends, zk_versions=tuple(versions)) if jobs else []
     if share:
         console.print(
             f"shard {share[0]}/{share[1]}: {len(mine)} of {len(all_cells)} cells, {len(jobs)} runs"
