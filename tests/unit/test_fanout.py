@@ -164,7 +164,7 @@ def test_a_matrix_cut_short_keeps_its_finished_runs_and_says_how_many(tmp_path, 
         raise KeyboardInterrupt  # the deadline: killed after 5 of 6 runs
 
     monkeypatch.setattr(fanout, "run_jobs", fake_run_jobs)
-    monkeypatch.setattr(matrix_cli, "prepare", lambda engines, backends=(): [Engine()])
+    monkeypatch.setattr(matrix_cli, "prepare", lambda engines, backends=(), **kw: [Engine()])
     monkeypatch.chdir(tmp_path)
     argv = ["matrix", "--recipes", "kazoo,blog", "--nemeses", "none", "--runs", "3"]
     # An interrupted CLI ignores later signals while it exits; this process goes on testing.
