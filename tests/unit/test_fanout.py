@@ -217,7 +217,7 @@ def test_a_matrix_cut_short_resumes_where_it_stopped(tmp_path, monkeypatch):
         return outs
 
     monkeypatch.setattr(fanout, "run_jobs", fake_run_jobs)
-    monkeypatch.setattr(matrix_cli, "prepare", lambda engines, backends=(): [Engine()])
+    monkeypatch.setattr(matrix_cli, "prepare", lambda engines, backends=(), **kw: [Engine()])
     monkeypatch.chdir(tmp_path)
     argv = ["matrix", "--recipes", "kazoo,blog", "--nemeses", "none", "--store", "st"]
 

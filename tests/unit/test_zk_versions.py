@@ -124,3 +124,12 @@ def test_bad_versions_are_one_sentence_and_exit_254(args, words, tmp_path, monke
     for w in words:
         assert w in err, err
     assert not list(tmp_path.iterdir()), "bad input must create nothing"
+
+
+def test_a_manifest_from_before_versions_merges_with_a_3_8_one():
+    from zkjepsen.report import findings
+
+    old = {"workload": "lock", "recipes": ["kazoo"], "nemeses": ["none"], "runs": 1}
+    new = {**old, "zk_versions": ["3.8"], "client_suite": None}
+    assert all(findings.same_setting(old, new, k) for k in findings.SAME)
+    assert not findings.same_setting(old, {**new, "zk_versions": ["3.4"]}, "zk_versions")

@@ -33,6 +33,12 @@ SAME = (
     "zk_versions",
     "client_suite",
 )
+# Manifests written before ZooKeeper versions existed have no such keys: they ran 3.8.
+LEGACY = {"zk_versions": ["3.8"]}
+
+
+def same_setting(a: dict, b: dict, k: str) -> bool:
+    return a.get(k, LEGACY.get(k)) == b.get(k, LEGACY.get(k))
 
 
 def cell_summary(runs: list[dict]) -> dict:
@@ -216,7 +222,7 @@ def merge(manifests: list[dict]) -> tuple[dict, dict[str, dict], list[str]]:
         raise BadInput("merge needs at least one store")
     base = manifests[0]["settings"]
     for m in manifests[1:]:
-        diff = [k for k in SAME if m["settings"].get(k) != base.get(k)]
+        diff = [k for k in SAME if not same_setting(m["settings"], base, k)]
         if diff:
             raise BadInput(
                 f"these stores hold different matrices ({', '.join(diff)} differ); "
@@ -272,7 +278,7 @@ def resumable(
             "to continue, or drop --resume"
         )
     m = read_manifest(store_root)
-    diff = [k for k in SAME if k != "runs" and m["settings"].get(k) != settings.get(k)]
+    diff = [k for k in SAME if k != "runs" and not same_setting(m["settings"], settings, k)]
     if (tuple(m["shard"]) if m["shard"] else None) != shard:
         diff.append("shard")
     if diff:
