@@ -5,7 +5,7 @@ few minutes). Per version:
 - the ensemble reaches quorum with the version's zoo.cfg, `srvr` names the version and `mntr`
   answers (3.4 has no whitelist: every word is on; 3.8/3.9 need ours);
 - one full run (kazoo lock, fenced resource) through the kill-leader nemesis: the leader is
-  really killed, the run records the version, and it comes out valid (fencing holds);
+  really killed, the run records the version, and the fence holds (no effect overlap);
 - the real Curator of the version's suite (2.7.1 / 5.4.0 / 5.7.1) serves a lock run.
 Quorum times are printed (run with -s); bounds are generous: a loaded 2-core machine starts
 three JVMs slowly, and what is tested is that quorum comes, not how fast."""
@@ -88,7 +88,14 @@ def test_a_fenced_lock_run_through_kill_leader(version, store_root):
     faults = (run.store_dir / "nemesis.jsonl").read_text()
     assert "kill-leader" in faults, "the nemesis did nothing"
     assert f"ZooKeeper {version}" in (run.store_dir / "timeline.html").read_text()
-    assert run.valid is True, run.results
+    # Not `valid`: when a failover outlasts the session timeout (it does on a loaded machine),
+    # kazoo's Lock shows a belief overlap on every version. What must hold is the fence: the
+    # resource never took a write out of lock order, and the run held the lock enough to say so.
+    res = run.results
+    assert res["exercised"]["valid"] is True, res["exercised"]
+    assert res["lock"]["holds"] >= 5, res["lock"]
+    assert res["fencing"]["valid"] is True, res["fencing"]
+    assert res["lock"]["effect_overlap_count"] == 0, res["lock"]
 
 
 def test_the_suites_curator_serves_a_lock_run(version, store_root):
