@@ -139,7 +139,7 @@ def run_test(
     import dataclasses
 
     from zkjepsen.harness import resources, signals
-    from zkjepsen.harness.backends import backend_info, make_backend
+    from zkjepsen.harness.backends import backend_info, make_backend, provide_images
     from zkjepsen.harness.engine import Engine
     from zkjepsen.workloads import get_workload
 
@@ -226,26 +226,6 @@ def run_test(
     run = RunResult(spec, store_dir, result["valid"], result, stats)
     render_reports(run, history)
     return run
-
-
-def provide_images(engine, spec: TestSpec) -> tuple[str, str]:
-    """(server image, client image) of the spec's backend, present on `engine` (built or
-    shipped if missing). Clients always run zkjepsen's client image (the ZooKeeper node
-    image of `client_suite`, default the servers' version); `--image` names the servers'."""
-    from zkjepsen.harness import zkversions
-    from zkjepsen.harness.backends import backend_info, image_recipe
-    from zkjepsen.harness.engine import provide_image
-    from zkjepsen.harness.image import zookeeper_recipe
-
-    clients = zkversions.client_suite(spec.client_suite, spec.zk_version).name
-    if not backend_info(spec.backend).image:
-        recipe = image_recipe(spec.backend, spec.zk_version)
-        server_image = provide_image([engine], spec.image, recipe=recipe)
-        if spec.client_suite is None:  # the servers' image runs the clients, as it always did
-            return server_image, server_image
-        return server_image, provide_image([engine], recipe=zookeeper_recipe(clients))
-    client_image = provide_image([engine], recipe=zookeeper_recipe(clients))
-    return provide_image([engine], spec.image, recipe=image_recipe(spec.backend)), client_image
 
 
 def _servers_gone(ens) -> bool:

@@ -176,3 +176,22 @@ def zookeeper_backend(
         nodes=spec.nodes, image=server_image, client_image=client_image, settings=settings
     )
     return DockerEnsemble(ens_spec, store_dir, client=client, engine=engine)
+
+
+def provide_images(engine, spec: Any) -> tuple[str, str]:
+    """(server image, client image) of the spec's backend, present on `engine` (built or
+    shipped if missing). Clients always run zkjepsen's client image (the ZooKeeper node
+    image of `client_suite`, default the servers' version); `--image` names the servers'."""
+    from zkjepsen.harness import zkversions
+    from zkjepsen.harness.engine import provide_image
+    from zkjepsen.harness.image import zookeeper_recipe
+
+    clients = zkversions.client_suite(spec.client_suite, spec.zk_version).name
+    if not backend_info(spec.backend).image:
+        recipe = image_recipe(spec.backend, spec.zk_version)
+        server_image = provide_image([engine], spec.image, recipe=recipe)
+        if spec.client_suite is None:  # the servers' image runs the clients, as it always did
+            return server_image, server_image
+        return server_image, provide_image([engine], recipe=zookeeper_recipe(clients))
+    client_image = provide_image([engine], recipe=zookeeper_recipe(clients))
+    return provide_image([engine], spec.image, recipe=image_recipe(spec.backend)), client_image
