@@ -4,7 +4,7 @@ most `--parallel` at once (a run owns its process's signal handlers, so runs in 
 processes of their own; `zkjepsen scenario run --runs N` does the same one run at a time).
 
     .venv/bin/python benchmarks/scenario_rates.py [NAME ...] [--runs 5] [--parallel 2]
-        [--store DIR]
+        [--first-seed 1] [--recipe R ...] [--store DIR]
 
 No NAME: every scenario. Prints every run's line and, per pair, the rate with its 95 % Wilson
 interval; the last line counts the pairs that were as expected in every run.
@@ -36,13 +36,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("names", nargs="*")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--first-seed", type=int, default=1, help="seeds FIRST..FIRST+runs-1")
     ap.add_argument("--parallel", type=int, default=2)
     ap.add_argument("--recipe", action="append", default=None, help="only these recipes")
     ap.add_argument("--store", type=Path, default=Path("store/scenario-rates"))
     a = ap.parse_args()
     names = a.names or list(SCENARIOS)
     pairs = [(n, r) for n in names for r in SCENARIOS[n].expect if not a.recipe or r in a.recipe]
-    jobs = [(n, r, seed) for seed in range(1, a.runs + 1) for n, r in pairs]
+    seeds = range(a.first_seed, a.first_seed + a.runs)
+    jobs = [(n, r, seed) for seed in seeds for n, r in pairs]
     got: dict[tuple[str, str], list[bool]] = {p: [] for p in pairs}
 
     def run(job: tuple[str, str, int]) -> None:

@@ -7,6 +7,7 @@ import time
 import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss
+from kazoo.retry import KazooRetry
 
 from zkjepsen.client.zkproxy import ZkProxy, command
 
@@ -95,3 +96,45 @@ def test_dropped_request_the_server_never_saw_it(proxied):
     assert [e["op"] for e in events if e["event"] == "request-dropped"] == ["delete"]
     zk.delete("/proxy-drop")  # reconnected to the same session; the fault fired once
     assert direct.exists("/proxy-drop") is None and "LOST" not in states
+
+
+def test_held_session_outlives_the_cut_off_client_and_the_heal_lets_it_go(proxied):
+    proxy, control, events, direct, client = proxied
+    # Reconnect attempts at most 0.5 s apart: kazoo's default backoff would next try long after
+    # the heal, when the servers have already expired the released session.
+    zk = KazooClient(
+        hosts=proxy.connect_string(),
+        timeout=3.0,
+        connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=0.5),
+    )
+    zk.start(timeout=15)
+    try:
+        _held_then_released(proxy, control, events, direct, zk)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def _held_then_released(proxy, control, events, direct, zk):
+    sid = zk.client_id[0]
+    states: list[str] = []
+    zk.add_listener(lambda s: states.append(str(s)))
+    zk.create("/proxy-held", b"", ephemeral=True)
+    assert command(control, {"fault": "hold-session"})["ok"]
+    time.sleep(7.0)  # more than twice the session timeout with no byte from the client
+    assert states == ["SUSPENDED"], states  # cut off, and never let back in
+    assert direct.exists("/proxy-held") is not None  # the proxy's pings kept the session
+    held = [e for e in events if e["event"] == "session-held"]
+    assert held and held[0]["session_id"] == f"0x{sid:x}"
+    assert command(control, {"fault": "heal"})["ok"]
+    assert zk.exists("/proxy-held") is not None  # back on the same, still-live session
+    assert zk.client_id[0] == sid and "LOST" not in states
+    # Held again and healed after the client has gone: nobody pings, the servers expire it.
+    assert command(control, {"fault": "hold-session"})["ok"]
+    zk.stop()  # its closeSession cannot get through the cut
+    assert direct.exists("/proxy-held") is not None
+    assert command(control, {"fault": "heal"})["ok"]
+    deadline = time.monotonic() + 20  # the session timeout plus the servers' tick, generously
+    while direct.exists("/proxy-held") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert direct.exists("/proxy-held") is None

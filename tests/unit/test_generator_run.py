@@ -324,3 +324,44 @@ def test_a_triggered_fault_that_lands_after_the_hold_is_undone_and_re_armed(monk
     assert [x["trigger"] for x in stored["faults"]] == [
         {"kind": "acquired", "k": 1, "delay_s": 0.0, "retries": 3}
     ]
+
+
+class FailsFirst(AimRecorder):
+    """docker pause under load: `OCI runtime pause failed: unable to freeze` the first time."""
+
+    def apply(self, ctx, targets, detail):
+        if not any(c[0] == "apply" for c in self.calls):
+            self.calls.append(("apply", targets))
+            raise RuntimeError("Cannot pause container: unable to freeze")
+        super().apply(ctx, targets, detail)
+
+
+def test_a_triggered_fault_whose_apply_failed_is_re_armed(monkeypatch, tmp_path):
+    from zkjepsen.nemesis.triggers import on_acquire
+    from zkjepsen.store import RunDir
+
+    run_dir = RunDir(tmp_path / "run")
+    hist = run_dir.client_history(3)
+    hist.parent.mkdir(parents=True)
+    hist.write_text("")
+    t0 = time.monotonic_ns()
+    fam = FailsFirst()
+    monkeypatch.setitem(FAULTS, "pause-client", FaultKind("pause-client", "holder", "f", fam))
+    monkeypatch.setattr(schedule, "heal_context", lambda ctx, everything=False: [])
+    pool = SimpleNamespace(run_dir=run_dir, handles=[])
+    ens = SimpleNamespace(nodes=[], run_id="zkj-test", leader=lambda: None)
+
+    def acquire_twice():
+        for _ in range(2):
+            time.sleep(0.3)
+            with open(hist, "a") as f:
+                now = time.monotonic_ns() - t0
+                f.write(json.dumps({"time": now, "type": "ok", "f": "acquire"}) + "\n")
+
+    threading.Thread(target=acquire_twice).start()
+    gen = g.steps(g.on(on_acquire(retries=3), g.fault("pause-client", duration=0.1)))
+    (f,) = schedule.run_nemesis(
+        ens, pool, [], seed=1, time_limit_s=2.0, t0_ns=t0, out_dir=tmp_path, gen=gen
+    )
+    assert f["attempt"] == 2 and f["landed"] is True and not f.get("error")
+    assert len(f["missed"]) == 1

@@ -12,7 +12,13 @@ opcode and each reply's xid. On command it:
 - `close-after op n`: forward the reply to the client's n-th `op`, then close the connection;
 - `drop-request op n`: close the connection instead of forwarding the client's n-th `op`: the
   server never sees it, the client sees ConnectionLoss and (within its session) reconnects to
-  the same session, e.g. a release whose delete failed while its node lives on (CURATOR-678).
+  the same session, e.g. a release whose delete failed while its node lives on (CURATOR-678);
+- `hold-session`: cut the client off (close its connection, refuse new ones) while the proxy
+  keeps its server connection and pings the servers itself, so the old session and its
+  ephemeral nodes live on the servers while the client cannot reach them: a client that gives
+  its session up on its own clock (Curator's injected expiry) meets its old session's nodes
+  from a new session (CURATOR-604). The heal closes the held connections: the servers expire
+  the old session one session timeout later.
 
 It runs inside the client's own container (stdlib only), so a pause or a kill of the client
 freezes or kills it too. The nemesis drives it over a control port on the container's address
@@ -32,6 +38,7 @@ from typing import Any
 
 CONTROL_PORT = 7181
 PING_XID, WATCH_XID, AUTH_XID, SET_WATCHES_XID = -2, -1, -4, -8
+PING = struct.pack(">iii", 8, PING_XID, 11)  # a client's ping request: header only
 OPCODES = {
     1: "create",
     2: "delete",
@@ -102,6 +109,7 @@ class Plan:
     drop_pings: bool = False
     close_after: tuple[str, int] | None = None  # (op, n)
     drop_request: tuple[str, int] | None = None  # (op, n)
+    hold_session: bool = False  # the client is cut off; its session is kept alive by the proxy
     counts: dict[str, int] = field(default_factory=dict)  # ops seen since arming, by name
 
     def seen(self, op: str) -> int:
@@ -120,32 +128,57 @@ class Link:
         self.lock = threading.Lock()  # the client socket is written by both pumps
         self.last_zxid = 0
         self.closed = threading.Event()
+        self.held = threading.Event()  # hold-session: the client side is gone, the server's stays
+        self.server_lock = threading.Lock()  # the server socket is written by pump and keepalive
+        self.session: tuple[int, int] | None = None  # (session id, timeout ms) once connected
 
     def start(self) -> None:
-        for target in (self.upstream, self.downstream):
-            threading.Thread(target=self._guard(target), daemon=True).start()
+        for target, side in ((self.upstream, "client"), (self.downstream, "server")):
+            threading.Thread(target=self._guard(target, side), daemon=True).start()
 
-    def _guard(self, pump: Callable[[], None]) -> Callable[[], None]:
+    def _guard(self, pump: Callable[[], None], side: str) -> Callable[[], None]:
         def run() -> None:
             try:
                 pump()
             except (OSError, ConnectionError):
                 pass
             finally:
-                self.close()
+                self.close(side)
 
         return run
 
-    def close(self) -> None:
+    def close(self, side: str = "both") -> None:
+        """Close the link; while it is held, the client side's end closes only the client."""
+        if self.held.is_set() and side == "client":
+            _shut(self.client)
+            return
         if not self.closed.is_set():
             self.closed.set()
+            self.held.clear()
             for s in (self.client, self.server):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                s.close()
+                _shut(s)
             self.proxy.forget(self)
+
+    def hold(self) -> None:
+        """Cut the client off and keep its session alive on the servers with our own pings."""
+        if self.closed.is_set() or self.held.is_set():
+            return
+        self.held.set()
+        _shut(self.client)
+        sid, timeout_ms = self.session or (0, 0)
+        self.proxy.note("session-held", session_id=f"0x{sid:x}", server=self.server_name)
+        threading.Thread(target=self._keepalive, args=(timeout_ms,), daemon=True).start()
+
+    def _keepalive(self, timeout_ms: int) -> None:
+        # A third of the session timeout, as a client pings an idle connection.
+        every = min(1.0, max(0.1, timeout_ms / 3000)) if timeout_ms else 0.5
+        try:
+            while self.held.is_set() and not self.closed.is_set():
+                with self.server_lock:
+                    self.server.sendall(PING)
+                time.sleep(every)
+        except OSError:
+            self.close()
 
     def to_client(self, data: bytes) -> None:
         with self.lock:
@@ -172,12 +205,19 @@ class Link:
                 self.proxy.note("request-dropped", op=op, n=nth, xid=xid, server=self.server_name)
                 return  # closes both sides: the server never saw it
             self.pending[xid] = (op, create_path(frame) if op in CREATES else None, nth)
-            self.server.sendall(frame)
+            with self.server_lock:
+                self.server.sendall(frame)
 
     def downstream(self) -> None:
-        self.to_client(read_frame(self.server))  # ConnectResponse
+        frame = read_frame(self.server)  # ConnectResponse: protocol version, timeout, session id
+        if len(frame) >= 20:
+            _, timeout_ms, sid = struct.unpack(">iiq", frame[4:20])
+            self.session = (sid, timeout_ms)
+        self.to_client(frame)
         while True:
             frame = read_frame(self.server)
+            if self.held.is_set():
+                continue  # replies to our keepalive pings (and whatever was in flight)
             xid, zxid = struct.unpack(">iq", frame[4:16])
             if zxid > 0:
                 self.last_zxid = zxid
@@ -194,7 +234,12 @@ class Link:
                 d, plan.delay_s = plan.delay_s, 0.0
                 self.proxy.note("reply-delayed", op=op, seconds=d, xid=xid)
                 time.sleep(d)
-            self.to_client(frame)
+            try:
+                self.to_client(frame)
+            except OSError:
+                if self.held.is_set():
+                    continue
+                raise
             if plan.close_after and plan.close_after == (kind, nth):
                 plan.close_after = None
                 self.proxy.note("closed-after", op=op, n=nth, server=self.server_name)
@@ -244,6 +289,10 @@ class ZkProxy:
                 c, _ = ls.accept()
             except OSError:
                 return
+            if self.plan.hold_session:  # cut off: the client cannot reach any server
+                self.note("connection-refused", server=server)
+                c.close()
+                continue
             try:
                 s = socket.create_connection((host, int(port)), timeout=5)
                 s.settimeout(None)
@@ -282,8 +331,19 @@ class ZkProxy:
             elif f == "drop-request":
                 p.counts.clear()
                 p.drop_request = (str(command["op"]), int(command.get("n", 1)))
+            elif f == "hold-session":
+                p.hold_session = True
+                with self.links_lock:
+                    links = list(self.links)
+                for link in links:
+                    link.hold()
             elif f == "heal":
                 self.plan = Plan()
+                with self.links_lock:
+                    held = [link for link in self.links if link.held.is_set()]
+                for link in held:
+                    self.note("session-released", server=link.server_name)
+                    link.close()
             else:
                 return {"ok": False, "error": f"unknown proxy fault {f!r}"}
             return {"ok": True, "plan": repr(self.plan)}
@@ -324,6 +384,14 @@ class ZkProxy:
             links = list(self.links)
         for link in links:
             link.close()
+
+
+def _shut(s: socket.socket) -> None:
+    try:
+        s.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    s.close()
 
 
 def command(address: str, cmd: dict[str, Any], timeout_s: float = 5.0) -> dict[str, Any]:

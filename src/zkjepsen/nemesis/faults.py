@@ -298,6 +298,14 @@ _KINDS = [
         backends=ZK,
         why_not="the wire proxy speaks ZooKeeper's protocol",
     ),
+    FaultKind(
+        "proxy-hold-session",
+        "holder",
+        "cut one client off from every server while its proxy keeps its session alive with its "
+        "own pings: the session and its ephemeral nodes outlive the client's view of them",
+        ProxyFault("proxy-hold-session"),
+        duration="2x",
+    ),
 ]
 
 FAULTS: dict[str, FaultKind] = {k.name: k for k in _KINDS}

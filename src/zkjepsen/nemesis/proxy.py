@@ -4,7 +4,9 @@ a client's own container (see `client.zkproxy`; the run needs `proxy = true`).
 The nemesis sends one command to the proxy's control port on the client's address: lose the
 reply to the client's n-th `create` (the server applied it), delay one reply, answer pings
 itself so the servers expire an idle session, close the connection right after an op, or close
-it instead of forwarding an op (the server never sees it). The
+it instead of forwarding an op (the server never sees it), or cut the client off while keeping
+its session alive on the servers (a client that gives its session up itself meets its old
+nodes). The
 end of the fault disarms whatever has not happened yet. What the proxy did is appended to
 `proxy-events.jsonl` in the client's own out dir, as evidence beside its history.
 """
@@ -26,6 +28,7 @@ COMMANDS: dict[str, tuple[str, dict[str, Any]]] = {
     "proxy-drop-pings": ("drop-pings", {}),
     "proxy-close-after": ("close-after", {"op": "create", "n": 1}),
     "proxy-drop-request": ("drop-request", {"op": "delete", "n": 1}),
+    "proxy-hold-session": ("hold-session", {}),
 }
 
 

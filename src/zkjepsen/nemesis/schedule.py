@@ -316,6 +316,10 @@ def run_nemesis(
                 landed = _landed(ctx, p, active)
                 if landed is None:
                     break
+                if active.get("error"):
+                    # It never went in (seen: docker's pause "unable to freeze" on a loaded
+                    # machine): a miss like any other, so the trigger is re-armed.
+                    landed = False
                 active["landed"] = landed
                 if landed or len(misses) >= Trigger.from_json(p["trigger"]).retries:
                     break

@@ -51,6 +51,13 @@ RECIPES: dict[str, RecipeInfo] = {
         "none expected in belief; writes in flight at SUSPENDED may still land",
         source="library",
     ),
+    "kazoo-291": RecipeInfo(
+        _M + "kazoo_lock:Kazoo20Lock",
+        "kazoo's Lock with kazoo 2.0's re-entrancy (issue 291): a nested acquire returns at "
+        "once, any release deletes the node",
+        "an inner release frees the lock under the outer holder: split holder with "
+        "`nested` (no fault)",
+    ),
     "blog": RecipeInfo(
         _M + "blog:BlogLock",
         "ZkDistributedLock from a blog post (own client per lock object)",

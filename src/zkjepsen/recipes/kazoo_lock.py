@@ -80,3 +80,32 @@ class CarefulKazooLock(KazooLock):
 
     def close(self) -> None:
         self.zk.remove_listener(self._on_state)
+
+
+class Kazoo20Lock(KazooLock):
+    """kazoo's Lock as kazoo 2.0 behaved (kazoo issue 291, fixed by PRs 293/297 in 2.1): a second
+    `acquire()` by the holder returns at once (the old `_inner_acquire` found its own node and
+    was first), but `release()` deletes the node whatever the depth. `holding()` is the
+    application's belief: inside nested `with lock:` blocks it holds until the outermost ends,
+    so after an inner release the rest of the outer block runs unprotected."""
+
+    def __init__(self, zk: Any, path: str, **kw: Any) -> None:
+        super().__init__(zk, path, **kw)
+        self._depth = 0
+        self._token: Token | None = None
+
+    def acquire(self, timeout: float | None) -> Token | None:
+        if self._depth and self.lock.is_acquired:
+            self._depth += 1
+            return self._token
+        tok = super().acquire(timeout)
+        if tok is not None:
+            self._depth, self._token = 1, tok
+        return tok
+
+    def release(self) -> None:
+        self._depth = max(0, self._depth - 1)
+        self.lock.release()  # deletes the node at any depth; a second call finds nothing to do
+
+    def holding(self) -> bool:
+        return self._depth > 0

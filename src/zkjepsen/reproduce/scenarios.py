@@ -16,6 +16,7 @@ from zkjepsen.nemesis.triggers import on_acquire, on_invoke, on_release
 from zkjepsen.reproduce.scenario import Expectation, Scenario
 from zkjepsen.reproduce.scenario import expect as _x
 from zkjepsen.reproduce.scenarios_services import REDIS
+from zkjepsen.reproduce.scenarios_sessions import SESSIONS
 
 BELIEF = _x(("lock:belief",))
 UNGUARDED = {"resource": "unguarded", "hold_s": 0.4}
@@ -297,6 +298,7 @@ SCENARIOS: dict[str, Scenario] = {
             ),
         ),
         *MID_UPDATE,
+        *SESSIONS,
         *REDIS,
     ]
 }

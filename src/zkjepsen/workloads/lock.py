@@ -15,7 +15,7 @@ the holder lands inside it).
 
 Params: lock_path, resource_path, resource, hold_s, hold_fixed, think_s, writes,
 acquire_timeout_s, retry_writes (default true: writes go through KazooRetry, see common.py),
-ready_file (default false), ready_path.
+ready_file (default false), ready_path, nested (default false: see `nested_section`).
 Checkers: lock (belief + effect overlap), fencing, liveness; atomicity when writes > 1.
 """
 
@@ -97,6 +97,34 @@ def critical_section(
         set_ready(ctx, ready, True, tok.token)
 
 
+def nested_section(
+    ctx: Any, recipe: Any, lock: str, timeout: float, resource: str, mode: str
+) -> None:
+    """A helper the holder calls that takes the lock itself (`with lock:` inside `with lock:`):
+    acquire again, one write, release that inner level. The outer level still believes it
+    holds afterwards (kazoo issue 291: a release that frees the lock under the outer holder
+    leaves the rest of its critical section unprotected). Recorded as `acquire-nested` /
+    `release-nested`, which the lock checkers do not count as holds of their own."""
+    op = ctx.invoke("acquire-nested", key=lock)
+    try:
+        inner = recipe.acquire(timeout)
+    except Exception as e:  # noqa: BLE001 - the inner level failed; the outer goes on
+        (op.fail if is_definite(e) else op.info)(None, error=error_name(e))
+        return
+    if inner is None:
+        op.fail(None, error="timeout")  # a lock that is not re-entrant (kazoo today) ends here
+        return
+    op.ok({"token": inner.token})
+    critical_section(ctx, recipe, inner, resource, mode, 1, 0.0)
+    op = ctx.invoke("release-nested", key=lock)
+    try:
+        recipe.release()
+    except Exception as e:  # noqa: BLE001
+        op.info(None, error=error_name(e))
+        return
+    op.ok(None)
+
+
 class LockWorkload:
     def __init__(
         self,
@@ -138,9 +166,12 @@ class LockWorkload:
         fixed = param(p, "hold_fixed", False)  # hold exactly hold_s (scripted scenarios)
         timeout = param(p, "acquire_timeout_s", 10.0)
         ready = ready_path(p, resource) if writes > 1 else None
+        nested = param(p, "nested", False)
 
         def critical(recipe: Any, tok: Any) -> None:
             hold = hold_s if fixed else ctx.rng.uniform(0, 2 * hold_s)
+            if nested:
+                nested_section(ctx, recipe, lock, timeout, resource, mode)
             critical_section(ctx, recipe, tok, resource, mode, writes, hold, ready)
 
         lock_loop(ctx, lock, timeout, think_s, critical, self.acquire_f, self.release_f)

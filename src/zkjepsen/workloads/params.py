@@ -42,6 +42,11 @@ KNOWN: dict[str, Param] = {
         "a new lock object for every acquire, the old one dropped without cleanup, as a loop "
         "that calls zk.Lock(path) each time (kazoo issue 732; client wire protocol, Python driver)",
     ),
+    "nested": Param(
+        bool,
+        "lock: the holder takes the lock again re-entrantly around its first write and "
+        "releases that inner level before the rest (kazoo issue 291; client_mode in-process)",
+    ),
     "writes": Param(int, "protected writes per critical section"),
     "read_frac": Param(float, "fraction of reads"),
     "enqueue_frac": Param(float, "fraction of enqueues"),
