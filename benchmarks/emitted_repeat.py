@@ -45,8 +45,9 @@ def one(path: Path, i: int, store: Path) -> tuple[str, str]:
     took = f"{time.monotonic() - started:.0f}s"
     out = proc.stdout + proc.stderr
     verdict = re.search(r"zkjepsen verdict (INVALID|UNKNOWN)", out)
-    evidence = re.search(r"evidence: (\S+)/timeline.html", out)
-    where = evidence.group(1) if evidence else ""
+    # The last one: pytest's traceback first shows the source line that formats it.
+    evidence = re.findall(r"evidence: (\S+)/timeline.html", out)
+    where = evidence[-1] if evidence else ""
     if proc.returncode == 0:
         return "valid", f"passed ({took})"
     if verdict is None:

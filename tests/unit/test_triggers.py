@@ -7,6 +7,7 @@ import json
 import pytest
 
 from zkjepsen.nemesis.triggers import (
+    QueueWatch,
     Trigger,
     TriggerWatch,
     on_acquire,
@@ -83,3 +84,37 @@ def test_round_trip_and_readable_form():
 def test_bad_triggers_are_refused(bad):
     with pytest.raises(ValueError):
         Trigger(**bad)
+
+
+class FakeQueue:
+    """A lock path's children and their data, as a ZooKeeper session would list them."""
+
+    def __init__(self, nodes: dict[str, bytes]) -> None:
+        self.nodes = nodes
+
+    def get_children(self, path):
+        return list(self.nodes)
+
+    def get(self, path):
+        return self.nodes[path.rsplit("/", 1)[1]], None
+
+
+def test_queue_watch_finds_a_new_node_and_how_many_are_ahead():
+    zk = FakeQueue({"foo0000000003": b"client-2"})  # there before arming: an old node
+    q = QueueWatch(zk, "/zkjepsen/lock")
+    assert q.find(2) is None
+    zk.nodes["foo0000000004"] = b"client-1"
+    assert q.find(2) is None
+    zk.nodes["foo0000000005"] = b"client-2"
+    assert q.find(2) == ("foo0000000005", 2)
+    assert q.find(1) == ("foo0000000004", 1)
+    del zk.nodes["foo0000000003"], zk.nodes["foo0000000004"]
+    assert q.find(2) == ("foo0000000005", 0)  # first in line: it will hold, not wait
+
+
+def test_waiting_in_needs_an_invoke_and_round_trips():
+    t = on_invoke("acquire", retries=3, waiting_in="/l")
+    assert Trigger.from_json(json.loads(json.dumps(t.to_json()))) == t
+    assert "waiting_in='/l'" in t.describe()
+    with pytest.raises(ValueError):
+        Trigger("acquired", waiting_in="/l")

@@ -22,7 +22,7 @@ from zkjepsen.history.jsonl import Appender, read_records
 from zkjepsen.nemesis import Nemesis, NemesisError, clock, generator, partition, process
 from zkjepsen.nemesis.faults import FAULTS
 from zkjepsen.nemesis.targets import NemesisContext
-from zkjepsen.nemesis.triggers import LANDS, Trigger, TriggerWatch
+from zkjepsen.nemesis.triggers import LANDS, QueueWatch, Trigger, TriggerWatch
 
 NEMESIS = "nemesis"
 # What a schedule.json fault carries for a replay (its timing and resolved targets).
@@ -169,13 +169,20 @@ def _await_trigger(
         return node.name if node else None
 
     armed_ns = log.now()
+    queue = _queue_watch(ctx, trigger)
     watch = TriggerWatch(trigger, ctx.run_dir, leader=leader, now_ns=log.now)
-    while True:
-        fired = watch.poll()
-        if fired is not None:
-            break
-        if time.monotonic_ns() >= limit_ns or stop.wait(0.01):
-            return None
+    try:
+        while True:
+            fired = watch.poll()
+            queued = _queued(queue, fired.client, log, stop) if fired and queue else {}
+            if fired is not None and queued is not None:
+                break  # (an acquire that queued behind nobody: wait for the next one)
+            if time.monotonic_ns() >= limit_ns or stop.wait(0.01):
+                return None
+    finally:
+        if queue is not None:
+            queue.session.stop()
+            queue.session.close()
     seen_ns = log.now()
     out: dict[str, Any] = {
         "fired": {
@@ -185,12 +192,42 @@ def _await_trigger(
             "client": fired.client,
             "node": fired.node,
             "start_at_ns": max(seen_ns, fired.at_ns + int(trigger.delay_s * 1e9)),
+            **(queued or {}),
         }
     }
     if p.get("target") == "trigger":
         out["aim"] = f"client:{fired.client}" if fired.client is not None else fired.node
         out["targets"] = out["detail"] = None  # resolved afresh from the event
     return out
+
+
+QUEUE_WAIT_S = 3.0  # a create takes ~10 ms idle, up to ~1 s on a loaded 2-core machine
+
+
+def _queue_watch(ctx: NemesisContext, trigger: Trigger) -> QueueWatch | None:
+    """For a `waiting_in` trigger: a ZooKeeper session of the nemesis's own on that path."""
+    if not trigger.waiting_in:
+        return None
+    session = ctx.backend.host_session(ctx.session_timeout_s)
+    if not hasattr(session, "get_children"):
+        raise NemesisError(f"trigger {trigger.describe()} needs a ZooKeeper backend")
+    session.start(timeout=15)
+    return QueueWatch(session, trigger.waiting_in)
+
+
+def _queued(
+    queue: QueueWatch, client: int | None, log: NemesisLog, stop: threading.Event
+) -> dict[str, Any] | None:
+    """Wait (at most QUEUE_WAIT_S) for the client's node to be queued behind another: where it
+    is, or None if it got none in time or is first in line (it will hold, not wait)."""
+    deadline = time.monotonic() + QUEUE_WAIT_S
+    while client is not None and time.monotonic() < deadline and not stop.is_set():
+        found = queue.find(client)
+        if found is not None:
+            name, ahead = found
+            return {"queued": name, "ahead": ahead, "queued_ns": log.now()} if ahead else None
+        stop.wait(0.02)
+    return None
 
 
 MISS_FIELDS = ("targets", "fired", "start_ns", "applied_ns", "end_ns")

@@ -38,6 +38,10 @@ class Trigger:
     # sidecar's iptables take 0.1-1 s, so a short hold can end first: such a miss is undone at
     # once and the trigger re-armed, at most `retries` times (each attempt is in the history).
     retries: int = 0
+    # invoked: fire only once the client's node is queued in this lock path behind another
+    # (a child whose data is its identifier `client-N`, made after arming, not the lowest): a
+    # waiter killed before its create landed (0.4 s on a loaded machine) leaves nothing behind.
+    waiting_in: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -48,6 +52,8 @@ class Trigger:
             raise ValueError("an invoked trigger needs the operation it counts")
         if self.k < 1 or self.delay_s < 0 or self.retries < 0:
             raise ValueError("a trigger fires on a k >= 1, waits a delay >= 0, retries >= 0 times")
+        if self.waiting_in and self.kind != "invoked":
+            raise ValueError("waiting_in needs an invoked trigger (the acquire that queues)")
         if self.retries and self.kind not in LANDS:
             raise ValueError(f"retries need an event that begins a state ({', '.join(LANDS)})")
 
@@ -155,6 +161,36 @@ class TriggerWatch:
         return None
 
 
+class QueueWatch:
+    """Finds a client's node in a lock's queue on a ZooKeeper session of the nemesis's own
+    (`session`: a started KazooClient). Nodes there when it was made are not counted."""
+
+    def __init__(self, session: Any, path: str) -> None:
+        self.session, self.path = session, path
+        self.before = set(self._children())
+
+    def _children(self) -> list[str]:
+        try:
+            return self.session.get_children(self.path)
+        except Exception:  # noqa: BLE001 - no such path yet, or a reconnect: nothing queued
+            return []
+
+    def find(self, client: int) -> tuple[str, int] | None:
+        """The client's new node and how many nodes are ahead of it; None if it has none."""
+        children = sorted(self._children(), key=lambda n: n[-10:])  # by sequence number
+        want = f"client-{client}".encode()
+        for i, name in enumerate(children):
+            if name in self.before:
+                continue
+            try:
+                data, _ = self.session.get(f"{self.path}/{name}")
+            except Exception:  # noqa: BLE001 - gone meanwhile
+                continue
+            if data == want:
+                return name, i
+        return None
+
+
 def on_acquire(
     client: int | None = None, k: int = 1, delay_s: float = 0.0, retries: int = 0
 ) -> Trigger:
@@ -170,9 +206,16 @@ def on_session(state: str, client: int | None = None, k: int = 1, delay_s: float
 
 
 def on_invoke(
-    f: str, client: int | None = None, k: int = 1, delay_s: float = 0.0, retries: int = 0
+    f: str,
+    client: int | None = None,
+    k: int = 1,
+    delay_s: float = 0.0,
+    retries: int = 0,
+    waiting_in: str | None = None,
 ) -> Trigger:
-    return Trigger("invoked", client=client, f=f, k=k, delay_s=delay_s, retries=retries)
+    return Trigger(
+        "invoked", client=client, f=f, k=k, delay_s=delay_s, retries=retries, waiting_in=waiting_in
+    )
 
 
 def on_leader_change(k: int = 1, delay_s: float = 0.0) -> Trigger:
