@@ -115,7 +115,7 @@ def test_a_crashing_program_gives_client_errors_and_the_run_ends(
 
     run_id = re.search(r"zkj-\d+-\w+", (run.store_dir / "run.log").read_text()).group(0)
     flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
-    assert not docker_client.containers.list(all=True, filters=flt)
+    assert not docker_client.containers.list(all=True, filters=flt, ignore_removed=True)
 
 
 def test_client_check_cli_in_the_client_image(ensemble3, zk_image) -> None:

@@ -17,9 +17,17 @@ from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
 ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 
 
+def _members(run) -> list:
+    return [
+        c for c in run.containers if (c.get("Labels") or {}).get(resources.ROLE_LABEL) != "probe"
+    ]
+
+
 def labelled(client, run_id: str) -> tuple[list, list]:
     flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
-    return client.containers.list(all=True, filters=flt), client.networks.list(filters=flt)
+    return client.containers.list(all=True, filters=flt, ignore_removed=True), client.networks.list(
+        filters=flt
+    )
 
 
 def test_write_through_one_server_is_read_through_another(ensemble3):
@@ -95,7 +103,9 @@ def test_runner_killed_mid_up_is_cleaned_up_and_only_it(
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and run_id is None:
         for rid, run in resources.find_runs(docker_client).items():
-            if rid not in before and run.containers:
+            # A server or client container, not the run's file-system probe: that one is
+            # removed by the run itself as it starts, so it may be gone before the kill.
+            if rid not in before and _members(run):
                 run_id = rid
         time.sleep(0.05)
     assert run_id, "the subprocess never created a container"

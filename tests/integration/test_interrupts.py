@@ -69,7 +69,7 @@ def test_signal_during_a_faulty_run_removes_everything(sig, docker_client, zk_im
     assert proc.returncode != 0
     assert "Traceback" not in err
     flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
-    assert docker_client.containers.list(all=True, filters=flt) == []
+    assert docker_client.containers.list(all=True, filters=flt, ignore_removed=True) == []
     assert docker_client.networks.list(filters=flt) == []
     assert not (resources.SCRATCH_ROOT / run_id).exists()
     assert f"everything run {run_id} started was removed" in err
@@ -172,7 +172,7 @@ def test_cluster_down_without_a_run_id_never_removes_a_test_run(docker_client, z
     assert len(docker_client.containers.list(filters=flt)) == 5  # 3 servers, 2 clients
     _, err = proc.communicate(timeout=180)
     assert proc.returncode in (0, 1, 2), err  # a verdict: the run was left alone
-    assert docker_client.containers.list(all=True, filters=flt) == []
+    assert docker_client.containers.list(all=True, filters=flt, ignore_removed=True) == []
 
 
 def test_a_run_whose_servers_vanish_ends_promptly_with_a_sentence(
@@ -216,5 +216,5 @@ def test_a_run_whose_servers_vanish_ends_promptly_with_a_sentence(
     assert proc.returncode == 255 and "removed from outside this run" in err, err
     assert time.monotonic() - t0 < 60, "no hang in the final read"
     flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
-    assert docker_client.containers.list(all=True, filters=flt) == []
+    assert docker_client.containers.list(all=True, filters=flt, ignore_removed=True) == []
     assert not (resources.SCRATCH_ROOT / run_id).exists()

@@ -24,6 +24,12 @@ SPEC = SimpleNamespace(nodes=1, params={}, tick_ms=500)
 
 
 @pytest.fixture(scope="module")
+def _members(run) -> list:
+    return [
+        c for c in run.containers if (c.get("Labels") or {}).get(resources.ROLE_LABEL) != "probe"
+    ]
+
+
 def pg_image(docker_client) -> str:
     from zkjepsen.harness.image import ensure_image
     from zkjepsen.harness.postgres.image import postgres_image
@@ -51,7 +57,9 @@ def pg(docker_client, pg_image, zk_image, tmp_path_factory):
 
 def labelled(client, run_id: str) -> tuple[list, list]:
     flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
-    return client.containers.list(all=True, filters=flt), client.networks.list(filters=flt)
+    return client.containers.list(all=True, filters=flt, ignore_removed=True), client.networks.list(
+        filters=flt
+    )
 
 
 def test_up_serves_queries_and_down_leaves_nothing(docker_client, pg_image, zk_image, tmp_path):
@@ -83,7 +91,9 @@ def test_cluster_up_killed_mid_way_is_cleaned_up(docker_client, pg_image, tmp_pa
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and run_id is None:
         for rid, run in resources.find_runs(docker_client).items():
-            if rid not in before and run.containers:
+            # A server or client container, not the run's file-system probe: that one is
+            # removed by the run itself as it starts, so it may be gone before the kill.
+            if rid not in before and _members(run):
                 run_id = rid
         time.sleep(0.05)
     assert run_id, "the subprocess never created a container"

@@ -25,13 +25,21 @@ ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 
 
 @pytest.fixture(scope="module")
+def _members(run) -> list:
+    return [
+        c for c in run.containers if (c.get("Labels") or {}).get(resources.ROLE_LABEL) != "probe"
+    ]
+
+
 def redis_image(docker_client) -> str:
     return ensure_image(docker_client, None, recipe=image_recipe("redis")).tag
 
 
 def labelled(client, run_id: str) -> tuple[list, list]:
     flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
-    return client.containers.list(all=True, filters=flt), client.networks.list(filters=flt)
+    return client.containers.list(all=True, filters=flt, ignore_removed=True), client.networks.list(
+        filters=flt
+    )
 
 
 def backend(name: str, docker_client, redis_image: str, zk_image: str, store: Path):
@@ -119,7 +127,9 @@ def test_a_killed_cluster_up_is_removed_by_cleanup(docker_client, redis_image, t
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and run_id is None:
         for rid, run in resources.find_runs(docker_client).items():
-            if rid not in before and run.containers:
+            # A server or client container, not the run's file-system probe: that one is
+            # removed by the run itself as it starts, so it may be gone before the kill.
+            if rid not in before and _members(run):
                 run_id = rid
         time.sleep(0.05)
     assert run_id, "the subprocess never created a container"
