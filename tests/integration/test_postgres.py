@@ -23,13 +23,13 @@ ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 SPEC = SimpleNamespace(nodes=1, params={}, tick_ms=500)
 
 
-@pytest.fixture(scope="module")
 def _members(run) -> list:
     return [
         c for c in run.containers if (c.get("Labels") or {}).get(resources.ROLE_LABEL) != "probe"
     ]
 
 
+@pytest.fixture(scope="module")
 def pg_image(docker_client) -> str:
     from zkjepsen.harness.image import ensure_image
     from zkjepsen.harness.postgres.image import postgres_image

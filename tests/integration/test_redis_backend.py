@@ -24,13 +24,13 @@ from zkjepsen.spec import TestSpec
 ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 
 
-@pytest.fixture(scope="module")
 def _members(run) -> list:
     return [
         c for c in run.containers if (c.get("Labels") or {}).get(resources.ROLE_LABEL) != "probe"
     ]
 
 
+@pytest.fixture(scope="module")
 def redis_image(docker_client) -> str:
     return ensure_image(docker_client, None, recipe=image_recipe("redis")).tag
 
