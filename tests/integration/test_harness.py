@@ -10,24 +10,12 @@ import time
 
 import pytest
 from kazoo.client import KazooClient
+from killed_runs import labelled, new_run_with_members
 
 from zkjepsen.harness import resources
 from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
 
 ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
-
-
-def _members(run) -> list:
-    return [
-        c for c in run.containers if (c.get("Labels") or {}).get(resources.ROLE_LABEL) != "probe"
-    ]
-
-
-def labelled(client, run_id: str) -> tuple[list, list]:
-    flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
-    return client.containers.list(all=True, filters=flt, ignore_removed=True), client.networks.list(
-        filters=flt
-    )
 
 
 def test_write_through_one_server_is_read_through_another(ensemble3):
@@ -99,15 +87,7 @@ def test_runner_killed_mid_up_is_cleaned_up_and_only_it(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    run_id = None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and run_id is None:
-        for rid, run in resources.find_runs(docker_client).items():
-            # A server or client container, not the run's file-system probe: that one is
-            # removed by the run itself as it starts, so it may be gone before the kill.
-            if rid not in before and _members(run):
-                run_id = rid
-        time.sleep(0.05)
+    run_id = new_run_with_members(docker_client, before)
     assert run_id, "the subprocess never created a container"
     os.kill(proc.pid, signal.SIGKILL)  # no chance to clean up after itself
     proc.wait()

@@ -9,11 +9,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from killed_runs import labelled, new_run_with_members
 
 from zkjepsen.client.pool import SRC_ROOT, client_library_binds
 from zkjepsen.harness import resources
@@ -21,12 +21,6 @@ from zkjepsen.harness.backends import make_backend
 
 ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 SPEC = SimpleNamespace(nodes=1, params={}, tick_ms=500)
-
-
-def _members(run) -> list:
-    return [
-        c for c in run.containers if (c.get("Labels") or {}).get(resources.ROLE_LABEL) != "probe"
-    ]
 
 
 @pytest.fixture(scope="module")
@@ -55,13 +49,6 @@ def pg(docker_client, pg_image, zk_image, tmp_path_factory):
         yield b
 
 
-def labelled(client, run_id: str) -> tuple[list, list]:
-    flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
-    return client.containers.list(all=True, filters=flt, ignore_removed=True), client.networks.list(
-        filters=flt
-    )
-
-
 def test_up_serves_queries_and_down_leaves_nothing(docker_client, pg_image, zk_image, tmp_path):
     cluster = new_backend(docker_client, pg_image, zk_image, tmp_path)
     with cluster:
@@ -87,15 +74,7 @@ def test_cluster_up_killed_mid_way_is_cleaned_up(docker_client, pg_image, tmp_pa
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    run_id = None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and run_id is None:
-        for rid, run in resources.find_runs(docker_client).items():
-            # A server or client container, not the run's file-system probe: that one is
-            # removed by the run itself as it starts, so it may be gone before the kill.
-            if rid not in before and _members(run):
-                run_id = rid
-        time.sleep(0.05)
+    run_id = new_run_with_members(docker_client, before)
     assert run_id, "the subprocess never created a container"
     os.kill(proc.pid, signal.SIGKILL)  # no chance to clean up after itself
     proc.wait()

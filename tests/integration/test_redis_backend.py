@@ -14,6 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from killed_runs import labelled, new_run_with_members
 
 from zkjepsen.harness import resources
 from zkjepsen.harness.backends import backend_info, image_recipe, make_backend
@@ -24,22 +25,9 @@ from zkjepsen.spec import TestSpec
 ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 
 
-def _members(run) -> list:
-    return [
-        c for c in run.containers if (c.get("Labels") or {}).get(resources.ROLE_LABEL) != "probe"
-    ]
-
-
 @pytest.fixture(scope="module")
 def redis_image(docker_client) -> str:
     return ensure_image(docker_client, None, recipe=image_recipe("redis")).tag
-
-
-def labelled(client, run_id: str) -> tuple[list, list]:
-    flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
-    return client.containers.list(all=True, filters=flt, ignore_removed=True), client.networks.list(
-        filters=flt
-    )
 
 
 def backend(name: str, docker_client, redis_image: str, zk_image: str, store: Path):
@@ -123,15 +111,7 @@ def test_a_killed_cluster_up_is_removed_by_cleanup(docker_client, redis_image, t
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    run_id = None
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and run_id is None:
-        for rid, run in resources.find_runs(docker_client).items():
-            # A server or client container, not the run's file-system probe: that one is
-            # removed by the run itself as it starts, so it may be gone before the kill.
-            if rid not in before and _members(run):
-                run_id = rid
-        time.sleep(0.05)
+    run_id = new_run_with_members(docker_client, before)
     assert run_id, "the subprocess never created a container"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
