@@ -7,7 +7,8 @@ few minutes). Per version:
 - (3.4 and 3.9; the default 3.8 runs the whole suite) one full run (kazoo lock, fenced
   resource) through the kill-leader nemesis: the leader is
   really killed, the run records the version, and the fence holds (no effect overlap);
-- the real Curator of the version's suite (2.7.1 / 5.4.0 / 5.7.1) serves a lock run.
+- the real Curator of the version's suite (2.7.1 / 5.4.0 / 5.7.1) serves a lock run;
+- a 4x fast clock reaches both of the image's Java clocks (nanoTime is ZooKeeper's session clock).
 Quorum times are printed (run with -s); bounds are generous: a loaded 2-core machine starts
 three JVMs slowly, and what is tested is that quorum comes, not how fast."""
 
@@ -126,3 +127,58 @@ def test_the_suites_curator_serves_a_lock_run(other_version, store_root):
     run = run_test(spec, store_root)
     assert run.valid is True, run.results
     assert run.results["lock"]["holds"] >= 3, run.results["lock"]
+
+
+# A JVM in the version's image, started under libfaketime as the harness starts the servers,
+# its control file flipped to 4x: both Java clocks must run ~4x over the same real interval
+# (real time from /proc/uptime, which libfaketime does not touch). JDK 11 (bullseye's default)
+# failed this: its nanoTime, which ZooKeeper's session tracker reads, stayed at 1x.
+CLOCK_PROBE = """
+public class ClockProbe {
+    static double uptime() throws Exception {
+        return Double.parseDouble(new String(java.nio.file.Files.readAllBytes(
+            java.nio.file.Paths.get("/proc/uptime"))).split(" ")[0]);
+    }
+    public static void main(String[] a) throws Exception {
+        while (!new java.io.File("/tmp/flipped").exists()) Thread.sleep(50);
+        Thread.sleep(1500);  // past libfaketime's 1 s cache of the control file
+        double r0 = uptime();
+        long n0 = System.nanoTime(), m0 = System.currentTimeMillis();
+        Object o = new Object();
+        synchronized (o) { o.wait(4000); }
+        long n1 = System.nanoTime(), m1 = System.currentTimeMillis();
+        double real = uptime() - r0;
+        System.out.println((n1 - n0) / 1e9 / real + " " + (m1 - m0) / 1e3 / real + " " + real);
+    }
+}
+"""
+
+
+def test_a_fast_clock_reaches_both_java_clocks(version, docker_client, tmp_path):
+    import shutil
+    import subprocess
+
+    from zkjepsen.harness.image import zookeeper_tag
+
+    javac = shutil.which("javac")
+    assert javac, "javac (JDK 17) is needed to compile the probe"
+    (tmp_path / "ClockProbe.java").write_text(CLOCK_PROBE)
+    subprocess.run([javac, "--release", "11", "ClockProbe.java"], cwd=tmp_path, check=True)
+    script = (
+        'echo "+0 x1" > /tmp/ft; (sleep 1; echo "+0 x4" > /tmp/ft; touch /tmp/flipped) & '
+        "FAKETIME_TIMESTAMP_FILE=/tmp/ft FAKETIME_CACHE_DURATION=1 FAKETIME_XRESET=1 "
+        "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 java -cp /p ClockProbe"
+    )
+    out = docker_client.containers.run(
+        zookeeper_tag(version),
+        ["-c", script],
+        entrypoint="bash",
+        volumes={str(tmp_path): {"bind": "/p", "mode": "ro"}},
+        labels={"zkjepsen.test": "clock-probe"},
+        remove=True,
+    )
+    nano, wall, real = (float(x) for x in out.decode().split())
+    print(
+        f"\nZooKeeper {version}'s JVM at x4: nanoTime x{nano:.2f}, wall x{wall:.2f} over {real} s"
+    )
+    assert 3.0 <= nano <= 5.0 and 3.0 <= wall <= 5.0, (nano, wall, real)

@@ -124,7 +124,10 @@ def zookeeper_recipe(zk_version: str | None = None) -> ImageRecipe:
     jars = (*EXTRA_JARS, *v.extra_jars)
     return ImageRecipe(
         repo=IMAGE_REPO,
-        packages=(*PACKAGES, *v.extra_packages),
+        packages=(
+            *(v.jre if p == "default-jre-headless" else p for p in PACKAGES),
+            *v.extra_packages,
+        ),
         entrypoint="/usr/local/bin/zk-node",
         entry_script=ENTRYPOINT,
         version=BUILD_RECIPE_VERSION,

@@ -2,7 +2,8 @@
 
 Why a table: the Debian mirror the image is built from serves three suites, each with its own
 ZooKeeper and Curator (checked in the suites' package indexes with apt, 2026-11-23):
-- bullseye: libzookeeper-java 3.4.13-6+deb11u1, libcurator-*-java 2.7.1-3, JDK 11, Go 1.15;
+- bullseye: libzookeeper-java 3.4.13-6+deb11u1, libcurator-*-java 2.7.1-3, JDK 11 (default;
+  the image installs the suite's JDK 17 instead, see below), Go 1.15;
 - bookworm: 3.8.0, Curator 5.4.0, JDK 17, Go 1.19 (the image zkjepsen always had);
 - trixie: libzookeeper-java 3.9.3-1+deb13u1, libcurator-*-java 5.7.1+ds-1, JDK 21, Go 1.24.
 `--zk-version` picks the servers' suite, `--client-suite` the clients' (Curator and
@@ -16,7 +17,16 @@ What differs between the versions, and what the harness does about it:
   slf4j-api and log4j itself;
 - Debian's Curator 2.7.1 does not declare its guava and ZooKeeper dependencies: listed here;
 - Curator 2.7 has no `transactionOp()`/`CuratorOp` (added in 3.0): the Java driver's fenced
-  write goes through a small shim (client/drivers/curator2/Compat.java) for that suite only.
+  write goes through a small shim (client/drivers/curator2/Compat.java) for that suite only;
+- bullseye's default JDK 11 would make the clock faults miss ZooKeeper's session clock: JDK 11
+  reads the monotonic clock through a `clock_gettime` it looks up in librt with dlsym, which
+  the preloaded libfaketime never sees (libfaketime issue #144), so `System.nanoTime()` runs
+  at the real rate while `currentTimeMillis()` and timed waits run at the faked one (measured
+  in the image: 515 ms of nanoTime, 2062 ms of currentTimeMillis over the same 0.5 s at x4).
+  3.4.13's SessionTrackerImpl expires sessions by `Time.currentElapsedTime()` = nanoTime, so a
+  4x-fast leader expired nothing. JDK 17 calls clock_gettime directly (interposed: 2045 ms of
+  both): the 3.4 image runs bullseye's openjdk-17-jre-headless, and a test checks every
+  version's JVM sees the faked rate on both clocks.
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ class ZkVersion:
     extra_packages: tuple[str, ...] = ()  # runtime packages the suite's packages forget
     extra_jars: tuple[str, ...] = ()  # jars the server's classpath needs beyond its manifest
     curator_shim: str = ""  # client/drivers/<dir> overriding the driver's newer-API parts
+    jre: str = "default-jre-headless"  # the JRE package: one whose nanoTime libfaketime reaches
 
 
 VERSIONS: dict[str, ZkVersion] = {
@@ -52,6 +63,7 @@ VERSIONS: dict[str, ZkVersion] = {
         extra_packages=("libguava-java",),
         extra_jars=("slf4j-api.jar",),
         curator_shim="curator2",
+        jre="openjdk-17-jre-headless",  # not the suite's default 11: see the docstring
     ),
     "3.8": ZkVersion(
         name="3.8", suite="bookworm", zookeeper="3.8.0", curator="5.4.0", java_release="17"
