@@ -127,7 +127,8 @@ RECIPES: dict[str, RecipeInfo] = {
     # the client image (harness/drivers.py) and driven through the client wire protocol.
     "curator-java": RecipeInfo(
         "",
-        "Apache Curator 5.4.0 InterProcessMutex as-is (Java, real library)",
+        "Apache Curator of the clients' suite (5.4.0 on bookworm) "
+        "InterProcessMutex as-is (Java, real library)",
         "isAcquiredInThisProcess survives session loss: a paused holder keeps believing "
         "(CURATOR-206); quick reconnect on the dying node (CURATOR-604); a failed release drops "
         "local state while the node survives (CURATOR-678)",
@@ -137,7 +138,8 @@ RECIPES: dict[str, RecipeInfo] = {
     ),
     "curator-java-careful": RecipeInfo(
         "",
-        "Apache Curator 5.4.0 InterProcessMutex; the application's ConnectionStateListener "
+        "Apache Curator of the clients' suite (5.4.0 on bookworm) "
+        "InterProcessMutex; the application's ConnectionStateListener "
         "abandons the critical section on SUSPENDED/LOST (Java, real library)",
         "none expected in belief; a frozen process hears SUSPENDED only when it wakes, so a "
         "write already on its way may land after the session is gone",
@@ -147,7 +149,8 @@ RECIPES: dict[str, RecipeInfo] = {
     ),
     "curator-java-semaphore": RecipeInfo(
         "",
-        "Apache Curator 5.4.0 InterProcessSemaphoreMutex as-is (Java, real library)",
+        "Apache Curator of the clients' suite (5.4.0 on bookworm) "
+        "InterProcessSemaphoreMutex as-is (Java, real library)",
         "the lease is believed held after session loss, as with the mutex",
         command=(_CURATOR, "semaphore"),
         language="java",
@@ -155,7 +158,8 @@ RECIPES: dict[str, RecipeInfo] = {
     ),
     "curator-java-latch": RecipeInfo(
         "",
-        "Apache Curator 5.4.0 LeaderLatch, for the election workload (Java, real library)",
+        "Apache Curator of the clients' suite (5.4.0 on bookworm) "
+        "LeaderLatch, for the election workload (Java, real library)",
         "hasLeadership drops at SUSPENDED, but a frozen leader learns it only when it wakes",
         command=(_CURATOR, "latch"),
         language="java",
