@@ -15,58 +15,11 @@ reading under which the recipe works at all (else a waiter sleeps until an unrel
 
 from __future__ import annotations
 
-import threading
-import time
-from typing import Any
-
-from kazoo.exceptions import NodeExistsError, NoNodeError
-
-from zkjepsen.recipes.base import Token
+from zkjepsen.recipes.watching import FixedNodeRecipe
 
 
-class ExclusiveLock:
-    def __init__(
-        self,
-        zk: Any,
-        path: str,
-        *,
-        hosts: str = "",
-        identifier: str = "",
-        params: dict[str, Any] | None = None,
-    ) -> None:
-        self.zk = zk
-        self.path = path
-        self.node = f"{path}/lock"
-        self.data = identifier.encode()
-        self._token: Token | None = None
-        self._wake = threading.Event()
-        zk.ensure_path(path)
+class ExclusiveLock(FixedNodeRecipe):
+    NAME = "lock"
 
-    def _on_children(self, event: Any) -> None:
-        self._wake.set()
-
-    def acquire(self, timeout: float | None) -> Token | None:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            self._wake.clear()
-            try:
-                _, stat = self.zk.create(self.node, self.data, ephemeral=True, include_data=True)
-                self._token = Token(stat.czxid, None, self.node)
-                return self._token
-            except NodeExistsError:
-                pass
-            if "lock" not in self.zk.get_children(self.path, watch=self._on_children):
-                continue  # released between our create and our watch: try again now
-            left = None if deadline is None else deadline - time.monotonic()
-            if (left is not None and left <= 0) or not self._wake.wait(left):
-                return None
-
-    def release(self) -> None:
-        self._token = None
-        try:
-            self.zk.delete(self.node)
-        except NoNodeError:
-            pass
-
-    def holding(self) -> bool:
-        return self._token is not None
+    def _watch(self) -> bool:
+        return self.NAME in self.zk.get_children(self.path, watch=self._woken)

@@ -13,68 +13,27 @@ has no session-loss handling: a holder whose session expired still believes it h
 
 from __future__ import annotations
 
-import threading
 import time
-from typing import Any
 
 from kazoo.exceptions import NoNodeError
 
-from zkjepsen.recipes.base import Token, delete_quietly, seq_of, sort_by_seq
+from zkjepsen.recipes.base import Token, seq_of, sort_by_seq
+from zkjepsen.recipes.watching import SequentialNodeLock
 
 
-class HerdLock:
-    def __init__(
-        self,
-        zk: Any,
-        path: str,
-        *,
-        hosts: str = "",
-        identifier: str = "",
-        params: dict[str, Any] | None = None,
-    ) -> None:
-        self.zk = zk
-        self.path = path
-        self.node: str | None = None
-        self._token: Token | None = None
-        self._wake = threading.Event()
-        zk.ensure_path(path)
-
-    def _on_children(self, event: Any) -> None:
-        self._wake.set()
-
+class HerdLock(SequentialNodeLock):
     def acquire(self, timeout: float | None) -> Token | None:
         deadline = None if timeout is None else time.monotonic() + timeout
-        node, stat = self.zk.create(
-            f"{self.path}/lock-", ephemeral=True, sequence=True, include_data=True
-        )
-        self.node = node
+        node, stat = self._create_own("lock-")
         mine = node.rsplit("/", 1)[1]
         while True:
             self._wake.clear()
-            children = sort_by_seq(self.zk.get_children(self.path, watch=self._on_children))
+            children = sort_by_seq(self.zk.get_children(self.path, watch=self._woken))
             if mine not in children:
                 raise NoNodeError(f"own lock node {node} is gone (session lost?)")
             if children[0] == mine:
                 self._token = Token(stat.czxid, seq_of(mine), node)
                 return self._token
-            left = None if deadline is None else deadline - time.monotonic()
-            if (left is not None and left <= 0) or not self._wake.wait(left):
+            if not self._waited(deadline):
                 self._delete()
                 return None
-
-    def _delete(self) -> None:
-        delete_quietly(self.zk, self.node)
-        self.node = None
-
-    def release(self) -> None:
-        self._token = None
-        if self.node:
-            self._delete()
-
-    def holding(self) -> bool:
-        return self._token is not None
-
-    def close(self) -> None:
-        """Drop our own node if an acquire left one (never anyone else's)."""
-        if self.node and self._token is None:
-            self._delete()

@@ -16,16 +16,16 @@ Choose the mode with the `mode` param ("read"/"write", default "write") or `with
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
 from kazoo.exceptions import NoNodeError
 
-from zkjepsen.recipes.base import Token, delete_quietly, seq_of, sort_by_seq
+from zkjepsen.recipes.base import Token, seq_of, sort_by_seq
+from zkjepsen.recipes.watching import SequentialNodeLock
 
 
-class RWLock:
+class RWLock(SequentialNodeLock):
     def __init__(
         self,
         zk: Any,
@@ -36,24 +36,16 @@ class RWLock:
         params: dict[str, Any] | None = None,
         mode: str | None = None,
     ) -> None:
-        self.zk = zk
-        self.path = path
+        super().__init__(zk, path, hosts=hosts, identifier=identifier, params=params)
         self.identifier = identifier or "host"
         self.params = params or {}
         self.mode = mode or str(self.params.get("mode", "write"))
         if self.mode not in ("read", "write"):
             raise ValueError(f"rwlock mode must be read or write, not {self.mode!r}")
-        self.node: str | None = None
-        self._token: Token | None = None
-        self._wake = threading.Event()
-        zk.ensure_path(path)
 
     def with_mode(self, mode: str) -> RWLock:
         """Another contender of the same lock, on the same session, in `mode`."""
         return RWLock(self.zk, self.path, identifier=self.identifier, params=self.params, mode=mode)
-
-    def _on_watch(self, event: Any) -> None:
-        self._wake.set()
 
     def _blocker(self, children: list[str], i: int) -> str | None:
         """The node to wait on, or None when we hold."""
@@ -65,13 +57,7 @@ class RWLock:
     def acquire(self, timeout: float | None) -> Token | None:
         deadline = None if timeout is None else time.monotonic() + timeout
         tag = "R" if self.mode == "read" else "W"
-        node, stat = self.zk.create(
-            f"{self.path}/{self.identifier}-{tag}-",
-            ephemeral=True,
-            sequence=True,
-            include_data=True,
-        )
-        self.node = node
+        node, stat = self._create_own(f"{self.identifier}-{tag}-")
         mine = node.rsplit("/", 1)[1]
         while True:
             children = sort_by_seq(self.zk.get_children(self.path))
@@ -82,26 +68,8 @@ class RWLock:
                 self._token = Token(stat.czxid, seq_of(mine), node)
                 return self._token
             self._wake.clear()
-            if self.zk.exists(f"{self.path}/{blocker}", watch=self._on_watch) is None:
+            if self.zk.exists(f"{self.path}/{blocker}", watch=self._woken) is None:
                 continue
-            left = None if deadline is None else deadline - time.monotonic()
-            if (left is not None and left <= 0) or not self._wake.wait(left):
+            if not self._waited(deadline):
                 self._delete()
                 return None
-
-    def _delete(self) -> None:
-        delete_quietly(self.zk, self.node)
-        self.node = None
-
-    def release(self) -> None:
-        self._token = None
-        if self.node:
-            self._delete()
-
-    def holding(self) -> bool:
-        return self._token is not None
-
-    def close(self) -> None:
-        """Drop our own node if an acquire left one (never anyone else's)."""
-        if self.node and self._token is None:
-            self._delete()
