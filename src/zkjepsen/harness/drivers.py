@@ -51,12 +51,13 @@ CURATOR_CLASSPATH = (
 
 def run_script(v: ZkVersion | None = None) -> str:
     """A small JVM: one per client container, started per (re)start of the program."""
-    curator = (v or zkversions.get(None)).curator
+    v = v or zkversions.get(None)
+    curator = v.curator
     return f"""#!/bin/sh
 # The real Apache Curator {curator} behind zkjepsen's client wire protocol. MODE: {
         ", ".join(CURATOR_MODES)
     }
-exec java -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k -Xmx128m \\
+exec {v.client_java} -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xss512k -Xmx128m \\
   -jar {CURATOR_JAR} "$@"
 """
 

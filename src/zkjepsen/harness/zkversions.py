@@ -26,7 +26,12 @@ What differs between the versions, and what the harness does about it:
   3.4.13's SessionTrackerImpl expires sessions by `Time.currentElapsedTime()` = nanoTime, so a
   4x-fast leader expired nothing. JDK 17 calls clock_gettime directly (interposed: 2045 ms of
   both): the 3.4 image runs bullseye's openjdk-17-jre-headless, and a test checks every
-  version's JVM sees the faked rate on both clocks.
+  version's JVM sees the faked rate on both clocks;
+- but the ZooKeeper 3.4 *client* (in Curator 2.7.1's driver) cannot connect on JDK 14+: it
+  takes `InetSocketAddress.toString()` apart, whose format JDK 14 changed ("host/<unresolved>:
+  port"; fixed in 3.5.8/3.6.1 by ZOOKEEPER-3779), and fails with UnresolvedAddressException.
+  So that suite's Java driver runs on JDK 11 (installed beside 17): a clock fault on a Curator
+  2.7.1 client reaches its wall clock and timed waits but not its nanoTime.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ class ZkVersion:
     extra_jars: tuple[str, ...] = ()  # jars the server's classpath needs beyond its manifest
     curator_shim: str = ""  # client/drivers/<dir> overriding the driver's newer-API parts
     jre: str = "default-jre-headless"  # the JRE package: one whose nanoTime libfaketime reaches
+    client_java: str = "java"  # the JVM the Java driver runs on (its ZooKeeper client's needs)
 
 
 VERSIONS: dict[str, ZkVersion] = {
@@ -60,10 +66,11 @@ VERSIONS: dict[str, ZkVersion] = {
         java_release="11",
         four_lw_whitelist=False,
         admin_server=False,
-        extra_packages=("libguava-java",),
+        extra_packages=("libguava-java", "openjdk-11-jre-headless"),
         extra_jars=("slf4j-api.jar",),
         curator_shim="curator2",
         jre="openjdk-17-jre-headless",  # not the suite's default 11: see the docstring
+        client_java="/usr/lib/jvm/java-11-openjdk-amd64/bin/java",  # 3.4's client: JDK <= 13
     ),
     "3.8": ZkVersion(
         name="3.8", suite="bookworm", zookeeper="3.8.0", curator="5.4.0", java_release="17"
