@@ -10,7 +10,7 @@ from zkjepsen.checker.model_base import ILLEGAL, Action, Model, freeze, read_val
 _new = tuple.__new__  # an Action without NamedTuple's Python-level __new__ (one per op)
 
 
-def _append(s: str, v: str) -> str:
+def append_str(s: str, v: str) -> str:
     return s + v
 
 
@@ -33,7 +33,7 @@ class KV(Model):
         if f == "put":
             return _new(Action, (write_value, v, False, ("put {}={!r}", key, v)))
         if f == "append":
-            return _new(Action, (_append, v, False, ("append {}+={!r}", key, v)))
+            return _new(Action, (append_str, v, False, ("append {}+={!r}", key, v)))
         raise self._unsupported(f)
 
     def lookahead(self) -> Any:
@@ -41,7 +41,7 @@ class KV(Model):
         starts with s (a put pending before that get turns the check off)."""
         if not isinstance(self.initial, str):
             return None
-        return (frozenset((_append,)), read_value, _extends_to)
+        return (frozenset((append_str,)), read_value, _extends_to)
 
 
 def _extends_to(s: str, v: Any) -> bool:
@@ -92,7 +92,7 @@ class KVSingle(KV):
         if a is None:
             return None
         i = self._key_numbers.setdefault(key, len(self._key_numbers))
-        fn = {read_value: _kv_get, write_value: _kv_put, _append: _kv_append}[a.fn]
+        fn = {read_value: _kv_get, write_value: _kv_put, append_str: _kv_append}[a.fn]
         return Action(fn, (i, a.arg), a.read_only, a.label)
 
     def describe_state(self, state: Any) -> str:

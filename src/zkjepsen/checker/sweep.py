@@ -33,7 +33,7 @@ import time
 from itertools import accumulate, islice
 from typing import Any
 
-from zkjepsen.checker.model_base import ILLEGAL
+from zkjepsen.checker.model_base import ILLEGAL, read_value, write_value
 
 # Beyond these the partition goes to WGL: with many ops pending at once (or many crashed ops,
 # pending forever) a closure has exponentially many configurations, WGL's worst case too, but
@@ -46,13 +46,34 @@ STEPS = 512
 PROBE = 1024  # ops a long partition's sweep is first tried on
 INF = float("inf")
 
+try:  # the compiled fast path (_fastsweep.c), built by ./run when a C compiler is there
+    from zkjepsen.checker import _fastsweep
+except ImportError:  # pragma: no cover - the pure-Python path below gives the same answers
+    _fastsweep = None
+else:
+    from zkjepsen.checker.kv_models import append_str
+
+    _fastsweep.setup(
+        ILLEGAL, read_value, write_value, append_str, MAX_PENDING, STEPS, STEPS_PER_OP, PROBE
+    )
+_fast_decide = None if _fastsweep is None else _fastsweep.decide
+
 
 def decide(ops: list[Any], init: Any, deadline: float | None = None) -> tuple[bool | None, int]:
     """`sweep`, after a probe on a long partition: the sweep's set-up (a sort of every event)
     is wasted on a partition it gives up on, so one it gives up on within its first PROBE ops
     (in call order) goes to WGL at once. The probe's other answers mean nothing (those ops
     are not a history on their own: a read may need a write called later) and the whole
-    partition is swept."""
+    partition is swept. The compiled port (_fastsweep.c) answers the same, when built."""
+    if _fast_decide is not None:
+        out = _fast_decide(ops, init, deadline)
+        if out is not NotImplemented:
+            return out
+    return py_decide(ops, init, deadline)
+
+
+def py_decide(ops: list[Any], init: Any, deadline: float | None = None) -> tuple[bool | None, int]:
+    """`decide` in pure Python."""
     # A partition whose ops ran one after another (each called after the previous returned,
     # none crashed) has one order only: replay it. (One client's partition, for one.)
     s, prev, legal = init, -INF, True

@@ -1,0 +1,578 @@
+/* The compiled fast path of checker/sweep.py's `decide` (optional: sweep.py falls back to pure
+ * Python when this module is not built, and tests/unit/test_fastsweep.py checks that both give
+ * the same verdicts and step counts on random histories).
+ *
+ * decide(ops, init, deadline) -> (verdict, made), or NotImplemented when an op's times are not
+ * ints it can sort exactly (the Python path then decides). The algorithm, its dominance cuts
+ * and why they are exact are sweep.py's: this file is a line-by-line port of `decide`, `sweep`
+ * and `closure`, with the model's shared transitions (read_value, write_value, kv's append of
+ * two str) applied without a Python call; any other transition is called as in Python.
+ * setup(ILLEGAL, read_value, write_value, append, MAX_PENDING, STEPS, STEPS_PER_OP, PROBE)
+ * names them once.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static PyObject *ILLEGAL, *READ, *WRITE, *APPEND;
+static long MAX_PENDING = 8, STEPS = 512, STEPS_PER_OP = 8, PROBE = 1024;
+#define MAXP 64 /* room for pending ops and free bits (MAX_PENDING <= 60 is asked at setup) */
+
+typedef struct {
+    PyObject **fns, **args; /* borrowed from the ops */
+    char *ro;
+    int64_t *starts, *ends; /* ends[i] == INT64_MAX: crashed */
+} Cols;
+
+/* A new reference: the state after fn(s, a), ILLEGAL, or NULL with an exception set. */
+static PyObject *apply(PyObject *fn, PyObject *s, PyObject *a) {
+    if (fn == READ) { /* `s == v` then its truth; the identity shortcut only for str and int */
+        int eq;
+        if ((PyUnicode_CheckExact(s) && PyUnicode_CheckExact(a)) ||
+            (PyLong_CheckExact(s) && PyLong_CheckExact(a)))
+            eq = PyObject_RichCompareBool(s, a, Py_EQ);
+        else {
+            PyObject *r = PyObject_RichCompare(s, a, Py_EQ);
+            if (r == NULL) return NULL;
+            eq = PyObject_IsTrue(r);
+            Py_DECREF(r);
+        }
+        if (eq < 0) return NULL;
+        PyObject *r = eq ? s : ILLEGAL;
+        Py_INCREF(r);
+        return r;
+    }
+    if (fn == WRITE) {
+        Py_INCREF(a);
+        return a;
+    }
+    if (fn == APPEND && PyUnicode_CheckExact(s) && PyUnicode_CheckExact(a))
+        return PyUnicode_Concat(s, a);
+    PyObject *argv[2] = {s, a};
+    return PyObject_Vectorcall(fn, argv, 2, NULL);
+}
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct {
+    int64_t key;
+    Py_ssize_t e;
+} Ev;
+
+static int ev_cmp(const void *x, const void *y) {
+    const Ev *a = x, *b = y;
+    if (a->key != b->key) return a->key < b->key ? -1 : 1;
+    return a->e < b->e ? -1 : (a->e > b->e);
+}
+
+typedef struct { /* one configuration: a state (owned) and the placed pending ops' bits */
+    PyObject *s;
+    uint64_t lin;
+} Conf;
+
+typedef struct { /* a choice point: sweep.py's `choices` entries */
+    Py_ssize_t start, nouts;
+    Conf *outs;
+    Py_ssize_t pending[MAXP], npending, free_[MAXP], nfree, returns;
+    uint64_t pmask, top;
+} Choice;
+
+/* 1 when (code, s, lin) was tried already, else adds it and gives 0; -1 on error. */
+static int seen_add(PyObject *set, PyObject *code, PyObject *s, uint64_t lin) {
+    PyObject *l = PyLong_FromUnsignedLongLong(lin);
+    if (l == NULL) return -1;
+    PyObject *key = PyTuple_Pack(3, code, s, l);
+    Py_DECREF(l);
+    if (key == NULL) return -1;
+    int has = PySet_Contains(set, key);
+    if (has == 0 && PySet_Add(set, key) < 0) has = -1;
+    Py_DECREF(key);
+    return has;
+}
+
+/* sweep.py's `closure`: the configurations after op i's return from (s, lin), the one that
+ * places i alone last. Fills *outs (owned states) and returns their count, or -1 on error. */
+static Py_ssize_t closure(Cols *c, PyObject *s, uint64_t lin, Py_ssize_t i, uint64_t b,
+                          Py_ssize_t *pending, Py_ssize_t np, uint64_t *bit, long *made,
+                          Conf **outs) {
+    PyObject *out = PyDict_New(), *seen = PySet_New(NULL), *stack = PyList_New(0);
+    Py_ssize_t n = -1;
+    *outs = NULL;
+    if (out == NULL || seen == NULL || stack == NULL) goto done;
+    PyObject *k0 = Py_BuildValue("(OK)", s, (unsigned long long)lin);
+    if (k0 == NULL || PySet_Add(seen, k0) < 0 || PyList_Append(stack, k0) < 0) {
+        Py_XDECREF(k0);
+        goto done;
+    }
+    Py_DECREF(k0);
+    while (PyList_GET_SIZE(stack)) {
+        Py_ssize_t top = PyList_GET_SIZE(stack) - 1;
+        PyObject *conf = PyList_GET_ITEM(stack, top);
+        Py_INCREF(conf);
+        if (PyList_SetSlice(stack, top, top + 1, NULL) < 0) {
+            Py_DECREF(conf);
+            goto done;
+        }
+        PyObject *cs = PyTuple_GET_ITEM(conf, 0);
+        uint64_t cl = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(conf, 1));
+        if (cl & b) {
+            PyObject *k = Py_BuildValue("(OK)", cs, (unsigned long long)(cl ^ b));
+            int bad = k == NULL || PyDict_SetItem(out, k, Py_None) < 0;
+            Py_XDECREF(k);
+            Py_DECREF(conf);
+            if (bad) goto done;
+            continue;
+        }
+        PyObject *ns = apply(c->fns[i], cs, c->args[i]);
+        (*made)++;
+        if (ns == NULL) {
+            Py_DECREF(conf);
+            goto done;
+        }
+        if (ns != ILLEGAL) {
+            PyObject *k = Py_BuildValue("(OK)", ns, (unsigned long long)cl);
+            int bad = k == NULL || PyDict_SetItem(out, k, Py_None) < 0;
+            Py_XDECREF(k);
+            if (bad) {
+                Py_DECREF(ns);
+                Py_DECREF(conf);
+                goto done;
+            }
+            if (c->ro[i]) {
+                Py_DECREF(ns);
+                Py_DECREF(conf);
+                continue;
+            }
+        }
+        Py_DECREF(ns);
+        for (Py_ssize_t q = 0; q < np; q++) {
+            Py_ssize_t j = pending[q];
+            uint64_t bj = bit[j];
+            if (cl & bj) continue;
+            PyObject *nj = apply(c->fns[j], cs, c->args[j]);
+            (*made)++;
+            if (nj == NULL) {
+                Py_DECREF(conf);
+                goto done;
+            }
+            if (nj == ILLEGAL) {
+                Py_DECREF(nj);
+                continue;
+            }
+            PyObject *k = Py_BuildValue("(OK)", nj, (unsigned long long)(cl | bj));
+            Py_DECREF(nj);
+            if (k == NULL) {
+                Py_DECREF(conf);
+                goto done;
+            }
+            int has = PySet_Contains(seen, k);
+            if (has == 0 && (PySet_Add(seen, k) < 0 || PyList_Append(stack, k) < 0)) has = -1;
+            Py_DECREF(k);
+            if (has < 0) {
+                Py_DECREF(conf);
+                goto done;
+            }
+        }
+        Py_DECREF(conf);
+    }
+    Py_ssize_t m = PyDict_GET_SIZE(out), pos = 0, q = m;
+    PyObject *k, *v;
+    *outs = PyMem_Malloc(sizeof(Conf) * (m ? m : 1));
+    if (*outs == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    while (PyDict_Next(out, &pos, &k, &v)) { /* reversed: the first found is tried last */
+        q--;
+        (*outs)[q].s = PyTuple_GET_ITEM(k, 0);
+        Py_INCREF((*outs)[q].s);
+        (*outs)[q].lin = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(k, 1));
+    }
+    n = m;
+done:
+    Py_XDECREF(out);
+    Py_XDECREF(seen);
+    Py_XDECREF(stack);
+    return n;
+}
+
+#define FAIL goto error
+/* sweep.py's `sweep` on the first n ops: 1 / 0 / -1 (None: handed over) in *verdict, the
+ * model steps in *made; -1 returned on error. */
+static int sweep(Cols *c, Py_ssize_t n, PyObject *init, double deadline, int *verdict,
+                 long *made_out) {
+    long made = 1;
+    *made_out = 1;
+    if (!n) {
+        *verdict = 1;
+        return 0;
+    }
+    Ev *ev = PyMem_Malloc(sizeof(Ev) * 2 * n);
+    uint64_t *bit = PyMem_Calloc(n, sizeof(uint64_t));
+    PyObject *tried = PySet_New(NULL);
+    Choice *choices = NULL;
+    Py_ssize_t nchoices = 0, capchoices = 0, crashed = 0, m = 0;
+    PyObject *s = NULL;
+    int rc = -1;
+    if (ev == NULL || bit == NULL || tried == NULL) {
+        PyErr_NoMemory();
+        FAIL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        ev[m].key = c->starts[i] * 2;
+        ev[m++].e = i;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        ev[m].key = c->ends[i] == INT64_MAX ? INT64_MAX : c->ends[i] * 2 + 1;
+        crashed += c->ends[i] == INT64_MAX;
+        ev[m++].e = n + i;
+    }
+    qsort(ev, m, sizeof(Ev), ev_cmp);
+    m -= crashed;
+    long open = 0, most = 0;
+    for (Py_ssize_t p = 0; p < m; p++) {
+        open += ev[p].e < n ? 1 : -1;
+        if (open > most) most = open;
+    }
+    if (most > MAX_PENDING) {
+        *verdict = -1;
+        rc = 0;
+        FAIL;
+    }
+    Py_ssize_t pending[MAXP], np = 0, free_[MAXP], nfree = 0;
+    uint64_t top = 1, pmask = 0, lin = 0;
+    long returns = 0, far = 0;
+    Py_ssize_t start = 0;
+    s = init;
+    Py_INCREF(s);
+    for (;;) {
+        Py_ssize_t p;
+        for (p = start; p < m; p++) {
+            Py_ssize_t e = ev[p].e;
+            if (e < n) {
+                uint64_t b;
+                if (nfree)
+                    b = (uint64_t)free_[--nfree];
+                else {
+                    b = top;
+                    top <<= 1;
+                }
+                bit[e] = b;
+                pending[np++] = e;
+                pmask |= b;
+                continue;
+            }
+            Py_ssize_t i = e - n;
+            returns++;
+            if (!(returns & 4095) && deadline >= 0 && now() > deadline) {
+                *verdict = -1;
+                rc = 0;
+                FAIL;
+            }
+            uint64_t b = bit[i];
+            for (Py_ssize_t q = 0; q < np; q++)
+                if (pending[q] == i) {
+                    memmove(pending + q, pending + q + 1, (np - q - 1) * sizeof(Py_ssize_t));
+                    np--;
+                    break;
+                }
+            free_[nfree++] = (Py_ssize_t)b;
+            pmask ^= b;
+            if (lin & b) {
+                lin ^= b;
+                continue;
+            }
+            uint64_t unplaced = pmask & ~lin;
+            PyObject *ns = apply(c->fns[i], s, c->args[i]);
+            made++;
+            if (ns == NULL) FAIL;
+            if (ns != ILLEGAL && (c->ro[i] || !unplaced)) {
+                Py_DECREF(s);
+                s = ns;
+                continue;
+            }
+            PyObject *code = PyLong_FromSsize_t(~p);
+            int has = code == NULL ? -1 : seen_add(tried, code, s, lin);
+            Py_XDECREF(code);
+            if (has) {
+                Py_DECREF(ns);
+                if (has < 0) FAIL;
+                break;
+            }
+            if (returns > far) far = returns;
+            Conf *outs = NULL;
+            Py_ssize_t nouts = 0;
+            if (unplaced & (unplaced - 1)) {
+                Py_DECREF(ns);
+                nouts = closure(c, s, lin, i, b, pending, np, bit, &made, &outs);
+                if (nouts < 0) FAIL;
+            } else {
+                outs = PyMem_Malloc(sizeof(Conf) * 2);
+                if (outs == NULL) {
+                    Py_DECREF(ns);
+                    PyErr_NoMemory();
+                    FAIL;
+                }
+                if (unplaced) {
+                    Py_ssize_t j = -1;
+                    for (Py_ssize_t q = 0; q < np; q++)
+                        if (bit[pending[q]] == unplaced) {
+                            j = pending[q];
+                            break;
+                        }
+                    PyObject *nj = apply(c->fns[j], s, c->args[j]);
+                    made++;
+                    if (nj != NULL && nj != ILLEGAL) {
+                        PyObject *nj2 = apply(c->fns[i], nj, c->args[i]);
+                        made++;
+                        Py_DECREF(nj);
+                        nj = nj2;
+                        if (nj != NULL && nj != ILLEGAL) {
+                            outs[nouts].s = nj;
+                            outs[nouts++].lin = lin | unplaced;
+                            nj = NULL;
+                        }
+                    }
+                    if (nj == NULL && PyErr_Occurred()) {
+                        Py_DECREF(ns);
+                        PyMem_Free(outs);
+                        FAIL;
+                    }
+                    Py_XDECREF(nj);
+                }
+                if (ns != ILLEGAL) {
+                    outs[nouts].s = ns;
+                    outs[nouts++].lin = lin;
+                } else
+                    Py_DECREF(ns);
+            }
+            if (made > STEPS + STEPS_PER_OP * far) {
+                for (Py_ssize_t q = 0; q < nouts; q++) Py_DECREF(outs[q].s);
+                PyMem_Free(outs);
+                *verdict = -1;
+                rc = 0;
+                FAIL;
+            }
+            if (!nouts) {
+                PyMem_Free(outs);
+                break;
+            }
+            nouts--;
+            Py_DECREF(s);
+            s = outs[nouts].s;
+            lin = outs[nouts].lin;
+            if (!nouts) {
+                PyMem_Free(outs);
+                continue;
+            }
+            if (nchoices == capchoices) {
+                Py_ssize_t cap = capchoices ? 2 * capchoices : 16;
+                Choice *nc = PyMem_Realloc(choices, sizeof(Choice) * cap);
+                if (nc == NULL) {
+                    for (Py_ssize_t q = 0; q < nouts; q++) Py_DECREF(outs[q].s);
+                    PyMem_Free(outs);
+                    PyErr_NoMemory();
+                    FAIL;
+                }
+                choices = nc;
+                capchoices = cap;
+            }
+            Choice *ch = &choices[nchoices++];
+            ch->start = p + 1;
+            ch->nouts = nouts;
+            ch->outs = outs;
+            memcpy(ch->pending, pending, np * sizeof(Py_ssize_t));
+            ch->npending = np;
+            memcpy(ch->free_, free_, nfree * sizeof(Py_ssize_t));
+            ch->nfree = nfree;
+            ch->pmask = pmask;
+            ch->top = top;
+            ch->returns = returns;
+        }
+        if (p >= m) {
+            *verdict = 1;
+            rc = 0;
+            FAIL;
+        }
+        /* backtrack: the next configuration of the latest choice not yet exhausted */
+        for (;;) {
+            if (!nchoices) {
+                *verdict = 0;
+                rc = 0;
+                FAIL;
+            }
+            Choice *ch = &choices[nchoices - 1];
+            start = ch->start;
+            pmask = ch->pmask;
+            top = ch->top;
+            returns = ch->returns;
+            Py_DECREF(s);
+            ch->nouts--;
+            s = ch->outs[ch->nouts].s;
+            lin = ch->outs[ch->nouts].lin;
+            if (!ch->nouts) {
+                PyMem_Free(ch->outs);
+                nchoices--;
+            }
+            PyObject *code = PyLong_FromSsize_t(start);
+            int has = code == NULL ? -1 : seen_add(tried, code, s, lin);
+            Py_XDECREF(code);
+            if (has < 0) FAIL;
+            if (!has) {
+                memcpy(pending, ch->pending, ch->npending * sizeof(Py_ssize_t));
+                np = ch->npending;
+                memcpy(free_, ch->free_, ch->nfree * sizeof(Py_ssize_t));
+                nfree = ch->nfree;
+                break;
+            }
+        }
+    }
+error:
+    *made_out = made;
+    Py_XDECREF(s);
+    for (Py_ssize_t q = 0; q < nchoices; q++) {
+        for (Py_ssize_t r = 0; r < choices[q].nouts; r++) Py_DECREF(choices[q].outs[r].s);
+        PyMem_Free(choices[q].outs);
+    }
+    PyMem_Free(choices);
+    PyMem_Free(ev);
+    PyMem_Free(bit);
+    Py_XDECREF(tried);
+    return rc;
+}
+
+/* int64 of an exact int time small enough to double and add one to; 0 with *ok = 0 if not. */
+static int64_t as_time(PyObject *t, int *ok) {
+    if (!PyLong_CheckExact(t)) {
+        *ok = 0;
+        return 0;
+    }
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(t, &overflow);
+    if (overflow || v > (1LL << 60) || v < -(1LL << 60)) *ok = 0;
+    return v;
+}
+
+static PyObject *py_decide(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+    if (argc != 3 || !PyList_CheckExact(argv[0])) {
+        PyErr_SetString(PyExc_TypeError, "decide(ops: list, init, deadline)");
+        return NULL;
+    }
+    if (ILLEGAL == NULL) Py_RETURN_NOTIMPLEMENTED;
+    PyObject *ops = argv[0], *init = argv[1];
+    double deadline = argv[2] == Py_None ? -1.0 : PyFloat_AsDouble(argv[2]);
+    if (deadline == -1.0 && PyErr_Occurred()) return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(ops);
+    Cols c = {0};
+    c.fns = PyMem_Malloc(sizeof(PyObject *) * (n + 1));
+    c.args = PyMem_Malloc(sizeof(PyObject *) * (n + 1));
+    c.ro = PyMem_Malloc(n + 1);
+    c.starts = PyMem_Malloc(sizeof(int64_t) * (n + 1));
+    c.ends = PyMem_Malloc(sizeof(int64_t) * (n + 1));
+    PyObject *res = NULL;
+    if (!c.fns || !c.args || !c.ro || !c.starts || !c.ends) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    int ok = 1;
+    for (Py_ssize_t i = 0; i < n && ok; i++) {
+        PyObject *op = PyList_GET_ITEM(ops, i);
+        if (!PyTuple_Check(op) || PyTuple_GET_SIZE(op) != 4) {
+            ok = 0;
+            break;
+        }
+        PyObject *action = PyTuple_GET_ITEM(op, 1);
+        if (!PyTuple_Check(action) || PyTuple_GET_SIZE(action) < 3) {
+            ok = 0;
+            break;
+        }
+        c.fns[i] = PyTuple_GET_ITEM(action, 0);
+        c.args[i] = PyTuple_GET_ITEM(action, 1);
+        int r = PyObject_IsTrue(PyTuple_GET_ITEM(action, 2));
+        if (r < 0) goto out;
+        c.ro[i] = (char)r;
+        c.starts[i] = as_time(PyTuple_GET_ITEM(op, 2), &ok);
+        PyObject *end = PyTuple_GET_ITEM(op, 3);
+        c.ends[i] = end == Py_None ? INT64_MAX : as_time(end, &ok);
+    }
+    if (!ok) {
+        res = Py_NewRef(Py_NotImplemented);
+        goto out;
+    }
+    /* A partition whose ops ran one after another: replay it (sweep.py's `decide`). */
+    PyObject *s = Py_NewRef(init);
+    int legal = 1;
+    int64_t prev = INT64_MIN;
+    Py_ssize_t i;
+    for (i = 0; i < n; i++) {
+        if (c.ends[i] == INT64_MAX || c.starts[i] <= prev) break;
+        if (legal) {
+            PyObject *ns = apply(c.fns[i], s, c.args[i]);
+            Py_DECREF(s);
+            if (ns == NULL) goto out;
+            s = ns;
+            legal = s != ILLEGAL;
+        }
+        prev = c.ends[i];
+    }
+    Py_DECREF(s);
+    if (i == n) {
+        res = Py_BuildValue("(On)", legal ? Py_True : Py_False, n);
+        goto out;
+    }
+    int verdict;
+    long made;
+    if (n > 2 * PROBE) {
+        if (sweep(&c, PROBE, init, -1.0, &verdict, &made) < 0) goto out;
+        if (verdict < 0) {
+            res = Py_BuildValue("(Oi)", Py_None, 0);
+            goto out;
+        }
+    }
+    if (sweep(&c, n, init, deadline, &verdict, &made) < 0) goto out;
+    res = Py_BuildValue("(Ol)", verdict < 0 ? Py_None : verdict ? Py_True : Py_False, made);
+out:
+    PyMem_Free(c.fns);
+    PyMem_Free(c.args);
+    PyMem_Free(c.ro);
+    PyMem_Free(c.starts);
+    PyMem_Free(c.ends);
+    return res;
+}
+
+static PyObject *py_setup(PyObject *self, PyObject *args) {
+    PyObject *ill, *rd, *wr, *ap;
+    long mp, st, spo, pr;
+    if (!PyArg_ParseTuple(args, "OOOOllll", &ill, &rd, &wr, &ap, &mp, &st, &spo, &pr))
+        return NULL;
+    if (mp > 60) {
+        PyErr_SetString(PyExc_ValueError, "MAX_PENDING above 60");
+        return NULL;
+    }
+    Py_XSETREF(ILLEGAL, Py_NewRef(ill));
+    Py_XSETREF(READ, Py_NewRef(rd));
+    Py_XSETREF(WRITE, Py_NewRef(wr));
+    Py_XSETREF(APPEND, Py_NewRef(ap));
+    MAX_PENDING = mp;
+    STEPS = st;
+    STEPS_PER_OP = spo;
+    PROBE = pr;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"decide", (PyCFunction)(void (*)(void))py_decide, METH_FASTCALL, NULL},
+    {"setup", py_setup, METH_VARARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastsweep", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__fastsweep(void) { return PyModule_Create(&module); }
