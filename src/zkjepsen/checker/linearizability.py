@@ -49,6 +49,12 @@ from zkjepsen.errors import BadInput
 from zkjepsen.history import NEMESIS, Call, History, fault_windows, faults_during
 from zkjepsen.history.stream import paused_gc
 
+try:  # the compiled fast path (_fastgroup.c), built by ./run when a C compiler is there
+    from zkjepsen.checker._fastgroup import build as _fast_build
+    from zkjepsen.checker._fastgroup import group as _fast_group
+except ImportError:  # pragma: no cover - the pure-Python paths below give the same ops
+    _fast_build = _fast_group = None
+
 _PLAIN_KEYS = frozenset((str, int, type(None)))  # partition keys that need no freezing
 BIG = 20_000  # records from which a check pauses the cyclic garbage collector
 PREFIX_SHOWN = 200  # ops of the longest linearizable prefix kept in a result's details
@@ -70,10 +76,14 @@ def group(history: History, model: Model) -> dict[Any, list[list[Any]]]:
     invocation order, in one pass: each call is an [invoke, completion or None] pair, filled
     in when its completion comes. No model action yet: a partition's ops are built when the
     check reaches it (`build`)."""
-    parts: dict[Any, list[list[Any]]] = {}
-    pending: dict[Any, list[Any]] = {}
     # The default partition is the op's key itself: no method call per op for it.
     by_key = type(model).partition_key is Model.partition_key
+    if by_key and _fast_group is not None:
+        out = _fast_group(history.ops, NEMESIS)
+        if out is not NotImplemented:
+            return out
+    parts: dict[Any, list[list[Any]]] = {}
+    pending: dict[Any, list[Any]] = {}
     partition_key = model.partition_key
     for op in history.ops:
         t = op.type
@@ -111,6 +121,12 @@ def build(calls: list[list[Any]], model: Model, reduce: bool = True) -> list[Lin
     """One partition's calls as model actions (None when none is left: failed ops and crashed
     reads constrain nothing); with `reduce`, the model drops crashed ops nothing could
     observe. BadInput names the first op that does not fit the model."""
+    if _fast_build is not None:
+        fast = _fast_build(calls, model.action, LinOp, Call)
+        if fast is not NotImplemented:
+            if not fast:
+                return None
+            return model.reduce(fast) if reduce else fast
     ops: list[LinOp] = []
     append = ops.append
     new = tuple.__new__  # LinOp without its Python-level __new__: this loop runs per call
