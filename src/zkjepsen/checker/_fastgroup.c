@@ -127,15 +127,50 @@ static PyObject *pack(PyTypeObject *type, Py_ssize_t n, PyObject **v) {
         return Py_NewRef(Py_NotImplemented);                                               \
     } while (0)
 
-static PyObject *py_build(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
-    if (argc != 4 || !PyList_CheckExact(argv[0]) || !PyType_Check(argv[2]) ||
-        !PyType_Check(argv[3]) || !PyType_IsSubtype((PyTypeObject *)argv[2], &PyTuple_Type) ||
-        !PyType_IsSubtype((PyTypeObject *)argv[3], &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "build(calls: list, action_of, LinOp, Call)");
+static PyObject *none_as; /* the table's value for a None value (a new table replaces it) */
+
+/* The Action a Model.action_table() row (fn, read_only, label format) gives: None for a
+ * failed op, and for a read-only op that did not complete ok; else Action(fn, v, read_only,
+ * (format, key, v)) with v the value, or the table's stand-in for None. */
+static PyObject *table_action(PyObject *row, PyObject *f, PyObject *key, PyObject *value,
+                              PyObject *status, PyTypeObject *action_t) {
+    if (!PyTuple_CheckExact(row) || PyTuple_GET_SIZE(row) != 3) {
+        PyErr_SetString(PyExc_TypeError, "action_table rows are (fn, read_only, format)");
         return NULL;
     }
-    PyObject *calls = argv[0], *action_of = argv[1];
+    PyObject *fn = PyTuple_GET_ITEM(row, 0), *ro = PyTuple_GET_ITEM(row, 1);
+    if (PyUnicode_CompareWithASCIIString(status, "fail") == 0 ||
+        (ro == Py_True && PyUnicode_CompareWithASCIIString(status, "ok") != 0))
+        Py_RETURN_NONE;
+    PyObject *v = value == Py_None ? none_as : value;
+    PyObject *label = PyTuple_Pack(3, PyTuple_GET_ITEM(row, 2), key, v);
+    if (label == NULL) return NULL;
+    Py_INCREF(fn);
+    Py_INCREF(v);
+    Py_INCREF(ro);
+    PyObject *av[4] = {fn, v, ro, label};
+    return pack(action_t, 4, av);
+}
+
+static PyObject *py_build(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+    if (argc != 6 || !PyList_CheckExact(argv[0]) || !PyType_Check(argv[2]) ||
+        !PyType_Check(argv[3]) || !PyType_IsSubtype((PyTypeObject *)argv[2], &PyTuple_Type) ||
+        !PyType_IsSubtype((PyTypeObject *)argv[3], &PyTuple_Type) || !PyType_Check(argv[4]) ||
+        !PyType_IsSubtype((PyTypeObject *)argv[4], &PyTuple_Type) ||
+        (argv[5] != Py_None &&
+         (!PyTuple_CheckExact(argv[5]) || PyTuple_GET_SIZE(argv[5]) != 2 ||
+          !PyDict_CheckExact(PyTuple_GET_ITEM(argv[5], 1))))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "build(calls: list, action_of, LinOp, Call, Action, table)");
+        return NULL;
+    }
+    PyObject *calls = argv[0], *action_of = argv[1], *table = NULL;
     PyTypeObject *linop = (PyTypeObject *)argv[2], *call = (PyTypeObject *)argv[3];
+    PyTypeObject *action_t = (PyTypeObject *)argv[4];
+    if (argv[5] != Py_None) {
+        table = PyTuple_GET_ITEM(argv[5], 1);
+        Py_XSETREF(none_as, Py_NewRef(PyTuple_GET_ITEM(argv[5], 0)));
+    }
     Py_ssize_t n = PyList_GET_SIZE(calls);
     PyObject *ops = PyList_New(0);
     if (ops == NULL) return NULL;
@@ -171,8 +206,16 @@ static PyObject *py_build(PyObject *self, PyObject *const *argv, Py_ssize_t argc
         }
         PyObject *action = NULL;
         if (value && end && f && key && actor) {
-            PyObject *args[5] = {f, key, value, status, actor};
-            action = PyObject_Vectorcall(action_of, args, 5, NULL);
+            PyObject *row = table == NULL || !PyUnicode_CheckExact(f) ||
+                                    !PyUnicode_CheckExact(status)
+                                ? NULL
+                                : PyDict_GetItemWithError(table, f);
+            if (row != NULL) {
+                action = table_action(row, f, key, value, status, action_t);
+            } else if (!PyErr_Occurred()) {
+                PyObject *args[5] = {f, key, value, status, actor};
+                action = PyObject_Vectorcall(action_of, args, 5, NULL);
+            }
         }
         Py_DECREF(status);
         Py_XDECREF(value);

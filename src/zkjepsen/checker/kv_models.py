@@ -14,6 +14,13 @@ def append_str(s: str, v: str) -> str:
     return s + v
 
 
+_KV_TABLE = {
+    "get": (read_value, True, "get {}={!r}"),
+    "put": (write_value, False, "put {}={!r}"),
+    "append": (append_str, False, "append {}+={!r}"),
+}
+
+
 class KV(Model):
     """Porcupine's kv: get/put/append of strings per key, initial "" (partitioned by key)."""
 
@@ -25,16 +32,19 @@ class KV(Model):
     def action(self, f: str, key: Any, value: Any, status: str, actor: Any) -> Action | None:
         if status == "fail":
             return None
+        row = _KV_TABLE.get(f) if f.__class__ is str else None
+        if row is None:
+            raise self._unsupported(f)
+        fn, read_only, label = row
+        if read_only and status != "ok":
+            return None
         v = "" if value is None else value
-        if f == "get":
-            if status != "ok":
-                return None
-            return _new(Action, (read_value, v, True, ("get {}={!r}", key, v)))
-        if f == "put":
-            return _new(Action, (write_value, v, False, ("put {}={!r}", key, v)))
-        if f == "append":
-            return _new(Action, (append_str, v, False, ("append {}+={!r}", key, v)))
-        raise self._unsupported(f)
+        return _new(Action, (fn, v, read_only, (label, key, v)))
+
+    def action_table(self) -> Any:
+        """`action` is exactly the table rule (see Model.action_table); a subclass that
+        changes `action` has no table."""
+        return ("", _KV_TABLE) if type(self).action is KV.action else None
 
     def lookahead(self) -> Any:
         """An append only extends the string, so a get of v can follow appends to s only if v

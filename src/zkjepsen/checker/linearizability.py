@@ -42,7 +42,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from zkjepsen.checker import Result, Violation
-from zkjepsen.checker.models import ILLEGAL, Model, freeze
+from zkjepsen.checker.models import ILLEGAL, Action, Model, freeze
 from zkjepsen.checker.sweep import decide
 from zkjepsen.checker.wgl import SLICE, LinOp, Outcome, in_sequence, search
 from zkjepsen.errors import BadInput
@@ -122,7 +122,7 @@ def build(calls: list[list[Any]], model: Model, reduce: bool = True) -> list[Lin
     reads constrain nothing); with `reduce`, the model drops crashed ops nothing could
     observe. BadInput names the first op that does not fit the model."""
     if _fast_build is not None:
-        fast = _fast_build(calls, model.action, LinOp, Call)
+        fast = _fast_build(calls, model.action, LinOp, Call, Action, model.action_table())
         if fast is not NotImplemented:
             if not fast:
                 return None

@@ -76,6 +76,14 @@ class Model:
     def action(self, f: str, key: Any, value: Any, status: str, actor: Any) -> Action | None:
         raise NotImplementedError
 
+    def action_table(self) -> tuple[Any, dict[str, tuple[Any, bool, str]]] | None:
+        """None, or (stand-in for a None value, {f: (transition, read_only, label format)})
+        for a model whose `action` is exactly this rule (the compiled builder then makes the
+        Actions without calling it): a failed op is dropped, so is a read-only op that did not
+        complete ok, and any other op is Action(transition, v, read_only, (format, key, v)),
+        v its value or the stand-in. An f not in the table goes to `action`."""
+        return None
+
     def reduce(self, ops: list[Any]) -> list[Any]:
         """Drop crashed ops whose effect no op could ever observe, where that is sound for the
         model (each override argues why). `ops` are the search's LinOps of one partition."""
