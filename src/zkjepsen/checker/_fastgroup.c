@@ -11,13 +11,53 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 static PyObject *s_type, *s_process, *s_key, *s_f, *s_value, *s_time, *s_client;
 static PyObject *s_invoke, *s_event, *s_info;
 
 static int is_str(PyObject *o, PyObject *interned) {
     if (o == interned) return 1;
-    return PyUnicode_CheckExact(o) && PyUnicode_Compare(o, interned) == 0;
+    return PyUnicode_CheckExact(o) && PyUnicode_GET_LENGTH(o) == PyUnicode_GET_LENGTH(interned) &&
+           PyUnicode_Compare(o, interned) == 0;
+}
+
+/* The history's Op class and where its slots live (setup(Op) finds them): an Op's field is
+ * read straight from its slot, not through attribute lookup; anything else is looked up. */
+static PyTypeObject *op_type;
+enum { F_TYPE, F_PROCESS, F_KEY, F_F, F_VALUE, F_TIME, F_CLIENT, NFIELDS };
+static Py_ssize_t offsets[NFIELDS];
+static PyObject **names[NFIELDS] = {&s_type, &s_process, &s_key, &s_f,
+                                    &s_value, &s_time, &s_client};
+
+/* A new reference to op.<field>, or NULL with an exception set. */
+static PyObject *field(PyObject *op, int which) {
+    if (Py_TYPE(op) == op_type) {
+        PyObject *v = *(PyObject **)((char *)op + offsets[which]);
+        if (v != NULL) return Py_NewRef(v);
+    }
+    return PyObject_GetAttr(op, *names[which]);
+}
+
+static PyObject *py_setup(PyObject *self, PyObject *cls) {
+    if (!PyType_Check(cls)) {
+        PyErr_SetString(PyExc_TypeError, "setup(Op)");
+        return NULL;
+    }
+    Py_ssize_t offs[NFIELDS];
+    for (int i = 0; i < NFIELDS; i++) {
+        PyObject *d = PyDict_GetItemWithError(((PyTypeObject *)cls)->tp_dict, *names[i]);
+        if (d == NULL || !Py_IS_TYPE(d, &PyMemberDescr_Type) ||
+            ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "%R is not a slot of %R", *names[i], cls);
+            return NULL;
+        }
+        offs[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+    }
+    memcpy(offsets, offs, sizeof offs);
+    Py_XSETREF(op_type, (PyTypeObject *)Py_NewRef(cls));
+    Py_RETURN_NONE;
 }
 
 static PyObject *py_group(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
@@ -33,12 +73,12 @@ static PyObject *py_group(PyObject *self, PyObject *const *argv, Py_ssize_t argc
     PyObject **items = PySequence_Fast_ITEMS(seq);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *op = items[i];
-        PyObject *t = PyObject_GetAttr(op, s_type);
+        PyObject *t = field(op, F_TYPE);
         if (t == NULL) goto out;
         int inv = is_str(t, s_invoke), ev = !inv && is_str(t, s_event);
         Py_DECREF(t);
         if (ev) continue;
-        PyObject *p = PyObject_GetAttr(op, s_process);
+        PyObject *p = field(op, F_PROCESS);
         if (p == NULL) goto out;
         if (!inv) {
             PyObject *pair = PyDict_GetItemWithError(pending, p); /* borrowed */
@@ -58,7 +98,7 @@ static PyObject *py_group(PyObject *self, PyObject *const *argv, Py_ssize_t argc
             if (skip < 0) goto out;
             continue;
         }
-        PyObject *key = PyObject_GetAttr(op, s_key);
+        PyObject *key = field(op, F_KEY);
         if (key == NULL) {
             Py_DECREF(p);
             goto out;
@@ -72,6 +112,7 @@ static PyObject *py_group(PyObject *self, PyObject *const *argv, Py_ssize_t argc
         PyObject *pair = PyList_New(2);
         int bad = pair == NULL;
         if (!bad) {
+            PyObject_GC_UnTrack(pair); /* (see pack) */
             Py_INCREF(op);
             PyList_SET_ITEM(pair, 0, op);
             Py_INCREF(Py_None);
@@ -108,7 +149,11 @@ out:
     return res;
 }
 
-/* A NamedTuple instance of `type` (a tuple subclass without slots) holding a and b (stolen). */
+/* A NamedTuple instance of `type` (a tuple subclass without slots) holding v[0..n) (stolen),
+ * left out of the cyclic collector's lists: what a check builds (pairs, Calls, LinOps,
+ * Actions) holds only the history's records and the model's values, which never point back,
+ * so no cycle can pass through it; tracked, a check's tens of thousands of these made the
+ * collector walk them over and over (CPython untracks tuples of atoms the same way). */
 static PyObject *pack(PyTypeObject *type, Py_ssize_t n, PyObject **v) {
     PyObject *o = type->tp_alloc(type, n);
     if (o == NULL) {
@@ -116,6 +161,7 @@ static PyObject *pack(PyTypeObject *type, Py_ssize_t n, PyObject **v) {
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(o, i, v[i]);
+    PyObject_GC_UnTrack(o);
     return o;
 }
 
@@ -145,6 +191,7 @@ static PyObject *table_action(PyObject *row, PyObject *f, PyObject *key, PyObjec
     PyObject *v = value == Py_None ? none_as : value;
     PyObject *label = PyTuple_Pack(3, PyTuple_GET_ITEM(row, 2), key, v);
     if (label == NULL) return NULL;
+    PyObject_GC_UnTrack(label); /* (see pack) */
     Py_INCREF(fn);
     Py_INCREF(v);
     Py_INCREF(ro);
@@ -181,28 +228,28 @@ static PyObject *py_build(PyObject *self, PyObject *const *argv, Py_ssize_t argc
         PyObject *status, *value, *end;
         if (comp == Py_None) {
             status = Py_NewRef(s_info);
-            value = PyObject_GetAttr(inv, s_value);
+            value = field(inv, F_VALUE);
             end = Py_NewRef(Py_None);
         } else {
-            status = PyObject_GetAttr(comp, s_type);
+            status = field(comp, F_TYPE);
             if (status == NULL) GIVE_UP;
             if (is_str(status, s_info)) {
-                value = PyObject_GetAttr(inv, s_value);
+                value = field(inv, F_VALUE);
                 end = Py_NewRef(Py_None);
             } else {
-                value = PyObject_GetAttr(comp, s_value);
+                value = field(comp, F_VALUE);
                 if (value == Py_None) {
                     Py_DECREF(value);
-                    value = PyObject_GetAttr(inv, s_value);
+                    value = field(inv, F_VALUE);
                 }
-                end = PyObject_GetAttr(comp, s_time);
+                end = field(comp, F_TIME);
             }
         }
-        PyObject *f = PyObject_GetAttr(inv, s_f), *key = PyObject_GetAttr(inv, s_key);
-        PyObject *actor = PyObject_GetAttr(inv, s_client);
+        PyObject *f = field(inv, F_F), *key = field(inv, F_KEY);
+        PyObject *actor = field(inv, F_CLIENT);
         if (actor == Py_None) {
             Py_DECREF(actor);
-            actor = PyObject_GetAttr(inv, s_process);
+            actor = field(inv, F_PROCESS);
         }
         PyObject *action = NULL;
         if (value && end && f && key && actor) {
@@ -249,7 +296,7 @@ static PyObject *py_build(PyObject *self, PyObject *const *argv, Py_ssize_t argc
                 continue;
             }
         }
-        PyObject *start = PyObject_GetAttr(inv, s_time);
+        PyObject *start = field(inv, F_TIME);
         if (start == NULL) {
             Py_DECREF(action);
             Py_DECREF(end);
@@ -281,6 +328,7 @@ static PyObject *py_build(PyObject *self, PyObject *const *argv, Py_ssize_t argc
 static PyMethodDef methods[] = {
     {"group", (PyCFunction)(void (*)(void))py_group, METH_FASTCALL, NULL},
     {"build", (PyCFunction)(void (*)(void))py_build, METH_FASTCALL, NULL},
+    {"setup", py_setup, METH_O, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -84,17 +84,100 @@ typedef struct { /* a choice point: sweep.py's `choices` entries */
     uint64_t pmask, top;
 } Choice;
 
+/* The configurations tried at each event (sweep.py's `tried` set of (code, s, lin)): an open
+ * addressing table holding its states; states compare as in a Python set (identity, then ==). */
+typedef struct {
+    int64_t code;
+    uint64_t lin;
+    Py_hash_t h;
+    PyObject *s; /* NULL: empty slot */
+} Slot;
+
+typedef struct {
+    Slot *slots;
+    size_t cap, used;
+} Tried;
+
+static void tried_free(Tried *t) {
+    for (size_t k = 0; k < t->cap; k++) Py_XDECREF(t->slots[k].s);
+    PyMem_Free(t->slots);
+}
+
+static int tried_grow(Tried *t) {
+    size_t cap = t->cap ? 2 * t->cap : 64;
+    Slot *ns = PyMem_Calloc(cap, sizeof(Slot));
+    if (ns == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t k = 0; k < t->cap; k++) {
+        Slot *o = &t->slots[k];
+        if (o->s == NULL) continue;
+        size_t q = (size_t)o->h & (cap - 1);
+        while (ns[q].s != NULL) q = (q + 1) & (cap - 1);
+        ns[q] = *o;
+    }
+    PyMem_Free(t->slots);
+    t->slots = ns;
+    t->cap = cap;
+    return 0;
+}
+
 /* 1 when (code, s, lin) was tried already, else adds it and gives 0; -1 on error. */
-static int seen_add(PyObject *set, PyObject *code, PyObject *s, uint64_t lin) {
-    PyObject *l = PyLong_FromUnsignedLongLong(lin);
-    if (l == NULL) return -1;
-    PyObject *key = PyTuple_Pack(3, code, s, l);
-    Py_DECREF(l);
-    if (key == NULL) return -1;
-    int has = PySet_Contains(set, key);
-    if (has == 0 && PySet_Add(set, key) < 0) has = -1;
-    Py_DECREF(key);
-    return has;
+static int seen_add(Tried *t, int64_t code, PyObject *s, uint64_t lin) {
+    Py_hash_t hs = PyObject_Hash(s);
+    if (hs == -1) return -1;
+    uint64_t h = (uint64_t)hs ^ ((uint64_t)code * 0x9E3779B97F4A7C15ULL) ^
+                 (lin * 0xC2B2AE3D27D4EB4FULL);
+    h ^= h >> 29;
+    if (2 * (t->used + 1) > t->cap && tried_grow(t) < 0) return -1;
+    size_t q = (size_t)h & (t->cap - 1);
+    for (;; q = (q + 1) & (t->cap - 1)) {
+        Slot *e = &t->slots[q];
+        if (e->s == NULL) break;
+        if (e->h != (Py_hash_t)h || e->code != code || e->lin != lin) continue;
+        if (e->s == s) return 1;
+        int eq = PyObject_RichCompareBool(e->s, s, Py_EQ);
+        if (eq) return eq;
+    }
+    Slot *e = &t->slots[q];
+    e->code = code;
+    e->lin = lin;
+    e->h = (Py_hash_t)h;
+    e->s = Py_NewRef(s);
+    t->used++;
+    return 0;
+}
+
+/* Events in (key, number) order: calls (numbers 0..n-1) and returns (n..2n-1) are each a run
+ * that is usually sorted already (an insertion sort finishes it, unless it has too many
+ * inversions: then qsort), and the two runs are merged. */
+static void sort_run(Ev *a, Py_ssize_t n) {
+    Py_ssize_t moves = 0;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        Ev x = a[i];
+        Py_ssize_t j = i;
+        while (j > 0 && ev_cmp(&a[j - 1], &x) > 0) {
+            a[j] = a[j - 1];
+            j--;
+            if (++moves > 8 * n) {
+                a[j] = x;
+                qsort(a, n, sizeof(Ev), ev_cmp);
+                return;
+            }
+        }
+        a[j] = x;
+    }
+}
+
+static void sort_events(Ev *ev, Ev *tmp, Py_ssize_t n) {
+    sort_run(ev, n);
+    sort_run(ev + n, n);
+    Py_ssize_t i = 0, j = n, k = 0;
+    while (i < n && j < 2 * n) tmp[k++] = ev_cmp(&ev[j], &ev[i]) < 0 ? ev[j++] : ev[i++];
+    while (i < n) tmp[k++] = ev[i++];
+    while (j < 2 * n) tmp[k++] = ev[j++];
+    memcpy(ev, tmp, sizeof(Ev) * 2 * n);
 }
 
 /* sweep.py's `closure`: the configurations after op i's return from (s, lin), the one that
@@ -214,14 +297,14 @@ static int sweep(Cols *c, Py_ssize_t n, PyObject *init, double deadline, int *ve
         *verdict = 1;
         return 0;
     }
-    Ev *ev = PyMem_Malloc(sizeof(Ev) * 2 * n);
+    Ev *ev = PyMem_Malloc(sizeof(Ev) * 4 * n);
     uint64_t *bit = PyMem_Calloc(n, sizeof(uint64_t));
-    PyObject *tried = PySet_New(NULL);
+    Tried tried_ = {NULL, 0, 0}, *tried = &tried_;
     Choice *choices = NULL;
     Py_ssize_t nchoices = 0, capchoices = 0, crashed = 0, m = 0;
     PyObject *s = NULL;
     int rc = -1;
-    if (ev == NULL || bit == NULL || tried == NULL) {
+    if (ev == NULL || bit == NULL) {
         PyErr_NoMemory();
         FAIL;
     }
@@ -234,7 +317,7 @@ static int sweep(Cols *c, Py_ssize_t n, PyObject *init, double deadline, int *ve
         crashed += c->ends[i] == INT64_MAX;
         ev[m++].e = n + i;
     }
-    qsort(ev, m, sizeof(Ev), ev_cmp);
+    sort_events(ev, ev + 2 * n, n);
     m -= crashed;
     long open = 0, most = 0;
     for (Py_ssize_t p = 0; p < m; p++) {
@@ -298,9 +381,7 @@ static int sweep(Cols *c, Py_ssize_t n, PyObject *init, double deadline, int *ve
                 s = ns;
                 continue;
             }
-            PyObject *code = PyLong_FromSsize_t(~p);
-            int has = code == NULL ? -1 : seen_add(tried, code, s, lin);
-            Py_XDECREF(code);
+            int has = seen_add(tried, ~(int64_t)p, s, lin);
             if (has) {
                 Py_DECREF(ns);
                 if (has < 0) FAIL;
@@ -421,9 +502,7 @@ static int sweep(Cols *c, Py_ssize_t n, PyObject *init, double deadline, int *ve
                 PyMem_Free(ch->outs);
                 nchoices--;
             }
-            PyObject *code = PyLong_FromSsize_t(start);
-            int has = code == NULL ? -1 : seen_add(tried, code, s, lin);
-            Py_XDECREF(code);
+            int has = seen_add(tried, (int64_t)start, s, lin);
             if (has < 0) FAIL;
             if (!has) {
                 memcpy(pending, ch->pending, ch->npending * sizeof(Py_ssize_t));
@@ -444,7 +523,7 @@ error:
     PyMem_Free(choices);
     PyMem_Free(ev);
     PyMem_Free(bit);
-    Py_XDECREF(tried);
+    tried_free(tried);
     return rc;
 }
 
