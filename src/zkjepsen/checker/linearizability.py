@@ -50,12 +50,13 @@ from zkjepsen.history import NEMESIS, Call, History, Op, fault_windows, faults_d
 from zkjepsen.history.stream import paused_gc
 
 try:  # the compiled fast path (_fastgroup.c), built by ./run when a C compiler is there
-    from zkjepsen.checker import _fastgroup
+    from zkjepsen.checker._fastgroup import build as _fast_build
+    from zkjepsen.checker._fastgroup import group as _fast_group
+    from zkjepsen.checker._fastgroup import setup as _fast_setup
 except ImportError:  # pragma: no cover - the pure-Python paths below give the same ops
     _fast_build = _fast_group = None
 else:
-    _fastgroup.setup(Op)  # it reads an Op's fields from their slots
-    _fast_build, _fast_group = _fastgroup.build, _fastgroup.group
+    _fast_setup(Op)  # it reads an Op's fields from their slots
 
 _PLAIN_KEYS = frozenset((str, int, type(None)))  # partition keys that need no freezing
 BIG = 20_000  # records from which a check pauses the cyclic garbage collector

@@ -47,16 +47,16 @@ PROBE = 1024  # ops a long partition's sweep is first tried on
 INF = float("inf")
 
 try:  # the compiled fast path (_fastsweep.c), built by ./run when a C compiler is there
-    from zkjepsen.checker import _fastsweep
+    from zkjepsen.checker._fastsweep import decide as _fast_decide
+    from zkjepsen.checker._fastsweep import setup as _fast_setup
 except ImportError:  # pragma: no cover - the pure-Python path below gives the same answers
-    _fastsweep = None
+    _fast_decide = None
 else:
     from zkjepsen.checker.kv_models import append_str
 
-    _fastsweep.setup(
+    _fast_setup(
         ILLEGAL, read_value, write_value, append_str, MAX_PENDING, STEPS, STEPS_PER_OP, PROBE
     )
-_fast_decide = None if _fastsweep is None else _fastsweep.decide
 
 
 def decide(ops: list[Any], init: Any, deadline: float | None = None) -> tuple[bool | None, int]:
