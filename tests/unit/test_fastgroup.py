@@ -1,5 +1,5 @@
 """The compiled pairing and grouping (checker/_fastgroup.c) against the pure-Python one
-(linearizability.group and build): the same partitions, pairs and LinOps, and the same errors,
+(partitions.group and build): the same partitions, pairs and LinOps, and the same errors,
 on random messy histories (nemesis ops, events, a second invoke while one is pending, crashed
 and failed ops, completions without an invoke, keys of every kind) for every model."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from zkjepsen.checker import linearizability as lin
+from zkjepsen.checker import partitions as lin
 from zkjepsen.checker.models import MODELS, make_model
 from zkjepsen.errors import BadInput
 from zkjepsen.history import History, Op
@@ -55,7 +55,7 @@ def messy(model: str, rng: random.Random) -> History:
         r = rng.random()
         p: Any = rng.randrange(4)
         if r < 0.05:
-            ops.append(Op(i, t, "nemesis", rng.choice(["invoke", "info"]), "kill"))
+            ops.append(Op(i, t, "nemesis", rng.choice(["invoke", "info", "event"]), "kill"))
             continue
         if r < 0.08:
             ops.append(Op(i, t, p, "event", "note"))
@@ -84,7 +84,8 @@ def test_compiled_grouping_and_building_match_python(model, monkeypatch):
     for case in range(400):
         h = messy(model, rng)
         m = make_model(model, 0 if model == "cas-register" else None)
-        fast = _both(lin.group, h, m)
+        nem_fast: list = []
+        fast = _both(lin.group, h, m, nem_fast)
         built_fast = {}
         if fast[0] == "ok":
             for k, calls in fast[1].items():
@@ -92,12 +93,15 @@ def test_compiled_grouping_and_building_match_python(model, monkeypatch):
         with monkeypatch.context() as mp:
             mp.setattr(lin, "_fast_group", None)
             mp.setattr(lin, "_fast_build", None)
-            slow = _both(lin.group, h, m)
+            nem_slow: list = []
+            slow = _both(lin.group, h, m, nem_slow)
             built_slow = {}
             if slow[0] == "ok":
                 for k, calls in slow[1].items():
                     built_slow[k] = _both(lin.build, calls, m)
         assert fast == slow, (model, case)
+        assert nem_fast == nem_slow, (model, case)
+        assert nem_fast == [op for op in h.ops if op.process == "nemesis"]
         assert built_fast == built_slow, (model, case)
         fast_used += fast[0] == "ok"
     assert fast_used > 100

@@ -2,9 +2,10 @@
  * falls back to pure Python when this one is not built, and tests/unit/test_fastgroup.py checks
  * that both give the same partitions and ops on random histories).
  *
- * group(ops, nemesis) pairs calls and groups them by key, as `group` does for a model that
- * partitions by the op's key; it returns NotImplemented (having changed nothing) when a key is
- * not a str, int or None, which the Python path freezes or rejects.
+ * group(ops, nemesis, nemesis_ops) pairs calls and groups them by key, as `group` does for a
+ * model that partitions by the op's key, and appends the nemesis's records to nemesis_ops (a
+ * list, or None); it returns NotImplemented when a key is not a str, int or None, which the
+ * Python path freezes or rejects.
  * build(calls, action_of, LinOp, Call) turns one partition's pairs into LinOps as `build` does
  * (before the model's reduce); NotImplemented when the model raised or an argument does not
  * hash: the Python path then builds them again and words the error.
@@ -61,11 +62,12 @@ static PyObject *py_setup(PyObject *self, PyObject *cls) {
 }
 
 static PyObject *py_group(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
-    if (argc != 2) {
-        PyErr_SetString(PyExc_TypeError, "group(ops, nemesis)");
+    if (argc != 3 || (argv[2] != Py_None && !PyList_Check(argv[2]))) {
+        PyErr_SetString(PyExc_TypeError, "group(ops, nemesis, nemesis_ops: list | None)");
         return NULL;
     }
     PyObject *seq = PySequence_Fast(argv[0], "ops must be a sequence"), *nemesis = argv[1];
+    PyObject *nemesis_ops = argv[2] == Py_None ? NULL : argv[2];
     if (seq == NULL) return NULL;
     PyObject *parts = PyDict_New(), *pending = PyDict_New(), *res = NULL;
     if (parts == NULL || pending == NULL) goto out;
@@ -77,9 +79,18 @@ static PyObject *py_group(PyObject *self, PyObject *const *argv, Py_ssize_t argc
         if (t == NULL) goto out;
         int inv = is_str(t, s_invoke), ev = !inv && is_str(t, s_event);
         Py_DECREF(t);
-        if (ev) continue;
+        if (ev && nemesis_ops == NULL) continue;
         PyObject *p = field(op, F_PROCESS);
         if (p == NULL) goto out;
+        /* a nemesis record: never paired (nor pending), kept for the report's faults */
+        int nem = PyLong_CheckExact(p) ? 0 : PyObject_RichCompareBool(p, nemesis, Py_EQ);
+        if (nem && nemesis_ops != NULL && (nem < 0 || PyList_Append(nemesis_ops, op) < 0))
+            nem = -1;
+        if (ev || nem) {
+            Py_DECREF(p);
+            if (nem < 0) goto out;
+            continue;
+        }
         if (!inv) {
             PyObject *pair = PyDict_GetItemWithError(pending, p); /* borrowed */
             if (pair != NULL) {
@@ -91,8 +102,7 @@ static PyObject *py_group(PyObject *self, PyObject *const *argv, Py_ssize_t argc
             if (pair == NULL && PyErr_Occurred()) goto out;
             continue;
         }
-        int skip = PyObject_RichCompareBool(p, nemesis, Py_EQ);
-        if (skip == 0) skip = PyDict_Contains(pending, p);
+        int skip = PyDict_Contains(pending, p);
         if (skip) {
             Py_DECREF(p);
             if (skip < 0) goto out;

@@ -42,23 +42,14 @@ from contextlib import nullcontext
 from typing import Any
 
 from zkjepsen.checker import Result, Violation
-from zkjepsen.checker.models import ILLEGAL, Action, Model, freeze
+from zkjepsen.checker.models import ILLEGAL, Model
+from zkjepsen.checker.partitions import build, group, prepare
 from zkjepsen.checker.sweep import decide
 from zkjepsen.checker.wgl import SLICE, LinOp, Outcome, in_sequence, search
 from zkjepsen.errors import BadInput
-from zkjepsen.history import NEMESIS, Call, History, Op, fault_windows, faults_during
+from zkjepsen.history import History, fault_windows, faults_during
 from zkjepsen.history.stream import paused_gc
 
-try:  # the compiled fast path (_fastgroup.c), built by ./run when a C compiler is there
-    from zkjepsen.checker._fastgroup import build as _fast_build
-    from zkjepsen.checker._fastgroup import group as _fast_group
-    from zkjepsen.checker._fastgroup import setup as _fast_setup
-except ImportError:  # pragma: no cover - the pure-Python paths below give the same ops
-    _fast_build = _fast_group = None
-else:
-    _fast_setup(Op)  # it reads an Op's fields from their slots
-
-_PLAIN_KEYS = frozenset((str, int, type(None)))  # partition keys that need no freezing
 BIG = 20_000  # records from which a check pauses the cyclic garbage collector
 PREFIX_SHOWN = 200  # ops of the longest linearizable prefix kept in a result's details
 __all__ = [
@@ -72,113 +63,6 @@ __all__ = [
     "prepare",
     "search",
 ]
-
-
-def group(history: History, model: Model) -> dict[Any, list[list[Any]]]:
-    """Pair calls (as History.pairs(validate=False) does) and group them by partition key, in
-    invocation order, in one pass: each call is an [invoke, completion or None] pair, filled
-    in when its completion comes. No model action yet: a partition's ops are built when the
-    check reaches it (`build`)."""
-    # The default partition is the op's key itself: no method call per op for it.
-    by_key = type(model).partition_key is Model.partition_key
-    if by_key and _fast_group is not None:
-        out = _fast_group(history.ops, NEMESIS)
-        if out is not NotImplemented:
-            return out
-    parts: dict[Any, list[list[Any]]] = {}
-    pending: dict[Any, list[Any]] = {}
-    partition_key = model.partition_key
-    for op in history.ops:
-        t = op.type
-        if t == "invoke":
-            p = op.process
-            if p == NEMESIS or p in pending:
-                continue  # a second invoke while one is pending: skipped, as by pairs()
-            part = op.key
-            if not by_key or part.__class__ not in _PLAIN_KEYS:
-                try:
-                    if not by_key:
-                        part = partition_key(op.f, part)
-                    if part.__class__ not in _PLAIN_KEYS:
-                        part = freeze(part)
-                        hash(part)
-                except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
-                    raise BadInput(
-                        f"op {op.f!r} at index {op.index} (key {op.key!r}) does not fit "
-                        f"model {model.name!r}: {e}"
-                    ) from None
-            pair = pending[p] = [op, None]
-            calls = parts.get(part)
-            if calls is None:
-                parts[part] = [pair]
-            else:
-                calls.append(pair)
-        elif t != "event":
-            pair = pending.pop(op.process, None)
-            if pair is not None:  # (nemesis ops are never pending)
-                pair[1] = op
-    return parts
-
-
-def build(calls: list[list[Any]], model: Model, reduce: bool = True) -> list[LinOp] | None:
-    """One partition's calls as model actions (None when none is left: failed ops and crashed
-    reads constrain nothing); with `reduce`, the model drops crashed ops nothing could
-    observe. BadInput names the first op that does not fit the model."""
-    if _fast_build is not None:
-        fast = _fast_build(calls, model.action, LinOp, Call, Action, model.action_table())
-        if fast is not NotImplemented:
-            if not fast:
-                return None
-            return model.reduce(fast) if reduce else fast
-    ops: list[LinOp] = []
-    append = ops.append
-    new = tuple.__new__  # LinOp without its Python-level __new__: this loop runs per call
-    action_of = model.action
-    for inv, comp in calls:
-        if comp is None:
-            status, value, end = "info", inv.value, None
-        else:
-            status = comp.type
-            if status == "info":
-                value, end = inv.value, None
-            else:
-                value = comp.value
-                if value is None:
-                    value = inv.value
-                end = comp.time
-        try:
-            action = action_of(
-                inv.f, inv.key, value, status, inv.process if inv.client is None else inv.client
-            )
-            if action is None:
-                continue
-            arg = action[1]
-            if arg.__class__ not in _PLAIN_KEYS:
-                hash(arg)  # the search memoizes states built from it (a str always hashes)
-        except BadInput:
-            raise
-        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
-            raise BadInput(
-                f"op {inv.f!r} at index {inv.index} (value {value!r}) does not fit "
-                f"model {model.name!r}: {e}"
-            ) from None
-        if end is None and action[2]:
-            continue  # a crashed read-only op constrains nothing
-        append(new(LinOp, (new(Call, (inv, comp)), action, inv.time, end)))
-    if not ops:
-        return None
-    return model.reduce(ops) if reduce else ops
-
-
-def prepare(history: History, model: Model, reduce: bool = True) -> dict[Any, list[LinOp]]:
-    """Pair calls, turn them into model actions, and group them by partition key; with
-    `reduce`, let the model drop crashed ops nothing could observe."""
-    out = {}
-    for k, calls in group(history, model).items():
-        ops = build(calls, model, reduce)
-        if ops is not None:
-            out[k] = ops
-    return out
 
 
 def _rss_bytes() -> int:
@@ -340,7 +224,8 @@ class Linearizable:
             # Pausing the collector pays off on long histories only: on a short one, the
             # collection that follows re-enabling it costs more than it saved.
             with paused_gc() if len(history.ops) > BIG else nullcontext():
-                groups = group(history, self.model)
+                nemesis: list[Any] = []
+                groups = group(history, self.model, nemesis)
                 parts: dict[Any, list[LinOp]] = {}
                 empty: set[Any] = set()
 
@@ -398,7 +283,7 @@ class Linearizable:
             if out.stuck is not None:
                 stuck = out.ops[out.stuck]
                 details["cannot_place"] = _op_json(stuck)
-                windows = fault_windows(history.ops)  # (it reads only the nemesis ops)
+                windows = fault_windows(nemesis)  # (it reads only the nemesis ops)
                 details["faults"] = faults_during(windows, stuck.start, stuck.end)
             where = details.get("cannot_place")
             violations.append(
