@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 from zkjepsen.checker import partitions as lin
+from zkjepsen.checker.model_base import Action
 from zkjepsen.checker.models import MODELS, make_model
+from zkjepsen.checker.wgl import LinOp
 from zkjepsen.errors import BadInput
-from zkjepsen.history import History, Op
+from zkjepsen.history import Call, History, Op
 
 if lin._fast_group is None:  # noqa: SLF001 - whether the module was built
     if shutil.which("gcc"):
@@ -80,7 +82,7 @@ def _both(fn, *args):
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_compiled_grouping_and_building_match_python(model, monkeypatch):
     rng = random.Random(f"fastgroup-{model}")
-    fast_used = 0
+    fast_used = fast_built = 0
     for case in range(400):
         h = messy(model, rng)
         m = make_model(model, 0 if model == "cas-register" else None)
@@ -89,7 +91,10 @@ def test_compiled_grouping_and_building_match_python(model, monkeypatch):
         built_fast = {}
         if fast[0] == "ok":
             for k, calls in fast[1].items():
-                built_fast[k] = _both(lin.build, calls, m)
+                built_fast[k] = _both(lin.builder(m), calls)
+                table = m.action_table()
+                direct = lin._fast_build(calls, m.action, LinOp, Call, Action, table)  # noqa: SLF001
+                fast_built += direct is not NotImplemented
         with monkeypatch.context() as mp:
             mp.setattr(lin, "_fast_group", None)
             mp.setattr(lin, "_fast_build", None)
@@ -98,10 +103,11 @@ def test_compiled_grouping_and_building_match_python(model, monkeypatch):
             built_slow = {}
             if slow[0] == "ok":
                 for k, calls in slow[1].items():
-                    built_slow[k] = _both(lin.build, calls, m)
+                    built_slow[k] = _both(lin.builder(m), calls)
         assert fast == slow, (model, case)
         assert nem_fast == nem_slow, (model, case)
         assert nem_fast == [op for op in h.ops if op.process == "nemesis"]
         assert built_fast == built_slow, (model, case)
         fast_used += fast[0] == "ok"
     assert fast_used > 100
+    assert fast_built > 100  # the compiled builder did build, it did not just give up

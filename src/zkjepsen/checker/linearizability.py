@@ -43,7 +43,7 @@ from typing import Any
 
 from zkjepsen.checker import Result, Violation
 from zkjepsen.checker.models import ILLEGAL, Model
-from zkjepsen.checker.partitions import build, group, prepare
+from zkjepsen.checker.partitions import build, builder, group, prepare
 from zkjepsen.checker.sweep import decide
 from zkjepsen.checker.wgl import SLICE, LinOp, Outcome, in_sequence, search
 from zkjepsen.errors import BadInput
@@ -96,15 +96,16 @@ def check_partitions(
     rss0 = -1  # read at the first slice: a check that needs none opens no file
     next_rss = t0 + 0.25
     look = model.lookahead()
+    init, new = model.init, tuple.__new__
     done: dict[Any, Outcome] = {}
     running = {}
     # The sweep first (sweep.py): it decides most partitions at a fraction of WGL's cost. A
     # partition it refutes is searched by WGL alone, for the counterexample; one it gives up
     # on goes to WGL with the others.
     for k, ops in parts:
-        verdict, made = decide(ops, model.init(), deadline)
+        verdict, made = decide(ops, init(), deadline)
         if verdict:
-            done[k] = Outcome(True, ops, [], [], None, made)
+            done[k] = new(Outcome, (True, ops, [], [], None, made))  # (no Python-level __new__)
         elif verdict is False:
             done_now = in_sequence(ops, model.init())  # WGL's outcome, without the search
             if done_now is not None:
@@ -229,9 +230,11 @@ class Linearizable:
                 parts: dict[Any, list[LinOp]] = {}
                 empty: set[Any] = set()
 
+                make = builder(self.model)
+
                 def built() -> Iterator[tuple[Any, list[LinOp]]]:
                     for k, calls in groups.items():
-                        ops = build(calls, self.model)
+                        ops = make(calls)
                         if ops is None:
                             empty.add(k)
                         else:

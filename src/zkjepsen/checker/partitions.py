@@ -5,6 +5,7 @@ common case; this module words every error."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from zkjepsen.checker.models import Action, Model, freeze
@@ -77,16 +78,31 @@ def group(
     return parts
 
 
+def builder(model: Model, reduce: bool = True) -> Callable[[list[list[Any]]], Any]:
+    """`build` for this model, with what it looks up once per check bound (a check builds
+    every partition with it)."""
+    # The base reduce keeps every op: no call per partition for it.
+    reduce = reduce and type(model).reduce is not Model.reduce
+    if _fast_build is None:
+        return lambda calls: build(calls, model, reduce)
+    action_of, table, reduce_ops = model.action, model.action_table(), model.reduce
+
+    def build_fast(calls: list[list[Any]]) -> list[LinOp] | None:
+        fast = _fast_build(calls, action_of, LinOp, Call, Action, table)
+        if fast is NotImplemented:  # an error to word, or an odd value: the Python path
+            return build(calls, model, reduce)
+        if not fast:
+            return None
+        return reduce_ops(fast) if reduce else fast
+
+    return build_fast
+
+
 def build(calls: list[list[Any]], model: Model, reduce: bool = True) -> list[LinOp] | None:
     """One partition's calls as model actions (None when none is left: failed ops and crashed
     reads constrain nothing); with `reduce`, the model drops crashed ops nothing could
-    observe. BadInput names the first op that does not fit the model."""
-    if _fast_build is not None:
-        fast = _fast_build(calls, model.action, LinOp, Call, Action, model.action_table())
-        if fast is not NotImplemented:
-            if not fast:
-                return None
-            return model.reduce(fast) if reduce else fast
+    observe. BadInput names the first op that does not fit the model. (Pure Python; the
+    compiled path is `builder`'s.)"""
     ops: list[LinOp] = []
     append = ops.append
     new = tuple.__new__  # LinOp without its Python-level __new__: this loop runs per call
@@ -131,8 +147,9 @@ def prepare(history: History, model: Model, reduce: bool = True) -> dict[Any, li
     """Pair calls, turn them into model actions, and group them by partition key; with
     `reduce`, let the model drop crashed ops nothing could observe."""
     out = {}
+    make = builder(model, reduce)
     for k, calls in group(history, model).items():
-        ops = build(calls, model, reduce)
+        ops = make(calls)
         if ops is not None:
             out[k] = ops
     return out
