@@ -79,6 +79,17 @@ def _both(fn, *args):
         return (type(e).__name__, str(e))
 
 
+def _group_and_build(h: History, m: Any) -> tuple[Any, list, dict]:
+    """group's answer, the nemesis records it handed over, and each partition built."""
+    nemesis: list = []
+    grouped = _both(lin.group, h, m, nemesis)
+    built = {}
+    if grouped[0] == "ok":
+        for k, calls in grouped[1].items():
+            built[k] = _both(lin.builder(m), calls)
+    return grouped, nemesis, built
+
+
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_compiled_grouping_and_building_match_python(model, monkeypatch):
     rng = random.Random(f"fastgroup-{model}")
@@ -86,28 +97,18 @@ def test_compiled_grouping_and_building_match_python(model, monkeypatch):
     for case in range(400):
         h = messy(model, rng)
         m = make_model(model, 0 if model == "cas-register" else None)
-        nem_fast: list = []
-        fast = _both(lin.group, h, m, nem_fast)
-        built_fast = {}
-        if fast[0] == "ok":
-            for k, calls in fast[1].items():
-                built_fast[k] = _both(lin.builder(m), calls)
-                table = m.action_table()
-                direct = lin._fast_build(calls, m.action, LinOp, Call, Action, table)  # noqa: SLF001
-                fast_built += direct is not NotImplemented
+        fast = _group_and_build(h, m)
         with monkeypatch.context() as mp:
             mp.setattr(lin, "_fast_group", None)
             mp.setattr(lin, "_fast_build", None)
-            nem_slow: list = []
-            slow = _both(lin.group, h, m, nem_slow)
-            built_slow = {}
-            if slow[0] == "ok":
-                for k, calls in slow[1].items():
-                    built_slow[k] = _both(lin.builder(m), calls)
+            slow = _group_and_build(h, m)
         assert fast == slow, (model, case)
-        assert nem_fast == nem_slow, (model, case)
-        assert nem_fast == [op for op in h.ops if op.process == "nemesis"]
-        assert built_fast == built_slow, (model, case)
-        fast_used += fast[0] == "ok"
+        assert fast[1] == [op for op in h.ops if op.process == "nemesis"]
+        if fast[0][0] == "ok":
+            fast_used += 1
+            for calls in fast[0][1].values():
+                table = m.action_table()
+                direct = lin._fast_build(calls, m.action, LinOp, Call, Action, table)  # noqa: SLF001
+                fast_built += direct is not NotImplemented
     assert fast_used > 100
     assert fast_built > 100  # the compiled builder did build, it did not just give up
