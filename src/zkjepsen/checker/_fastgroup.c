@@ -66,13 +66,14 @@ static PyObject *py_group(PyObject *self, PyObject *const *argv, Py_ssize_t argc
         PyErr_SetString(PyExc_TypeError, "group(ops, nemesis, nemesis_ops: list | None)");
         return NULL;
     }
-    PyObject *seq = PySequence_Fast(argv[0], "ops must be a sequence"), *nemesis = argv[1];
+    /* a snapshot: the records stay alive whatever a key's __eq__ or __hash__ does */
+    PyObject *seq = PySequence_Tuple(argv[0]), *nemesis = argv[1];
     PyObject *nemesis_ops = argv[2] == Py_None ? NULL : argv[2];
     if (seq == NULL) return NULL;
     PyObject *parts = PyDict_New(), *pending = PyDict_New(), *res = NULL;
     if (parts == NULL || pending == NULL) goto out;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject **items = PySequence_Fast_ITEMS(seq);
+    Py_ssize_t n = PyTuple_GET_SIZE(seq);
+    PyObject **items = &PyTuple_GET_ITEM(seq, 0);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *op = items[i];
         PyObject *t = field(op, F_TYPE);
@@ -209,6 +210,109 @@ static PyObject *table_action(PyObject *row, PyObject *f, PyObject *key, PyObjec
     return pack(action_t, 4, av);
 }
 
+/* One pair's LinOp appended to ops (or nothing, for an op that constrains nothing): 0; -1 on
+ * an error to raise; -2 when the Python path must redo the partition. inv and comp are held by
+ * the caller. */
+static int build_one(PyObject *inv, PyObject *comp, PyObject *action_of, PyObject *table,
+                     PyTypeObject *linop, PyTypeObject *call, PyTypeObject *action_t,
+                     PyObject *ops) {
+    PyObject *status, *value, *end;
+    if (comp == Py_None) {
+        status = Py_NewRef(s_info);
+        value = field(inv, F_VALUE);
+        end = Py_NewRef(Py_None);
+    } else {
+        status = field(comp, F_TYPE);
+        if (status == NULL) return -2;
+        if (is_str(status, s_info)) {
+            value = field(inv, F_VALUE);
+            end = Py_NewRef(Py_None);
+        } else {
+            value = field(comp, F_VALUE);
+            if (value == Py_None) {
+                Py_DECREF(value);
+                value = field(inv, F_VALUE);
+            }
+            end = field(comp, F_TIME);
+        }
+    }
+    PyObject *f = field(inv, F_F), *key = field(inv, F_KEY);
+    PyObject *actor = field(inv, F_CLIENT);
+    if (actor == Py_None) {
+        Py_DECREF(actor);
+        actor = field(inv, F_PROCESS);
+    }
+    PyObject *action = NULL;
+    if (value && end && f && key && actor) {
+        PyObject *row = table == NULL || !PyUnicode_CheckExact(f) ||
+                                !PyUnicode_CheckExact(status)
+                            ? NULL
+                            : PyDict_GetItemWithError(table, f);
+        if (row != NULL) {
+            action = table_action(row, f, key, value, status, action_t);
+        } else if (!PyErr_Occurred()) {
+            PyObject *args[5] = {f, key, value, status, actor};
+            action = PyObject_Vectorcall(action_of, args, 5, NULL);
+        }
+    }
+    Py_DECREF(status);
+    Py_XDECREF(value);
+    Py_XDECREF(f);
+    Py_XDECREF(key);
+    Py_XDECREF(actor);
+    if (action == NULL || (action != Py_None && (!PyTuple_Check(action) ||
+                                                 PyTuple_GET_SIZE(action) < 3))) {
+        Py_XDECREF(action);
+        Py_XDECREF(end);
+        return -2;
+    }
+    if (action == Py_None) {
+        Py_DECREF(action);
+        Py_DECREF(end);
+        return 0;
+    }
+    PyObject *arg = PyTuple_GET_ITEM(action, 1);
+    if (arg != Py_None && !PyUnicode_CheckExact(arg) && !PyLong_CheckExact(arg) &&
+        PyObject_Hash(arg) == -1) {
+        Py_DECREF(action);
+        Py_DECREF(end);
+        return -2;
+    }
+    if (end == Py_None) {
+        int ro = PyObject_IsTrue(PyTuple_GET_ITEM(action, 2));
+        if (ro) { /* a crashed read-only op constrains nothing */
+            Py_DECREF(action);
+            Py_DECREF(end);
+            if (ro < 0) return -2;
+            return 0;
+        }
+    }
+    PyObject *start = field(inv, F_TIME);
+    if (start == NULL) {
+        Py_DECREF(action);
+        Py_DECREF(end);
+        return -2;
+    }
+    Py_INCREF(inv);
+    Py_INCREF(comp);
+    PyObject *cv[2] = {inv, comp};
+    PyObject *c = pack(call, 2, cv);
+    if (c == NULL) {
+        Py_DECREF(action);
+        Py_DECREF(end);
+        Py_DECREF(start);
+        return -1;
+    }
+    PyObject *lv[4] = {c, action, start, end};
+    PyObject *lop = pack(linop, 4, lv);
+    if (lop == NULL || PyList_Append(ops, lop) < 0) {
+        Py_XDECREF(lop);
+        return -1;
+    }
+    Py_DECREF(lop);
+    return 0;
+}
+
 static PyObject *py_build(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
     if (argc != 6 || !PyList_CheckExact(argv[0]) || !PyType_Check(argv[2]) ||
         !PyType_Check(argv[3]) || !PyType_IsSubtype((PyTypeObject *)argv[2], &PyTuple_Type) ||
@@ -228,109 +332,22 @@ static PyObject *py_build(PyObject *self, PyObject *const *argv, Py_ssize_t argc
         table = PyTuple_GET_ITEM(argv[5], 1);
         Py_XSETREF(none_as, Py_NewRef(PyTuple_GET_ITEM(argv[5], 0)));
     }
-    Py_ssize_t n = PyList_GET_SIZE(calls);
     PyObject *ops = PyList_New(0);
     if (ops == NULL) return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(calls); i++) {
         PyObject *pair = PyList_GET_ITEM(calls, i);
         if (!PyList_CheckExact(pair) || PyList_GET_SIZE(pair) != 2) GIVE_UP;
-        PyObject *inv = PyList_GET_ITEM(pair, 0), *comp = PyList_GET_ITEM(pair, 1);
-        PyObject *status, *value, *end;
-        if (comp == Py_None) {
-            status = Py_NewRef(s_info);
-            value = field(inv, F_VALUE);
-            end = Py_NewRef(Py_None);
-        } else {
-            status = field(comp, F_TYPE);
-            if (status == NULL) GIVE_UP;
-            if (is_str(status, s_info)) {
-                value = field(inv, F_VALUE);
-                end = Py_NewRef(Py_None);
-            } else {
-                value = field(comp, F_VALUE);
-                if (value == Py_None) {
-                    Py_DECREF(value);
-                    value = field(inv, F_VALUE);
-                }
-                end = field(comp, F_TIME);
-            }
-        }
-        PyObject *f = field(inv, F_F), *key = field(inv, F_KEY);
-        PyObject *actor = field(inv, F_CLIENT);
-        if (actor == Py_None) {
-            Py_DECREF(actor);
-            actor = field(inv, F_PROCESS);
-        }
-        PyObject *action = NULL;
-        if (value && end && f && key && actor) {
-            PyObject *row = table == NULL || !PyUnicode_CheckExact(f) ||
-                                    !PyUnicode_CheckExact(status)
-                                ? NULL
-                                : PyDict_GetItemWithError(table, f);
-            if (row != NULL) {
-                action = table_action(row, f, key, value, status, action_t);
-            } else if (!PyErr_Occurred()) {
-                PyObject *args[5] = {f, key, value, status, actor};
-                action = PyObject_Vectorcall(action_of, args, 5, NULL);
-            }
-        }
-        Py_DECREF(status);
-        Py_XDECREF(value);
-        Py_XDECREF(f);
-        Py_XDECREF(key);
-        Py_XDECREF(actor);
-        if (action == NULL || (action != Py_None && (!PyTuple_Check(action) ||
-                                                     PyTuple_GET_SIZE(action) < 3))) {
-            Py_XDECREF(action);
-            Py_XDECREF(end);
-            GIVE_UP;
-        }
-        if (action == Py_None) {
-            Py_DECREF(action);
-            Py_DECREF(end);
-            continue;
-        }
-        PyObject *arg = PyTuple_GET_ITEM(action, 1);
-        if (arg != Py_None && !PyUnicode_CheckExact(arg) && !PyLong_CheckExact(arg) &&
-            PyObject_Hash(arg) == -1) {
-            Py_DECREF(action);
-            Py_DECREF(end);
-            GIVE_UP;
-        }
-        if (end == Py_None) {
-            int ro = PyObject_IsTrue(PyTuple_GET_ITEM(action, 2));
-            if (ro) { /* a crashed read-only op constrains nothing */
-                Py_DECREF(action);
-                Py_DECREF(end);
-                if (ro < 0) GIVE_UP;
-                continue;
-            }
-        }
-        PyObject *start = field(inv, F_TIME);
-        if (start == NULL) {
-            Py_DECREF(action);
-            Py_DECREF(end);
-            GIVE_UP;
-        }
-        Py_INCREF(inv);
-        Py_INCREF(comp);
-        PyObject *cv[2] = {inv, comp};
-        PyObject *c = pack(call, 2, cv);
-        if (c == NULL) {
-            Py_DECREF(action);
-            Py_DECREF(end);
-            Py_DECREF(start);
+        /* held while the model runs: nothing it does can free them under us */
+        PyObject *inv = Py_NewRef(PyList_GET_ITEM(pair, 0));
+        PyObject *comp = Py_NewRef(PyList_GET_ITEM(pair, 1));
+        int r = build_one(inv, comp, action_of, table, linop, call, action_t, ops);
+        Py_DECREF(inv);
+        Py_DECREF(comp);
+        if (r == -2) GIVE_UP;
+        if (r < 0) {
             Py_DECREF(ops);
             return NULL;
         }
-        PyObject *lv[4] = {c, action, start, end};
-        PyObject *lop = pack(linop, 4, lv);
-        if (lop == NULL || PyList_Append(ops, lop) < 0) {
-            Py_XDECREF(lop);
-            Py_DECREF(ops);
-            return NULL;
-        }
-        Py_DECREF(lop);
     }
     return ops;
 }

@@ -278,10 +278,13 @@ static PyObject *py_decide(PyObject *self, PyObject *const *argv, Py_ssize_t arg
         return NULL;
     }
     if (ILLEGAL == NULL) Py_RETURN_NOTIMPLEMENTED;
-    PyObject *ops = argv[0], *init = argv[1];
+    /* a snapshot held to the end: the columns below borrow from its LinOps, and a model's
+     * transition (Python code) cannot free them under us */
     double deadline = argv[2] == Py_None ? -1.0 : PyFloat_AsDouble(argv[2]);
     if (deadline == -1.0 && PyErr_Occurred()) return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(ops);
+    PyObject *ops = PyList_AsTuple(argv[0]), *init = argv[1];
+    if (ops == NULL) return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(ops);
     Cols c = {0};
     c.fns = PyMem_Malloc(sizeof(PyObject *) * (n + 1));
     c.args = PyMem_Malloc(sizeof(PyObject *) * (n + 1));
@@ -295,7 +298,7 @@ static PyObject *py_decide(PyObject *self, PyObject *const *argv, Py_ssize_t arg
     }
     int ok = 1;
     for (Py_ssize_t i = 0; i < n && ok; i++) {
-        PyObject *op = PyList_GET_ITEM(ops, i);
+        PyObject *op = PyTuple_GET_ITEM(ops, i);
         if (!PyTuple_Check(op) || PyTuple_GET_SIZE(op) != 4) {
             ok = 0;
             break;
@@ -351,6 +354,7 @@ static PyObject *py_decide(PyObject *self, PyObject *const *argv, Py_ssize_t arg
     if (sweep(&c, n, init, deadline, &verdict, &made) < 0) goto out;
     res = Py_BuildValue("(Ol)", verdict < 0 ? Py_None : verdict ? Py_True : Py_False, made);
 out:
+    Py_DECREF(ops);
     PyMem_Free(c.fns);
     PyMem_Free(c.args);
     PyMem_Free(c.ro);
