@@ -13,14 +13,16 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <string.h>
 
 static PyObject *s_type, *s_process, *s_key, *s_f, *s_value, *s_time, *s_client;
 static PyObject *s_invoke, *s_event, *s_info;
 
-static int is_str(PyObject *o, PyObject *interned) {
+static int is_str(PyObject *o, PyObject *interned) { /* interned: an ASCII str */
     if (o == interned) return 1;
-    return PyUnicode_CheckExact(o) && PyUnicode_GET_LENGTH(o) == PyUnicode_GET_LENGTH(interned) &&
-           PyUnicode_Compare(o, interned) == 0;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(interned);
+    return PyUnicode_CheckExact(o) && PyUnicode_IS_ASCII(o) && PyUnicode_GET_LENGTH(o) == n &&
+           memcmp(PyUnicode_DATA(o), PyUnicode_DATA(interned), n) == 0;
 }
 
 /* The history's Op class and where its slots live (setup(Op) finds them): an Op's field is
