@@ -87,10 +87,13 @@ static int sweep(Cols *c, Py_ssize_t n, PyObject *init, double deadline, int *ve
             }
             Py_ssize_t i = e - n;
             returns++;
-            if (!(returns & 4095) && deadline >= 0 && now() > deadline) {
-                *verdict = -1;
-                rc = 0;
-                FAIL;
+            if (!(returns & 4095)) {
+                if (PyErr_CheckSignals() < 0) FAIL; /* Ctrl-C stops a long sweep too */
+                if (deadline >= 0 && now() > deadline) {
+                    *verdict = -1;
+                    rc = 0;
+                    FAIL;
+                }
             }
             uint64_t b = bit[i];
             for (Py_ssize_t q = 0; q < np; q++)
