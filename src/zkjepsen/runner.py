@@ -138,16 +138,18 @@ def run_test(
     `engine` (a harness.engine.Engine, default: the environment's) is where the run lives."""
     import dataclasses
 
-    from zkjepsen.harness import resources, signals
+    from zkjepsen.harness import controller, mounts, resources, signals
     from zkjepsen.harness.backends import backend_info, make_backend, provide_images
     from zkjepsen.harness.engine import Engine
     from zkjepsen.workloads import get_workload
 
     validate_spec(spec)
     check_root(store_root)  # a file or unwritable --store: bad input, before any container
+    mounts.files_mode()  # a bad ZKJEPSEN_FILES / ZKJEPSEN_CONTROLLER: one sentence, now
     workload = get_workload(spec.workload)
     engine = engine or Engine()
-    engine.require_local()
+    if controller.wanted(engine):  # an engine we cannot reach: the run goes there
+        return controller.run_remote(spec, store_root, engine, schedule, display, gen)
     spec = dataclasses.replace(spec, engine=engine.name)
     client = engine.client()
     server_image, client_image = provide_images(engine, spec)
