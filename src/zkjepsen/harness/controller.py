@@ -107,13 +107,15 @@ def prepare(engine, client=None, on_status=lambda msg: None) -> tuple[str, dict]
     return controller_image(client, base, on_status)
 
 
-def user_code(spec) -> list[tuple[Path, str]]:
+def user_code(spec) -> tuple[list[tuple[Path, str]], list[str]]:
     """Files of this machine a run reads besides our package: a user's recipe package and a
-    client program's directory, put into the controller at the same paths."""
+    client program's directory, put into the controller at the same paths; and the dirs its
+    PYTHONPATH needs for the recipe's import."""
     from zkjepsen.client.command import program_for
     from zkjepsen.client.pool import user_recipe_binds
 
     dirs = list(user_recipe_binds(spec.recipe))
+    path = [str(Path(d).parent) for d in dirs]
     plan = program_for(
         spec.recipe, spec.workload, spec.client_cmd, spec.client_dir, spec.client_mode
     )
@@ -124,13 +126,13 @@ def user_code(spec) -> list[tuple[Path, str]]:
         for p in [d] if d.is_file() else sorted(d.rglob("*")):
             if p.is_file() and "__pycache__" not in p.parts:
                 out.append((p, str(p)))
-    return out
+    return out, path
 
 
 def run_remote(spec, store_root, engine, schedule=None, display=None, gen=None):
     """`run_test` of `spec` inside a controller on `engine`; the folder comes back here."""
     from zkjepsen.harness.backends import provide_images
-    from zkjepsen.harness.shipping import put_files
+    from zkjepsen.harness.shipping import SITE, SRC, put_files
     from zkjepsen.store import new_run_dir
 
     if gen is not None:
@@ -141,6 +143,7 @@ def run_remote(spec, store_root, engine, schedule=None, display=None, gen=None):
     client = engine.client()
     provide_images(engine, spec)  # shipped from here: the controller never builds
     image, _ = prepare(engine, client)
+    extra, path = user_code(spec)
     run_id = resources.new_run_id()
     job = {"spec": spec.to_json(), "schedule": schedule, "engine_id": client.info()["ID"]}
     api = client.api
@@ -155,6 +158,7 @@ def run_remote(spec, store_root, engine, schedule=None, display=None, gen=None):
             MODE_ENV: "never",
             REPORTS_ENV: "off",
             "DOCKER_HOST": f"unix://{INNER_SOCKET}",
+            "PYTHONPATH": ":".join([SRC, SITE, *path]),
         },
         labels=resources.labels(run_id, resources.CONTROLLER_ROLE, **{"owner-host": host}),
         host_config=api.create_host_config(
@@ -163,7 +167,6 @@ def run_remote(spec, store_root, engine, schedule=None, display=None, gen=None):
     )["Id"]
     local_dir = None
     try:
-        extra = user_code(spec)
         if extra:
             put_files(client, cid, extra)
         local_dir = new_run_dir(spec.test_name, store_root).path
