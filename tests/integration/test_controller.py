@@ -138,10 +138,11 @@ def test_a_matrix_over_this_engine_and_the_netns_one(remote, tmp_path):
     assert leftovers("default", pids) == [] and leftovers(remote) == []
 
 
-def _start(remote: str, store: Path) -> Tracked:
+def _start(remote: str, store: Path, time_limit: int = 60) -> Tracked:
     return Tracked(
         ["test", "--engine", remote, "--recipe", "kazoo", "--workload", "lock", "--nemesis",
-         "none", "--nodes", "1", "--clients", "2", "--time-limit", "60", "--session-timeout",
+         "none", "--nodes", "1", "--clients", "2", "--time-limit", str(time_limit),
+         "--session-timeout",
          "3", "--store", str(store)],
         start_new_session=True,
         env={**ENV, "TMPDIR": str(store)},
@@ -152,7 +153,7 @@ def _wait_for_clients(remote: str, timeout: float = 150) -> str:
     """Until the engine has a run with 2 client containers (the main phase); its id."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        for run_id, r in resources.find_runs(client_of(remote)).items():
+        for run_id, r in resources.find_runs(client_of(remote), remote).items():
             roles = [c["Labels"].get(resources.ROLE_LABEL) for c in r.containers]
             if roles.count("client") >= 2 and "controller" in roles:
                 return run_id
@@ -176,13 +177,22 @@ def test_sigint_mid_run_leaves_nothing_there_and_cleanup_spares_a_live_run(remot
     assert any(json.loads(line).get("f") == "acquire" for line in open(history))
 
 
-def test_sigkill_then_cleanup_leaves_nothing_there(remote, tmp_path):
-    t = _start(remote, tmp_path)
-    _wait_for_clients(remote)
+def test_sigkill_the_controller_finishes_its_run_then_cleanup_leaves_nothing(remote, tmp_path):
+    t = _start(remote, tmp_path, time_limit=8)
+    run_id = _wait_for_clients(remote)
     os.killpg(t.proc.pid, signal.SIGKILL)
     t.communicate(timeout=30)
-    time.sleep(2)
-    assert leftovers(remote), "the controller goes on after its owner's SIGKILL"
+    client = client_of(remote)
+    ctl = client.api.inspect_container(f"{run_id}-controller")
+    deadline = time.monotonic() + 150
+    while ctl["State"]["Running"] and time.monotonic() < deadline:
+        time.sleep(1)
+        ctl = client.api.inspect_container(ctl["Id"])
+    # It went on alone: its run is over and torn down; only the controller (its folder) is left.
+    assert not ctl["State"]["Running"] and ctl["State"]["ExitCode"] == 0, ctl["State"]
+    left = resources.find_runs(client, remote)[run_id]
+    assert [c["Id"] for c in left.containers] == [ctl["Id"]] and not left.networks
+    assert "controller: verdict True" in client.api.logs(ctl["Id"]).decode()
     code, err, _ = zkj("cleanup", "--engine", remote)
     assert code == 0 and "removed" in err, err
     assert leftovers(remote) == [], err
