@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,25 +19,11 @@ from zkjepsen import errors
 from zkjepsen.analysis import check_history, history_stats, render_reports
 from zkjepsen.client.context import ClientContext, Recorder
 from zkjepsen.client.spec import ClientSpec
+from zkjepsen.outcome import RunResult, Teardown
 from zkjepsen.spec import TestSpec, validate_spec
 from zkjepsen.store import RunDir, check_root, new_run_dir
 
-__all__ = ["RunResult", "TestSpec", "check_history", "run_test", "validate_spec"]
-
-
-@dataclass
-class RunResult:
-    spec: TestSpec
-    store_dir: Path
-    valid: bool | str
-    results: dict[str, Any]
-    stats: dict[str, Any]
-
-    @property
-    def exit_code(self) -> int:
-        return {True: errors.EXIT_VALID, False: errors.EXIT_INVALID}.get(
-            self.valid, errors.EXIT_UNKNOWN
-        )
+__all__ = ["RunResult", "Teardown", "TestSpec", "check_history", "run_test", "validate_spec"]
 
 
 def client_specs(spec: TestSpec, ens, t0_ns: int) -> list[ClientSpec]:
@@ -112,16 +97,6 @@ def watchdog_budget(spec: TestSpec, quorum_timeout_s: float) -> float:
         + FINAL_TIMEOUT_S
         + WATCHDOG_MARGIN_S
     )
-
-
-@dataclass
-class Teardown:
-    """How an interrupted run ended, for the one sentence the CLI prints: attached to the
-    interrupting exception as `.teardown`."""
-
-    run_id: str | None
-    store_dir: Path
-    left: list[str]  # what the engine still has of this run (empty: all removed)
 
 
 def run_test(

@@ -10,7 +10,7 @@ engine's own socket bind-mounted, runs `run_test` for the same spec and schedule
 store inside the container. It needs no privilege: faults go through the Docker API
 (sidecars, pause, kill) and files (faketime control files, histories) through copies.
 
-This side: creates the controller labelled with the run id (and this process as owner, with
+The inside is harness/inside.py. This side: creates the controller labelled with the run id (and this process as owner, with
 this machine's id), streams its output, turns Ctrl-C/SIGTERM into one SIGTERM to it (the run
 tears itself down inside) and waits, fetches the run's folder into the local store
 (`get_archive`), renders the reports here, and removes the controller. If this process is
@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import threading
 import time
 from pathlib import Path
@@ -180,7 +179,7 @@ def run_remote(spec, store_root, engine, schedule=None, display=None, gen=None):
             if local_dir is not None:
                 _finish(client, cid, local_dir, quiet=True)
             resources.remove_run(client, run_id)
-        from zkjepsen.runner import Teardown
+        from zkjepsen.outcome import Teardown
 
         e.teardown = Teardown(run_id, local_dir or Path(""), resources.leftovers(client, run_id))  # type: ignore[attr-defined]
         raise
@@ -277,7 +276,7 @@ def _result(res: dict[str, Any], spec, engine, local_dir: Path):
     import dataclasses
 
     from zkjepsen.analysis import render_reports
-    from zkjepsen.runner import RunResult
+    from zkjepsen.outcome import RunResult
     from zkjepsen.store import RunDir, StoredRun
 
     if not res.get("ok"):
@@ -290,67 +289,3 @@ def _result(res: dict[str, Any], spec, engine, local_dir: Path):
     run = RunResult(spec, local_dir, res["valid"], res["results"], res["stats"])
     render_reports(run, StoredRun.load(local_dir).history())
     return run
-
-
-# ---- inside the controller --------------------------------------------------------------------
-class _Lines:
-    """The run's log lines on stdout (streamed to the local side)."""
-
-    def log(self, msg: str) -> None:
-        print(msg, flush=True)
-
-    def attach(self, *a) -> None:
-        pass
-
-    def detach(self) -> None:
-        pass
-
-
-def inside_main() -> None:
-    from zkjepsen.errors import ZkJepsenError
-    from zkjepsen.harness.engine import Engine
-    from zkjepsen.runner import run_test
-    from zkjepsen.spec import TestSpec
-
-    def terminated(signum, frame):
-        raise signals.Terminated(f"received signal {signum}")
-
-    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(s, terminated)
-    job = json.loads(os.environ[JOB_ENV])
-    result: dict[str, Any]
-    try:
-        engine = Engine()
-        found = engine.client().info()["ID"]
-        if found != job["engine_id"]:
-            raise BadInput(
-                f"the socket mounted into the controller is another engine's ({found[:12]}); "
-                f"set {SOCKET_ENV} to the engine's socket path on its host"
-            )
-        run = run_test(
-            TestSpec.from_json(job["spec"]),
-            Path(STORE) / "runs",
-            schedule=job["schedule"],
-            engine=engine,
-            display=_Lines(),
-        )
-        result = {"ok": True, "valid": run.valid, "results": run.results, "stats": run.stats}
-    except ZkJepsenError as e:
-        result = {"ok": False, "error": str(e), "exit_code": e.exit_code}
-    except signals.Terminated as e:
-        result = {"ok": False, "error": f"stopped ({e})", "exit_code": 143}
-    except Exception as e:  # noqa: BLE001 - reported on the local side as one sentence
-        result = {
-            "ok": False,
-            "error": f"internal error: {type(e).__name__}: {e}",
-            "exit_code": 255,
-        }
-    Path(STORE).mkdir(exist_ok=True)
-    (Path(STORE) / "result.json").write_text(json.dumps(result, default=str))
-    print(
-        f"controller: {'verdict ' + str(result.get('valid')) if result['ok'] else result['error']}"
-    )
-
-
-if __name__ == "__main__":
-    inside_main()

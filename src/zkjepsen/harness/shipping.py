@@ -153,7 +153,7 @@ def controller_image(client, base: str, on_status=lambda msg: None) -> tuple[str
                     "PYTHONDONTWRITEBYTECODE=1",
                     "PYTHONUNBUFFERED=1",
                 ],
-                "Entrypoint": ["python3", "-m", "zkjepsen.harness.controller"],
+                "Entrypoint": ["python3", "-m", "zkjepsen.harness.inside"],
                 "Cmd": [],
                 "WorkingDir": "/",
                 "Labels": {"zkjepsen.controller-of": base},
