@@ -10,12 +10,12 @@ engine's own socket bind-mounted, runs `run_test` for the same spec and schedule
 store inside the container. It needs no privilege: faults go through the Docker API
 (sidecars, pause, kill) and files (faketime control files, histories) through copies.
 
-The inside is harness/inside.py. This side: creates the controller labelled with the run id (and this process as owner, with
-this machine's id), streams its output, turns Ctrl-C/SIGTERM into one SIGTERM to it (the run
-tears itself down inside) and waits, fetches the run's folder into the local store
-(`get_archive`), renders the reports here, and removes the controller. If this process is
-SIGKILLed, the controller still finishes and tears down its run, and `cleanup --engine X`
-removes it (and anything of its run) once its owner is dead; a live owner's is kept.
+This side (the inside is harness/inside.py): creates the controller labelled with the run id
+(and this process as owner, with this machine's id), streams its output, turns Ctrl-C/SIGTERM
+into one SIGTERM to it (the run tears itself down inside) and waits, fetches the run's folder
+into the local store (`get_archive`), renders the reports here, and removes the controller. If
+this process is SIGKILLed, the controller still finishes and tears down its run, and `cleanup
+--engine X` removes it (and anything of its run) once its owner is dead; a live owner's is kept.
 
 Which engines: `ZKJEPSEN_CONTROLLER` = auto (default: an engine whose URL is another host's, or
 whose default bridge's gateway is no address of this machine, i.e. another network namespace),
