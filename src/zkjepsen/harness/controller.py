@@ -140,6 +140,7 @@ def run_remote(spec, store_root, engine, schedule=None, display=None, gen=None):
             f"engine this machine reaches (engine {engine.name} needs a controller)"
         )
     client = engine.client()
+    t0 = time.monotonic()
     provide_images(engine, spec)  # shipped from here: the controller never builds
     image, _ = prepare(engine, client)
     extra, path = user_code(spec)
@@ -171,8 +172,15 @@ def run_remote(spec, store_root, engine, schedule=None, display=None, gen=None):
         local_dir = new_run_dir(spec.test_name, store_root).path
         with signals.teardown_on_signals():
             api.start(cid)
-            _follow(client, cid, display)
+            figures = {"start_s": time.monotonic() - t0}
+            figures.update(_follow(client, cid, display, t0))
+        t1 = time.monotonic()
         res = _finish(client, cid, local_dir)
+        figures["fetch_s"] = time.monotonic() - t1
+        figures["fetch_mb"] = (
+            sum(p.stat().st_size for p in local_dir.rglob("*") if p.is_file()) / 1e6
+        )
+        _note(local_dir, display, figures)
     except BaseException as e:
         with signals.signals_deferred():
             _stop(client, cid)
@@ -187,8 +195,10 @@ def run_remote(spec, store_root, engine, schedule=None, display=None, gen=None):
     return _result(res, spec, engine, local_dir)
 
 
-def _follow(client, cid: str, display) -> None:
-    """Stream the controller's output (a thread) until it exits; signals stay deliverable."""
+def _follow(client, cid: str, display, t0: float) -> dict[str, float]:
+    """Stream the controller's output (a thread) until it exits; signals stay deliverable.
+    Returns when its first line came (seconds since `t0`: the controller's start-up)."""
+    first: dict[str, float] = {}
 
     def pump() -> None:
         buf = b""
@@ -197,6 +207,7 @@ def _follow(client, cid: str, display) -> None:
                 buf += chunk
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
+                    first.setdefault("first_line_s", time.monotonic() - t0)
                     _show(display, line.decode(errors="replace"))
         except Exception:  # noqa: BLE001 - the container went away: the wait below tells
             pass
@@ -206,6 +217,19 @@ def _follow(client, cid: str, display) -> None:
     while client.api.inspect_container(cid)["State"]["Running"]:
         t.join(0.5)
     t.join(5)
+    return first
+
+
+def _note(local_dir: Path, display, figures: dict[str, float]) -> None:
+    """The controller's costs, in the run's log here (and on the display)."""
+    line = (
+        f"controller: images checked and controller started in {figures['start_s']:.1f} s, "
+        f"first output after {figures.get('first_line_s', float('nan')):.1f} s; folder "
+        f"({figures['fetch_mb']:.1f} MB) fetched in {figures['fetch_s']:.1f} s"
+    )
+    with (local_dir / "run.log").open("a") as f:
+        f.write(line + "\n")
+    _show(display, line)
 
 
 def _show(display, line: str) -> None:
