@@ -186,6 +186,18 @@ def second_engine(
             shutil.rmtree(disk, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def second_engine_or_skip(**kw) -> Iterator[str]:
+    """second_engine(**kw) for a pytest fixture: the test skips, saying why, where it cannot run."""
+    import pytest
+
+    try:
+        with second_engine(**kw) as url:
+            yield url
+    except Unavailable as e:
+        pytest.skip(f"no second Docker engine on this machine: {e}")
+
+
 def _ping(url: str) -> bool:
     import docker
 
