@@ -111,7 +111,8 @@ def test_a_controllers_run_is_orphaned_only_when_its_local_owner_is_dead():
     gone = resources.RunResources("r", owners=inner, controller=_ctl(dead, here))
     assert gone.orphaned and not gone.owner_alive
     elsewhere = resources.RunResources("r", owners=inner, controller=_ctl(dead, "ci-7/abc"))
-    assert not elsewhere.orphaned  # another machine's: `cleanup --all` only
+    assert not elsewhere.orphaned and elsewhere.owner_elsewhere  # `cleanup --all` only
+    assert not live.owner_elsewhere
 
 
 def test_inside_a_controller_its_own_container_is_not_its_runs(monkeypatch):

@@ -183,6 +183,12 @@ class RunResources:
         return any(owner_alive(o) for o in self.owners)
 
     @property
+    def owner_elsewhere(self) -> bool:
+        """A controller's run started by a zkjepsen on another machine."""
+        labels_ = (self.controller or {}).get("Labels") or {}
+        return self.controller is not None and labels_.get(OWNER_HOST_LABEL) != host_id()
+
+    @property
     def controller_owner_dead(self) -> bool:
         """Its owner was on this machine and is gone (another machine's: not ours to judge)."""
         labels_ = (self.controller or {}).get("Labels") or {}
