@@ -46,6 +46,9 @@ STORE = "/store"
 INNER_SOCKET = "/var/run/docker.sock"
 DEFAULT_SOCKET = "/var/run/docker.sock"
 TEARDOWN_WAIT_S = 180.0
+# Settings of ours that mean the same inside a controller (not ZKJEPSEN_FILES, ZKJEPSEN_SCRATCH:
+# paths and mounts are the controller's own there).
+FORWARDED = ("ZKJEPSEN_WATCHDOG_MARGIN_S",)
 _reach: dict[str, bool] = {}
 
 
@@ -159,6 +162,7 @@ def run_remote(spec, store_root, engine, schedule=None, display=None, gen=None):
             REPORTS_ENV: "off",
             "DOCKER_HOST": f"unix://{INNER_SOCKET}",
             "PYTHONPATH": ":".join([SRC, SITE, *path]),
+            **{k: os.environ[k] for k in FORWARDED if k in os.environ},
         },
         labels=resources.labels(run_id, resources.CONTROLLER_ROLE, **{"owner-host": host}),
         host_config=api.create_host_config(
