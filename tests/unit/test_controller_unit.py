@@ -131,3 +131,13 @@ def test_a_given_run_id_is_used_once(monkeypatch):
     monkeypatch.setenv(resources.RUN_ID_ENV, "zkj-given")
     assert resources.new_run_id() == "zkj-given"
     assert resources.new_run_id() != "zkj-given"
+
+
+def test_a_scenarios_triggered_faults_are_refused_on_a_controller_engine():
+    """A triggered generator is Python code reacting to the live history: it cannot travel."""
+    from zkjepsen.spec import TestSpec
+
+    far = Engine.parse("tcp://203.0.113.7:2376")
+    with pytest.raises(BadInput) as e:
+        controller.run_remote(TestSpec(recipe="kazoo"), None, far, gen=object())
+    assert "\n" not in str(e.value) and "controller" in str(e.value)
