@@ -44,6 +44,17 @@ def zk_image(docker_client) -> str:
 
 
 @pytest.fixture
+def sigint_default():
+    """Started in the background (a CI runner, `cmd &`), we would ignore SIGINT, and so would the
+    zkjepsen processes a test starts (and rightly ignore the SIGINT it sends them)."""
+    import signal
+
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+@pytest.fixture
 def store_root(tmp_path) -> Path:
     return tmp_path / "store"
 

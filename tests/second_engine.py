@@ -18,7 +18,12 @@ is removed on the way out, whatever happened.
 /work, /tmp and /var/tmp are empty tmpfs, so no project path, no pytest tmp dir, no store and no
 zkjepsen scratch dir exists for it; its data root is bound at a path only that namespace has
 (/var/tmp/zkjd-data, on disk in /var/lib/zkjepsen-dockerd-*); only its socket (in /run) is shared.
-The network namespace stays the machine's: the runner still reaches containers by IP.
+`private_net=True` (implies `private_fs`) makes it a stand-in for another host's network too:
+the daemon and its containerd run in their own network namespace (`ip netns`, loopback up, its
+bridge inside it), so no address of its containers is routed from this machine and the runner
+cannot reach them: such an engine needs a controller container (harness/controller.py), which
+runs with the engine's host network, i.e. that namespace. Its iptables are the namespace's own
+(empty, ACCEPT), so no DOCKER-USER rule is needed; the socket is still in /run, shared.
 
 Usable as a context manager (tests, benchmarks) or as a script: `python tests/second_engine.py`
 prints the DOCKER_HOST URL and keeps the engine until Ctrl-C.
@@ -69,7 +74,7 @@ def _free_bridge_net() -> ipaddress.IPv4Network:
 def check_possible() -> None:
     if os.geteuid() != 0:
         raise Unavailable("a second dockerd needs root")
-    for tool in ("dockerd", "ip", "iptables", "unshare"):
+    for tool in ("dockerd", "ip", "iptables", "unshare", "nsenter"):
         if shutil.which(tool) is None:
             raise Unavailable(f"`{tool}` is not installed (Debian: apt-get install docker.io)")
 
@@ -85,15 +90,21 @@ def _private_argv(disk: Path, argv: list[str]) -> list[str]:
 
 
 @contextlib.contextmanager
-def second_engine(start_timeout_s: float = 60.0, private_fs: bool = False) -> Iterator[str]:
+def second_engine(
+    start_timeout_s: float = 60.0, private_fs: bool = False, private_net: bool = False
+) -> Iterator[str]:
     """Start a second dockerd; yield its DOCKER_HOST URL; remove everything on exit.
-    `private_fs`: one that shares no file with this machine (module docstring)."""
+    `private_fs`: one that shares no file with this machine; `private_net`: nor its network
+    (module docstring)."""
     check_possible()
+    private_fs = private_fs or private_net
     # A private_fs daemon's own dirs (socket, exec root, log) are in /run, which it sees too.
     d = Path(tempfile.mkdtemp(prefix=PREFIX, dir="/run" if private_fs else "/tmp"))
     disk = Path(tempfile.mkdtemp(prefix=PREFIX, dir="/var/lib")) if private_fs else None
     tag = secrets.token_hex(3)
     bridge = f"zkjd{tag}"
+    netns = f"zkjd{tag}" if private_net else None
+    ip = ["ip", "-n", netns] if netns else ["ip"]
     comment = f"zkjepsen-second-engine-{tag}"
     rule = [
         "DOCKER-USER",
@@ -113,9 +124,12 @@ def second_engine(start_timeout_s: float = 60.0, private_fs: bool = False) -> It
     rule_added = False
     try:
         net = _free_bridge_net()
-        _sh("ip", "link", "add", bridge, "type", "bridge")
-        _sh("ip", "addr", "add", f"{net.network_address + 1}/{net.prefixlen}", "dev", bridge)
-        _sh("ip", "link", "set", bridge, "up")
+        if netns:
+            _sh("ip", "netns", "add", netns)
+            _sh(*ip, "link", "set", "lo", "up")
+        _sh(*ip, "link", "add", bridge, "type", "bridge")
+        _sh(*ip, "addr", "add", f"{net.network_address + 1}/{net.prefixlen}", "dev", bridge)
+        _sh(*ip, "link", "set", bridge, "up")
         (d / "empty.json").write_text("{}")
         log = open(d / "dockerd.log", "w")  # noqa: SIM115 - the daemon writes it
         argv = [
@@ -137,8 +151,10 @@ def second_engine(start_timeout_s: float = 60.0, private_fs: bool = False) -> It
             "--storage-driver",
             "overlay2",
         ]
+        argv = _private_argv(disk, argv) if disk else argv
         proc = subprocess.Popen(
-            _private_argv(disk, argv) if disk else argv,
+            # nsenter, not `ip netns exec`, which remounts /sys and so hides the cgroup mounts
+            ["nsenter", f"--net=/run/netns/{netns}", *argv] if netns else argv,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -150,7 +166,7 @@ def second_engine(start_timeout_s: float = 60.0, private_fs: bool = False) -> It
                 tail = (d / "dockerd.log").read_text(errors="replace").strip().splitlines()[-3:]
                 raise Unavailable("the second dockerd did not come up: " + " | ".join(tail))
             time.sleep(0.3)
-        if _sh("iptables", "-n", "-L", "DOCKER-USER", check=False).returncode == 0:
+        if not netns and _sh("iptables", "-n", "-L", "DOCKER-USER", check=False).returncode == 0:
             _sh("iptables", "-I", *rule[:1], "1", *rule[1:])
             rule_added = True
         yield url
@@ -160,12 +176,26 @@ def second_engine(start_timeout_s: float = 60.0, private_fs: bool = False) -> It
             _stop(proc, d)
         if rule_added:
             _sh("iptables", "-D", *rule, check=False)
-        _sh("ip", "link", "del", bridge, check=False)
+        _sh(*ip, "link", "del", bridge, check=False)
+        if netns:
+            _sh("ip", "netns", "del", netns, check=False)
         _unmount_under(d)
         shutil.rmtree(d, ignore_errors=True)
         if disk is not None:
             _unmount_under(disk)
             shutil.rmtree(disk, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def second_engine_or_skip(**kw) -> Iterator[str]:
+    """second_engine(**kw) for a pytest fixture: the test skips, saying why, where it cannot run."""
+    import pytest
+
+    try:
+        with second_engine(**kw) as url:
+            yield url
+    except Unavailable as e:
+        pytest.skip(f"no second Docker engine on this machine: {e}")
 
 
 def _ping(url: str) -> bool:
@@ -220,7 +250,9 @@ def _unmount_under(d: Path) -> None:
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    with second_engine(private_fs="--private-fs" in sys.argv) as engine_url:
+    with second_engine(
+        private_fs="--private-fs" in sys.argv, private_net="--private-net" in sys.argv
+    ) as engine_url:
         print(json.dumps({"DOCKER_HOST": engine_url}), flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             signal.pause()

@@ -39,7 +39,12 @@ def history_stats(records: list[dict]) -> dict[str, Any]:
 
 
 def render_reports(run, history) -> None:
-    """timeline.html, latency.png and rate.png; a failing renderer never changes the verdict."""
+    """timeline.html, latency.png and rate.png; a failing renderer never changes the verdict.
+    `ZKJEPSEN_REPORTS=off`: none (a controller container: they are rendered after the fetch)."""
+    import os
+
+    if os.environ.get("ZKJEPSEN_REPORTS", "").strip().lower() == "off":
+        return
     try:
         from zkjepsen.report import render_run
     except ImportError:

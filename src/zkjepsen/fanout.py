@@ -3,8 +3,9 @@
 Why processes: a run owns its teardown, and its teardown hangs on signal handlers (SIGTERM and
 SIGHUP become an exception in the main thread, Ctrl-C already is one), which Python runs only
 in a process's main thread. So each run is a worker process (`worker_main`) running `run_test`
-in its own main thread, writing its folder straight into the local store (engines are local,
-see harness.engine) and a small result file for the parent.
+in its own main thread, writing its folder into the local store (straight, or fetched from the
+controller container that ran it on an engine this machine cannot reach: harness/controller.py)
+and a small result file for the parent.
 
 Signals: workers ignore SIGINT (a Ctrl-C in the terminal reaches the whole process group) and
 the parent, on Ctrl-C, SIGTERM or any error, sends each running worker exactly one SIGTERM and

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,25 +19,11 @@ from zkjepsen import errors
 from zkjepsen.analysis import check_history, history_stats, render_reports
 from zkjepsen.client.context import ClientContext, Recorder
 from zkjepsen.client.spec import ClientSpec
+from zkjepsen.outcome import RunResult, Teardown
 from zkjepsen.spec import TestSpec, validate_spec
 from zkjepsen.store import RunDir, check_root, new_run_dir
 
-__all__ = ["RunResult", "TestSpec", "check_history", "run_test", "validate_spec"]
-
-
-@dataclass
-class RunResult:
-    spec: TestSpec
-    store_dir: Path
-    valid: bool | str
-    results: dict[str, Any]
-    stats: dict[str, Any]
-
-    @property
-    def exit_code(self) -> int:
-        return {True: errors.EXIT_VALID, False: errors.EXIT_INVALID}.get(
-            self.valid, errors.EXIT_UNKNOWN
-        )
+__all__ = ["RunResult", "Teardown", "TestSpec", "check_history", "run_test", "validate_spec"]
 
 
 def client_specs(spec: TestSpec, ens, t0_ns: int) -> list[ClientSpec]:
@@ -114,16 +99,6 @@ def watchdog_budget(spec: TestSpec, quorum_timeout_s: float) -> float:
     )
 
 
-@dataclass
-class Teardown:
-    """How an interrupted run ended, for the one sentence the CLI prints: attached to the
-    interrupting exception as `.teardown`."""
-
-    run_id: str | None
-    store_dir: Path
-    left: list[str]  # what the engine still has of this run (empty: all removed)
-
-
 def run_test(
     spec: TestSpec,
     store_root: Path | None = None,
@@ -138,16 +113,18 @@ def run_test(
     `engine` (a harness.engine.Engine, default: the environment's) is where the run lives."""
     import dataclasses
 
-    from zkjepsen.harness import resources, signals
+    from zkjepsen.harness import controller, mounts, resources, signals
     from zkjepsen.harness.backends import backend_info, make_backend, provide_images
     from zkjepsen.harness.engine import Engine
     from zkjepsen.workloads import get_workload
 
     validate_spec(spec)
     check_root(store_root)  # a file or unwritable --store: bad input, before any container
+    mounts.files_mode()  # a bad ZKJEPSEN_FILES / ZKJEPSEN_CONTROLLER: one sentence, now
     workload = get_workload(spec.workload)
     engine = engine or Engine()
-    engine.require_local()
+    if controller.wanted(engine):  # an engine we cannot reach: the run goes there
+        return controller.run_remote(spec, store_root, engine, schedule, display, gen)
     spec = dataclasses.replace(spec, engine=engine.name)
     client = engine.client()
     server_image, client_image = provide_images(engine, spec)

@@ -18,7 +18,7 @@ from zkjepsen.harness import resources
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
-from second_engine import Unavailable, second_engine  # noqa: E402
+from second_engine import second_engine_or_skip  # noqa: E402
 
 ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 ENV = {**os.environ, "PYTHONPATH": f"{TESTS}:{os.environ.get('PYTHONPATH', '')}"}
@@ -48,22 +48,13 @@ EXPECTED = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _sigint_not_ignored():
-    """Started in the background (a CI runner, `cmd &`), we would ignore SIGINT, and so would the
-    matrices we start (and rightly ignore the SIGINT a test sends them)."""
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, old)
+pytestmark = pytest.mark.usefixtures("sigint_default")
 
 
 @pytest.fixture(scope="module")
 def engine2(zk_image):
-    try:
-        with second_engine() as url:
-            yield url
-    except Unavailable as e:
-        pytest.skip(f"no second Docker engine on this machine: {e}")
+    with second_engine_or_skip() as url:
+        yield url
 
 
 class Tracked:
@@ -128,6 +119,24 @@ def client_of_key(url: str) -> str:
     from zkjepsen.harness.engine import Engine
 
     return Engine.parse(url).key
+
+
+def matrix_on_both(engine2: str, tmp_path: Path) -> tuple[list[dict], set[str]]:
+    """The 4 CELLS on the machine's engine and `engine2` (one slot each), their verdicts as
+    EXPECTED, every run's result in the local store; (its manifest's runs, its pids)."""
+    code, err, pids = zkj(
+        "matrix", *CELLS, "--engine", "default", "--engine", engine2, "--parallel", "1",
+        "--store", str(tmp_path / "m"), "--out", str(tmp_path / "m.md"),
+    )  # fmt: skip
+    assert code == 0, err
+    cells = json.loads((tmp_path / "m.json").read_text())
+    assert {k: c["invalid"] for k, c in cells.items()} == EXPECTED
+    runs = json.loads((tmp_path / "m" / "matrix-runs.json").read_text())["runs"]
+    assert {r["engine"] for r in runs} == {"default", engine2}
+    for r in runs:
+        assert (tmp_path / "m" / r["store"] / "results.json").exists()
+    assert leftovers("default", pids) == [] and leftovers(engine2) == []
+    return runs, pids
 
 
 def table_rows(md: Path) -> list[str]:

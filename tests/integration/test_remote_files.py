@@ -23,26 +23,19 @@ from zkjepsen.harness import mounts, resources
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from second_engine import Unavailable, second_engine  # noqa: E402
-from test_engines import CELLS, EXPECTED, SMALL, Tracked, client_of, leftovers, zkj  # noqa: E402
+from second_engine import second_engine_or_skip  # noqa: E402
+from test_engines import SMALL, Tracked, client_of, leftovers, matrix_on_both, zkj  # noqa: E402
 
 COPIED = "files: copied (engine shares no filesystem)"
 
 
-@pytest.fixture(autouse=True)
-def _sigint_not_ignored():
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    yield
-    signal.signal(signal.SIGINT, old)
+pytestmark = pytest.mark.usefixtures("sigint_default")
 
 
 @pytest.fixture(scope="module")
 def remote(zk_image):
-    try:
-        with second_engine(private_fs=True) as url:
-            yield url
-    except Unavailable as e:
-        pytest.skip(f"no second Docker engine on this machine: {e}")
+    with second_engine_or_skip(private_fs=True) as url:
+        yield url
 
 
 def _image_on(url: str) -> str:
@@ -131,20 +124,10 @@ def test_a_lock_run_on_it_has_its_verdict_and_folder_here(remote, tmp_path):
 
 
 def test_a_matrix_over_both_engines_in_parallel(remote, tmp_path):
-    code, err, pids = zkj(
-        "matrix", *CELLS, "--engine", "default", "--engine", remote, "--parallel", "1",
-        "--store", str(tmp_path / "m"), "--out", str(tmp_path / "m.md"),
-    )  # fmt: skip
-    assert code == 0, err
-    cells = json.loads((tmp_path / "m.json").read_text())
-    assert {k: c["invalid"] for k, c in cells.items()} == EXPECTED
-    manifest = json.loads((tmp_path / "m" / "matrix-runs.json").read_text())
-    assert {r["engine"] for r in manifest["runs"]} == {"default", remote}
-    for r in manifest["runs"]:  # every run's folder is here; only the remote's were copied
+    runs, _ = matrix_on_both(remote, tmp_path)
+    for r in runs:  # every run's folder is here; only the remote's were copied
         log = (tmp_path / "m" / r["store"] / "run.log").read_text()
-        assert (tmp_path / "m" / r["store"] / "results.json").exists()
         assert (COPIED in log) is (r["engine"] == remote), log
-    assert leftovers("default", pids) == [] and leftovers(remote) == []
 
 
 def _start(remote: str, store: Path) -> Tracked:

@@ -35,7 +35,7 @@ def test_engines_are_named_as_docker_users_name_them(monkeypatch):
             Engine.parse(bad)
 
 
-def test_engines_on_other_machines_are_refused_in_one_sentence():
+def test_engines_on_other_machines_are_refused_in_one_sentence_when_controllers_are_off():
     assert Engine.parse("unix:///tmp/x.sock").local
     assert Engine.parse("tcp://127.0.0.1:2375").local
     assert Engine.parse("ssh://localhost").local
@@ -45,7 +45,7 @@ def test_engines_on_other_machines_are_refused_in_one_sentence():
         far.require_local()
     assert e.value.exit_code == EXIT_BAD_INPUT
     msg = str(e.value)
-    assert "\n" not in msg and "another machine" in msg and "--shard" in msg
+    assert "\n" not in msg and "another machine" in msg and "ZKJEPSEN_CONTROLLER" in msg
 
 
 def test_engine_lists_and_slots_interleave_engines():
@@ -389,6 +389,7 @@ def test_remote_engines_and_bad_shards_are_one_sentence_before_anything(
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent")  # nothing may reach an engine
+    monkeypatch.setenv("ZKJEPSEN_CONTROLLER", "never")  # remote engines refused, not controlled
     with pytest.raises(SystemExit) as e:
         main(argv)
     err = capsys.readouterr().err

@@ -254,6 +254,8 @@ def cleanup(everything: bool, dry_run: bool, engines: tuple, run_ids: tuple) -> 
                     if run.detached
                     else "still starting"
                     if run.starting
+                    else "its zkjepsen is on another machine"
+                    if run.owner_elsewhere
                     else "owner still running"
                 )
                 click.echo(f"kept    {run.run_id}{on} ({reason}; use --all to remove)")

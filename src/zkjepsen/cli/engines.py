@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import click
 from rich.console import Console
 
@@ -37,13 +39,18 @@ def prepare(
     backends: tuple[str, ...] = (),
     zk_versions: tuple[str, ...] = (),
 ) -> list[Engine]:
-    """Parse `--engine` values, refuse engines on other machines, and make the node image
-    present on each (shipped over the engines' APIs, never pulled), with progress; and the
+    """Parse `--engine` values, check ZKJEPSEN_FILES and ZKJEPSEN_CONTROLLER (one sentence and
+    exit 254 before anything exists), and make the node image present on each (shipped over
+    the engines' APIs, never pulled), with progress, and the controller image on each engine
+    that needs one (harness/controller.py); and the
     server image of every other backend in `backends` and of every ZooKeeper version in
     `zk_versions` (built once here, not by each of several parallel runs)."""
+    from zkjepsen.harness import controller, mounts
+
+    mounts.files_mode()
+    controller.mode()
     engines = parse_engines(texts)
-    for e in engines:
-        e.require_local()
+    remote = [e for e in engines if controller.wanted(e)]
     with console.status("checking the node image on every engine") as status:
 
         def shipped(name: str, done: int, total: int) -> None:
@@ -80,4 +87,16 @@ def prepare(
                     on_progress=shipped,
                     recipe=image_recipe(b),
                 )
+        for e in remote:
+            t0 = time.monotonic()
+            tag, shipped_code = controller.prepare(e, on_status=status.update)
+            console.print(
+                f"engine {e.name}: runs go into a controller container there ({tag}"
+                + (
+                    f", code put in: {shipped_code['bytes'] / 1e6:.0f} MB in "
+                    f"{shipped_code['seconds']:.1f} s)"
+                    if shipped_code
+                    else f", ready in {time.monotonic() - t0:.1f} s)"
+                )
+            )
     return engines

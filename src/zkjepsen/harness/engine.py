@@ -9,13 +9,11 @@ series or a shrink in parallel (`zkjepsen.fanout`).
 Files do not tie a run to this machine: the files containers read and write (node config,
 faketime control files, the client code, histories, logs) are bind mounts on an engine that
 shares this machine's filesystem and copies through the engine's API on one that does not, which
-each run asks of the engine itself (harness/mounts.py). What still does: the runner reaches
-containers by their IPs (`srvr` queries, its own kazoo session for setup and the final reads),
-so the engine's bridges must be routed from here: an engine on this machine (a second `dockerd`,
-even in its own mount namespace), not one on another host, which is refused with one sentence
-before anything is created. A remote host would need a controller inside that engine (the
-runner's session, `srvr` and the nemesis next to the ensemble); until then, `matrix --shard
-i/N` + `zkjepsen merge` spread a matrix over machines (docs/ci.md).
+each run asks of the engine itself (harness/mounts.py). Networks do not either: the runner
+reaches containers by their IPs (`srvr` queries, its own kazoo session) and stamps the history
+with one kernel's clock, so on an engine this machine cannot reach (another host's, or one in
+another network namespace) the run goes into a controller container on that engine, on its
+host network, and its folder comes back here (harness/controller.py; `ZKJEPSEN_CONTROLLER`).
 
 Images are never pulled: an engine that lacks the node image gets it shipped from an engine that
 has it (save/load over the two engines' APIs, streamed, with progress).
@@ -98,12 +96,12 @@ class Engine:
         return is_local_address(parts.hostname or "")
 
     def require_local(self) -> None:
+        """With ZKJEPSEN_CONTROLLER=never: an engine on another machine is refused."""
         if not self.local:
             raise BadInput(
-                f"engine {self.name} ({self.url}) is on another machine, and a run reaches its "
-                "containers by their IPs on the engine's bridges, so only engines on this "
-                "machine can be used (split work across machines with `matrix --shard i/N` and "
-                "`zkjepsen merge`, see docs/ci.md)"
+                f"engine {self.name} ({self.url}) is on another machine and "
+                "ZKJEPSEN_CONTROLLER=never keeps the runner here, where it cannot reach the "
+                "containers' IPs (unset it: the run then goes into a controller container there)"
             )
 
     def client(self, timeout: int = 120):

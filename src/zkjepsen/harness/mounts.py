@@ -49,12 +49,25 @@ POLL_S = 0.1  # how often the clients' /out is fetched on a copying engine (the 
 SKIP = ("__pycache__",)
 
 
+def files_mode() -> str:
+    """ZKJEPSEN_FILES, checked: auto, copy or bind; anything else is bad input."""
+    value = os.environ.get(MODE_ENV, "auto").strip().lower() or "auto"
+    if value not in ("auto", "copy", "bind"):
+        from zkjepsen.errors import BadInput
+
+        raise BadInput(
+            f"{MODE_ENV}={os.environ[MODE_ENV]!r} is not one of auto, copy, bind (auto: bind "
+            "mounts when the engine shares this machine's files, copies otherwise)"
+        )
+    return value
+
+
 def shares_filesystem(client, image: str, run_id: str, scratch: Path) -> bool:
     """Does the engine behind `client` see this machine's `scratch` dir as we do? (Above.)"""
     import docker.errors
     from docker.types import Mount
 
-    forced = os.environ.get(MODE_ENV, "auto").strip().lower()
+    forced = files_mode()
     if forced in ("copy", "bind"):
         return forced == "bind"
     probe = scratch / "fs-probe"
