@@ -116,6 +116,8 @@ def write_jsonl(ops: list[Op], path: str) -> None:
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 4 or sys.argv[1] not in ("cas", "lock") or not sys.argv[2].isdigit():
+        sys.exit("usage: histories.py cas|lock N OUT   (a CAS Jepsen log or a lock JSONL history)")
     kind, n, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     if kind == "cas":
         write_jepsen_log(cas_history(n), out)
