@@ -4,10 +4,9 @@ the parametrised subset of the harness, nemesis and workload tests that runs on 
 few minutes). Per version:
 - the ensemble reaches quorum with the version's zoo.cfg, `srvr` names the version and `mntr`
   answers (3.4 has no whitelist: every word is on; 3.8/3.9 need ours);
-- (3.4 and 3.9; the default 3.8 runs the whole suite) one full run (kazoo lock, fenced
-  resource) through the kill-leader nemesis: the leader is
-  really killed, the run records the version, and the fence holds (no effect overlap);
-- the real Curator of the version's suite (2.7.1 / 5.4.0 / 5.7.1) serves a lock run;
+- (3.4 and 3.9; the default 3.8 runs the whole suite) one full run of the suite's real Curator
+  (2.7.1 / 5.7.1; fenced resource) through the kill-leader nemesis: the leader is really
+  killed, the run records the version, Curator holds the lock, and the fence holds;
 - a 4x fast clock reaches both of the image's Java clocks (nanoTime is ZooKeeper's session clock).
 Quorum times are printed (run with -s); bounds are generous: a loaded 2-core machine starts
 three JVMs slowly, and what is tested is that quorum comes, not how fast."""
@@ -78,9 +77,11 @@ def test_ensemble_reaches_quorum_and_answers_four_letter_words(version, docker_c
         assert ("4lw.commands.whitelist" in cfg) is (version != "3.4")
 
 
-def test_a_fenced_lock_run_through_kill_leader(other_version, store_root):
+def test_the_suites_curator_holds_a_fence_through_kill_leader(other_version, store_root):
+    """The suite's own Curator (2.7.1 on 3.4, 5.7.1 on 3.9) serves a lock run on its version
+    while the leader is killed (one run for both questions: CI's 30 minutes)."""
     spec = TestSpec(
-        recipe="kazoo",
+        recipe="curator-java",
         workload="lock",
         nemesis=["kill-leader"],
         nodes=3,
@@ -101,32 +102,17 @@ def test_a_fenced_lock_run_through_kill_leader(other_version, store_root):
     faults = (run.store_dir / "nemesis.jsonl").read_text()
     assert "kill-leader" in faults, "the nemesis did nothing"
     assert f"ZooKeeper {other_version}" in (run.store_dir / "timeline.html").read_text()
-    # Not `valid`: when a failover outlasts the session timeout (it does on a loaded machine),
-    # kazoo's Lock shows a belief overlap on every version. What must hold is the fence: the
-    # resource never took a write out of lock order, and the run held the lock enough to say so.
+    # Not `valid`: when a failover outlasts the session timeout (it does on a loaded machine,
+    # and on 3.4, whose elections take seconds), the lock shows a belief overlap or a half-done
+    # update on every version (README, "Across ZooKeeper versions"). What must hold is the
+    # fence: the resource never took a write out of lock order, and the run held the lock
+    # enough to say so.
     # (`exercised` is not asked: a client whose write hangs past 15 s in the failover makes it
     # unknown; seen once on 3.4 under load. The holds below show the lock was exercised.)
     res = run.results
     assert res["lock"]["holds"] >= 5, res["lock"]
     assert res["fencing"]["valid"] is True, res["fencing"]
     assert res["lock"]["effect_overlap_count"] == 0, res["lock"]
-
-
-def test_the_suites_curator_serves_a_lock_run(other_version, store_root):
-    spec = TestSpec(
-        recipe="curator-java",
-        workload="lock",
-        nodes=3,
-        clients=2,
-        time_limit_s=8,
-        recovery_s=2,
-        session_timeout_s=4,
-        seed=1,
-        zk_version=other_version,
-    )
-    run = run_test(spec, store_root)
-    assert run.valid is True, run.results
-    assert run.results["lock"]["holds"] >= 3, run.results["lock"]
 
 
 # A JVM in the version's image, started under libfaketime as the harness starts the servers,

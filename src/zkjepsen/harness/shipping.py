@@ -20,6 +20,7 @@ this machine once the run's folder is back.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import tarfile
 import tempfile
@@ -132,7 +133,9 @@ def controller_image(client, base: str, on_status=lambda msg: None) -> tuple[str
     except docker.errors.ImageNotFound:
         pass
     t0 = time.monotonic()
-    build_id = f"zkj-ctlbuild-{time.strftime('%Y%m%d%H%M%S')}-{tag[-6:]}"
+    # Unique per builder: two zkjepsen processes that both find the image missing (two `test`
+    # commands at once) each build and commit the same tag, instead of clashing on a name.
+    build_id = f"zkj-ctlbuild-{time.strftime('%Y%m%d%H%M%S')}-{tag[-6:]}-{os.urandom(3).hex()}"
     api = client.api
     cid = api.create_container(
         base,
