@@ -339,7 +339,7 @@ def test_clock_bump_and_strobe_are_written_and_reset(rig):
 # ---- the runner's entry point -------------------------------------------------------------------
 def test_run_nemesis_records_schedule_and_replays(rig, tmp_path):
     ens, pool, _, _, t0 = rig
-    names = ["partition-one", "pause-server"]
+    names = ["pause-server", "pause-client"]  # API-only faults: no sidecars (CI minutes)
     executed = run_nemesis(
         ens,
         pool,
