@@ -44,6 +44,7 @@ from typing import Any
 from zkjepsen.checker import Result, Violation
 from zkjepsen.checker.models import ILLEGAL, Model
 from zkjepsen.checker.partitions import build, builder, group, prepare
+from zkjepsen.checker.readfrom import decide as from_reads
 from zkjepsen.checker.sweep import decide
 from zkjepsen.checker.wgl import SLICE, LinOp, Outcome, in_sequence, search
 from zkjepsen.errors import BadInput
@@ -81,11 +82,15 @@ def check_partitions(
     time_limit: float | None = None,
     memory_limit: int | None = None,
     total: int | None = None,
+    paths: dict[Any, str] | None = None,
 ) -> tuple[Any, dict[Any, Outcome], str]:
     """Race the partitions' searches round-robin. Returns (verdict, outcomes, reason): the first
     refuted partition ends everything; a budget running out gives "unknown". `parts` may be
     (key, ops) pairs made on demand (`total` of them at most): a refutation then ends the
-    check before the later partitions are even built."""
+    check before the later partitions are even built. `paths` gets, per decided partition,
+    what decided it: "sweep", "read-from" or "search"."""
+    if paths is None:
+        paths = {}
     if isinstance(parts, dict):
         total = len(parts)
         parts = parts.items()
@@ -106,11 +111,26 @@ def check_partitions(
         verdict, made = decide(ops, init(), deadline)
         if verdict:
             done[k] = new(Outcome, (True, ops, [], [], None, made))  # (no Python-level __new__)
-        elif verdict is False:
+            paths[k] = "sweep"
+            continue
+        if verdict is False:
             done_now = in_sequence(ops, model.init())  # WGL's outcome, without the search
             if done_now is not None:
                 done[k] = done_now
+                paths[k] = "sweep"
                 return False, done, f"partition {k!r} is not linearizable"
+        # The read-from path (readfrom.py): where written values are unique it decides what
+        # the sweep cannot (crashed ops, heavy concurrency), and explains a refutation by a
+        # core of a few ops the search then needs only a few steps for.
+        fast = from_reads(ops, init())
+        if fast is not None:
+            done[k] = fast[1]
+            paths[k] = "read-from"
+            if not fast[0]:
+                for g in running.values():
+                    g.close()
+                return False, done, f"partition {k!r} is not linearizable"
+        elif verdict is False:
             running = {k: search(ops, model.init(), look)}
             break
         else:
@@ -132,6 +152,7 @@ def check_partitions(
                 out: Outcome = stop.value
                 del running[k]
                 done[k] = out
+                paths[k] = "search"
                 if not out.valid:
                     for g in running.values():
                         g.close()
@@ -241,8 +262,9 @@ class Linearizable:
                             parts[k] = ops
                             yield k, ops
 
+                paths: dict[Any, str] = {}
                 verdict, done, reason = check_partitions(
-                    built(), self.model, self.time_limit, self.memory_limit, len(groups)
+                    built(), self.model, self.time_limit, self.memory_limit, len(groups), paths
                 )
                 if not parts and verdict is True:
                     missing = _nothing_to_test(history, self.model)
@@ -269,6 +291,7 @@ class Linearizable:
             "partitions": len(parts) + unread,
             "ops": sum(len(v) for v in parts.values()),
             "configurations": sum(o.configs for o in done.values()),
+            "decided_by": {p: list(paths.values()).count(p) for p in sorted(set(paths.values()))},
         }
         if unread:  # a refutation came first: their ops were never read into the model
             details["partitions_unread"] = unread
@@ -277,6 +300,7 @@ class Linearizable:
             key, out = next((k, o) for k, o in done.items() if not o.valid)
             outcome = out
             details["partition"] = key
+            details["refuted_by"] = paths.get(key, "search")
             # The tail of the prefix is what explains the failure; the HTML report has it all.
             details["longest_prefix_length"] = len(out.best)
             details["longest_prefix"] = [

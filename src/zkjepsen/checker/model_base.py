@@ -53,6 +53,10 @@ def write_value(s: Any, v: Any) -> Any:
     return v
 
 
+def cas_value(s: Any, ov: tuple[Any, Any]) -> Any:
+    return ov[1] if s == ov[0] else ILLEGAL
+
+
 class Model:
     """Base: subclasses set `name` and implement `action`. Partitioned by `key` by default."""
 

@@ -21,6 +21,7 @@ from zkjepsen.checker.model_base import (
     ILLEGAL,
     Action,
     Model,
+    cas_value,
     freeze,
     read_not,
     read_value,
@@ -30,10 +31,6 @@ from zkjepsen.errors import BadInput
 
 _new = tuple.__new__  # an Action without NamedTuple's Python-level __new__ (one per op)
 _FLAT = frozenset((int, str, type(None)))  # values freeze() returns unchanged
-
-
-def _cas(s: Any, ov: tuple[Any, Any]) -> Any:
-    return ov[1] if s == ov[0] else ILLEGAL
 
 
 def _add(s: Any, v: Any) -> Any:
@@ -92,7 +89,7 @@ class CasRegister(Model):
             if not isinstance(value, (list, tuple)) or len(value) != 2:
                 raise BadInput(f"cas value must be [old, new], got {value!r}")
             old, new = freeze(value[0]), freeze(value[1])
-            return _new(Action, (_cas, (old, new), old == new, ("cas {!r}->{!r}", old, new)))
+            return _new(Action, (cas_value, (old, new), old == new, ("cas {!r}->{!r}", old, new)))
         raise self._unsupported(f)
 
 

@@ -1,0 +1,436 @@
+"""The read-from path: registers (read, write, cas, and etcd's failed cas) whose written values
+are unique, decided in polynomial time, valid or not, crashed writes included.
+
+With every written value unique (checked here: no two writes or successful cas write the same
+value, none writes the initial value), each read names the write it read from: the read-from
+relation is given, and linearizability is a question about the order of the writes only
+(Gibbons & Korach, "Testing shared memories", SIAM J. Comput. 1997, with the read mapping
+given). The argument, in the terms the code uses:
+
+- Epochs. In any linearization, the value v stays from its write until the next write: v's
+  epoch is its writer followed by the ops that read v (reads of v, cas(v, v), and the read half
+  of every cas(v, x)). A successful cas(v, x) is x's writer and reads v, so x's epoch comes
+  right after v's. The initial value has an epoch with a virtual writer at time -inf.
+- Crashed ops (`info`). A crashed write or cas whose value nothing kept reads drops out: in any
+  linearization, the last write before each kept read is that read's own writer, so removing
+  the unread write leaves every kept op legal (and a crashed op is optional anyway). One whose
+  value a kept op reads must have happened: it is kept, with its end at +inf (it precedes no
+  op in real time). Kept is a fixpoint from the completed ops: a kept crashed cas reads too.
+- Blocks. A cas links two epochs; following the links from the initial value and from each
+  blind write gives chains of epochs (blocks) that every linearization must place
+  contiguously, in chain order. Two cas that read the same value, a read of a value nobody
+  wrote, and a cas cycle that no write starts cannot be placed at all.
+- Real time. Write f(X) for the earliest end of an op of X and s(X) for the latest start: some
+  op of X precedes some op of Y in real time iff f(X) < s(Y). Inside a block that must never
+  point backwards (an epoch's op ending before an earlier epoch's op started, or a read ending
+  before its writer started). Between blocks, X must precede Y iff f(X) < s(Y); a cycle of
+  such constraints implies one of two blocks (take the block of least f on the cycle and its
+  predecessor), so the history is linearizable iff no two blocks X, Y have both f(X) < s(Y)
+  and f(Y) < s(X). With none, ordering the blocks by (min(f, s), max(f, s)) respects every
+  constraint (if f(X) < s(Y) and not f(Y) < s(X), X's key is the smaller), and so does each
+  epoch's writer followed by its reads in call order: that is a linearization.
+- etcd's failed cas(old, new) reads "anything but old". Dropping read-only ops keeps a
+  linearizable history linearizable, so a refutation found without them stands. For a valid
+  verdict each is placed where the linearization above holds another value during its
+  interval (ops get the earliest linearization points their order allows); when that
+  linearization has no such place, another might: the search decides.
+
+Both answers are certified, so a flaw in this reasoning cannot turn into a wrong verdict. A
+valid verdict comes with its linearization, replayed through the model's transitions and
+checked against real time. A refutation comes with its core: the ops of the conflict, the
+writers linking them, the writer of every value they read and, for a kept crashed op, the op
+that read it. Those ops alone are not linearizable (the same conflict is there), and the search
+confirms it on the core in a few steps; its longest prefix and stuck op are the counterexample.
+Where values repeat, an op is of another kind, or a certificate fails, the answer is None and
+the search decides.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from typing import Any
+
+from zkjepsen.checker.model_base import ILLEGAL, cas_value, read_not, read_value, write_value
+from zkjepsen.checker.wgl import Outcome, search
+
+INF = float("inf")
+_NO: Any = object()  # "writes nothing" / "reads nothing" (None is a register value)
+
+
+class _Facts:
+    """One partition's ops as read-from facts. Epochs are named by their writer's op index;
+    the initial value's epoch is `n` (no op has that index)."""
+
+    def __init__(self, ops: list[Any], init: Any) -> None:
+        self.ops, self.init, self.n = ops, init, len(ops)
+        self.rv: list[Any] = []  # value each op reads, or _NO
+        self.wv: list[Any] = []  # value each op writes, or _NO
+        self.starts: list[Any] = []
+        self.ends: list[Any] = []  # +inf for crashed ops
+        self.nots: list[int] = []  # etcd's failed cas: reads anything but `old`
+        self.writer: dict[Any, int] = {}
+        self.forced_by: dict[int, int] = {}  # kept crashed op -> the op that read its value
+
+    def load(self) -> bool:
+        """Classify every op; False when the path does not apply (a value written twice, or
+        an op that is not a register's)."""
+        rv, wv, writer, init = self.rv, self.wv, self.writer, self.init
+        for i, (_, action, start, end) in enumerate(self.ops):
+            fn, arg = action[0], action[1]
+            r = w = _NO
+            if fn is read_value:
+                r = arg
+            elif fn is write_value:
+                w = arg
+            elif fn is cas_value:
+                r = arg[0]
+                if not action[2]:  # cas(v, v) only reads
+                    w = arg[1]
+            elif fn is read_not:
+                self.nots.append(i)
+            else:
+                return False
+            if w is not _NO:
+                if w == init or w in writer:
+                    return False
+                writer[w] = i
+            rv.append(r)
+            wv.append(w)
+            self.starts.append(start)
+            self.ends.append(INF if end is None else end)
+        self.starts.append(-INF)  # the initial value's virtual writer, at index n
+        self.ends.append(-INF)
+        return True
+
+    def epoch_read(self, i: int) -> int | None:
+        """The epoch whose value op i reads (None: nobody wrote it)."""
+        v = self.rv[i]
+        w = self.writer.get(v)
+        if w is not None:
+            return w
+        return self.n if v == self.init else None
+
+    def closure(self, seed: set[int]) -> list[int]:
+        """The core around `seed`: with the writer of every value read and, for each kept
+        crashed op, the op that read it (which forces it), in op order."""
+        core: set[int] = set()
+        todo = list(seed)
+        n = self.n
+        while todo:
+            i = todo.pop()
+            if i == n or i in core:
+                continue
+            core.add(i)
+            if self.rv[i] is not _NO:
+                w = self.writer.get(self.rv[i])
+                if w is not None:
+                    todo.append(w)
+            if self.ops[i].end is None:
+                todo.append(self.forced_by[i])
+        return sorted(core)
+
+
+def decide(ops: list[Any], init: Any) -> tuple[bool, Outcome] | None:
+    """(verdict, outcome) for one partition's LinOps, or None: not this path's case (or a
+    certificate failed), the search decides. A refutation's outcome is the search's on the
+    core (its ops are the core's); a valid one's has an empty prefix, as the sweep's does."""
+    facts = _Facts(ops, init)
+    try:
+        if not facts.load():
+            return None
+        kept = _keep(facts)
+        if isinstance(kept, set):
+            return _refute(facts, kept)
+        chains = _chains(facts, kept)
+        if isinstance(chains, set):
+            return _refute(facts, chains)
+        bad = _conflict(facts, chains, kept)
+        if bad is not None:
+            return _refute(facts, bad)
+        if not _certify(facts, chains):
+            return None
+    except TypeError:  # a value that does not hash: not this path's case
+        return None
+    return True, Outcome(True, ops, [], [], None, len(ops))
+
+
+def _keep(facts: _Facts) -> list[int] | set[int]:
+    """The kept ops (completed ones but etcd's failed cas, and crashed ones whose value a kept
+    op reads), or a core: an op reading a value nobody wrote."""
+    rv, ops, nots = facts.rv, facts.ops, set(facts.nots)
+    keep = [op.end is not None and i not in nots for i, op in enumerate(ops)]
+    stack = [i for i, k in enumerate(keep) if k and rv[i] is not _NO]
+    while stack:
+        i = stack.pop()
+        w = facts.epoch_read(i)
+        if w is None:
+            return {i}
+        if w != facts.n and not keep[w]:
+            keep[w] = True
+            facts.forced_by[w] = i
+            if rv[w] is not _NO:
+                stack.append(w)
+    return [i for i, k in enumerate(keep) if k]
+
+
+def _chains(facts: _Facts, kept: list[int]) -> list[list[int]] | set[int]:
+    """Blocks as lists of epochs in chain order (the initial value's first), or a core: two
+    cas reading one value, or a cas cycle no write starts."""
+    rv, wv, n = facts.rv, facts.wv, facts.n
+    succ: dict[int, int] = {}
+    heads = [n]
+    for i in kept:
+        if wv[i] is _NO:
+            continue
+        if rv[i] is _NO:
+            heads.append(i)
+            continue
+        e = facts.epoch_read(i)
+        assert e is not None  # (_keep checked every kept op's read)
+        other = succ.get(e)
+        if other is not None:
+            return {other, i}
+        succ[e] = i
+    chains = []
+    linked = 0
+    for h in heads:
+        chain = [h]
+        e = succ.get(h)
+        while e is not None:
+            chain.append(e)
+            e = succ.get(e)
+        linked += len(chain) - 1
+        chains.append(chain)
+    if linked < len(succ):  # a cycle of cas: every value in it is written by a cas of it
+        on_chain = {e for c in chains for e in c}
+        start = next(e for e in succ.values() if e not in on_chain)
+        cycle, e = {start}, succ.get(start)
+        while e is not None and e not in cycle:
+            cycle.add(e)
+            e = succ.get(e)
+        return cycle
+    return chains
+
+
+def _epochs(facts: _Facts, kept: list[int]) -> tuple[list[Any], ...]:
+    """Per epoch: earliest end and its op, latest start and its op, and its reads (pure
+    readers, in call order). A read ending before its writer started is returned as the core
+    instead, in the last slot."""
+    n, ends, starts, wv = facts.n, facts.ends, facts.starts, facts.wv
+    ef: list[Any] = [INF] * (n + 1)
+    es: list[Any] = [-INF] * (n + 1)
+    efi, esi = [n] * (n + 1), [n] * (n + 1)
+    ef[n] = es[n] = -INF
+    reads: dict[int, list[int]] = {}
+    for i in kept:
+        if wv[i] is _NO:
+            e = facts.epoch_read(i)
+            assert e is not None
+            if e != n and ends[i] < starts[e]:
+                return ef, es, efi, esi, reads, [{e, i}]
+            reads.setdefault(e, []).append(i)
+        else:
+            e = i
+        if ends[i] < ef[e]:
+            ef[e], efi[e] = ends[i], i
+        if starts[i] > es[e]:
+            es[e], esi[e] = starts[i], i
+    return ef, es, efi, esi, reads, []
+
+
+def _conflict(facts: _Facts, chains: list[list[int]], kept: list[int]) -> set[int] | None:
+    """A core of real-time constraints no order of the blocks meets, or None."""
+    ef, es, efi, esi, reads, bad = _epochs(facts, kept)
+    if bad:
+        return bad[0]
+    facts.reads = reads  # type: ignore[attr-defined]
+    bf, bs, bfi, bsi = [], [], [], []
+    for chain in chains:
+        top, top_at = -INF, 0
+        lo, lo_at = INF, 0
+        for k, e in enumerate(chain):
+            if ef[e] < top:  # a later epoch's op ended before an earlier one's started
+                j = k - 1
+                while not es[chain[j]] > ef[e]:
+                    j -= 1
+                return {efi[e], esi[chain[j]], *chain[j : k + 1]}
+            if es[e] > top:
+                top, top_at = es[e], e
+            if ef[e] < lo:
+                lo, lo_at = ef[e], e
+        bf.append(lo)
+        bs.append(top)
+        bfi.append(efi[lo_at])
+        bsi.append(esi[top_at])
+    facts.block_keys = [  # type: ignore[attr-defined]
+        (min(f, s), max(f, s)) for f, s in zip(bf, bs, strict=True)
+    ]
+    pair = _two_cycle(bf, bs)
+    if pair is None:
+        return None
+    return _narrow(facts, chains, pair, bf, bs)
+
+
+def _two_cycle(bf: list[Any], bs: list[Any]) -> tuple[int, int] | None:
+    """Two blocks X, Y with f(X) < s(Y) and f(Y) < s(X), or None."""
+    order = sorted(range(len(bf)), key=bf.__getitem__)
+    fs = [bf[b] for b in order]
+    # best1[k], best2[k]: the two blocks of largest s among order[:k]
+    best1: list[int] = [-1]
+    best2: list[int] = [-1]
+    for b in order:
+        b1, b2 = best1[-1], best2[-1]
+        if b1 < 0 or bs[b] > bs[b1]:
+            b1, b2 = b, b1
+        elif b2 < 0 or bs[b] > bs[b2]:
+            b2 = b
+        best1.append(b1)
+        best2.append(b2)
+    for x in range(len(bf)):
+        k = bisect_left(fs, bs[x])  # blocks with f < s(x)
+        y = best1[k]
+        if y == x:
+            y = best2[k]
+        if y >= 0 and bs[y] > bf[x]:
+            return x, y
+    return None
+
+
+def _narrow(
+    facts: _Facts, chains: list[list[int]], pair: tuple[int, int], bf: list[Any], bs: list[Any]
+) -> set[int]:
+    """The two blocks' conflict on as few epochs as can be: x in X ends before y in Y starts
+    and x' in Y ends before y' in X starts, each pair as close in its chain as can be."""
+    p, q = pair
+    starts, ends = facts.starts, facts.ends
+    x, y1, seg_p = _segment(facts, chains[p], lambda i: ends[i] < bs[q], lambda i: starts[i] > bf[q])
+    x1, y, seg_q = _segment(
+        facts, chains[q], lambda i: ends[i] < starts[y1], lambda i: starts[i] > ends[x]
+    )
+    return {x, y1, x1, y, *seg_p, *seg_q}
+
+
+def _segment(facts: _Facts, chain: list[int], x_ok: Any, y_ok: Any) -> tuple[int, int, list[int]]:
+    """Ops x (x_ok) and y (y_ok) of the chain's epochs, as few epochs apart as can be, and the
+    epochs from one to the other."""
+    reads = facts.reads  # type: ignore[attr-defined]
+    best: tuple[int, int, int, int, int] | None = None
+    last_x = last_y = None
+    for k, e in enumerate(chain):
+        mine = [e, *reads.get(e, ())]  # (e == n: the initial value's virtual writer)
+        xk = next((i for i in mine if x_ok(i)), None)
+        yk = next((i for i in mine if y_ok(i)), None)
+        if xk is not None:
+            last_x = (k, xk)
+        if yk is not None:
+            last_y = (k, yk)
+        if (xk is not None or yk is not None) and last_x and last_y:
+            lo = min(last_x[0], last_y[0])
+            if best is None or k - lo < best[0]:
+                best = (k - lo, lo, k, last_x[1], last_y[1])
+    assert best is not None  # (the blocks' extremes are such ops)
+    _, lo, hi, x, y = best
+    return x, y, chain[lo : hi + 1]
+
+
+def _refute(facts: _Facts, seed: set[int]) -> tuple[bool, Outcome] | None:
+    """The search's outcome on the core around `seed`; None if the core is linearizable after
+    all (then this path's reasoning was wrong here, and the search decides the partition)."""
+    core = [facts.ops[i] for i in facts.closure(seed)]
+    gen = search(core, facts.init)
+    while True:
+        try:
+            next(gen)
+        except StopIteration as stop:
+            out: Outcome = stop.value
+            break
+    return None if out.valid else (False, out)
+
+
+def _certify(facts: _Facts, chains: list[list[int]]) -> bool:
+    """Build the linearization the docstring describes, place the failed cas ops in it, and
+    check it: every completed op once, each legal in the model, real time respected."""
+    keys = facts.block_keys  # type: ignore[attr-defined]
+    reads = facts.reads  # type: ignore[attr-defined]
+    starts, n = facts.starts, facts.n
+    seq: list[int] = []
+    for b in sorted(range(len(chains)), key=keys.__getitem__):
+        for e in chains[b]:
+            if e != n:
+                seq.append(e)
+            r = reads.get(e)
+            if r:
+                r.sort(key=starts.__getitem__)
+                seq.extend(r)
+    if facts.nots:
+        placed = _place_nots(facts, seq)
+        if placed is None:
+            return False
+        seq = placed
+    return _replay(facts, seq)
+
+
+def _place_nots(facts: _Facts, seq: list[int]) -> list[int] | None:
+    """`seq` with each failed cas(old, ...) placed where the value is not old: at the first
+    such gap after every op that ended before it started (and before every op that starts
+    after it ended); None when this linearization has no such place for one."""
+    starts, ends, wv, m = facts.starts, facts.ends, facts.wv, len(seq)
+    by_end = sorted(range(m), key=lambda p: ends[seq[p]])
+    end_keys = [ends[seq[p]] for p in by_end]
+    after = [0]  # after[k]: 1 + the last position among the k ops that end first
+    for p in by_end:
+        after.append(max(after[-1], p + 1))
+    by_start = sorted(range(m), key=lambda p: starts[seq[p]])
+    start_keys = [starts[seq[p]] for p in by_start]
+    before = [m]  # before[k]: the first position among the ops from the k-th start on
+    for p in reversed(by_start):
+        before.append(min(before[-1], p))
+    before.reverse()
+    value = [facts.init]  # value[g]: the register's value at gap g (before seq[g])
+    for i in seq:
+        value.append(value[-1] if wv[i] is _NO else wv[i])
+    next_w = [m] * (m + 1)  # next_w[g]: position of the first write at or after g
+    for g in range(m - 1, -1, -1):
+        next_w[g] = g if wv[seq[g]] is not _NO else next_w[g + 1]
+    inserts = []
+    for r in facts.nots:
+        old = facts.ops[r].action[1]
+        a = after[bisect_left(end_keys, starts[r])]
+        b = before[bisect_right(start_keys, ends[r])]
+        g = a if value[a] != old else next_w[a] + 1
+        if g > b:
+            return None
+        inserts.append((g, starts[r], r))
+    inserts.sort()
+    out: list[int] = []
+    k = 0
+    for g, _, r in inserts:
+        out.extend(seq[k:g])
+        k = g
+        out.append(r)
+    out.extend(seq[k:])
+    return out
+
+
+def _replay(facts: _Facts, seq: list[int]) -> bool:
+    """Whether `seq` is a linearization: every completed op exactly once, each legal where it
+    stands, and no op ending before an op placed ahead of it started."""
+    ops = facts.ops
+    if len(set(seq)) != len(seq):
+        return False
+    if sum(ops[i].end is not None for i in seq) != sum(op.end is not None for op in ops):
+        return False
+    s = facts.init
+    for i in seq:
+        action = ops[i].action
+        s = action[0](s, action[1])
+        if s is ILLEGAL:
+            return False
+    starts, ends = facts.starts, facts.ends
+    low = INF
+    for i in reversed(seq):
+        if starts[i] > low:
+            return False
+        if ends[i] < low:
+            low = ends[i]
+    return True
