@@ -253,7 +253,9 @@ def test_partitions_are_independent_and_named():
 
 def test_budget_gives_unknown_with_reason():
     # 16 concurrent crashed writes and an impossible read: exhaustive search is exponential.
+    # (A value written twice keeps the read-from path out: that one decides it at once.)
     calls = [(p, "write", p, p, None, None, None) for p in range(16)]
+    calls.append((16, "write", 0, 16, None, None, None))
     calls.append((99, "read", None, 20, 21, "ok", -1))
     calls.append((98, "read", None, 20, 21, "ok", 3))
     model = make_model("register")
@@ -286,24 +288,27 @@ def test_compose_priority_and_exceptions_become_unknown():
 
 
 def test_counterexample_html_is_self_contained():
+    # read 1 comes after read 3, and 3 (a crashed write that read 3 observed) came after 1
     h = hist(
         (0, "write", 1, 0, 10, "ok", 1),
-        (1, "read", None, 20, 30, "ok", 2),
+        (1, "read", None, 20, 30, "ok", 1),
         (2, "write", 3, 5, None, None, None),
+        (3, "read", None, 12, 14, "ok", 3),
     )
     c = Linearizable(make_model("register"))
     r = c.check(h)
     assert r.valid is False
-    faults = [FaultWindow(1, "kill-leader", ["n2"], 12, 18), FaultWindow(2, "late", [], 99, None)]
+    faults = [FaultWindow(1, "kill-leader", ["n2"], 22, 26), FaultWindow(2, "late", [], 99, None)]
     page = render(r.outcome, c.model, title="t", faults=faults)
     assert "kill-leader" in page and "late" not in page
     assert page.startswith("<!doctype html>") and "op lin" in page and "op bad" in page
-    assert "crashed" in page and "read 2" in page
+    assert "crashed" in page and "read 1" in page
     assert "<script src" not in page and "http" not in page
 
 
 def test_memory_budget_gives_unknown_with_reason():
     calls = [(p, "write", p, p, None, None, None) for p in range(18)]
+    calls.append((18, "write", 0, 18, None, None, None))  # (search, not the read-from path)
     calls.append((99, "read", None, 20, 21, "ok", -1))
     model = make_model("register")
     verdict, _, reason = check_partitions(

@@ -9,7 +9,6 @@ import random
 from typing import Any
 
 import pytest
-
 from test_checker_brute import (
     CLI_INITIAL,
     INITIAL,
@@ -18,6 +17,7 @@ from test_checker_brute import (
     random_calls,
     to_history,
 )
+
 from zkjepsen.checker.linearizability import Linearizable, prepare, search
 from zkjepsen.checker.models import make_model
 from zkjepsen.checker.readfrom import decide

@@ -63,8 +63,8 @@ def test_invalid_history_exits_1_and_writes_html(tmp_path, capsys):
 def test_unknown_exits_2(tmp_path, capsys):
     recs = []
     for p in range(16):  # 16 concurrent crashed writes make the refutation exponential
-        recs.append(
-            {"index": p, "time": p, "process": p, "type": "invoke", "f": "write", "value": p}
+        recs.append(  # (one value written twice: the read-from path would decide it at once)
+            {"index": p, "time": p, "process": p, "type": "invoke", "f": "write", "value": p % 15}
         )
     recs += [
         {"index": 20, "time": 20, "process": 99, "type": "invoke", "f": "read"},

@@ -47,14 +47,12 @@ the search decides.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from typing import Any
 
 from zkjepsen.checker.model_base import ILLEGAL, cas_value, read_not, read_value, write_value
+from zkjepsen.checker.readfrom_cas import INF, NO, place_failed_cas
 from zkjepsen.checker.wgl import Outcome, search
-
-INF = float("inf")
-_NO: Any = object()  # "writes nothing" / "reads nothing" (None is a register value)
 
 
 class _Facts:
@@ -63,8 +61,8 @@ class _Facts:
 
     def __init__(self, ops: list[Any], init: Any) -> None:
         self.ops, self.init, self.n = ops, init, len(ops)
-        self.rv: list[Any] = []  # value each op reads, or _NO
-        self.wv: list[Any] = []  # value each op writes, or _NO
+        self.rv: list[Any] = []  # value each op reads, or NO
+        self.wv: list[Any] = []  # value each op writes, or NO
         self.starts: list[Any] = []
         self.ends: list[Any] = []  # +inf for crashed ops
         self.nots: list[int] = []  # etcd's failed cas: reads anything but `old`
@@ -77,7 +75,7 @@ class _Facts:
         rv, wv, writer, init = self.rv, self.wv, self.writer, self.init
         for i, (_, action, start, end) in enumerate(self.ops):
             fn, arg = action[0], action[1]
-            r = w = _NO
+            r = w = NO
             if fn is read_value:
                 r = arg
             elif fn is write_value:
@@ -90,7 +88,7 @@ class _Facts:
                 self.nots.append(i)
             else:
                 return False
-            if w is not _NO:
+            if w is not NO:
                 if w == init or w in writer:
                     return False
                 writer[w] = i
@@ -121,7 +119,7 @@ class _Facts:
             if i == n or i in core:
                 continue
             core.add(i)
-            if self.rv[i] is not _NO:
+            if self.rv[i] is not NO:
                 w = self.writer.get(self.rv[i])
                 if w is not None:
                     todo.append(w)
@@ -159,7 +157,7 @@ def _keep(facts: _Facts) -> list[int] | set[int]:
     op reads), or a core: an op reading a value nobody wrote."""
     rv, ops, nots = facts.rv, facts.ops, set(facts.nots)
     keep = [op.end is not None and i not in nots for i, op in enumerate(ops)]
-    stack = [i for i, k in enumerate(keep) if k and rv[i] is not _NO]
+    stack = [i for i, k in enumerate(keep) if k and rv[i] is not NO]
     while stack:
         i = stack.pop()
         w = facts.epoch_read(i)
@@ -168,7 +166,7 @@ def _keep(facts: _Facts) -> list[int] | set[int]:
         if w != facts.n and not keep[w]:
             keep[w] = True
             facts.forced_by[w] = i
-            if rv[w] is not _NO:
+            if rv[w] is not NO:
                 stack.append(w)
     return [i for i, k in enumerate(keep) if k]
 
@@ -180,9 +178,9 @@ def _chains(facts: _Facts, kept: list[int]) -> list[list[int]] | set[int]:
     succ: dict[int, int] = {}
     heads = [n]
     for i in kept:
-        if wv[i] is _NO:
+        if wv[i] is NO:
             continue
-        if rv[i] is _NO:
+        if rv[i] is NO:
             heads.append(i)
             continue
         e = facts.epoch_read(i)
@@ -223,7 +221,7 @@ def _epochs(facts: _Facts, kept: list[int]) -> tuple[list[Any], ...]:
     ef[n] = es[n] = -INF
     reads: dict[int, list[int]] = {}
     for i in kept:
-        if wv[i] is _NO:
+        if wv[i] is NO:
             e = facts.epoch_read(i)
             assert e is not None
             if e != n and ends[i] < starts[e]:
@@ -303,7 +301,9 @@ def _narrow(
     and x' in Y ends before y' in X starts, each pair as close in its chain as can be."""
     p, q = pair
     starts, ends = facts.starts, facts.ends
-    x, y1, seg_p = _segment(facts, chains[p], lambda i: ends[i] < bs[q], lambda i: starts[i] > bf[q])
+    x, y1, seg_p = _segment(
+        facts, chains[p], lambda i: ends[i] < bs[q], lambda i: starts[i] > bf[q]
+    )
     x1, y, seg_q = _segment(
         facts, chains[q], lambda i: ends[i] < starts[y1], lambda i: starts[i] > ends[x]
     )
@@ -363,53 +363,11 @@ def _certify(facts: _Facts, chains: list[list[int]]) -> bool:
                 r.sort(key=starts.__getitem__)
                 seq.extend(r)
     if facts.nots:
-        placed = _place_nots(facts, seq)
+        placed = place_failed_cas(facts, seq)
         if placed is None:
             return False
         seq = placed
     return _replay(facts, seq)
-
-
-def _place_nots(facts: _Facts, seq: list[int]) -> list[int] | None:
-    """`seq` with each failed cas(old, ...) placed where the value is not old: at the first
-    such gap after every op that ended before it started (and before every op that starts
-    after it ended); None when this linearization has no such place for one."""
-    starts, ends, wv, m = facts.starts, facts.ends, facts.wv, len(seq)
-    by_end = sorted(range(m), key=lambda p: ends[seq[p]])
-    end_keys = [ends[seq[p]] for p in by_end]
-    after = [0]  # after[k]: 1 + the last position among the k ops that end first
-    for p in by_end:
-        after.append(max(after[-1], p + 1))
-    by_start = sorted(range(m), key=lambda p: starts[seq[p]])
-    start_keys = [starts[seq[p]] for p in by_start]
-    before = [m]  # before[k]: the first position among the ops from the k-th start on
-    for p in reversed(by_start):
-        before.append(min(before[-1], p))
-    before.reverse()
-    value = [facts.init]  # value[g]: the register's value at gap g (before seq[g])
-    for i in seq:
-        value.append(value[-1] if wv[i] is _NO else wv[i])
-    next_w = [m] * (m + 1)  # next_w[g]: position of the first write at or after g
-    for g in range(m - 1, -1, -1):
-        next_w[g] = g if wv[seq[g]] is not _NO else next_w[g + 1]
-    inserts = []
-    for r in facts.nots:
-        old = facts.ops[r].action[1]
-        a = after[bisect_left(end_keys, starts[r])]
-        b = before[bisect_right(start_keys, ends[r])]
-        g = a if value[a] != old else next_w[a] + 1
-        if g > b:
-            return None
-        inserts.append((g, starts[r], r))
-    inserts.sort()
-    out: list[int] = []
-    k = 0
-    for g, _, r in inserts:
-        out.extend(seq[k:g])
-        k = g
-        out.append(r)
-    out.extend(seq[k:])
-    return out
 
 
 def _replay(facts: _Facts, seq: list[int]) -> bool:
