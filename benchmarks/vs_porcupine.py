@@ -18,10 +18,12 @@ machine; the load average is printed before and after.
 
 Groups: `etcd` (every non-empty etcd_*.log of DATA/jepsen, model etcd-cas-register; etcd_095
 is empty and Porcupine has no test for it either), `kv-c01-ok` ... `kv-c50-bad` (DATA/kv,
-model kv, partitioned per key like Porcupine's kvModel).
+model kv, partitioned per key like Porcupine's kvModel), and with `--cas` the generated valid
+CAS-register histories of benchmarks/histories.py (values 0..4, no crashed ops) as Jepsen logs
+in a temporary directory: `cas-5x10k`, `cas-5x100k` (5 clients) and `cas-20x1k` (20 clients).
 
     .venv/bin/python benchmarks/vs_porcupine.py --porcupine /tmp/porcbench \\
-        --data /tmp/porcupine/test_data --rounds 5
+        --data /tmp/porcupine/test_data --rounds 5 --cas
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,8 +46,20 @@ KV = ("c01-ok", "c01-bad", "c10-ok", "c10-bad", "c50-ok", "c50-bad")
 Group = tuple[str, str, list[Path]]  # name, model (Porcupine's name), files
 
 
-def groups(data: Path, want: set[str]) -> list[Group]:
+CAS = {"cas-5x10k": (10_000, 5), "cas-5x100k": (100_000, 5), "cas-20x1k": (1_000, 20)}
+
+
+def groups(data: Path, want: set[str], cas_dir: Path | None = None) -> list[Group]:
     out: list[Group] = []
+    if cas_dir is not None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from histories import cas_history, write_jepsen_log
+
+        for name, (n, clients) in CAS.items():
+            if not want or name in want:
+                path = cas_dir / f"{name}.log"
+                write_jepsen_log(cas_history(n, clients=clients), str(path))
+                out.append((name, "etcd", [path]))
     etcd = [p for p in sorted((data / "jepsen").glob("etcd_*.log")) if p.stat().st_size > 0]
     if etcd:
         out.append(("etcd", "etcd", etcd))
@@ -98,8 +113,14 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--min-cpu", type=float, default=0.2, help="CPU seconds per group and side")
     ap.add_argument("--group", action="append", help="only these groups (repeatable)")
+    ap.add_argument("--cas", action="store_true", help="add the generated CAS groups")
     args = ap.parse_args()
-    gs = groups(Path(args.data), set(args.group or ()))
+    with tempfile.TemporaryDirectory() as tmp:
+        return compare(args, Path(tmp) if args.cas else None)
+
+
+def compare(args: argparse.Namespace, cas_dir: Path | None) -> int:
+    gs = groups(Path(args.data), set(args.group or ()), cas_dir)
     if not gs:
         print(f"no Porcupine test data under {args.data}", file=sys.stderr)
         return 254

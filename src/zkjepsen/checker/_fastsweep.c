@@ -6,8 +6,10 @@
  * ints it can sort exactly (the Python path then decides). The algorithm, its dominance cuts
  * and why they are exact are sweep.py's: this file is a line-by-line port of `decide`, `sweep`
  * and `closure`, with the model's shared transitions (read_value, write_value, kv's append of
- * two str) applied without a Python call; any other transition is called as in Python.
- * setup(ILLEGAL, read_value, write_value, append, MAX_PENDING, STEPS, STEPS_PER_OP, PROBE)
+ * two str, the registers' cas_value and read_not) applied without a Python call; any other
+ * transition is called as in Python.
+ * setup(ILLEGAL, read_value, write_value, append, cas_value, read_not, MAX_PENDING, STEPS,
+ *       STEPS_PER_OP, PROBE)
  * names them once.
  */
 #define PY_SSIZE_T_CLEAN
@@ -367,9 +369,10 @@ out:
 }
 
 static PyObject *py_setup(PyObject *self, PyObject *args) {
-    PyObject *ill, *rd, *wr, *ap;
+    PyObject *ill, *rd, *wr, *ap, *cas, *rn;
     long mp, st, spo, pr;
-    if (!PyArg_ParseTuple(args, "OOOOllll", &ill, &rd, &wr, &ap, &mp, &st, &spo, &pr))
+    if (!PyArg_ParseTuple(
+            args, "OOOOOOllll", &ill, &rd, &wr, &ap, &cas, &rn, &mp, &st, &spo, &pr))
         return NULL;
     if (mp > 60) {
         PyErr_SetString(PyExc_ValueError, "MAX_PENDING above 60");
@@ -379,6 +382,8 @@ static PyObject *py_setup(PyObject *self, PyObject *args) {
     Py_XSETREF(READ, Py_NewRef(rd));
     Py_XSETREF(WRITE, Py_NewRef(wr));
     Py_XSETREF(APPEND, Py_NewRef(ap));
+    Py_XSETREF(CAS, Py_NewRef(cas));
+    Py_XSETREF(READ_NOT, Py_NewRef(rn));
     MAX_PENDING = mp;
     STEPS = st;
     STEPS_PER_OP = spo;

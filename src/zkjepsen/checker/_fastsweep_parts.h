@@ -3,7 +3,7 @@
 #ifndef ZKJ_FASTSWEEP_PARTS_H
 #define ZKJ_FASTSWEEP_PARTS_H
 
-static PyObject *ILLEGAL, *READ, *WRITE, *APPEND;
+static PyObject *ILLEGAL, *READ, *WRITE, *APPEND, *CAS, *READ_NOT;
 static long MAX_PENDING = 8, STEPS = 512, STEPS_PER_OP = 8, PROBE = 1024;
 #define MAXP 64 /* room for pending ops and free bits (MAX_PENDING <= 60 is asked at setup) */
 
@@ -13,27 +13,38 @@ typedef struct {
     int64_t *starts, *ends; /* ends[i] == INT64_MAX: crashed */
 } Cols;
 
+/* The truth of `s op v` as Python's `if s == v` (op Py_EQ) or `if s != v` (Py_NE) takes it:
+ * 1, 0, or -1 with an exception set. The identity shortcut only for str and int. */
+static int compare(PyObject *s, PyObject *a, int op) {
+    if ((PyUnicode_CheckExact(s) && PyUnicode_CheckExact(a)) ||
+        (PyLong_CheckExact(s) && PyLong_CheckExact(a)))
+        return PyObject_RichCompareBool(s, a, op);
+    PyObject *r = PyObject_RichCompare(s, a, op);
+    if (r == NULL) return -1;
+    int t = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return t;
+}
+
 /* A new reference: the state after fn(s, a), ILLEGAL, or NULL with an exception set. */
 static PyObject *apply(PyObject *fn, PyObject *s, PyObject *a) {
-    if (fn == READ) { /* `s == v` then its truth; the identity shortcut only for str and int */
-        int eq;
-        if ((PyUnicode_CheckExact(s) && PyUnicode_CheckExact(a)) ||
-            (PyLong_CheckExact(s) && PyLong_CheckExact(a)))
-            eq = PyObject_RichCompareBool(s, a, Py_EQ);
-        else {
-            PyObject *r = PyObject_RichCompare(s, a, Py_EQ);
-            if (r == NULL) return NULL;
-            eq = PyObject_IsTrue(r);
-            Py_DECREF(r);
-        }
-        if (eq < 0) return NULL;
-        PyObject *r = eq ? s : ILLEGAL;
+    if (fn == READ || fn == READ_NOT) { /* read_value: s == v; read_not: s != v */
+        int t = compare(s, a, fn == READ ? Py_EQ : Py_NE);
+        if (t < 0) return NULL;
+        PyObject *r = t ? s : ILLEGAL;
         Py_INCREF(r);
         return r;
     }
     if (fn == WRITE) {
         Py_INCREF(a);
         return a;
+    }
+    if (fn == CAS && PyTuple_CheckExact(a) && PyTuple_GET_SIZE(a) == 2) { /* (old, new) */
+        int t = compare(s, PyTuple_GET_ITEM(a, 0), Py_EQ);
+        if (t < 0) return NULL;
+        PyObject *r = t ? PyTuple_GET_ITEM(a, 1) : ILLEGAL;
+        Py_INCREF(r);
+        return r;
     }
     if (fn == APPEND && PyUnicode_CheckExact(s) && PyUnicode_CheckExact(a))
         return PyUnicode_Concat(s, a);

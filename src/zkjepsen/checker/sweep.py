@@ -33,13 +33,13 @@ import time
 from itertools import accumulate, islice
 from typing import Any
 
-from zkjepsen.checker.model_base import ILLEGAL, read_value, write_value
+from zkjepsen.checker.model_base import ILLEGAL, cas_value, read_not, read_value, write_value
 
 # Beyond these the partition goes to WGL: with many ops pending at once (or many crashed ops,
 # pending forever) a closure has exponentially many configurations, WGL's worst case too, but
 # WGL has its cache across the whole history and its lookahead.
 MAX_PENDING = 8  # ops pending at once
-STEPS_PER_OP = 8  # model steps per op returned so far, on average, plus a constant
+STEPS_PER_OP = 16  # model steps per op returned so far, on average, plus a constant
 STEPS = 512
 
 
@@ -55,7 +55,16 @@ else:
     from zkjepsen.checker.kv_models import append_str
 
     _fast_setup(
-        ILLEGAL, read_value, write_value, append_str, MAX_PENDING, STEPS, STEPS_PER_OP, PROBE
+        ILLEGAL,
+        read_value,
+        write_value,
+        append_str,
+        cas_value,
+        read_not,
+        MAX_PENDING,
+        STEPS,
+        STEPS_PER_OP,
+        PROBE,
     )
 
 

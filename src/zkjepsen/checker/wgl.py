@@ -28,7 +28,7 @@ class Outcome(NamedTuple):
     valid: bool
     ops: list[LinOp]
     best: list[int]  # longest linearizable prefix found (indices into ops, in order)
-    states: list[Any]  # model state after each op of `best`
+    states: list[Any]  # model state after each op of `best` (empty when valid)
     stuck: int | None  # index of the op that cannot be placed after `best`
     configs: int
 
@@ -266,14 +266,17 @@ def in_sequence(ops: list[LinOp], init: Any) -> Outcome | None:
 
 
 def _outcome(valid: bool, ops: list[LinOp], init: Any, best: list[int], configs: int) -> Outcome:
-    """Replay the best prefix for its states, and name the op that cannot follow it: the
-    unplaced completed op that returns first (it had to be placed before anything later)."""
-    states, s = [], init
-    for i in best:
-        s = ops[i].action.fn(s, ops[i].action.arg)
-        states.append(s)
+    """For a refutation, replay the best prefix for its states, and name the op that cannot
+    follow it: the unplaced completed op that returns first (it had to be placed before
+    anything later). A valid outcome's states are left empty: only a counterexample shows
+    them, and replaying a long history's order is a fixed cost every valid check paid."""
+    states: list[Any] = []
     stuck = None
     if not valid:
+        s = init
+        for i in best:
+            s = ops[i].action.fn(s, ops[i].action.arg)
+            states.append(s)
         placed = set(best)
         rest = [i for i in range(len(ops)) if i not in placed and ops[i].end is not None]
         stuck = min(rest, key=lambda i: ops[i].end, default=None)  # type: ignore[arg-type,return-value]
