@@ -21,6 +21,7 @@ from test_checker_brute import (
 from zkjepsen.checker.linearizability import Linearizable, prepare, search
 from zkjepsen.checker.models import make_model
 from zkjepsen.checker.readfrom import decide
+from zkjepsen.history import History, Op
 
 REGISTERS = ("register", "cas-register", "etcd-cas-register")
 
@@ -143,3 +144,175 @@ def test_repeated_values_step_aside_or_agree(model):
                 decided += 1
                 assert got[0] == _search(ops, m.init()), (model, calls)
     assert decided > 50  # histories that happen to write each value once
+
+
+def long_history(n: int, clients: int, seed: int, stale: bool) -> tuple[History, int | None]:
+    """`clients` clients calling read, write and cas on one register with unique written
+    values, 10 % of the calls crashed (half took effect); with `stale`, one late read returns
+    the value a cas that had returned before the read was called replaced. Returns the history
+    and the index of the stale read's completion."""
+    rng = random.Random(seed)
+    spans, free = [], [0] * clients
+    for k in range(n):
+        c = k % clients
+        start = free[c] + rng.randrange(1, 10)
+        free[c] = end = start + rng.randrange(1, 60)
+        spans.append((rng.uniform(start, end), k, c, start, end))
+    reg, fresh, calls = None, 0, {}
+    replaced = []  # (end, old) of ok cas, in point order
+    for _, k, _, _, end in sorted(spans):
+        f, fresh = rng.choice(["read", "write", "cas", "cas"]), fresh + 1
+        crashed, took = rng.random() < 0.1, rng.random() < 0.5
+        if f == "read":
+            calls[k] = ["read", None, reg, "ok"]
+        elif f == "write":
+            calls[k] = ["write", fresh, fresh, "ok"]
+        else:
+            old = reg if rng.random() < 0.5 else rng.randrange(max(fresh - 5, 1), fresh)
+            calls[k] = ["cas", [old, fresh], [old, fresh], "ok" if old == reg else "fail"]
+            if old == reg and not crashed:
+                replaced.append((end, old))
+        if f != "read" and calls[k][3] == "ok" and (took or not crashed):
+            reg = fresh
+        if crashed:
+            calls[k][2:] = [calls[k][1], "info"]
+    planted = None
+    if stale:
+        late = [s for s in sorted(spans, key=lambda s: s[3])[int(0.9 * n) :]]
+        for _, k, _, start, _ in late:
+            gone = [old for end, old in replaced if end < start]
+            if calls[k][0] == "read" and calls[k][3] == "ok" and gone and gone[-1] != calls[k][2]:
+                calls[k][2], planted = gone[-1], k
+                break
+    events, process, index = [], list(range(clients)), None
+    for _, k, c, start, end in spans:
+        f, arg, val, typ = calls[k]
+        events.append((start, 0, k, Op(0, start, process[c], "invoke", f, None, arg, c)))
+        events.append((end, 1, k, Op(0, end, process[c], typ, f, None, val, c)))
+        if typ == "info":
+            process[c] += clients
+    events.sort(key=lambda e: (e[0], e[1]))
+    for i, e in enumerate(events):
+        e[3].index = i
+        if e[2] == planted and e[1] == 1:
+            index = i
+    return History([e[3] for e in events]), index
+
+
+@pytest.mark.parametrize("model", REGISTERS)
+def test_a_long_history_with_crashes_and_a_stale_read_is_refuted_naming_the_read(model):
+    h, planted = long_history(5000, 5, 7, stale=True)
+    assert planted is not None
+    r = Linearizable(make_model(model), time_limit=10).check(h)
+    assert r.valid is False, r.details["reason"]
+    assert r.details["refuted_by"] == "read-from"
+    assert r.details["cannot_place"]["complete_index"] == planted
+    assert len(r.outcome.ops) < 10  # the core: the stale read and what it conflicts with
+
+
+def test_a_long_valid_history_with_crashes_is_decided_by_read_from():
+    for seed in range(3):
+        h, _ = long_history(5000, 5, seed, stale=False)
+        r = Linearizable(make_model("etcd-cas-register"), time_limit=10).check(h)
+        assert r.valid is True and r.details["decided_by"] == {"read-from": 1}, r.details
+
+
+def test_values_written_twice_go_to_the_search():
+    calls = [  # write 1 twice: which write a read of 1 read from is not known
+        {"f": "write", "value": 1, "out": 1, "type": "ok", "start": 0, "end": 2},
+        {"f": "write", "value": 2, "out": 2, "type": "info", "start": 1, "end": 30},
+        {"f": "write", "value": 1, "out": 1, "type": "ok", "start": 3, "end": 4},
+        {"f": "read", "value": None, "out": 1, "type": "ok", "start": 5, "end": 6},
+    ]
+    h = to_history([{"key": None, "actor": None, "completed": False, **c} for c in calls])
+    for ops in prepare(h, make_model("register")).values():
+        assert decide(ops, None) is None
+    r = Linearizable(make_model("register")).check(h)
+    assert r.valid is True and "read-from" not in r.details["decided_by"]
+
+
+def test_kv_puts_are_decided_per_key_and_appends_go_to_the_search():
+    def kv(f: str, key: str, value: str, start: int, end: int | None) -> dict:
+        out = value if f != "get" else value
+        return {"f": f, "key": key, "value": value if f != "get" else None, "out": out,
+                "type": "ok" if end is not None else "info", "actor": None,
+                "start": start, "end": end or 0, "completed": end is not None}  # fmt: skip
+
+    stale = [  # key a: put x, a crashed put y someone read, then a get of x after that read
+        kv("put", "a", "x", 0, 2),
+        kv("put", "a", "y", 3, None),
+        kv("get", "a", "y", 4, 6),
+        kv("get", "a", "x", 8, 9),
+        kv("append", "b", "z", 0, 1),
+        kv("get", "b", "z", 2, 3),
+    ]
+    r = Linearizable(make_model("kv")).check(to_history(stale))
+    assert r.valid is False and r.details["partition"] == "a"
+    assert r.details["refuted_by"] == "read-from"
+    assert r.details["cannot_place"]["op"] == "get a='x'"
+    r = Linearizable(make_model("kv")).check(to_history(stale[:3] + stale[4:]))
+    assert r.valid is True
+
+
+def unique_queue_calls(rng: random.Random, n: int = 8) -> list[dict]:
+    """A random queue execution: enqueues of fresh values and dequeues (an empty queue's
+    dequeue fails; some crashed), then damaged as unique_calls does (a dequeue's value
+    swapped for another enqueued one, an interval moved, an op dropped)."""
+    spans = sorted(
+        (rng.uniform(s, s + d), s, s + d)
+        for s, d in ((rng.randrange(30), rng.randrange(15)) for _ in range(rng.randrange(1, n)))
+    )
+    state: tuple = ()
+    calls, fresh = [], 0
+    for _, start, end in spans:
+        crashed = rng.random() < 0.15
+        if rng.random() < 0.5:
+            fresh += 1
+            f, inv, out, status = "enqueue", fresh, fresh, "ok"
+            if not crashed or rng.random() < 0.5:
+                state += (fresh,)
+        else:
+            f, inv = "dequeue", None
+            out, status = (state[0], "ok") if state else (None, "fail")
+            state = state[1:]
+        if crashed:
+            status, out = "info", inv
+        calls.append(
+            {"f": f, "key": None, "value": inv, "out": out, "type": status, "actor": None,
+             "start": start, "end": end, "completed": not (crashed and rng.random() < 0.5)}
+        )  # fmt: skip
+    for _ in range(rng.choice([0, 1, 1, 2])):
+        c = rng.choice(calls)
+        r = rng.random()
+        if r < 0.35:
+            c["start"] = rng.randrange(30)
+            c["end"] = c["start"] + rng.randrange(15)
+        elif r < 0.7 and c["f"] == "dequeue" and c["type"] == "ok":
+            c["out"] = rng.randrange(1, fresh + 2)
+        elif len(calls) > 1:
+            calls.remove(c)
+    return calls
+
+
+def test_unique_queues_decided_by_read_from_as_brute_force():
+    rng = random.Random("readfrom-queue")
+    seen = {True: 0, False: 0, None: 0}
+    for _ in range(3000):
+        calls = unique_queue_calls(rng)
+        want = brute_force(crashed_as_never_completed(calls), "fifo-queue")
+        if want == "unknown":
+            continue
+        m = make_model("fifo-queue")
+        verdicts = []
+        for ops in prepare(to_history(calls), m).values():
+            got = decide(ops, m.init())
+            verdicts.append(None if got is None else got[0])
+            if got is not None:
+                assert got[0] == _search(ops, m.init()), calls
+                if not got[0]:
+                    assert not _search(got[1].ops, m.init())
+        if verdicts and None not in verdicts:
+            assert all(verdicts) == want, calls
+        seen[want if verdicts and None not in verdicts else None] += 1
+    # (None: a dequeue of an empty queue, or a crashed dequeue, is the search's)
+    assert seen[True] > 300 and seen[False] > 150, seen

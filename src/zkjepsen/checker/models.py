@@ -214,11 +214,11 @@ class SetModel(Model):
         ]
 
 
-def _enqueue(s: tuple[Any, ...], v: Any) -> Any:
+def enqueue_value(s: tuple[Any, ...], v: Any) -> Any:
     return s + (v,)
 
 
-def _dequeue(s: tuple[Any, ...], v: Any) -> Any:
+def dequeue_value(s: tuple[Any, ...], v: Any) -> Any:
     return s[1:] if s and s[0] == v else ILLEGAL
 
 
@@ -255,14 +255,14 @@ class FifoQueue(Model):
             return (
                 None
                 if status == "fail"
-                else Action(_enqueue, freeze(value), False, f"enqueue {value!r}")
+                else Action(enqueue_value, freeze(value), False, f"enqueue {value!r}")
             )
         if f == "dequeue":
             if status == "fail":
                 return Action(_empty, None, True, "dequeue (empty)")
             if status != "ok":
                 return Action(_dequeue_any, None, False, "dequeue (unknown)")
-            return Action(_dequeue, freeze(value), False, f"dequeue {value!r}")
+            return Action(dequeue_value, freeze(value), False, f"dequeue {value!r}")
         if f == "drain":
             if status == "fail":
                 return None  # a failed drain certainly did not happen: it took nothing
@@ -281,14 +281,14 @@ class FifoQueue(Model):
         seen: set[Any] = set()
         for o in ops:
             fn = o.action.fn
-            if fn is _dequeue:
+            if fn is dequeue_value:
                 seen.add(o.action.arg)
             elif fn is _drain:
                 seen.update(o.action.arg)
         return [
             o
             for o in ops
-            if not (o.end is None and o.action.fn is _enqueue and o.action.arg not in seen)
+            if not (o.end is None and o.action.fn is enqueue_value and o.action.arg not in seen)
         ]
 
 

@@ -1,5 +1,6 @@
 """The read-from path: registers (read, write, cas, and etcd's failed cas) whose written values
-are unique, decided in polynomial time, valid or not, crashed writes included.
+are unique, decided in polynomial time, valid or not, crashed writes included (FIFO queues with
+unique values: readfrom_queue.py).
 
 With every written value unique (checked here: no two writes or successful cas write the same
 value, none writes the initial value), each read names the write it read from: the read-from
@@ -50,6 +51,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import Any
 
+from zkjepsen.checker import readfrom_queue as queue
 from zkjepsen.checker.model_base import ILLEGAL, cas_value, read_not, read_value, write_value
 from zkjepsen.checker.readfrom_cas import INF, NO, place_failed_cas
 from zkjepsen.checker.wgl import Outcome, search
@@ -132,6 +134,8 @@ def decide(ops: list[Any], init: Any) -> tuple[bool, Outcome] | None:
     """(verdict, outcome) for one partition's LinOps, or None: not this path's case (or a
     certificate failed), the search decides. A refutation's outcome is the search's on the
     core (its ops are the core's); a valid one's has an empty prefix, as the sweep's does."""
+    if queue.applies(ops):
+        return queue.decide(ops, init)
     facts = _Facts(ops, init)
     try:
         if not facts.load():
