@@ -14,13 +14,9 @@ import sys
 from zkjepsen.history import History, Op
 
 
-def cas_history(n: int, clients: int = 5, seed: int = 1, crash: float = 0.0) -> History:
-    """A valid history of `n` read/write/cas calls on one register by `clients` clients: each
-    call gets a random interval and a linearization point inside it, and its outcome is what
-    the register gives when the calls run in point order. A `crash` fraction of the writes and
-    cas that took effect end `info` (the client then continues as a new process, as Jepsen's
-    do). Values 0..4, nil at first: the etcd model's conventions."""
-    rng = random.Random(seed)
+def call_spans(n: int, clients: int, rng: random.Random) -> list[tuple[float, int, int, int, int]]:
+    """`n` calls by `clients` clients in turn, each called 1..9 after its client's previous
+    returned and lasting 1..59: (linearization point, call, client, start, end)."""
     spans = []
     free = [0] * clients
     for k in range(n):
@@ -29,6 +25,17 @@ def cas_history(n: int, clients: int = 5, seed: int = 1, crash: float = 0.0) -> 
         end = start + rng.randrange(1, 60)
         free[c] = end
         spans.append((rng.uniform(start, end), k, c, start, end))
+    return spans
+
+
+def cas_history(n: int, clients: int = 5, seed: int = 1, crash: float = 0.0) -> History:
+    """A valid history of `n` read/write/cas calls on one register by `clients` clients: each
+    call gets a random interval and a linearization point inside it, and its outcome is what
+    the register gives when the calls run in point order. A `crash` fraction of the writes and
+    cas that took effect end `info` (the client then continues as a new process, as Jepsen's
+    do). Values 0..4, nil at first: the etcd model's conventions."""
+    rng = random.Random(seed)
+    spans = call_spans(n, clients, rng)
     reg = None
     outcome: list[tuple[str, object, object, str]] = [("", None, None, "")] * n
     for _, k, _, _, _ in sorted(spans):

@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from histories import write_jepsen_log  # noqa: E402
+from histories import call_spans, write_jepsen_log  # noqa: E402
 
 from zkjepsen.history import History, Op  # noqa: E402
 
@@ -48,24 +48,12 @@ CASES = [  # name, clients, ops, values (0: unique), plant a stale read
 ]
 
 
-def _spans(n: int, clients: int, rng: random.Random) -> list[tuple[float, int, int, int, int]]:
-    spans = []
-    free = [0] * clients
-    for k in range(n):
-        c = k % clients
-        start = free[c] + rng.randrange(1, 10)
-        end = start + rng.randrange(1, 60)
-        free[c] = end
-        spans.append((rng.uniform(start, end), k, c, start, end))
-    return spans
-
-
 def history(
     n: int, clients: int, values: int, stale: bool, crash: float = 0.1, seed: int = 1
 ) -> tuple[History, int | None]:
     """The history and the index of the planted stale read's completion (None if none)."""
     rng = random.Random(seed)
-    spans = _spans(n, clients, rng)
+    spans = call_spans(n, clients, rng)
     fresh = iter(range(1, 1 << 62))
     reg: int | None = None
     recent: list[int | None] = [None]

@@ -18,9 +18,10 @@ from test_checker_brute import (
     to_history,
 )
 
-from zkjepsen.checker.linearizability import Linearizable, prepare, search
+from zkjepsen.checker.linearizability import Linearizable, prepare
 from zkjepsen.checker.models import make_model
 from zkjepsen.checker.readfrom import decide
+from zkjepsen.checker.wgl import run
 from zkjepsen.history import History, Op
 
 REGISTERS = ("register", "cas-register", "etcd-cas-register")
@@ -71,50 +72,56 @@ def unique_calls(model: str, rng: random.Random, n: int = 8) -> list[dict]:
                 "completed": not (crashed and rng.random() < 0.5),
             }
         )
-    for _ in range(rng.choice([0, 1, 1, 2])):  # damage it
+    return damage(calls, rng, "read", lambda: rng.choice(written), fail=True)
+
+
+def damage(calls: list[dict], rng: random.Random, reader: str, value: Any, fail: bool) -> list:
+    """Damage a random execution up to twice: an interval moved, an ok `reader` op's value
+    replaced by value() (a stale or a fresh one), an op dropped, or (`fail`) an ok made fail."""
+    for _ in range(rng.choice([0, 1, 1, 2])):
         c = rng.choice(calls)
         r = rng.random()
         if r < 0.35:
             c["start"] = rng.randrange(30)
             c["end"] = c["start"] + rng.randrange(15)
-        elif r < 0.7 and c["f"] == "read" and c["type"] == "ok":
-            c["out"] = rng.choice(written)  # a stale (or a fresh) read
-        elif r < 0.85:
-            calls.remove(c)
-            if not calls:
-                break
+        elif r < 0.7 and c["f"] == reader and c["type"] == "ok":
+            c["out"] = value()
+        elif r < 0.85 or not fail:
+            if len(calls) > 1:
+                calls.remove(c)
         elif c["type"] == "ok":
             c["type"] = "fail"
     return calls
 
 
 def _search(ops: list[Any], init: Any) -> bool:
-    gen = search(ops, init)
-    while True:
-        try:
-            next(gen)
-        except StopIteration as stop:
-            return stop.value.valid
+    return run(ops, init).valid
+
+
+def judged(model: str, make_calls: Any, rng: random.Random, n: int) -> Any:
+    """(calls, the brute force's verdict, the model, the partitions' ops) for the random
+    histories of n that the brute force has a verdict on."""
+    for _ in range(n):
+        calls = make_calls(rng)
+        want = brute_force(crashed_as_never_completed(calls), model)
+        if want != "unknown":
+            m = make_model(model, CLI_INITIAL.get(model))
+            yield calls, want, m, list(prepare(to_history(calls), m).values())
 
 
 @pytest.mark.parametrize("model", REGISTERS)
 def test_unique_values_decided_by_read_from_as_brute_force(model):
-    rng = random.Random(f"readfrom-{model}")
     seen = {True: 0, False: 0, None: 0}
-    for _ in range(1500):
-        calls = unique_calls(model, rng)
-        want = brute_force(crashed_as_never_completed(calls), model)
-        if want == "unknown":
-            continue
-        m = make_model(model, CLI_INITIAL.get(model))
+    make = lambda rng: unique_calls(model, rng)  # noqa: E731
+    for calls, want, m, parts in judged(model, make, random.Random(f"readfrom-{model}"), 1500):
         verdicts = []
-        for ops in prepare(to_history(calls), m).values():
+        for ops in parts:
             got = decide(ops, m.init())
-            assert _search(ops, m.init()) == (got[0] if got else _search(ops, m.init()))
             verdicts.append(None if got is None else got[0])
-            if got is not None and not got[0]:
-                core = got[1].ops
-                assert not _search(core, m.init()) and len(core) <= len(ops)
+            if got is not None:
+                assert got[0] == _search(ops, m.init()), (model, calls)
+                if not got[0]:  # the core alone is not linearizable either
+                    assert not _search(got[1].ops, m.init()) and len(got[1].ops) <= len(ops)
         if None not in verdicts:
             assert all(verdicts) == want, (model, calls)
         seen[want if None not in verdicts else None] += 1
@@ -130,15 +137,10 @@ def test_unique_values_decided_by_read_from_as_brute_force(model):
 
 @pytest.mark.parametrize("model", REGISTERS)
 def test_repeated_values_step_aside_or_agree(model):
-    rng = random.Random(f"readfrom-repeat-{model}")
     decided = 0
-    for _ in range(1000):
-        calls = random_calls(model, rng)
-        want = brute_force(crashed_as_never_completed(calls), model)
-        if want == "unknown":
-            continue
-        m = make_model(model, CLI_INITIAL.get(model))
-        for ops in prepare(to_history(calls), m).values():
+    make = lambda rng: random_calls(model, rng)  # noqa: E731
+    for calls, _, m, parts in judged(model, make, random.Random(f"readfrom-repeat-{model}"), 1000):
+        for ops in parts:
             got = decide(ops, m.init())
             if got is not None:
                 decided += 1
@@ -281,30 +283,15 @@ def unique_queue_calls(rng: random.Random, n: int = 8) -> list[dict]:
             {"f": f, "key": None, "value": inv, "out": out, "type": status, "actor": None,
              "start": start, "end": end, "completed": not (crashed and rng.random() < 0.5)}
         )  # fmt: skip
-    for _ in range(rng.choice([0, 1, 1, 2])):
-        c = rng.choice(calls)
-        r = rng.random()
-        if r < 0.35:
-            c["start"] = rng.randrange(30)
-            c["end"] = c["start"] + rng.randrange(15)
-        elif r < 0.7 and c["f"] == "dequeue" and c["type"] == "ok":
-            c["out"] = rng.randrange(1, fresh + 2)
-        elif len(calls) > 1:
-            calls.remove(c)
-    return calls
+    return damage(calls, rng, "dequeue", lambda: rng.randrange(1, fresh + 2), fail=False)
 
 
 def test_unique_queues_decided_by_read_from_as_brute_force():
-    rng = random.Random("readfrom-queue")
     seen = {True: 0, False: 0, None: 0}
-    for _ in range(3000):
-        calls = unique_queue_calls(rng)
-        want = brute_force(crashed_as_never_completed(calls), "fifo-queue")
-        if want == "unknown":
-            continue
-        m = make_model("fifo-queue")
+    rng = random.Random("readfrom-queue")
+    for calls, want, m, parts in judged("fifo-queue", unique_queue_calls, rng, 3000):
         verdicts = []
-        for ops in prepare(to_history(calls), m).values():
+        for ops in parts:
             got = decide(ops, m.init())
             verdicts.append(None if got is None else got[0])
             if got is not None:

@@ -54,7 +54,7 @@ from typing import Any
 from zkjepsen.checker import readfrom_queue as queue
 from zkjepsen.checker.model_base import ILLEGAL, cas_value, read_not, read_value, write_value
 from zkjepsen.checker.readfrom_cas import INF, NO, place_failed_cas
-from zkjepsen.checker.wgl import Outcome, search
+from zkjepsen.checker.wgl import Outcome, run
 
 
 class _Facts:
@@ -341,13 +341,7 @@ def _refute(facts: _Facts, seed: set[int]) -> tuple[bool, Outcome] | None:
     """The search's outcome on the core around `seed`; None if the core is linearizable after
     all (then this path's reasoning was wrong here, and the search decides the partition)."""
     core = [facts.ops[i] for i in facts.closure(seed)]
-    gen = search(core, facts.init)
-    while True:
-        try:
-            next(gen)
-        except StopIteration as stop:
-            out: Outcome = stop.value
-            break
+    out = run(core, facts.init)
     return None if out.valid else (False, out)
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from zkjepsen.checker.models import dequeue_value, enqueue_value
-from zkjepsen.checker.wgl import Outcome, search
+from zkjepsen.checker.wgl import Outcome, run
 
 INF = float("inf")
 
@@ -103,11 +103,5 @@ def _refute(ops: list[Any], core: list[int]) -> tuple[bool, Outcome] | None:
     """The search's outcome on the violation's ops (None if they are linearizable after all:
     then the whole partition goes to the search)."""
     part = [ops[i] for i in sorted(set(core))]
-    gen = search(part, ())
-    while True:
-        try:
-            next(gen)
-        except StopIteration as stop:
-            out: Outcome = stop.value
-            break
+    out = run(part, ())
     return None if out.valid else (False, out)

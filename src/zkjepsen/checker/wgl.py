@@ -247,6 +247,16 @@ def search(ops: list[LinOp], init: Any, lookahead: Any = None) -> Generator[None
     return _outcome(True, ops, init, [fr[0] for fr in stack], len(cache))
 
 
+def run(ops: list[LinOp], init: Any, lookahead: Any = None) -> Outcome:
+    """`search` to its end, without a scheduler (for a few ops: a core, a small partition)."""
+    gen = search(ops, init, lookahead)
+    while True:
+        try:
+            next(gen)
+        except StopIteration as stop:
+            return stop.value
+
+
 def in_sequence(ops: list[LinOp], init: Any) -> Outcome | None:
     """The outcome `search` gives for ops that ran one after another (each called after the
     previous returned, none crashed), without searching: there is one order, the longest
