@@ -1,5 +1,8 @@
 """Linearizability: Wing & Gong's search with Lowe's memoization (WGL), in pure Python, behind
-a just-in-time sweep (sweep.py) that decides most partitions first at a fraction of the cost.
+a just-in-time sweep (sweep.py) that decides most partitions first at a fraction of the cost,
+and, where the sweep does not decide, the read-from path (readfrom.py): with unique written
+values it decides registers and queues in polynomial time, crashed ops and all. Each result
+says which path decided each partition (`decided_by`).
 
 The history's calls become a doubly linked list of call and return entries in time order. The
 search walks it from the head: a call entry is a candidate to linearize next (its op is applied

@@ -70,6 +70,8 @@ class _Facts:
         self.nots: list[int] = []  # etcd's failed cas: reads anything but `old`
         self.writer: dict[Any, int] = {}
         self.forced_by: dict[int, int] = {}  # kept crashed op -> the op that read its value
+        self.reads: dict[int, list[int]] = {}  # epoch -> its pure reads
+        self.block_keys: list[tuple[Any, Any]] = []  # per block: its place in a valid order
 
     def load(self) -> bool:
         """Classify every op; False when the path does not apply (a value written twice, or
@@ -245,28 +247,22 @@ def _conflict(facts: _Facts, chains: list[list[int]], kept: list[int]) -> set[in
     ef, es, efi, esi, reads, bad = _epochs(facts, kept)
     if bad:
         return bad[0]
-    facts.reads = reads  # type: ignore[attr-defined]
-    bf, bs, bfi, bsi = [], [], [], []
+    facts.reads = reads
+    bf, bs = [], []  # per block: f and s
     for chain in chains:
-        top, top_at = -INF, 0
-        lo, lo_at = INF, 0
+        top = -INF
+        lo = INF
         for k, e in enumerate(chain):
             if ef[e] < top:  # a later epoch's op ended before an earlier one's started
                 j = k - 1
                 while not es[chain[j]] > ef[e]:
                     j -= 1
                 return {efi[e], esi[chain[j]], *chain[j : k + 1]}
-            if es[e] > top:
-                top, top_at = es[e], e
-            if ef[e] < lo:
-                lo, lo_at = ef[e], e
+            top = max(top, es[e])
+            lo = min(lo, ef[e])
         bf.append(lo)
         bs.append(top)
-        bfi.append(efi[lo_at])
-        bsi.append(esi[top_at])
-    facts.block_keys = [  # type: ignore[attr-defined]
-        (min(f, s), max(f, s)) for f, s in zip(bf, bs, strict=True)
-    ]
+    facts.block_keys = [(min(f, s), max(f, s)) for f, s in zip(bf, bs, strict=True)]
     pair = _two_cycle(bf, bs)
     if pair is None:
         return None
@@ -317,7 +313,7 @@ def _narrow(
 def _segment(facts: _Facts, chain: list[int], x_ok: Any, y_ok: Any) -> tuple[int, int, list[int]]:
     """Ops x (x_ok) and y (y_ok) of the chain's epochs, as few epochs apart as can be, and the
     epochs from one to the other."""
-    reads = facts.reads  # type: ignore[attr-defined]
+    reads = facts.reads
     best: tuple[int, int, int, int, int] | None = None
     last_x = last_y = None
     for k, e in enumerate(chain):
@@ -348,8 +344,7 @@ def _refute(facts: _Facts, seed: set[int]) -> tuple[bool, Outcome] | None:
 def _certify(facts: _Facts, chains: list[list[int]]) -> bool:
     """Build the linearization the docstring describes, place the failed cas ops in it, and
     check it: every completed op once, each legal in the model, real time respected."""
-    keys = facts.block_keys  # type: ignore[attr-defined]
-    reads = facts.reads  # type: ignore[attr-defined]
+    keys, reads = facts.block_keys, facts.reads
     starts, n = facts.starts, facts.n
     seq: list[int] = []
     for b in sorted(range(len(chains)), key=keys.__getitem__):
