@@ -129,6 +129,7 @@ def check_one(path: str, planted: int | None) -> dict:
 
     h = read_history(path)
     h.ops  # noqa: B018 - loaded before the clock starts
+    loaded = _peak_rss_mib()
     c0, w0 = time.process_time(), time.perf_counter()
     r = Linearizable(make_model("etcd-cas-register"), time_limit=60).check(h)
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
@@ -138,10 +139,11 @@ def check_one(path: str, planted: int | None) -> dict:
         "cpu": cpu,
         "wall": wall,
         "peak_mib": _peak_rss_mib(),
+        "loaded_mib": loaded,
         "decided_by": r.details.get("decided_by"),
         "reason": r.details.get("reason"),
         "core_ops": len(r.outcome.ops) if r.outcome is not None else None,
-        "names_stale_read": (stuck.get("complete_index") == planted) if planted else None,
+        "names_stale_read": stuck.get("complete_index") == planted if planted and stuck else None,
         "cannot_place": stuck.get("op"),
     }
 
@@ -209,7 +211,8 @@ def main() -> int:
                 f"{last['decided_by']} in cpu median "
                 f"{statistics.median(r['cpu'] for r in runs):.2f} s (wall "
                 f"{statistics.median(r['wall'] for r in runs):.2f} s), peak "
-                f"{max(r['peak_mib'] for r in runs):.0f} MiB; core {last['core_ops']} ops, "
+                f"{max(r['peak_mib'] for r in runs):.0f} MiB ({last['loaded_mib']:.0f} MiB "
+                f"once the history was read); core {last['core_ops']} ops, "
                 f"cannot place {last['cannot_place']!r}, planted read named: "
                 f"{last['names_stale_read']}; reason: {last['reason']}"
             )
