@@ -13,6 +13,7 @@ import pytest
 
 from zkjepsen.checker.linearizability import Linearizable, prepare, search
 from zkjepsen.checker.models import MODELS, make_model
+from zkjepsen.checker.readfrom import decide as from_reads
 from zkjepsen.checker.sweep import decide, sweep
 from zkjepsen.checker.wgl import in_sequence
 from zkjepsen.history import History, Op
@@ -338,10 +339,12 @@ def _wgl(ops, model) -> bool:
 @pytest.mark.parametrize("model", sorted(MODELS))
 def test_the_sweep_and_wgl_each_agree_with_brute_force(model):
     """The checker decides a partition by the sweep (its fast path; `decide` replays a partition
-    whose ops ran in sequence), and by WGL when the sweep gives up or refutes (WGL then
-    explains): each is held to the brute force on its own."""
+    whose ops ran in sequence), by the read-from path where written values happen to be unique
+    (test_checker_readfrom.py holds it to the brute force on unique-value histories), and by
+    WGL when neither decides (or to explain a refutation): each is held to the brute force on
+    its own."""
     rng = random.Random(f"deciders-{model}")
-    seen: dict[Any, int] = {True: 0, False: 0, None: 0, "in sequence": 0}
+    seen: dict[Any, int] = {True: 0, False: 0, None: 0, "in sequence": 0, "read-from": 0}
     for _ in range(1000):
         calls = random_calls(model, rng)
         want = brute_force(crashed_as_never_completed(calls), model)
@@ -356,6 +359,10 @@ def test_the_sweep_and_wgl_each_agree_with_brute_force(model):
         if None not in decided:
             assert all(decided) == want, ("decide", model, calls)
         assert all(_wgl(ops, m) for ops in parts.values()) == want, ("wgl", model, calls)
+        fast = [from_reads(ops, m.init()) for ops in parts.values()]  # where values are unique
+        if None not in fast:
+            assert all(f[0] for f in fast) == want, ("read-from", model, calls)
+            seen["read-from"] += 1
         for ops in parts.values():  # ops in sequence: WGL's outcome, without the search
             quick = in_sequence(ops, m.init())
             if quick is not None:
