@@ -42,6 +42,10 @@ checked against real time. A refutation comes with its core: the ops of the conf
 writers linking them, the writer of every value they read and, for a kept crashed op, the op
 that read it. Those ops alone are not linearizable (the same conflict is there), and the search
 confirms it on the core in a few steps; its longest prefix and stuck op are the counterexample.
+The core stands for the whole partition because values are unique (checked over the whole
+partition before anything is refuted): restrict any linearization of the partition to the
+core's ops, and each read still follows its own writer, which is in the core, with no write
+between; so were the partition linearizable, its core would be too.
 Where values repeat, an op is of another kind, or a certificate fails, the answer is None and
 the search decides.
 """

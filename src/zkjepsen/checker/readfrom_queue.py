@@ -21,8 +21,11 @@ decides.
 
 A refutation is certified as the register path's are: the two to four ops of the violation
 alone are not linearizable, which the search confirms on them, and its longest prefix and
-stuck op are the counterexample. A valid verdict rests on the theorem above (and on the
-brute-force tests that hold this path to it).
+stuck op are the counterexample. That the whole partition is then not linearizable either
+rests on the values being unique (the ops include the enqueue of every value they dequeue,
+and no other op enqueues it), so uniqueness is checked over the whole partition first. A
+valid verdict rests on the theorem above (and on the brute-force tests that hold this path
+to it).
 """
 
 from __future__ import annotations
@@ -47,7 +50,8 @@ def decide(ops: list[Any], init: Any) -> tuple[bool, Outcome] | None:
         return None
     enq: dict[Any, int] = {}
     deq: dict[Any, int] = {}
-    try:
+    twice = None  # a second dequeue of one value
+    try:  # every value checked unique before anything is refuted: a core rests on it
         for i, (_, action, _, end) in enumerate(ops):
             fn, v = action[0], action[1]
             if fn is enqueue_value:
@@ -56,12 +60,15 @@ def decide(ops: list[Any], init: Any) -> tuple[bool, Outcome] | None:
                 enq[v] = i
             elif fn is dequeue_value and end is not None:
                 if v in deq:
-                    return _refute(ops, [deq[v], i, *([enq[v]] if v in enq else [])])
+                    twice = twice or [deq[v], i]
                 deq[v] = i
             else:
                 return None
     except TypeError:  # a value that does not hash
         return None
+    if twice:
+        v = ops[twice[0]].action[1]
+        return _refute(ops, [*twice, *([enq[v]] if v in enq else [])])
     core = _violation(ops, enq, deq)
     if core is not None:
         return _refute(ops, core)
