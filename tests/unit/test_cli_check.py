@@ -39,6 +39,27 @@ def test_valid_history_exits_0(tmp_path, capsys):
     assert code == 0 and out.strip().endswith(": valid")
 
 
+def test_a_read_from_refutation_says_so(tmp_path, capsys):
+    # 1 is written, then 3 (a crashed write a read saw), then a read of 1 after that read
+    recs = [
+        (0, 0, "invoke", "write", 1), (10, 0, "ok", "write", 1),
+        (5, 2, "invoke", "write", 3),
+        (12, 3, "invoke", "read", None), (14, 3, "ok", "read", 3),
+        (20, 1, "invoke", "read", None), (30, 1, "ok", "read", 1),
+    ]  # fmt: skip
+    recs.sort()
+    h = write_jsonl(
+        tmp_path / "h.jsonl",
+        [
+            {"index": i, "time": t, "process": p, "type": typ, "f": f, "value": v}
+            for i, (t, p, typ, f, v) in enumerate(recs)
+        ],
+    )
+    code, out, _ = run(["check", str(h), "--model", "register"], capsys)
+    assert code == 1
+    assert "read 1 by process 1 cannot be placed" in out and "(read-from path)" in out
+
+
 def test_default_html_path_is_next_to_the_history(tmp_path, capsys, monkeypatch):
     elsewhere = tmp_path / "cwd"
     elsewhere.mkdir()

@@ -181,9 +181,10 @@ def _summary(result: Any) -> str:
         return f"unknown: {d.get('reason') or d.get('error') or 'undecided'}"
     if "cannot_place" in d:
         stuck = d["cannot_place"]
+        of = " of the conflict (read-from path)" if d.get("refuted_by") == "read-from" else ""
         return (
             f"NOT linearizable: {stuck['op']} by process {stuck['process']} cannot be placed "
-            f"after a linearizable prefix of {d['longest_prefix_length']} ops"
+            f"after a linearizable prefix of {d['longest_prefix_length']} ops{of}"
             + (f" (partition {d['partition']!r})" if d.get("partition") is not None else "")
         )
     counts = {k[: -len("_count")]: v for k, v in d.items() if k.endswith("_count") and v}
