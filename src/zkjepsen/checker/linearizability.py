@@ -288,13 +288,16 @@ class Linearizable:
                 f"{type(e).__name__}: {e}"
             ) from None
         unread = len(groups) - len(parts) - len(empty)
+        decided_by: dict[str, int] = {}
+        for path in paths.values():
+            decided_by[path] = decided_by.get(path, 0) + 1
         details: dict[str, Any] = {
             "model": self.model.name,
             "reason": reason,
             "partitions": len(parts) + unread,
             "ops": sum(len(v) for v in parts.values()),
             "configurations": sum(o.configs for o in done.values()),
-            "decided_by": {p: list(paths.values()).count(p) for p in sorted(set(paths.values()))},
+            "decided_by": decided_by,
         }
         if unread:  # a refutation came first: their ops were never read into the model
             details["partitions_unread"] = unread
