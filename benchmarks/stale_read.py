@@ -209,8 +209,8 @@ def main() -> int:
             print(
                 f"{name}: {len(h.ops)} records, zkjepsen {last['verdict']} by "
                 f"{last['decided_by']} in cpu median "
-                f"{statistics.median(r['cpu'] for r in runs):.2f} s (wall "
-                f"{statistics.median(r['wall'] for r in runs):.2f} s), peak "
+                f"{statistics.median(r['cpu'] for r in runs):.3f} s (wall "
+                f"{statistics.median(r['wall'] for r in runs):.3f} s), peak "
                 f"{max(r['peak_mib'] for r in runs):.0f} MiB ({last['loaded_mib']:.0f} MiB "
                 f"once the history was read); core {last['core_ops']} ops, "
                 f"cannot place {last['cannot_place']!r}, planted read named: "

@@ -4,7 +4,7 @@
 #define ZKJ_FASTSWEEP_PARTS_H
 
 static PyObject *ILLEGAL, *READ, *WRITE, *APPEND, *CAS, *READ_NOT;
-static long MAX_PENDING = 8, STEPS = 512, STEPS_PER_OP = 8, PROBE = 1024;
+static long MAX_PENDING = 8, STEPS = 512, STEPS_PER_OP = 16, PROBE = 1024;
 #define MAXP 64 /* room for pending ops and free bits (MAX_PENDING <= 60 is asked at setup) */
 
 typedef struct {
