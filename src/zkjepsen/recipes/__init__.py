@@ -1,7 +1,7 @@
 """Recipes under test: the registry behind `--recipe NAME`, and `make_recipe`.
 
-Each recipe is a module that ports one algorithm faithfully, bugs included (see
-../shared/RECIPES.md and each module's docstring). `--recipe package.module:Name` imports a
+Each recipe is a module that ports one algorithm faithfully, bugs included (each module's
+docstring names its source and the flaw to expect). `--recipe package.module:Name` imports a
 user's own recipe: a class or factory called as `Name(zk, path, hosts=, identifier=, params=)`
 (or `Name(zk, path)` if it takes no keywords), or an object that already has `acquire`.
 
@@ -175,7 +175,7 @@ RECIPES: dict[str, RecipeInfo] = {
         language="go",
         source="library",
     ),
-    # Other lock services (../shared/RECIPES.md "Other lock services"), with the `redis`
+    # Other lock services (seed 003 and Redis's documentation), with the `redis`
     # library; the token is from INCR, checked by the resource (client/services/redis.py).
     "redis-setnx": RecipeInfo(
         _M + "redis_setnx:SetnxLock",
