@@ -25,13 +25,27 @@ REPO = Path(__file__).resolve().parents[2]
 PKG = Path(zkjepsen.__file__).resolve().parent
 
 
+def package_data_patterns() -> list[str]:
+    toml = tomllib.loads((REPO / "pyproject.toml").read_text())
+    return toml["tool"]["setuptools"]["package-data"]["zkjepsen"]
+
+
 def test_every_driver_source_the_image_build_reads_is_package_data():
-    patterns = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "package-data"
-    ]["zkjepsen"]
+    patterns = package_data_patterns()
     read = {p for v in zkversions.VERSIONS.values() for p in drivers.source_files(v)}
     assert read, "no driver sources found"
     for path in read:
+        rel = path.relative_to(PKG).as_posix()
+        assert any(fnmatch.fnmatch(rel, pat) for pat in patterns), f"{rel} is not package data"
+
+
+def test_every_other_file_in_the_package_ships_too():
+    # A file the code reads that is neither Python nor the C the build compiles: it must be in
+    # the wheel (a plain install has nothing else).
+    built = (".py", ".pyc", ".c", ".h", ".so")
+    others = [p for p in PKG.rglob("*") if p.is_file() and not p.name.endswith(built)]
+    patterns = package_data_patterns()
+    for path in others:
         rel = path.relative_to(PKG).as_posix()
         assert any(fnmatch.fnmatch(rel, pat) for pat in patterns), f"{rel} is not package data"
 
@@ -64,6 +78,24 @@ def test_the_version_says_whether_the_checker_is_compiled(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         main(["--version"])
     assert capsys.readouterr().out.endswith("the checker and the history reader are compiled\n")
+
+
+def test_image_build_notes_a_pure_python_checker(monkeypatch):
+    from click.testing import CliRunner
+
+    from zkjepsen.cli import app, cluster
+    from zkjepsen.harness.image import ImageInfo
+
+    info = ImageInfo(tag="zkjepsen/zookeeper:x", size_bytes=1e6, built=False, build_seconds=0)
+    monkeypatch.setattr(cluster, "ensure_image", lambda *a, **k: info)
+    monkeypatch.setattr(cluster.resources, "docker_client", lambda: None)
+    monkeypatch.setattr(app, "FAST_PATHS", {"zkjepsen.errors": "importable"})
+    out = CliRunner().invoke(app.cli, ["image", "build"])
+    assert out.exit_code == 0 and "note:" not in out.output, out.output
+    monkeypatch.setattr(app, "FAST_PATHS", {"zkjepsen._no_such_module": "the checker's sweep"})
+    out = CliRunner().invoke(app.cli, ["image", "build"])
+    assert out.exit_code == 0, out.output
+    assert out.output.count("the checker's sweep run in pure Python here") == 1, out.output
 
 
 def test_without_a_compiler_the_build_succeeds_and_says_so_once(tmp_path):
