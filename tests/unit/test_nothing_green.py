@@ -1,0 +1,105 @@
+"""Issue 23, "nothing that tested nothing is green": inputs that used to end in a quiet VALID or a
+meaningless verdict are refused (254, one sentence, nothing created), and a shrink that never
+reproduced is not a success. No Docker engine: every refusal must come before one is needed."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from zkjepsen.cli import main
+from zkjepsen.errors import BadInput
+from zkjepsen.spec import TestSpec
+
+
+def run_cli(args: list[str], capsys) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    return e.value.code, capsys.readouterr().err
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent")  # nothing may reach an engine
+    return tmp_path
+
+
+def assert_refused(code: int, err: str, here, *words: str) -> None:
+    assert code == 254, err
+    lines = [x for x in err.strip().splitlines() if x]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    for w in words:
+        assert w in err, err
+    assert not (here / "store").exists(), "bad input must not create the store"
+
+
+# --- an empty fault list is a bad argument, not `none` ---
+
+
+@pytest.mark.parametrize("nemesis", ["", " ", ",", "pause-client,", "pause-client,,kill-leader"])
+def test_test_refuses_an_empty_fault_name(nemesis, here, capsys):
+    code, err = run_cli(["test", "--nodes", "3", "--nemesis", nemesis], capsys)
+    assert_refused(code, err, here, "empty fault name", "none")
+
+
+@pytest.mark.parametrize(
+    "config", ['nemesis = ""', "nemesis = []", 'nemesis = ["kill-leader", ""]']
+)
+def test_a_config_with_an_empty_fault_list_is_refused(config, here, capsys):
+    (here / "t.toml").write_text(config + "\n")
+    code, err = run_cli(["test", "--config", "t.toml"], capsys)
+    assert_refused(code, err, here, "empty fault name")
+
+
+@pytest.mark.parametrize("nemeses", ["", ",", "pause-client+"])
+def test_matrix_refuses_an_empty_fault_name(nemeses, here, capsys):
+    code, err = run_cli(
+        ["matrix", "--recipes", "kazoo", "--nemeses", nemeses, "--out", "m.md"], capsys
+    )
+    assert_refused(code, err, here)
+    assert not (here / "m.md").exists()
+
+
+def test_the_spec_the_pytest_plugin_builds_refuses_it_too():
+    # zkjepsen_run(nemesis=[]) builds TestSpec(**settings): the same check, before any run
+    with pytest.raises(BadInput, match="empty fault name"):
+        TestSpec(nemesis=[])
+    assert TestSpec().nemesis == ["none"]  # not given: no faults, as before
+    assert TestSpec(nemesis=" pause-client , kill-leader").nemesis == [
+        "pause-client",
+        "kill-leader",
+    ]
+
+
+# --- stored verdicts are validated before they are compared ---
+
+
+def run_dir(here, results: dict) -> str:
+    d = here / "run"
+    d.mkdir()
+    spec = {"recipe": "kazoo", "workload": "lock", "nodes": 3, "clients": 2}
+    (d / "test.json").write_text(json.dumps(spec))
+    (d / "history.jsonl").write_text("")
+    (d / "results.json").write_text(json.dumps(results))
+    return str(d)
+
+
+@pytest.mark.parametrize(
+    "results,field",
+    [
+        ({"valid": "maybe"}, "'valid' is \"maybe\""),
+        ({"valid": 1}, "'valid' is 1"),
+        ({"valid": None}, "'valid' is null"),
+        ({"lock": {"valid": True}}, "no field 'valid'"),
+        ({"valid": True, "lock": {"valid": "yes"}}, "'lock.valid' is \"yes\""),
+    ],
+)
+def test_analyze_refuses_a_stored_verdict_that_is_not_one(results, field, here, capsys):
+    d = run_dir(here, results)
+    before = sorted(os.listdir(d))
+    code, err = run_cli(["analyze", d], capsys)
+    assert_refused(code, err, here, "results.json", field)
+    assert sorted(os.listdir(d)) == before
