@@ -103,3 +103,70 @@ def test_analyze_refuses_a_stored_verdict_that_is_not_one(results, field, here, 
     code, err = run_cli(["analyze", d], capsys)
     assert_refused(code, err, here, "results.json", field)
     assert sorted(os.listdir(d)) == before
+
+
+# --- shrink: a kind it cannot search for is refused; a shrink that found nothing fails ---
+
+
+def shrink_dir(here, valid) -> str:
+    """A stored lock run with two faults: VALID, or INVALID with a belief overlap."""
+    lock = {"valid": valid, "belief_overlap_count": 0 if valid else 1}
+    if not valid:
+        lock["belief_overlaps"] = [{"clients": [1, 2], "start": 9 * 10**9, "end": 10**10}]
+    d = run_dir(here, {"valid": valid, "lock": lock})
+    fault = {"f": "pause-client", "target": "holder", "targets": ["c1"], "params": {}}
+    faults = [
+        {**fault, "fault_id": i, "start_ns": i * 10**10, "end_ns": i * 10**10 + 4 * 10**9}
+        for i in (1, 2)
+    ]
+    (here / "run" / "schedule.json").write_text(json.dumps({"faults": faults}))
+    return d
+
+
+def no_replays(monkeypatch) -> list:
+    """Replays that never reproduce anything (each a VALID run); the list counts them."""
+    from types import SimpleNamespace
+
+    import zkjepsen.cli.reproduce as cli
+    import zkjepsen.reproduce.shrink as shrink_mod
+
+    done: list = []
+
+    def replay(run, runs, **kw):
+        done.extend(range(runs))
+        return [SimpleNamespace(results={"valid": True}, store_dir="r") for _ in range(runs)]
+
+    monkeypatch.setattr(shrink_mod, "replay", replay)
+    monkeypatch.setattr(cli, "prepare", lambda engines, image: [None])
+    return done
+
+
+@pytest.mark.parametrize(
+    "valid,args,words",
+    [
+        (True, ["--kind", "bogus:nothing"], ["bogus:nothing", "lock:belief"]),
+        (False, ["--kind", "lock:nothing"], ["lock:nothing", "not a violation"]),
+        (True, ["--kind", "lock:belief"], ["did not record", "--kind-not-in-run"]),
+        (False, ["--kind", "lock:effect"], ["did not record", "lock:belief"]),
+        (True, [], ["recorded no violation"]),
+    ],
+)
+def test_shrink_refuses_kinds_before_any_replay(valid, args, words, here, capsys, monkeypatch):
+    replays = no_replays(monkeypatch)
+    d = shrink_dir(here, valid)
+    code, err = run_cli(["shrink", d, *args], capsys)
+    assert_refused(code, err, here, *words)
+    assert replays == [] and not (here / "run" / "minimal").exists()
+
+
+@pytest.mark.parametrize("valid,args", [(False, []), (True, ["--kind-not-in-run"])])
+def test_a_shrink_that_never_reproduced_fails_and_writes_no_reproducer(
+    valid, args, here, capsys, monkeypatch
+):
+    replays = no_replays(monkeypatch)
+    d = shrink_dir(here, valid)
+    code, err = run_cli(["shrink", d, "--kind", "lock:belief", *args], capsys)
+    assert code == 2, err
+    assert "recurred in none of 3 replays" in err and "no reproducer written" in err
+    assert replays, "the search ran"
+    assert not (here / "run" / "minimal").exists()

@@ -27,6 +27,8 @@ FIRST_ERRORS_SHOWN = 5
 
 
 class Exercised:
+    KINDS = ()  # never invalid: missing work is unknown
+
     def __init__(
         self,
         need: Iterable[str] = ("acquire",),

@@ -24,6 +24,8 @@ from zkjepsen.history.stream import paused_gc
 
 
 class FencingChecker:
+    KINDS = ("backwards", "reused-token", "foreign-token")
+
     def __init__(
         self,
         acquire: Iterable[str] = ("acquire",),

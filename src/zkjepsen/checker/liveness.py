@@ -31,6 +31,8 @@ S = 1_000_000_000
 
 
 class LivenessChecker:
+    KINDS = ("stuck",)
+
     def __init__(
         self,
         acquire: Iterable[str] = ("acquire",),
