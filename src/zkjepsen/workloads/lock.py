@@ -193,8 +193,11 @@ class LockWorkload:
         checkers: dict[str, Any] = {
             "lock": LockChecker(**names),
             "liveness": LivenessChecker(acquire=(self.acquire_f,)),
-            # every client that asked for the lock got it at least once, and no errors
-            "exercised": Exercised(need=(self.acquire_f,), per_client=(self.acquire_f,)),
+            # every client that asked for the lock got it at least once (or starved cleanly),
+            # no errors, and releases that worked (see checker/fairness.py)
+            "exercised": Exercised(
+                need=(self.acquire_f,), per_client=(self.acquire_f,), release=(self.release_f,)
+            ),
         }
         if self.writes_resource(params):  # no write, no order to judge: fencing says unknown
             checkers["fencing"] = FencingChecker(**names)
