@@ -121,3 +121,26 @@ def test_a_named_scenario_runs_end_to_end_as_expected(tmp_path, zk_image):
     found = said[said.index("as expected: found [") :].split("]")[0]
     assert "'lock:belief'" in found and "NOT as expected" not in said
     assert "1/1 scenario runs as expected" in out.stdout
+
+
+def test_a_recipe_whose_release_raises_is_unknown_and_says_so(tmp_path, zk_image):
+    # Issue 23: release() deletes the lock node, then raises; the run was VALID, exit 0.
+    out = zkj(
+        "test",
+        "--recipe",
+        "subjects.raising_release:ReleaseRaises",
+        "--workload",
+        "lock",
+        "--nemesis",
+        "none",
+        *SMALL,
+        "--store",
+        str(tmp_path),
+    )
+    assert out.returncode == 2, out.stderr
+    assert "UNKNOWN" in out.stderr and "no release succeeded" in out.stderr, out.stderr
+    results = json.loads((store_dir(tmp_path) / "results.json").read_text())
+    ex = results["exercised"]
+    assert ex["releases"] > 0 and ex["releases_failed_without_fault"] == ex["releases"]
+    assert ex["first_failed_release"]["error"] == "RuntimeError"
+    assert results["lock"]["valid"] is True and results["lock"]["holds"] > 0  # it did lock
