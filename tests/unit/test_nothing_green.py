@@ -8,16 +8,10 @@ import json
 import os
 
 import pytest
+from test_bad_input import assert_refused, run_cli
 
-from zkjepsen.cli import main
 from zkjepsen.errors import BadInput
 from zkjepsen.spec import TestSpec
-
-
-def run_cli(args: list[str], capsys) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as e:
-        main(args)
-    return e.value.code, capsys.readouterr().err
 
 
 @pytest.fixture
@@ -25,15 +19,6 @@ def here(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent")  # nothing may reach an engine
     return tmp_path
-
-
-def assert_refused(code: int, err: str, here, *words: str) -> None:
-    assert code == 254, err
-    lines = [x for x in err.strip().splitlines() if x]
-    assert len(lines) == 1 and "Traceback" not in err, err
-    for w in words:
-        assert w in err, err
-    assert not (here / "store").exists(), "bad input must not create the store"
 
 
 # --- an empty fault list is a bad argument, not `none` ---
