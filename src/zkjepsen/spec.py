@@ -66,6 +66,18 @@ def _fault_names(v: Any) -> list[str]:
     return names
 
 
+DEFAULT_CLIENTS = 10
+
+
+def default_clients(recipe: str) -> int:
+    """How many clients a test of `recipe` runs unless told: the recipe's own default (an
+    unfair lock has fewer, so a plain run exercises every client), else 10."""
+    from zkjepsen.recipes import RECIPES
+
+    info = RECIPES.get(recipe)
+    return (info.clients if info is not None else None) or DEFAULT_CLIENTS
+
+
 @dataclass
 class TestSpec:
     """One test, serialisable (test.json). Names are resolved by `runner.resolve`."""
@@ -75,7 +87,7 @@ class TestSpec:
     workload: str = "lock"
     nemesis: list[str] = field(default_factory=lambda: ["none"])
     nodes: int = 5
-    clients: int = 10
+    clients: int | None = None  # None: the recipe's default (an int after __post_init__)
     time_limit_s: float = 60.0
     recovery_s: float = 10.0
     session_timeout_s: float = 4.0
@@ -109,6 +121,8 @@ class TestSpec:
         _str("workload", self.workload)
         self.nemesis = _fault_names(self.nemesis)
         _int("nodes", self.nodes, 1, 9)
+        if self.clients is None:
+            self.clients = default_clients(self.recipe)
         _int("clients", self.clients, 1, 100)
         _int("tick_ms", self.tick_ms, 50, 10_000)
         self.time_limit_s = _seconds("time limit", self.time_limit_s, 0, MAX_TIME_S)

@@ -159,3 +159,12 @@ def test_a_client_that_logged_errors_or_that_nobody_beat_is_untested():
         2: "nobody got the lock while it asked",
         3: "it logged error events",
     }
+
+
+def test_an_unfair_recipe_runs_fewer_clients_unless_told():
+    from zkjepsen.spec import TestSpec
+
+    assert TestSpec().clients == 10
+    assert TestSpec(recipe="pg-for-update").clients == 5  # its NOWAIT polling starves waiters
+    assert TestSpec.from_json({"recipe": "pg-for-update", "clients": 10}).clients == 10
+    assert TestSpec(recipe="pg-advisory").clients == 10
