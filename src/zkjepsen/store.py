@@ -89,20 +89,12 @@ def _read_json(path: Path, what: str) -> Any:
 
 
 def check_root(root: Path | None) -> Path:
-    """The store root, usable: an existing directory we can write into, or creatable."""
+    """The store root, usable: an existing directory we can write into, or creatable (tried
+    with a probe file, not `os.access`, which says yes to root on /proc: zkjepsen/writable.py)."""
+    from zkjepsen.writable import check_directory
+
     root = Path(root or DEFAULT_ROOT)
-    probe = root
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if not probe.is_dir():
-        raise BadInput(
-            f"store path {root} is not a directory ({probe} is a file); give --store a directory"
-        )
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise BadInput(
-            f"store path {root} is not writable ({probe}); give --store a "
-            "directory you can write to"
-        )
+    check_directory(root, "store path", "give --store a directory you can write to")
     return root
 
 

@@ -15,7 +15,7 @@ from zkjepsen.harness import image as image_lib
 from zkjepsen.harness import resources, signals
 from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
 from zkjepsen.harness.image import ImageInfo, default_tag, image_exists
-from zkjepsen.store import new_run_dir
+from zkjepsen.store import check_root, new_run_dir
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
@@ -123,6 +123,7 @@ def cluster_up(
     b = backend_info(backend)
     if zk_version is not None and b.family != "zookeeper":
         raise BadInput(f"--zk-version is ZooKeeper's; backend {backend} has none")
+    check_root(store_root)
     client = resources.docker_client()
     suite = zkversions.client_suite(client_suite, zk_version).name
     own = image if not b.image and client_suite is None else None
@@ -284,6 +285,7 @@ def cleanup(everything: bool, dry_run: bool, engines: tuple, run_ids: tuple) -> 
 @image_option
 def demo(nodes: int, time_limit: float, image: str | None) -> None:
     """The main job: an ensemble round trip, then a short kazoo-Lock run with a frozen holder."""
+    check_root(None)
     client = resources.docker_client()
     info = ensure_image(client, image)
     _round_trip(client, nodes, info.tag)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from zkjepsen.errors import BadInput
@@ -26,3 +27,35 @@ def scalar(v: str) -> Any:
         except ValueError:
             pass
     return {"true": True, "false": False}.get(v.lower(), v)
+
+
+def positive_duration(text: str, what: str) -> float:
+    """A duration that must be more than zero and finite (a timeout, a budget)."""
+    import math
+
+    seconds = parse_duration(text, what)
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise BadInput(f"{what} {text!r} must be a positive, finite duration, e.g. 4s or 500ms")
+    return seconds
+
+
+# One server of a ZooKeeper connect string: a host name or IPv4 address, or [IPv6], then an
+# optional :port.
+_SERVER = re.compile(
+    r"^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::(\d+))?$"
+)
+
+
+def check_hosts(text: str, what: str = "--hosts") -> str:
+    """A ZooKeeper connect string, `host[:port],host[:port]...[/chroot]`, checked before
+    anything tries to connect to it."""
+    servers, _, chroot = text.strip().partition("/")
+    fix = "give host:port[,host:port...], e.g. 172.18.0.2:2181,172.18.0.3:2181"
+    parts = servers.split(",")
+    for part in parts:
+        m = _SERVER.match(part.strip())
+        if not m or (m.group(1) is not None and not 0 < int(m.group(1)) < 65536):
+            raise BadInput(f"{what} {text!r}: {part.strip()!r} is not a host[:port]; {fix}")
+    if chroot and not re.match(r"^[^\s/][^\s]*$", chroot):
+        raise BadInput(f"{what} {text!r} has a malformed chroot /{chroot}; {fix}")
+    return text.strip()

@@ -15,7 +15,8 @@ from zkjepsen.cli.engines import engine_option, parallel_option, prepare
 from zkjepsen.cli.versions import zk_version_option, zk_versions_option
 from zkjepsen.reproduce.replay import replay, violation_kinds
 from zkjepsen.reproduce.shrink import shrink
-from zkjepsen.store import StoredRun
+from zkjepsen.store import StoredRun, check_root
+from zkjepsen.writable import check_directory
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
@@ -53,6 +54,7 @@ def replay_command(
     parallel: int,
 ) -> None:
     """Re-run a stored run's fault schedule on fresh ensembles; report how often it recurs."""
+    check_root(store_root)
     run = StoredRun.load(store_dir, need_results=True)
     engine_list = prepare(engines, run.spec.image)
     target = violation_kinds(run.results)
@@ -130,7 +132,11 @@ def shrink_command(
 
     if min_hits > tries:
         raise BadInput(f"--min-hits {min_hits} exceeds --tries {tries}")
+    check_root(store_root)
     run = StoredRun.load(store_dir, need_results=True)
+    check_directory(
+        Path(store_dir) / "minimal", "shrink's output", "copy the run folder somewhere writable"
+    )
     budget_s = parse_duration(budget, "--budget")
     engine_list = prepare(engines, run.spec.image)
     started = time.monotonic()
@@ -287,6 +293,7 @@ def scenario_run(
     from zkjepsen.runner import run_test
     from zkjepsen.spec import validate_spec
 
+    check_root(store_root)
     chosen = list(SCENARIOS.values()) if run_all else [get_scenario(n) for n in names]
     if not chosen:
         raise BadInput("name a scenario (`zkjepsen scenario list`) or pass --all")
