@@ -17,6 +17,9 @@ from zkjepsen.errors import BadInput
 from zkjepsen.spec import TestSpec
 
 DEFAULT_ROOT = Path(os.environ.get("ZKJEPSEN_STORE", "store"))
+REPORTS = ("timeline.html", "latency.png", "rate.png")
+# What a run that ran to its end has, in the order it writes them.
+FINISHED_FILES = ("test.json", "history.jsonl", "results.json", *REPORTS)
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,12 @@ class RunDir:
     def history_sources(self) -> list[Path]:
         """What `history.jsonl` is merged from."""
         return [*self.client_histories(), self.nemesis_log]
+
+    def inventory(self) -> tuple[list[str], list[str]]:
+        """Which of a finished run's files this folder has, and which it lacks (an interrupted
+        run: `analyze` writes the missing ones). Each is written whole or not at all."""
+        present = [n for n in FINISHED_FILES if (self.path / n).exists()]
+        return present, [n for n in FINISHED_FILES if n not in present]
 
     def save_spec(self, spec: TestSpec) -> None:
         _write_json(self.test_json, spec.to_json())

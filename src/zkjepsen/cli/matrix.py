@@ -86,9 +86,9 @@ def check_out(out: Path) -> None:
     """--out can be written, and so can the JSON beside it, before any cell runs."""
     from zkjepsen.writable import check_output_file
 
-    if out.with_suffix(".json") == out:
-        raise BadInput(f"--out {out}: the table's JSON goes beside it as {out}; give a .md path")
     check_output_file(out, "--out")
+    if not out.name or out.with_suffix(".json") == out:
+        raise BadInput(f"--out {out}: the table's JSON goes beside it as {out}; give a .md path")
     check_output_file(out.with_suffix(".json"), "--out (its JSON beside it)")
 
 

@@ -218,6 +218,11 @@ def analyze_command(store_dir: Path) -> None:
     result = check_history(history, stored.spec, stored.store_dir)
     run = RunResult(stored.spec, stored.store_dir, result["valid"], result, {})
     print_verdict(run)
+    from zkjepsen.analysis import finish_report
+
+    written = finish_report(run, history)  # what an interrupted run did not get to write
+    if written:
+        console.print(f"written {', '.join(written)} into {stored.store_dir}")
     if stored.results is not None:
         before = stored.results.get("valid")
         same = before == result.get("valid")
