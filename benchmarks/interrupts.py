@@ -1,7 +1,8 @@
 """Interrupted runs leave nothing behind and stay analyzable: N `zkjepsen test` runs, each sent
 SIGINT or SIGTERM at a random moment (during start-up, the main phase with faults active, the
-teardown, or the check and reports after it), some with a second signal 0.1-1 s after the first; then a tally of what the
-engine and the host still hold of each run and how many `zkjepsen analyze` could judge.
+teardown, or the check and reports after it), some with a second signal 0.1-1 s after the
+first; then a tally of what the engine and the host still hold of each run and how many
+`zkjepsen analyze` could judge.
 
     .venv/bin/python benchmarks/interrupts.py [--runs 20] [--parallel 2] [--seed 1]
 
