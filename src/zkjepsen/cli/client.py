@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from zkjepsen.cli.display import console
+from zkjepsen.cli.options import image_ref
 
 
 @click.group("client")
@@ -49,7 +50,7 @@ def client_group() -> None:
     show_default=True,
     help="How long to wait for each answer (init: 20 s).",
 )
-@click.option("--image", default=None, metavar="NAME")
+@click.option("--image", default=None, metavar="NAME", callback=image_ref)
 def client_check(
     cmd: str | None,
     recipe: str | None,
@@ -75,8 +76,8 @@ def client_check(
     rt = positive_duration(request_timeout, "--request-timeout")
     if hosts is not None:
         hosts = check_hosts(hosts)
-    if client_dir is not None and not Path(client_dir).is_dir():
-        raise BadInput(f"client dir {client_dir} is not a directory")
+    if client_dir is not None and (not client_dir.strip() or not Path(client_dir).is_dir()):
+        raise BadInput(f"--client-dir {client_dir!r} is not a directory")
     if recipe is not None:
         from zkjepsen.client.command import program_for
         from zkjepsen.recipes import validate_recipe

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from zkjepsen.cli.engines import engine_option, parallel_option, prepare
+from zkjepsen.cli.options import STORE_PATH
 from zkjepsen.cli.versions import zk_version_option, zk_versions_option
 from zkjepsen.errors import BadInput
 from zkjepsen.report.findings import cell_summary, markdown_table  # noqa: F401 - re-exported
@@ -129,7 +130,7 @@ def _split(text: str, what: str) -> list[str]:
     show_default=True,
     help="Where to write the Markdown table (JSON beside it).",
 )
-@click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
+@click.option("--store", "store_root", type=STORE_PATH, default=None)
 @click.option(
     "--shard",
     default=None,

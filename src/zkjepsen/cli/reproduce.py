@@ -12,6 +12,7 @@ import click
 from rich.console import Console
 
 from zkjepsen.cli.engines import engine_option, parallel_option, prepare
+from zkjepsen.cli.options import STORE_PATH
 from zkjepsen.cli.versions import zk_version_option, zk_versions_option
 from zkjepsen.reproduce.replay import replay, violation_kinds
 from zkjepsen.reproduce.shrink import shrink
@@ -42,7 +43,7 @@ NONDETERMINISM = (
     help="Aim role-targeted faults (holder, leader) at the recorded node/client "
     "instead of whoever has the role at replay time.",
 )
-@click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
+@click.option("--store", "store_root", type=STORE_PATH, default=None)
 @engine_option
 @parallel_option
 def replay_command(
@@ -113,7 +114,7 @@ def replay_command(
     multiple=True,
     help="Violation to preserve (e.g. lock:belief); default: all the run had.",
 )
-@click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
+@click.option("--store", "store_root", type=STORE_PATH, default=None)
 @engine_option
 @parallel_option
 def shrink_command(
@@ -127,7 +128,7 @@ def shrink_command(
     parallel: int,
 ) -> None:
     """Shrink a failing run's schedule to the fewest, shortest faults on the fewest clients."""
-    from zkjepsen.cli.options import parse_duration
+    from zkjepsen.cli.options import positive_duration
     from zkjepsen.errors import BadInput
 
     if min_hits > tries:
@@ -137,7 +138,7 @@ def shrink_command(
     check_directory(
         Path(store_dir) / "minimal", "shrink's output", "copy the run folder somewhere writable"
     )
-    budget_s = parse_duration(budget, "--budget")
+    budget_s = positive_duration(budget, "--budget")
     engine_list = prepare(engines, run.spec.image)
     started = time.monotonic()
     res = shrink(
@@ -269,7 +270,7 @@ def scenario_list() -> None:
     show_default=True,
     help="Runs per scenario and recipe (seeds SEED, SEED+1, ...); each pair's rate is printed.",
 )
-@click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
+@click.option("--store", "store_root", type=STORE_PATH, default=None)
 @zk_version_option
 @zk_versions_option
 def scenario_run(

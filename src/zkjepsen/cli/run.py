@@ -11,7 +11,7 @@ from rich.text import Text
 
 from zkjepsen.analysis import check_history
 from zkjepsen.cli.display import LiveDisplay, console
-from zkjepsen.cli.options import parse_duration, scalar
+from zkjepsen.cli.options import STORE_PATH, not_empty, parse_duration, scalar
 from zkjepsen.cli.versions import zk_version_option
 from zkjepsen.errors import BadInput
 from zkjepsen.report.summary import summarise
@@ -75,7 +75,7 @@ def versions_text(spec) -> str:
     default=None,
     help="A TOML file of test settings; command-line options win.",
 )
-@click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
+@click.option("--store", "store_root", type=STORE_PATH, default=None)
 @click.option(
     "--client-cmd",
     default=None,
@@ -99,6 +99,7 @@ def versions_text(spec) -> str:
 @click.option(
     "--engine",
     default=None,
+    callback=not_empty,
     metavar="ENGINE",
     help="Docker engine for the run: a docker context name or a DOCKER_HOST URL.",
 )
