@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,9 @@ import pytest
 from zkjepsen.cli import folder_state, interrupted_message, main
 from zkjepsen.outcome import Teardown
 from zkjepsen.writable import can_create_in
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_bad_input import assert_refused  # noqa: E402 - one sentence, 254, no store
 
 # As root, os.access says /proc is writable; creating anything there fails all the same.
 UNWRITABLE = "/proc/zkj-nowhere"
@@ -32,15 +36,6 @@ def here(tmp_path, monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent")
     monkeypatch.delenv("ZKJEPSEN_STORE", raising=False)
     return tmp_path
-
-
-def assert_refused(code: int, err: str, here: Path, *words: str) -> None:
-    assert code == 254, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err, err
-    for w in words:
-        assert w in err, err
-    assert not (here / "store").exists(), "nothing created"
 
 
 @pytest.mark.parametrize(
