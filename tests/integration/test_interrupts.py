@@ -227,7 +227,9 @@ def test_a_signal_after_the_teardown_says_where_the_folder_is_and_analyze_finish
     """Sent as soon as run.log says "ensemble torn down": the check and the reports were cut
     short. Before, SIGTERM there ended the process silently (143, no latency.png or rate.png)
     and SIGINT said only "zkjepsen: interrupted."."""
-    out = _bench().interrupted_run(docker_client, tmp_path, sig, "report", 0.0, None)
+    out = _bench().interrupted_run(
+        docker_client, tmp_path, sig, "report", 0.0, None, nemesis="none", time_limit=3
+    )
     if "exited before the signal" in out.notes:
         pytest.skip("the run finished its reports before the signal landed")
     assert out.returncode == code and "Traceback" not in out.stderr, out
