@@ -186,3 +186,36 @@ def test_analyze_finishes_an_interrupted_runs_report(here, capsys):
     assert folder_state(Teardown("zkj-1", run, [], phase="report")).endswith("(complete)")
     code2, _, err2 = run_cli(["analyze", str(run)], capsys)
     assert code2 == code and "reproduced" in err2 and "written" not in err2
+
+
+def test_an_interrupted_matrix_says_where_its_finished_runs_are(here, capsys, monkeypatch):
+    """A matrix cut short after one run: the message names the store that `merge` renders and
+    `--resume` continues (the runs themselves are faked: no engine here)."""
+    import signal
+
+    from zkjepsen import fanout
+    from zkjepsen.cli import matrix
+    from zkjepsen.harness.engine import Engine
+    from zkjepsen.outcome import RunResult
+
+    def one_run_then_ctrl_c(jobs, engines, parallel, store_root, on_start, on_done, **kw):
+        job = jobs[0]
+        on_start(0, job, engines[0])
+        on_done(0, fanout.Outcome(job, "default", RunResult(job.spec, here, True, {}, {})))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(matrix, "prepare", lambda *a, **kw: [Engine()])
+    monkeypatch.setattr(fanout, "run_jobs", one_run_then_ctrl_c)
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        args = ["matrix", "--recipes", "kazoo", "--nemeses", "none", "--store", "m"]
+        code, _, err = run_cli([*args, "--runs", "2"], capsys)
+    finally:
+        for s, h in saved.items():
+            signal.signal(s, h)
+    assert code == 130
+    assert err.strip().splitlines()[-1] == (
+        "zkjepsen: interrupted; 1 finished runs are on record in m: `zkjepsen merge m` "
+        "renders them, the same matrix with --resume continues it."
+    )
+    assert (here / "m" / "matrix-runs.json").exists()

@@ -28,8 +28,10 @@ def interrupted_message(e: BaseException, what: str = "interrupted") -> str:
     still has of the run, asked after the teardown, and the phase) to the exception that ended
     the run; the run's folder says what in it is complete."""
     td = getattr(e, "teardown", None) or getattr(e.__cause__, "teardown", None)
+    # cli/matrix.py: the matrix's own store (click wraps a KeyboardInterrupt in an Abort)
+    matrix = getattr(e, "matrix_note", None) or getattr(e.__cause__, "matrix_note", None)
     if td is None:
-        return f"zkjepsen: {what}."
+        return f"zkjepsen: {what}" + (f"; {matrix}." if matrix else ".")
     during = f" during the {td.phase}" if td.phase else ""
     if td.left:
         engine = (
@@ -37,7 +39,8 @@ def interrupted_message(e: BaseException, what: str = "interrupted") -> str:
         )
     else:
         engine = f"everything run {td.run_id} started was removed"
-    return f"zkjepsen: {what}{during}; {engine}; {folder_state(td)}"
+    run = f"zkjepsen: {what}{during}; {engine}; {folder_state(td)}"
+    return f"{run}; {matrix}" if matrix else run
 
 
 def folder_state(td) -> str:

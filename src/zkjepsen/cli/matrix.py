@@ -310,9 +310,17 @@ def matrix_command(
         }
 
     t0, load0 = time.monotonic(), os.getloadavg()[0]
-    outcomes = run_jobs(
-        jobs, engine_list, parallel, store_root, on_start=begin, on_done=done, keep_going=True
-    )
+    try:
+        outcomes = run_jobs(
+            jobs, engine_list, parallel, store_root, on_start=begin, on_done=done, keep_going=True
+        )
+    except BaseException as e:
+        if finished:  # an interrupt's message says where the matrix's finished runs are
+            e.matrix_note = (  # type: ignore[attr-defined]
+                f"{len(finished)} finished runs are on record in {manifest_root}: `zkjepsen "
+                f"merge {manifest_root}` renders them, the same matrix with --resume continues it"
+            )
+        raise
     records = previous + [record(o) for o in outcomes]
     results: dict[str, list[dict]] = {}
     for r in sorted(records, key=lambda r: r["seed"]):
