@@ -215,7 +215,7 @@ def test_an_interrupted_matrix_says_where_its_finished_runs_are(here, capsys, mo
             signal.signal(s, h)
     assert code == 130
     assert err.strip().splitlines()[-1] == (
-        "zkjepsen: interrupted; 1 finished runs are on record in m: `zkjepsen merge m` "
+        "zkjepsen: interrupted; 1 finished run is on record in m: `zkjepsen merge m` "
         "renders them, the same matrix with --resume continues it."
     )
     assert (here / "m" / "matrix-runs.json").exists()

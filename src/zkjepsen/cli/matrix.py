@@ -317,7 +317,8 @@ def matrix_command(
     except BaseException as e:
         if finished:  # an interrupt's message says where the matrix's finished runs are
             e.matrix_note = (  # type: ignore[attr-defined]
-                f"{len(finished)} finished runs are on record in {manifest_root}: `zkjepsen "
+                f"{len(finished)} finished run{'s are' if len(finished) > 1 else ' is'} on "
+                f"record in {manifest_root}: `zkjepsen "
                 f"merge {manifest_root}` renders them, the same matrix with --resume continues it"
             )
         raise
