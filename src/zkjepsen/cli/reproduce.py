@@ -128,17 +128,21 @@ def shrink_command(
     parallel: int,
 ) -> None:
     """Shrink a failing run's schedule to the fewest, shortest faults on the fewest clients."""
-    from zkjepsen.cli.options import positive_duration
+    from zkjepsen.cli.options import parse_duration
     from zkjepsen.errors import BadInput
 
     if min_hits > tries:
         raise BadInput(f"--min-hits {min_hits} exceeds --tries {tries}")
+    # Where it writes, and a budget of nan, 0 or less: refused before the run is read.
+    from zkjepsen.cli.options import positive_duration
+
+    positive_duration(budget, "--budget")
     check_root(store_root)
-    run = StoredRun.load(store_dir, need_results=True)
     check_directory(
         Path(store_dir) / "minimal", "shrink's output", "copy the run folder somewhere writable"
     )
-    budget_s = positive_duration(budget, "--budget")
+    run = StoredRun.load(store_dir, need_results=True)
+    budget_s = parse_duration(budget, "--budget")
     engine_list = prepare(engines, run.spec.image)
     started = time.monotonic()
     res = shrink(
