@@ -16,8 +16,7 @@ from zkjepsen.cli.options import STORE_PATH
 from zkjepsen.cli.versions import zk_version_option, zk_versions_option
 from zkjepsen.reproduce.replay import replay, violation_kinds
 from zkjepsen.reproduce.shrink import shrink
-from zkjepsen.store import StoredRun, check_root
-from zkjepsen.writable import check_directory
+from zkjepsen.store import StoredRun
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
@@ -55,6 +54,8 @@ def replay_command(
     parallel: int,
 ) -> None:
     """Re-run a stored run's fault schedule on fresh ensembles; report how often it recurs."""
+    from zkjepsen.store import check_root
+
     check_root(store_root)
     run = StoredRun.load(store_dir, need_results=True)
     engine_list = prepare(engines, run.spec.image)
@@ -135,6 +136,8 @@ def shrink_command(
         raise BadInput(f"--min-hits {min_hits} exceeds --tries {tries}")
     # Where it writes, and a budget of nan, 0 or less: refused before the run is read.
     from zkjepsen.cli.options import positive_duration
+    from zkjepsen.store import check_root
+    from zkjepsen.writable import check_directory
 
     positive_duration(budget, "--budget")
     check_root(store_root)
@@ -297,6 +300,7 @@ def scenario_run(
     from zkjepsen.reproduce.scenarios import SCENARIOS, get_scenario
     from zkjepsen.runner import run_test
     from zkjepsen.spec import validate_spec
+    from zkjepsen.store import check_root
 
     check_root(store_root)
     chosen = list(SCENARIOS.values()) if run_all else [get_scenario(n) for n in names]
