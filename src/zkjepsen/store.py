@@ -17,6 +17,9 @@ from zkjepsen.errors import BadInput
 from zkjepsen.spec import TestSpec
 
 DEFAULT_ROOT = Path(os.environ.get("ZKJEPSEN_STORE", "store"))
+REPORTS = ("timeline.html", "latency.png", "rate.png")
+# What a run that ran to its end has, in the order it writes them.
+FINISHED_FILES = ("test.json", "history.jsonl", "results.json", *REPORTS)
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,12 @@ class RunDir:
         """What `history.jsonl` is merged from."""
         return [*self.client_histories(), self.nemesis_log]
 
+    def inventory(self) -> tuple[list[str], list[str]]:
+        """Which of a finished run's files this folder has, and which it lacks (an interrupted
+        run: `analyze` writes the missing ones). Each is written whole or not at all."""
+        present = [n for n in FINISHED_FILES if (self.path / n).exists()]
+        return present, [n for n in FINISHED_FILES if n not in present]
+
     def save_spec(self, spec: TestSpec) -> None:
         _write_json(self.test_json, spec.to_json())
 
@@ -89,20 +98,12 @@ def _read_json(path: Path, what: str) -> Any:
 
 
 def check_root(root: Path | None) -> Path:
-    """The store root, usable: an existing directory we can write into, or creatable."""
+    """The store root, usable: an existing directory we can write into, or creatable (tried
+    with a probe file, not `os.access`, which says yes to root on /proc: zkjepsen/writable.py)."""
+    from zkjepsen.writable import check_directory
+
     root = Path(root or DEFAULT_ROOT)
-    probe = root
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if not probe.is_dir():
-        raise BadInput(
-            f"store path {root} is not a directory ({probe} is a file); give --store a directory"
-        )
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise BadInput(
-            f"store path {root} is not writable ({probe}); give --store a "
-            "directory you can write to"
-        )
+    check_directory(root, "store path", "give --store a directory you can write to")
     return root
 
 

@@ -79,7 +79,9 @@ def shares_filesystem(client, image: str, run_id: str, scratch: Path) -> bool:
     try:
         cid = api.create_container(
             image,
-            name=f"{run_id}-fsprobe",
+            # A name of its own: a run may probe twice (`client check --in-image`, then its
+            # ensemble) while the first probe is still being removed in the background.
+            name=f"{run_id}-fsprobe-{secrets.token_hex(3)}",
             entrypoint=["true"],
             network_disabled=True,
             labels=resources.labels(run_id, "probe"),
