@@ -51,7 +51,6 @@ def _await_start(
 def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
     """The client wire protocol: the program under test is a child process; the recorder
     (client/remote.py) drives it and writes the history. docs/client-protocol.md."""
-    import os
 
     from zkjepsen.client.recorder import ProgramClient
     from zkjepsen.client.remote import RemoteLoop, paths
@@ -77,8 +76,9 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
         workload=spec.workload,
         lock_path=paths(spec.workload, spec.params)[0],
         cwd=spec.program_cwd,
-        env={**os.environ, **spec.env, **spec.program_env},
+        env=program_environment(spec),
         request_timeout_s=request_timeout,
+        uid=spec.program_uid,
     )
     try:
         if not client.start():
@@ -95,6 +95,19 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
         client.program.kill()
         rec.close()
     return 0 if not client.gave_up else 3
+
+
+def program_environment(spec: ClientSpec) -> dict[str, str]:
+    """The program's environment: ours and the spec's, and, when it runs as another uid, a HOME
+    and TMPDIR it can write (ours, /root, it cannot; JVMs, Go and Python want one)."""
+    import os
+
+    env = {**os.environ}
+    if spec.program_uid is not None:
+        from zkjepsen.client.seal import PROGRAM_HOME
+
+        env.update(HOME=PROGRAM_HOME, TMPDIR=PROGRAM_HOME)
+    return {**env, **spec.env, **spec.program_env}
 
 
 def start_proxy(hosts: str, out_dir: str) -> str:

@@ -7,10 +7,12 @@ The client code comes from the host (our package and the host's kazoo), so clien
 the code under test, in the image's Python 3.11: bind-mounted, or copied in through the engine's
 API on an engine that does not share this machine's filesystem (harness/mounts.py).
 
-Least privilege, because the client runs the code under test: no NET_ADMIN/NET_RAW (its network
-faults are applied from a sidecar, see harness/netns.py), memory and pids limits, and only its
-own output directory is writable (`/out`); the start barrier and the specs come read-only from
-the run's control directory (`/control`).
+Least privilege, because the client runs the code under test (client/seal.py): the program runs
+as an unprivileged uid that cannot open the recorder's directory (`/out`, where the history is),
+every capability is dropped but the few the recorder needs to start and stop it (so no
+NET_ADMIN/NET_RAW: its network faults are applied from a sidecar, see harness/netns.py), memory
+and pids limits, and the program writes only small tmpfs scratch dirs; the start barrier and
+the specs come read-only from the run's control directory (`/control`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 import kazoo
 
 import zkjepsen
+from zkjepsen.client import seal
 from zkjepsen.client.command import PROGRAM_DIR
 from zkjepsen.client.spec import CONTROL_DIR, OUT_DIR, ClientSpec
 from zkjepsen.harness import mounts, netns, resources
@@ -116,8 +119,8 @@ class ClientHandle:
             self.files.push(path)
 
     def exec(self, argv: list[str]) -> tuple[int, str]:
-        """argv inside the client, with the client's own (unprivileged) rights."""
-        res = self.container.exec_run(argv)
+        """argv inside the client, with its program's rights (its uid, no capability)."""
+        res = self.container.exec_run(argv, user=f"{seal.PROGRAM_UID}:{seal.PROGRAM_UID}")
         return res.exit_code, (res.output or b"").decode(errors="replace")
 
     def net_exec(self, argv: list[str]) -> tuple[int, str]:
@@ -181,13 +184,15 @@ class ClientPool:
         if spec.start_file:
             spec = dataclasses.replace(spec, start_file=f"{CONTROL_DIR}/{d.start_barrier.name}")
         spec = dataclasses.replace(spec, out=OUT_DIR)
+        if spec.command:  # the program under test runs as another uid than the recorder's
+            spec = dataclasses.replace(spec, program_uid=seal.PROGRAM_UID)
         spec.save(d.client_spec(n))
         from zkjepsen.nemesis.client_clock import CONTROL_NAME
 
         faketime = d.control / CONTROL_NAME.format(n=n)
         if not faketime.exists():
             faketime.write_text("+0 x1\n")  # real time until a client clock fault says more
-        d.client_dir(n).mkdir(parents=True, exist_ok=True)
+        seal.seal_out_dir(d.client_dir(n))
         binds = {
             str(SRC_ROOT): {"bind": "/opt/zkjepsen/src", "mode": "ro"},
             str(d.client_dir(n)): {"bind": OUT_DIR, "mode": "rw"},  # its own, nobody else's
@@ -204,7 +209,9 @@ class ClientPool:
         }
         env.update(spec.env)
         host_config = api.create_host_config(
-            binds=self.files.binds(binds), **netns.limits(netns.CLIENT_MEMORY, netns.CLIENT_PIDS)
+            binds=self.files.binds(binds),
+            **netns.limits(netns.CLIENT_MEMORY, netns.CLIENT_PIDS),
+            **seal.host_config(runs_program=bool(spec.command)),
         )
         net = api.create_networking_config(
             {where.network: api.create_endpoint_config(ipv4_address=where.ip)}

@@ -43,9 +43,13 @@ class Program:
         env: dict[str, str] | None = None,
         on_event: Callable[[Event], None] = lambda e: None,
         stop: threading.Event | None = None,
+        uid: int | None = None,
     ) -> None:
         self.argv = list(argv)
         self.cwd, self.env = cwd, env
+        # Run as this uid (its group the same, no supplementary group), not the recorder's:
+        # client/seal.py. None: as we run (tests on the host).
+        self.uid = uid
         self.on_event = on_event
         self.stop = stop or threading.Event()
         self.proc: subprocess.Popen | None = None
@@ -56,6 +60,7 @@ class Program:
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> None:
         self._replies = queue.Queue()
+        who = {} if self.uid is None else {"user": self.uid, "group": self.uid, "extra_groups": []}
         try:
             self.proc = subprocess.Popen(
                 self.argv,
@@ -65,6 +70,7 @@ class Program:
                 cwd=self.cwd,
                 env=self.env,
                 start_new_session=True,
+                **who,
             )
         except OSError as e:
             self.proc = None

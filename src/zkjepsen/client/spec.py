@@ -39,6 +39,7 @@ class ClientSpec:
     command: list[str] = field(default_factory=list)
     program_mount: str | None = None  # host dir mounted read-only at client.command.PROGRAM_DIR
     program_cwd: str | None = None
+    program_uid: int | None = None  # the program runs as this uid (client/seal.py); None: ours
     proxy: bool = False  # connect through a ZooKeeper wire proxy (client.zkproxy) in-process
 
     @property

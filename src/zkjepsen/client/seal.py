@@ -1,0 +1,73 @@
+"""What a client container may do, so that the history is beyond the reach of the code under test.
+
+A client container holds two processes: the recorder (PID 1, `zkjepsen.client.main`, our code),
+which writes the history, and, behind the client wire protocol, the program under test (a
+driver, or the user's `--client-cmd`), which the recorder starts as its child. The program must
+not be able to rewrite what the recorder wrote, stop or trace the recorder, or undo its faults:
+- It runs as `PROGRAM_UID` (`nobody`, present in every Debian image; numeric, so an image
+  without it works too) with no supplementary group, and `no-new-privileges`: the image's
+  set-uid binaries (su, mount, passwd, ...) cannot give it root back.
+- The recorder's directory `/out` is `OUT_MODE` (owner and group only), so to the program's uid
+  the history cannot be opened, appended to, truncated, renamed or deleted; it cannot even be
+  listed. The recorder is uid 0 without CAP_DAC_OVERRIDE, so it writes /out as its owner (a
+  root zkjepsen, or a controller) or through the group of the zkjepsen user that created it
+  (`group_add`), which the program leaves behind when it starts.
+- Every capability is dropped; the recorder gets back only `RECORDER_CAPS`, and only when it
+  runs a program (the in-process loop gets none). The program starts as another uid, so the
+  kernel clears its capabilities at that `setuid`: none reach it. Without NET_RAW no raw or
+  packet socket opens (they would bypass the iptables rules that isolate a client); without
+  NET_ADMIN no iptables rule changes; a different uid without CAP_KILL and CAP_SYS_PTRACE can
+  neither signal nor trace the recorder, nor open its memory or file descriptors in /proc.
+- The program can write only to small memory-backed scratch directories (`SCRATCH`: its HOME
+  and TMPDIR are /tmp): nothing it writes reaches the disk the history is on, and it counts
+  against the container's memory limit.
+
+Limits, said plainly: a recipe run in-process (the in-process loop: `client_mode =
+"in-process"`, and the workloads the wire protocol does not cover) is Python code inside the
+recorder itself, so none of this separates it from the history. And a program can still make
+its own client fail (exhaust the container's memory or pids), which leaves a short history,
+not a false one.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROGRAM_UID = 65534  # nobody:nogroup
+PROGRAM_HOME = "/tmp"
+OUT_MODE = 0o770
+# The recorder's capabilities, each for one thing it does (all else is dropped):
+RECORDER_CAPS = (
+    "SETUID",  # start the program as PROGRAM_UID (setresuid in the child, before exec)
+    "SETGID",  # ...with PROGRAM_UID's group and no supplementary group (setgroups, setresgid)
+    "KILL",  # signal the program it started, a different uid (stop it, kill it on a fault)
+)
+# World-writable directories of the image (found with `find / -xdev -perm -0002`), each
+# replaced by a small tmpfs: the program's only writable places. /dev/shm is Docker's own.
+SCRATCH = {
+    "/tmp": "rw,nosuid,nodev,size=64m,mode=1777",
+    "/var/tmp": "rw,nosuid,nodev,size=16m,mode=1777",
+    "/run/lock": "rw,nosuid,nodev,noexec,size=1m,mode=1777",
+}
+SHM_SIZE = "16m"
+
+
+def host_config(runs_program: bool) -> dict:
+    """create_host_config keywords confining a client container (above)."""
+    gid = os.getgid()
+    return {
+        "cap_drop": ["ALL"],
+        "cap_add": list(RECORDER_CAPS) if runs_program else [],
+        "security_opt": ["no-new-privileges"],
+        "tmpfs": dict(SCRATCH),
+        "shm_size": SHM_SIZE,
+        # A non-root zkjepsen owns /out; the recorder writes it through its group.
+        "group_add": [str(gid)] if gid != 0 else [],
+    }
+
+
+def seal_out_dir(path: Path) -> None:
+    """The client's own output directory, closed to everyone but its owner and group."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(OUT_MODE)
