@@ -1,11 +1,17 @@
-"""Least privilege on real Docker: the code under test cannot undo its faults or touch another
-client's history.
+"""Least privilege on real Docker: the code under test cannot undo its faults, touch its own
+history or its recorder, or another client's history.
 
-Two clients run `subjects.hostile:Hostile`, whose attacker thread keeps running `iptables -F`,
-`-X` and `-P ACCEPT`, probes every server, and tries to append to every other history it can
-see. While `isolate-client` holds client 1, the servers stay unreachable from it, its iptables
-commands fail, and the run's chain stays in its netns; after the heal it reaches them again
-(so the probe itself works). No client sees, let alone writes, another client's files.
+Two clients run `subjects.hostile:Hostile` (behind the wire protocol, as the Python driver's
+child of the recorder), whose attacker thread keeps running `iptables -F`, `-X` and `-P
+ACCEPT`, probes every server, tries to append to every other history it can see, and attacks
+its own recorder: it opens its history for writing and appending, truncates, renames and
+deletes it, writes through the recorder's /proc descriptors and memory, signals it, and opens a
+raw ICMP and a packet socket. Every one of these is refused for want of a right (EACCES/EPERM),
+from the program's own unprivileged uid with no capability, and it can write nowhere but its
+memory-backed scratch. While `isolate-client` holds client 1, the servers stay unreachable
+from it, its iptables commands fail, and the run's chain stays in its netns; after the heal it
+reaches them again (so the probe itself works). No client sees, let alone writes, another
+client's files, and each history holds its own client's records.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
+from zkjepsen.client.command import program_for
 from zkjepsen.client.context import ClientContext, Recorder
 from zkjepsen.client.pool import ClientPool
 from zkjepsen.client.spec import ClientSpec
@@ -29,14 +36,18 @@ from zkjepsen.workloads import get_workload
 
 TESTS = Path(__file__).resolve().parents[1]
 RECIPE = "subjects.hostile:Hostile"
+ATTACK_LOG = "/tmp/attack.jsonl"  # subjects.hostile.ATTACK_LOG
+REFUSED = {"EACCES", "EPERM"}  # not ENOENT, EXDEV, ...: refused for want of a right
+SCRATCH = {"/tmp", "/var/tmp", "/dev/shm"}  # memory-backed (client/seal.py)
 SESSION_S = 4
 
 
-def _attacks(run_dir: RunDir, client: int) -> list[dict]:
-    path = run_dir.client_dir(client) / "attack.jsonl"
-    if not path.exists():
+def _attacks(pool: ClientPool, client: int) -> list[dict]:
+    """The attacker's log, in the program's scratch (it cannot write anywhere we would see)."""
+    code, text = pool.handle(client).exec(["cat", ATTACK_LOG])
+    if code != 0:
         return []
-    return [json.loads(x) for x in path.read_text().splitlines() if x.endswith("}")]
+    return [json.loads(x) for x in text.splitlines() if x.endswith("}")]
 
 
 def _wait(cond, timeout: float):
@@ -84,6 +95,7 @@ def hostile(ensemble3, tmp_path, monkeypatch):
                 params={},
                 t0_ns=t0,
                 seed=1,
+                command=list(program_for(RECIPE, "lock").argv),  # the Python driver
             )
             for i in (1, 2)
         ]
@@ -107,9 +119,14 @@ def hostile(ensemble3, tmp_path, monkeypatch):
 def test_client_cannot_undo_its_isolation_or_write_others_histories(hostile):
     ens, pool, nem, run_dir = hostile
     # Before the fault: the attacker runs, every server is reachable, iptables is refused.
-    base = _wait(lambda: [a for a in _attacks(run_dir, 1) if a["reachable"]], 20)
-    assert base, f"the attacker never reached a server: {_attacks(run_dir, 1)[-3:]}"
+    base = _wait(lambda: [a for a in _attacks(pool, 1) if a["reachable"]], 20)
+    assert base, f"the attacker never reached a server: {_attacks(pool, 1)[-3:]}"
     assert all(rc != 0 for rc in base[-1]["iptables_rc"]), "client 1 may change iptables"
+    for c in (1, 2):
+        _assert_sealed(_attacks(pool, c), c)
+    code, mounts = pool.handle(1).exec(["cat", "/proc/mounts"])
+    kinds = {line.split()[1]: line.split()[2] for line in mounts.splitlines()}
+    assert code == 0 and all(kinds.get(d) == "tmpfs" for d in SCRATCH), kinds
 
     op = nem.invoke(
         {"fault_id": 1, "f": "isolate-client", "phase": "start", "target": "client:1", "params": {}}
@@ -120,7 +137,7 @@ def test_client_cannot_undo_its_isolation_or_write_others_histories(hostile):
     def rounds_held() -> list[dict]:
         # A round takes ~1 s while isolated (three 0.3 s connect timeouts), more on a loaded
         # machine; rounds that began within 0.5 s of `apply` returning may predate the rules.
-        return [a for a in _attacks(run_dir, 1) if a["t"] > applied + 0.5]
+        return [a for a in _attacks(pool, 1) if a["t"] > applied + 0.5]
 
     _wait(lambda: len(rounds_held()) >= 3, 30)
     held = rounds_held()
@@ -137,15 +154,15 @@ def test_client_cannot_undo_its_isolation_or_write_others_histories(hostile):
     nem.invoke({**op, "phase": "end"})
     healed = time.monotonic()
     assert _wait(
-        lambda: [a for a in _attacks(run_dir, 1) if a["t"] > healed and a["reachable"]], 10
+        lambda: [a for a in _attacks(pool, 1) if a["t"] > healed and a["reachable"]], 10
     ), "after the heal the client reaches the servers again"
     assert chain not in pool.handle(1).net_exec(["iptables", "-w", "-S"])[1]
 
     # Nobody's history but its own is even visible to a client, and nothing foreign is writable.
     for c in (1, 2):
-        attacks = _attacks(run_dir, c)
+        attacks = _attacks(pool, c)
         assert attacks, f"client {c} never ran its attacker"
-        assert {p for a in attacks for p in a["histories_seen"]} == {f"/out/client-{c}.jsonl"}
+        assert not {p for a in attacks for p in a["histories_seen"]}, "/out is closed to it"
         assert not any(a["foreign_writes"] for a in attacks), attacks[-1]
     # ...and on the host each history holds only its own client's records.
     for c in (1, 2):
@@ -155,3 +172,14 @@ def test_client_cannot_undo_its_isolation_or_write_others_histories(hostile):
             if x.endswith("}")
         }
         assert procs and all(p % 2 == c % 2 for p in procs), procs
+
+
+def _assert_sealed(attacks: list[dict], client: int) -> None:
+    """Every round of the attacker's was refused everything, by want of a right."""
+    assert attacks, f"client {client} never ran its attacker"
+    for a in attacks:
+        assert a["uid"] != 0 and int(a["cap_eff"], 16) == 0, (a["uid"], a["cap_eff"])
+        won = {what: how for what, how in a["recorder"].items() if how not in REFUSED}
+        assert not won, f"client {client}'s program got at its recorder: {won}"
+        assert set(a["writable"]) <= SCRATCH, f"it wrote outside its scratch: {a['writable']}"
+        assert all(rc != 0 for rc in a["iptables_rc"]), a["iptables_rc"]
