@@ -71,3 +71,13 @@ def seal_out_dir(path: Path) -> None:
     """The client's own output directory, closed to everyone but its owner and group."""
     path.mkdir(parents=True, exist_ok=True)
     path.chmod(OUT_MODE)
+
+
+def docker_run_args() -> list[str]:
+    """The same confinement as `docker run` options, for a program run alone (`client check
+    --in-image`): as it will run in a test, so a program that passes there runs here."""
+    out = ["--user", f"{PROGRAM_UID}:{PROGRAM_UID}", "--cap-drop", "ALL"]
+    out += ["--security-opt", "no-new-privileges", "--shm-size", SHM_SIZE]
+    for where, options in SCRATCH.items():
+        out += ["--tmpfs", f"{where}:{options}"]
+    return [*out, "-e", f"HOME={PROGRAM_HOME}", "-e", f"TMPDIR={PROGRAM_HOME}"]
