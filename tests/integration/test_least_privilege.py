@@ -24,10 +24,12 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
+from zkjepsen.client import seal
 from zkjepsen.client.command import program_for
 from zkjepsen.client.context import ClientContext, Recorder
-from zkjepsen.client.pool import ClientPool
+from zkjepsen.client.pool import SRC_ROOT, ClientPool
 from zkjepsen.client.spec import ClientSpec
+from zkjepsen.harness import resources
 from zkjepsen.nemesis.partition import chain_name
 from zkjepsen.nemesis.schedule import FaultNemesis, NemesisLog, heal_all
 from zkjepsen.nemesis.targets import NemesisContext
@@ -183,3 +185,48 @@ def _assert_sealed(attacks: list[dict], client: int) -> None:
         assert not won, f"client {client}'s program got at its recorder: {won}"
         assert set(a["writable"]) <= SCRATCH, f"it wrote outside its scratch: {a['writable']}"
         assert all(rc != 0 for rc in a["iptables_rc"]), a["iptables_rc"]
+
+
+# The recorder starts its program and kills it (its whole group) on a fault; under the seal it
+# does both with RECORDER_CAPS alone, and KILL is among them for the second.
+_START_AND_KILL = """
+import os
+from zkjepsen.client.program import Program
+os.dup2(os.open("/dev/null", os.O_WRONLY), 2)  # a surviving program must not hold the exec open
+p = Program(["sleep", "6"], uid=UID)  # outlives the 5 s kill() waits for
+p.start()
+proc = p.proc
+status = dict(x.split(":", 1) for x in open(f"/proc/{proc.pid}/status") if ":" in x)
+print(*(status[k].split() for k in ("Uid", "Groups", "CapEff", "NoNewPrivs")), sep="|")
+p.kill()
+print(proc.poll())
+"""
+
+
+@pytest.mark.parametrize("caps", [seal.RECORDER_CAPS, ("SETUID", "SETGID")], ids=["all", "no-kill"])
+def test_the_recorder_starts_and_kills_its_program_with_its_caps_alone(
+    caps, zk_image, docker_client
+):
+    api = docker_client.api
+    config = {**seal.host_config(runs_program=True), "cap_add": list(caps)}
+    cid = api.create_container(
+        zk_image,
+        entrypoint=["sleep", "infinity"],
+        labels=resources.labels("zkj-test-seal", "client"),
+        environment={"PYTHONPATH": "/opt/zkjepsen/src"},
+        host_config=api.create_host_config(
+            binds={str(SRC_ROOT): {"bind": "/opt/zkjepsen/src", "mode": "ro"}}, **config
+        ),
+    )["Id"]
+    try:
+        api.start(cid)
+        script = _START_AND_KILL.replace("UID", str(seal.PROGRAM_UID))
+        res = docker_client.containers.get(cid).exec_run(["python3", "-c", script])
+        lines = res.output.decode().strip().splitlines()
+        assert res.exit_code == 0 and len(lines) == 2, res.output.decode()
+        uid, groups, cap_eff, nnp = lines[0].split("|")
+        assert uid == str([str(seal.PROGRAM_UID)] * 4) and groups == "[]", lines[0]
+        assert cap_eff == "['0000000000000000']" and nnp == "['1']", lines[0]
+        assert (lines[1] == "-9") == ("KILL" in caps), f"{caps}: exit {lines[1]} after kill"
+    finally:
+        api.remove_container(cid, force=True)

@@ -271,6 +271,7 @@ class ClientPool:
                 self.run_dir.client_log(h.index).write_bytes(h.container.logs())
             except Exception:  # noqa: BLE001
                 pass
+            seal.open_out_dir(self.run_dir.client_dir(h.index))
 
 
 def user_recipe_binds(recipe: str) -> dict[str, dict]:

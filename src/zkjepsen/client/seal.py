@@ -73,6 +73,14 @@ def seal_out_dir(path: Path) -> None:
     path.chmod(OUT_MODE)
 
 
+def open_out_dir(path: Path) -> None:
+    """Once its client stopped: the store's folder, readable like the rest of the run's."""
+    try:
+        path.chmod(0o755)
+    except OSError:
+        pass  # gone, or not ours: the folder stays as it was
+
+
 def docker_run_args() -> list[str]:
     """The same confinement as `docker run` options, for a program run alone (`client check
     --in-image`): as it will run in a test, so a program that passes there runs here."""
