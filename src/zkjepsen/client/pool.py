@@ -211,7 +211,7 @@ class ClientPool:
         host_config = api.create_host_config(
             binds=self.files.binds(binds),
             **netns.limits(netns.CLIENT_MEMORY, netns.CLIENT_PIDS),
-            **seal.host_config(runs_program=bool(spec.command)),
+            **seal.host_config(runs_program=bool(spec.command), out_dir=d.client_dir(n)),
         )
         net = api.create_networking_config(
             {where.network: api.create_endpoint_config(ipv4_address=where.ip)}

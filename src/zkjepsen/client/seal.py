@@ -31,7 +31,6 @@ not a false one.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 PROGRAM_UID = 65534  # nobody:nogroup
@@ -53,16 +52,18 @@ SCRATCH = {
 SHM_SIZE = "16m"
 
 
-def host_config(runs_program: bool) -> dict:
-    """create_host_config keywords confining a client container (above)."""
-    gid = os.getgid()
+def host_config(runs_program: bool, out_dir: Path | None = None) -> dict:
+    """create_host_config keywords confining a client container (above) whose /out is
+    `out_dir` (None: no /out of ours)."""
+    gid = out_dir.stat().st_gid if out_dir is not None else 0
     return {
         "cap_drop": ["ALL"],
         "cap_add": list(RECORDER_CAPS) if runs_program else [],
         "security_opt": ["no-new-privileges"],
         "tmpfs": dict(SCRATCH),
         "shm_size": SHM_SIZE,
-        # A non-root zkjepsen owns /out; the recorder writes it through its group.
+        # A non-root zkjepsen owns /out: the recorder writes it through its group (the program
+        # starts with no supplementary group).
         "group_add": [str(gid)] if gid != 0 else [],
     }
 
