@@ -51,6 +51,7 @@ def test_parse_line() -> None:
         ),
         ("junk", "malformed message from the program: 'hello, I am starting up' is not JSON"),
         ("die-mid-answer", "the program died mid-answer"),
+        ("endless-line", "the program sent a line longer than 1 MiB"),
     ],
 )
 def test_conformance_names_what_a_broken_program_got_wrong(mode: str, sentence: str) -> None:

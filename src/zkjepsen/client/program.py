@@ -23,6 +23,7 @@ from typing import Any
 
 from zkjepsen.client.protocol import Event, ProtocolFault, Reply, encode, parse_line, request
 
+MAX_LINE = 1 << 20  # longer is no protocol message; unread, it cannot fill the recorder's memory
 SLICE_S = 0.05  # wait in slices; a slice that took much longer means we were frozen
 FROZEN_GAP_S = 0.5
 
@@ -188,7 +189,10 @@ class Program:
         """Reader thread: every stdout line becomes a Reply (queued), an Event (dispatched) or
         a ProtocolFault (queued; the reader stops)."""
         try:
-            for line in proc.stdout:
+            for line in iter(lambda: proc.stdout.readline(MAX_LINE + 1), b""):
+                if len(line) > MAX_LINE:
+                    out.put(ProtocolFault("the program sent a line longer than 1 MiB"))
+                    return
                 if not line.strip():
                     continue
                 if not line.endswith(b"\n"):  # EOF inside a line: it died mid-answer
