@@ -151,6 +151,26 @@ def check_faults(faults: list[Any], source: Path) -> None:
             )
 
 
+VERDICTS = (True, False, "unknown")
+
+
+def check_verdicts(results: dict[str, Any], path: Path, where: str = "") -> None:
+    """Every `valid` in a stored results table (the run's, and each checker's) is a verdict:
+    a hand-edited or foreign file must not be read as some verdict it never stated."""
+    field = f"{where}valid"
+    if "valid" not in results and not where:
+        raise BadInput(f"{path} has no field 'valid'; it was not written by zkjepsen")
+    v = results.get("valid")
+    if "valid" in results and (v.__class__ not in (bool, str) or v not in VERDICTS):
+        raise BadInput(
+            f'{path}: field {field!r} is {json.dumps(v)}, not true, false or "unknown"; '
+            "remove the file to have `zkjepsen analyze` check the history again"
+        )
+    for name, part in results.items():
+        if isinstance(part, dict) and "valid" in part:
+            check_verdicts(part, path, f"{where}{name}.")
+
+
 @dataclass
 class StoredRun:
     """A run read back from the store. `history()` merges the clients' own files when the run
@@ -190,6 +210,8 @@ class StoredRun:
         results = _read_json(d.results, "results.json") if d.results.exists() else None
         if results is not None and not isinstance(results, dict):
             raise BadInput(f"{d.results} is not a results table; re-run `zkjepsen analyze`")
+        if results is not None:
+            check_verdicts(results, d.results)
         return cls(d, spec, schedule, results)
 
     def history(self):

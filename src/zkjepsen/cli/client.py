@@ -153,20 +153,21 @@ def in_container(argv: list[str], image: str, run_id: str, client_dir: str | Non
     the ensemble's bridge addresses."""
     from zkjepsen.client import seal
     from zkjepsen.client.command import PROGRAM_DIR
-    from zkjepsen.client.pool import KAZOO_DIR, SRC_ROOT
+    from zkjepsen.client.pool import KAZOO_DIR, SITE_DIR, SRC_DIR, package_bind
     from zkjepsen.harness import resources
 
     out = ["docker", "run", "--rm", "-i", "--network", "host", "--entrypoint", argv[0]]
     out += seal.docker_run_args()
     for k, v in resources.labels(run_id, "client-check").items():
         out += ["--label", f"{k}={v}"]
+    ((pkg, bind),) = package_bind().items()
     out += [
         "-v",
-        f"{SRC_ROOT}:/opt/zkjepsen/src:ro",
+        f"{pkg}:{bind['bind']}:ro",
         "-v",
-        f"{KAZOO_DIR}:/opt/zkjepsen/site/kazoo:ro",
+        f"{KAZOO_DIR}:{SITE_DIR}/kazoo:ro",
         "-e",
-        "PYTHONPATH=/opt/zkjepsen/src:/opt/zkjepsen/site",
+        f"PYTHONPATH={SRC_DIR}:{SITE_DIR}",
         "-e",
         "PYTHONUNBUFFERED=1",
     ]

@@ -83,6 +83,13 @@ def image_build(force: bool, backend: str, zk_version: str | None) -> None:
         f"{info.tag}\t{info.size_bytes / 1e6:.0f} MB"
         + (f"\tbuilt in {info.build_seconds:.1f} s" if info.built else "\t(cached)")
     )
+    # The setup step every user runs once: the place to say the checker is not compiled (pip
+    # shows no build output unless -v; `zkjepsen --version` says it too).
+    from zkjepsen.cli.app import fast_paths_note
+
+    note = fast_paths_note()
+    if note:
+        click.echo(f"zkjepsen: note: {note}", err=True)
 
 
 @click.group("cluster")

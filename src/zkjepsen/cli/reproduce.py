@@ -14,7 +14,7 @@ from rich.console import Console
 from zkjepsen.cli.engines import engine_option, parallel_option, prepare
 from zkjepsen.cli.versions import zk_version_option, zk_versions_option
 from zkjepsen.reproduce.replay import replay, violation_kinds
-from zkjepsen.reproduce.shrink import shrink
+from zkjepsen.reproduce.shrink import check_kinds, shrink
 from zkjepsen.store import StoredRun
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
@@ -111,6 +111,12 @@ def replay_command(
     multiple=True,
     help="Violation to preserve (e.g. lock:belief); default: all the run had.",
 )
+@click.option(
+    "--kind-not-in-run",
+    "not_in_run",
+    is_flag=True,
+    help="Allow a --kind the run did not record (search for a violation it never showed).",
+)
 @click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
 @engine_option
 @parallel_option
@@ -120,6 +126,7 @@ def shrink_command(
     min_hits: int,
     budget: str,
     kinds: tuple,
+    not_in_run: bool,
     store_root: Path | None,
     engines: tuple,
     parallel: int,
@@ -132,6 +139,7 @@ def shrink_command(
         raise BadInput(f"--min-hits {min_hits} exceeds --tries {tries}")
     run = StoredRun.load(store_dir, need_results=True)
     budget_s = parse_duration(budget, "--budget")
+    check_kinds(run, set(kinds) or None, not_in_run)  # before any engine is asked
     engine_list = prepare(engines, run.spec.image)
     started = time.monotonic()
     res = shrink(
@@ -144,7 +152,18 @@ def shrink_command(
         progress=say,
         engines=engine_list,
         parallel=parallel,
+        not_in_run=not_in_run,
     )
+    if res.hits == 0:
+        # Nothing recurred: a reproducer would pass and prove nothing. Unknown (2), not
+        # invalid: this says nothing about whether the violation can happen again.
+        console.print(NONDETERMINISM)
+        click.echo(
+            f"the violation recurred in none of {res.tries} replays of {res.best.summary()}; "
+            "no reproducer written",
+            err=True,
+        )
+        raise SystemExit(2)
     out = Path(store_dir) / "minimal"
     out.mkdir(exist_ok=True)
     schedule = {

@@ -33,7 +33,11 @@ from zkjepsen.harness.backend import Backend
 from zkjepsen.history.jsonl import Tailer
 from zkjepsen.store import RunDir
 
-SRC_ROOT = Path(zkjepsen.__file__).resolve().parent.parent
+# Our package, wherever it is installed (a checkout's src/, or site-packages): mounted as it is,
+# not its parent, which in site-packages is every installed distribution (hundreds of MB to copy
+# on an engine that does not share our files, and the host's modules shadowing the image's).
+PACKAGE_DIR = Path(zkjepsen.__file__).resolve().parent
+SRC_DIR = "/opt/zkjepsen/src"  # on the clients' PYTHONPATH
 KAZOO_DIR = Path(kazoo.__file__).resolve().parent
 SITE_DIR = "/opt/zkjepsen/site"
 # The client libraries a client program may import, mounted read-only from the host's own
@@ -49,6 +53,11 @@ CLIENT_DISTRIBUTIONS = (
     "psycopg-binary",
     "typing-extensions",
 )
+
+
+def package_bind() -> dict[str, dict]:
+    """Host path -> bind of our package in a client container (read-only)."""
+    return {str(PACKAGE_DIR): {"bind": f"{SRC_DIR}/zkjepsen", "mode": "ro"}}
 
 
 def client_library_binds() -> dict[str, dict]:
@@ -194,7 +203,7 @@ class ClientPool:
             faketime.write_text("+0 x1\n")  # real time until a client clock fault says more
         seal.seal_out_dir(d.client_dir(n))
         binds = {
-            str(SRC_ROOT): {"bind": "/opt/zkjepsen/src", "mode": "ro"},
+            **package_bind(),
             str(d.client_dir(n)): {"bind": OUT_DIR, "mode": "rw"},  # its own, nobody else's
             str(d.control): {"bind": CONTROL_DIR, "mode": "ro"},
         }
@@ -203,7 +212,7 @@ class ClientPool:
         if spec.program_mount:  # the user's program (client wire protocol), read-only
             binds[spec.program_mount] = {"bind": PROGRAM_DIR, "mode": "ro"}
         env = {
-            "PYTHONPATH": "/opt/zkjepsen/src:/opt/zkjepsen/site:/opt/zkjepsen/user",
+            "PYTHONPATH": f"{SRC_DIR}:{SITE_DIR}:/opt/zkjepsen/user",
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONUNBUFFERED": "1",
         }
@@ -232,7 +241,7 @@ class ClientPool:
             host_config=host_config,
             networking_config=net,
         )["Id"]
-        self.files.attach(cid, binds, out=[OUT_DIR], static={str(SRC_ROOT), *code}, live=True)
+        self.files.attach(cid, binds, out=[OUT_DIR], static={str(PACKAGE_DIR), *code}, live=True)
         api.start(cid)
         c = self.docker.containers.get(cid)
         return ClientHandle(n, where.ip, spec.hosts, c, run_id, image, str(faketime), self.files)
