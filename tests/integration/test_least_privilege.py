@@ -27,7 +27,7 @@ from kazoo.client import KazooClient
 from zkjepsen.client import seal
 from zkjepsen.client.command import program_for
 from zkjepsen.client.context import ClientContext, Recorder
-from zkjepsen.client.pool import SRC_ROOT, ClientPool
+from zkjepsen.client.pool import SRC_DIR, ClientPool, package_bind
 from zkjepsen.client.spec import ClientSpec
 from zkjepsen.harness import resources
 from zkjepsen.nemesis.partition import chain_name
@@ -219,10 +219,8 @@ def test_the_recorder_starts_and_kills_its_program_with_its_caps_alone(
         zk_image,
         entrypoint=["sleep", "infinity"],
         labels=resources.labels("zkj-test-seal", "client"),
-        environment={"PYTHONPATH": "/opt/zkjepsen/src"},
-        host_config=api.create_host_config(
-            binds={str(SRC_ROOT): {"bind": "/opt/zkjepsen/src", "mode": "ro"}}, **config
-        ),
+        environment={"PYTHONPATH": SRC_DIR},
+        host_config=api.create_host_config(binds=package_bind(), **config),
     )["Id"]
     try:
         api.start(cid)
