@@ -5,10 +5,11 @@ Two clients run `subjects.hostile:Hostile` (behind the wire protocol, as the Pyt
 child of the recorder), whose attacker thread keeps running `iptables -F`, `-X` and `-P
 ACCEPT`, probes every server, tries to append to every other history it can see, and attacks
 its own recorder: it opens its history for writing and appending, truncates, renames and
-deletes it, writes through the recorder's /proc descriptors and memory, signals it, and opens a
-raw ICMP and a packet socket. Every one of these is refused for want of a right (EACCES/EPERM),
-from the program's own unprivileged uid with no capability, and it can write nowhere but its
-memory-backed scratch. While `isolate-client` holds client 1, the servers stay unreachable
+deletes it, writes through the recorder's /proc descriptors and memory, reads its environment,
+signals it, and opens a raw ICMP and a packet socket. Every one of these is refused for want of
+a right (EACCES/EPERM), from the program's own unprivileged uid with no capability, and it can
+write nowhere but its memory-backed scratch; client 2's wire proxy (in its recorder) refuses
+its program's commands. While `isolate-client` holds client 1, the servers stay unreachable
 from it, its iptables commands fail, and the run's chain stays in its netns; after the heal it
 reaches them again (so the probe itself works). No client sees, let alone writes, another
 client's files, and each history holds its own client's records.
@@ -98,6 +99,7 @@ def hostile(ensemble3, tmp_path, monkeypatch):
                 t0_ns=t0,
                 seed=1,
                 command=list(program_for(RECIPE, "lock").argv),  # the Python driver
+                proxy=i == 2,  # a wire proxy in the recorder, which its program cannot command
             )
             for i in (1, 2)
         ]
@@ -126,6 +128,7 @@ def test_client_cannot_undo_its_isolation_or_write_others_histories(hostile):
     assert all(rc != 0 for rc in base[-1]["iptables_rc"]), "client 1 may change iptables"
     for c in (1, 2):
         _assert_sealed(_attacks(pool, c), c)
+    assert {a["proxy"] for a in _attacks(pool, 2)} == {"refused"}, "its proxy obeys the nemesis"
     code, mounts = pool.handle(1).exec(["cat", "/proc/mounts"])
     kinds = {line.split()[1]: line.split()[2] for line in mounts.splitlines()}
     assert code == 0 and all(kinds.get(d) == "tmpfs" for d in SCRATCH), kinds

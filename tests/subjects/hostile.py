@@ -3,8 +3,9 @@ recipe is built, a thread keeps running `iptables -F`/`-X`/`-P ... ACCEPT` (to u
 fault), probes every server's client port, and tries to append to every client history it can
 find besides its own (and to open the start barrier). Each round it also attacks its own
 recorder (`_against_recorder`): it opens its own history for writing, appending, truncates,
-renames and deletes it, writes through the recorder's descriptors and memory in /proc, signals
-it, and opens a raw ICMP and a packet socket. It records what it tried and what happened (`ok`,
+renames and deletes it, writes through the recorder's descriptors and memory in /proc, reads
+its environment, signals it, opens a raw ICMP and a packet socket, and tells its wire proxy
+(if any) to heal. It records what it tried and what happened (`ok`,
 or the errno's name) in its scratch `/tmp/attack.jsonl`, which
 tests/integration/test_least_privilege.py reads through `docker exec`.
 
@@ -123,6 +124,7 @@ def _against_recorder(history: str) -> dict:
         "rename": _try(lambda: _rename_and_back(history)),
         "recorder-fds": _try(lambda: _recorder_fds(recorder)),
         "recorder-mem": _try(lambda: _open_close(f"/proc/{recorder}/mem", "r+b")),
+        "recorder-environ": _try(lambda: _open_close(f"/proc/{recorder}/environ", "rb")),
         "signal-recorder": _try(lambda: os.kill(recorder, 0)),
         "signal-pid1": _try(lambda: os.kill(1, signal.SIGCONT)),
         "raw-icmp": _try(lambda: _sock(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)),
@@ -130,6 +132,17 @@ def _against_recorder(history: str) -> dict:
         "unlink": _try(lambda: os.unlink(history)),  # last: where it works, the rest is moot
     }
     return out
+
+
+def _command_proxy() -> str:
+    """Heal whatever the nemesis armed in this client's wire proxy (when it has one): 'ok',
+    'refused' (the proxy wants the nemesis's token), or the errno's name (no proxy here)."""
+    try:
+        with socket.create_connection(("127.0.0.1", 7181), timeout=1) as s:
+            s.sendall(b'{"fault": "heal"}\n')
+            return "ok" if json.loads(s.makefile("rb").readline()).get("ok") else "refused"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno)) if e.errno else type(e).__name__
 
 
 def _caps() -> str:
@@ -146,6 +159,7 @@ def _attack(hosts: str, own: str) -> None:
             "uid": os.getuid(),
             "cap_eff": _caps(),
             "recorder": _against_recorder(own),
+            "proxy": _command_proxy(),
             "writable": [w for w in WRITE_PROBES if _try(lambda w=w: _writable(w)) == "ok"],
             "iptables_rc": rcs,
             "reachable": _reachable(hosts),

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 from zkjepsen.client.context import ClientContext, Recorder
-from zkjepsen.client.spec import ClientSpec
+from zkjepsen.client.spec import PROXY_TOKEN_ENV, ClientSpec
 
 
 def _next_process(path: Path, client: int, nclients: int) -> int:
@@ -110,7 +110,7 @@ def program_environment(spec: ClientSpec) -> dict[str, str]:
     return {**env, **spec.env, **spec.program_env}
 
 
-def start_proxy(hosts: str, out_dir: str) -> str:
+def start_proxy(hosts: str, out_dir: str, token: str = "") -> str:
     """Start a ZooKeeper wire proxy in this process (control port on every address, what it did
     appended to `<out_dir>/proxy-events.jsonl`) and return the connect string through it."""
     from zkjepsen.client.zkproxy import ZkProxy
@@ -123,19 +123,23 @@ def start_proxy(hosts: str, out_dir: str) -> str:
             events.write(json.dumps(e) + "\n")
 
     proxy = ZkProxy(hosts.split(","), base_port=0, events=note).start()
-    proxy.serve_control()
+    proxy.serve_control(token=token)
     return proxy.connect_string()
 
 
 def main(spec_path: str) -> int:
+    import os
+
     spec = ClientSpec.load(spec_path)
+    # Out of our environment before anything starts the program, which inherits the rest.
+    token = os.environ.pop(PROXY_TOKEN_ENV, "")
     logging.basicConfig(
         level=logging.WARNING,
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if spec.proxy:  # the program / kazoo then reach the servers only through it
-        spec = dataclasses.replace(spec, hosts=start_proxy(spec.hosts, spec.out))
+        spec = dataclasses.replace(spec, hosts=start_proxy(spec.hosts, spec.out, token))
     if spec.command:
         rec = Recorder(str(spec.history_file), spec.t0_ns, spec.client, spec.nclients)
         rec.process = _next_process(spec.history_file, spec.client, spec.nclients)

@@ -18,6 +18,7 @@ the specs come read-only from the run's control directory (`/control`).
 from __future__ import annotations
 
 import dataclasses
+import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ import kazoo
 import zkjepsen
 from zkjepsen.client import seal
 from zkjepsen.client.command import PROGRAM_DIR
-from zkjepsen.client.spec import CONTROL_DIR, OUT_DIR, ClientSpec
+from zkjepsen.client.spec import CONTROL_DIR, OUT_DIR, PROXY_TOKEN_ENV, ClientSpec
 from zkjepsen.harness import mounts, netns, resources
 from zkjepsen.harness.backend import Backend
 from zkjepsen.history.jsonl import Tailer
@@ -91,6 +92,7 @@ class ClientHandle:
     image: str = ""  # the sidecars' image: the client's own, so it has iptables
     faketime_file: str = ""  # on the host: its program's libfaketime control file
     files: mounts.Files | None = None  # puts a rewritten control file into the containers
+    proxy_token: str = ""  # its wire proxy obeys commands that carry it (nemesis/proxy.py)
 
     @property
     def name(self) -> str:
@@ -129,7 +131,11 @@ class ClientHandle:
 
     def exec(self, argv: list[str]) -> tuple[int, str]:
         """argv inside the client, with its program's rights (its uid, no capability)."""
-        res = self.container.exec_run(argv, user=f"{seal.PROGRAM_UID}:{seal.PROGRAM_UID}")
+        res = self.container.exec_run(
+            argv,
+            user=f"{seal.PROGRAM_UID}:{seal.PROGRAM_UID}",
+            environment={PROXY_TOKEN_ENV: ""},  # its program could read it in /proc
+        )
         return res.exit_code, (res.output or b"").decode(errors="replace")
 
     def net_exec(self, argv: list[str]) -> tuple[int, str]:
@@ -154,6 +160,10 @@ class ClientPool:
         # The backend's: bind mounts, or copies through the engine's API (harness/mounts.py).
         self.files: mounts.Files = getattr(backend, "files", None) or mounts.Files(self.docker)
         self.handles: list[ClientHandle] = []
+        # The proxies' control token: in the containers' environment, which the recorder takes
+        # out of its own before it starts the program (client/main.py); not in the specs, which
+        # the program can read.
+        self.proxy_token = secrets.token_hex(16)
 
     def start(self, specs: list[ClientSpec]) -> list[ClientHandle]:
         """Start one container per spec, all at once. A client whose spec has a `start_file`
@@ -217,6 +227,7 @@ class ClientPool:
             "PYTHONUNBUFFERED": "1",
         }
         env.update(spec.env)
+        env[PROXY_TOKEN_ENV] = self.proxy_token
         host_config = api.create_host_config(
             binds=self.files.binds(binds),
             **netns.limits(netns.CLIENT_MEMORY, netns.CLIENT_PIDS),
@@ -244,7 +255,9 @@ class ClientPool:
         self.files.attach(cid, binds, out=[OUT_DIR], static={str(PACKAGE_DIR), *code}, live=True)
         api.start(cid)
         c = self.docker.containers.get(cid)
-        return ClientHandle(n, where.ip, spec.hosts, c, run_id, image, str(faketime), self.files)
+        return ClientHandle(
+            n, where.ip, spec.hosts, c, run_id, image, str(faketime), self.files, self.proxy_token
+        )
 
     def handle(self, index: int) -> ClientHandle:
         return next(h for h in self.handles if h.index == index)

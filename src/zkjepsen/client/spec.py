@@ -14,6 +14,8 @@ from typing import Any
 
 OUT_DIR = "/out"  # where a client container sees its own output directory (read-write)
 CONTROL_DIR = "/control"  # the run's control files (start barrier, specs), read-only
+# The wire proxy's control token, in the client container's environment (client/pool.py).
+PROXY_TOKEN_ENV = "ZKJEPSEN_PROXY_TOKEN"
 
 
 @dataclass(frozen=True)
