@@ -18,6 +18,10 @@ not be able to rewrite what the recorder wrote, stop or trace the recorder, or u
   packet socket opens (they would bypass the iptables rules that isolate a client); without
   NET_ADMIN no iptables rule changes; a different uid without CAP_KILL and CAP_SYS_PTRACE can
   neither signal nor trace the recorder, nor open its memory or file descriptors in /proc.
+- A wire proxy (`proxy = true`) runs in the recorder, and its control port is in the program's
+  network namespace: it obeys only commands carrying the run's token, which reaches the
+  recorder in its environment and is taken out of it before the program starts (client/main.py;
+  the recorder's /proc environ is closed to the program's uid).
 - The program can write only to small memory-backed scratch directories (`SCRATCH`: its HOME
   and TMPDIR are /tmp): nothing it writes reaches the disk the history is on, and it counts
   against the container's memory limit.
