@@ -158,13 +158,16 @@ def _require_shared_files(docker, image: str, run_id: str) -> None:
 
 def in_container(argv: list[str], image: str, run_id: str, client_dir: str | None) -> list[str]:
     """`docker run -i` of argv in the client image, mounted as client/pool.py mounts a run's
-    clients (our package and kazoo read-only, the program's directory read-only); host network,
-    which reaches the ensemble's bridge addresses."""
+    clients (our package and kazoo read-only, the program's directory read-only) and confined
+    as a run's program is (client/seal.py: its uid, no capability); host network, which reaches
+    the ensemble's bridge addresses."""
+    from zkjepsen.client import seal
     from zkjepsen.client.command import PROGRAM_DIR
     from zkjepsen.client.pool import KAZOO_DIR, SITE_DIR, SRC_DIR, package_bind
     from zkjepsen.harness import resources
 
     out = ["docker", "run", "--rm", "-i", "--network", "host", "--entrypoint", argv[0]]
+    out += seal.docker_run_args()
     for k, v in resources.labels(run_id, "client-check").items():
         out += ["--label", f"{k}={v}"]
     ((pkg, bind),) = package_bind().items()
