@@ -1,7 +1,8 @@
 """Interrupted runs leave nothing behind and stay analyzable: N `zkjepsen test` runs, each sent
-SIGINT or SIGTERM at a random moment (during start-up, the main phase with faults active, or
-the teardown), some with a second signal 0.1-1 s after the first; then a tally of what the
-engine and the host still hold of each run and how many `zkjepsen analyze` could judge.
+SIGINT or SIGTERM at a random moment (during start-up, the main phase with faults active, the
+teardown, or the check and reports after it), some with a second signal 0.1-1 s after the
+first; then a tally of what the engine and the host still hold of each run and how many
+`zkjepsen analyze` could judge.
 
     .venv/bin/python benchmarks/interrupts.py [--runs 20] [--parallel 2] [--seed 1]
 
@@ -30,7 +31,7 @@ CONFIG = """recovery_s = 1.0
 interval_s = 1.5
 fault_duration_s = 2.0
 """
-MOMENTS = ("startup", "main", "teardown")
+MOMENTS = ("startup", "main", "teardown", "report")
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Outcome:
     analyzable: bool | None = None  # None: no run dir (interrupted before it existed)
     verdict_code: int | None = None
     notes: list[str] = field(default_factory=list)
+    stderr: str = ""
 
     @property
     def clean(self) -> bool:
@@ -124,7 +126,12 @@ def interrupted_run(
         stderr=subprocess.PIPE,
         text=True,
     )
-    anchor = {"startup": None, "main": r"clients started", "teardown": r"tearing down"}[moment]
+    anchor = {
+        "startup": None,
+        "main": r"clients started",
+        "teardown": r"tearing down",
+        "report": r"ensemble torn down",  # the check and the reports follow
+    }[moment]
     if anchor and not _wait_for(store, anchor, proc, 120):
         out.notes.append(f"never reached {moment!r}")
     time.sleep(delay_s)
@@ -146,6 +153,7 @@ def interrupted_run(
         out.notes.append("did not exit within 240 s of the signal")
     out.returncode = proc.returncode
     out.message = (err.strip().splitlines() or [""])[-1]
+    out.stderr = err
     if "Traceback" in err:
         out.notes.append("traceback on stderr")
     m = re.search(r"run (zkj-\S+): starting", _run_log(store))
@@ -188,6 +196,7 @@ def plan(n: int, rng: random.Random) -> list[dict]:
             "startup": rng.uniform(0.5, 9.0),
             "main": rng.uniform(0.0, 6.0),
             "teardown": rng.uniform(0.0, 1.5),
+            "report": rng.uniform(0.0, 0.5),
         }[moment]
         runs.append(
             {

@@ -54,3 +54,23 @@ def render_reports(run, history) -> None:
     except Exception as e:  # noqa: BLE001 - reports are evidence, not the verdict
         with RunDir(run.store_dir).run_log.open("a") as f:
             f.write(f"report rendering failed: {e}\n")
+
+
+def finish_report(run, history) -> list[str]:
+    """What an interrupted run's folder lacks, written now by `analyze`: results.json (only when
+    there is none: a stored verdict is never overwritten, `analyze` compares with it) and the
+    reports. Returns the names written; none when the folder is read-only (a corpus copy)."""
+    from zkjepsen.store import REPORTS
+    from zkjepsen.writable import can_create_in
+
+    d = RunDir(run.store_dir)
+    _, missing = d.inventory()
+    todo = [n for n in missing if n == "results.json" or n in REPORTS]
+    if not todo or not can_create_in(str(d.path)):
+        return []
+    if "results.json" in todo:
+        d.save_results(run.results)
+    if any(n in REPORTS for n in todo):
+        render_reports(run, history)
+    _, still = d.inventory()
+    return [n for n in todo if n not in still]

@@ -34,3 +34,4 @@ class Teardown:
     run_id: str | None
     store_dir: Path
     left: list[str]  # what the engine still has of this run (empty: all removed)
+    phase: str = ""  # where the run was when interrupted ("main phase", "check", "report"...)

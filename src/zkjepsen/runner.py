@@ -130,6 +130,7 @@ def run_test(
     server_image, client_image = provide_images(engine, spec)
     info = backend_info(spec.backend)
     teardown: Teardown | None = None
+    phase = ["setup"]  # where the run is: the watchdog's message, and an interrupt's
     try:
         with signals.teardown_on_signals():
             run_dir = new_run_dir(spec.test_name, store_root)
@@ -147,7 +148,6 @@ def run_test(
             )
             teardown = Teardown(ens.run_id, run_dir.path, [])
             budget = watchdog_budget(spec, info.ready_timeout_s)
-            phase = ["setup"]
             stats: dict[str, Any] = {}
             try:
                 with signals.deadline(
@@ -183,6 +183,9 @@ def run_test(
                     # Whatever happened, the clients' files are merged now, so an interrupted
                     # run has a history.jsonl for `analyze` like a finished one.
                     records = _write_history(run_dir)
+            # Still guarded: a signal during the check or the reports says where the run's
+            # folder is and what in it is complete, instead of a silent 143.
+            return _judge(spec, run_dir, records, stats, log, phase)
     except signals.RunTimeout as e:
         left = f"; left behind: {', '.join(teardown.left)}" if teardown and teardown.left else ""
         raise errors.EnvironmentProblem(
@@ -190,10 +193,19 @@ def run_test(
             f"{teardown.store_dir if teardown else ''}`"
         ) from None
     except BaseException as e:
+        if teardown is not None:
+            teardown.phase = phase[0]
+            if phase[0] in ("check", "report"):
+                log(f"stopped in {phase[0]} by {type(e).__name__}: {e}".rstrip(": "))
         e.teardown = teardown  # type: ignore[attr-defined] - read by the CLI's message
         raise
+
+
+def _judge(spec: TestSpec, run_dir: RunDir, records, stats, log, phase: list[str]) -> RunResult:
+    """After the teardown: the verdict (results.json), then the reports."""
     from zkjepsen.history import History, Op
 
+    phase[0] = "check"
     history = History([Op.from_dict(r) for r in records])
     store_dir = run_dir.path
     result = check_history(history, spec, store_dir)
@@ -201,6 +213,7 @@ def run_test(
     stats.update(history_stats(records))
     log(f"verdict: {result['valid']} ({len(records)} history records)")
     run = RunResult(spec, store_dir, result["valid"], result, stats)
+    phase[0] = "report"
     render_reports(run, history)
     return run
 

@@ -49,6 +49,35 @@ def _str(name: str, v: Any, optional: bool = False) -> str | None:
     return v
 
 
+def _fault_names(v: Any) -> list[str]:
+    """The nemesis as a list of names. An empty one (`--nemesis ""`, `nemesis = []`, a stray
+    comma) is refused, not read as `none`: a typo must not turn a fault run into a quiet one."""
+    given = v
+    if isinstance(v, str):
+        v = v.split(",")
+    if not isinstance(v, list) or not all(isinstance(n, str) for n in v):
+        raise BadInput(f"nemesis must be a list of fault names, not {given!r}")
+    names = [n.strip() for n in v]
+    if not names or not all(names):
+        raise BadInput(
+            f"nemesis {given!r} has an empty fault name; give one or more names separated by "
+            "commas (`zkjepsen list nemeses`), or none for a run without faults"
+        )
+    return names
+
+
+DEFAULT_CLIENTS = 10
+
+
+def default_clients(recipe: str) -> int:
+    """How many clients a test of `recipe` runs unless told: the recipe's own default (an
+    unfair lock has fewer, so a plain run exercises every client), else 10."""
+    from zkjepsen.recipes import RECIPES
+
+    info = RECIPES.get(recipe)
+    return (info.clients if info is not None else None) or DEFAULT_CLIENTS
+
+
 @dataclass
 class TestSpec:
     """One test, serialisable (test.json). Names are resolved by `runner.resolve`."""
@@ -58,7 +87,7 @@ class TestSpec:
     workload: str = "lock"
     nemesis: list[str] = field(default_factory=lambda: ["none"])
     nodes: int = 5
-    clients: int = 10
+    clients: int | None = None  # None: the recipe's default (an int after __post_init__)
     time_limit_s: float = 60.0
     recovery_s: float = 10.0
     session_timeout_s: float = 4.0
@@ -90,12 +119,10 @@ class TestSpec:
     def __post_init__(self) -> None:
         _str("recipe", self.recipe)
         _str("workload", self.workload)
-        if isinstance(self.nemesis, str):
-            self.nemesis = [n.strip() for n in self.nemesis.split(",") if n.strip()]
-        if not isinstance(self.nemesis, list) or not all(isinstance(n, str) for n in self.nemesis):
-            raise BadInput(f"nemesis must be a list of fault names, not {self.nemesis!r}")
-        self.nemesis = self.nemesis or ["none"]
+        self.nemesis = _fault_names(self.nemesis)
         _int("nodes", self.nodes, 1, 9)
+        if self.clients is None:
+            self.clients = default_clients(self.recipe)
         _int("clients", self.clients, 1, 100)
         _int("tick_ms", self.tick_ms, 50, 10_000)
         self.time_limit_s = _seconds("time limit", self.time_limit_s, 0, MAX_TIME_S)

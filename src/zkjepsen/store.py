@@ -17,6 +17,9 @@ from zkjepsen.errors import BadInput
 from zkjepsen.spec import TestSpec
 
 DEFAULT_ROOT = Path(os.environ.get("ZKJEPSEN_STORE", "store"))
+REPORTS = ("timeline.html", "latency.png", "rate.png")
+# What a run that ran to its end has, in the order it writes them.
+FINISHED_FILES = ("test.json", "history.jsonl", "results.json", *REPORTS)
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,12 @@ class RunDir:
         """What `history.jsonl` is merged from."""
         return [*self.client_histories(), self.nemesis_log]
 
+    def inventory(self) -> tuple[list[str], list[str]]:
+        """Which of a finished run's files this folder has, and which it lacks (an interrupted
+        run: `analyze` writes the missing ones). Each is written whole or not at all."""
+        present = [n for n in FINISHED_FILES if (self.path / n).exists()]
+        return present, [n for n in FINISHED_FILES if n not in present]
+
     def save_spec(self, spec: TestSpec) -> None:
         _write_json(self.test_json, spec.to_json())
 
@@ -89,20 +98,12 @@ def _read_json(path: Path, what: str) -> Any:
 
 
 def check_root(root: Path | None) -> Path:
-    """The store root, usable: an existing directory we can write into, or creatable."""
+    """The store root, usable: an existing directory we can write into, or creatable (tried
+    with a probe file, not `os.access`, which says yes to root on /proc: zkjepsen/writable.py)."""
+    from zkjepsen.writable import check_directory
+
     root = Path(root or DEFAULT_ROOT)
-    probe = root
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if not probe.is_dir():
-        raise BadInput(
-            f"store path {root} is not a directory ({probe} is a file); give --store a directory"
-        )
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise BadInput(
-            f"store path {root} is not writable ({probe}); give --store a "
-            "directory you can write to"
-        )
+    check_directory(root, "store path", "give --store a directory you can write to")
     return root
 
 
@@ -151,6 +152,26 @@ def check_faults(faults: list[Any], source: Path) -> None:
             )
 
 
+VERDICTS = (True, False, "unknown")
+
+
+def check_verdicts(results: dict[str, Any], path: Path, where: str = "") -> None:
+    """Every `valid` in a stored results table (the run's, and each checker's) is a verdict:
+    a hand-edited or foreign file must not be read as some verdict it never stated."""
+    field = f"{where}valid"
+    if "valid" not in results and not where:
+        raise BadInput(f"{path} has no field 'valid'; it was not written by zkjepsen")
+    v = results.get("valid")
+    if "valid" in results and (v.__class__ not in (bool, str) or v not in VERDICTS):
+        raise BadInput(
+            f'{path}: field {field!r} is {json.dumps(v)}, not true, false or "unknown"; '
+            "remove the file to have `zkjepsen analyze` check the history again"
+        )
+    for name, part in results.items():
+        if isinstance(part, dict) and "valid" in part:
+            check_verdicts(part, path, f"{where}{name}.")
+
+
 @dataclass
 class StoredRun:
     """A run read back from the store. `history()` merges the clients' own files when the run
@@ -190,6 +211,8 @@ class StoredRun:
         results = _read_json(d.results, "results.json") if d.results.exists() else None
         if results is not None and not isinstance(results, dict):
             raise BadInput(f"{d.results} is not a results table; re-run `zkjepsen analyze`")
+        if results is not None:
+            check_verdicts(results, d.results)
         return cls(d, spec, schedule, results)
 
     def history(self):

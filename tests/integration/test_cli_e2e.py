@@ -23,24 +23,29 @@ def zkj(*argv: str, timeout: float = 240) -> subprocess.CompletedProcess:
     )
 
 
-def store_dir(store: Path) -> Path:
-    (latest,) = store.glob("*/latest")
-    return latest.resolve()
-
-
-def test_valid_run_exits_0_and_analyze_reproduces_it(tmp_path, zk_image):
-    out = zkj(
+def lock_run(recipe: str, store: Path) -> subprocess.CompletedProcess:
+    """A small `lock` run of `recipe` with no fault."""
+    return zkj(
         "test",
         "--recipe",
-        "kazoo",
+        recipe,
         "--workload",
         "lock",
         "--nemesis",
         "none",
         *SMALL,
         "--store",
-        str(tmp_path),
+        str(store),
     )
+
+
+def store_dir(store: Path) -> Path:
+    (latest,) = store.glob("*/latest")
+    return latest.resolve()
+
+
+def test_valid_run_exits_0_and_analyze_reproduces_it(tmp_path, zk_image):
+    out = lock_run("kazoo", tmp_path)
     assert out.returncode == 0, out.stderr
     run = store_dir(tmp_path)
     for name in (
@@ -61,18 +66,7 @@ def test_valid_run_exits_0_and_analyze_reproduces_it(tmp_path, zk_image):
 
 
 def test_broken_recipe_exits_1_naming_the_violation(tmp_path, zk_image):
-    out = zkj(
-        "test",
-        "--recipe",
-        "subjects.nolock:NoLock",
-        "--workload",
-        "lock",
-        "--nemesis",
-        "none",
-        *SMALL,
-        "--store",
-        str(tmp_path),
-    )
+    out = lock_run("subjects.nolock:NoLock", tmp_path)
     assert out.returncode == 1, out.stderr
     assert "INVALID" in out.stderr and "belief overlaps; first: clients" in out.stderr
     run = store_dir(tmp_path)
@@ -121,3 +115,15 @@ def test_a_named_scenario_runs_end_to_end_as_expected(tmp_path, zk_image):
     found = said[said.index("as expected: found [") :].split("]")[0]
     assert "'lock:belief'" in found and "NOT as expected" not in said
     assert "1/1 scenario runs as expected" in out.stdout
+
+
+def test_a_recipe_whose_release_raises_is_unknown_and_says_so(tmp_path, zk_image):
+    # Issue 23: release() deletes the lock node, then raises; the run was VALID, exit 0.
+    out = lock_run("subjects.raising_release:ReleaseRaises", tmp_path)
+    assert out.returncode == 2, out.stderr
+    assert "UNKNOWN" in out.stderr and "no release succeeded" in out.stderr, out.stderr
+    results = json.loads((store_dir(tmp_path) / "results.json").read_text())
+    ex = results["exercised"]
+    assert ex["releases"] > 0 and ex["releases_failed_without_fault"] == ex["releases"]
+    assert ex["first_failed_release"]["error"] == "RuntimeError"
+    assert results["lock"]["valid"] is True and results["lock"]["holds"] > 0  # it did lock

@@ -12,6 +12,7 @@ import pytest
 from kazoo.client import KazooClient
 from wire import WireProgram
 
+from zkjepsen.client import seal
 from zkjepsen.harness import resources
 from zkjepsen.recipes import RECIPES
 
@@ -53,10 +54,13 @@ def programs(ensemble3, docker_client):
             name=f"{ensemble3.run_id}-d{n}",
             labels=resources.labels(ensemble3.run_id, "client", client=n, ip=ip),
             networking_config=net,
-            host_config=api.create_host_config(),
+            host_config=api.create_host_config(**seal.host_config(runs_program=True)),
         )["Id"]
         api.start(cid)
-        prog = WireProgram.in_container(docker_client, cid, list(RECIPES[recipe].command))
+        # As a run's recorder starts it: its unprivileged uid, HOME and TMPDIR its scratch.
+        prog = WireProgram.in_container(
+            docker_client, cid, list(RECIPES[recipe].command), user=seal.PROGRAM_UID
+        )
         made.append((prog, cid))
         reply = prog.init(
             ensemble3.connect_string(),

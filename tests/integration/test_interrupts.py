@@ -218,3 +218,27 @@ def test_a_run_whose_servers_vanish_ends_promptly_with_a_sentence(
     flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
     assert docker_client.containers.list(all=True, filters=flt, ignore_removed=True) == []
     assert not (resources.SCRATCH_ROOT / run_id).exists()
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_a_signal_after_the_teardown_says_where_the_folder_is_and_analyze_finishes_it(
+    sig, code, docker_client, zk_image, tmp_path
+):
+    """Sent as soon as run.log says "ensemble torn down": the check and the reports were cut
+    short. Before, SIGTERM there ended the process silently (143, no latency.png or rate.png)
+    and SIGINT said only "zkjepsen: interrupted."."""
+    out = _bench().interrupted_run(
+        docker_client, tmp_path, sig, "report", 0.0, None, nemesis="none", time_limit=3
+    )
+    if "exited before the signal" in out.notes:
+        pytest.skip("the run finished its reports before the signal landed")
+    assert out.returncode == code and "Traceback" not in out.stderr, out
+    (run_dir,) = (tmp_path / "store").glob("*/latest")
+    folder = str(run_dir.resolve())
+    assert f"its folder {folder} has test.json, history.jsonl" in out.message, out.message
+    assert f"`zkjepsen analyze {folder}` writes" in out.message, out.message
+    missing = out.message.rpartition(" writes ")[2].split(", ")
+    assert missing and set(missing) <= {"results.json", "timeline.html", "latency.png", "rate.png"}
+    assert out.analyzable, out  # and the analyze that followed wrote what was missing:
+    for name in ("results.json", "timeline.html", "latency.png", "rate.png"):
+        assert (run_dir / name).stat().st_size > 0, name

@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 from killed_runs import labelled, new_run_with_members
 
-from zkjepsen.client.pool import SRC_ROOT, client_library_binds
+from zkjepsen.client.pool import client_library_binds, package_bind
 from zkjepsen.harness import resources
 from zkjepsen.harness.backends import make_backend
 
@@ -167,7 +167,7 @@ def run_script(docker_client, pg, kind: str, tmp_path: Path) -> dict:
         host_config=api.create_host_config(
             binds={
                 # As client/pool.py mounts them in a run's client containers.
-                str(SRC_ROOT): {"bind": "/opt/zkjepsen/src", "mode": "ro"},
+                **package_bind(),
                 **client_library_binds(),
                 str(tmp_path): {"bind": "/t", "mode": "ro"},
             }

@@ -104,7 +104,7 @@ def test_the_suites_curator_holds_a_fence_through_kill_leader(other_version, sto
     assert f"ZooKeeper {other_version}" in (run.store_dir / "timeline.html").read_text()
     # Not `valid`: when a failover outlasts the session timeout (it does on a loaded machine,
     # and on 3.4, whose elections take seconds), the lock shows a belief overlap or a half-done
-    # update on every version (README, "Across ZooKeeper versions"). What must hold is the
+    # update on every version (docs/findings.md, "Across ZooKeeper versions"). What must hold is the
     # fence: the resource never took a write out of lock order, and the run held the lock
     # enough to say so.
     # (`exercised` is not asked: a client whose write hangs past 15 s in the failover makes it

@@ -13,6 +13,8 @@ import threading
 import time
 from typing import Any
 
+PROGRAM_ENV = {"HOME": "/tmp", "TMPDIR": "/tmp"}  # client/main.py's program_environment
+
 
 class WireProgram:
     def __init__(self) -> None:
@@ -37,12 +39,16 @@ class WireProgram:
         return self
 
     @classmethod
-    def in_container(cls, docker_client: Any, container_id: str, argv: list[str]) -> WireProgram:
+    def in_container(
+        cls, docker_client: Any, container_id: str, argv: list[str], user: int | None = None
+    ) -> WireProgram:
         """`docker exec -i` through the Engine API: the raw socket carries stdin one way and
-        multiplexed stdout/stderr frames (8-byte headers) the other."""
+        multiplexed stdout/stderr frames (8-byte headers) the other. `user`: as that uid (and
+        group), with HOME and TMPDIR /tmp, as a run's recorder starts its program."""
         self = cls()
         api = docker_client.api
-        ex = api.exec_create(container_id, argv, stdin=True, stdout=True, stderr=True)
+        who = {} if user is None else {"user": f"{user}:{user}", "environment": PROGRAM_ENV}
+        ex = api.exec_create(container_id, argv, stdin=True, stdout=True, stderr=True, **who)
         sock = api.exec_start(ex["Id"], socket=True)
         raw: socket.socket = getattr(sock, "_sock", sock)
         self._write = raw.sendall

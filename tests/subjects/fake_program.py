@@ -2,9 +2,9 @@
 resource. `python3 fake_program.py MODE`; MODE `good` follows the protocol, the others break it
 on purpose (docs/client-protocol.md, "Protocol faults").
 
-Modes: good | silent-init | out-of-order | junk | die-mid-answer | hang-acquire:N (the N-th
-acquire never answers) | slow-holding (answers holding after 0.3 s) | crash-write:N (exit on
-the N-th write) | junk-write:N
+Modes: good | silent-init | out-of-order | junk | endless-line | die-mid-answer |
+hang-acquire:N (the N-th acquire never answers) | slow-holding (answers holding after 0.3 s) |
+crash-write:N (exit on the N-th write) | junk-write:N
 """
 
 import json
@@ -38,6 +38,10 @@ for line in sys.stdin:
             out.write("hello, I am starting up\n")
             out.flush()
             continue
+        if mode == "endless-line":  # 4 MiB of a line that never ends, then silence
+            out.write("x" * (4 << 20))
+            out.flush()
+            time.sleep(3600)
         if mode == "die-mid-answer":
             out.write('{"in_reply_to": 1, "type": "o')
             out.flush()

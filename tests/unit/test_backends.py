@@ -100,7 +100,7 @@ def test_client_clock_faults_skew_the_program_never_the_recorder():
     py, java = program_env(3, "python"), program_env(3, "java")
     assert py["FAKETIME_TIMESTAMP_FILE"] == "/control/faketime-c3"
     assert py["FAKETIME_DONT_FAKE_MONOTONIC"] == "1"  # python3 hangs with monotonic faking
-    assert "FAKETIME_DONT_FAKE_MONOTONIC" not in java  # the JVM needs it on (FIELD-NOTES)
+    assert "FAKETIME_DONT_FAKE_MONOTONIC" not in java  # the JVM needs it on (timed waits)
     spec = ClientSpec(1, 1, "h", 4.0, "lock", "redis-setnx", 0, program_env=py)
     assert "LD_PRELOAD" not in spec.env  # the container's (the recorder's) environment
 

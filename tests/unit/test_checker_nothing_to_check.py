@@ -55,7 +55,12 @@ def test_something_to_check_still_gets_a_verdict():
         (0, "release", "/l", None, 2, 3, "ok", None, 0),
     )
     assert LockChecker().check(h).valid is True
-    assert FencingChecker().check(h).valid is True
+    fenced = calls(
+        (0, "acquire", "/l", None, 0, 1, "ok", {"token": 1}, 0),
+        (0, "write", "/r", {"token": 1}, 1, 2, "ok", None, 0),
+        (0, "release", "/l", None, 2, 3, "ok", None, 0),
+    )
+    assert FencingChecker().check(fenced).valid is True
     q = calls(
         (0, "enqueue", None, 1, 0, 1, "ok", None, None),
         (1, "dequeue", None, None, 2, 3, "ok", 1, None),
@@ -65,6 +70,31 @@ def test_something_to_check_still_gets_a_verdict():
         (0, "add", None, 1, 0, 1, "ok", None, None), (1, "read", None, None, 2, 3, "ok", 1, None)
     )
     assert CounterChecker().check(c).valid is True
+
+
+def test_fencing_with_acquires_but_no_accepted_write_is_unknown():
+    # Issue 23: acquires and releases, no write: fencing judged nothing, yet said "valid".
+    h = calls(
+        (0, "acquire", "/l", None, 0, 1, "ok", {"token": 1}, 0),
+        (0, "release", "/l", None, 2, 3, "ok", None, 0),
+        (1, "acquire", "/l", None, 4, 5, "ok", {"token": 2}, 1),
+        (1, "write", "/r", {"token": 2}, 5, 6, "fail", None, 1),
+        (1, "release", "/l", None, 7, 8, "ok", None, 1),
+    )
+    r = FencingChecker().check(h)
+    assert r.valid == "unknown"
+    assert r.details["reason"] == (
+        "no write was accepted (2 acquire(s) succeeded, 1 write(s) rejected, 0 unknown): "
+        "fencing was not tested"
+    )
+
+
+def test_a_lock_run_without_writes_has_no_fencing_checker():
+    from zkjepsen.workloads import get_workload
+
+    assert "fencing" in get_workload("lock").checkers({})
+    assert "fencing" not in get_workload("lock").checkers({"writes": 0})
+    assert "fencing" not in get_workload("rwlock").checkers({"read_frac": 1.0})
 
 
 def test_a_keyless_release_ends_the_clients_only_hold():

@@ -51,6 +51,7 @@ def test_parse_line() -> None:
         ),
         ("junk", "malformed message from the program: 'hello, I am starting up' is not JSON"),
         ("die-mid-answer", "the program died mid-answer"),
+        ("endless-line", "the program sent a line longer than 1 MiB"),
     ],
 )
 def test_conformance_names_what_a_broken_program_got_wrong(mode: str, sentence: str) -> None:
@@ -259,3 +260,36 @@ def test_time_frozen_with_the_container_does_not_count_as_a_hang(monkeypatch) ->
         assert r.ok and r.value is False
     finally:
         p.kill()
+
+
+def test_a_program_other_users_cannot_read_is_refused_up_front(tmp_path: Path) -> None:
+    """The program runs as an unprivileged user in its container (client/seal.py): a private
+    --client-dir or exec:PATH would fail there, so it is bad input here."""
+    from types import SimpleNamespace
+
+    from zkjepsen.client.command import validate_program
+    from zkjepsen.errors import BadInput
+
+    def spec(recipe: str, client_cmd=None, client_dir=None):
+        return SimpleNamespace(
+            recipe=recipe, client_cmd=client_cmd, client_dir=client_dir, workload="lock",
+            client_mode="protocol",
+        )  # fmt: skip
+
+    where = tmp_path / "program"
+    where.mkdir(mode=0o755)
+    where.chmod(0o755)  # whatever the umask
+    exe = where / "driver"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    validate_program(spec(f"exec:{exe}"))
+    validate_program(spec("exec", "sh driver", str(where)))
+    exe.chmod(0o750)
+    with pytest.raises(BadInput, match="driver is not readable by other users.*chmod o\\+rx"):
+        validate_program(spec(f"exec:{exe}"))
+    where.chmod(0o700)
+    try:
+        with pytest.raises(BadInput, match="not readable by other users"):
+            validate_program(spec("exec", "sh driver", str(where)))
+    finally:
+        where.chmod(0o755)

@@ -1,4 +1,4 @@
-"""The rules of the house (../shared/DESIGN.md), checked on the source with `ast`:
+"""The rules of the house (docs/architecture.md), checked on the source with `ast`:
 no import cycles, no library module importing the CLI, no private name imported across modules,
 and no module much over 400 lines."""
 

@@ -8,17 +8,20 @@ from types import SimpleNamespace
 
 import pytest
 
-from zkjepsen.client.zkproxy import ZkProxy
+from zkjepsen.client.zkproxy import ZkProxy, command
 from zkjepsen.errors import BadInput
 from zkjepsen.nemesis import NemesisError
 from zkjepsen.nemesis.faults import FAULTS, NEMESES
 from zkjepsen.spec import TestSpec, validate_spec
 
+TOKEN = "s3cret"
+CTX = SimpleNamespace(client=lambda name: SimpleNamespace(proxy_token=TOKEN))
+
 
 @pytest.fixture
 def proxy():
     p = ZkProxy(["127.0.0.1:1"], base_port=0).start()
-    p.serve_control("127.0.0.1", 0)
+    p.serve_control("127.0.0.1", 0, token=TOKEN)
     yield p, f"127.0.0.1:{p.listeners_control.getsockname()[1]}"
     p.stop()
 
@@ -48,14 +51,25 @@ def test_apply_arms_the_proxy_and_undo_disarms_it(proxy):
     p, control = proxy
     kind = FAULTS["proxy-lose-create"]
     detail = {"command": {"fault": "lose-create-reply", "n": 2}, "control": control}
-    kind.apply(None, ["c1"], detail)
+    kind.apply(CTX, ["c1"], detail)
     assert p.plan.lose_create_reply == 2
-    kind.undo(None, ["c1"], detail)
+    kind.undo(CTX, ["c1"], detail)
     assert p.plan.lose_create_reply is None
     with pytest.raises(NemesisError, match="refused"):
-        kind.apply(None, ["c1"], {"command": {"fault": "nonsense"}, "control": control})
+        kind.apply(CTX, ["c1"], {"command": {"fault": "nonsense"}, "control": control})
     with pytest.raises(NemesisError, match="proxy = true"):
-        kind.apply(None, ["c1"], {**detail, "control": "127.0.0.1:1"})
+        kind.apply(CTX, ["c1"], {**detail, "control": "127.0.0.1:1"})
+
+
+def test_only_the_nemesis_commands_the_proxy(proxy):
+    """The program under test shares the proxy's network namespace: without the token (which
+    it never sees) it cannot arm a fault on itself, nor heal one."""
+    p, control = proxy
+    for token in ("", "guess"):
+        answer = command(control, {"fault": "drop-pings"}, token=token)
+        assert answer == {"ok": False, "error": "not the nemesis (no or wrong token)"}
+    assert not p.plan.drop_pings
+    assert command(control, {"fault": "drop-pings"}, token=TOKEN)["ok"] and p.plan.drop_pings
 
 
 def test_a_proxy_fault_needs_the_proxy():

@@ -46,6 +46,8 @@ def incomplete(v: dict[str, Any]) -> bool:
 
 
 class AtomicityChecker:
+    KINDS = (KIND,)
+
     def __init__(
         self,
         acquire: Iterable[str] = ("acquire",),

@@ -40,6 +40,8 @@ def client_number(target: Any) -> Any:
 
 
 class BarrierChecker:
+    KINDS = ("early-pass", "stuck")
+
     def __init__(self, n: int | None = None, grace_s: float = 5.0, max_reported: int = 50) -> None:
         self.n = n
         self.grace_ns = int(grace_s * S)

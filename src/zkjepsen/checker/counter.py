@@ -19,6 +19,8 @@ from zkjepsen.history import History
 
 
 class CounterChecker:
+    KINDS = ("read-out-of-bounds", "lost")
+
     def __init__(self, add: str = "add", read: str = "read", max_reported: int = 50) -> None:
         self.add, self.read, self.max_reported = add, read, max_reported
 

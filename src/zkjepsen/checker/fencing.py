@@ -24,6 +24,8 @@ from zkjepsen.history.stream import paused_gc
 
 
 class FencingChecker:
+    KINDS = ("backwards", "reused-token", "foreign-token")
+
     def __init__(
         self,
         acquire: Iterable[str] = ("acquire",),
@@ -132,16 +134,18 @@ class FencingChecker:
                 "foreign-token": len(foreign),
             }
             return Result(False, details, violations, counts={k: n for k, n in counts.items() if n})
-        if not obs.writes and all(h.maybe for h in obs.holds):
-            # No token was granted and none reached the resource: lock order was not tested.
-            return Result(
-                "unknown",
-                {
-                    **details,
-                    "reason": "no acquire succeeded and no write "
-                    "was accepted: fencing was not tested",
-                },
+        if not obs.writes:
+            # Fencing is judged on what the resource accepted: with no accepted write there is
+            # no order to judge, however many tokens were granted (a history of acquires and
+            # releases only, or a run whose every write was refused or lost).
+            granted_n = sum(not h.maybe for h in obs.holds)
+            why = (
+                f"no write was accepted ({granted_n} acquire(s) succeeded, "
+                f"{obs.rejected_writes} write(s) rejected, {obs.unknown_writes} unknown)"
+                if granted_n
+                else "no acquire succeeded and no write was accepted"
             )
+            return Result("unknown", {**details, "reason": why + ": fencing was not tested"})
         return Result(True, details)
 
 

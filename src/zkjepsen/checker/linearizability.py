@@ -237,6 +237,8 @@ class Linearizable:
     reads is `unknown` (every model accepts an empty history: nothing was tested).
     """
 
+    KINDS = ("not-linearizable",)
+
     def __init__(
         self, model: Model, time_limit: float | None = 60.0, memory_limit: int | None = 2 << 30
     ) -> None:

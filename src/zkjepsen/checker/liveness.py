@@ -17,6 +17,9 @@ pending for that whole stretch, or who kept asking all along (attempts that time
 followed by the next within `retry_gap_s`). An orphan node blocks waiters that asked before the
 heal and never ask again, or times out every attempt of those that retry; only a harness timeout
 (or the end of the run) frees them, and the grants that follow must not hide the stall.
+
+Fairness is reported, not judged: the details carry `fairness` (acquisitions and longest wait
+per client, and who starved; see fairness.py), and starvation is noted in the verdict line.
 """
 
 from __future__ import annotations
@@ -25,12 +28,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from zkjepsen.checker import Result, Violation
+from zkjepsen.checker.fairness import fairness, fault_grace_ns, starved_note
 from zkjepsen.history import NEMESIS, History, Op, fault_windows
 
 S = 1_000_000_000
 
 
 class LivenessChecker:
+    KINDS = ("stuck",)
+
     def __init__(
         self,
         acquire: Iterable[str] = ("acquire",),
@@ -53,12 +59,7 @@ class LivenessChecker:
         if not client_ops:
             return Result("unknown", {"reason": "no client ops: progress was not tested"})
         windows = fault_windows(ops)
-        timeouts = [
-            op.value.get("timeout_ms") or 0
-            for op in ops
-            if op.type == "event" and op.f == "session" and isinstance(op.value, dict)
-        ]
-        grace_ns = max(self.grace_ns, int(1.5 * max(timeouts, default=0) * 1_000_000))
+        grace_ns = fault_grace_ns(ops, self.grace_ns)
         healed = max(
             (w.end if w.end is not None else client_ops[-1].time for w in windows),
             default=client_ops[0].time,
@@ -66,6 +67,11 @@ class LivenessChecker:
         quiet_start = healed + grace_ns if windows else client_ops[0].time
         quiet_end = client_ops[-1].time
         details: dict[str, Any] = {"quiet_start": quiet_start, "quiet_end": quiet_end}
+        # Fairness is reported, not judged: a lock that lets some clients starve while others
+        # hold it still excludes and still makes progress (see fairness.py).
+        details["fairness"] = fair = fairness(ops, self.acquire, self.retry_gap_ns / S)
+        if fair["starved"]:
+            details["note"] = starved_note(fair)
         waiting = sorted(
             {
                 op.actor

@@ -119,6 +119,8 @@ class LockChecker:
     release="resign"). `fail_on` picks which findings make the verdict invalid.
     """
 
+    KINDS = ("belief", "careful", "effect")  # the violations it can report
+
     def __init__(
         self,
         acquire: Iterable[str] = ("acquire",),

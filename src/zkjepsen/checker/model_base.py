@@ -101,7 +101,7 @@ class Model:
         return None
 
     def partition(self, op: Any) -> Any:
-        """DESIGN's name: the partition an op (with `f` and `key`) belongs to."""
+        """The design's name for it: the partition an op (with `f` and `key`) belongs to."""
         return self.partition_key(op.f, op.key)
 
     def describe(self, action: Action) -> str:

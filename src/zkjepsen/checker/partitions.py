@@ -13,7 +13,7 @@ from zkjepsen.checker.wgl import LinOp
 from zkjepsen.errors import BadInput
 from zkjepsen.history import NEMESIS, Call, History, Op
 
-try:  # the compiled fast path (_fastgroup.c), built by ./run when a C compiler is there
+try:  # the compiled fast path (_fastgroup.c), built with the package (setup.py) given a C compiler
     from zkjepsen.checker._fastgroup import build as _fast_build
     from zkjepsen.checker._fastgroup import group as _fast_group
     from zkjepsen.checker._fastgroup import setup as _fast_setup

@@ -23,6 +23,8 @@ from zkjepsen.history import History
 
 
 class QueueChecker:
+    KINDS = ("duplicated", "unexpected", "lost", "fifo")
+
     def __init__(
         self,
         fifo: bool = False,

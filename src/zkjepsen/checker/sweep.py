@@ -46,7 +46,7 @@ STEPS = 512
 PROBE = 1024  # ops a long partition's sweep is first tried on
 INF = float("inf")
 
-try:  # the compiled fast path (_fastsweep.c), built by ./run when a C compiler is there
+try:  # the compiled fast path (_fastsweep.c), built with the package (setup.py) given a C compiler
     from zkjepsen.checker._fastsweep import decide as _fast_decide
     from zkjepsen.checker._fastsweep import setup as _fast_setup
 except ImportError:  # pragma: no cover - the pure-Python path below gives the same answers

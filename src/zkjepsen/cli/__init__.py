@@ -25,19 +25,40 @@ def exit_interrupted(message: str, code: int) -> None:
 
 def interrupted_message(e: BaseException, what: str = "interrupted") -> str:
     """What an interrupt left: the runner attaches `.teardown` (run id, store, what the engine
-    still has of the run, asked after the teardown) to the exception that ended the run."""
+    still has of the run, asked after the teardown, and the phase) to the exception that ended
+    the run; the run's folder says what in it is complete."""
     td = getattr(e, "teardown", None) or getattr(e.__cause__, "teardown", None)
+    # cli/matrix.py: the matrix's own store (click wraps a KeyboardInterrupt in an Abort)
+    matrix = getattr(e, "matrix_note", None) or getattr(e.__cause__, "matrix_note", None)
     if td is None:
-        return f"zkjepsen: {what}."
+        return f"zkjepsen: {what}" + (f"; {matrix}." if matrix else ".")
+    during = f" during the {td.phase}" if td.phase else ""
     if td.left:
-        return (
-            f"zkjepsen: {what}; run {td.run_id} left {', '.join(td.left)} behind "
-            "(`zkjepsen cleanup` removes them)."
+        engine = (
+            f"run {td.run_id} left {', '.join(td.left)} behind (`zkjepsen cleanup` removes them)"
         )
-    return (
-        f"zkjepsen: {what}; everything run {td.run_id} started was removed; its partial "
-        f"history: `zkjepsen analyze {td.store_dir}`."
-    )
+    else:
+        engine = f"everything run {td.run_id} started was removed"
+    run = f"zkjepsen: {what}{during}; {engine}; {folder_state(td)}"
+    return f"{run}; {matrix}" if matrix else run
+
+
+def folder_state(td) -> str:
+    """`its folder DIR has test.json, history.jsonl; `zkjepsen analyze DIR` writes
+    results.json, ...`: where the run is and what in it is complete."""
+    from zkjepsen.store import RunDir
+
+    if not str(td.store_dir) or str(td.store_dir) == ".":
+        return "it has no folder here"
+    present, missing = RunDir(td.store_dir).inventory()
+    whole = td.phase in ("teardown", "check", "report")
+    has = [n + ("" if whole or n != "history.jsonl" else " (up to the interrupt)") for n in present]
+    text = f"its folder {td.store_dir} has {', '.join(has) or 'nothing yet'}"
+    if not missing:
+        return text + " (complete)"
+    if "history.jsonl" not in present:
+        return text + "; no history was written"
+    return text + f"; `zkjepsen analyze {td.store_dir}` writes {', '.join(missing)}"
 
 
 def fast_check(argv: list[str]) -> None:

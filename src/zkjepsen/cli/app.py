@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import sys
 
 import click
 
@@ -39,7 +40,59 @@ class LazyGroup(click.Group):
         return getattr(importlib.import_module(module), attr)
 
 
+# The compiled fast paths (setup.py builds them with the package when a C compiler is there).
+FAST_PATHS = {
+    "zkjepsen.history._fastjsonl": "the history reader",
+    "zkjepsen.checker._fastsweep": "the checker's sweep",
+    "zkjepsen.checker._fastgroup": "the checker's grouping",
+}
+
+
+def missing_fast_paths() -> list[str]:
+    """What of FAST_PATHS this installation lacks (or cannot load), as words."""
+    missing = []
+    for module, what in FAST_PATHS.items():
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            missing.append(what)
+    return missing
+
+
+def fast_paths_note() -> str | None:
+    """One sentence when zkjepsen runs (partly) in pure Python; None when all is compiled."""
+    missing = missing_fast_paths()
+    if not missing:
+        return None
+    return (
+        f"{', '.join(missing)} run in pure Python here (not compiled when zkjepsen was "
+        "installed: a C compiler and Python's headers are needed, e.g. apt-get install gcc "
+        "python3-dev, then reinstall): the same answers, slower"
+    )
+
+
+def print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from importlib import metadata
+
+    note = fast_paths_note()
+    click.echo(
+        f"zkjepsen {metadata.version('zkjepsen')} (Python {sys.version.split()[0]}): "
+        + (note or "the checker and the history reader are compiled")
+    )
+    ctx.exit(0)
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=print_version,
+    help="The version, and whether the checker is compiled.",
+)
 def cli() -> None:
     """Show, with evidence, where ZooKeeper locks break atomicity."""
 

@@ -32,6 +32,13 @@ OTHER_CHECKERS = {
     "jepsen-counter": "zkjepsen.checker.counter:CounterChecker",
     "queue": "zkjepsen.checker.queue:QueueChecker",
 }
+# What `zkjepsen list models` says of each of them (the models describe themselves).
+OTHER_CHECKERS_ABOUT = {
+    "lock": "belief and effect overlap of acquire/release (and write) ops: a split holder",
+    "fencing": "accepted writes follow lock order: no token goes backwards, each one its holder's",
+    "jepsen-counter": "every read within the bounds of the adds before it; lost updates",
+    "queue": "nothing lost, duplicated or invented by enqueue/dequeue/drain",
+}
 FORMATS = ("auto", "jsonl", "edn", "json", "porcupine-kv", "jepsen-log")
 
 
@@ -206,6 +213,10 @@ def run(argv: list[str]) -> int:
     a = quick_parse(argv)
     if a is None:
         a = vars(parser().parse_args(argv))
+    if a["html_path"] is not None:  # asked for by name: refused now, not after the search
+        from zkjepsen.writable import check_output_file
+
+        check_output_file(a["html_path"], "--html")
     limit_memory(a["memory_limit"])
     try:
         return check_file(

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from zkjepsen.cli.display import console
+from zkjepsen.cli.options import image_ref
 
 
 @click.group("client")
@@ -49,7 +50,7 @@ def client_group() -> None:
     show_default=True,
     help="How long to wait for each answer (init: 20 s).",
 )
-@click.option("--image", default=None, metavar="NAME")
+@click.option("--image", default=None, metavar="NAME", callback=image_ref)
 def client_check(
     cmd: str | None,
     recipe: str | None,
@@ -63,13 +64,20 @@ def client_check(
     """Drive CMD (run by /bin/sh -c, here or with --in-image in a client container) through the
     protocol against a live ensemble; print one sentence per thing it got wrong. Exit 0
     conforms, 1 does not."""
-    from zkjepsen.cli.options import parse_duration
+    from zkjepsen.cli.options import check_hosts, positive_duration
     from zkjepsen.errors import BadInput
 
     if (cmd is None) == (recipe is None):
         raise BadInput("give a command to check, or --recipe NAME, not both")
-    if client_dir is not None and not Path(client_dir).is_dir():
-        raise BadInput(f"client dir {client_dir} is not a directory")
+    if cmd is not None and not cmd.strip():
+        raise BadInput("the command to check is empty; give the program's command line")
+    # Every option is checked here, before an image is built or a server started.
+    st = positive_duration(session_timeout, "--session-timeout")
+    rt = positive_duration(request_timeout, "--request-timeout")
+    if hosts is not None:
+        hosts = check_hosts(hosts)
+    if client_dir is not None and (not client_dir.strip() or not Path(client_dir).is_dir()):
+        raise BadInput(f"--client-dir {client_dir!r} is not a directory")
     if recipe is not None:
         from zkjepsen.client.command import program_for
         from zkjepsen.recipes import validate_recipe
@@ -82,9 +90,11 @@ def client_check(
     else:
         argv = ["/bin/sh", "-c", cmd]
     label = f"recipe {recipe}" if recipe else repr(cmd)
-    st = parse_duration(session_timeout, "--session-timeout")
-    rt = parse_duration(request_timeout, "--request-timeout")
     need_docker = in_image or not hosts
+    if not hosts:
+        from zkjepsen.store import check_root
+
+        check_root(None)  # the check's server writes its logs into the store
     docker = image_tag = None
     if need_docker:
         from zkjepsen.cli.cluster import ensure_image
@@ -148,22 +158,26 @@ def _require_shared_files(docker, image: str, run_id: str) -> None:
 
 def in_container(argv: list[str], image: str, run_id: str, client_dir: str | None) -> list[str]:
     """`docker run -i` of argv in the client image, mounted as client/pool.py mounts a run's
-    clients (our package and kazoo read-only, the program's directory read-only); host network,
-    which reaches the ensemble's bridge addresses."""
+    clients (our package and kazoo read-only, the program's directory read-only) and confined
+    as a run's program is (client/seal.py: its uid, no capability); host network, which reaches
+    the ensemble's bridge addresses."""
+    from zkjepsen.client import seal
     from zkjepsen.client.command import PROGRAM_DIR
-    from zkjepsen.client.pool import KAZOO_DIR, SRC_ROOT
+    from zkjepsen.client.pool import KAZOO_DIR, SITE_DIR, SRC_DIR, package_bind
     from zkjepsen.harness import resources
 
     out = ["docker", "run", "--rm", "-i", "--network", "host", "--entrypoint", argv[0]]
+    out += seal.docker_run_args()
     for k, v in resources.labels(run_id, "client-check").items():
         out += ["--label", f"{k}={v}"]
+    ((pkg, bind),) = package_bind().items()
     out += [
         "-v",
-        f"{SRC_ROOT}:/opt/zkjepsen/src:ro",
+        f"{pkg}:{bind['bind']}:ro",
         "-v",
-        f"{KAZOO_DIR}:/opt/zkjepsen/site/kazoo:ro",
+        f"{KAZOO_DIR}:{SITE_DIR}/kazoo:ro",
         "-e",
-        "PYTHONPATH=/opt/zkjepsen/src:/opt/zkjepsen/site",
+        f"PYTHONPATH={SRC_DIR}:{SITE_DIR}",
         "-e",
         "PYTHONUNBUFFERED=1",
     ]

@@ -9,13 +9,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from zkjepsen.cli.options import STORE_PATH, image_ref, not_empty, run_ids
 from zkjepsen.cli.versions import check_version, zk_version_option
 from zkjepsen.errors import BadInput, EnvironmentProblem
 from zkjepsen.harness import image as image_lib
 from zkjepsen.harness import resources, signals
 from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
 from zkjepsen.harness.image import ImageInfo, default_tag, image_exists
-from zkjepsen.store import new_run_dir
+from zkjepsen.store import check_root, new_run_dir
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
@@ -43,6 +44,7 @@ def image_option(f):
         "--image",
         default=None,
         metavar="NAME",
+        callback=image_ref,
         help="Use this local image instead of building zkjepsen's own.",
     )(f)
 
@@ -83,6 +85,13 @@ def image_build(force: bool, backend: str, zk_version: str | None) -> None:
         f"{info.tag}\t{info.size_bytes / 1e6:.0f} MB"
         + (f"\tbuilt in {info.build_seconds:.1f} s" if info.built else "\t(cached)")
     )
+    # The setup step every user runs once: the place to say the checker is not compiled (pip
+    # shows no build output unless -v; `zkjepsen --version` says it too).
+    from zkjepsen.cli.app import fast_paths_note
+
+    note = fast_paths_note()
+    if note:
+        click.echo(f"zkjepsen: note: {note}", err=True)
 
 
 @click.group("cluster")
@@ -97,7 +106,7 @@ def cluster_group() -> None:
     "--store",
     "store_root",
     default=None,
-    type=click.Path(path_type=Path),
+    type=STORE_PATH,
     help="Store root (default ./store).",
 )
 @image_option
@@ -123,6 +132,7 @@ def cluster_up(
     b = backend_info(backend)
     if zk_version is not None and b.family != "zookeeper":
         raise BadInput(f"--zk-version is ZooKeeper's; backend {backend} has none")
+    check_root(store_root)
     client = resources.docker_client()
     suite = zkversions.client_suite(client_suite, zk_version).name
     own = image if not b.image and client_suite is None else None
@@ -189,7 +199,7 @@ def _owner_pids(run: resources.RunResources) -> str:
 
 
 @cluster_group.command("status")
-@click.argument("run_id", required=False)
+@click.argument("run_id", required=False, callback=run_ids)
 def cluster_status(run_id: str | None) -> None:
     """Show each node's mode, zxid and connection count."""
     client = resources.docker_client()
@@ -205,7 +215,7 @@ def cluster_status(run_id: str | None) -> None:
 
 
 @cluster_group.command("down")
-@click.argument("run_id", required=False)
+@click.argument("run_id", required=False, callback=run_ids)
 def cluster_down(run_id: str | None) -> None:
     """Remove an ensemble's containers and network (its logs stay in the store)."""
     client = resources.docker_client()
@@ -226,11 +236,12 @@ def cluster_down(run_id: str | None) -> None:
     "--engine",
     "engines",
     multiple=True,
+    callback=not_empty,
     metavar="ENGINE",
     help="Clean up this engine (context name or DOCKER_HOST URL; repeatable) instead "
     "of the environment's.",
 )
-@click.argument("run_ids", nargs=-1)
+@click.argument("run_ids", nargs=-1, callback=run_ids)
 def cleanup(everything: bool, dry_run: bool, engines: tuple, run_ids: tuple) -> None:
     """Remove what crashed zkjepsen runs left behind (containers, networks, scratch files);
     with RUN_IDS, only those runs'.
@@ -284,15 +295,12 @@ def cleanup(everything: bool, dry_run: bool, engines: tuple, run_ids: tuple) -> 
 @image_option
 def demo(nodes: int, time_limit: float, image: str | None) -> None:
     """The main job: an ensemble round trip, then a short kazoo-Lock run with a frozen holder."""
-    client = resources.docker_client()
-    info = ensure_image(client, image)
-    _round_trip(client, nodes, info.tag)
     from zkjepsen.cli.display import LiveDisplay
     from zkjepsen.cli.run import print_verdict
     from zkjepsen.runner import run_test
     from zkjepsen.spec import TestSpec
 
-    spec = TestSpec(
+    spec = TestSpec(  # made first: a bad --time-limit is refused before anything starts
         recipe="kazoo",
         workload="counter",
         nemesis=["pause-client"],
@@ -306,6 +314,10 @@ def demo(nodes: int, time_limit: float, image: str | None) -> None:
         interval_s=8.0,
         name="demo-kazoo-pause-client",
     )
+    check_root(None)
+    client = resources.docker_client()
+    info = ensure_image(client, image)
+    _round_trip(client, nodes, info.tag)
     console.print(
         f"\nNow a {time_limit:g} s run: 5 clients increment a counter under kazoo's Lock "
         "on 3 servers while the lock holder is frozen for 1.5x its session timeout."

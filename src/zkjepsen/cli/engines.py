@@ -7,6 +7,7 @@ import time
 import click
 from rich.console import Console
 
+from zkjepsen.cli.options import not_empty
 from zkjepsen.harness.engine import Engine, parse_engines, provide_image
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
@@ -17,6 +18,7 @@ def engine_option(f):
         "--engine",
         "engines",
         multiple=True,
+        callback=not_empty,
         metavar="ENGINE",
         help="Docker engine for the runs: a docker context name or a DOCKER_HOST URL "
         "(unix://, tcp://, ssh://); repeat for several. Default: the environment's.",

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from zkjepsen.cli.engines import engine_option, parallel_option, prepare
+from zkjepsen.cli.options import STORE_PATH
 from zkjepsen.cli.versions import zk_version_option, zk_versions_option
 from zkjepsen.errors import BadInput
 from zkjepsen.report.findings import cell_summary, markdown_table  # noqa: F401 - re-exported
@@ -23,10 +24,14 @@ ZK_ROW = " zk"  # a matrix row of one ZooKeeper version: "kazoo zk3.4"
 
 
 @click.command("list")
-@click.argument("what", type=click.Choice(["recipes", "workloads", "nemeses", "backends"]))
+@click.argument(
+    "what", type=click.Choice(["recipes", "workloads", "nemeses", "backends", "models"])
+)
 def list_command(what: str) -> None:
-    """List recipes, workloads, nemeses or backends with one-line descriptions."""
-    if what == "recipes":
+    """List recipes, workloads, nemeses, backends or `check --model` models, one line each."""
+    if what == "models":
+        rows = model_rows()
+    elif what == "recipes":
         from zkjepsen.recipes import RECIPES
 
         rows = [
@@ -59,6 +64,33 @@ def list_command(what: str) -> None:
     width = max(len(n) for n, _ in rows)
     for name, desc in rows:
         click.echo(f"{name.ljust(width)}  {desc}")
+
+
+def model_rows() -> list[tuple[str, str]]:
+    """What `zkjepsen check --model` accepts: the linearizability models (each described by its
+    own docstring's first line) and the other checkers."""
+    from zkjepsen.checker.models import MODELS, make_model
+    from zkjepsen.cli.check import OTHER_CHECKERS_ABOUT
+
+    rows = []
+    for name in MODELS:
+        doc = " ".join((type(make_model(name)).__doc__ or "").split())
+        doc = doc.split(". ")[0].rstrip(".")  # its first sentence
+        if name == "etcd-cas-register":
+            doc = "cas-register as porcupine's etcd model: nil is a value, a failed cas asserts"
+        rows.append((name, f"linearizable  {doc}"))
+    rows += [(n, f"checker       {about}") for n, about in OTHER_CHECKERS_ABOUT.items()]
+    return rows
+
+
+def check_out(out: Path) -> None:
+    """--out can be written, and so can the JSON beside it, before any cell runs."""
+    from zkjepsen.writable import check_output_file
+
+    check_output_file(out, "--out")
+    if not out.name or out.with_suffix(".json") == out:
+        raise BadInput(f"--out {out}: the table's JSON goes beside it as {out}; give a .md path")
+    check_output_file(out.with_suffix(".json"), "--out (its JSON beside it)")
 
 
 def _split(text: str, what: str) -> list[str]:
@@ -98,7 +130,7 @@ def _split(text: str, what: str) -> list[str]:
     show_default=True,
     help="Where to write the Markdown table (JSON beside it).",
 )
-@click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
+@click.option("--store", "store_root", type=STORE_PATH, default=None)
 @click.option(
     "--shard",
     default=None,
@@ -146,6 +178,8 @@ def matrix_command(
     from zkjepsen.store import DEFAULT_ROOT, check_root
 
     recipe_list, nemesis_list = _split(recipes, "recipes"), _split(nemeses, "nemeses")
+    check_out(out)
+    root = check_root(store_root)
     if zk_version and zk_versions:
         raise BadInput("give --zk-version (every run) or --zk-versions (an axis), not both")
     rows = [f"{rc}{ZK_ROW}{v}" for rc in recipe_list for v in zk_versions or [None]]
@@ -192,7 +226,6 @@ def matrix_command(
     for cell, s in specs[: len(all_cells)]:
         if cell not in na:
             validate_spec(s)  # every name checked before the first cluster starts (all shards')
-    root = check_root(store_root)
     settings = {
         "workload": workload,
         "nodes": nodes,
@@ -277,9 +310,18 @@ def matrix_command(
         }
 
     t0, load0 = time.monotonic(), os.getloadavg()[0]
-    outcomes = run_jobs(
-        jobs, engine_list, parallel, store_root, on_start=begin, on_done=done, keep_going=True
-    )
+    try:
+        outcomes = run_jobs(
+            jobs, engine_list, parallel, store_root, on_start=begin, on_done=done, keep_going=True
+        )
+    except BaseException as e:
+        if finished:  # an interrupt's message says where the matrix's finished runs are
+            e.matrix_note = (  # type: ignore[attr-defined]
+                f"{len(finished)} finished run{'s are' if len(finished) > 1 else ' is'} on "
+                f"record in {manifest_root}: `zkjepsen "
+                f"merge {manifest_root}` renders them, the same matrix with --resume continues it"
+            )
+        raise
     records = previous + [record(o) for o in outcomes]
     results: dict[str, list[dict]] = {}
     for r in sorted(records, key=lambda r: r["seed"]):
@@ -330,6 +372,7 @@ def merge_command(stores: tuple[Path, ...], out: Path) -> None:
     """Join the stores of `matrix --shard i/N` runs into one findings table."""
     from zkjepsen.report import findings
 
+    check_out(out)
     manifests = [findings.read_manifest(s) for s in stores]
     settings, cells, notes = findings.merge(manifests)
     for note in notes:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
+
+import click
 
 from zkjepsen.errors import BadInput
 
@@ -26,3 +30,82 @@ def scalar(v: str) -> Any:
         except ValueError:
             pass
     return {"true": True, "false": False}.get(v.lower(), v)
+
+
+def positive_duration(text: str, what: str) -> float:
+    """A duration that must be more than zero and finite (a timeout, a budget)."""
+    import math
+
+    seconds = parse_duration(text, what)
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise BadInput(f"{what} {text!r} must be a positive, finite duration, e.g. 4s or 500ms")
+    return seconds
+
+
+# One server of a ZooKeeper connect string: a host name or IPv4 address, or [IPv6], then an
+# optional :port.
+_SERVER = re.compile(
+    r"^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::(\d+))?$"
+)
+
+
+def check_hosts(text: str, what: str = "--hosts") -> str:
+    """A ZooKeeper connect string, `host[:port],host[:port]...[/chroot]`, checked before
+    anything tries to connect to it."""
+    servers, _, chroot = text.strip().partition("/")
+    fix = "give host:port[,host:port...], e.g. 172.18.0.2:2181,172.18.0.3:2181"
+    parts = servers.split(",")
+    for part in parts:
+        m = _SERVER.match(part.strip())
+        if not m or (m.group(1) is not None and not 0 < int(m.group(1)) < 65536):
+            raise BadInput(f"{what} {text!r}: {part.strip()!r} is not a host[:port]; {fix}")
+    if chroot and not re.match(r"^[^\s/][^\s]*$", chroot):
+        raise BadInput(f"{what} {text!r} has a malformed chroot /{chroot}; {fix}")
+    return text.strip()
+
+
+# ---- click types and callbacks: values refused as they are parsed, before anything runs -----
+class NonEmptyPath(click.Path):
+    """A path whose empty value is refused: click reads `--store ""` as the current directory."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and not value.strip():
+            self.fail("is empty; give a path, or leave the option out", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+STORE_PATH = NonEmptyPath(path_type=Path)
+RUN_ID = re.compile(r"^zkj-[A-Za-z0-9][A-Za-z0-9-]*$")  # as harness/resources.new_run_id makes
+
+
+def not_empty(ctx, param, value):
+    """An option's value (or each of a repeatable one's) must not be empty: `--engine ""` is
+    not the default engine, it is a mistake."""
+    for v in value if isinstance(value, tuple) else (value,):
+        if v is not None and not str(v).strip():
+            raise click.BadParameter("is empty; give a value, or leave the option out")
+    return value
+
+
+def run_ids(ctx, param, value):
+    """Run ids (`zkj-<time>-<hex>`, as `cleanup --dry-run` lists them), checked before the
+    engine is asked about them."""
+    for v in value if isinstance(value, tuple) else (value,):
+        if v is not None and not RUN_ID.match(v):
+            raise click.BadParameter(
+                f"{v!r} is not a run id (zkj-YYYYmmddHHMMSS-xxxxxxxx, as `zkjepsen cleanup "
+                "--dry-run` lists them)"
+            )
+    return value
+
+
+def image_ref(ctx, param, value):
+    """A local image name, checked as a run's `--image` is (spec.py)."""
+    from zkjepsen.spec import IMAGE_REF
+
+    if value is not None and not IMAGE_REF.match(value):
+        raise click.BadParameter(
+            f"{value!r} is not a valid image reference; give a local image name such as "
+            "zkjepsen/zookeeper:mytag"
+        )
+    return value

@@ -12,9 +12,10 @@ import click
 from rich.console import Console
 
 from zkjepsen.cli.engines import engine_option, parallel_option, prepare
+from zkjepsen.cli.options import STORE_PATH
 from zkjepsen.cli.versions import zk_version_option, zk_versions_option
 from zkjepsen.reproduce.replay import replay, violation_kinds
-from zkjepsen.reproduce.shrink import shrink
+from zkjepsen.reproduce.shrink import check_kinds, shrink
 from zkjepsen.store import StoredRun
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
@@ -41,7 +42,7 @@ NONDETERMINISM = (
     help="Aim role-targeted faults (holder, leader) at the recorded node/client "
     "instead of whoever has the role at replay time.",
 )
-@click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
+@click.option("--store", "store_root", type=STORE_PATH, default=None)
 @engine_option
 @parallel_option
 def replay_command(
@@ -53,6 +54,9 @@ def replay_command(
     parallel: int,
 ) -> None:
     """Re-run a stored run's fault schedule on fresh ensembles; report how often it recurs."""
+    from zkjepsen.store import check_root
+
+    check_root(store_root)
     run = StoredRun.load(store_dir, need_results=True)
     engine_list = prepare(engines, run.spec.image)
     target = violation_kinds(run.results)
@@ -111,7 +115,13 @@ def replay_command(
     multiple=True,
     help="Violation to preserve (e.g. lock:belief); default: all the run had.",
 )
-@click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
+@click.option(
+    "--kind-not-in-run",
+    "not_in_run",
+    is_flag=True,
+    help="Allow a --kind the run did not record (search for a violation it never showed).",
+)
+@click.option("--store", "store_root", type=STORE_PATH, default=None)
 @engine_option
 @parallel_option
 def shrink_command(
@@ -120,6 +130,7 @@ def shrink_command(
     min_hits: int,
     budget: str,
     kinds: tuple,
+    not_in_run: bool,
     store_root: Path | None,
     engines: tuple,
     parallel: int,
@@ -130,8 +141,19 @@ def shrink_command(
 
     if min_hits > tries:
         raise BadInput(f"--min-hits {min_hits} exceeds --tries {tries}")
+    # Where it writes, and a budget of nan, 0 or less: refused before the run is read.
+    from zkjepsen.cli.options import positive_duration
+    from zkjepsen.store import check_root
+    from zkjepsen.writable import check_directory
+
+    positive_duration(budget, "--budget")
+    check_root(store_root)
+    check_directory(
+        Path(store_dir) / "minimal", "shrink's output", "copy the run folder somewhere writable"
+    )
     run = StoredRun.load(store_dir, need_results=True)
     budget_s = parse_duration(budget, "--budget")
+    check_kinds(run, set(kinds) or None, not_in_run)  # before any engine is asked
     engine_list = prepare(engines, run.spec.image)
     started = time.monotonic()
     res = shrink(
@@ -144,7 +166,18 @@ def shrink_command(
         progress=say,
         engines=engine_list,
         parallel=parallel,
+        not_in_run=not_in_run,
     )
+    if res.hits == 0:
+        # Nothing recurred: a reproducer would pass and prove nothing. Unknown (2), not
+        # invalid: this says nothing about whether the violation can happen again.
+        console.print(NONDETERMINISM)
+        click.echo(
+            f"the violation recurred in none of {res.tries} replays of {res.best.summary()}; "
+            "no reproducer written",
+            err=True,
+        )
+        raise SystemExit(2)
     out = Path(store_dir) / "minimal"
     out.mkdir(exist_ok=True)
     schedule = {
@@ -263,7 +296,7 @@ def scenario_list() -> None:
     show_default=True,
     help="Runs per scenario and recipe (seeds SEED, SEED+1, ...); each pair's rate is printed.",
 )
-@click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
+@click.option("--store", "store_root", type=STORE_PATH, default=None)
 @zk_version_option
 @zk_versions_option
 def scenario_run(
@@ -286,7 +319,9 @@ def scenario_run(
     from zkjepsen.reproduce.scenarios import SCENARIOS, get_scenario
     from zkjepsen.runner import run_test
     from zkjepsen.spec import validate_spec
+    from zkjepsen.store import check_root
 
+    check_root(store_root)
     chosen = list(SCENARIOS.values()) if run_all else [get_scenario(n) for n in names]
     if not chosen:
         raise BadInput("name a scenario (`zkjepsen scenario list`) or pass --all")

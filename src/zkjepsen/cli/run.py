@@ -11,7 +11,7 @@ from rich.text import Text
 
 from zkjepsen.analysis import check_history
 from zkjepsen.cli.display import LiveDisplay, console
-from zkjepsen.cli.options import parse_duration, scalar
+from zkjepsen.cli.options import STORE_PATH, not_empty, parse_duration, scalar
 from zkjepsen.cli.versions import zk_version_option
 from zkjepsen.errors import BadInput
 from zkjepsen.report.summary import summarise
@@ -56,7 +56,12 @@ def versions_text(spec) -> str:
     "default: the recipe's own.",
 )
 @click.option("--nodes", type=click.IntRange(1, 9), default=None)
-@click.option("--clients", type=click.IntRange(1, 100), default=None)
+@click.option(
+    "--clients",
+    type=click.IntRange(1, 100),
+    default=None,
+    help="Client processes (default 10; 5 for pg-for-update, whose polling starves waiters).",
+)
 @click.option("--time-limit", default=None, help="Main phase length, e.g. 60 or 60s.")
 @click.option("--session-timeout", default=None, help="Client session timeout, e.g. 4s.")
 @click.option("--seed", type=int, default=None)
@@ -75,7 +80,7 @@ def versions_text(spec) -> str:
     default=None,
     help="A TOML file of test settings; command-line options win.",
 )
-@click.option("--store", "store_root", type=click.Path(path_type=Path), default=None)
+@click.option("--store", "store_root", type=STORE_PATH, default=None)
 @click.option(
     "--client-cmd",
     default=None,
@@ -99,6 +104,7 @@ def versions_text(spec) -> str:
 @click.option(
     "--engine",
     default=None,
+    callback=not_empty,
     metavar="ENGINE",
     help="Docker engine for the run: a docker context name or a DOCKER_HOST URL.",
 )
@@ -125,12 +131,10 @@ def test_command(
     client_suite,
 ) -> None:
     """Run one test: ensemble up, faults, heal, final reads, teardown, check, report."""
-    settings: dict[str, Any] = {}
-    if config:
-        try:
-            settings = tomllib.loads(config.read_text())
-        except (OSError, tomllib.TOMLDecodeError) as e:
-            raise BadInput(f"cannot read config {config}: {e}") from None
+    from zkjepsen.store import check_root
+
+    toml = read_config(config) if config else {}
+    check_root(store_root)  # before an image is shipped to --engine, too
     cli_values = {
         "recipe": recipe,
         "workload": workload,
@@ -145,22 +149,22 @@ def test_command(
         "zk_version": zk_version,
         "client_suite": client_suite,
     }
-    settings.update({k: v for k, v in cli_values.items() if v is not None})
+    settings = {k: v for k, v in cli_values.items() if v is not None}
     if nemesis is not None:
-        settings["nemesis"] = [n.strip() for n in nemesis.split(",") if n.strip()] or ["none"]
+        settings["nemesis"] = nemesis  # split and checked by TestSpec: "" is refused there
     if time_limit is not None:
         settings["time_limit_s"] = parse_duration(time_limit, "--time-limit")
     if session_timeout is not None:
         settings["session_timeout_s"] = parse_duration(session_timeout, "--session-timeout")
     if params:
-        merged = dict(settings.get("params", {}))
+        merged = {}
         for p in params:
             k, sep, v = p.partition("=")
             if not sep or not k:
                 raise BadInput(f"--param {p!r} is not KEY=VALUE")
             merged[k] = scalar(v)
         settings["params"] = merged
-    spec = TestSpec.from_json(settings)
+    spec = TestSpec.from_json(with_config(toml, settings, config))
     where = None
     if engine:
         from zkjepsen.cli.engines import prepare
@@ -171,6 +175,41 @@ def test_command(
     run = run_test(spec, store_root, display=LiveDisplay(), engine=where)
     print_verdict(run)
     raise SystemExit(run.exit_code)
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise BadInput(f"cannot read config {path}: {e}") from None
+
+
+def with_config(toml: dict[str, Any], cli: dict[str, Any], path: Path | None) -> dict[str, Any]:
+    """The settings of a run: the config file's, and the command line's over them (the command
+    line wins; `--param`s are added to the file's `params`, a key in both taking the command
+    line's value). Both are validated: a file value hidden by an option is checked as if the
+    file won, so a config that works only because an option covers its mistake is refused."""
+    file_error = None
+    try:
+        TestSpec.from_json({**cli, **toml})
+    except BadInput as e:
+        file_error = str(e)
+    hidden = f"config {path}: {file_error} (the command line sets this too and wins, but the file "
+    hidden += "must be valid on its own)"
+    if file_error and "params" in cli and not isinstance(toml.get("params", {}), dict):
+        raise BadInput(hidden)
+    merged = {**toml, **cli}
+    if "params" in toml and "params" in cli:
+        merged["params"] = {**toml["params"], **cli["params"]}
+    try:
+        TestSpec.from_json(merged)  # what will run
+    except BadInput as e:
+        if str(e) == file_error:
+            raise BadInput(f"config {path}: {e}") from None  # the file's own mistake
+        raise
+    if file_error:
+        raise BadInput(hidden)
+    return merged
 
 
 @click.command("analyze")
@@ -185,6 +224,11 @@ def analyze_command(store_dir: Path) -> None:
     result = check_history(history, stored.spec, stored.store_dir)
     run = RunResult(stored.spec, stored.store_dir, result["valid"], result, {})
     print_verdict(run)
+    from zkjepsen.analysis import finish_report
+
+    written = finish_report(run, history)  # what an interrupted run did not get to write
+    if written:
+        console.print(f"written {', '.join(written)} into {stored.store_dir}")
     if stored.results is not None:
         before = stored.results.get("valid")
         same = before == result.get("valid")

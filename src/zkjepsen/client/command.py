@@ -93,3 +93,25 @@ def validate_program(spec: Any) -> None:
         path = Path(spec.recipe[len("exec:") :])
         if not path.is_file() or not os.access(path, os.X_OK):
             raise BadInput(f"{path} is not an executable file (recipe exec:PATH)")
+    plan = program_for(spec.recipe, spec.workload, spec.client_cmd, spec.client_dir)
+    if plan is not None and plan.mount is not None:
+        # Only what it surely needs: deeper files may be private on purpose (a secret it never
+        # reads); one it does need shows as its own error in the client's log.
+        entry = Path(plan.mount) / plan.argv[0][len(PROGRAM_DIR) + 1 :]
+        for p in (Path(plan.mount), *([entry] if plan.argv[0].startswith(PROGRAM_DIR) else [])):
+            if not _open_to_others(p):
+                raise BadInput(
+                    f"{p} is not readable by other users, and the program under test runs as "
+                    f"an unprivileged user in its container; run `chmod o+rx {p}`"
+                )
+
+
+def _open_to_others(path: Path) -> bool:
+    """Can a user who is neither its owner nor in its group read (and enter, or run) it?"""
+    import stat
+
+    need = stat.S_IROTH | stat.S_IXOTH
+    try:
+        return path.stat().st_mode & need == need
+    except OSError:
+        return True  # missing: reported elsewhere

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 
 from zkjepsen.client.context import ClientContext, Recorder
-from zkjepsen.client.spec import ClientSpec
+from zkjepsen.client.spec import PROXY_TOKEN_ENV, ClientSpec
 
 
 def _next_process(path: Path, client: int, nclients: int) -> int:
@@ -51,7 +51,6 @@ def _await_start(
 def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
     """The client wire protocol: the program under test is a child process; the recorder
     (client/remote.py) drives it and writes the history. docs/client-protocol.md."""
-    import os
 
     from zkjepsen.client.recorder import ProgramClient
     from zkjepsen.client.remote import RemoteLoop, paths
@@ -77,8 +76,9 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
         workload=spec.workload,
         lock_path=paths(spec.workload, spec.params)[0],
         cwd=spec.program_cwd,
-        env={**os.environ, **spec.env, **spec.program_env},
+        env=program_environment(spec),
         request_timeout_s=request_timeout,
+        uid=spec.program_uid,
     )
     try:
         if not client.start():
@@ -97,7 +97,20 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
     return 0 if not client.gave_up else 3
 
 
-def start_proxy(hosts: str, out_dir: str) -> str:
+def program_environment(spec: ClientSpec) -> dict[str, str]:
+    """The program's environment: ours and the spec's, and, when it runs as another uid, a HOME
+    and TMPDIR it can write (ours, /root, it cannot; JVMs, Go and Python want one)."""
+    import os
+
+    env = {**os.environ}
+    if spec.program_uid is not None:
+        from zkjepsen.client.seal import PROGRAM_HOME
+
+        env.update(HOME=PROGRAM_HOME, TMPDIR=PROGRAM_HOME)
+    return {**env, **spec.env, **spec.program_env}
+
+
+def start_proxy(hosts: str, out_dir: str, token: str = "") -> str:
     """Start a ZooKeeper wire proxy in this process (control port on every address, what it did
     appended to `<out_dir>/proxy-events.jsonl`) and return the connect string through it."""
     from zkjepsen.client.zkproxy import ZkProxy
@@ -110,19 +123,23 @@ def start_proxy(hosts: str, out_dir: str) -> str:
             events.write(json.dumps(e) + "\n")
 
     proxy = ZkProxy(hosts.split(","), base_port=0, events=note).start()
-    proxy.serve_control()
+    proxy.serve_control(token=token)
     return proxy.connect_string()
 
 
 def main(spec_path: str) -> int:
+    import os
+
     spec = ClientSpec.load(spec_path)
+    # Out of our environment before anything starts the program, which inherits the rest.
+    token = os.environ.pop(PROXY_TOKEN_ENV, "")
     logging.basicConfig(
         level=logging.WARNING,
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if spec.proxy:  # the program / kazoo then reach the servers only through it
-        spec = dataclasses.replace(spec, hosts=start_proxy(spec.hosts, spec.out))
+        spec = dataclasses.replace(spec, hosts=start_proxy(spec.hosts, spec.out, token))
     if spec.command:
         rec = Recorder(str(spec.history_file), spec.t0_ns, spec.client, spec.nclients)
         rec.process = _next_process(spec.history_file, spec.client, spec.nclients)

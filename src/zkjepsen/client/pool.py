@@ -7,15 +7,18 @@ The client code comes from the host (our package and the host's kazoo), so clien
 the code under test, in the image's Python 3.11: bind-mounted, or copied in through the engine's
 API on an engine that does not share this machine's filesystem (harness/mounts.py).
 
-Least privilege, because the client runs the code under test: no NET_ADMIN/NET_RAW (its network
-faults are applied from a sidecar, see harness/netns.py), memory and pids limits, and only its
-own output directory is writable (`/out`); the start barrier and the specs come read-only from
-the run's control directory (`/control`).
+Least privilege, because the client runs the code under test (client/seal.py): the program runs
+as an unprivileged uid that cannot open the recorder's directory (`/out`, where the history is),
+every capability is dropped but the few the recorder needs to start and stop it (so no
+NET_ADMIN/NET_RAW: its network faults are applied from a sidecar, see harness/netns.py), memory
+and pids limits, and the program writes only small tmpfs scratch dirs; the start barrier and
+the specs come read-only from the run's control directory (`/control`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,14 +26,19 @@ from pathlib import Path
 import kazoo
 
 import zkjepsen
+from zkjepsen.client import seal
 from zkjepsen.client.command import PROGRAM_DIR
-from zkjepsen.client.spec import CONTROL_DIR, OUT_DIR, ClientSpec
+from zkjepsen.client.spec import CONTROL_DIR, OUT_DIR, PROXY_TOKEN_ENV, ClientSpec
 from zkjepsen.harness import mounts, netns, resources
 from zkjepsen.harness.backend import Backend
 from zkjepsen.history.jsonl import Tailer
 from zkjepsen.store import RunDir
 
-SRC_ROOT = Path(zkjepsen.__file__).resolve().parent.parent
+# Our package, wherever it is installed (a checkout's src/, or site-packages): mounted as it is,
+# not its parent, which in site-packages is every installed distribution (hundreds of MB to copy
+# on an engine that does not share our files, and the host's modules shadowing the image's).
+PACKAGE_DIR = Path(zkjepsen.__file__).resolve().parent
+SRC_DIR = "/opt/zkjepsen/src"  # on the clients' PYTHONPATH
 KAZOO_DIR = Path(kazoo.__file__).resolve().parent
 SITE_DIR = "/opt/zkjepsen/site"
 # The client libraries a client program may import, mounted read-only from the host's own
@@ -46,6 +54,11 @@ CLIENT_DISTRIBUTIONS = (
     "psycopg-binary",
     "typing-extensions",
 )
+
+
+def package_bind() -> dict[str, dict]:
+    """Host path -> bind of our package in a client container (read-only)."""
+    return {str(PACKAGE_DIR): {"bind": f"{SRC_DIR}/zkjepsen", "mode": "ro"}}
 
 
 def client_library_binds() -> dict[str, dict]:
@@ -79,6 +92,7 @@ class ClientHandle:
     image: str = ""  # the sidecars' image: the client's own, so it has iptables
     faketime_file: str = ""  # on the host: its program's libfaketime control file
     files: mounts.Files | None = None  # puts a rewritten control file into the containers
+    proxy_token: str = ""  # its wire proxy obeys commands that carry it (nemesis/proxy.py)
 
     @property
     def name(self) -> str:
@@ -116,8 +130,12 @@ class ClientHandle:
             self.files.push(path)
 
     def exec(self, argv: list[str]) -> tuple[int, str]:
-        """argv inside the client, with the client's own (unprivileged) rights."""
-        res = self.container.exec_run(argv)
+        """argv inside the client, with its program's rights (its uid, no capability)."""
+        res = self.container.exec_run(
+            argv,
+            user=f"{seal.PROGRAM_UID}:{seal.PROGRAM_UID}",
+            environment={PROXY_TOKEN_ENV: ""},  # its program could read it in /proc
+        )
         return res.exit_code, (res.output or b"").decode(errors="replace")
 
     def net_exec(self, argv: list[str]) -> tuple[int, str]:
@@ -142,6 +160,10 @@ class ClientPool:
         # The backend's: bind mounts, or copies through the engine's API (harness/mounts.py).
         self.files: mounts.Files = getattr(backend, "files", None) or mounts.Files(self.docker)
         self.handles: list[ClientHandle] = []
+        # The proxies' control token: in the containers' environment, which the recorder takes
+        # out of its own before it starts the program (client/main.py); not in the specs, which
+        # the program can read.
+        self.proxy_token = secrets.token_hex(16)
 
     def start(self, specs: list[ClientSpec]) -> list[ClientHandle]:
         """Start one container per spec, all at once. A client whose spec has a `start_file`
@@ -181,15 +203,17 @@ class ClientPool:
         if spec.start_file:
             spec = dataclasses.replace(spec, start_file=f"{CONTROL_DIR}/{d.start_barrier.name}")
         spec = dataclasses.replace(spec, out=OUT_DIR)
+        if spec.command:  # the program under test runs as another uid than the recorder's
+            spec = dataclasses.replace(spec, program_uid=seal.PROGRAM_UID)
         spec.save(d.client_spec(n))
         from zkjepsen.nemesis.client_clock import CONTROL_NAME
 
         faketime = d.control / CONTROL_NAME.format(n=n)
         if not faketime.exists():
             faketime.write_text("+0 x1\n")  # real time until a client clock fault says more
-        d.client_dir(n).mkdir(parents=True, exist_ok=True)
+        seal.seal_out_dir(d.client_dir(n))
         binds = {
-            str(SRC_ROOT): {"bind": "/opt/zkjepsen/src", "mode": "ro"},
+            **package_bind(),
             str(d.client_dir(n)): {"bind": OUT_DIR, "mode": "rw"},  # its own, nobody else's
             str(d.control): {"bind": CONTROL_DIR, "mode": "ro"},
         }
@@ -198,13 +222,16 @@ class ClientPool:
         if spec.program_mount:  # the user's program (client wire protocol), read-only
             binds[spec.program_mount] = {"bind": PROGRAM_DIR, "mode": "ro"}
         env = {
-            "PYTHONPATH": "/opt/zkjepsen/src:/opt/zkjepsen/site:/opt/zkjepsen/user",
+            "PYTHONPATH": f"{SRC_DIR}:{SITE_DIR}:/opt/zkjepsen/user",
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONUNBUFFERED": "1",
         }
         env.update(spec.env)
+        env[PROXY_TOKEN_ENV] = self.proxy_token
         host_config = api.create_host_config(
-            binds=self.files.binds(binds), **netns.limits(netns.CLIENT_MEMORY, netns.CLIENT_PIDS)
+            binds=self.files.binds(binds),
+            **netns.limits(netns.CLIENT_MEMORY, netns.CLIENT_PIDS),
+            **seal.host_config(runs_program=bool(spec.command), out_dir=d.client_dir(n)),
         )
         net = api.create_networking_config(
             {where.network: api.create_endpoint_config(ipv4_address=where.ip)}
@@ -225,10 +252,12 @@ class ClientPool:
             host_config=host_config,
             networking_config=net,
         )["Id"]
-        self.files.attach(cid, binds, out=[OUT_DIR], static={str(SRC_ROOT), *code}, live=True)
+        self.files.attach(cid, binds, out=[OUT_DIR], static={str(PACKAGE_DIR), *code}, live=True)
         api.start(cid)
         c = self.docker.containers.get(cid)
-        return ClientHandle(n, where.ip, spec.hosts, c, run_id, image, str(faketime), self.files)
+        return ClientHandle(
+            n, where.ip, spec.hosts, c, run_id, image, str(faketime), self.files, self.proxy_token
+        )
 
     def handle(self, index: int) -> ClientHandle:
         return next(h for h in self.handles if h.index == index)
@@ -264,6 +293,7 @@ class ClientPool:
                 self.run_dir.client_log(h.index).write_bytes(h.container.logs())
             except Exception:  # noqa: BLE001
                 pass
+            seal.open_out_dir(self.run_dir.client_dir(h.index))
 
 
 def user_recipe_binds(recipe: str) -> dict[str, dict]:

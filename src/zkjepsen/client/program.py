@@ -23,6 +23,7 @@ from typing import Any
 
 from zkjepsen.client.protocol import Event, ProtocolFault, Reply, encode, parse_line, request
 
+MAX_LINE = 1 << 20  # longer is no protocol message; unread, it cannot fill the recorder's memory
 SLICE_S = 0.05  # wait in slices; a slice that took much longer means we were frozen
 FROZEN_GAP_S = 0.5
 
@@ -43,9 +44,13 @@ class Program:
         env: dict[str, str] | None = None,
         on_event: Callable[[Event], None] = lambda e: None,
         stop: threading.Event | None = None,
+        uid: int | None = None,
     ) -> None:
         self.argv = list(argv)
         self.cwd, self.env = cwd, env
+        # Run as this uid (its group the same, no supplementary group), not the recorder's:
+        # client/seal.py. None: as we run (tests on the host).
+        self.uid = uid
         self.on_event = on_event
         self.stop = stop or threading.Event()
         self.proc: subprocess.Popen | None = None
@@ -56,6 +61,7 @@ class Program:
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> None:
         self._replies = queue.Queue()
+        who = {} if self.uid is None else {"user": self.uid, "group": self.uid, "extra_groups": []}
         try:
             self.proc = subprocess.Popen(
                 self.argv,
@@ -65,6 +71,7 @@ class Program:
                 cwd=self.cwd,
                 env=self.env,
                 start_new_session=True,
+                **who,
             )
         except OSError as e:
             self.proc = None
@@ -182,7 +189,10 @@ class Program:
         """Reader thread: every stdout line becomes a Reply (queued), an Event (dispatched) or
         a ProtocolFault (queued; the reader stops)."""
         try:
-            for line in proc.stdout:
+            for line in iter(lambda: proc.stdout.readline(MAX_LINE + 1), b""):
+                if len(line) > MAX_LINE:
+                    out.put(ProtocolFault("the program sent a line longer than 1 MiB"))
+                    return
                 if not line.strip():
                     continue
                 if not line.endswith(b"\n"):  # EOF inside a line: it died mid-answer

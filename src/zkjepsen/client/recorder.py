@@ -36,6 +36,7 @@ class ProgramClient:
         env: dict[str, str] | None = None,
         request_timeout_s: float = 15.0,
         init_timeout_s: float = INIT_TIMEOUT_S,
+        uid: int | None = None,
     ) -> None:
         self.ctx = ctx
         self.init_fields = dict(
@@ -49,7 +50,9 @@ class ProgramClient:
         )
         self.request_timeout_s = request_timeout_s
         self.init_timeout_s = init_timeout_s
-        self.program = Program(argv, cwd=cwd, env=env, on_event=self._on_event, stop=ctx.stop_event)
+        self.program = Program(
+            argv, cwd=cwd, env=env, on_event=self._on_event, stop=ctx.stop_event, uid=uid
+        )
         self.faults = 0  # in a row, without a good answer between
         self.unrecorded: str | None = None  # a fault not yet in the history
         self.stopped = False  # the run ended while a request was outstanding

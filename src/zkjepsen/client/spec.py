@@ -14,6 +14,8 @@ from typing import Any
 
 OUT_DIR = "/out"  # where a client container sees its own output directory (read-write)
 CONTROL_DIR = "/control"  # the run's control files (start barrier, specs), read-only
+# The wire proxy's control token, in the client container's environment (client/pool.py).
+PROXY_TOKEN_ENV = "ZKJEPSEN_PROXY_TOKEN"
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class ClientSpec:
     command: list[str] = field(default_factory=list)
     program_mount: str | None = None  # host dir mounted read-only at client.command.PROGRAM_DIR
     program_cwd: str | None = None
+    program_uid: int | None = None  # the program runs as this uid (client/seal.py); None: ours
     proxy: bool = False  # connect through a ZooKeeper wire proxy (client.zkproxy) in-process
 
     @property

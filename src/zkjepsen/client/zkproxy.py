@@ -348,8 +348,13 @@ class ZkProxy:
                 return {"ok": False, "error": f"unknown proxy fault {f!r}"}
             return {"ok": True, "plan": repr(self.plan)}
 
-    def serve_control(self, host: str = "0.0.0.0", port: int = CONTROL_PORT) -> None:
-        """Accept control connections: one JSON command per line, one JSON answer per line."""
+    def serve_control(
+        self, host: str = "0.0.0.0", port: int = CONTROL_PORT, token: str = ""
+    ) -> None:
+        """Accept control connections: one JSON command per line, one JSON answer per line.
+        `token`: a command must carry it (`"token"`), or it is refused. The program under test
+        shares this proxy's network namespace, so it can reach the port; the token, which only
+        the nemesis and the recorder know, keeps it from arming faults on itself."""
         ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         ls.bind((host, port))
@@ -360,8 +365,12 @@ class ZkProxy:
             with c, c.makefile("rwb") as fh:
                 for line in fh:
                     try:
-                        answer = self.arm(json.loads(line))
-                    except (ValueError, KeyError, TypeError) as e:
+                        cmd = json.loads(line)
+                        if cmd.pop("token", "") != token:
+                            answer = {"ok": False, "error": "not the nemesis (no or wrong token)"}
+                        else:
+                            answer = self.arm(cmd)
+                    except (ValueError, KeyError, TypeError, AttributeError) as e:
                         answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
                     fh.write((json.dumps(answer) + "\n").encode())
                     fh.flush()
@@ -394,9 +403,11 @@ def _shut(s: socket.socket) -> None:
     s.close()
 
 
-def command(address: str, cmd: dict[str, Any], timeout_s: float = 5.0) -> dict[str, Any]:
+def command(
+    address: str, cmd: dict[str, Any], timeout_s: float = 5.0, token: str = ""
+) -> dict[str, Any]:
     """Send one control command to the proxy at host[:port] (host side, for the nemesis)."""
     host, _, port = address.partition(":")
     with socket.create_connection((host, int(port or CONTROL_PORT)), timeout=timeout_s) as s:
-        s.sendall((json.dumps(cmd) + "\n").encode())
+        s.sendall((json.dumps({**cmd, "token": token}) + "\n").encode())
         return json.loads(s.makefile("rb").readline())

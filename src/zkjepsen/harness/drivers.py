@@ -125,9 +125,18 @@ SHIM_EDITS = (
 def source_files(v: ZkVersion | None = None) -> Iterator[Path]:
     dirs = [*LANG_DIRS, *([v.curator_shim] if v is not None and v.curator_shim else [])]
     for lang in dirs:
-        for path in sorted((DRIVERS_SRC / lang).rglob("*")):
-            if path.is_file() and path.suffix in (".java", ".go"):
-                yield path
+        found = [p for p in sorted((DRIVERS_SRC / lang).rglob("*")) if p.suffix in (".java", ".go")]
+        if not found:
+            # An installed package without its package data (pyproject's package-data) would
+            # otherwise name another image and fail deep in its build.
+            from zkjepsen.errors import EnvironmentProblem
+
+            raise EnvironmentProblem(
+                f"the {lang} driver's sources are missing from {DRIVERS_SRC / lang}: this "
+                "zkjepsen installation is incomplete; reinstall it (pip install .) from a "
+                "checkout or a wheel built from one"
+            )
+        yield from (p for p in found if p.is_file())
 
 
 def shimmed(name: str, text: str) -> str:

@@ -51,7 +51,7 @@ PACKAGES = (
 # Bumped when the build steps below change in a way the other inputs do not show.
 BUILD_RECIPE_VERSION = "4"
 ZK_JAVA_DIR = "/usr/share/java"
-# slf4j needs a binding or the server logs nothing (measured: see FIELD-NOTES.md).
+# slf4j needs a binding (slf4j-log4j12 + log4j-1.2 on the classpath) or the server logs nothing.
 EXTRA_JARS = ("slf4j-log4j12.jar", "log4j-1.2.jar")
 
 ENTRYPOINT = r"""#!/bin/sh

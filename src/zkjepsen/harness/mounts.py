@@ -5,12 +5,13 @@ What a run's containers need of this machine's files, and what they give back:
   (/zk/data: myid) and their libfaketime control file (/zk/faketime, rewritten by clock faults
   during the run); they write their log into the run's folder (/zk/log).
 - Redis/PostgreSQL servers read /srv/conf, /srv/data and /srv/faketime the same way.
-- Clients read our package (/opt/zkjepsen/src), the client libraries (/opt/zkjepsen/site: kazoo,
-  redis, psycopg, ...), a user's recipe package (/opt/zkjepsen/user), a wire-protocol program's
-  directory (/opt/zkjepsen/program) and the run's control dir (/control: their spec, their
-  libfaketime control file, the start barrier written when the main phase begins); they write
-  their history into /out, which the runner tails live (the display, the holder tracker that
-  triggered faults follow, the start barrier's connect check).
+- Clients read our package (/opt/zkjepsen/src/zkjepsen, from a checkout or site-packages), the
+  client libraries (/opt/zkjepsen/site: kazoo, redis, psycopg, ...), a user's recipe package
+  (/opt/zkjepsen/user), a wire-protocol program's directory (/opt/zkjepsen/program) and the
+  run's control dir (/control: their spec, their libfaketime control file, the start barrier
+  written when the main phase begins); they write their history into /out, which the runner
+  tails live (the display, the holder tracker that triggered faults follow, the start barrier's
+  connect check).
 
 On an engine that shares this machine's filesystem (the machine's own dockerd, a second one
 beside it) these are bind mounts: nothing is copied and a write on either side is seen at once.
@@ -78,7 +79,9 @@ def shares_filesystem(client, image: str, run_id: str, scratch: Path) -> bool:
     try:
         cid = api.create_container(
             image,
-            name=f"{run_id}-fsprobe",
+            # A name of its own: a run may probe twice (`client check --in-image`, then its
+            # ensemble) while the first probe is still being removed in the background.
+            name=f"{run_id}-fsprobe-{secrets.token_hex(3)}",
             entrypoint=["true"],
             network_disabled=True,
             labels=resources.labels(run_id, "probe"),

@@ -1,7 +1,8 @@
 """Commands in another container's network namespace, from outside it, and container limits.
 
-Client containers run the code under test, so they get no NET_ADMIN/NET_RAW: a client that
-runs `iptables -F` must not be able to undo the fault isolating it. The nemesis instead runs
+Client containers run the code under test, so they drop every capability (client/seal.py;
+in particular NET_ADMIN and NET_RAW): a client that runs `iptables -F` must not be able to undo
+the fault isolating it, nor send around it through a raw or packet socket. The nemesis instead runs
 iptables in a short-lived *sidecar*: a container of the same image with NET_ADMIN that joins
 the client's network namespace (`network_mode=container:<id>`), runs one command and is
 removed. The rules it writes live in the client's netns (in the run's own chain), where the

@@ -1,4 +1,4 @@
-"""The history: one record per observed event, as JSON Lines (see DESIGN.md, "History").
+"""The history: one record per observed event, as JSON Lines (docs/architecture.md, "The history").
 
 A record (`Op`) carries `index`, `time` (ns since test start, CLOCK_MONOTONIC), `process` (an int,
 or "nemesis"), `type` (invoke/ok/fail/info/event), `f`, and optionally `key`, `value` and `client`

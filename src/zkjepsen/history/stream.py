@@ -32,7 +32,7 @@ except ImportError:  # pragma: no cover - orjson is a dependency; json alone is 
 from zkjepsen.errors import BadInput
 from zkjepsen.history import NEMESIS, TYPES, History, Op, check_record
 
-try:  # the compiled fast path (_fastjsonl.c), built by ./run when a C compiler is there
+try:  # the compiled fast path (_fastjsonl.c), built with the package (setup.py) given a C compiler
     from zkjepsen.history._fastjsonl import scan as _scan
 except ImportError:  # pragma: no cover - the pure-Python path below gives the same records
     _scan = None

@@ -11,10 +11,10 @@ What each language gets (measured, libfaketime 0.9.10 in the client image):
 - Python (the Python and service drivers): the wall clock only (`FAKETIME_DONT_FAKE_MONOTONIC=1`;
   with monotonic faking on, python3 hung at start-up). `time.time()` is skewed, `time.monotonic()`
   is real: what a lock that judges expiry by timestamps (SETNX/GETSET) reads.
-- Java (Curator): wall and monotonic (monotonic faking must stay on for the JVM, see
-  FIELD-NOTES "Clocks"), on JDK 17/21. Curator 2.7.1 (bullseye) runs on JDK 11, whose
-  nanoTime escapes libfaketime: its wall clock and timed waits move, its nanoTime does not
-  (harness/zkversions.py says why it cannot run on 17).
+- Java (Curator): wall and monotonic (monotonic faking must stay on for the JVM: with
+  `FAKETIME_DONT_FAKE_MONOTONIC=1` its timed waits break), on JDK 17/21. Curator 2.7.1
+  (bullseye) runs on JDK 11, whose nanoTime escapes libfaketime: its wall clock and timed
+  waits move, its nanoTime does not (harness/zkversions.py says why it cannot run on 17).
 - Go (go-zookeeper): a static binary that reads the clock through the vDSO, not libc:
   libfaketime cannot reach it, so these faults are refused for Go programs.
 

@@ -52,15 +52,16 @@ class ProxyFault:
         }
 
     def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
-        _send(detail, detail["command"])
+        _send(detail, detail["command"], ctx.client(targets[0]).proxy_token)
 
     def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
-        _send(detail, {"fault": "heal"})
+        _send(detail, {"fault": "heal"}, ctx.client(targets[0]).proxy_token)
 
 
-def _send(detail: dict[str, Any], cmd: dict[str, Any]) -> None:
+def _send(detail: dict[str, Any], cmd: dict[str, Any], token: str) -> None:
+    """`token`: the client's proxy obeys only its nemesis (client/zkproxy.py), not its program."""
     try:
-        answer = command(detail["control"], cmd)
+        answer = command(detail["control"], cmd, token=token)
     except OSError as e:
         raise NemesisError(
             f"the client's proxy at {detail['control']} did not answer ({e}); "

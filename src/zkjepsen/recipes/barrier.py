@@ -1,7 +1,7 @@
 """The barrier and the double barrier of a (Chinese) article on ZooKeeper scenarios (`barrier`,
 `double-barrier`).
 
-Source (../shared/RECIPES.md): "`/queue_barrier` holds a number n; members create children and
+Source (the article's words): "`/queue_barrier` holds a number n; members create children and
 proceed when there are n." Port: the barrier node's data is n; `enter()` creates an
 ephemeral-sequential child `member-`; `wait()` lists the children with a watch and proceeds when
 there are at least n, else waits for the watch and lists again. The double barrier also waits

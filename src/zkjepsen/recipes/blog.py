@@ -1,6 +1,6 @@
 """`ZkDistributedLock`, the lock of a (Chinese) blog post on kazoo - ported with its bugs.
 
-Source (as described in ../shared/RECIPES.md): one kazoo client, with its own session, per lock
+Source (the blog post's algorithm): one kazoo client, with its own session, per lock
 object; ensure the persistent parent exists; `acquire` creates an ephemeral-sequential child
 `<parent>/foo`, lists and sorts the children; the only or smallest child holds the lock;
 otherwise it sets an `exists` watch on the child just before its own and, when **any** watch

@@ -1,6 +1,6 @@
 """The two-version lock, version 1 (`herd`): every waiter watches the children list.
 
-Source: a Russian article on ZooKeeper locks (../shared/RECIPES.md). Create the
+Source: a Russian article on ZooKeeper locks (its version 1). Create the
 ephemeral-sequential node `<lock>/lock-`; list the children; the smallest holds; otherwise watch
 the **children list** of the lock node and repeat on every change.
 

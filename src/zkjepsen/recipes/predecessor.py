@@ -1,6 +1,6 @@
 """The two-version lock, version 2 (`predecessor`): each waiter watches only its predecessor.
 
-Source: a Russian article on ZooKeeper locks (../shared/RECIPES.md). Create the
+Source: a Russian article on ZooKeeper locks (its version 2). Create the
 ephemeral-sequential node `<lock>/lock-`; list the children; the smallest holds; otherwise watch
 the node immediately before yours (`exists` + watch) and, after the notification, list again
 (the predecessor may have died rather than released, so its death proves nothing).

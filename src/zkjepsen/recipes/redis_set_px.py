@@ -3,7 +3,7 @@ the correct implementation with a single instance): `SET key <random value> NX P
 release by a Lua script that deletes the key only if it still holds our value.
 
 Source: https://redis.io/docs/latest/develop/use/patterns/distributed-locks/ (the single
-instance section), ../shared/RECIPES.md "Other lock services".
+instance section).
 
 Expected flaws:
 - a holder paused (GC, VM stall) or cut off past the TTL keeps believing it holds while the

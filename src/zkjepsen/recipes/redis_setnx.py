@@ -1,7 +1,7 @@
 """The SETNX/GETSET timestamp lock, as seed 003 wrote it (Java in the article; the "handling
 deadlocks" pattern of Redis's own SETNX documentation before Redis 2.6.12).
 
-Source (../shared/RECIPES.md, "Other lock services"): acquire loops:
+Source (seed 003's Java, as the article wrote it): acquire loops:
 `expires = now + timeout + 1`; `SETNX lock expires` -> held. Otherwise `GET lock`; if that time
 has passed *by this client's clock*, `GETSET lock expires` and hold only if the old value equals
 what was read (nobody else got there first). Release: `DEL lock`, but only if the lock has not

@@ -7,8 +7,7 @@ The application must finish its work within the validity time: `holding()` says 
 until then (by the client's own monotonic clock).
 
 Source: https://redis.io/docs/latest/develop/use/patterns/distributed-locks/ ("The Redlock
-algorithm"); the critique: Martin Kleppmann, "How to do distributed locking" (2016), and
-../shared/RECIPES.md "Other lock services".
+algorithm"); the critique: Martin Kleppmann, "How to do distributed locking" (2016).
 
 Expected flaws: no fencing token; validity is judged by the client's clock, so a process paused
 after its `holding()` check (GC) or a clock that runs slow writes after the keys expired; a

@@ -53,6 +53,14 @@ def _shade(ax, faults) -> None:
         ax.axvspan(s, e, color="#7e57c2", alpha=0.15, lw=0, label="fault" if i == 0 else None)
 
 
+def _save(fig, path: Path) -> None:
+    """Through a temporary file: an interrupted run's folder never holds half a picture, so
+    what is there is complete (and `analyze` writes what is not)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    fig.savefig(tmp, dpi=110, format="png")
+    tmp.replace(path)
+
+
 def write_plots(store_dir: Path, records: list[dict]) -> list[Path]:
     import matplotlib
 
@@ -87,7 +95,7 @@ def write_plots(store_dir: Path, records: list[dict]) -> list[Path]:
     ax.legend(loc="upper left", fontsize=7, ncol=4, markerscale=2)
     fig.tight_layout()
     paths.append(Path(store_dir) / "latency.png")
-    fig.savefig(paths[-1], dpi=110)
+    _save(fig, paths[-1])
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(11, 4.5))
@@ -115,6 +123,6 @@ def write_plots(store_dir: Path, records: list[dict]) -> list[Path]:
     ax.legend(loc="upper left", fontsize=7, ncol=4)
     fig.tight_layout()
     paths.append(Path(store_dir) / "rate.png")
-    fig.savefig(paths[-1], dpi=110)
+    _save(fig, paths[-1])
     plt.close(fig)
     return paths

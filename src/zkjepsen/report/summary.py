@@ -23,7 +23,7 @@ KIND_WORDS = {
 
 def summarise(res: Result | Mapping[str, Any]) -> str:
     """One line for one checker's result: how many violations, and the first in a few words;
-    for an unknown verdict, why."""
+    for an unknown verdict, why; for a valid one, its note if it has one."""
     r = as_result(res)
     if r.valid is False and r.violations:
         return _violation_line(r, r.violations[0])
@@ -36,7 +36,8 @@ def summarise(res: Result | Mapping[str, Any]) -> str:
                 )
     if r.valid == "unknown":
         return r.reason[:200]
-    return ""
+    # A valid verdict with a caveat (failed releases during faults, starved clients) says it.
+    return str(r.details.get("note") or "")[:200]
 
 
 def _violation_line(r: Result, v: Violation) -> str:

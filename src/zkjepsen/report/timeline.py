@@ -249,7 +249,9 @@ function z(k) {{ const s = document.getElementById('tl');
 def write_timeline(store_dir: Path, records: list[dict], results: dict | None) -> Path:
     path = Path(store_dir) / "timeline.html"
     title = f"zkjepsen timeline: {store_dir}{_versions(Path(store_dir))}"
-    path.write_text(render_timeline(records, results, title))
+    tmp = path.with_name(f".{path.name}.tmp")  # never half a file (an interrupt)
+    tmp.write_text(render_timeline(records, results, title))
+    tmp.replace(path)
     return path
 
 

@@ -145,7 +145,7 @@ SCENARIOS: dict[str, Scenario] = {
                 "params": {"resource": "unguarded", "hold_s": 1.0, "hold_fixed": True},
             },
             {"blog": BELIEF, "kazoo": _x(absent=("lock:belief",))},
-            source="the blog post's ZkDistributedLock (RECIPES.md, blog flaw 1)",
+            source="the blog post's ZkDistributedLock (recipes/blog.py, flaw 1)",
             schedule=KILL_NEW_WAITER,
         ),
         Scenario(

@@ -199,6 +199,47 @@ def _violation_fault_ids(run: StoredRun) -> set:
     return out
 
 
+def reportable_kinds(spec: TestSpec) -> set[str]:
+    """Every `checker:kind` label the run's workload can report (violation_kinds' labels); a
+    checker that types no violation is named bare."""
+    from zkjepsen.workloads import get_workload
+
+    out: set[str] = set()
+    for name, checker in get_workload(spec.workload).checkers(spec.params).items():
+        kinds = getattr(checker, "KINDS", None)
+        out |= {name} if kinds is None else {f"{name}:{k}" for k in kinds}
+    return out
+
+
+def check_kinds(run: StoredRun, kinds: set[str] | None, not_in_run: bool = False) -> set[str]:
+    """The violations to preserve, checked before any replay: each a kind the workload's
+    checkers can report, and one the run recorded unless `not_in_run` (searching for a
+    violation the run never showed is a deliberate choice, not a typo's consequence)."""
+    recorded = violation_kinds(run.results)
+    if not kinds:
+        if not recorded:
+            raise BadInput(
+                f"{run.store_dir} recorded no violation (valid: "
+                f"{as_result(run.results).valid}); shrink needs a failing run"
+            )
+        return recorded
+    known = reportable_kinds(run.spec)
+    bad = sorted(kinds - known)
+    if bad:
+        raise BadInput(
+            f"--kind {', '.join(bad)}: not a violation the {run.spec.workload} workload's "
+            f"checkers report; choose from {', '.join(sorted(known))}"
+        )
+    missing = sorted(kinds - recorded)
+    if missing and not not_in_run:
+        raise BadInput(
+            f"--kind {', '.join(missing)}: {run.store_dir} did not record it (it recorded "
+            f"{', '.join(sorted(recorded)) or 'no violation'}); pass --kind-not-in-run to "
+            "search for it anyway"
+        )
+    return set(kinds)
+
+
 def shrink(
     run: StoredRun,
     *,
@@ -210,6 +251,7 @@ def shrink(
     progress: Callable[[str], None] = lambda line: None,
     engines: list | None = None,
     parallel: int = 1,
+    not_in_run: bool = False,
 ) -> ShrinkResult:
     """Greedy delta debugging over the schedule: take the first simpler candidate whose
     violation recurs in at least `min_hits` of `tries` replays; repeat until no candidate does
@@ -217,12 +259,7 @@ def shrink(
     `engines`, in waves of the replays still needed to keep it (so a wave may run a replay that
     a one-at-a-time search would have skipped after an early miss); the decision rule is the
     same, so the search visits the same candidates in the same order whatever the parallelism."""
-    target = kinds or violation_kinds(run.results)
-    if not target:
-        raise BadInput(
-            f"{run.store_dir} recorded no violation (valid: "
-            f"{as_result(run.results).valid}); shrink needs a failing run"
-        )
+    target = check_kinds(run, kinds, not_in_run)
     deadline = time.monotonic() + budget_s
     best = _fit_time_limit(
         Candidate(

@@ -111,7 +111,9 @@ class CounterWorkload:
             "counter": CounterChecker(),
             "lock": LockChecker(fail_on=("belief",)),
             "liveness": LivenessChecker(),
-            "exercised": Exercised(need=("acquire", "add", "read"), per_client=("acquire",)),
+            "exercised": Exercised(
+                need=("acquire", "add", "read"), per_client=("acquire",), release=("release",)
+            ),
         }
 
 

@@ -31,6 +31,9 @@ class RWLockWorkload(LockWorkload):
         self.description = "read/write lock: readers share, writers exclude (mode in values)"
         self.multi_step = False  # a writer writes one step
 
+    def writes_resource(self, params: dict[str, Any]) -> bool:
+        return param(params, "read_frac", 0.6) < 1  # only readers: nothing written
+
     def run_client(self, ctx: Any) -> None:
         p = ctx.params
         lock, resource = self._paths(p)

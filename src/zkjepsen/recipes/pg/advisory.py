@@ -1,7 +1,7 @@
 """`pg-advisory`: PostgreSQL's session-scoped advisory lock, `pg_advisory_lock(key)`.
 
-Source: seed 003's database locks (../shared/RECIPES.md, "Other lock services named in the
-seeds") and the PostgreSQL manual (13.3.5 Advisory Locks): `SELECT pg_advisory_lock(key)` blocks
+Source: seed 003's database locks (a comparison of database, Redis and ZooKeeper locks)
+and the PostgreSQL manual (13.3.5 Advisory Locks): `SELECT pg_advisory_lock(key)` blocks
 until the lock is free and holds it until `pg_advisory_unlock(key)` or the end of the session.
 The key is `hashtext(lock name)`; the wait is bounded with `lock_timeout` (which advisory lock
 waits obey), so a timeout is a definite "not acquired". The fencing token is drawn from a

@@ -1,10 +1,9 @@
 """`pg-for-update`: the lock is a row, held by `SELECT ... FOR UPDATE` in an open transaction.
 
-Source: seed 003 (a comparison of database, Redis and ZooKeeper locks; ../shared/RECIPES.md,
-"Other lock services named in the seeds"): begin a transaction, `SELECT ... FOR UPDATE NOWAIT`
-the lock's row; if it is taken, roll back, sleep 1 s and try again, 4 tries in all; hold the
-lock for as long as the transaction stays open; release by committing. The fencing token is
-drawn from a sequence once the row is ours.
+Source: seed 003 (a comparison of database, Redis and ZooKeeper locks): begin a transaction,
+`SELECT ... FOR UPDATE NOWAIT` the lock's row; if it is taken, roll back, sleep 1 s and try
+again, 4 tries in all; hold the lock for as long as the transaction stays open; release by
+committing. The fencing token is drawn from a sequence once the row is ours.
 
 Expected flaw: the lock is exactly as alive as the holder's transaction, and the holder cannot
 see it die. A holder whose connection is cut keeps the row locked until the server notices the

@@ -1,7 +1,7 @@
 """`pg-insert`: the lock is a row that exists; take it by inserting it, give it up by deleting it.
 
-Source: seed 003's database locks (../shared/RECIPES.md, "Other lock services named in the
-seeds"): `INSERT INTO locks (name, owner, ...)` on a table whose primary key is the lock name;
+Source: seed 003's database locks (a comparison of database, Redis and ZooKeeper locks):
+`INSERT INTO locks (name, owner, ...)` on a table whose primary key is the lock name;
 a unique violation means somebody holds it, so poll (every 100 ms here) until the timeout;
 release with `DELETE ... WHERE name = ? AND owner = ?`. The fencing token is drawn from the
 sequence in the same insert. Each statement commits on its own: the lock outlives the
