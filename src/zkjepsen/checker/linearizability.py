@@ -115,29 +115,29 @@ def check_partitions(
         if verdict:
             done[k] = new(Outcome, (True, ops, [], [], None, made))  # (no Python-level __new__)
             paths[k] = "sweep"
-            continue
-        if verdict is False:
-            done_now = in_sequence(ops, model.init())  # WGL's outcome, without the search
-            if done_now is not None:
-                done[k] = done_now
-                paths[k] = "sweep"
-                return False, done, f"partition {k!r} is not linearizable"
-        # The read-from path (readfrom.py): where written values are unique it decides what
-        # the sweep cannot (crashed ops, heavy concurrency), and explains a refutation by a
-        # core of a few ops the search then needs only a few steps for.
-        fast = from_reads(ops, init())
-        if fast is not None:
-            done[k] = fast[1]
-            paths[k] = "read-from"
-            if not fast[0]:
-                for g in running.values():
-                    g.close()
-                return False, done, f"partition {k!r} is not linearizable"
-        elif verdict is False:
-            running = {k: search(ops, model.init(), look)}
-            break
         else:
-            running[k] = search(ops, model.init(), look)
+            if verdict is False:
+                done_now = in_sequence(ops, model.init())  # WGL's outcome, without the search
+                if done_now is not None:
+                    done[k] = done_now
+                    paths[k] = "sweep"
+                    return False, done, f"partition {k!r} is not linearizable"
+            # The read-from path (readfrom.py): where written values are unique it decides
+            # what the sweep cannot (crashed ops, heavy concurrency), and explains a
+            # refutation by a core of a few ops the search then needs only a few steps for.
+            fast = from_reads(ops, init())
+            if fast is not None:
+                done[k] = fast[1]
+                paths[k] = "read-from"
+                if not fast[0]:
+                    for g in running.values():
+                        g.close()
+                    return False, done, f"partition {k!r} is not linearizable"
+            elif verdict is False:
+                running = {k: search(ops, model.init(), look)}
+                break
+            else:
+                running[k] = search(ops, model.init(), look)
         if deadline is not None and time.monotonic() > deadline:
             for g in running.values():
                 g.close()
