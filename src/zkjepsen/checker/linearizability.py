@@ -228,13 +228,15 @@ def _nothing_to_test(history: History, model: Model) -> str | None:
 class Linearizable:
     """Checker: is the history linearizable with respect to `model`?
 
-    Details: model, reason, partitions, ops, configurations; when invalid also the refuted
-    `partition`, `longest_prefix_length`, the last PREFIX_SHOWN ops of `longest_prefix` (each
-    with the state after it), `cannot_place` (the op that cannot follow that prefix) and the
-    `faults` active while it was in flight; when unknown, the `undecided` partitions. A
-    refutation is one `not-linearizable` violation, and the Result's `outcome` keeps the refuted
-    partition's full search outcome for report.counterexample. A history with no op the model
-    reads is `unknown` (every model accepts an empty history: nothing was tested).
+    Details: model, reason, partitions, ops, configurations, `decided_by` (partitions per
+    path: "sweep", "read-from", "search"); when invalid also the refuted `partition`, the path
+    that refuted it (`refuted_by`), `longest_prefix_length`, the last PREFIX_SHOWN ops of
+    `longest_prefix` (each with the state after it), `cannot_place` (the op that cannot follow
+    that prefix) and the `faults` active while it was in flight; when unknown, the `undecided`
+    partitions. A refutation is one `not-linearizable` violation, and the Result's `outcome`
+    keeps the refuted partition's search outcome for report.counterexample (the read-from
+    path's: the search's on the conflict's core). A history with no op the model reads is
+    `unknown` (every model accepts an empty history: nothing was tested).
     """
 
     KINDS = ("not-linearizable",)
