@@ -81,16 +81,29 @@ class CasRegister(Model):
             if status != "ok" or (value is None and self.nil_read_unknown):
                 return None
             v = value if value.__class__ in _FLAT else freeze(value)
-            return _new(Action, (read_value, v, True, ("read {!r}", value)))
+            return _new(Action, (read_value, v, True, ("read {1!r}", key, value)))
         if f == "write":
             v = value if value.__class__ in _FLAT else freeze(value)
-            return _new(Action, (write_value, v, False, ("write {!r}", value)))
+            return _new(Action, (write_value, v, False, ("write {1!r}", key, value)))
         if f == "cas":
             if not isinstance(value, (list, tuple)) or len(value) != 2:
                 raise BadInput(f"cas value must be [old, new], got {value!r}")
             old, new = freeze(value[0]), freeze(value[1])
             return _new(Action, (cas_value, (old, new), old == new, ("cas {!r}->{!r}", old, new)))
         raise self._unsupported(f)
+
+    def action_table(self) -> Any:
+        """Reads and writes follow the table rule (see Model.action_table) where nil is a
+        value: the compiled builder makes them without a call (a cas still calls `action`)."""
+        if self.nil_read_unknown or type(self).action is not CasRegister.action:
+            return None
+        return (None, _REGISTER_TABLE)
+
+
+_REGISTER_TABLE = {
+    "read": (read_value, True, "read {1!r}"),
+    "write": (write_value, False, "write {1!r}"),
+}
 
 
 class Register(CasRegister):
