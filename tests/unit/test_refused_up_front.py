@@ -219,3 +219,9 @@ def test_an_interrupted_matrix_says_where_its_finished_runs_are(here, capsys, mo
         "renders them, the same matrix with --resume continues it."
     )
     assert (here / "m" / "matrix-runs.json").exists()
+
+
+def test_without_a_config_file_a_mistake_names_no_file(here, capsys):
+    code, _, err = run_cli(["test", "--nemesis", ""], capsys)
+    assert_refused(code, err, here, "empty fault name")
+    assert "config" not in err, err  # was "config None: nemesis '' has…"

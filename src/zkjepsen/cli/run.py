@@ -191,7 +191,8 @@ def with_config(toml: dict[str, Any], cli: dict[str, Any], path: Path | None) ->
     file won, so a config that works only because an option covers its mistake is refused."""
     file_error = None
     try:
-        TestSpec.from_json({**cli, **toml})
+        if path is not None:  # without a file, the command line's own mistakes speak for it
+            TestSpec.from_json({**cli, **toml})
     except BadInput as e:
         file_error = str(e)
     hidden = f"config {path}: {file_error} (the command line sets this too and wins, but the file "
