@@ -18,10 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from zkjepsen.harness import resources
-from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
-from zkjepsen.harness.image import build_image, default_tag, zookeeper_recipe
-from zkjepsen.harness.zkconfig import ZkSettings
+from zkjepsen.backends.zookeeper.config import ZkSettings
+from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
+from zkjepsen.docker import resources
+from zkjepsen.docker.image import build_image, default_tag, zookeeper_recipe
 
 
 def rss_mb(container) -> float:
@@ -57,8 +57,8 @@ def backend_ready_times(client, name: str, runs: int) -> list[float]:
     """Seconds from start() to ready for backend `name`, `runs` times (images cached)."""
     from types import SimpleNamespace
 
-    from zkjepsen.harness.backends import backend_info, image_recipe, make_backend
-    from zkjepsen.harness.image import ensure_image
+    from zkjepsen.backends.registry import backend_info, image_recipe, make_backend
+    from zkjepsen.docker.image import ensure_image
 
     server = ensure_image(client, None, recipe=image_recipe(name)).tag
     info = backend_info(name)

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
+from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
 from zkjepsen.nemesis import clock
 from zkjepsen.nemesis.targets import NemesisContext
 

@@ -15,8 +15,8 @@ import time
 
 from kazoo.client import KazooClient
 
+from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
 from zkjepsen.client.zkproxy import ZkProxy
-from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
 
 
 def timings(zk: KazooClient, ops: int, write: bool) -> list[float]:

@@ -155,8 +155,8 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--mode", choices=("in-process", "protocol", "both"), default="in-process")
     args = ap.parse_args()
+    from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
     from zkjepsen.client.command import is_foreign
-    from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
     from zkjepsen.store import new_run_dir
 
     d = new_run_dir("bench-recipes").path

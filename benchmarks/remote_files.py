@@ -31,8 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from second_engine import second_engine  # noqa: E402
 
-from zkjepsen.harness import mounts, resources  # noqa: E402
-from zkjepsen.harness.engine import Engine, provide_image  # noqa: E402
+from zkjepsen.docker import mounts, resources  # noqa: E402
+from zkjepsen.docker.engine import Engine, provide_image  # noqa: E402
 
 RUN = [
     "test", "--recipe", "kazoo", "--workload", "lock", "--nemesis", "none", "--nodes", "3",

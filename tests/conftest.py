@@ -19,8 +19,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def docker_client():
+    from zkjepsen.docker import resources
     from zkjepsen.errors import ZkJepsenError
-    from zkjepsen.harness import resources
 
     try:
         return resources.docker_client()
@@ -31,7 +31,7 @@ def docker_client():
 @pytest.fixture(scope="session")
 def zk_image(docker_client) -> str:
     """The node image, built now if this machine does not have it yet."""
-    from zkjepsen.harness.image import build_image, default_tag, image_exists
+    from zkjepsen.docker.image import build_image, default_tag, image_exists
 
     tag = default_tag()
     if not image_exists(docker_client, tag):
@@ -62,7 +62,7 @@ def store_root(tmp_path) -> Path:
 @pytest.fixture(scope="module")
 def ensemble3(docker_client, zk_image, tmp_path_factory):
     """A 3-node ensemble shared by one test module (tests must leave it healthy)."""
-    from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
+    from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
 
     store = tmp_path_factory.mktemp("ens3")
     with DockerEnsemble(EnsembleSpec(nodes=3, image=zk_image), store, client=docker_client) as ens:

@@ -12,7 +12,7 @@ import pytest
 from kazoo.client import KazooClient
 from wire import WireProgram
 
-from zkjepsen.harness import resources
+from zkjepsen.docker import resources
 from zkjepsen.recipes import RECIPES
 
 DRIVERS = [

@@ -12,8 +12,8 @@ import pytest
 from kazoo.client import KazooClient
 from killed_runs import labelled, new_run_with_members
 
-from zkjepsen.harness import resources
-from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
+from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
+from zkjepsen.docker import resources
 
 ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 

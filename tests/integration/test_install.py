@@ -65,7 +65,7 @@ def venv(tmp_path_factory) -> Path:
 
 
 def test_the_installed_wheel_works_from_another_directory(venv, zk_image, tmp_path):
-    from zkjepsen.harness.image import default_tag
+    from zkjepsen.docker.image import default_tag
 
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     zkj = [venv / "bin/zkjepsen"]

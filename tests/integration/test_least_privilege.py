@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from zkjepsen.client.context import ClientContext, Recorder
 from zkjepsen.client.pool import ClientPool
 from zkjepsen.client.spec import ClientSpec
 from zkjepsen.nemesis.partition import chain_name
@@ -26,6 +25,7 @@ from zkjepsen.nemesis.schedule import FaultNemesis, NemesisLog, heal_all
 from zkjepsen.nemesis.targets import NemesisContext
 from zkjepsen.store import RunDir
 from zkjepsen.workloads import get_workload
+from zkjepsen.workloads.context import ClientContext, Recorder
 
 TESTS = Path(__file__).resolve().parents[1]
 RECIPE = "subjects.hostile:Hostile"

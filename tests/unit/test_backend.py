@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import inspect
 
-from zkjepsen.harness.backend import Backend
-from zkjepsen.harness.ensemble import DockerEnsemble
+from zkjepsen.backends.base import Backend
+from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble
 
 
 def test_docker_ensemble_implements_backend():

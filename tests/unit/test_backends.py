@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from zkjepsen.backends import registry as backends
+from zkjepsen.docker import image
 from zkjepsen.errors import BadInput
-from zkjepsen.harness import backends, image
-from zkjepsen.spec import TestSpec, validate_spec
+from zkjepsen.run.spec import TestSpec, validate_spec
 
 
 def test_the_zookeeper_image_hash_is_the_one_from_before_image_recipes():
@@ -84,7 +85,7 @@ def test_a_service_recipe_runs_through_the_service_driver():
 
 
 def test_redis_connect_strings():
-    from zkjepsen.client.services.redis import parse_hosts
+    from zkjepsen.backends.redis.session import parse_hosts
 
     assert parse_hosts("redis://10.0.0.11:6379") == ("redis", None, [("10.0.0.11", 6379)])
     kind, name, addrs = parse_hosts("redis-sentinel://zkjepsen@10.0.0.31:26379,10.0.0.32:26379")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 import shutil
 
-from zkjepsen.harness import drivers, image
+from zkjepsen.backends.zookeeper import drivers
+from zkjepsen.docker import image
 from zkjepsen.recipes import RECIPES
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from zkjepsen.backends.zookeeper.config import ZkSettings, parse_four_letter, zoo_cfg
+from zkjepsen.docker.image import inputs_hash
 from zkjepsen.errors import BadInput
-from zkjepsen.harness.image import inputs_hash
-from zkjepsen.harness.zkconfig import ZkSettings, parse_four_letter, zoo_cfg
 from zkjepsen.store import new_run_dir
 
 
@@ -47,7 +47,7 @@ def test_parse_srvr_and_mntr():
 
 
 def test_image_hash_is_short_and_follows_its_inputs(monkeypatch):
-    from zkjepsen.harness import image
+    from zkjepsen.docker import image
 
     before = inputs_hash()
     assert len(before) == 12 and int(before, 16) >= 0

@@ -9,10 +9,10 @@ import socket
 import struct
 import threading
 
-from zkjepsen.harness.backends import BACKENDS, image_recipe, resolve_backend
-from zkjepsen.harness.image import default_tag
-from zkjepsen.harness.postgres import probe
-from zkjepsen.harness.postgres.cluster import PgSettings
+from zkjepsen.backends.postgres import probe
+from zkjepsen.backends.postgres.cluster import PgSettings
+from zkjepsen.backends.registry import BACKENDS, image_recipe, resolve_backend
+from zkjepsen.docker.image import default_tag
 from zkjepsen.nemesis.faults import FAULTS, NEMESES
 from zkjepsen.recipes import RECIPES
 

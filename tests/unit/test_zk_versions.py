@@ -9,11 +9,13 @@ import re
 
 import pytest
 
+from zkjepsen.backends.zookeeper import drivers
+from zkjepsen.backends.zookeeper import versions as zkversions
+from zkjepsen.backends.zookeeper.config import ZkSettings, zoo_cfg
 from zkjepsen.cli import main
+from zkjepsen.docker import image
 from zkjepsen.errors import BadInput
-from zkjepsen.harness import drivers, image, zkversions
-from zkjepsen.harness.zkconfig import ZkSettings, zoo_cfg
-from zkjepsen.spec import TestSpec, validate_spec
+from zkjepsen.run.spec import TestSpec, validate_spec
 
 
 def test_each_version_has_its_own_suite_and_tag_and_3_8_is_the_old_image():

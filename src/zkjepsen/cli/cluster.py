@@ -9,13 +9,13 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
 from zkjepsen.cli.options import STORE_PATH, image_ref, not_empty, run_ids
 from zkjepsen.cli.versions import check_version, zk_version_option
+from zkjepsen.docker import image as image_lib
+from zkjepsen.docker import resources, signals
+from zkjepsen.docker.image import ImageInfo, default_tag, image_exists
 from zkjepsen.errors import BadInput, EnvironmentProblem
-from zkjepsen.harness import image as image_lib
-from zkjepsen.harness import resources, signals
-from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
-from zkjepsen.harness.image import ImageInfo, default_tag, image_exists
 from zkjepsen.store import check_root, new_run_dir
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
@@ -75,7 +75,7 @@ def backend_option(f):
 )
 def image_build(force: bool, backend: str, zk_version: str | None) -> None:
     """Build the node image (or a backend's server image) with debootstrap + docker import."""
-    from zkjepsen.harness.backends import backend_info, image_recipe
+    from zkjepsen.backends.registry import backend_info, image_recipe
 
     recipe = (
         image_recipe(backend, zk_version) if backend_info(backend).image or zk_version else None
@@ -125,9 +125,9 @@ def cluster_up(
     with `cluster down`)."""
     from types import SimpleNamespace
 
-    from zkjepsen.harness import zkversions
-    from zkjepsen.harness.backends import backend_info, image_recipe, make_backend
-    from zkjepsen.harness.image import zookeeper_recipe
+    from zkjepsen.backends.registry import backend_info, image_recipe, make_backend
+    from zkjepsen.backends.zookeeper import versions as zkversions
+    from zkjepsen.docker.image import zookeeper_recipe
 
     b = backend_info(backend)
     if zk_version is not None and b.family != "zookeeper":
@@ -250,7 +250,7 @@ def cleanup(everything: bool, dry_run: bool, engines: tuple, run_ids: tuple) -> 
     containers' own network namespaces, paused containers are killed, faketime files are in the
     run's scratch directory.
     """
-    from zkjepsen.harness.engine import parse_engines
+    from zkjepsen.docker.engine import parse_engines
 
     for engine in parse_engines(engines):
         client = engine.client()
@@ -297,8 +297,8 @@ def demo(nodes: int, time_limit: float, image: str | None) -> None:
     """The main job: an ensemble round trip, then a short kazoo-Lock run with a frozen holder."""
     from zkjepsen.cli.display import LiveDisplay
     from zkjepsen.cli.run import print_verdict
-    from zkjepsen.runner import run_test
-    from zkjepsen.spec import TestSpec
+    from zkjepsen.run.runner import run_test
+    from zkjepsen.run.spec import TestSpec
 
     spec = TestSpec(  # made first: a bad --time-limit is refused before anything starts
         recipe="kazoo",

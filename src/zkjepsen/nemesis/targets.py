@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from zkjepsen.harness.backend import Backend, Node
+from zkjepsen.backends.base import Backend, Node
 from zkjepsen.history.jsonl import DirTailer, client_of, read_records
 from zkjepsen.nemesis import NemesisError
 
