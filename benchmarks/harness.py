@@ -20,8 +20,9 @@ from pathlib import Path
 
 from zkjepsen.backends.zookeeper.config import ZkSettings
 from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
+from zkjepsen.backends.zookeeper.image import zookeeper_recipe
 from zkjepsen.docker import resources
-from zkjepsen.docker.image import build_image, default_tag, zookeeper_recipe
+from zkjepsen.docker.image import build_image, default_tag
 
 
 def rss_mb(container) -> float:
@@ -72,7 +73,7 @@ def backend_ready_times(client, name: str, runs: int) -> list[float]:
                 client=client,
                 engine=resources.DEFAULT_ENGINE,
                 server_image=server,
-                client_image=default_tag(),
+                client_image=default_tag(zookeeper_recipe()),
             )
             t0 = time.monotonic()
             try:

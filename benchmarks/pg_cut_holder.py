@@ -27,9 +27,10 @@ from types import SimpleNamespace
 
 from zkjepsen.backends.postgres.image import postgres_image
 from zkjepsen.backends.registry import make_backend
+from zkjepsen.backends.zookeeper.image import zookeeper_tag
 from zkjepsen.client.pool import SRC_ROOT, client_library_binds
 from zkjepsen.docker import netns, resources
-from zkjepsen.docker.image import default_tag, ensure_image
+from zkjepsen.docker.image import ensure_image
 
 HOLDER = r"""
 import sys, time
@@ -175,7 +176,7 @@ def main() -> None:
                 client=client,
                 engine=resources.DEFAULT_ENGINE,
                 server_image=server_image,
-                client_image=default_tag(),
+                client_image=zookeeper_tag(),
             )
             with cluster as c:
                 for kind in ("for-update", "advisory"):

@@ -31,13 +31,18 @@ def docker_client():
 @pytest.fixture(scope="session")
 def zk_image(docker_client) -> str:
     """The node image, built now if this machine does not have it yet."""
+    from zkjepsen.backends.zookeeper.image import zookeeper_recipe
     from zkjepsen.docker.image import build_image, default_tag, image_exists
 
-    tag = default_tag()
+    recipe = zookeeper_recipe()
+    tag = default_tag(recipe)
     if not image_exists(docker_client, tag):
         print(f"\nbuilding {tag} (first run on this machine, ~1-2 min)...", file=sys.stderr)
         info = build_image(
-            docker_client, tag, on_progress=lambda s: print(f"  {s}", file=sys.stderr, flush=True)
+            docker_client,
+            tag,
+            on_progress=lambda s: print(f"  {s}", file=sys.stderr, flush=True),
+            recipe=recipe,
         )
         print(f"built {tag} in {info.build_seconds:.0f} s", file=sys.stderr)
     return tag

@@ -73,9 +73,10 @@ def _token_from(url: str, image: str) -> bytes:
 
 
 def test_the_runner_cannot_reach_its_containers_and_so_uses_a_controller(remote):
+    from zkjepsen.backends.zookeeper.image import zookeeper_recipe
     from zkjepsen.docker.engine import Engine, provide_image
 
-    image = provide_image([Engine.parse(remote)])
+    image = provide_image([Engine.parse(remote)], recipe=zookeeper_recipe())
     assert _token_from("default", image) == b"zkj-token"  # the method works here...
     assert _token_from(remote, image) == b""  # ...and that engine's containers are out of reach
     assert controller.wanted(Engine.parse(remote)) is True

@@ -44,9 +44,10 @@ def remote(zk_image):
 
 
 def _image_on(url: str) -> str:
+    from zkjepsen.backends.zookeeper.image import zookeeper_recipe
     from zkjepsen.docker.engine import Engine, provide_image
 
-    return provide_image([Engine.parse(url)])
+    return provide_image([Engine.parse(url)], recipe=zookeeper_recipe())
 
 
 def test_the_probe_tells_the_two_engines_apart(remote, tmp_path):

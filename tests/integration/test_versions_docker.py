@@ -22,7 +22,8 @@ from zkjepsen.backends.zookeeper import versions as zkversions
 from zkjepsen.backends.zookeeper.config import ZkSettings
 from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
 from zkjepsen.backends.zookeeper.fourlw import four_letter
-from zkjepsen.docker.image import ensure_image, zookeeper_recipe
+from zkjepsen.backends.zookeeper.image import zookeeper_recipe
+from zkjepsen.docker.image import ensure_image
 from zkjepsen.run.runner import run_test
 from zkjepsen.run.spec import TestSpec
 
@@ -48,7 +49,7 @@ def other_version(request, docker_client) -> str:
 
 
 def test_ensemble_reaches_quorum_and_answers_four_letter_words(version, docker_client, tmp_path):
-    from zkjepsen.docker.image import zookeeper_tag
+    from zkjepsen.backends.zookeeper.image import zookeeper_tag
 
     spec = EnsembleSpec(
         nodes=3, image=zookeeper_tag(version), settings=ZkSettings(zk_version=version)
@@ -144,7 +145,7 @@ def test_a_fast_clock_reaches_both_java_clocks(version, docker_client, tmp_path)
     import shutil
     import subprocess
 
-    from zkjepsen.docker.image import zookeeper_tag
+    from zkjepsen.backends.zookeeper.image import zookeeper_tag
 
     javac = shutil.which("javac")
     assert javac, "javac (JDK 17) is needed to compile the probe"

@@ -7,6 +7,8 @@ from __future__ import annotations
 import pytest
 
 from zkjepsen.backends import registry as backends
+from zkjepsen.backends.zookeeper import image as zkimage
+from zkjepsen.backends.zookeeper.image import zookeeper_recipe as zk_recipe
 from zkjepsen.docker import image
 from zkjepsen.errors import BadInput
 from zkjepsen.run.spec import TestSpec, validate_spec
@@ -16,21 +18,22 @@ def test_the_zookeeper_image_hash_is_the_one_from_before_image_recipes():
     # The same inputs in the same order as the old inputs_hash(): no rebuild for anybody.
     legacy = [
         image.SUITE,
-        image.BUILD_RECIPE_VERSION,
-        image.ENTRYPOINT,
-        *image.PACKAGES,
-        *image.EXTRA_JARS,
-        *image.drivers.hash_parts(),
+        zkimage.BUILD_RECIPE_VERSION,
+        zkimage.ENTRYPOINT,
+        *zkimage.PACKAGES,
+        *zkimage.EXTRA_JARS,
+        *zkimage.drivers.hash_parts(),
     ]
-    assert image.zookeeper_recipe().inputs() == legacy
-    assert image.default_tag() == f"zkjepsen/zookeeper:{image.inputs_hash()}"
+    zk = zkimage.zookeeper_recipe()
+    assert zk.inputs() == legacy
+    assert zkimage.zookeeper_tag() == f"zkjepsen/zookeeper:{image.inputs_hash(zk)}"
 
 
 def test_another_backend_image_has_its_own_repo_and_hash():
     recipe = backends.image_recipe("redis")
     assert "redis-server" in recipe.packages and "redis-sentinel" in recipe.packages
     tag = image.default_tag(recipe)
-    assert tag.startswith("zkjepsen/redis:") and tag.split(":")[1] != image.inputs_hash()
+    assert tag.startswith("zkjepsen/redis:") and tag.split(":")[1] != image.inputs_hash(zk_recipe())
 
 
 @pytest.mark.parametrize(

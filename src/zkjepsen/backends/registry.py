@@ -110,7 +110,7 @@ def image_recipe(name: str, zk_version: str | None = None):
     `zk_version`, default 3.8) by default."""
     info = backend_info(name)
     if not info.image:
-        from zkjepsen.docker.image import zookeeper_recipe
+        from zkjepsen.backends.zookeeper.image import zookeeper_recipe
 
         return zookeeper_recipe(zk_version)
     return _load(info.image)()
@@ -183,8 +183,8 @@ def provide_images(engine, spec: Any) -> tuple[str, str]:
     shipped if missing). Clients always run zkjepsen's client image (the ZooKeeper node
     image of `client_suite`, default the servers' version); `--image` names the servers'."""
     from zkjepsen.backends.zookeeper import versions as zkversions
+    from zkjepsen.backends.zookeeper.image import zookeeper_recipe
     from zkjepsen.docker.engine import provide_image
-    from zkjepsen.docker.image import zookeeper_recipe
 
     clients = zkversions.client_suite(spec.client_suite, spec.zk_version).name
     if not backend_info(spec.backend).image:

@@ -97,11 +97,12 @@ def client_check(
         check_root(None)  # the check's server writes its logs into the store
     docker = image_tag = None
     if need_docker:
+        from zkjepsen.backends.zookeeper.image import zookeeper_recipe
         from zkjepsen.cli.cluster import ensure_image
         from zkjepsen.docker import resources
 
         docker = resources.docker_client()
-        image_tag = ensure_image(docker, image).tag
+        image_tag = ensure_image(docker, image, recipe=zookeeper_recipe()).tag
     from zkjepsen.docker import resources
 
     run_id = resources.new_run_id()

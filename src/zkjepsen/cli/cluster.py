@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
+from zkjepsen.backends.zookeeper.image import zookeeper_recipe
 from zkjepsen.cli.options import STORE_PATH, image_ref, not_empty, run_ids
 from zkjepsen.cli.versions import check_version, zk_version_option
 from zkjepsen.docker import image as image_lib
@@ -21,9 +22,9 @@ from zkjepsen.store import check_root, new_run_dir
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
 
-def ensure_image(client, image: str | None, force: bool = False, recipe=None) -> ImageInfo:
-    """`harness.image.ensure_image` with a spinner and a closing line on the terminal
-    (`recipe`: another backend's server image; default the ZooKeeper node image)."""
+def ensure_image(client, image: str | None, force: bool = False, *, recipe) -> ImageInfo:
+    """`docker.image.ensure_image` with a spinner and a closing line on the terminal
+    (`recipe`: the ZooKeeper node image's or another backend's server image)."""
     if image or (image_exists(client, default_tag(recipe)) and not force):
         return image_lib.ensure_image(client, image, force=force, recipe=recipe)
     tag = default_tag(recipe)
@@ -75,11 +76,9 @@ def backend_option(f):
 )
 def image_build(force: bool, backend: str, zk_version: str | None) -> None:
     """Build the node image (or a backend's server image) with debootstrap + docker import."""
-    from zkjepsen.backends.registry import backend_info, image_recipe
+    from zkjepsen.backends.registry import image_recipe
 
-    recipe = (
-        image_recipe(backend, zk_version) if backend_info(backend).image or zk_version else None
-    )
+    recipe = image_recipe(backend, zk_version)  # ZooKeeper's: of zk_version, default 3.8
     info = ensure_image(resources.docker_client(), None, force=force, recipe=recipe)
     click.echo(
         f"{info.tag}\t{info.size_bytes / 1e6:.0f} MB"
@@ -127,7 +126,6 @@ def cluster_up(
 
     from zkjepsen.backends.registry import backend_info, image_recipe, make_backend
     from zkjepsen.backends.zookeeper import versions as zkversions
-    from zkjepsen.docker.image import zookeeper_recipe
 
     b = backend_info(backend)
     if zk_version is not None and b.family != "zookeeper":
@@ -316,7 +314,7 @@ def demo(nodes: int, time_limit: float, image: str | None) -> None:
     )
     check_root(None)
     client = resources.docker_client()
-    info = ensure_image(client, image)
+    info = ensure_image(client, image, recipe=zookeeper_recipe())
     _round_trip(client, nodes, info.tag)
     console.print(
         f"\nNow a {time_limit:g} s run: 5 clients increment a counter under kazoo's Lock "

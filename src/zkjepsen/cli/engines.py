@@ -47,6 +47,7 @@ def prepare(
     that needs one (run/controller.py); and the
     server image of every other backend in `backends` and of every ZooKeeper version in
     `zk_versions` (built once here, not by each of several parallel runs)."""
+    from zkjepsen.backends.zookeeper.image import zookeeper_recipe
     from zkjepsen.docker import mounts
     from zkjepsen.run import controller
 
@@ -64,6 +65,7 @@ def prepare(
         provide_image(
             engines,
             image,
+            recipe=zookeeper_recipe(),
             on_build=lambda s: status.update(f"building: {s}"),
             on_progress=shipped,
             on_shipped=lambda name, secs: console.print(
@@ -71,7 +73,6 @@ def prepare(
             ),
         )
         from zkjepsen.backends.registry import backend_info, image_recipe
-        from zkjepsen.docker.image import zookeeper_recipe
 
         for v in dict.fromkeys(zk_versions):
             provide_image(

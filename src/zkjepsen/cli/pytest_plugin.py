@@ -84,8 +84,9 @@ def zk_ensemble(request, tmp_path_factory):
     """A running ensemble for the whole session (nodes and image from the command line)."""
     from zkjepsen.backends.zookeeper.config import ZkSettings
     from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
+    from zkjepsen.backends.zookeeper.image import zookeeper_recipe
     from zkjepsen.docker import resources
-    from zkjepsen.docker.image import ensure_image, zookeeper_recipe
+    from zkjepsen.docker.image import ensure_image
 
     client = resources.docker_client()
     version = request.config.getoption("--zk-version") or "3.8"

@@ -205,10 +205,11 @@ def provide_image(
     on_build: Callable[[str], None] = lambda line: None,
     on_progress: Progress = lambda n, d, t: None,
     on_shipped: Callable[[str, float], None] = lambda n, s: None,
-    recipe=None,
+    *,
+    recipe,
 ) -> str:
-    """Make the node image (or `recipe`'s: a harness.image.ImageRecipe, e.g. a backend's
-    server image) present on every engine of `engines`; returns its tag.
+    """Make `recipe`'s image (a docker.image.ImageRecipe: the node image, a backend's server
+    image), or the user's `image`, present on every engine of `engines`; returns its tag.
 
     The image comes from whichever engine has it (the default engine, where `image build`
     puts it, is asked too); zkjepsen's own image is built (on the first engine) only if no engine

@@ -101,11 +101,12 @@ def socket_path(engine) -> str:
 
 def prepare(engine, client=None, on_status=lambda msg: None) -> tuple[str, dict]:
     """The controller image on `engine` (built from the node image if missing)."""
+    from zkjepsen.backends.zookeeper.image import zookeeper_recipe
     from zkjepsen.docker.engine import provide_image
     from zkjepsen.run.shipping import controller_image
 
     client = client or engine.client()
-    base = provide_image([engine])  # zkjepsen's own node image: it has python3
+    base = provide_image([engine], recipe=zookeeper_recipe())  # our node image: it has python3
     return controller_image(client, base, on_status)
 
 

@@ -82,7 +82,7 @@ class DockerEnsemble:
 
     @property
     def image(self) -> str:
-        from zkjepsen.docker.image import zookeeper_tag
+        from zkjepsen.backends.zookeeper.image import zookeeper_tag
 
         return self.spec.image or zookeeper_tag(self.spec.settings.zk_version)
 
