@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from zkjepsen.backends.base import Node
+from zkjepsen.docker.cluster import Node
 from zkjepsen.errors import BadInput
 from zkjepsen.nemesis.faults import FAULTS, not_applicable
 from zkjepsen.nemesis.redlock import PartitionRedlock

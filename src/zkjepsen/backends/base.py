@@ -1,38 +1,17 @@
 """The `Backend` protocol: exactly what the nemesis and the client pool ask of a running cluster.
 
-`DockerEnsemble` (backends/zookeeper/ensemble.py) is the one implementation today; a Redis or
-PostgreSQL backend, or a remote one, implements the same and every fault and client works unchanged.
-Nodes are named `n1`, `n2`, ...; fault code addresses them by `Node`, never by container.
+Each service implements it as a sibling package: `DockerEnsemble` (backends/zookeeper/), the
+Redis and PostgreSQL clusters (backends/redis/, backends/postgres/, on `docker.servers`); all of
+them are `docker.cluster.ContainerCluster`s, and none derives from another service's class. A
+remote backend implements the same, and every fault and client works unchanged. Nodes are named
+`n1`, `n2`, ...; fault code addresses them by `Node` (docker/cluster.py), never by container.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol
 
-from zkjepsen.backends.zookeeper.config import CLIENT_PORT
-
-
-@dataclass(frozen=True)
-class Node:
-    name: str  # n1, n2, ...
-    id: int  # ZooKeeper's myid
-    ip: str
-    port: int = CLIENT_PORT
-
-    @property
-    def address(self) -> str:
-        return f"{self.ip}:{self.port}"
-
-
-@dataclass(frozen=True)
-class ClientEndpoint:
-    """Where client N's container joins the backend: the Docker network, its fixed address
-    there, and the image it runs in (one that has python3 and iptables)."""
-
-    network: str
-    ip: str
-    image: str
+from zkjepsen.docker.cluster import ClientEndpoint, Node
 
 
 class HostSession(Protocol):

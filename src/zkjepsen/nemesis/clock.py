@@ -30,7 +30,8 @@ import threading
 import time
 from typing import Any
 
-from zkjepsen.backends.base import Backend, Node
+from zkjepsen.backends.base import Backend
+from zkjepsen.docker.cluster import Node
 from zkjepsen.nemesis.targets import NemesisContext, resolve_servers
 
 CACHE_S = 1.2  # > FAKETIME_CACHE_DURATION: a write is certainly seen after this

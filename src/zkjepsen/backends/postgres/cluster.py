@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zkjepsen.backends.base import Node
 from zkjepsen.backends.postgres import probe
 from zkjepsen.backends.postgres.image import PG_USER
+from zkjepsen.docker.cluster import Node
 from zkjepsen.docker.servers import Container, ServerCluster
 from zkjepsen.errors import EnvironmentProblem
 

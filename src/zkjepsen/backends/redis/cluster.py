@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from zkjepsen.backends.base import Node
+from zkjepsen.docker.cluster import Node
 from zkjepsen.docker.image import ImageRecipe
 from zkjepsen.docker.servers import Container, ServerCluster
 
