@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from zkjepsen.backends.zookeeper.config import ZkSettings
-from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
+from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
 from zkjepsen.backends.zookeeper.image import zookeeper_recipe
 from zkjepsen.docker import resources
 from zkjepsen.docker.image import build_image, default_tag
@@ -45,7 +45,7 @@ def time_to_quorum(
             image=default_tag(zookeeper_recipe(version)),
             settings=ZkSettings(zk_version=version),
         )
-        ens = DockerEnsemble(spec, Path(d), client=client)
+        ens = ZooKeeperEnsemble(spec, Path(d), client=client)
         t0 = time.monotonic()
         with ens:
             elapsed = time.monotonic() - t0

@@ -230,11 +230,11 @@ def main() -> None:
         hosts, ens = args.hosts, None
         d = None
         if not hosts:
-            from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
+            from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
             from zkjepsen.store import new_run_dir
 
             d = new_run_dir("bench-herd").path
-            ens = stack.enter_context(DockerEnsemble(EnsembleSpec(nodes=3), d))
+            ens = stack.enter_context(ZooKeeperEnsemble(EnsembleSpec(nodes=3), d))
             hosts = ens.connect_string()
         rows = []
         for n in args.waiters.split(","):

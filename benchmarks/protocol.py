@@ -95,9 +95,9 @@ def main() -> None:
     if args.hosts:
         res = measure(args.hosts, args.rounds, d)
     else:
-        from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
+        from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
 
-        with DockerEnsemble(EnsembleSpec(nodes=3), d) as ens:
+        with ZooKeeperEnsemble(EnsembleSpec(nodes=3), d) as ens:
             res = measure(ens.connect_string(), args.rounds, d)
     print(f"{args.rounds} uncontended rounds, store {d}")
     print(f"{'':12}{'p50_ms':>10}{'p90_ms':>10}{'p99_ms':>10}{'mean_ms':>10}")

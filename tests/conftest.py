@@ -67,10 +67,12 @@ def store_root(tmp_path) -> Path:
 @pytest.fixture(scope="module")
 def ensemble3(docker_client, zk_image, tmp_path_factory):
     """A 3-node ensemble shared by one test module (tests must leave it healthy)."""
-    from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
+    from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
 
     store = tmp_path_factory.mktemp("ens3")
-    with DockerEnsemble(EnsembleSpec(nodes=3, image=zk_image), store, client=docker_client) as ens:
+    with ZooKeeperEnsemble(
+        EnsembleSpec(nodes=3, image=zk_image), store, client=docker_client
+    ) as ens:
         yield ens
 
 

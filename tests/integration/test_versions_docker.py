@@ -20,7 +20,7 @@ from kazoo.client import KazooClient
 
 from zkjepsen.backends.zookeeper import versions as zkversions
 from zkjepsen.backends.zookeeper.config import ZkSettings
-from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
+from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
 from zkjepsen.backends.zookeeper.fourlw import four_letter
 from zkjepsen.backends.zookeeper.image import zookeeper_recipe
 from zkjepsen.docker.image import ensure_image
@@ -55,7 +55,7 @@ def test_ensemble_reaches_quorum_and_answers_four_letter_words(version, docker_c
         nodes=3, image=zookeeper_tag(version), settings=ZkSettings(zk_version=version)
     )
     t0 = time.monotonic()
-    with DockerEnsemble(spec, tmp_path, client=docker_client) as ens:
+    with ZooKeeperEnsemble(spec, tmp_path, client=docker_client) as ens:
         print(f"\nZooKeeper {version}: 3 nodes to quorum in {time.monotonic() - t0:.1f} s")
         want = zkversions.get(version).zookeeper
         for node in ens.nodes:

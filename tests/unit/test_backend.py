@@ -1,4 +1,4 @@
-"""DockerEnsemble is a `Backend`: every method the protocol declares exists with the same
+"""ZooKeeperEnsemble is a `Backend`: every method the protocol declares exists with the same
 parameters (what nemeses and the client pool call, checked without Docker)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 
 from zkjepsen.backends.base import Backend
-from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble
+from zkjepsen.backends.zookeeper.ensemble import ZooKeeperEnsemble
 
 
 def test_docker_ensemble_implements_backend():
@@ -26,8 +26,8 @@ def test_docker_ensemble_implements_backend():
         "down",
     } <= set(declared)
     for name, proto in declared.items():
-        impl = getattr(DockerEnsemble, name, None)
-        assert callable(impl), f"DockerEnsemble has no {name}"
+        impl = getattr(ZooKeeperEnsemble, name, None)
+        assert callable(impl), f"ZooKeeperEnsemble has no {name}"
         assert list(inspect.signature(impl).parameters) == list(
             inspect.signature(proto).parameters
         ), name

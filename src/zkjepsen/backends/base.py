@@ -1,6 +1,6 @@
 """The `Backend` protocol: exactly what the nemesis and the client pool ask of a running cluster.
 
-Each service implements it as a sibling package: `DockerEnsemble` (backends/zookeeper/), the
+Each service implements it as a sibling package: `ZooKeeperEnsemble` (backends/zookeeper/), the
 Redis and PostgreSQL clusters (backends/redis/, backends/postgres/, on `docker.servers`); all of
 them are `docker.cluster.ContainerCluster`s, and none derives from another service's class. A
 remote backend implements the same, and every fault and client works unchanged. Nodes are named

@@ -167,7 +167,7 @@ def zookeeper_backend(
     spec: Any, store_dir: Path, *, backend: BackendInfo, client, engine, server_image, client_image
 ):
     from zkjepsen.backends.zookeeper.config import ZkSettings
-    from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
+    from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
 
     settings = ZkSettings(
         tick_ms=spec.tick_ms, zk_version=getattr(spec, "zk_version", None) or "3.8"
@@ -175,7 +175,7 @@ def zookeeper_backend(
     ens_spec = EnsembleSpec(
         nodes=spec.nodes, image=server_image, client_image=client_image, settings=settings
     )
-    return DockerEnsemble(ens_spec, store_dir, client=client, engine=engine)
+    return ZooKeeperEnsemble(ens_spec, store_dir, client=client, engine=engine)
 
 
 def provide_images(engine, spec: Any) -> tuple[str, str]:

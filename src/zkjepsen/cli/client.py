@@ -113,11 +113,11 @@ def client_check(
         if hosts:
             _check(argv, hosts, client_dir, st, rt, label)
         else:
-            from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
+            from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
             from zkjepsen.docker import signals
             from zkjepsen.store import new_run_dir
 
-            ens = DockerEnsemble(
+            ens = ZooKeeperEnsemble(
                 EnsembleSpec(nodes=1, image=image_tag),
                 new_run_dir("client-check", None).path,
                 run_id=run_id,

@@ -9,7 +9,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
+from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
 from zkjepsen.backends.zookeeper.image import zookeeper_recipe
 from zkjepsen.cli.options import STORE_PATH, image_ref, not_empty, run_ids
 from zkjepsen.cli.versions import check_version, zk_version_option
@@ -201,7 +201,7 @@ def _owner_pids(run: resources.RunResources) -> str:
 def cluster_status(run_id: str | None) -> None:
     """Show each node's mode, zxid and connection count."""
     client = resources.docker_client()
-    ens = DockerEnsemble.attach(_pick_run(client, run_id, "status"), client)
+    ens = ZooKeeperEnsemble.attach(_pick_run(client, run_id, "status"), client)
     table = Table(title=f"{ens.run_id}  {ens.connect_string()}")
     for col in ("node", "ip", "container", "mode", "zxid", "connections"):
         table.add_column(col)
@@ -217,7 +217,7 @@ def cluster_status(run_id: str | None) -> None:
 def cluster_down(run_id: str | None) -> None:
     """Remove an ensemble's containers and network (its logs stay in the store)."""
     client = resources.docker_client()
-    ens = DockerEnsemble.attach(_pick_run(client, run_id, "down"), client)
+    ens = ZooKeeperEnsemble.attach(_pick_run(client, run_id, "down"), client)
     ens.stop()
     click.echo(f"removed {ens.run_id} (logs in {ens.store_dir})")
 
@@ -333,7 +333,7 @@ def _round_trip(client, nodes: int, image: str) -> None:
     t0 = time.monotonic()
     with (
         signals.teardown_on_signals(),
-        DockerEnsemble(spec, new_run_dir("demo-ensemble").path, client=client) as ens,
+        ZooKeeperEnsemble(spec, new_run_dir("demo-ensemble").path, client=client) as ens,
     ):
         console.print(
             f"{nodes} servers serving in {time.monotonic() - t0:.1f} s "

@@ -83,7 +83,7 @@ class RunOutcome:
 def zk_ensemble(request, tmp_path_factory):
     """A running ensemble for the whole session (nodes and image from the command line)."""
     from zkjepsen.backends.zookeeper.config import ZkSettings
-    from zkjepsen.backends.zookeeper.ensemble import DockerEnsemble, EnsembleSpec
+    from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
     from zkjepsen.backends.zookeeper.image import zookeeper_recipe
     from zkjepsen.docker import resources
     from zkjepsen.docker.image import ensure_image
@@ -97,7 +97,7 @@ def zk_ensemble(request, tmp_path_factory):
         image=image,
         settings=ZkSettings(zk_version=version),
     )
-    with DockerEnsemble(spec, tmp_path_factory.mktemp("zk_ensemble"), client=client) as ens:
+    with ZooKeeperEnsemble(spec, tmp_path_factory.mktemp("zk_ensemble"), client=client) as ens:
         yield ens
 
 

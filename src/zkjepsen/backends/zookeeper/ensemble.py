@@ -37,7 +37,7 @@ class EnsembleSpec:
             raise BadInput(f"--nodes {self.nodes} is out of range; use 1 to 9 (3, 5 or 7 usual)")
 
 
-class DockerEnsemble(ContainerCluster):
+class ZooKeeperEnsemble(ContainerCluster):
     """ZooKeeper's `Backend` (backends/base.py). Use as a context manager: leaving it always
     removes everything."""
 
@@ -74,7 +74,7 @@ class DockerEnsemble(ContainerCluster):
         self.wait_for_quorum(self.spec.quorum_timeout_s)
 
     @classmethod
-    def attach(cls, run_id: str, client=None) -> DockerEnsemble:
+    def attach(cls, run_id: str, client=None) -> ZooKeeperEnsemble:
         """Rebuild the handle of a running ensemble from its container labels."""
         client = client or resources.docker_client()
         found = client.containers.list(
