@@ -11,6 +11,7 @@ from zkjepsen.backends.zookeeper import image as zkimage
 from zkjepsen.backends.zookeeper.image import zookeeper_recipe as zk_recipe
 from zkjepsen.docker import image
 from zkjepsen.errors import BadInput
+from zkjepsen.recipes import resolve_backend
 from zkjepsen.run.spec import TestSpec, validate_spec
 
 
@@ -47,14 +48,14 @@ def test_another_backend_image_has_its_own_repo_and_hash():
     ],
 )
 def test_a_recipe_runs_on_its_own_backend_unless_told(recipe, asked, got):
-    assert backends.resolve_backend(recipe, asked) == got
+    assert resolve_backend(recipe, asked) == got
 
 
 def test_a_recipe_on_a_backend_it_does_not_suit_is_refused_in_one_sentence():
     with pytest.raises(BadInput, match="recipe kazoo runs on zookeeper, not on backend redis"):
-        backends.resolve_backend("kazoo", "redis")
+        resolve_backend("kazoo", "redis")
     with pytest.raises(BadInput, match="unknown backend 'mongo'"):
-        backends.resolve_backend("kazoo", "mongo")
+        resolve_backend("kazoo", "mongo")
 
 
 def test_validate_spec_records_the_backend_and_its_fixed_shape():

@@ -1,15 +1,16 @@
 """The backend registry: which servers a test runs against (`--backend`, TestSpec `backend`).
 
 Each backend is a name, a family (which recipes can run on it: a recipe declares the backends
-it needs in `recipes.RecipeInfo.backends`), the class that implements `harness.backend.Backend`
-for it (imported lazily: spec validation and `list` must not import docker), the image recipe
-of its servers (`harness.image.ImageRecipe`; the ZooKeeper image when empty) and, for
+it needs in `recipes.RecipeInfo.backends`; `recipes.resolve_backend` picks one), the class that
+implements `backends.base.Backend` for it (imported lazily: spec validation and `list` must not
+import docker), the image recipe of its servers (`docker.image.ImageRecipe`; the ZooKeeper image
+when empty) and, for
 backends whose shape is fixed (one Redis master, five Redlock masters), the server count.
 
 The client containers of every backend run zkjepsen's client image (the ZooKeeper node image:
 python3, libfaketime, the JVM and Go drivers), so a backend adds only its servers' image.
 
-To add a backend: implement `Backend` (a subclass of `harness.servers.ServerCluster` is the
+To add a backend: implement `Backend` (a subclass of `docker.servers.ServerCluster` is the
 short way: it brings the network, labels, teardown, faults on nodes and client endpoints) and
 a factory for it, add a `BackendInfo` below, and give its recipes `backends=(name, ...)`.
 """
@@ -114,30 +115,6 @@ def image_recipe(name: str, zk_version: str | None = None):
 
         return zookeeper_recipe(zk_version)
     return _load(info.image)()
-
-
-def recipe_backends(recipe: str) -> tuple[str, ...]:
-    """The backends a registered recipe runs on (first: its default); () for a user's recipe
-    or program, which may run on any backend."""
-    from zkjepsen.recipes import RECIPES
-
-    info = RECIPES.get(recipe)
-    return tuple(info.backends) if info is not None else ()
-
-
-def resolve_backend(recipe: str, backend: str | None) -> str:
-    """The backend a test of `recipe` runs on: the one asked for, which must suit the recipe,
-    else the recipe's own default (ZooKeeper for the ZooKeeper recipes and users' own)."""
-    suits = recipe_backends(recipe)
-    if backend is None:
-        return suits[0] if suits else DEFAULT_BACKEND
-    backend_info(backend)
-    if suits and backend not in suits:
-        raise BadInput(
-            f"recipe {recipe} runs on {', '.join(suits)}, not on backend {backend}; "
-            f"drop --backend or choose one of those"
-        )
-    return backend
 
 
 def make_backend(

@@ -296,6 +296,30 @@ def validate_recipe(name: str) -> None:
         _require_methods(name, factory)
 
 
+def recipe_backends(recipe: str) -> tuple[str, ...]:
+    """The backends a registered recipe runs on (first: its default); () for a user's recipe
+    or program, which may run on any backend."""
+    info = RECIPES.get(recipe)
+    return tuple(info.backends) if info is not None else ()
+
+
+def resolve_backend(recipe: str, backend: str | None) -> str:
+    """The backend a test of `recipe` runs on: the one asked for, which must suit the recipe,
+    else the recipe's own default (ZooKeeper for the ZooKeeper recipes and users' own)."""
+    from zkjepsen.backends.registry import DEFAULT_BACKEND, backend_info
+
+    suits = recipe_backends(recipe)
+    if backend is None:
+        return suits[0] if suits else DEFAULT_BACKEND
+    backend_info(backend)
+    if suits and backend not in suits:
+        raise BadInput(
+            f"recipe {recipe} runs on {', '.join(suits)}, not on backend {backend}; "
+            f"drop --backend or choose one of those"
+        )
+    return backend
+
+
 def _user_target(name: str) -> str:
     """A name that is not in the registry must be `package.module:Name`."""
     if ":" not in name:

@@ -240,7 +240,8 @@ def validate_spec(spec: TestSpec) -> None:
                     else "run the recipe through the wire protocol (not --client-mode in-process)"
                 )
             )
-    from zkjepsen.backends.registry import backend_info, resolve_backend
+    from zkjepsen.backends.registry import backend_info
+    from zkjepsen.recipes import resolve_backend
 
     spec.backend = resolve_backend(spec.recipe, spec.backend)
     info = backend_info(spec.backend)
