@@ -31,6 +31,9 @@ class HostSession(Protocol):
 
 
 class Backend(Protocol):
+    """The servers of one lock service, as the nemesis, the client pool and the runner use them.
+    A `Node`'s `id` is the server's index (1, 2, ...), whatever the service makes of it."""
+
     run_id: str  # names the run's resources (labels, the iptables chain)
     nodes: list[Node]
 
