@@ -129,6 +129,64 @@ def image_exists(client, tag: str) -> bool:  # client: docker.DockerClient
         return False
 
 
+def _debootstrap(recipe: ImageRecipe, rootfs: Path, on_progress: Progress) -> None:
+    on_progress(f"debootstrap {recipe.suite} from {debian_mirror()}")
+    _run_streaming(
+        [
+            "debootstrap",
+            "--variant=minbase",
+            f"--include={','.join(recipe.packages)}",
+            recipe.suite,
+            str(rootfs),
+            debian_mirror(),
+        ],
+        lambda line: on_progress(line[:100]),
+        "debootstrap",
+    )
+
+
+def _trim(rootfs: Path) -> None:
+    """Drop what a container never reads (apt lists and caches, docs, man pages, locales)."""
+    subprocess.run(["chroot", str(rootfs), "apt-get", "clean"], check=True, capture_output=True)
+    for junk in JUNK:
+        target = rootfs / junk
+        if target.is_dir():
+            shutil.rmtree(target, ignore_errors=True)
+            target.mkdir(parents=True, exist_ok=True)
+
+
+def _write_files(recipe: ImageRecipe, rootfs: Path) -> None:
+    """The entrypoint and the recipe's files; executable when under a bin/ directory."""
+    files = {recipe.entrypoint: recipe.entry_script}
+    files.update(recipe.files(rootfs) if recipe.files is not None else {})
+    for where, text in files.items():
+        path = rootfs / where.lstrip("/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        if where == recipe.entrypoint or "/bin/" in where:
+            path.chmod(0o755)
+
+
+def _import(client, recipe: ImageRecipe, rootfs: Path, tarball: Path, tag: str) -> None:
+    subprocess.run(
+        ["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(tarball), "."],
+        check=True,
+        capture_output=True,
+    )
+    repo, _, version = tag.rpartition(":")
+    # From a file, not a stream: the engine rejects the SDK's chunked upload.
+    client.api.import_image_from_file(
+        str(tarball),
+        repository=repo,
+        tag=version,
+        changes=[
+            f'ENTRYPOINT ["{recipe.entrypoint}"]',
+            f'LABEL {LABEL}="{inputs_hash(recipe)}"',
+            *(f"ENV {e}" for e in recipe.env),
+        ],
+    )
+
+
 def build_image(
     client,
     tag: str | None = None,
@@ -155,55 +213,14 @@ def build_image(
     work = Path(tempfile.mkdtemp(prefix="zkjepsen-build-", dir="/var/tmp"))
     try:
         rootfs = work / "rootfs"
-        on_progress(f"debootstrap {recipe.suite} from {debian_mirror()}")
-        _run_streaming(
-            [
-                "debootstrap",
-                "--variant=minbase",
-                f"--include={','.join(recipe.packages)}",
-                recipe.suite,
-                str(rootfs),
-                debian_mirror(),
-            ],
-            lambda line: on_progress(line[:100]),
-            "debootstrap",
-        )
+        _debootstrap(recipe, rootfs, on_progress)
         if recipe.prepare is not None:
             recipe.prepare(rootfs, work, on_progress)
         on_progress("trimming the root filesystem")
-        subprocess.run(["chroot", str(rootfs), "apt-get", "clean"], check=True, capture_output=True)
-        for junk in JUNK:
-            target = rootfs / junk
-            if target.is_dir():
-                shutil.rmtree(target, ignore_errors=True)
-                target.mkdir(parents=True, exist_ok=True)
-        files = {recipe.entrypoint: recipe.entry_script}
-        files.update(recipe.files(rootfs) if recipe.files is not None else {})
-        for where, text in files.items():
-            path = rootfs / where.lstrip("/")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-            if where == recipe.entrypoint or "/bin/" in where:
-                path.chmod(0o755)
+        _trim(rootfs)
+        _write_files(recipe, rootfs)
         on_progress("importing into Docker")
-        tarball = work / "rootfs.tar"
-        subprocess.run(
-            ["tar", "--numeric-owner", "-C", str(rootfs), "-cf", str(tarball), "."],
-            check=True,
-            capture_output=True,
-        )
-        repo, _, version = tag.rpartition(":")
-        # From a file, not a stream: the engine rejects the SDK's chunked upload.
-        client.api.import_image_from_file(
-            str(tarball),
-            repository=repo,
-            tag=version,
-            changes=[
-                f'ENTRYPOINT ["{recipe.entrypoint}"]',
-                f'LABEL {LABEL}="{inputs_hash(recipe)}"',
-                *(f"ENV {e}" for e in recipe.env),
-            ],
-        )
+        _import(client, recipe, rootfs, work / "rootfs.tar", tag)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     if not image_exists(client, tag):

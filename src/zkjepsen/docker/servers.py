@@ -65,6 +65,23 @@ class ServerCluster(ContainerCluster):
         self.params = dict(params or {})
         self.helpers: list[Node] = []  # containers that no fault targets (e.g. Sentinels)
 
+    @classmethod
+    def for_spec(
+        cls, spec: Any, store_dir: Path, *, backend, client, engine, server_image, client_image
+    ):
+        """The factory a backend registers (`BackendInfo.target`, called by `make_backend`):
+        the backend's fixed number of servers if it has one, else the spec's `nodes`."""
+        return cls(
+            backend.nodes or spec.nodes,
+            store_dir,
+            backend=backend,
+            server_image=server_image,
+            client_image=client_image,
+            params=spec.params,
+            client=client,
+            engine=engine,
+        )
+
     # ---- what a subclass says ---------------------------------------------------------------
     def plan(self) -> list[Container]:
         raise NotImplementedError

@@ -19,7 +19,6 @@ the server gave up on a client ("could not receive data from client: Connection 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from zkjepsen.backends.postgres import probe
@@ -140,16 +139,4 @@ class PostgresBackend(ServerCluster):
         return PostgresSession(self.connect_string(), timeout=timeout_s)
 
 
-def postgres_backend(
-    spec: Any, store_dir: Path, *, backend, client, engine, server_image, client_image
-) -> PostgresBackend:
-    return PostgresBackend(
-        1,
-        store_dir,
-        backend=backend,
-        server_image=server_image,
-        client_image=client_image,
-        params=spec.params,
-        client=client,
-        engine=engine,
-    )
+postgres_backend = PostgresBackend.for_spec  # BackendInfo.target

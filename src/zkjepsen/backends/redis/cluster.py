@@ -15,7 +15,6 @@ Redis is commonly run for locks and what Redlock's authors warn about. Servers l
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from zkjepsen.docker.cluster import Node
@@ -227,16 +226,4 @@ class RedisBackend(ServerCluster):
         return True
 
 
-def redis_backend(
-    spec: Any, store_dir: Path, *, backend, client, engine, server_image, client_image
-) -> RedisBackend:
-    return RedisBackend(
-        backend.nodes or spec.nodes,
-        store_dir,
-        backend=backend,
-        server_image=server_image,
-        client_image=client_image,
-        params=spec.params,
-        client=client,
-        engine=engine,
-    )
+redis_backend = RedisBackend.for_spec  # BackendInfo.target

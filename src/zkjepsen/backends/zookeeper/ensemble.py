@@ -41,17 +41,10 @@ class ZooKeeperEnsemble(ContainerCluster):
     """ZooKeeper's `Backend` (backends/base.py). Use as a context manager: leaving it always
     removes everything."""
 
-    def __init__(
-        self,
-        spec: EnsembleSpec,
-        store_dir: Path,
-        run_id: str | None = None,
-        client=None,
-        engine: str = resources.DEFAULT_ENGINE,
-        engine_local: bool = True,
-    ) -> None:
+    def __init__(self, spec: EnsembleSpec, store_dir: Path, *args, **kwargs) -> None:
+        """`args`, `kwargs`: ContainerCluster's (run_id, client, engine, engine_local)."""
         self.spec = spec
-        super().__init__(store_dir, run_id, client, engine, engine_local)
+        super().__init__(store_dir, *args, **kwargs)
 
     # ---- lifecycle -------------------------------------------------------------------------
     @property
