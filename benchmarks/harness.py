@@ -18,10 +18,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from zkjepsen.harness import resources
-from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
-from zkjepsen.harness.image import build_image, default_tag, zookeeper_recipe
-from zkjepsen.harness.zkconfig import ZkSettings
+from zkjepsen.backends.zookeeper.config import ZkSettings
+from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
+from zkjepsen.backends.zookeeper.image import zookeeper_recipe
+from zkjepsen.docker import resources
+from zkjepsen.docker.image import build_image, default_tag
 
 
 def rss_mb(container) -> float:
@@ -44,7 +45,7 @@ def time_to_quorum(
             image=default_tag(zookeeper_recipe(version)),
             settings=ZkSettings(zk_version=version),
         )
-        ens = DockerEnsemble(spec, Path(d), client=client)
+        ens = ZooKeeperEnsemble(spec, Path(d), client=client)
         t0 = time.monotonic()
         with ens:
             elapsed = time.monotonic() - t0
@@ -57,8 +58,8 @@ def backend_ready_times(client, name: str, runs: int) -> list[float]:
     """Seconds from start() to ready for backend `name`, `runs` times (images cached)."""
     from types import SimpleNamespace
 
-    from zkjepsen.harness.backends import backend_info, image_recipe, make_backend
-    from zkjepsen.harness.image import ensure_image
+    from zkjepsen.backends.registry import backend_info, image_recipe, make_backend
+    from zkjepsen.docker.image import ensure_image
 
     server = ensure_image(client, None, recipe=image_recipe(name)).tag
     info = backend_info(name)
@@ -72,7 +73,7 @@ def backend_ready_times(client, name: str, runs: int) -> list[float]:
                 client=client,
                 engine=resources.DEFAULT_ENGINE,
                 server_image=server,
-                client_image=default_tag(),
+                client_image=default_tag(zookeeper_recipe()),
             )
             t0 = time.monotonic()
             try:

@@ -34,7 +34,7 @@ WATCH_METRICS = ("created", "deleted", "changed", "children")
 
 def watches_fired(servers: list[tuple[str, int]]) -> int:
     """Watches the servers have fired so far (each one is a notification sent to a client)."""
-    from zkjepsen.harness.fourlw import four_letter
+    from zkjepsen.backends.zookeeper.fourlw import four_letter
 
     total = 0
     for ip, port in servers:
@@ -117,10 +117,10 @@ def measure_program(ens, recipe: str, n: int, tmp) -> dict:
     import docker
     from kazoo.client import KazooClient
 
-    from zkjepsen.client.context import ClientContext, Recorder
-    from zkjepsen.client.recorder import ProgramClient
-    from zkjepsen.harness import resources
+    from zkjepsen.client.program_client import ProgramClient
+    from zkjepsen.docker import resources
     from zkjepsen.recipes import RECIPES
+    from zkjepsen.workloads.context import ClientContext, Recorder
 
     hosts = ens.connect_string()
     path = f"/herd/{recipe}-{n}-{uuid.uuid4().hex[:6]}"
@@ -230,11 +230,11 @@ def main() -> None:
         hosts, ens = args.hosts, None
         d = None
         if not hosts:
-            from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
+            from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
             from zkjepsen.store import new_run_dir
 
             d = new_run_dir("bench-herd").path
-            ens = stack.enter_context(DockerEnsemble(EnsembleSpec(nodes=3), d))
+            ens = stack.enter_context(ZooKeeperEnsemble(EnsembleSpec(nodes=3), d))
             hosts = ens.connect_string()
         rows = []
         for n in args.waiters.split(","):

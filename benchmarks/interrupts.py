@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zkjepsen.harness import resources
+from zkjepsen.docker import resources
 
 ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 # Short phases so that one run takes ~15 s: the main phase, little recovery, a fault every 2 s.

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from zkjepsen.errors import EnvironmentProblem
 from zkjepsen.reproduce.scenarios import get_scenario
-from zkjepsen.runner import run_test
-from zkjepsen.spec import TestSpec
+from zkjepsen.run.runner import run_test
+from zkjepsen.run.spec import TestSpec
 
 PARTS = ("plain", "ready", "barrier")
 SCENARIOS = ("holder-dies-mid-update", "holder-dies-mid-update-ready")

@@ -96,8 +96,8 @@ def main() -> int:
         for k, v in CONFIGS.items():
             print(f"{k:24s} {v}")
         return 0
-    from zkjepsen.runner import run_test
-    from zkjepsen.spec import TestSpec
+    from zkjepsen.run.runner import run_test
+    from zkjepsen.run.spec import TestSpec
 
     a.out.parent.mkdir(parents=True, exist_ok=True)
     for name in a.configs:

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
+from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
 from zkjepsen.nemesis import clock
 from zkjepsen.nemesis.targets import NemesisContext
 
@@ -108,7 +108,7 @@ def main() -> int:
 
     script = Path(tempfile.mkdtemp()) / "client.py"
     script.write_text(CLIENT)
-    with DockerEnsemble(EnsembleSpec(nodes=3), new_run_dir("bench-nemesis-clock").path) as ens:
+    with ZooKeeperEnsemble(EnsembleSpec(nodes=3), new_run_dir("bench-nemesis-clock").path) as ens:
         ctx = NemesisContext(ens, None, TIMEOUT_S)
         print(
             f"session timeout {TIMEOUT_S:g}s, window {WINDOW_S:g}s; seconds until LOST "

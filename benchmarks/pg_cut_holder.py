@@ -25,15 +25,16 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+from zkjepsen.backends.postgres.image import postgres_image
+from zkjepsen.backends.registry import make_backend
+from zkjepsen.backends.zookeeper.image import zookeeper_tag
 from zkjepsen.client.pool import SRC_ROOT, client_library_binds
-from zkjepsen.harness import netns, resources
-from zkjepsen.harness.backends import make_backend
-from zkjepsen.harness.image import default_tag, ensure_image
-from zkjepsen.harness.postgres.image import postgres_image
+from zkjepsen.docker import netns, resources
+from zkjepsen.docker.image import ensure_image
 
 HOLDER = r"""
 import sys, time
-from zkjepsen.client.services.postgres import PostgresSession
+from zkjepsen.backends.postgres.session import PostgresSession
 from zkjepsen.recipes.pg.advisory import AdvisoryLock
 from zkjepsen.recipes.pg.for_update import ForUpdateLock
 kind, servers, name = sys.argv[1:4]
@@ -175,7 +176,7 @@ def main() -> None:
                 client=client,
                 engine=resources.DEFAULT_ENGINE,
                 server_image=server_image,
-                client_image=default_tag(),
+                client_image=zookeeper_tag(),
             )
             with cluster as c:
                 for kind in ("for-update", "advisory"):

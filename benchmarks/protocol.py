@@ -29,9 +29,9 @@ def pct(xs: list[float], p: float) -> float:
 def measure(hosts: str, rounds: int, tmp: Path) -> dict[str, list[float]]:
     from kazoo.client import KazooClient
 
-    from zkjepsen.client.context import ClientContext, Recorder
-    from zkjepsen.client.recorder import ProgramClient
+    from zkjepsen.client.program_client import ProgramClient
     from zkjepsen.recipes import make_recipe
+    from zkjepsen.workloads.context import ClientContext, Recorder
 
     zk = KazooClient(hosts=hosts, timeout=4.0)
     zk.start(timeout=15)
@@ -52,7 +52,7 @@ def measure(hosts: str, rounds: int, tmp: Path) -> dict[str, list[float]]:
     )
     client = ProgramClient(
         ctx,
-        [sys.executable, "-m", "zkjepsen.client.drivers.python", "kazoo"],
+        [sys.executable, "-m", "zkjepsen.workloads.driver", "kazoo"],
         servers=hosts,
         session_timeout_s=4.0,
         workload="lock",
@@ -95,9 +95,9 @@ def main() -> None:
     if args.hosts:
         res = measure(args.hosts, args.rounds, d)
     else:
-        from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
+        from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
 
-        with DockerEnsemble(EnsembleSpec(nodes=3), d) as ens:
+        with ZooKeeperEnsemble(EnsembleSpec(nodes=3), d) as ens:
             res = measure(ens.connect_string(), args.rounds, d)
     print(f"{args.rounds} uncontended rounds, store {d}")
     print(f"{'':12}{'p50_ms':>10}{'p90_ms':>10}{'p99_ms':>10}{'mean_ms':>10}")

@@ -15,8 +15,8 @@ import time
 
 from kazoo.client import KazooClient
 
+from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
 from zkjepsen.client.zkproxy import ZkProxy
-from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
 
 
 def timings(zk: KazooClient, ops: int, write: bool) -> list[float]:
@@ -42,7 +42,7 @@ def main() -> None:
     args = ap.parse_args()
     with (
         tempfile.TemporaryDirectory() as d,
-        DockerEnsemble(EnsembleSpec(nodes=args.nodes), d) as ens,
+        ZooKeeperEnsemble(EnsembleSpec(nodes=args.nodes), d) as ens,
     ):
         proxy = ZkProxy([ens.nodes[0].address], base_port=0).start()
         direct = KazooClient(hosts=ens.nodes[0].address)

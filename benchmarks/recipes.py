@@ -155,13 +155,13 @@ def main() -> None:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--mode", choices=("in-process", "protocol", "both"), default="in-process")
     args = ap.parse_args()
+    from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
     from zkjepsen.client.command import is_foreign
-    from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
     from zkjepsen.store import new_run_dir
 
     d = new_run_dir("bench-recipes").path
     rows = {}
-    with DockerEnsemble(EnsembleSpec(nodes=3), d) as ens:
+    with ZooKeeperEnsemble(EnsembleSpec(nodes=3), d) as ens:
         modes = [False, True] if args.mode == "both" else [args.mode == "protocol"]
         for recipe in args.recipes.split(","):
             # raw has no program; a driver (curator-java, go-zk) has nothing but its program

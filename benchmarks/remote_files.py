@@ -31,8 +31,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from second_engine import second_engine  # noqa: E402
 
-from zkjepsen.harness import mounts, resources  # noqa: E402
-from zkjepsen.harness.engine import Engine, provide_image  # noqa: E402
+from zkjepsen.backends.zookeeper.image import zookeeper_recipe  # noqa: E402
+from zkjepsen.docker import mounts, resources  # noqa: E402
+from zkjepsen.docker.engine import Engine, provide_image  # noqa: E402
 
 RUN = [
     "test", "--recipe", "kazoo", "--workload", "lock", "--nemesis", "none", "--nodes", "3",
@@ -46,7 +47,7 @@ def load() -> float:
 
 def probes(url: str, n: int) -> tuple[float, bool]:
     client = Engine.parse(url).client()
-    image = provide_image([Engine.parse(url)])
+    image = provide_image([Engine.parse(url)], recipe=zookeeper_recipe())
     times, shared = [], None
     for _ in range(n):
         run_id = resources.new_run_id()
@@ -69,7 +70,7 @@ def code_copy(url: str) -> tuple[int, float, float]:
     run_id = resources.new_run_id()
     try:
         cid = client.api.create_container(
-            provide_image([Engine.parse(url)]),
+            provide_image([Engine.parse(url)], recipe=zookeeper_recipe()),
             name=f"{run_id}-bench",
             entrypoint=["true"],
             labels=resources.labels(run_id, "client"),

@@ -20,8 +20,8 @@ from zkjepsen.nemesis.generator import fault, on, sleep, steps
 from zkjepsen.nemesis.triggers import on_acquire
 from zkjepsen.report.stats import rate_text
 from zkjepsen.reproduce.replay import violation_kinds
-from zkjepsen.runner import run_test
-from zkjepsen.spec import TestSpec
+from zkjepsen.run.runner import run_test
+from zkjepsen.run.spec import TestSpec
 
 VARIANTS = {
     "timed": steps(sleep(4), fault("pause-client", duration="1.5x")),

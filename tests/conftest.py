@@ -19,8 +19,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def docker_client():
+    from zkjepsen.docker import resources
     from zkjepsen.errors import ZkJepsenError
-    from zkjepsen.harness import resources
 
     try:
         return resources.docker_client()
@@ -31,13 +31,18 @@ def docker_client():
 @pytest.fixture(scope="session")
 def zk_image(docker_client) -> str:
     """The node image, built now if this machine does not have it yet."""
-    from zkjepsen.harness.image import build_image, default_tag, image_exists
+    from zkjepsen.backends.zookeeper.image import zookeeper_recipe
+    from zkjepsen.docker.image import build_image, default_tag, image_exists
 
-    tag = default_tag()
+    recipe = zookeeper_recipe()
+    tag = default_tag(recipe)
     if not image_exists(docker_client, tag):
         print(f"\nbuilding {tag} (first run on this machine, ~1-2 min)...", file=sys.stderr)
         info = build_image(
-            docker_client, tag, on_progress=lambda s: print(f"  {s}", file=sys.stderr, flush=True)
+            docker_client,
+            tag,
+            on_progress=lambda s: print(f"  {s}", file=sys.stderr, flush=True),
+            recipe=recipe,
         )
         print(f"built {tag} in {info.build_seconds:.0f} s", file=sys.stderr)
     return tag
@@ -62,10 +67,12 @@ def store_root(tmp_path) -> Path:
 @pytest.fixture(scope="module")
 def ensemble3(docker_client, zk_image, tmp_path_factory):
     """A 3-node ensemble shared by one test module (tests must leave it healthy)."""
-    from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
+    from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
 
     store = tmp_path_factory.mktemp("ens3")
-    with DockerEnsemble(EnsembleSpec(nodes=3, image=zk_image), store, client=docker_client) as ens:
+    with ZooKeeperEnsemble(
+        EnsembleSpec(nodes=3, image=zk_image), store, client=docker_client
+    ) as ens:
         yield ens
 
 

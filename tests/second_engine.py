@@ -21,7 +21,7 @@ zkjepsen scratch dir exists for it; its data root is bound at a path only that n
 `private_net=True` (implies `private_fs`) makes it a stand-in for another host's network too:
 the daemon and its containerd run in their own network namespace (`ip netns`, loopback up, its
 bridge inside it), so no address of its containers is routed from this machine and the runner
-cannot reach them: such an engine needs a controller container (harness/controller.py), which
+cannot reach them: such an engine needs a controller container (run/controller.py), which
 runs with the engine's host network, i.e. that namespace. Its iptables are the namespace's own
 (empty, ACCEPT), so no DOCKER-USER rule is needed; the socket is still in /run, shared.
 
@@ -60,7 +60,7 @@ def _sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
 
 def _free_bridge_net() -> ipaddress.IPv4Network:
     """A /24 for the daemon's default bridge, outside the range runs use (10.60-249)."""
-    from zkjepsen.harness.subnets import host_routes
+    from zkjepsen.docker.subnets import host_routes
 
     busy = host_routes()
     for second in range(250, 255):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from zkjepsen.harness import resources
+from zkjepsen.docker import resources
 
 
 def labelled(client, run_id: str) -> tuple[list, list]:

@@ -27,7 +27,7 @@ def _connect(hosts: str):
 
 def test_conformance_passes_the_python_driver_and_the_template(ensemble3) -> None:
     for argv in (
-        [sys.executable, "-m", "zkjepsen.client.drivers.python", "kazoo"],
+        [sys.executable, "-m", "zkjepsen.workloads.driver", "kazoo"],
         [sys.executable, str(TEMPLATES / "python_driver.py")],
     ):
         report = Conformance(argv, ensemble3.connect_string(), connect=_connect).run()
@@ -63,8 +63,8 @@ def _client_records(run_dir: Path) -> list[dict]:
 
 
 def test_a_users_program_through_client_cmd(zk_image, store_root) -> None:
-    from zkjepsen.runner import run_test
-    from zkjepsen.spec import TestSpec
+    from zkjepsen.run.runner import run_test
+    from zkjepsen.run.spec import TestSpec
 
     spec = TestSpec(
         client_cmd="python3 python_driver.py",
@@ -89,8 +89,8 @@ def test_a_users_program_through_client_cmd(zk_image, store_root) -> None:
 def test_a_crashing_program_gives_client_errors_and_the_run_ends(
     zk_image, store_root, docker_client
 ) -> None:
-    from zkjepsen.runner import run_test
-    from zkjepsen.spec import TestSpec
+    from zkjepsen.run.runner import run_test
+    from zkjepsen.run.spec import TestSpec
 
     spec = TestSpec(
         client_cmd="python3 fake_program.py crash-write:3",
@@ -111,7 +111,7 @@ def test_a_crashing_program_gives_client_errors_and_the_run_ends(
     assert errors and all(e["value"].startswith("the program died with write") for e in errors)
     infos = [r for r in recs if r["type"] == "info"]
     assert infos and all(r["error"] == "client-error" for r in infos)
-    from zkjepsen.harness import resources
+    from zkjepsen.docker import resources
 
     run_id = re.search(r"zkj-\d+-\w+", (run.store_dir / "run.log").read_text()).group(0)
     flt = {"label": f"{resources.RUN_LABEL}={run_id}"}

@@ -3,7 +3,7 @@
 The engine is a second, real `dockerd` in its own network AND mount namespace
 (tests/second_engine.py, `private_net=True`): no address of its containers is routed from here
 (proved below) and none of our files exists for it, as for an engine on another host. Each run
-goes into a controller container on it (harness/controller.py); the run's folder comes back.
+goes into a controller container on it (run/controller.py); the run's folder comes back.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from zkjepsen.harness import controller, resources
+from zkjepsen.docker import resources
+from zkjepsen.run import controller
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
@@ -72,9 +73,10 @@ def _token_from(url: str, image: str) -> bytes:
 
 
 def test_the_runner_cannot_reach_its_containers_and_so_uses_a_controller(remote):
-    from zkjepsen.harness.engine import Engine, provide_image
+    from zkjepsen.backends.zookeeper.image import zookeeper_recipe
+    from zkjepsen.docker.engine import Engine, provide_image
 
-    image = provide_image([Engine.parse(remote)])
+    image = provide_image([Engine.parse(remote)], recipe=zookeeper_recipe())
     assert _token_from("default", image) == b"zkj-token"  # the method works here...
     assert _token_from(remote, image) == b""  # ...and that engine's containers are out of reach
     assert controller.wanted(Engine.parse(remote)) is True

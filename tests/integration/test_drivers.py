@@ -13,7 +13,7 @@ from kazoo.client import KazooClient
 from wire import WireProgram
 
 from zkjepsen.client import seal
-from zkjepsen.harness import resources
+from zkjepsen.docker import resources
 from zkjepsen.recipes import RECIPES
 
 DRIVERS = [

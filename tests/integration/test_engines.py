@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from zkjepsen.harness import resources
+from zkjepsen.docker import resources
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
@@ -105,7 +105,7 @@ def zkj(*argv: str, timeout: float = 300) -> tuple[int, str, set[str]]:
 
 
 def client_of(url: str):
-    from zkjepsen.harness.engine import Engine
+    from zkjepsen.docker.engine import Engine
 
     return Engine.parse(url).client()
 
@@ -120,7 +120,7 @@ def leftovers(url: str, pids: set[str] | None = None) -> list[str]:
 
 
 def client_of_key(url: str) -> str:
-    from zkjepsen.harness.engine import Engine
+    from zkjepsen.docker.engine import Engine
 
     return Engine.parse(url).key
 

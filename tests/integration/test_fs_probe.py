@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from zkjepsen.harness import mounts, resources
+from zkjepsen.docker import mounts, resources
 
 
 def test_two_probes_of_one_run_back_to_back(docker_client, zk_image, tmp_path):

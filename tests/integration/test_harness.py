@@ -12,8 +12,8 @@ import pytest
 from kazoo.client import KazooClient
 from killed_runs import labelled, new_run_with_members
 
-from zkjepsen.harness import resources
-from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
+from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
+from zkjepsen.docker import resources
 
 ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 
@@ -68,7 +68,7 @@ def test_killed_leader_is_replaced_within_the_configured_limit(ensemble3):
 
 
 def test_down_leaves_nothing_with_the_run_label(docker_client, zk_image, tmp_path):
-    ens = DockerEnsemble(EnsembleSpec(nodes=3, image=zk_image), tmp_path, client=docker_client)
+    ens = ZooKeeperEnsemble(EnsembleSpec(nodes=3, image=zk_image), tmp_path, client=docker_client)
     with ens:
         containers, networks = labelled(docker_client, ens.run_id)
         assert len(containers) == 3 and len(networks) == 1

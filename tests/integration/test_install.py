@@ -65,7 +65,7 @@ def venv(tmp_path_factory) -> Path:
 
 
 def test_the_installed_wheel_works_from_another_directory(venv, zk_image, tmp_path):
-    from zkjepsen.harness.image import default_tag
+    from zkjepsen.backends.zookeeper.image import zookeeper_tag
 
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     zkj = [venv / "bin/zkjepsen"]
@@ -77,7 +77,7 @@ def test_the_installed_wheel_works_from_another_directory(venv, zk_image, tmp_pa
     assert "compiled" in sh([*zkj, "--version"], tmp_path, env=env).stdout
 
     built = sh([*zkj, "image", "build"], tmp_path, env=env)
-    assert built.stdout.split("\t")[0] == zk_image == default_tag()  # the checkout's very image
+    assert built.stdout.split("\t")[0] == zk_image == zookeeper_tag()  # the checkout's very image
     assert "note:" not in built.stderr  # nothing to say: the checker is compiled
     recipes = sh([*zkj, "list", "recipes"], tmp_path, env=env).stdout
     assert "go-zk" in recipes and "curator-java" in recipes

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from zkjepsen.harness import resources
+from zkjepsen.docker import resources
 
 ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 

@@ -27,15 +27,15 @@ from kazoo.client import KazooClient
 
 from zkjepsen.client import seal
 from zkjepsen.client.command import program_for
-from zkjepsen.client.context import ClientContext, Recorder
 from zkjepsen.client.pool import SRC_DIR, ClientPool, package_bind
 from zkjepsen.client.spec import ClientSpec
-from zkjepsen.harness import resources
+from zkjepsen.docker import resources
 from zkjepsen.nemesis.partition import chain_name
 from zkjepsen.nemesis.schedule import FaultNemesis, NemesisLog, heal_all
 from zkjepsen.nemesis.targets import NemesisContext
 from zkjepsen.store import RunDir
 from zkjepsen.workloads import get_workload
+from zkjepsen.workloads.context import ClientContext, Recorder
 
 TESTS = Path(__file__).resolve().parents[1]
 RECIPE = "subjects.hostile:Hostile"

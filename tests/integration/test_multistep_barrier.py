@@ -9,8 +9,8 @@ import dataclasses
 import pytest
 
 from zkjepsen.reproduce.scenarios import get_scenario
-from zkjepsen.runner import run_test
-from zkjepsen.spec import TestSpec
+from zkjepsen.run.runner import run_test
+from zkjepsen.run.spec import TestSpec
 
 pytestmark = pytest.mark.integration
 

@@ -11,9 +11,9 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
+from zkjepsen.backends.zookeeper.fourlw import four_letter
 from zkjepsen.client.pool import ClientPool
 from zkjepsen.client.spec import ClientSpec
-from zkjepsen.harness.fourlw import four_letter
 from zkjepsen.nemesis.partition import chain_name
 from zkjepsen.nemesis.schedule import FaultNemesis, NemesisLog, heal_all, run_nemesis
 from zkjepsen.nemesis.targets import NemesisContext

@@ -15,9 +15,9 @@ from types import SimpleNamespace
 import pytest
 from killed_runs import labelled, new_run_with_members
 
+from zkjepsen.backends.registry import make_backend
 from zkjepsen.client.pool import client_library_binds, package_bind
-from zkjepsen.harness import resources
-from zkjepsen.harness.backends import make_backend
+from zkjepsen.docker import resources
 
 ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 SPEC = SimpleNamespace(nodes=1, params={}, tick_ms=500)
@@ -25,8 +25,8 @@ SPEC = SimpleNamespace(nodes=1, params={}, tick_ms=500)
 
 @pytest.fixture(scope="module")
 def pg_image(docker_client) -> str:
-    from zkjepsen.harness.image import ensure_image
-    from zkjepsen.harness.postgres.image import postgres_image
+    from zkjepsen.backends.postgres.image import postgres_image
+    from zkjepsen.docker.image import ensure_image
 
     return ensure_image(docker_client, None, recipe=postgres_image()).tag
 
@@ -96,7 +96,7 @@ procs, ids, out = {}, {}, {}
 
 def start(name, client):
     procs[name] = subprocess.Popen(
-        ["python3", "-m", "zkjepsen.client.drivers.service", "pg-" + kind],
+        ["python3", "-m", "zkjepsen.workloads.driver.service", "pg-" + kind],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     ids[name] = 0
     return call(name, "init", protocol=1, servers=servers, session_timeout_ms=4000,

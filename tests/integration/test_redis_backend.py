@@ -16,11 +16,11 @@ from types import SimpleNamespace
 import pytest
 from killed_runs import labelled, new_run_with_members
 
-from zkjepsen.harness import resources
-from zkjepsen.harness.backends import backend_info, image_recipe, make_backend
-from zkjepsen.harness.image import ensure_image
-from zkjepsen.runner import run_test
-from zkjepsen.spec import TestSpec
+from zkjepsen.backends.registry import backend_info, image_recipe, make_backend
+from zkjepsen.docker import resources
+from zkjepsen.docker.image import ensure_image
+from zkjepsen.run.runner import run_test
+from zkjepsen.run.spec import TestSpec
 
 ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 

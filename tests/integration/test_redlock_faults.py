@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from zkjepsen.harness.backends import image_recipe
-from zkjepsen.harness.image import ensure_image
-from zkjepsen.runner import run_test
-from zkjepsen.spec import TestSpec
+from zkjepsen.backends.registry import image_recipe
+from zkjepsen.docker.image import ensure_image
+from zkjepsen.run.runner import run_test
+from zkjepsen.run.spec import TestSpec
 
 pytestmark = pytest.mark.integration
 

@@ -4,7 +4,7 @@ The engine is a second, real `dockerd` in its own mount namespace where /work, /
 are empty (tests/second_engine.py, `private_fs=True`): our package, kazoo, the store, pytest's
 tmp dirs and zkjepsen's scratch dirs do not exist for it, so a bind mount of any of them is
 refused (or, with `-v`, an empty directory). Every file the containers need goes in through the
-engine's API and every file they write comes back the same way (harness/mounts.py).
+engine's API and every file they write comes back the same way (docker/mounts.py).
 Kazoo and NoLock runs with their verdicts and folders, a matrix over this engine and SIGKILL +
 `cleanup` are not repeated here: the same copy path runs inside the controller of
 test_controller.py's netns engine (also without our files), which tests all three, and
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from zkjepsen.harness import mounts, resources
+from zkjepsen.docker import mounts, resources
 
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
@@ -44,9 +44,10 @@ def remote(zk_image):
 
 
 def _image_on(url: str) -> str:
-    from zkjepsen.harness.engine import Engine, provide_image
+    from zkjepsen.backends.zookeeper.image import zookeeper_recipe
+    from zkjepsen.docker.engine import Engine, provide_image
 
-    return provide_image([Engine.parse(url)])
+    return provide_image([Engine.parse(url)], recipe=zookeeper_recipe())
 
 
 def test_the_probe_tells_the_two_engines_apart(remote, tmp_path):
@@ -152,8 +153,8 @@ def test_sigint_mid_run_leaves_nothing_on_it(remote, tmp_path):
 
 @pytest.fixture(scope="module")
 def redis_image(docker_client) -> str:
-    from zkjepsen.harness.backends import image_recipe
-    from zkjepsen.harness.image import ensure_image
+    from zkjepsen.backends.registry import image_recipe
+    from zkjepsen.docker.image import ensure_image
 
     return ensure_image(docker_client, None, recipe=image_recipe("redis")).tag
 
@@ -162,9 +163,9 @@ def test_a_client_clock_fault_reaches_a_client_on_it(remote, redis_image, store_
     """The SETNX lock judges expiry by each client's clock: a client whose clock jumps ahead
     steals a live lock. That happens only if the rewritten libfaketime control file reached the
     client's container, which on this engine means put through the API while it runs."""
-    from zkjepsen.harness.engine import Engine
-    from zkjepsen.runner import run_test
-    from zkjepsen.spec import TestSpec
+    from zkjepsen.docker.engine import Engine
+    from zkjepsen.run.runner import run_test
+    from zkjepsen.run.spec import TestSpec
 
     spec = TestSpec(
         recipe="redis-setnx", workload="lock", nemesis=["clock-skew-client"], clients=4,

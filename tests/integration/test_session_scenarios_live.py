@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from zkjepsen.reproduce.scenarios import get_scenario
-from zkjepsen.runner import run_test
+from zkjepsen.run.runner import run_test
 
 
 def _records(path):

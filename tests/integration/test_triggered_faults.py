@@ -7,8 +7,8 @@ import json
 
 from zkjepsen.nemesis.generator import fault, on, sleep, steps
 from zkjepsen.nemesis.triggers import on_acquire, on_release
-from zkjepsen.runner import run_test
-from zkjepsen.spec import TestSpec
+from zkjepsen.run.runner import run_test
+from zkjepsen.run.spec import TestSpec
 
 
 def _records(path):

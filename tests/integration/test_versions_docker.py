@@ -1,5 +1,5 @@
-"""ZooKeeper 3.4, 3.8 and 3.9 (harness/zkversions.py), each from its own Debian suite's image:
-the parametrised subset of the harness, nemesis and workload tests that runs on every version
+"""ZooKeeper 3.4, 3.8 and 3.9 (backends/zookeeper/versions.py), each from its own Debian suite's
+image: the parametrised subset of the harness, nemesis and workload tests that runs on every version
 (the full integration suite on three versions would triple CI's ~20 min; this subset takes a
 few minutes). Per version:
 - the ensemble reaches quorum with the version's zoo.cfg, `srvr` names the version and `mntr`
@@ -18,13 +18,14 @@ import time
 import pytest
 from kazoo.client import KazooClient
 
-from zkjepsen.harness import zkversions
-from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
-from zkjepsen.harness.fourlw import four_letter
-from zkjepsen.harness.image import ensure_image, zookeeper_recipe
-from zkjepsen.harness.zkconfig import ZkSettings
-from zkjepsen.runner import run_test
-from zkjepsen.spec import TestSpec
+from zkjepsen.backends.zookeeper import versions as zkversions
+from zkjepsen.backends.zookeeper.config import ZkSettings
+from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
+from zkjepsen.backends.zookeeper.fourlw import four_letter
+from zkjepsen.backends.zookeeper.image import zookeeper_recipe
+from zkjepsen.docker.image import ensure_image
+from zkjepsen.run.runner import run_test
+from zkjepsen.run.spec import TestSpec
 
 VERSIONS = list(zkversions.VERSIONS)
 # The whole integration suite runs its lock runs (kill-leader, Curator) on the default version
@@ -48,13 +49,13 @@ def other_version(request, docker_client) -> str:
 
 
 def test_ensemble_reaches_quorum_and_answers_four_letter_words(version, docker_client, tmp_path):
-    from zkjepsen.harness.image import zookeeper_tag
+    from zkjepsen.backends.zookeeper.image import zookeeper_tag
 
     spec = EnsembleSpec(
         nodes=3, image=zookeeper_tag(version), settings=ZkSettings(zk_version=version)
     )
     t0 = time.monotonic()
-    with DockerEnsemble(spec, tmp_path, client=docker_client) as ens:
+    with ZooKeeperEnsemble(spec, tmp_path, client=docker_client) as ens:
         print(f"\nZooKeeper {version}: 3 nodes to quorum in {time.monotonic() - t0:.1f} s")
         want = zkversions.get(version).zookeeper
         for node in ens.nodes:
@@ -144,7 +145,7 @@ def test_a_fast_clock_reaches_both_java_clocks(version, docker_client, tmp_path)
     import shutil
     import subprocess
 
-    from zkjepsen.harness.image import zookeeper_tag
+    from zkjepsen.backends.zookeeper.image import zookeeper_tag
 
     javac = shutil.which("javac")
     assert javac, "javac (JDK 17) is needed to compile the probe"

@@ -16,13 +16,13 @@ import pytest
 from kazoo.client import KazooClient
 
 from zkjepsen.checker import compose
-from zkjepsen.client.context import ClientContext, Recorder
 from zkjepsen.client.pool import ClientPool
 from zkjepsen.client.spec import ClientSpec
 from zkjepsen.history import History, Op
 from zkjepsen.history.jsonl import merge_records
 from zkjepsen.store import RunDir
 from zkjepsen.workloads import get_workload
+from zkjepsen.workloads.context import ClientContext, Recorder
 
 
 def run_workload(

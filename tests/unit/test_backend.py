@@ -1,15 +1,20 @@
-"""DockerEnsemble is a `Backend`: every method the protocol declares exists with the same
-parameters (what nemeses and the client pool call, checked without Docker)."""
+"""Every service's cluster is a `Backend`: every method the protocol declares exists with the
+same parameters (what nemeses and the client pool call, checked without Docker)."""
 
 from __future__ import annotations
 
 import inspect
 
-from zkjepsen.harness.backend import Backend
-from zkjepsen.harness.ensemble import DockerEnsemble
+import pytest
+
+from zkjepsen.backends.base import Backend
+from zkjepsen.backends.postgres.cluster import PostgresBackend
+from zkjepsen.backends.redis.cluster import RedisBackend
+from zkjepsen.backends.zookeeper.ensemble import ZooKeeperEnsemble
 
 
-def test_docker_ensemble_implements_backend():
+@pytest.mark.parametrize("cls", [ZooKeeperEnsemble, RedisBackend, PostgresBackend])
+def test_each_service_implements_backend(cls):
     declared = {n: f for n, f in vars(Backend).items() if callable(f) and not n.startswith("_")}
     assert {
         "connect_string",
@@ -24,10 +29,11 @@ def test_docker_ensemble_implements_backend():
         "logs",
         "client_endpoint",
         "down",
+        "host_session",
     } <= set(declared)
     for name, proto in declared.items():
-        impl = getattr(DockerEnsemble, name, None)
-        assert callable(impl), f"DockerEnsemble has no {name}"
+        impl = getattr(cls, name, None)
+        assert callable(impl), f"{cls.__name__} has no {name}"
         assert list(inspect.signature(impl).parameters) == list(
             inspect.signature(proto).parameters
         ), name

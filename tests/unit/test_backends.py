@@ -6,30 +6,35 @@ from __future__ import annotations
 
 import pytest
 
+from zkjepsen.backends import registry as backends
+from zkjepsen.backends.zookeeper import image as zkimage
+from zkjepsen.backends.zookeeper.image import zookeeper_recipe as zk_recipe
+from zkjepsen.docker import image
 from zkjepsen.errors import BadInput
-from zkjepsen.harness import backends, image
-from zkjepsen.spec import TestSpec, validate_spec
+from zkjepsen.recipes import resolve_backend
+from zkjepsen.run.spec import TestSpec, validate_spec
 
 
 def test_the_zookeeper_image_hash_is_the_one_from_before_image_recipes():
     # The same inputs in the same order as the old inputs_hash(): no rebuild for anybody.
     legacy = [
         image.SUITE,
-        image.BUILD_RECIPE_VERSION,
-        image.ENTRYPOINT,
-        *image.PACKAGES,
-        *image.EXTRA_JARS,
-        *image.drivers.hash_parts(),
+        zkimage.BUILD_RECIPE_VERSION,
+        zkimage.ENTRYPOINT,
+        *zkimage.PACKAGES,
+        *zkimage.EXTRA_JARS,
+        *zkimage.drivers.hash_parts(),
     ]
-    assert image.zookeeper_recipe().inputs() == legacy
-    assert image.default_tag() == f"zkjepsen/zookeeper:{image.inputs_hash()}"
+    zk = zkimage.zookeeper_recipe()
+    assert zk.inputs() == legacy
+    assert zkimage.zookeeper_tag() == f"zkjepsen/zookeeper:{image.inputs_hash(zk)}"
 
 
 def test_another_backend_image_has_its_own_repo_and_hash():
     recipe = backends.image_recipe("redis")
     assert "redis-server" in recipe.packages and "redis-sentinel" in recipe.packages
     tag = image.default_tag(recipe)
-    assert tag.startswith("zkjepsen/redis:") and tag.split(":")[1] != image.inputs_hash()
+    assert tag.startswith("zkjepsen/redis:") and tag.split(":")[1] != image.inputs_hash(zk_recipe())
 
 
 @pytest.mark.parametrize(
@@ -43,14 +48,14 @@ def test_another_backend_image_has_its_own_repo_and_hash():
     ],
 )
 def test_a_recipe_runs_on_its_own_backend_unless_told(recipe, asked, got):
-    assert backends.resolve_backend(recipe, asked) == got
+    assert resolve_backend(recipe, asked) == got
 
 
 def test_a_recipe_on_a_backend_it_does_not_suit_is_refused_in_one_sentence():
     with pytest.raises(BadInput, match="recipe kazoo runs on zookeeper, not on backend redis"):
-        backends.resolve_backend("kazoo", "redis")
+        resolve_backend("kazoo", "redis")
     with pytest.raises(BadInput, match="unknown backend 'mongo'"):
-        backends.resolve_backend("kazoo", "mongo")
+        resolve_backend("kazoo", "mongo")
 
 
 def test_validate_spec_records_the_backend_and_its_fixed_shape():
@@ -84,7 +89,7 @@ def test_a_service_recipe_runs_through_the_service_driver():
 
 
 def test_redis_connect_strings():
-    from zkjepsen.client.services.redis import parse_hosts
+    from zkjepsen.backends.redis.session import parse_hosts
 
     assert parse_hosts("redis://10.0.0.11:6379") == ("redis", None, [("10.0.0.11", 6379)])
     kind, name, addrs = parse_hosts("redis-sentinel://zkjepsen@10.0.0.31:26379,10.0.0.32:26379")

@@ -323,7 +323,7 @@ def names_of(what: str) -> set[str]:
 
         return set(NEMESES) | {"none"}
     if what == "backend":
-        from zkjepsen.harness.backends import BACKENDS
+        from zkjepsen.backends.registry import BACKENDS
 
         return set(BACKENDS)
     if what == "scenario":
@@ -335,7 +335,7 @@ def names_of(what: str) -> set[str]:
         from zkjepsen.cli.check import OTHER_CHECKERS
 
         return set(MODELS) | set(OTHER_CHECKERS)
-    from zkjepsen.harness import zkversions
+    from zkjepsen.backends.zookeeper import versions as zkversions
 
     return set(zkversions.VERSIONS) | set(zkversions.SUITES)
 
@@ -505,7 +505,7 @@ def test_every_parameter_is_classified():
 
 def test_bad_values_of_every_parameter_are_refused_first(tmp_path, monkeypatch, request):
     from zkjepsen import store
-    from zkjepsen.harness import resources
+    from zkjepsen.docker import resources
 
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -583,7 +583,7 @@ def test_bad_values_of_every_parameter_are_refused_first(tmp_path, monkeypatch, 
 def test_no_container_of_this_process_exists():
     """With the engine unreachable nothing could be created; asked of the machine's engine too,
     when there is one (this process's owner label)."""
-    from zkjepsen.harness import resources
+    from zkjepsen.docker import resources
 
     try:
         import docker

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from zkjepsen.client.conformance import Conformance
-from zkjepsen.client.context import ClientContext, Recorder
+from zkjepsen.client.program_client import ProgramClient
 from zkjepsen.client.protocol import Event, ProtocolFault, Reply, parse_line
-from zkjepsen.client.recorder import ProgramClient
 from zkjepsen.client.remote import RemoteLoop
+from zkjepsen.workloads.context import ClientContext, Recorder
 
 FAKE = str(Path(__file__).resolve().parent.parent / "subjects" / "fake_program.py")
 

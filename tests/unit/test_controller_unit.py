@@ -8,9 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from zkjepsen.docker import mounts, resources
+from zkjepsen.docker.engine import Engine
 from zkjepsen.errors import EXIT_BAD_INPUT, BadInput
-from zkjepsen.harness import controller, mounts, resources, shipping
-from zkjepsen.harness.engine import Engine
+from zkjepsen.run import controller, shipping
 
 
 @pytest.mark.parametrize("env", ["ZKJEPSEN_CONTROLLER", "ZKJEPSEN_FILES"])
@@ -84,7 +85,7 @@ def test_the_controller_code_is_our_package_and_its_runtime_libraries_only():
     assert not names & shipping.PLOTTING and "pytest" not in names
     items = shipping.files()
     inside = {p for _, p in items}
-    assert f"{shipping.SRC}/zkjepsen/harness/controller.py" in inside
+    assert f"{shipping.SRC}/zkjepsen/run/controller.py" in inside
     assert any(p.startswith(f"{shipping.SITE}/kazoo-") and "dist-info" in p for p in inside)
     assert not any("__pycache__" in p for p in inside)
     assert shipping.code_hash(items, "img") == shipping.code_hash(items, "img")
@@ -135,7 +136,7 @@ def test_a_given_run_id_is_used_once(monkeypatch):
 
 def test_a_scenarios_triggered_faults_are_refused_on_a_controller_engine():
     """A triggered generator is Python code reacting to the live history: it cannot travel."""
-    from zkjepsen.spec import TestSpec
+    from zkjepsen.run.spec import TestSpec
 
     far = Engine.parse("tcp://203.0.113.7:2376")
     with pytest.raises(BadInput) as e:

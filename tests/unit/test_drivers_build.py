@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 import shutil
 
-from zkjepsen.harness import drivers, image
+from zkjepsen.backends.zookeeper import drivers, image
+from zkjepsen.docker.image import inputs_hash
 from zkjepsen.recipes import RECIPES
 
 
@@ -48,10 +49,10 @@ def test_manifest_lines_fit_and_name_every_jar():
 
 
 def test_a_driver_source_change_changes_the_image_tag(tmp_path, monkeypatch):
-    before = image.inputs_hash()
+    before = inputs_hash(image.zookeeper_recipe())
     copy = tmp_path / "drivers"
     shutil.copytree(drivers.DRIVERS_SRC, copy)
     monkeypatch.setattr(drivers, "DRIVERS_SRC", copy)
-    assert image.inputs_hash() == before
+    assert inputs_hash(image.zookeeper_recipe()) == before
     (copy / "gozk" / "main.go").write_text((copy / "gozk" / "main.go").read_text() + "\n// x\n")
-    assert image.inputs_hash() != before
+    assert inputs_hash(image.zookeeper_recipe()) != before

@@ -162,7 +162,7 @@ def test_a_client_that_logged_errors_or_that_nobody_beat_is_untested():
 
 
 def test_an_unfair_recipe_runs_fewer_clients_unless_told():
-    from zkjepsen.spec import TestSpec
+    from zkjepsen.run.spec import TestSpec
 
     assert TestSpec().clients == 10
     assert TestSpec(recipe="pg-for-update").clients == 5  # its NOWAIT polling starves waiters

@@ -11,11 +11,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from zkjepsen.docker import resources, subnets
+from zkjepsen.docker.engine import Engine, parse_engines
 from zkjepsen.errors import EXIT_BAD_INPUT, BadInput
-from zkjepsen.fanout import slots
-from zkjepsen.harness import resources, subnets
-from zkjepsen.harness.engine import Engine, parse_engines
 from zkjepsen.report import findings
+from zkjepsen.run.fanout import slots
 
 S = 1_000_000_000
 
@@ -148,9 +148,9 @@ def test_merge_refuses_mixed_matrices_and_repeated_shards(tmp_path):
 def test_a_matrix_cut_short_keeps_its_finished_runs_and_says_how_many(tmp_path, monkeypatch):
     """Runs go run-major (every cell's first run, then the seconds), the manifest is written
     after every run, and the table of a matrix killed half-way counts what it holds."""
-    from zkjepsen import fanout
     from zkjepsen.cli import main
     from zkjepsen.cli import matrix as matrix_cli
+    from zkjepsen.run import fanout
 
     order = []
 
@@ -195,9 +195,9 @@ def test_a_matrix_cut_short_keeps_its_finished_runs_and_says_how_many(tmp_path, 
 def test_a_matrix_cut_short_resumes_where_it_stopped(tmp_path, monkeypatch):
     """--resume keeps the runs on record, runs only the (cell, seed) pairs missing, and a
     larger --runs extends the matrix; a different matrix in the store is refused (254)."""
-    from zkjepsen import fanout
     from zkjepsen.cli import main
     from zkjepsen.cli import matrix as matrix_cli
+    from zkjepsen.run import fanout
 
     ran: list[tuple[str, int]] = []
     stop_after = [3]  # the first matrix dies after 3 runs
@@ -312,7 +312,7 @@ def test_cleanup_of_one_engine_leaves_a_live_run_of_another_alone(tmp_path, monk
 
 # ---- shrink in parallel ----------------------------------------------------------------------
 def _stored(tmp_path):
-    from zkjepsen.spec import TestSpec
+    from zkjepsen.run.spec import TestSpec
     from zkjepsen.store import RunDir, StoredRun
 
     fault = {
@@ -416,9 +416,9 @@ def test_two_tries_needing_two_hits_run_as_one_wave(tmp_path, monkeypatch):
 def test_keep_going_turns_a_runs_error_into_an_unknown_outcome(monkeypatch):
     """A matrix keeps going past a run that ended in an error (a lost session on a loaded
     machine): that run is unknown with its error; bad input still stops everything."""
-    from zkjepsen import fanout
     from zkjepsen.errors import EnvironmentProblem
-    from zkjepsen.spec import TestSpec
+    from zkjepsen.run import fanout
+    from zkjepsen.run.spec import TestSpec
 
     calls = []
 

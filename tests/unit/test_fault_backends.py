@@ -9,12 +9,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from zkjepsen.docker.cluster import Node
 from zkjepsen.errors import BadInput
-from zkjepsen.harness.backend import Node
 from zkjepsen.nemesis.faults import FAULTS, not_applicable
 from zkjepsen.nemesis.redlock import PartitionRedlock
 from zkjepsen.report import findings
-from zkjepsen.spec import TestSpec, validate_spec
+from zkjepsen.run.spec import TestSpec, validate_spec
 
 
 @pytest.mark.parametrize(

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from zkjepsen.backends.zookeeper.config import ZkSettings, parse_four_letter, zoo_cfg
+from zkjepsen.backends.zookeeper.image import zookeeper_recipe
+from zkjepsen.docker.image import inputs_hash
 from zkjepsen.errors import BadInput
-from zkjepsen.harness.image import inputs_hash
-from zkjepsen.harness.zkconfig import ZkSettings, parse_four_letter, zoo_cfg
 from zkjepsen.store import new_run_dir
 
 
@@ -47,14 +48,14 @@ def test_parse_srvr_and_mntr():
 
 
 def test_image_hash_is_short_and_follows_its_inputs(monkeypatch):
-    from zkjepsen.harness import image
+    from zkjepsen.backends.zookeeper import image
 
-    before = inputs_hash()
+    before = inputs_hash(zookeeper_recipe())
     assert len(before) == 12 and int(before, 16) >= 0
     monkeypatch.setattr(image, "PACKAGES", (*image.PACKAGES, "strace"))
-    assert inputs_hash() != before  # a new package means a new image
+    assert inputs_hash(zookeeper_recipe()) != before  # a new package means a new image
     monkeypatch.setattr(image, "PACKAGES", image.PACKAGES[:-1])
-    assert inputs_hash() == before
+    assert inputs_hash(zookeeper_recipe()) == before
 
 
 def test_store_dirs_are_distinct_and_latest_follows(tmp_path):

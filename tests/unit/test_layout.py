@@ -1,13 +1,18 @@
 """The rules of the house (docs/architecture.md), checked on the source with `ast`:
 no import cycles, no library module importing the CLI, no private name imported across modules,
-and no module much over 400 lines."""
+and no module much over 400 lines; and, at the level of rooms (top-level modules and
+subpackages, tests/rooms.py), a ratchet towards issue 24's layers: the figures may only go down."""
 
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import zkjepsen
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for rooms.py
+from rooms import Import, RoomGraph, room_graph  # noqa: E402
 
 ROOT = Path(zkjepsen.__file__).resolve().parent
 MAX_LINES = 420  # "modules under ~400 lines"
@@ -123,3 +128,45 @@ def test_no_private_names_across_modules():
 def test_modules_are_small():
     big = {m: n for m, p in modules().items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert not big, big
+
+
+# The room ratchet (issue 24). Each commit that cuts an arrow lowers these figures; the last one
+# sets the issue's targets: <= 15 rooms, <= 60 arrows, no mutual pair, no cycle.
+MAX_ROOMS, MAX_ARROWS = 15, 67
+ALLOWED_MUTUAL = {
+    ("client", "nemesis"),
+    ("client", "workloads"),
+    ("run", "store"),
+}
+# Rooms still inside an import cycle (strongly connected); none may join one.
+ALLOWED_IN_CYCLES = {
+    "client", "nemesis", "report", "run", "store", "workloads"
+}  # fmt: skip
+
+
+def test_rooms_import_downward_only():
+    g = room_graph(ROOT)
+    assert len(g.rooms()) <= MAX_ROOMS, g.rooms()
+    assert len(g.arrows) <= MAX_ARROWS, sorted(g.arrows)
+    evidence = {
+        p: [str(i) for i in g.arrows[p] + g.arrows[p[::-1]]]
+        for p in g.mutual_pairs()
+        if p not in ALLOWED_MUTUAL
+    }
+    assert not evidence, f"new mutual pairs: {evidence}"
+    in_cycles = {room for scc in g.cycles() for room in scc}
+    assert in_cycles <= ALLOWED_IN_CYCLES, f"room-level cycles: {g.cycles()}"
+
+
+def test_the_room_check_finds_a_cycle_and_a_mutual_pair():
+    imps = [
+        Import("zkjepsen.a.x", "zkjepsen.b.y", 1, "module"),
+        Import("zkjepsen.b.y", "zkjepsen.c", 2, "function"),
+        Import("zkjepsen.c", "zkjepsen.a.x", 3, "module"),
+        Import("zkjepsen.c", "zkjepsen.b", 4, "module"),
+    ]
+    g = RoomGraph(
+        "zkjepsen", {m: Path() for m in ("zkjepsen.a.x", "zkjepsen.b.y", "zkjepsen.c")}, imps
+    )
+    assert g.cycles() == [["a", "b", "c"]]
+    assert g.mutual_pairs() == [("b", "c")]

@@ -1,4 +1,4 @@
-"""harness/mounts.py's pure parts: the tars it puts, the merge of what it fetches, and which
+"""docker/mounts.py's pure parts: the tars it puts, the merge of what it fetches, and which
 containers a rewritten file goes to. (The engine side is tests/integration/test_remote_files.py.)"""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import io
 import tarfile
 from pathlib import Path
 
-from zkjepsen.harness import mounts
+from zkjepsen.docker import mounts
 
 
 def _names(data: bytes) -> dict[str, bytes | None]:

@@ -11,7 +11,7 @@ import pytest
 from test_bad_input import assert_refused, run_cli
 
 from zkjepsen.errors import BadInput
-from zkjepsen.spec import TestSpec
+from zkjepsen.run.spec import TestSpec
 
 
 @pytest.fixture

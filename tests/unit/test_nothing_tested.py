@@ -11,7 +11,6 @@ import math
 
 import pytest
 
-from zkjepsen.analysis import check_history
 from zkjepsen.checker import Result, Violation, compose
 from zkjepsen.checker.counter import CounterChecker
 from zkjepsen.checker.exercised import Exercised
@@ -25,7 +24,8 @@ from zkjepsen.errors import BadInput
 from zkjepsen.history import History, Op
 from zkjepsen.reproduce.replay import first_violation_ns, violation_kinds
 from zkjepsen.reproduce.scenarios import Expectation
-from zkjepsen.spec import TestSpec
+from zkjepsen.run.analysis import check_history
+from zkjepsen.run.spec import TestSpec
 from zkjepsen.workloads import get_workload
 
 S = 1_000_000_000

@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 import zkjepsen
+from zkjepsen.backends.zookeeper import drivers
+from zkjepsen.backends.zookeeper import versions as zkversions
 from zkjepsen.cli import main
 from zkjepsen.client import pool
 from zkjepsen.errors import EnvironmentProblem
-from zkjepsen.harness import drivers, zkversions
 
 REPO = Path(__file__).resolve().parents[2]
 PKG = Path(zkjepsen.__file__).resolve().parent
@@ -84,7 +85,7 @@ def test_image_build_notes_a_pure_python_checker(monkeypatch):
     from click.testing import CliRunner
 
     from zkjepsen.cli import app, cluster
-    from zkjepsen.harness.image import ImageInfo
+    from zkjepsen.docker.image import ImageInfo
 
     info = ImageInfo(tag="zkjepsen/zookeeper:x", size_bytes=1e6, built=False, build_seconds=0)
     monkeypatch.setattr(cluster, "ensure_image", lambda *a, **k: info)

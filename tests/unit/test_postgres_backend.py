@@ -9,12 +9,12 @@ import socket
 import struct
 import threading
 
-from zkjepsen.harness.backends import BACKENDS, image_recipe, resolve_backend
-from zkjepsen.harness.image import default_tag
-from zkjepsen.harness.postgres import probe
-from zkjepsen.harness.postgres.cluster import PgSettings
+from zkjepsen.backends.postgres import probe
+from zkjepsen.backends.postgres.cluster import PgSettings
+from zkjepsen.backends.registry import BACKENDS, image_recipe
+from zkjepsen.docker.image import default_tag
 from zkjepsen.nemesis.faults import FAULTS, NEMESES
-from zkjepsen.recipes import RECIPES
+from zkjepsen.recipes import RECIPES, resolve_backend
 
 
 def test_settings_make_the_server_notice_a_dead_client_within_seconds():

@@ -10,9 +10,9 @@ import random
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 
-from zkjepsen.client.context import ClientContext, Recorder
 from zkjepsen.recipes.base import Token
 from zkjepsen.workloads.common import acquire_op, discard, release_op
+from zkjepsen.workloads.context import ClientContext, Recorder
 from zkjepsen.workloads.lock import critical_section
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from zkjepsen.cli import folder_state, interrupted_message, main
-from zkjepsen.outcome import Teardown
-from zkjepsen.writable import can_create_in
+from zkjepsen.run.outcome import Teardown
+from zkjepsen.store.writable import can_create_in
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_bad_input import assert_refused  # noqa: E402 - one sentence, 254, no store
@@ -193,10 +193,10 @@ def test_an_interrupted_matrix_says_where_its_finished_runs_are(here, capsys, mo
     `--resume` continues (the runs themselves are faked: no engine here)."""
     import signal
 
-    from zkjepsen import fanout
     from zkjepsen.cli import matrix
-    from zkjepsen.harness.engine import Engine
-    from zkjepsen.outcome import RunResult
+    from zkjepsen.docker.engine import Engine
+    from zkjepsen.run import fanout
+    from zkjepsen.run.outcome import RunResult
 
     def one_run_then_ctrl_c(jobs, engines, parallel, store_root, on_start, on_done, **kw):
         job = jobs[0]

@@ -9,7 +9,7 @@ from zkjepsen.cli.reproduce import emit_pytest
 from zkjepsen.nemesis import generator as g
 from zkjepsen.reproduce.replay import faults_for_replay, violation_kinds
 from zkjepsen.reproduce.shrink import Candidate, ShrinkResult, candidates, triggered
-from zkjepsen.spec import TestSpec
+from zkjepsen.run.spec import TestSpec
 from zkjepsen.store import RunDir, StoredRun
 
 S = 1_000_000_000
@@ -187,7 +187,7 @@ def test_scenario_expectations_judge_from_results_only():
 
 def test_triggered_scenarios_name_their_source_and_plan_their_schedule():
     from zkjepsen.reproduce.scenarios import SCENARIOS
-    from zkjepsen.spec import validate_spec
+    from zkjepsen.run.spec import validate_spec
 
     triggered = [s for s in SCENARIOS.values() if s.schedule is not None]
     assert {"lost-create-response", "waiter-session-expiry"} <= {s.name for s in triggered}

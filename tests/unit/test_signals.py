@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from zkjepsen.harness import resources, signals
+from zkjepsen.docker import resources, signals
 
 
 @pytest.fixture(autouse=True)

@@ -9,16 +9,18 @@ import re
 
 import pytest
 
+from zkjepsen.backends.zookeeper import drivers, image
+from zkjepsen.backends.zookeeper import versions as zkversions
+from zkjepsen.backends.zookeeper.config import ZkSettings, zoo_cfg
 from zkjepsen.cli import main
 from zkjepsen.errors import BadInput
-from zkjepsen.harness import drivers, image, zkversions
-from zkjepsen.harness.zkconfig import ZkSettings, zoo_cfg
-from zkjepsen.spec import TestSpec, validate_spec
+from zkjepsen.run.spec import TestSpec, validate_spec
 
 
 def test_each_version_has_its_own_suite_and_tag_and_3_8_is_the_old_image():
     assert image.zookeeper_recipe("3.8").inputs() == image.zookeeper_recipe().inputs()
-    assert image.zookeeper_tag("3.8") == image.default_tag()
+    assert image.zookeeper_tag("3.8") == image.zookeeper_tag()
+    assert image.zookeeper_tag() == image.default_tag(image.zookeeper_recipe())
     suites = {v: image.zookeeper_recipe(v).suite for v in zkversions.VERSIONS}
     assert suites == {"3.4": "bullseye", "3.8": "bookworm", "3.9": "trixie"}
     tags = {image.zookeeper_tag(v) for v in zkversions.VERSIONS}

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     import click
 
     from zkjepsen.cli.app import cli
-    from zkjepsen.harness.signals import Terminated
+    from zkjepsen.docker.signals import Terminated
 
     try:
         rv = cli.main(args=args, standalone_mode=False)

@@ -214,7 +214,7 @@ def run(argv: list[str]) -> int:
     if a is None:
         a = vars(parser().parse_args(argv))
     if a["html_path"] is not None:  # asked for by name: refused now, not after the search
-        from zkjepsen.writable import check_output_file
+        from zkjepsen.store.writable import check_output_file
 
         check_output_file(a["html_path"], "--html")
     limit_memory(a["memory_limit"])

@@ -97,12 +97,13 @@ def client_check(
         check_root(None)  # the check's server writes its logs into the store
     docker = image_tag = None
     if need_docker:
+        from zkjepsen.backends.zookeeper.image import zookeeper_recipe
         from zkjepsen.cli.cluster import ensure_image
-        from zkjepsen.harness import resources
+        from zkjepsen.docker import resources
 
         docker = resources.docker_client()
-        image_tag = ensure_image(docker, image).tag
-    from zkjepsen.harness import resources
+        image_tag = ensure_image(docker, image, recipe=zookeeper_recipe()).tag
+    from zkjepsen.docker import resources
 
     run_id = resources.new_run_id()
     try:
@@ -112,11 +113,11 @@ def client_check(
         if hosts:
             _check(argv, hosts, client_dir, st, rt, label)
         else:
-            from zkjepsen.harness import signals
-            from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
+            from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
+            from zkjepsen.docker import signals
             from zkjepsen.store import new_run_dir
 
-            ens = DockerEnsemble(
+            ens = ZooKeeperEnsemble(
                 EnsembleSpec(nodes=1, image=image_tag),
                 new_run_dir("client-check", None).path,
                 run_id=run_id,
@@ -141,11 +142,11 @@ def client_check(
 
 def _require_shared_files(docker, image: str, run_id: str) -> None:
     """`docker run -v` below needs this machine's files on the engine. Runs copy them through
-    the engine's API when it lacks them (harness/mounts.py); this one-off check says so."""
+    the engine's API when it lacks them (docker/mounts.py); this one-off check says so."""
     import tempfile
 
+    from zkjepsen.docker.mounts import shares_filesystem
     from zkjepsen.errors import EnvironmentProblem
-    from zkjepsen.harness.mounts import shares_filesystem
 
     with tempfile.TemporaryDirectory(dir="/var/tmp") as d:
         if not shares_filesystem(docker, image, run_id, Path(d)):
@@ -164,7 +165,7 @@ def in_container(argv: list[str], image: str, run_id: str, client_dir: str | Non
     from zkjepsen.client import seal
     from zkjepsen.client.command import PROGRAM_DIR
     from zkjepsen.client.pool import KAZOO_DIR, SITE_DIR, SRC_DIR, package_bind
-    from zkjepsen.harness import resources
+    from zkjepsen.docker import resources
 
     out = ["docker", "run", "--rm", "-i", "--network", "host", "--entrypoint", argv[0]]
     out += seal.docker_run_args()

@@ -9,21 +9,22 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
+from zkjepsen.backends.zookeeper.image import zookeeper_recipe
 from zkjepsen.cli.options import STORE_PATH, image_ref, not_empty, run_ids
 from zkjepsen.cli.versions import check_version, zk_version_option
+from zkjepsen.docker import image as image_lib
+from zkjepsen.docker import resources, signals
+from zkjepsen.docker.image import ImageInfo, default_tag, image_exists
 from zkjepsen.errors import BadInput, EnvironmentProblem
-from zkjepsen.harness import image as image_lib
-from zkjepsen.harness import resources, signals
-from zkjepsen.harness.ensemble import DockerEnsemble, EnsembleSpec
-from zkjepsen.harness.image import ImageInfo, default_tag, image_exists
 from zkjepsen.store import check_root, new_run_dir
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
 
-def ensure_image(client, image: str | None, force: bool = False, recipe=None) -> ImageInfo:
-    """`harness.image.ensure_image` with a spinner and a closing line on the terminal
-    (`recipe`: another backend's server image; default the ZooKeeper node image)."""
+def ensure_image(client, image: str | None, force: bool = False, *, recipe) -> ImageInfo:
+    """`docker.image.ensure_image` with a spinner and a closing line on the terminal
+    (`recipe`: the ZooKeeper node image's or another backend's server image)."""
     if image or (image_exists(client, default_tag(recipe)) and not force):
         return image_lib.ensure_image(client, image, force=force, recipe=recipe)
     tag = default_tag(recipe)
@@ -75,11 +76,9 @@ def backend_option(f):
 )
 def image_build(force: bool, backend: str, zk_version: str | None) -> None:
     """Build the node image (or a backend's server image) with debootstrap + docker import."""
-    from zkjepsen.harness.backends import backend_info, image_recipe
+    from zkjepsen.backends.registry import image_recipe
 
-    recipe = (
-        image_recipe(backend, zk_version) if backend_info(backend).image or zk_version else None
-    )
+    recipe = image_recipe(backend, zk_version)  # ZooKeeper's: of zk_version, default 3.8
     info = ensure_image(resources.docker_client(), None, force=force, recipe=recipe)
     click.echo(
         f"{info.tag}\t{info.size_bytes / 1e6:.0f} MB"
@@ -125,9 +124,8 @@ def cluster_up(
     with `cluster down`)."""
     from types import SimpleNamespace
 
-    from zkjepsen.harness import zkversions
-    from zkjepsen.harness.backends import backend_info, image_recipe, make_backend
-    from zkjepsen.harness.image import zookeeper_recipe
+    from zkjepsen.backends.registry import backend_info, image_recipe, make_backend
+    from zkjepsen.backends.zookeeper import versions as zkversions
 
     b = backend_info(backend)
     if zk_version is not None and b.family != "zookeeper":
@@ -203,7 +201,7 @@ def _owner_pids(run: resources.RunResources) -> str:
 def cluster_status(run_id: str | None) -> None:
     """Show each node's mode, zxid and connection count."""
     client = resources.docker_client()
-    ens = DockerEnsemble.attach(_pick_run(client, run_id, "status"), client)
+    ens = ZooKeeperEnsemble.attach(_pick_run(client, run_id, "status"), client)
     table = Table(title=f"{ens.run_id}  {ens.connect_string()}")
     for col in ("node", "ip", "container", "mode", "zxid", "connections"):
         table.add_column(col)
@@ -219,7 +217,7 @@ def cluster_status(run_id: str | None) -> None:
 def cluster_down(run_id: str | None) -> None:
     """Remove an ensemble's containers and network (its logs stay in the store)."""
     client = resources.docker_client()
-    ens = DockerEnsemble.attach(_pick_run(client, run_id, "down"), client)
+    ens = ZooKeeperEnsemble.attach(_pick_run(client, run_id, "down"), client)
     ens.stop()
     click.echo(f"removed {ens.run_id} (logs in {ens.store_dir})")
 
@@ -250,7 +248,7 @@ def cleanup(everything: bool, dry_run: bool, engines: tuple, run_ids: tuple) -> 
     containers' own network namespaces, paused containers are killed, faketime files are in the
     run's scratch directory.
     """
-    from zkjepsen.harness.engine import parse_engines
+    from zkjepsen.docker.engine import parse_engines
 
     for engine in parse_engines(engines):
         client = engine.client()
@@ -297,8 +295,8 @@ def demo(nodes: int, time_limit: float, image: str | None) -> None:
     """The main job: an ensemble round trip, then a short kazoo-Lock run with a frozen holder."""
     from zkjepsen.cli.display import LiveDisplay
     from zkjepsen.cli.run import print_verdict
-    from zkjepsen.runner import run_test
-    from zkjepsen.spec import TestSpec
+    from zkjepsen.run.runner import run_test
+    from zkjepsen.run.spec import TestSpec
 
     spec = TestSpec(  # made first: a bad --time-limit is refused before anything starts
         recipe="kazoo",
@@ -316,7 +314,7 @@ def demo(nodes: int, time_limit: float, image: str | None) -> None:
     )
     check_root(None)
     client = resources.docker_client()
-    info = ensure_image(client, image)
+    info = ensure_image(client, image, recipe=zookeeper_recipe())
     _round_trip(client, nodes, info.tag)
     console.print(
         f"\nNow a {time_limit:g} s run: 5 clients increment a counter under kazoo's Lock "
@@ -335,7 +333,7 @@ def _round_trip(client, nodes: int, image: str) -> None:
     t0 = time.monotonic()
     with (
         signals.teardown_on_signals(),
-        DockerEnsemble(spec, new_run_dir("demo-ensemble").path, client=client) as ens,
+        ZooKeeperEnsemble(spec, new_run_dir("demo-ensemble").path, client=client) as ens,
     ):
         console.print(
             f"{nodes} servers serving in {time.monotonic() - t0:.1f} s "

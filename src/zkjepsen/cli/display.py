@@ -13,7 +13,7 @@ from rich.text import Text
 from zkjepsen.history.jsonl import DirTailer
 
 if TYPE_CHECKING:
-    from zkjepsen.spec import TestSpec
+    from zkjepsen.run.spec import TestSpec
     from zkjepsen.store import RunDir
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)

@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 
 from zkjepsen.cli.options import not_empty
-from zkjepsen.harness.engine import Engine, parse_engines, provide_image
+from zkjepsen.docker.engine import Engine, parse_engines, provide_image
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
@@ -44,10 +44,12 @@ def prepare(
     """Parse `--engine` values, check ZKJEPSEN_FILES and ZKJEPSEN_CONTROLLER (one sentence and
     exit 254 before anything exists), and make the node image present on each (shipped over
     the engines' APIs, never pulled), with progress, and the controller image on each engine
-    that needs one (harness/controller.py); and the
+    that needs one (run/controller.py); and the
     server image of every other backend in `backends` and of every ZooKeeper version in
     `zk_versions` (built once here, not by each of several parallel runs)."""
-    from zkjepsen.harness import controller, mounts
+    from zkjepsen.backends.zookeeper.image import zookeeper_recipe
+    from zkjepsen.docker import mounts
+    from zkjepsen.run import controller
 
     mounts.files_mode()
     controller.mode()
@@ -63,14 +65,14 @@ def prepare(
         provide_image(
             engines,
             image,
+            recipe=zookeeper_recipe(),
             on_build=lambda s: status.update(f"building: {s}"),
             on_progress=shipped,
             on_shipped=lambda name, secs: console.print(
                 f"shipped the node image to engine {name} in {secs:.1f} s"
             ),
         )
-        from zkjepsen.harness.backends import backend_info, image_recipe
-        from zkjepsen.harness.image import zookeeper_recipe
+        from zkjepsen.backends.registry import backend_info, image_recipe
 
         for v in dict.fromkeys(zk_versions):
             provide_image(

@@ -17,7 +17,7 @@ from zkjepsen.cli.options import STORE_PATH
 from zkjepsen.cli.versions import zk_version_option, zk_versions_option
 from zkjepsen.errors import BadInput
 from zkjepsen.report.findings import cell_summary, markdown_table  # noqa: F401 - re-exported
-from zkjepsen.spec import TestSpec
+from zkjepsen.run.spec import TestSpec
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 ZK_ROW = " zk"  # a matrix row of one ZooKeeper version: "kazoo zk3.4"
@@ -54,7 +54,7 @@ def list_command(what: str) -> None:
 
         rows = [(n, get_workload(n).description) for n in sorted(WORKLOADS)]
     elif what == "backends":
-        from zkjepsen.harness.backends import BACKENDS
+        from zkjepsen.backends.registry import BACKENDS
 
         rows = [(n, b.description) for n, b in sorted(BACKENDS.items())]
     else:
@@ -85,7 +85,7 @@ def model_rows() -> list[tuple[str, str]]:
 
 def check_out(out: Path) -> None:
     """--out can be written, and so can the JSON beside it, before any cell runs."""
-    from zkjepsen.writable import check_output_file
+    from zkjepsen.store.writable import check_output_file
 
     check_output_file(out, "--out")
     if not out.name or out.with_suffix(".json") == out:
@@ -173,8 +173,8 @@ def matrix_command(
     """Run every recipe x nemesis cell K times; print and write the verdict table. With
     --zk-versions, every recipe has a row per ZooKeeper version ("kazoo zk3.4")."""
     from zkjepsen.cli.options import scalar as _scalar
-    from zkjepsen.fanout import Job, run_jobs
     from zkjepsen.report import findings
+    from zkjepsen.run.fanout import Job, run_jobs
     from zkjepsen.store import DEFAULT_ROOT, check_root
 
     recipe_list, nemesis_list = _split(recipes, "recipes"), _split(nemeses, "nemeses")
@@ -218,7 +218,7 @@ def matrix_command(
         for i in range(runs)
         for cell in all_cells
     ]
-    from zkjepsen.spec import validate_spec
+    from zkjepsen.run.spec import validate_spec
 
     # A cell whose fault means nothing on its recipe's backend (no leader, no PostgreSQL...)
     # is not run: the table says n/a and why, and the rest of the matrix runs.
@@ -256,7 +256,7 @@ def matrix_command(
         console.print(f"resuming: {len(finished)} runs on record, {len(jobs)} to run")
     previous = list(finished)
     backends = tuple(s.backend for _, s in specs[::runs] if s.backend)
-    from zkjepsen.harness import zkversions
+    from zkjepsen.backends.zookeeper import versions as zkversions
 
     versions = [*(zk_versions or [zk_version or zkversions.DEFAULT])]
     if client_suite:

@@ -144,7 +144,7 @@ def shrink_command(
     # Where it writes, and a budget of nan, 0 or less: refused before the run is read.
     from zkjepsen.cli.options import positive_duration
     from zkjepsen.store import check_root
-    from zkjepsen.writable import check_directory
+    from zkjepsen.store.writable import check_directory
 
     positive_duration(budget, "--budget")
     check_root(store_root)
@@ -244,7 +244,7 @@ not deterministic, so it may occasionally pass; triggered faults repeat best). T
 after the clients start.{note} Run: pytest test_reproduce_{name}.py
 """
 
-{imports}from zkjepsen.spec import TestSpec
+{imports}from zkjepsen.run.spec import TestSpec
 
 SPEC = TestSpec(
 {spec_args})
@@ -314,11 +314,11 @@ def scenario_run(
     --zk-versions, each ZooKeeper scenario runs on every version, a row per version."""
     from dataclasses import replace
 
+    from zkjepsen.backends.registry import backend_info
     from zkjepsen.errors import BadInput
-    from zkjepsen.harness.backends import backend_info
     from zkjepsen.reproduce.scenarios import SCENARIOS, get_scenario
-    from zkjepsen.runner import run_test
-    from zkjepsen.spec import validate_spec
+    from zkjepsen.run.runner import run_test
+    from zkjepsen.run.spec import validate_spec
     from zkjepsen.store import check_root
 
     check_root(store_root)

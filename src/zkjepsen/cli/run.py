@@ -9,14 +9,14 @@ from typing import Any
 import click
 from rich.text import Text
 
-from zkjepsen.analysis import check_history
 from zkjepsen.cli.display import LiveDisplay, console
 from zkjepsen.cli.options import STORE_PATH, not_empty, parse_duration, scalar
 from zkjepsen.cli.versions import zk_version_option
 from zkjepsen.errors import BadInput
 from zkjepsen.report.summary import summarise
-from zkjepsen.runner import RunResult, run_test
-from zkjepsen.spec import TestSpec
+from zkjepsen.run.analysis import check_history
+from zkjepsen.run.runner import RunResult, run_test
+from zkjepsen.run.spec import TestSpec
 
 
 def print_verdict(run: RunResult) -> None:
@@ -34,7 +34,7 @@ def print_verdict(run: RunResult) -> None:
 
 def versions_text(spec) -> str:
     """`  ZooKeeper 3.4 (clients: bookworm)` for a ZooKeeper run; '' for other backends."""
-    from zkjepsen.harness import zkversions
+    from zkjepsen.backends.zookeeper import versions as zkversions
 
     if getattr(spec, "zk_version", None) is None:
         return ""
@@ -168,7 +168,7 @@ def test_command(
     where = None
     if engine:
         from zkjepsen.cli.engines import prepare
-        from zkjepsen.runner import validate_spec
+        from zkjepsen.run.runner import validate_spec
 
         validate_spec(spec)  # bad names before an image is shipped anywhere
         (where,) = prepare((engine,), spec.image)
@@ -225,7 +225,7 @@ def analyze_command(store_dir: Path) -> None:
     result = check_history(history, stored.spec, stored.store_dir)
     run = RunResult(stored.spec, stored.store_dir, result["valid"], result, {})
     print_verdict(run)
-    from zkjepsen.analysis import finish_report
+    from zkjepsen.run.analysis import finish_report
 
     written = finish_report(run, history)  # what an interrupted run did not get to write
     if written:

@@ -1,12 +1,13 @@
 """`--zk-version`, `--zk-versions` and `--client-suite`: which ZooKeeper the servers run and
-which suite's client libraries (Curator, go-zookeeper) the clients run (harness/zkversions.py).
+which suite's client libraries (Curator, go-zookeeper) the clients run
+(backends/zookeeper/versions.py).
 Checked when parsed, so a bad value is one sentence and exit 254 before anything exists."""
 
 from __future__ import annotations
 
 import click
 
-from zkjepsen.harness import zkversions
+from zkjepsen.backends.zookeeper import versions as zkversions
 
 
 def check_version(ctx, param, value):

@@ -18,9 +18,9 @@ from zkjepsen.errors import BadInput
 PROGRAM_DIR = "/opt/zkjepsen/program"
 PROTOCOL_WORKLOADS = ("lock", "counter", "election")
 ZOOKEEPER_BACKENDS = ("zookeeper",)
-PYTHON_DRIVER = ("python3", "-m", "zkjepsen.client.drivers.python")
-# Python recipes of other lock services (Redis, PostgreSQL): client/drivers/service.py.
-SERVICE_DRIVER = ("python3", "-m", "zkjepsen.client.drivers.service")
+PYTHON_DRIVER = ("python3", "-m", "zkjepsen.workloads.driver")
+# Python recipes of other lock services (Redis, PostgreSQL): workloads/driver/service.py.
+SERVICE_DRIVER = ("python3", "-m", "zkjepsen.workloads.driver.service")
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ import sys
 import threading
 from pathlib import Path
 
-from zkjepsen.client.context import ClientContext, Recorder
 from zkjepsen.client.spec import PROXY_TOKEN_ENV, ClientSpec
+from zkjepsen.workloads.context import ClientContext, Recorder
 
 
 def _next_process(path: Path, client: int, nclients: int) -> int:
@@ -52,7 +52,7 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
     """The client wire protocol: the program under test is a child process; the recorder
     (client/remote.py) drives it and writes the history. docs/client-protocol.md."""
 
-    from zkjepsen.client.recorder import ProgramClient
+    from zkjepsen.client.program_client import ProgramClient
     from zkjepsen.client.remote import RemoteLoop, paths
 
     ctx = ClientContext(

@@ -5,12 +5,12 @@ must pause one client (`docker pause`, the cgroup freezer: every thread stops at
 stop-the-world GC) and isolate one client (iptables in that container's own network namespace).
 The client code comes from the host (our package and the host's kazoo), so clients run exactly
 the code under test, in the image's Python 3.11: bind-mounted, or copied in through the engine's
-API on an engine that does not share this machine's filesystem (harness/mounts.py).
+API on an engine that does not share this machine's filesystem (docker/mounts.py).
 
 Least privilege, because the client runs the code under test (client/seal.py): the program runs
 as an unprivileged uid that cannot open the recorder's directory (`/out`, where the history is),
 every capability is dropped but the few the recorder needs to start and stop it (so no
-NET_ADMIN/NET_RAW: its network faults are applied from a sidecar, see harness/netns.py), memory
+NET_ADMIN/NET_RAW: its network faults are applied from a sidecar, see docker/netns.py), memory
 and pids limits, and the program writes only small tmpfs scratch dirs; the start barrier and
 the specs come read-only from the run's control directory (`/control`).
 """
@@ -26,11 +26,11 @@ from pathlib import Path
 import kazoo
 
 import zkjepsen
+from zkjepsen.backends.base import Backend
 from zkjepsen.client import seal
 from zkjepsen.client.command import PROGRAM_DIR
 from zkjepsen.client.spec import CONTROL_DIR, OUT_DIR, PROXY_TOKEN_ENV, ClientSpec
-from zkjepsen.harness import mounts, netns, resources
-from zkjepsen.harness.backend import Backend
+from zkjepsen.docker import mounts, netns, resources
 from zkjepsen.history.jsonl import Tailer
 from zkjepsen.store import RunDir
 
@@ -157,7 +157,7 @@ class ClientPool:
         self.run_dir.control.mkdir(parents=True, exist_ok=True)
         self.image = image  # None: the image the backend names for its clients
         self.docker = docker or resources.docker_client()
-        # The backend's: bind mounts, or copies through the engine's API (harness/mounts.py).
+        # The backend's: bind mounts, or copies through the engine's API (docker/mounts.py).
         self.files: mounts.Files = getattr(backend, "files", None) or mounts.Files(self.docker)
         self.handles: list[ClientHandle] = []
         # The proxies' control token: in the containers' environment, which the recorder takes

@@ -3,7 +3,7 @@ protocol and recording exactly the history the in-process loops record (workload
 lock.py, counter.py: same `f`, `key`, `value` and completion rules), so every checker works
 unchanged. The recorder stamps `invoke` before it sends and completes after the answer.
 
-Protocol faults (client/recorder.py) complete the op in flight as `info` (error
+Protocol faults (client/program_client.py) complete the op in flight as `info` (error
 `client-error`), except a read, which has no effect and so `fail`s. Stdlib only.
 """
 
@@ -13,8 +13,8 @@ import json
 from typing import Any
 
 from zkjepsen.client.program import Stopped
+from zkjepsen.client.program_client import ProgramClient
 from zkjepsen.client.protocol import ProtocolFault, Reply, seq_of
-from zkjepsen.client.recorder import ProgramClient
 
 # workload -> (acquire f, release f, default lock path, resource param, default resource path)
 WORKLOADS = {

@@ -14,7 +14,7 @@ What each language gets (measured, libfaketime 0.9.10 in the client image):
 - Java (Curator): wall and monotonic (monotonic faking must stay on for the JVM: with
   `FAKETIME_DONT_FAKE_MONOTONIC=1` its timed waits break), on JDK 17/21. Curator 2.7.1
   (bullseye) runs on JDK 11, whose nanoTime escapes libfaketime: its wall clock and timed
-  waits move, its nanoTime does not (harness/zkversions.py says why it cannot run on 17).
+  waits move, its nanoTime does not (backends/zookeeper/versions.py says why it cannot run on 17).
 - Go (go-zookeeper): a static binary that reads the clock through the vDSO, not libc:
   libfaketime cannot reach it, so these faults are refused for Go programs.
 

@@ -13,7 +13,7 @@ our image; see benchmarks/nemesis_clock.py for the ZooKeeper side):
   expire sessions after timeout/k of real time. A fast *follower* expires nothing.
 - Only on a JDK that calls `clock_gettime` through libc (17, 21): JDK 11 looks it up in librt
   with dlsym, past libfaketime, so its nanoTime stays real while currentTimeMillis and timed
-  waits speed up (the 3.4 image therefore runs JDK 17; harness/zkversions.py).
+  waits speed up (the 3.4 image therefore runs JDK 17; backends/zookeeper/versions.py).
 - With XRESET=1 a rate change applies from the moment it is read (no jump). Going back to `x1`
   keeps the lead gained, `(k-1) x duration`: no jump back. An offset is written WITHOUT an `x`
   part (`+5`): with XRESET, `+5 x1` ignores the offset. A plain `+0` written while the rate is 1
@@ -30,7 +30,8 @@ import threading
 import time
 from typing import Any
 
-from zkjepsen.harness.backend import Backend, Node
+from zkjepsen.backends.base import Backend
+from zkjepsen.docker.cluster import Node
 from zkjepsen.nemesis.targets import NemesisContext, resolve_servers
 
 CACHE_S = 1.2  # > FAKETIME_CACHE_DURATION: a write is certainly seen after this

@@ -3,7 +3,7 @@
 Every rule lives in ONE chain named for the run (`zkj-<stamp>-<hex>`), created in the container's
 netns and jumped to from its INPUT and OUTPUT. Servers run iptables themselves; clients have no
 NET_ADMIN (they run the code under test), so their rules are written from a sidecar that shares
-their netns (harness/netns.py). The host's own chains are never touched, so two
+their netns (docker/netns.py). The host's own chains are never touched, so two
 runs on one machine cannot interfere, and healing removes exactly that chain. A container that
 is killed loses its netns and its rules with it; `docker start` gives it a clean one.
 

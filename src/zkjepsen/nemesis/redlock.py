@@ -9,16 +9,16 @@ empty (no persistence, no delayed restart); client 2 takes the lock on C, D, E. 
   masters, chosen from n2..n5; the other half see all five. Every client still sees a
   majority, and any two majorities share a master, so this alone must not split the lock
   (the control).
-- `partition-redlock-restart`: the same cut; then, once a client of the cut half acquires
-  (its lock is then on exactly the three masters it sees), one of those masters other than n1
-  is SIGKILLed and started again: it comes back empty (`save ""`, no AOF: harness/redis.py),
-  and the other half can reach a majority (the empty master and the two the cut half cannot
-  see) while the first holder still holds. `detail` records the holder at the restart, the
-  lock's value on every master before it (the holder's on exactly its side's three) and on
-  the restarted master after (gone: the proof that it forgot), and how long it was down.
+- `partition-redlock-restart`: the same cut; then, once a client of the cut half acquires (its lock
+  is then on exactly the three masters it sees), one of those masters other than n1 is SIGKILLed and
+  started again: it comes back empty (`save ""`, no AOF: backends/redis/cluster.py), and the other
+  half can reach a majority (the empty master and the two the cut half cannot see) while the first
+  holder still holds. `detail` records the holder at the restart, the lock's value on every master
+  before it (the holder's on exactly its side's three) and on the restarted master after (gone: the
+  proof that it forgot), and how long it was down.
 
 n1 is never cut and never restarted: it also stores the resource and the fencing-token
-counter (client/services/redis.py), which are not part of the lock.
+counter (backends/redis/session.py), which are not part of the lock.
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def _lock_values(ctx: NemesisContext, node) -> dict[str, str] | None:
     take 0.1-0.3 s of the holder's critical section)."""
     import redis
 
-    from zkjepsen.client.services.redis import LOCK_PREFIX
+    from zkjepsen.backends.redis.session import LOCK_PREFIX
 
     r = redis.Redis(host=node.ip, port=node.port, socket_timeout=0.5, socket_connect_timeout=0.5)
     try:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from zkjepsen.harness.backend import Backend
+from zkjepsen.backends.base import Backend
 from zkjepsen.history.jsonl import Appender, read_records
 from zkjepsen.nemesis import Nemesis, NemesisError, clock, generator, partition, process
 from zkjepsen.nemesis.faults import FAULTS
@@ -380,7 +380,7 @@ def run_nemesis(
             _write_schedule(out_dir, meta, executed)
         _wait_until(origin_ns + int(time_limit_s * 1e9), stop)
     finally:
-        from zkjepsen.harness.signals import signals_deferred
+        from zkjepsen.docker.signals import signals_deferred
 
         with signals_deferred():  # a second Ctrl-C must not stop the heal halfway
             active = active or nem.current

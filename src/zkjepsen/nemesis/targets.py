@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from zkjepsen.harness.backend import Backend, Node
+from zkjepsen.backends.base import Backend
+from zkjepsen.docker.cluster import Node
 from zkjepsen.history.jsonl import DirTailer, client_of, read_records
 from zkjepsen.nemesis import NemesisError
 

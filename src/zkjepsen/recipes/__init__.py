@@ -25,12 +25,12 @@ class RecipeInfo:
     description: str
     flaw: str  # what to expect (see the module docstring for the source)
     # A program serving the client wire protocol (docs/client-protocol.md): its argv inside the
-    # client container. Empty: a Python recipe, served by zkjepsen.client.drivers.python.
+    # client container. Empty: a Python recipe, served by zkjepsen.workloads.driver.
     command: tuple[str, ...] = ()
     language: str = "python"
     source: str = "port"  # "library": the real library as shipped; "port": our re-implementation
-    # The backends it runs on (harness/backends.py), the first by default. A Python recipe on a
-    # backend other than ZooKeeper is served by client/drivers/service.py: it is built as
+    # The backends it runs on (backends/registry.py), the first by default. A Python recipe on a
+    # backend other than ZooKeeper is served by workloads/driver/service.py: it is built as
     # `Factory(service, path, hosts=, identifier=, params=)` on that backend's client service.
     backends: tuple[str, ...] = ("zookeeper",)
     # The clients a test runs when none are asked for (None: TestSpec's 10): fewer for a lock
@@ -39,7 +39,9 @@ class RecipeInfo:
 
 
 _M = "zkjepsen.recipes."
-_DRIVERS = "/opt/zkjepsen/drivers"  # where the image build installs them (harness/drivers.py)
+_DRIVERS = (
+    "/opt/zkjepsen/drivers"  # where the image build installs them (backends/zookeeper/drivers.py)
+)
 _CURATOR = f"{_DRIVERS}/curator/run"
 RECIPES: dict[str, RecipeInfo] = {
     "kazoo": RecipeInfo(
@@ -127,7 +129,7 @@ RECIPES: dict[str, RecipeInfo] = {
         "none without faults; belief survives session loss until checked",
     ),
     # The real libraries, in their own languages, as Debian bookworm ships them; compiled into
-    # the client image (harness/drivers.py) and driven through the client wire protocol.
+    # the client image (backends/zookeeper/drivers.py) and driven through the client wire protocol.
     "curator-java": RecipeInfo(
         "",
         "Apache Curator of the clients' suite (5.4.0 on bookworm) "
@@ -179,7 +181,7 @@ RECIPES: dict[str, RecipeInfo] = {
         source="library",
     ),
     # Other lock services (seed 003 and Redis's documentation), with the `redis`
-    # library; the token is from INCR, checked by the resource (client/services/redis.py).
+    # library; the token is from INCR, checked by the resource (backends/redis/session.py).
     "redis-setnx": RecipeInfo(
         _M + "redis_setnx:SetnxLock",
         "the SETNX/GETSET timestamp lock (Redis SETNX docs' old pattern), as the seed wrote it",
@@ -204,7 +206,7 @@ RECIPES: dict[str, RecipeInfo] = {
         backends=("redlock",),
     ),
     # PostgreSQL locks (seed 003) with psycopg 3; the token is from a sequence, checked by
-    # the resource row (client/services/postgres.py).
+    # the resource row (backends/postgres/session.py).
     "pg-for-update": RecipeInfo(
         _M + "pg.for_update:ForUpdateLock",
         "SELECT ... FOR UPDATE NOWAIT on a lock row in an open transaction, 4 tries 1 s apart "
@@ -292,6 +294,30 @@ def validate_recipe(name: str) -> None:
     factory = _import(_user_target(name))
     if inspect.isclass(factory) or not callable(factory):
         _require_methods(name, factory)
+
+
+def recipe_backends(recipe: str) -> tuple[str, ...]:
+    """The backends a registered recipe runs on (first: its default); () for a user's recipe
+    or program, which may run on any backend."""
+    info = RECIPES.get(recipe)
+    return tuple(info.backends) if info is not None else ()
+
+
+def resolve_backend(recipe: str, backend: str | None) -> str:
+    """The backend a test of `recipe` runs on: the one asked for, which must suit the recipe,
+    else the recipe's own default (ZooKeeper for the ZooKeeper recipes and users' own)."""
+    from zkjepsen.backends.registry import DEFAULT_BACKEND, backend_info
+
+    suits = recipe_backends(recipe)
+    if backend is None:
+        return suits[0] if suits else DEFAULT_BACKEND
+    backend_info(backend)
+    if suits and backend not in suits:
+        raise BadInput(
+            f"recipe {recipe} runs on {', '.join(suits)}, not on backend {backend}; "
+            f"drop --backend or choose one of those"
+        )
+    return backend
 
 
 def _user_target(name: str) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from kazoo.exceptions import NoNodeError
 
-from zkjepsen.client.services import lock_node
+from zkjepsen.backends.session import lock_node
 
 
 @dataclass(frozen=True)

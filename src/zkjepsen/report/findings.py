@@ -65,8 +65,8 @@ def cell_summary(runs: list[dict]) -> dict:
 def not_applicable_cells(cell_specs: list) -> dict[str, str]:
     """cell -> why it is not run: a fault of the cell exercises nothing on the backend its
     recipe runs on (nemesis.faults.not_applicable). `cell_specs`: (cell, TestSpec) pairs."""
-    from zkjepsen.harness.backends import resolve_backend
     from zkjepsen.nemesis.faults import not_applicable
+    from zkjepsen.recipes import resolve_backend
 
     out = {}
     for cell, spec in cell_specs:
@@ -80,7 +80,8 @@ def not_applicable_cells(cell_specs: list) -> dict[str, str]:
 def servers_per_backend(recipes: list[str], nodes: int) -> dict[str, int]:
     """backend -> its servers, for the backends the recipes (`NAME` or `NAME@BACKEND`) run on:
     a fixed shape (one Redis master, five Redlock masters) or the matrix's `--nodes`."""
-    from zkjepsen.harness.backends import backend_info, resolve_backend
+    from zkjepsen.backends.registry import backend_info
+    from zkjepsen.recipes import resolve_backend
 
     out = {}
     for rc in recipes:

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.checker import Result, as_result
-from zkjepsen.fanout import Job, run_jobs
-from zkjepsen.harness.engine import Engine
+from zkjepsen.docker.engine import Engine
 from zkjepsen.nemesis.schedule import FAULT_FIELDS
-from zkjepsen.runner import RunResult
-from zkjepsen.spec import TestSpec
+from zkjepsen.run.fanout import Job, run_jobs
+from zkjepsen.run.runner import RunResult
+from zkjepsen.run.spec import TestSpec
 from zkjepsen.store import StoredRun
 
 ROLE_CHOICES = ("holder", "leader")

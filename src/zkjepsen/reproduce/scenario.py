@@ -12,7 +12,7 @@ from typing import Any
 from zkjepsen.checker import Result, as_result
 from zkjepsen.nemesis.generator import Gen, schedule_text
 from zkjepsen.reproduce.replay import violation_kinds
-from zkjepsen.spec import TestSpec
+from zkjepsen.run.spec import TestSpec
 
 
 @dataclass(frozen=True)

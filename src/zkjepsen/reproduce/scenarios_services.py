@@ -1,4 +1,4 @@
-"""Catalogue scenarios for the other lock services (harness/backends.py): the Redis locks on
+"""Catalogue scenarios for the other lock services (backends/registry.py): the Redis locks on
 real Redis servers, each keyed to the text that describes its flaw."""
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from zkjepsen.reproduce.replay import (
     replay,
     violation_kinds,
 )
-from zkjepsen.spec import TestSpec
+from zkjepsen.run.spec import TestSpec
 from zkjepsen.store import StoredRun
 
 

@@ -6,8 +6,8 @@ A workload is an object with:
 - `run_client(ctx)`: inside each client container, until `ctx.running()` is False;
 - `final(ctx)`: host side, after the faults are healed (final reads, recorded as client 0);
 - `checkers(params) -> dict[name, Checker]`.
-`ctx` is a `zkjepsen.client.context.ClientContext`. Modules are imported lazily by name so a client
-container imports only the workload it runs (stdlib + kazoo there; no matplotlib, no docker).
+`ctx` is a `zkjepsen.workloads.context.ClientContext`. Modules are imported lazily by name so a
+client container imports only the workload it runs (stdlib + kazoo there; no matplotlib, no docker).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What the PostgreSQL locks share: each lock object owns its own connection (the lock lives
 and dies with it: a row lock with its transaction, an advisory lock with its session), opened
-by the client session (client/services/postgres.py) with the same keepalive settings, and named
+by the client session (backends/postgres/session.py) with the same keepalive settings, and named
 `zkjepsen-<identifier>-lock` in pg_stat_activity so a fault can find it (nemesis/pg.py). The
 application's resource writes go through the session's own connection, as an application that
 guards an outside resource does.

@@ -1,0 +1,215 @@
+"""A real ZooKeeper ensemble: one Docker container per server on the run's own network
+(a `ContainerCluster`, docker/cluster.py, which gives the network, teardown, node faults and the
+clients' places).
+
+The host reaches every container by its fixed IP (no published ports, so no port clashes), which
+is how the harness asks servers `srvr`/`mntr` and how host-side kazoo clients connect.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zkjepsen.backends.zookeeper.config import CLIENT_PORT, LOG4J_PROPERTIES, ZkSettings, zoo_cfg
+from zkjepsen.backends.zookeeper.fourlw import four_letter
+from zkjepsen.docker import netns, resources
+from zkjepsen.docker.cluster import ContainerCluster, Node, faketime_env
+from zkjepsen.errors import BadInput, EnvironmentProblem
+
+# A one-server "ensemble" runs standalone: it serves every write itself, so it is the leader.
+LEADING = ("leader", "standalone")
+
+
+@dataclass
+class EnsembleSpec:
+    nodes: int = 3
+    image: str | None = None  # default: the locally built image of settings.zk_version
+    client_image: str | None = None  # the clients' (`--client-suite`); default: `image`
+    settings: ZkSettings = field(default_factory=ZkSettings)
+    faketime: bool = True  # preload libfaketime (clock faults need it from the start)
+    quorum_timeout_s: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.nodes < 1 or self.nodes > 9:
+            raise BadInput(f"--nodes {self.nodes} is out of range; use 1 to 9 (3, 5 or 7 usual)")
+
+
+class ZooKeeperEnsemble(ContainerCluster):
+    """ZooKeeper's `Backend` (backends/base.py). Use as a context manager: leaving it always
+    removes everything."""
+
+    def __init__(self, spec: EnsembleSpec, store_dir: Path, *args, **kwargs) -> None:
+        """`args`, `kwargs`: ContainerCluster's (run_id, client, engine, engine_local)."""
+        self.spec = spec
+        super().__init__(store_dir, *args, **kwargs)
+
+    # ---- lifecycle -------------------------------------------------------------------------
+    @property
+    def image(self) -> str:
+        from zkjepsen.backends.zookeeper.image import zookeeper_tag
+
+        return self.spec.image or zookeeper_tag(self.spec.settings.zk_version)
+
+    @property
+    def client_image(self) -> str:
+        return self.spec.client_image or self.image
+
+    def start(self) -> None:
+        self._open()
+        ips = [self.server_ip(i) for i in range(1, self.spec.nodes + 1)]
+        self.nodes = [Node(f"n{i}", i, ip, CLIENT_PORT) for i, ip in enumerate(ips, start=1)]
+        for node in self.nodes:
+            self._write_node_files(node, ips)
+        list(self._pool.map(self._create_server, self.nodes))
+        self.wait_for_quorum(self.spec.quorum_timeout_s)
+
+    @classmethod
+    def attach(cls, run_id: str, client=None) -> ZooKeeperEnsemble:
+        """Rebuild the handle of a running ensemble from its container labels."""
+        client = client or resources.docker_client()
+        found = client.containers.list(
+            all=True,
+            filters={
+                "label": [f"{resources.RUN_LABEL}={run_id}", f"{resources.ROLE_LABEL}=server"]
+            },
+        )
+        if not found:
+            raise BadInput(
+                f"no zkjepsen ensemble with run id {run_id}; "
+                "`zkjepsen cluster status` lists the running ones"
+            )
+        marker = resources.SCRATCH_ROOT / run_id / resources.DETACHED_MARKER
+        store = Path(marker.read_text()) if marker.exists() else Path("store/cluster") / run_id
+        self = cls(
+            EnsembleSpec(
+                nodes=len(found), image=found[0].image.tags[0] if found[0].image.tags else None
+            ),
+            store,
+            run_id,
+            client,
+        )
+        for c in sorted(found, key=lambda c: int(c.labels["zkjepsen.myid"])):
+            node = Node(
+                c.labels["zkjepsen.node"],
+                int(c.labels["zkjepsen.myid"]),
+                c.labels["zkjepsen.ip"],
+                CLIENT_PORT,
+            )
+            self.nodes.append(node)
+            self._containers[node.name] = c
+        return self
+
+    # ---- Backend --------------------------------------------------------------------------
+    def srvr(self, node: Node, timeout: float = 0.5) -> dict[str, str] | None:
+        """`srvr` of one node, or None if it does not answer as a serving member."""
+        out = four_letter(node.ip, node.port, "srvr", timeout)
+        if out is None or "Mode:" not in out:
+            return None
+        from zkjepsen.backends.zookeeper.config import parse_four_letter
+
+        return parse_four_letter(out)
+
+    def leader(self) -> Node | None:
+        """The node that says it leads, asked of all nodes at once (one round trip, ~ms).
+
+        For ~1.4 s after being cut off an old leader still says "leader" next to the new one, so
+        when two claim it we believe the one with the newer epoch (the high 32 bits of its zxid).
+        """
+        answers = list(self._pool.map(lambda n: (n, self.srvr(n)), self.nodes))
+        leaders = [
+            (int(a.get("Zxid", "0x0"), 16) >> 32, n)
+            for n, a in answers
+            if a and a.get("Mode") in LEADING
+        ]
+        return max(leaders, key=lambda t: t[0])[1] if leaders else None
+
+    def status(self) -> list[dict]:
+        def one(node: Node) -> dict:
+            state = self._container(node).status if self._container(node) else "missing"
+            a = self.srvr(node) if state == "running" else None
+            return {
+                "node": node.name,
+                "ip": node.ip,
+                "container": state,
+                "mode": a.get("Mode") if a else "not serving",
+                "zxid": a.get("Zxid") if a else None,
+                "connections": int(a["Connections"]) if a and "Connections" in a else None,
+            }
+
+        return list(self._pool.map(one, self.nodes))
+
+    def host_session(self, timeout_s: float):
+        from kazoo.client import KazooClient
+
+        return KazooClient(hosts=self.connect_string(), timeout=timeout_s)
+
+    def logs(self, node: Node) -> str:
+        path = self.store_dir / "nodes" / node.name / "zookeeper.log"
+        if self._container(node) is not None:
+            self.files.pull(self._container(node).id)
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def wait_for_quorum(self, timeout_s: float) -> float:
+        """Block until every server serves and exactly one leads; returns the seconds waited."""
+        t0 = time.monotonic()
+        last: list[dict] = []
+        while time.monotonic() - t0 < timeout_s:
+            last = list(self._pool.map(lambda n: (n, self.srvr(n)), self.nodes))
+            modes = [a.get("Mode") if a else None for _, a in last]
+            if all(modes) and sum(m in LEADING for m in modes) == 1:
+                return time.monotonic() - t0
+            node = self._exited(self.nodes)
+            if node is not None:
+                raise EnvironmentProblem(
+                    f"ZooKeeper on {node.name} exited during start-up; its log ends: "
+                    + self._tail(node)
+                )
+            time.sleep(0.1)
+        bad = next((n for n, a in last if not a), self.nodes[0])
+        raise EnvironmentProblem(
+            f"the ensemble did not reach quorum within {timeout_s:.0f} s ({bad.name} is not "
+            f"serving); its log ends: " + self._tail(bad)
+        )
+
+    def _write_node_files(self, node: Node, ips: list[str]) -> None:
+        conf = self.scratch / "nodes" / node.name / "conf"
+        data = self.scratch / "nodes" / node.name / "data"
+        logd = self.store_dir / "nodes" / node.name
+        for d in (conf, data, logd, self.faketime_dir(node)):
+            d.mkdir(parents=True, exist_ok=True)
+        (conf / "zoo.cfg").write_text(zoo_cfg(node.id, ips, self.spec.settings))
+        (conf / "log4j.properties").write_text(LOG4J_PROPERTIES)
+        (data / "myid").write_text(f"{node.id}\n")
+        self.faketime_file(node).write_text("+0 x1\n")
+        shutil.copy(conf / "zoo.cfg", logd / "zoo.cfg")
+
+    def _env(self) -> dict[str, str]:
+        env = {"ZK_HEAP": self.spec.settings.heap}
+        if self.spec.faketime:
+            env |= faketime_env("/zk/faketime/timestamp")
+        return env
+
+    def _create_server(self, node: Node) -> None:
+        binds = {
+            str(self.scratch / "nodes" / node.name / "conf"): {"bind": "/zk/conf", "mode": "ro"},
+            str(self.scratch / "nodes" / node.name / "data"): {"bind": "/zk/data", "mode": "rw"},
+            str((self.store_dir / "nodes" / node.name).resolve()): {
+                "bind": "/zk/log",
+                "mode": "rw",
+            },
+            str(self.faketime_dir(node)): {"bind": "/zk/faketime", "mode": "ro"},
+        }
+        self._run_server(
+            node,
+            binds,
+            memory=netns.server_memory(self.spec.settings.heap),
+            labels=resources.labels(
+                self.run_id, "server", node=node.name, myid=node.id, ip=node.ip
+            ),
+            env=self._env(),
+            missing_image="run `zkjepsen image build` (or pass --image NAME)",
+            out=("/zk/log",),
+        )

@@ -1,0 +1,239 @@
+"""Engines: which Docker engine a run lives on.
+
+A run lives entirely on one engine: its servers, its clients, its faults and the monotonic clock
+its history is stamped with are one kernel's. An engine is named the way Docker users name one:
+`default` (whatever `DOCKER_HOST` / the default socket says), a docker context name, or a
+`DOCKER_HOST` URL (`unix://`, `tcp://`, `ssh://`). Several engines serve a matrix, a replay
+series or a shrink in parallel (`zkjepsen.run.fanout`).
+
+Files do not tie a run to this machine: the files containers read and write (node config,
+faketime control files, the client code, histories, logs) are bind mounts on an engine that
+shares this machine's filesystem and copies through the engine's API on one that does not, which
+each run asks of the engine itself (docker/mounts.py). Networks do not either: the runner
+reaches containers by their IPs (`srvr` queries, its own kazoo session) and stamps the history
+with one kernel's clock, so on an engine this machine cannot reach (another host's, or one in
+another network namespace) the run goes into a controller container on that engine, on its
+host network, and its folder comes back here (run/controller.py; `ZKJEPSEN_CONTROLLER`).
+
+Images are never pulled: an engine that lacks the node image gets it shipped from an engine that
+has it (save/load over the two engines' APIs, streamed, with progress).
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from zkjepsen.errors import BadInput, EnvironmentProblem
+
+SCHEMES = ("unix", "tcp", "ssh")
+DEFAULT = "default"
+SHIP_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One Docker engine. `name` is what the user wrote (also what a run records); `host` is its
+    DOCKER_HOST-style URL, None for the environment's default."""
+
+    name: str = DEFAULT
+    host: str | None = None
+    tls: Any = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def parse(cls, text: str) -> Engine:
+        """`default`, a docker context name, or a unix:// tcp:// ssh:// URL."""
+        text = (text or "").strip()
+        if not text or text == DEFAULT:
+            return cls()
+        if "://" in text:
+            scheme = text.partition("://")[0]
+            if scheme not in SCHEMES:
+                raise BadInput(
+                    f"--engine {text}: unknown scheme {scheme}://; give a docker "
+                    "context name or a unix://, tcp:// or ssh:// URL"
+                )
+            if scheme == "unix" and not urlsplit(text).path:
+                raise BadInput(f"--engine {text}: a unix:// URL needs a socket path")
+            return cls(text, text)
+        from docker.context import ContextAPI
+
+        try:
+            ctx = ContextAPI.get_context(text)
+        except Exception as e:  # noqa: BLE001 - a broken context store: say which
+            raise BadInput(f"--engine {text}: cannot read docker context ({e})") from None
+        if ctx is None:
+            raise BadInput(
+                f"--engine {text}: no docker context by that name (`docker context "
+                "ls` lists them) and not a unix://, tcp:// or ssh:// URL"
+            )
+        return cls(text, ctx.Host, ctx.TLSConfig)
+
+    @property
+    def url(self) -> str:
+        import os
+
+        return self.host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+    @property
+    def key(self) -> str:
+        """How runs record this engine (scratch dirs, `cleanup --engine`): the URL, or
+        `default` for the environment's own engine however it was named."""
+        return DEFAULT if self.url == Engine().url else self.url
+
+    @property
+    def local(self) -> bool:
+        """True if the engine runs on this machine (its container IPs are routed from here):
+        a unix socket, or a tcp/ssh address that is one of this machine's own. (Whether it
+        shares our files is asked of the engine per run: docker/mounts.py.)"""
+        parts = urlsplit(self.url)
+        if parts.scheme in ("unix", "npipe", ""):
+            return True
+        return is_local_address(parts.hostname or "")
+
+    def require_local(self) -> None:
+        """With ZKJEPSEN_CONTROLLER=never: an engine on another machine is refused."""
+        if not self.local:
+            raise BadInput(
+                f"engine {self.name} ({self.url}) is on another machine and "
+                "ZKJEPSEN_CONTROLLER=never keeps the runner here, where it cannot reach the "
+                "containers' IPs (unset it: the run then goes into a controller container there)"
+            )
+
+    def client(self, timeout: int = 120):
+        """A docker.DockerClient for this engine (pinged), or one sentence about why not."""
+        if self.host is None:
+            from zkjepsen.docker.resources import docker_client
+
+            return docker_client()
+        import docker
+
+        try:
+            client = docker.DockerClient(
+                base_url=self.host,
+                tls=self.tls,
+                timeout=timeout,
+                use_ssh_client=self.host.startswith("ssh://"),
+            )
+            client.ping()
+            return client
+        except Exception as e:  # noqa: BLE001 - the SDK raises many kinds here
+            reason = str(e).splitlines()[0][:160] if str(e) else type(e).__name__
+            raise EnvironmentProblem(
+                f"cannot reach Docker engine {self.name} ({self.host}): {reason}"
+            ) from None
+
+
+def is_local_address(host: str) -> bool:
+    """Whether `host` names this machine (binding a socket to it succeeds only then)."""
+    if host in ("localhost", ""):
+        return True
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except OSError:
+        return False
+    for family, _, _, _, addr in infos:
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as s:
+                s.bind((addr[0], 0))
+            return True
+        except OSError:
+            continue
+    return False
+
+
+def parse_engines(texts: Iterable[str]) -> list[Engine]:
+    """`--engine` values (repeatable, also comma-separated), duplicates dropped; [default]
+    when none."""
+    out: list[Engine] = []
+    for text in texts:
+        for part in text.split(","):
+            e = Engine.parse(part)
+            if all(e.url != o.url for o in out):
+                out.append(e)
+    return out or [Engine()]
+
+
+# ---- images ---------------------------------------------------------------------------------
+Progress = Callable[[str, int, int], None]  # (engine name, bytes done, bytes total)
+
+
+def _stream(chunks: Iterator[bytes], total: int, report: Callable[[int], None]) -> Iterator[bytes]:
+    done, last = 0, 0.0
+    for chunk in chunks:
+        done += len(chunk)
+        if time.monotonic() - last > 0.5:
+            report(done)
+            last = time.monotonic()
+        yield chunk
+
+
+def ship_image(
+    source, target, tag: str, name: str = "", on_progress: Progress = lambda n, d, t: None
+) -> float:
+    """Copy image `tag` from one engine to another over their APIs (`docker save | docker load`,
+    streamed: nothing touches the disk in between). Returns the seconds it took."""
+    t0 = time.monotonic()
+    total = int(source.images.get(tag).attrs.get("Size", 0))
+    chunks = _stream(
+        source.api.get_image(tag, chunk_size=SHIP_CHUNK),
+        total,
+        lambda done: on_progress(name, done, total),
+    )
+    try:
+        for msg in target.api.load_image(chunks):
+            if isinstance(msg, dict) and msg.get("error"):
+                raise EnvironmentProblem(f"engine {name} refused image {tag}: {msg['error']}")
+    except EnvironmentProblem:
+        raise
+    except Exception as e:  # noqa: BLE001 - a broken pipe, an API error: one sentence
+        raise EnvironmentProblem(f"shipping image {tag} to engine {name} failed: {e}") from None
+    from zkjepsen.docker.image import image_exists
+
+    if not image_exists(target, tag):
+        raise EnvironmentProblem(f"engine {name} loaded the image stream but has no {tag}")
+    return time.monotonic() - t0
+
+
+def provide_image(
+    engines: list[Engine],
+    image: str | None = None,
+    on_build: Callable[[str], None] = lambda line: None,
+    on_progress: Progress = lambda n, d, t: None,
+    on_shipped: Callable[[str, float], None] = lambda n, s: None,
+    *,
+    recipe,
+) -> str:
+    """Make `recipe`'s image (a docker.image.ImageRecipe: the node image, a backend's server
+    image), or the user's `image`, present on every engine of `engines`; returns its tag.
+
+    The image comes from whichever engine has it (the default engine, where `image build`
+    puts it, is asked too); zkjepsen's own image is built (on the first engine) only if no engine
+    has it; a user's `--image` must exist somewhere. Never pulled from a registry."""
+    from zkjepsen.docker.image import default_tag, ensure_image, image_exists
+
+    tag = image or default_tag(recipe)
+    clients = {e.url: (e, e.client()) for e in engines}
+    holders = [ec for ec in clients.values() if image_exists(ec[1], tag)]
+    if not holders and Engine().url not in clients:
+        try:
+            default = Engine().client()
+        except EnvironmentProblem:
+            default = None
+        if default is not None and image_exists(default, tag):
+            holders = [(Engine(), default)]
+    if not holders:
+        first, client = next(iter(clients.values()))
+        ensure_image(
+            client, image, on_progress=on_build, recipe=recipe
+        )  # BadInput for a missing --image
+        holders = [(first, client)]
+    source = holders[0][1]
+    for e, client in clients.values():
+        if not image_exists(client, tag):
+            on_shipped(e.name, ship_image(source, client, tag, e.name, on_progress))
+    return tag

@@ -1,0 +1,82 @@
+"""Commands in another container's network namespace, from outside it, and container limits.
+
+Client containers run the code under test, so they drop every capability (client/seal.py;
+in particular NET_ADMIN and NET_RAW): a client that runs `iptables -F` must not be able to undo
+the fault isolating it, nor send around it through a raw or packet socket. The nemesis instead runs
+iptables in a short-lived *sidecar*: a container of the same image with NET_ADMIN that joins
+the client's network namespace (`network_mode=container:<id>`), runs one command and is
+removed. The rules it writes live in the client's netns (in the run's own chain), where the
+client cannot change them.
+
+Why a sidecar rather than `nsenter --net=/proc/<pid>/ns/net` on the host: nsenter needs the
+zkjepsen process to be root on the Docker host itself (not a user in the `docker` group, not a
+remote DOCKER_HOST, not Docker Desktop's VM); the sidecar needs only the Docker API that
+everything else uses, and the image's own iptables (the same binary and backend the servers
+use). It costs ~0.3-0.45 s per command (measured) instead of ~0.1 s for an exec.
+
+Limits: every container gets a memory and a pids limit, so a runaway client (or server) hits
+its own ceiling instead of the machine's. Sizes come from what the processes use (measured with
+`docker stats` during a 3-node, 3-client lock run): a ZooKeeper node with ZK_HEAP=128m holds
+~61-67 MiB and 38-45 threads; a kazoo client ~13 MiB and 4 threads.
+"""
+
+from __future__ import annotations
+
+import re
+
+from zkjepsen.docker import resources
+
+# A JVM's footprint beyond its heap (metaspace, code cache, thread stacks, GC, direct buffers):
+# observed ~60 MiB in all with a mostly empty 128 MiB heap; 256 MiB above the heap leaves room.
+SERVER_OVERHEAD_MB = 256
+SERVER_PIDS = 512  # ~45 threads observed; NIO workers and connection threads grow with clients
+CLIENT_MEMORY = "256m"  # ~13 MiB observed; room for a user recipe's own state and threads
+CLIENT_PIDS = 256  # 4 observed; a recipe may start threads or shell out
+SIDECAR_MEMORY = "64m"  # one iptables invocation
+SIDECAR_PIDS = 32
+
+
+def server_memory(heap: str) -> str:
+    """The memory limit of a ZooKeeper node whose JVM heap is `heap` (e.g. "128m", "1g")."""
+    m = re.fullmatch(r"(\d+)([kmg]?)", heap.strip().lower())
+    if m is None:  # not a size we understand: the JVM decides; give a generous ceiling
+        return "1g"
+    per_unit = {"": 1 / 2**20, "k": 1 / 1024, "m": 1, "g": 1024}[m.group(2)]  # -Xmx units
+    return f"{int(int(m.group(1)) * per_unit) + SERVER_OVERHEAD_MB}m"
+
+
+def limits(memory: str, pids: int) -> dict:
+    """host_config keywords: a hard memory ceiling with no swap beyond it, and a pids cap."""
+    return {"mem_limit": memory, "memswap_limit": memory, "pids_limit": pids}
+
+
+def netns_exec(
+    client, container_id: str, image: str, argv: list[str], run_id: str, timeout_s: float = 60.0
+) -> tuple[int, str]:
+    """Run argv with NET_ADMIN in the network namespace of `container_id` (a sidecar).
+
+    The sidecar carries the run's labels, so `cleanup` removes it if we die mid-command. Raises
+    docker's APIError when the target is not running (it has no network namespace then)."""
+    api = client.api
+    host_config = api.create_host_config(
+        network_mode=f"container:{container_id}",
+        cap_add=["NET_ADMIN", "NET_RAW"],
+        **limits(SIDECAR_MEMORY, SIDECAR_PIDS),
+    )
+    cid = api.create_container(
+        image,
+        entrypoint=argv[:1],
+        command=argv[1:],
+        labels=resources.labels(run_id, "sidecar"),
+        host_config=host_config,
+    )["Id"]
+    try:
+        api.start(cid)
+        code = api.wait(cid, timeout=timeout_s)["StatusCode"]
+        out = api.logs(cid, stdout=True, stderr=True)
+        return code, (out or b"").decode(errors="replace")
+    finally:
+        try:
+            api.remove_container(cid, force=True)
+        except Exception:  # noqa: BLE001 - labelled: `remove_run` at teardown takes it
+            pass

@@ -1,0 +1,208 @@
+"""`ServerCluster`: plain server containers on the run's own network, the base of the lock
+services other than ZooKeeper (backends/redis/, backends/postgres/).
+
+It is a `ContainerCluster` (cluster.py: the network, the labels and teardown, the node faults the
+nemesis uses, the clients' places on the network), so every fault and the client pool work as
+they do for any backend. A subclass says what to run (`plan()`: one `Container` per server, plus
+helpers such as Sentinels that are not fault targets), when the service is ready (`ready()`), who
+leads (`leader()`), and how the runner talks to it (`host_session()`).
+
+Files: each container gets its own config directory read-only at /srv/conf, a data directory
+at /srv/data and its libfaketime control file at /srv/faketime/timestamp (preloaded, as for
+ZooKeeper: clock faults on servers work the same way). Its stdout goes to the store as
+`nodes/<name>/stdout.log` at teardown.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zkjepsen.docker import resources
+from zkjepsen.docker.cluster import ContainerCluster, Node, faketime_env
+from zkjepsen.errors import EnvironmentProblem
+
+HELPER_IP_OFFSET = 30  # helpers (Sentinels, ...): .31 and up; servers .11 and up
+SERVER_MEMORY = "256m"
+
+
+@dataclass
+class Container:
+    """One container of the backend: a server (a fault target, in `nodes`) or a helper."""
+
+    node: Node
+    command: list[str]  # arguments to the image's entrypoint
+    files: dict[str, str] = field(default_factory=dict)  # /srv/conf/<name> -> text
+    role: str = "server"  # "server": in `nodes`; anything else: a helper (not a target)
+    env: dict[str, str] = field(default_factory=dict)
+
+
+class ServerCluster(ContainerCluster):
+    port = 0  # the servers' port
+    faketime = True  # libfaketime preloaded in the servers (clock faults on them)
+    no_faketime = ""  # why not, when faketime is False
+
+    def __init__(
+        self,
+        nodes: int,
+        store_dir: Path,
+        *,
+        backend: Any,
+        server_image: str,
+        client_image: str,
+        params: dict[str, Any] | None = None,
+        client=None,
+        engine: str = resources.DEFAULT_ENGINE,
+        run_id: str | None = None,
+    ) -> None:
+        super().__init__(store_dir, run_id=run_id, client=client, engine=engine)
+        self.size = nodes
+        self.info = backend  # backends.registry.BackendInfo
+        self.server_image = server_image
+        self._client_image = client_image
+        self.params = dict(params or {})
+        self.helpers: list[Node] = []  # containers that no fault targets (e.g. Sentinels)
+
+    @classmethod
+    def for_spec(
+        cls, spec: Any, store_dir: Path, *, backend, client, engine, server_image, client_image
+    ):
+        """The factory a backend registers (`BackendInfo.target`, called by `make_backend`):
+        the backend's fixed number of servers if it has one, else the spec's `nodes`."""
+        return cls(
+            backend.nodes or spec.nodes,
+            store_dir,
+            backend=backend,
+            server_image=server_image,
+            client_image=client_image,
+            params=spec.params,
+            client=client,
+            engine=engine,
+        )
+
+    # ---- what a subclass says ---------------------------------------------------------------
+    def plan(self) -> list[Container]:
+        raise NotImplementedError
+
+    def ready(self) -> bool:
+        """Does the service serve as it should (every server, every helper)? Polled."""
+        raise NotImplementedError
+
+    @property
+    def image(self) -> str:
+        return self.server_image
+
+    @property
+    def client_image(self) -> str:
+        """Clients run zkjepsen's client image (python3, the client libraries, libfaketime)."""
+        return self._client_image
+
+    # ---- lifecycle --------------------------------------------------------------------------
+    def address_of(self, index: int, helper: bool = False) -> str:
+        return self.server_ip(index, HELPER_IP_OFFSET) if helper else self.server_ip(index)
+
+    def start(self) -> None:
+        self._open()
+        self.nodes = [
+            Node(f"n{i}", i, self.address_of(i), self.port) for i in range(1, self.size + 1)
+        ]
+        plan = self.plan()
+        self.helpers = [c.node for c in plan if c.role != "server"]
+        for c in plan:
+            conf = self.scratch / "nodes" / c.node.name / "conf"
+            for d in (
+                conf,
+                self.scratch / "nodes" / c.node.name / "data",
+                self.faketime_dir(c.node),
+            ):
+                d.mkdir(parents=True, exist_ok=True)
+            for name, text in c.files.items():
+                (conf / name).write_text(text)
+            self.faketime_file(c.node).write_text("+0 x1\n")
+            (self.store_dir / "nodes" / c.node.name).mkdir(parents=True, exist_ok=True)
+        list(self._pool.map(self._create, plan))
+        self.wait_ready(self.info.ready_timeout_s)
+
+    def stop(self) -> None:
+        for node in self.helpers:
+            self._save_stdout(node)
+        super().stop()
+
+    def wait_ready(self, timeout_s: float) -> float:
+        """Block until `ready()`; returns the seconds waited. A container that exits, or a
+        service not ready in time, is an EnvironmentProblem naming it with its log's end."""
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout_s:
+            try:
+                if self.ready():
+                    return time.monotonic() - t0
+            except Exception:  # noqa: BLE001 - not up yet: connection refused and the like
+                pass
+            node = self._exited([*self.nodes, *self.helpers])
+            if node is not None:
+                raise EnvironmentProblem(
+                    f"{self.info.name} {node.name} exited during start-up; its log "
+                    "ends: " + self._tail(node)
+                )
+            time.sleep(0.1)
+        raise EnvironmentProblem(
+            f"the {self.info.name} servers were not ready within {timeout_s:.0f} s; "
+            f"{self.nodes[0].name}'s log ends: " + self._tail(self.nodes[0])
+        )
+
+    # ---- Backend ------------------------------------------------------------------------------
+    def status(self) -> list[dict]:
+        def one(node: Node) -> dict:
+            c = self._container(node)
+            return {
+                "node": node.name,
+                "ip": node.ip,
+                "container": c.status if c else "missing",
+                "mode": self.role_of(node),
+                "zxid": None,
+                "connections": None,
+            }
+
+        return [one(n) for n in [*self.nodes, *self.helpers]]
+
+    def role_of(self, node: Node) -> str:
+        return "server"
+
+    # ---- helpers ------------------------------------------------------------------------------
+    def set_clock(self, node: Node, spec: str) -> None:
+        if not self.faketime:
+            raise EnvironmentProblem(
+                f"clock faults on {self.info.name} servers are not available: {self.no_faketime}"
+            )
+        super().set_clock(node, spec)
+
+    def _env(self) -> dict[str, str]:
+        if not self.faketime:
+            return {}
+        return faketime_env("/srv/faketime/timestamp")
+
+    def _create(self, c: Container) -> None:
+        base = self.scratch / "nodes" / c.node.name
+        binds = {
+            str(base / "conf"): {"bind": "/srv/conf", "mode": "ro"},
+            str(base / "data"): {"bind": "/srv/data", "mode": "rw"},
+            str(self.faketime_dir(c.node)): {"bind": "/srv/faketime", "mode": "ro"},
+        }
+        self._run_server(
+            c.node,
+            binds,
+            memory=SERVER_MEMORY,
+            labels=resources.labels(
+                self.run_id,
+                c.role,
+                node=c.node.name,
+                myid=c.node.id,
+                ip=c.node.ip,
+                backend=self.info.name,
+            ),
+            env={**self._env(), **c.env},
+            missing_image=f"run `zkjepsen image build --backend {self.info.name}`",
+            command=c.command,
+        )

@@ -1,0 +1,396 @@
+"""TestSpec -> phases -> store -> verdict.
+
+Phases, as in Jepsen: setup (ensemble up, workload setup), main (clients run while the nemesis
+injects faults), heal (the nemesis always heals when its time is up), recovery (clients keep
+running on a healthy cluster), final (the workload's final reads), teardown, check, report.
+The history is written by the clients themselves (one JSONL each) and merged at the end, so a
+crashed runner still leaves every op that happened on disk.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from zkjepsen import errors
+from zkjepsen.client.spec import ClientSpec
+from zkjepsen.run.analysis import check_history, history_stats, render_reports
+from zkjepsen.run.outcome import RunResult, Teardown
+from zkjepsen.run.spec import TestSpec, validate_spec
+from zkjepsen.store import RunDir, check_root, new_run_dir
+from zkjepsen.workloads.context import ClientContext, Recorder
+
+__all__ = ["RunResult", "Teardown", "TestSpec", "check_history", "run_test", "validate_spec"]
+
+
+def client_specs(spec: TestSpec, ens, t0_ns: int) -> list[ClientSpec]:
+    """One ClientSpec per logical client; each waits at the start barrier for the deadline."""
+    from zkjepsen.client.command import program_for
+    from zkjepsen.nemesis.client_clock import NAMES, program_env
+
+    plan = program_for(
+        spec.recipe, spec.workload, spec.client_cmd, spec.client_dir, spec.client_mode
+    )
+    skewed = any(n in NAMES for n in spec.nemesis)  # libfaketime in the programs
+    return [
+        ClientSpec(
+            client=i,
+            nclients=spec.clients,
+            hosts=(
+                ens.nodes[(i - 1) % len(ens.nodes)].address
+                if spec.pin_clients
+                else ens.connect_string()
+            ),
+            session_timeout_s=spec.session_timeout_s,
+            workload=spec.workload,
+            recipe=spec.recipe,
+            params=spec.params,
+            t0_ns=t0_ns,
+            seed=spec.seed,
+            command=list(plan.argv) if plan else [],
+            program_mount=plan.mount if plan else None,
+            program_cwd=plan.cwd if plan else None,
+            proxy=spec.proxy,
+            program_env=program_env(i, plan.language) if skewed and plan else {},
+        )
+        for i in range(1, spec.clients + 1)
+    ]
+
+
+def _host_context(spec: TestSpec, ens, run_dir: RunDir, t0_ns: int, zk) -> ClientContext:
+    """Client 0: the runner's own session, for setup and the final reads."""
+    rec = Recorder(str(run_dir.client_history(0)), t0_ns, 0, max(1, spec.clients))
+    return ClientContext(
+        client=0,
+        nclients=spec.clients,
+        zk=zk,
+        hosts=ens.connect_string(),
+        recipe=spec.recipe,
+        params=spec.params,
+        recorder=rec,
+        deadline=time.monotonic() + 3600,
+    )
+
+
+# Bounds so that a run cannot hang forever (e.g. someone else tore its ensemble down and the
+# final read waits on a server that will never answer).
+FINAL_TIMEOUT_S = 60.0  # workload.final: a few reads
+SETUP_TIMEOUT_S = 60.0  # workload.setup: a few creates
+CONNECT_TIMEOUT_S = 60.0  # every client container connected
+CLIENT_GRACE_S = 30.0  # clients' own exit after their deadline
+# The watchdog: time limit + recovery + quorum wait + everything above, plus this margin.
+WATCHDOG_MARGIN_S = float(os.environ.get("ZKJEPSEN_WATCHDOG_MARGIN_S", "120"))
+
+
+def watchdog_budget(spec: TestSpec, quorum_timeout_s: float) -> float:
+    return (
+        spec.time_limit_s
+        + spec.recovery_s
+        + quorum_timeout_s
+        + 15
+        + SETUP_TIMEOUT_S
+        + CONNECT_TIMEOUT_S
+        + CLIENT_GRACE_S
+        + FINAL_TIMEOUT_S
+        + WATCHDOG_MARGIN_S
+    )
+
+
+def run_test(
+    spec: TestSpec,
+    store_root: Path | None = None,
+    display=None,
+    schedule: list[dict] | None = None,
+    gen=None,
+    engine=None,
+) -> RunResult:
+    """Run one test end to end. `display` (optional) gets progress callbacks; `schedule`
+    replays an executed schedule instead of generating one; `gen` (a nemesis.generator
+    generator, e.g. a scenario's triggered `steps(...)`) replaces the spec's standard one;
+    `engine` (a harness.engine.Engine, default: the environment's) is where the run lives."""
+    import dataclasses
+
+    from zkjepsen.backends.registry import backend_info, make_backend, provide_images
+    from zkjepsen.docker import mounts, resources, signals
+    from zkjepsen.docker.engine import Engine
+    from zkjepsen.run import controller
+    from zkjepsen.workloads import get_workload
+
+    validate_spec(spec)
+    check_root(store_root)  # a file or unwritable --store: bad input, before any container
+    mounts.files_mode()  # a bad ZKJEPSEN_FILES / ZKJEPSEN_CONTROLLER: one sentence, now
+    workload = get_workload(spec.workload)
+    engine = engine or Engine()
+    if controller.wanted(engine):  # an engine we cannot reach: the run goes there
+        return controller.run_remote(spec, store_root, engine, schedule, display, gen)
+    spec = dataclasses.replace(spec, engine=engine.name)
+    client = engine.client()
+    server_image, client_image = provide_images(engine, spec)
+    info = backend_info(spec.backend)
+    teardown: Teardown | None = None
+    phase = ["setup"]  # where the run is: the watchdog's message, and an interrupt's
+    try:
+        with signals.teardown_on_signals():
+            run_dir = new_run_dir(spec.test_name, store_root)
+            run_dir.save_spec(spec)
+            run_dir.client_dir(0).mkdir(parents=True)  # the host's own session (client 0)
+            log = RunLog(run_dir.run_log, display)
+            ens = make_backend(
+                spec.backend,
+                spec,
+                run_dir.path,
+                client=client,
+                engine=engine.key,
+                server_image=server_image,
+                client_image=client_image,
+            )
+            teardown = Teardown(ens.run_id, run_dir.path, [])
+            budget = watchdog_budget(spec, info.ready_timeout_s)
+            stats: dict[str, Any] = {}
+            try:
+                with signals.deadline(
+                    budget,
+                    lambda: signals.RunTimeout(
+                        f"the run did not finish within its {budget:.0f} s budget "
+                        f"(stuck in {phase[0]})"
+                    ),
+                    fatal=True,
+                ):
+                    _run_phases(
+                        spec, workload, ens, run_dir, log, display, schedule, stats, phase, gen
+                    )
+            except BaseException as e:
+                log(f"stopped in {phase[0]} by {type(e).__name__}: {e}".rstrip(": "))
+                raise
+            finally:
+                # No signal interrupts this (a second Ctrl-C included); one that arrives is
+                # raised after it. The engine, not our bookkeeping, says what is left.
+                with signals.signals_deferred():
+                    ens.stop()
+                    teardown.left = resources.leftovers(client, ens.run_id)
+                    log(
+                        "ensemble torn down"
+                        + (
+                            f"; LEFT BEHIND: {', '.join(teardown.left)}"
+                            if teardown.left
+                            else "; nothing left"
+                        )
+                    )
+                    if signals.ignored_signals():
+                        log(f"ignored during teardown: {', '.join(signals.ignored_signals())}")
+                    # Whatever happened, the clients' files are merged now, so an interrupted
+                    # run has a history.jsonl for `analyze` like a finished one.
+                    records = _write_history(run_dir)
+            # Still guarded: a signal during the check or the reports says where the run's
+            # folder is and what in it is complete, instead of a silent 143.
+            return _judge(spec, run_dir, records, stats, log, phase)
+    except signals.RunTimeout as e:
+        left = f"; left behind: {', '.join(teardown.left)}" if teardown and teardown.left else ""
+        raise errors.EnvironmentProblem(
+            f"{e}; it was torn down{left}; its partial history: `zkjepsen analyze "
+            f"{teardown.store_dir if teardown else ''}`"
+        ) from None
+    except BaseException as e:
+        if teardown is not None:
+            teardown.phase = phase[0]
+            if phase[0] in ("check", "report"):
+                log(f"stopped in {phase[0]} by {type(e).__name__}: {e}".rstrip(": "))
+        e.teardown = teardown  # type: ignore[attr-defined] - read by the CLI's message
+        raise
+
+
+def _judge(spec: TestSpec, run_dir: RunDir, records, stats, log, phase: list[str]) -> RunResult:
+    """After the teardown: the verdict (results.json), then the reports."""
+    from zkjepsen.history import History, Op
+
+    phase[0] = "check"
+    history = History([Op.from_dict(r) for r in records])
+    store_dir = run_dir.path
+    result = check_history(history, spec, store_dir)
+    run_dir.save_results(result)
+    stats.update(history_stats(records))
+    log(f"verdict: {result['valid']} ({len(records)} history records)")
+    run = RunResult(spec, store_dir, result["valid"], result, stats)
+    phase[0] = "report"
+    render_reports(run, history)
+    return run
+
+
+def _servers_gone(ens) -> bool:
+    from zkjepsen.docker import resources
+
+    return not ens.client.api.containers(
+        all=True,
+        filters={
+            "label": [f"{resources.RUN_LABEL}={ens.run_id}", f"{resources.ROLE_LABEL}=server"]
+        },
+    )
+
+
+def _write_history(run_dir: RunDir) -> list[dict]:
+    from zkjepsen.history import History, Op
+    from zkjepsen.history.jsonl import merge_records
+
+    records = merge_records(p for p in run_dir.history_sources() if p.exists())
+    History([Op.from_dict(r) for r in records]).to_jsonl(run_dir.history)  # atomic
+    return records
+
+
+def _copies(ens) -> bool:
+    files = getattr(ens, "files", None)  # docker/mounts.py: bind mounts or API copies
+    return files is not None and not files.shared
+
+
+def _run_phases(
+    spec: TestSpec,
+    workload,
+    ens,
+    run_dir: RunDir,
+    log,
+    display,
+    schedule,
+    stats: dict[str, Any],
+    phase: list[str],
+    gen=None,
+) -> None:
+    """Everything between "nothing exists" and teardown; `phase[0]` says where it is."""
+    from zkjepsen.client.pool import ClientPool
+    from zkjepsen.docker import signals
+
+    names = [n for n in spec.nemesis if n != "none"]
+    phase[0] = "ensemble start"
+    log(f"run {ens.run_id}: starting {spec.nodes} {spec.backend} servers")
+    ens.start()
+    leader = ens.leader()
+    log(
+        f"ensemble {ens.run_id} up: {ens.connect_string()}"
+        + (f" (leader {leader.name})" if leader else "")
+        + ("; files: copied (engine shares no filesystem)" if _copies(ens) else "")
+    )
+    t0_ns = time.monotonic_ns()
+    zk = ens.host_session(spec.session_timeout_s)
+    phase[0] = "host session"
+    zk.start(timeout=15)
+    host_ctx = _host_context(spec, ens, run_dir, t0_ns, zk)
+    pool = ClientPool(ens, run_dir, docker=ens.client)
+    stop = threading.Event()
+    try:
+        phase[0] = "workload setup"
+        with signals.deadline(
+            SETUP_TIMEOUT_S,
+            lambda: signals.PhaseTimeout(
+                f"workload setup did not finish within {SETUP_TIMEOUT_S:g} s"
+            ),
+        ):
+            workload.setup(host_ctx)
+        # Containers start in parallel and connect; the main phase (and the clock of the
+        # fault schedule) begins when all of them are ready, so every client sees it whole.
+        phase[0] = "client start"
+        pool.start(client_specs(spec, ens, t0_ns))
+        laggards = pool.wait_connected(CONNECT_TIMEOUT_S)
+        if laggards:
+            log(
+                f"clients {laggards} did not connect within {CONNECT_TIMEOUT_S:g} s; "
+                "starting without them"
+            )
+        deadline = time.monotonic() + spec.time_limit_s + spec.recovery_s
+        pool.release(deadline)
+        log(f"{spec.clients} clients started; main phase {spec.time_limit_s:g}s")
+        if display:
+            display.attach(run_dir, t0_ns, spec)
+        executed: list[dict] = []
+        phase[0] = "main phase"
+        if names or schedule or gen:
+            from zkjepsen.nemesis.schedule import run_nemesis
+
+            executed = run_nemesis(
+                ens,
+                pool,
+                names,
+                seed=spec.seed,
+                time_limit_s=spec.time_limit_s,
+                interval_s=spec.interval_s,
+                fault_duration_s=spec.fault_duration_s,
+                session_timeout_s=spec.session_timeout_s,
+                t0_ns=t0_ns,
+                out_dir=run_dir.path,
+                stop_event=stop,
+                schedule=schedule,
+                gen=gen or fault_generator(spec, names),
+            )
+        else:
+            stop.wait(spec.time_limit_s)
+        log(
+            f"main phase over; {len(executed)} faults executed and healed; "
+            f"recovery {spec.recovery_s:g}s"
+        )
+        if _servers_gone(ens):
+            # Someone removed them (`cluster down`, `docker rm`): waiting for clients and a final
+            # read would only time out, and no verdict on what is left would mean anything.
+            raise errors.EnvironmentProblem(
+                f"the servers of run {ens.run_id} were removed from outside this run during "
+                f"the main phase; no verdict; its partial history: `zkjepsen analyze "
+                f"{run_dir.path}`"
+            )
+        phase[0] = "recovery"
+        codes = pool.wait(max(0.0, deadline - time.monotonic()) + CLIENT_GRACE_S)
+        stats["client_exit_codes"] = codes
+        if any(c is None for c in codes.values()):
+            log("some clients did not stop in time; stopping them")
+        phase[0] = "final read"
+        try:
+            with signals.deadline(
+                FINAL_TIMEOUT_S,
+                lambda: signals.PhaseTimeout(
+                    f"the final read did not finish within {FINAL_TIMEOUT_S:g} s"
+                ),
+            ):
+                workload.final(host_ctx)
+        except signals.PhaseTimeout as e:
+            log(f"{e}; the verdict goes without it")
+        phase[0] = "teardown"
+    finally:
+        # Deferred too: a signal in the middle of this would leave kazoo's threads running.
+        with signals.signals_deferred():
+            log("tearing down")
+            stop.set()
+            pool.stop()
+            zk.stop()
+            zk.close()
+            host_ctx.recorder.close()
+            if display:
+                display.detach()
+
+
+def fault_generator(spec: TestSpec, names: list[str]):
+    """The standard schedule of `names`, aimed at `fault_target` and cut after `max_faults`
+    faults when the spec says so; None when there is nothing to inject."""
+    if not names:
+        return None
+    from zkjepsen.nemesis import generator
+
+    gen = generator.standard(names, time_limit_s=spec.time_limit_s, interval_s=spec.interval_s)
+    if spec.fault_target is not None:
+        gen = generator.fault_target(spec.fault_target, gen)
+    if spec.max_faults is not None:
+        gen = generator.max_faults(spec.max_faults, gen)
+    return gen
+
+
+class RunLog:
+    """run.log in the store, mirrored to the live display when there is one."""
+
+    def __init__(self, path: Path, display=None) -> None:
+        self.path = path
+        self.display = display
+        self.t0 = time.monotonic()
+
+    def __call__(self, msg: str) -> None:
+        line = f"{time.strftime('%H:%M:%S')} +{time.monotonic() - self.t0:6.1f}s {msg}"
+        with self.path.open("a") as f:
+            f.write(line + "\n")
+        if self.display:
+            self.display.log(msg)

@@ -1,0 +1,270 @@
+"""A test as a plain, serialisable value (`TestSpec`, what `test.json` holds) and its checks.
+
+Every setting is validated here, before any directory, link or container exists: a wrong type,
+NaN, infinity or an out-of-range value is one sentence and exit 254, whichever way it came in
+(command line, a TOML config, a stored `test.json`, the pytest plugin).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from zkjepsen.errors import BadInput
+
+MAX_TIME_S = 24 * 3600.0  # one run longer than a day is a typo, not a test
+# A Docker image reference: [registry/]name[:tag][@digest], lower-case path components.
+IMAGE_REF = re.compile(
+    r"^(?:[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+    r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$"
+)
+CLIENT_MODES = ("protocol", "in-process")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}$")
+
+
+def _int(name: str, v: Any, lo: int, hi: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise BadInput(f"{name} must be a whole number from {lo} to {hi}, not {v!r}")
+    if not lo <= v <= hi:
+        raise BadInput(f"{name} {v} is out of range; use {lo} to {hi}")
+    return v
+
+
+def _seconds(name: str, v: Any, lo: float, hi: float, allow_zero: bool = False) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise BadInput(f"{name} must be a finite number of seconds, not {v!r}")
+    if v < lo or v > hi or (v == lo and not allow_zero and lo == 0):
+        bound = f"at least {lo:g}" if allow_zero else f"more than {lo:g}"
+        raise BadInput(f"{name} {v:g} is out of range; use {bound} and at most {hi:g} seconds")
+    return float(v)
+
+
+def _str(name: str, v: Any, optional: bool = False) -> str | None:
+    if v is None and optional:
+        return None
+    if not isinstance(v, str) or not v.strip():
+        raise BadInput(f"{name} must be a non-empty string, not {v!r}")
+    return v
+
+
+def _fault_names(v: Any) -> list[str]:
+    """The nemesis as a list of names. An empty one (`--nemesis ""`, `nemesis = []`, a stray
+    comma) is refused, not read as `none`: a typo must not turn a fault run into a quiet one."""
+    given = v
+    if isinstance(v, str):
+        v = v.split(",")
+    if not isinstance(v, list) or not all(isinstance(n, str) for n in v):
+        raise BadInput(f"nemesis must be a list of fault names, not {given!r}")
+    names = [n.strip() for n in v]
+    if not names or not all(names):
+        raise BadInput(
+            f"nemesis {given!r} has an empty fault name; give one or more names separated by "
+            "commas (`zkjepsen list nemeses`), or none for a run without faults"
+        )
+    return names
+
+
+DEFAULT_CLIENTS = 10
+
+
+def default_clients(recipe: str) -> int:
+    """How many clients a test of `recipe` runs unless told: the recipe's own default (an
+    unfair lock has fewer, so a plain run exercises every client), else 10."""
+    from zkjepsen.recipes import RECIPES
+
+    info = RECIPES.get(recipe)
+    return (info.clients if info is not None else None) or DEFAULT_CLIENTS
+
+
+@dataclass
+class TestSpec:
+    """One test, serialisable (test.json). Names are resolved by `runner.resolve`."""
+
+    __test__ = False  # a spec, not a pytest test class
+    recipe: str = "kazoo"
+    workload: str = "lock"
+    nemesis: list[str] = field(default_factory=lambda: ["none"])
+    nodes: int = 5
+    clients: int | None = None  # None: the recipe's default (an int after __post_init__)
+    time_limit_s: float = 60.0
+    recovery_s: float = 10.0
+    session_timeout_s: float = 4.0
+    seed: int = 0
+    image: str | None = None
+    pin_clients: bool = False  # True: client i talks only to server i mod n; False: all servers
+    interval_s: float = 10.0  # quiet time between faults
+    fault_duration_s: float = 8.0  # default fault length (pause faults: relative to the session)
+    params: dict[str, Any] = field(default_factory=dict)  # workload/recipe parameters
+    name: str | None = None
+    tick_ms: int = 500
+    max_faults: int | None = None  # a fault budget (the pytest marker sets it)
+    fault_target: str | None = None  # override every fault's default target (e.g. "random")
+    # The program under test speaks the client wire protocol (docs/client-protocol.md):
+    client_cmd: str | None = None  # its command line (run by /bin/sh -c); recipe is then "exec"
+    client_dir: str | None = None  # host dir mounted read-only at /opt/zkjepsen/program (cwd)
+    client_mode: str = "protocol"  # Python recipes: through the Python driver, or "in-process"
+    proxy: bool = False  # each client talks to the servers through its own wire proxy
+    engine: str | None = None  # the Docker engine the run lived on (a record; --engine chooses)
+    # What the servers are (backends/registry.py): zookeeper, redis, redis-sentinel, redlock,
+    # ...; None: the recipe's own (validate_spec fills it in, so test.json records it).
+    backend: str | None = None
+    # ZooKeeper servers' version (backends/zookeeper/versions.py: 3.4, 3.8, 3.9; None: 3.8, and
+    # validate_spec records it) and the clients' suite (bullseye/bookworm/trixie or a version:
+    # the Curator and go-zookeeper they run; None: the servers' own).
+    zk_version: str | None = None
+    client_suite: str | None = None
+
+    def __post_init__(self) -> None:
+        _str("recipe", self.recipe)
+        _str("workload", self.workload)
+        self.nemesis = _fault_names(self.nemesis)
+        _int("nodes", self.nodes, 1, 9)
+        if self.clients is None:
+            self.clients = default_clients(self.recipe)
+        _int("clients", self.clients, 1, 100)
+        _int("tick_ms", self.tick_ms, 50, 10_000)
+        self.time_limit_s = _seconds("time limit", self.time_limit_s, 0, MAX_TIME_S)
+        self.recovery_s = _seconds("recovery", self.recovery_s, 0, 3600, allow_zero=True)
+        self.interval_s = _seconds("fault interval", self.interval_s, 0, MAX_TIME_S)
+        self.fault_duration_s = _seconds("fault duration", self.fault_duration_s, 0, MAX_TIME_S)
+        self.session_timeout_s = _seconds("session timeout", self.session_timeout_s, 0, 3600)
+        lo, hi = 2 * self.tick_ms / 1000, 20 * self.tick_ms / 1000
+        if not lo <= self.session_timeout_s <= hi:
+            raise BadInput(
+                f"session timeout {self.session_timeout_s:g}s is outside what the "
+                f"servers grant with tickTime {self.tick_ms} ms ([{lo:g}s, {hi:g}s])"
+            )
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int):
+            raise BadInput(f"seed must be a whole number, not {self.seed!r}")
+        if self.image is not None and (
+            not isinstance(self.image, str) or not IMAGE_REF.match(self.image)
+        ):
+            raise BadInput(
+                f"image {self.image!r} is not a valid image reference; give a local "
+                "image name such as zkjepsen/zookeeper:mytag"
+            )
+        if not isinstance(self.pin_clients, bool):
+            raise BadInput(f"pin_clients must be true or false, not {self.pin_clients!r}")
+        if not isinstance(self.params, dict) or not all(isinstance(k, str) for k in self.params):
+            raise BadInput(f"params must be a table of name = value, not {self.params!r}")
+        if self.name is not None and (
+            not isinstance(self.name, str) or not NAME_RE.match(self.name)
+        ):
+            raise BadInput(
+                f"name {self.name!r} must be letters, digits, '.', '_', '+' or '-' "
+                "(it names the store folder)"
+            )
+        if self.max_faults is not None:
+            _int("max_faults", self.max_faults, 0, 100_000)
+        _str("fault_target", self.fault_target, optional=True)
+        _str("client_cmd", self.client_cmd, optional=True)
+        _str("client_dir", self.client_dir, optional=True)
+        if self.client_cmd is not None and self.recipe == "kazoo":
+            self.recipe = "exec"  # --client-cmd names the program; the default recipe yields
+        if self.client_mode not in CLIENT_MODES:
+            raise BadInput(
+                f"client_mode must be one of {', '.join(CLIENT_MODES)}, not {self.client_mode!r}"
+            )
+        if not isinstance(self.proxy, bool):
+            raise BadInput(f"proxy must be true or false, not {self.proxy!r}")
+        _str("engine", self.engine, optional=True)
+        _str("backend", self.backend, optional=True)
+        from zkjepsen.backends.zookeeper import versions as zkversions
+
+        if self.zk_version is not None:
+            self.zk_version = zkversions.get(self.zk_version).name
+        if self.client_suite is not None:
+            zkversions.client_suite(self.client_suite)
+
+    @property
+    def test_name(self) -> str:
+        return self.name or f"{self.recipe}-{self.workload}-{'+'.join(self.nemesis)}".replace(
+            ":", "_"
+        ).replace("/", "_")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: Any) -> TestSpec:
+        if not isinstance(d, dict):
+            raise BadInput(f"a test spec must be a table of settings, not {type(d).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise BadInput(
+                f"unknown test setting(s) {', '.join(sorted(map(str, unknown)))}; "
+                f"valid ones: {', '.join(sorted(known))}"
+            )
+        return cls(**d)
+
+
+def validate_spec(spec: TestSpec) -> None:
+    """Fail fast, before anything is created, on names that do not exist and parameters the
+    workload or recipe cannot use."""
+    from zkjepsen.recipes import validate_recipe
+    from zkjepsen.workloads import get_workload
+    from zkjepsen.workloads.params import validate_params
+
+    get_workload(spec.workload)
+    validate_recipe(spec.recipe)
+    names = [n for n in spec.nemesis if n != "none"]
+    from zkjepsen.nemesis.faults import NEMESES
+
+    for n in names:
+        if n not in NEMESES:
+            raise BadInput(
+                f"unknown nemesis {n!r}; choose from {', '.join(sorted(NEMESES))}"
+                " (`zkjepsen list nemeses`)"
+            )
+    proxied = [n for n in names if n.startswith("proxy-")]
+    if proxied and not spec.proxy:
+        raise BadInput(
+            f"{', '.join(proxied)} need the clients' wire proxy; set proxy = true in the test spec"
+        )
+    from zkjepsen.client.command import program_for, validate_program
+
+    validate_program(spec)
+    if any(n.endswith("-client") and n.startswith("clock-") for n in names):
+        plan = program_for(
+            spec.recipe, spec.workload, spec.client_cmd, spec.client_dir, spec.client_mode
+        )
+        if plan is None or plan.language == "go":
+            raise BadInput(
+                "client clock faults skew the program under test through libfaketime: "
+                + (
+                    "a Go program reads the clock without libc, libfaketime cannot reach it"
+                    if plan
+                    else "run the recipe through the wire protocol (not --client-mode in-process)"
+                )
+            )
+    from zkjepsen.backends.registry import backend_info
+    from zkjepsen.recipes import resolve_backend
+
+    spec.backend = resolve_backend(spec.recipe, spec.backend)
+    info = backend_info(spec.backend)
+    if info.nodes is not None:
+        spec.nodes = info.nodes  # its shape is fixed: test.json says what really ran
+    from zkjepsen.nemesis.faults import not_applicable
+
+    for n in names:
+        why = not_applicable(n, spec.backend)
+        if why:
+            raise BadInput(why + f" (recipe {spec.recipe} runs on {spec.backend})")
+    if info.family == "zookeeper":
+        spec.zk_version = spec.zk_version or "3.8"  # test.json says what really ran
+    elif spec.zk_version is not None:
+        raise BadInput(f"--zk-version is ZooKeeper's; backend {spec.backend} has none")
+    if spec.proxy and info.family != "zookeeper":
+        raise BadInput(
+            f"the wire proxy speaks ZooKeeper's protocol; backend {spec.backend} has none"
+        )
+    spec.params = validate_params(
+        spec.params, user_recipe=":" in spec.recipe or spec.recipe == "exec"
+    )
+    if spec.params.get("nested") and spec.client_mode != "in-process":
+        # The wire protocol's loops (client/remote.py) never nest: such a run would test
+        # nothing it claims to.
+        raise BadInput("param nested needs client_mode in-process (the protocol loops never nest)")

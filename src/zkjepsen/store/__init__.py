@@ -1,0 +1,232 @@
+"""The store: `store/<test-name>/<YYYYmmddTHHMMSS>[-n]/` with a `latest` link per test.
+
+Only this module knows the names of a run's files. `RunDir` gives their paths and saves them;
+`StoredRun` loads a finished (or interrupted) run for `analyze`, `replay` and `shrink`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from zkjepsen.errors import BadInput
+from zkjepsen.run.spec import TestSpec
+
+DEFAULT_ROOT = Path(os.environ.get("ZKJEPSEN_STORE", "store"))
+REPORTS = ("timeline.html", "latency.png", "rate.png")
+# What a run that ran to its end has, in the order it writes them.
+FINISHED_FILES = ("test.json", "history.jsonl", "results.json", *REPORTS)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """The paths of one run's folder (it need not exist yet)."""
+
+    path: Path
+
+    test_json = property(lambda self: self.path / "test.json")
+    history = property(lambda self: self.path / "history.jsonl")
+    schedule = property(lambda self: self.path / "schedule.json")
+    results = property(lambda self: self.path / "results.json")
+    run_log = property(lambda self: self.path / "run.log")
+    nemesis_log = property(lambda self: self.path / "nemesis.jsonl")
+    clients = property(lambda self: self.path / "clients")
+    nodes = property(lambda self: self.path / "nodes")
+    timeline = property(lambda self: self.path / "timeline.html")
+    minimal = property(lambda self: self.path / "minimal")
+    # Mounted read-only into every client container: the start barrier and the client specs
+    # (what the runner tells a client; a client must not rewrite its own, or another's).
+    control = property(lambda self: self.clients / "control")
+    start_barrier = property(lambda self: self.control / "start")
+
+    def client_spec(self, client: int) -> Path:
+        return self.control / f"spec-c{client}.json"
+
+    def client_dir(self, client: int) -> Path:
+        """Client N's own output directory, mounted read-write into client N only (so no client
+        can rewrite another's history). Client 0 is the host: setup and final reads."""
+        return self.clients / f"c{client}"
+
+    def client_history(self, client: int) -> Path:
+        return self.client_dir(client) / f"client-{client}.jsonl"
+
+    def client_log(self, client: int) -> Path:
+        return self.client_dir(client) / f"client-{client}.log"
+
+    def client_histories(self) -> list[Path]:
+        """Every client's own history file. Runs stored before per-client directories kept
+        them all in `clients/`; they are still read (`analyze` of an old run)."""
+        return sorted(
+            [*self.clients.glob("c*/client-*.jsonl"), *self.clients.glob("client-*.jsonl")]
+        )
+
+    def history_sources(self) -> list[Path]:
+        """What `history.jsonl` is merged from."""
+        return [*self.client_histories(), self.nemesis_log]
+
+    def inventory(self) -> tuple[list[str], list[str]]:
+        """Which of a finished run's files this folder has, and which it lacks (an interrupted
+        run: `analyze` writes the missing ones). Each is written whole or not at all."""
+        present = [n for n in FINISHED_FILES if (self.path / n).exists()]
+        return present, [n for n in FINISHED_FILES if n not in present]
+
+    def save_spec(self, spec: TestSpec) -> None:
+        _write_json(self.test_json, spec.to_json())
+
+    def save_results(self, results: dict[str, Any]) -> None:
+        _write_json(self.results, results)
+
+
+def _write_json(path: Path, doc: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(doc, indent=2, default=str))
+    tmp.replace(path)  # a reader (or a crash) never sees half a file
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise BadInput(
+            f"{path} is not a readable {what} ({type(e).__name__}); give a run "
+            "directory written by zkjepsen"
+        ) from None
+
+
+def check_root(root: Path | None) -> Path:
+    """The store root, usable: an existing directory we can write into, or creatable (tried
+    with a probe file, not `os.access`, which says yes to root on /proc: store/writable.py)."""
+    from zkjepsen.store.writable import check_directory
+
+    root = Path(root or DEFAULT_ROOT)
+    check_directory(root, "store path", "give --store a directory you can write to")
+    return root
+
+
+def new_run_dir(test_name: str, root: Path | None = None) -> RunDir:
+    """Create a fresh directory for one run and point `<test-name>/latest` at it."""
+    base = check_root(root) / test_name
+    base.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    n = 1
+    while True:  # several runs in one second (several processes, too): each gets its own
+        run_dir = base / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            run_dir.mkdir()
+            break
+        except FileExistsError:
+            n += 1
+    latest = base / "latest"
+    tmp = base / f".latest-{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(run_dir.name)
+    tmp.replace(latest)  # atomic: a reader never sees a missing `latest`
+    return RunDir(run_dir)
+
+
+def check_faults(faults: list[Any], source: Path) -> None:
+    """Every executed fault in a schedule is replayable: a known fault name and a start and end
+    (ns since the test's start) in order. Anything else is bad input, named by its position."""
+    from zkjepsen.nemesis.faults import NEMESES
+
+    for i, f in enumerate(faults, 1):
+        ok = (
+            isinstance(f, dict)
+            and f.get("f") in NEMESES
+            and all(
+                isinstance(f.get(k), int) and not isinstance(f.get(k), bool) and f[k] >= 0
+                for k in ("start_ns", "end_ns")
+            )
+            and f["end_ns"] >= f["start_ns"]
+            and isinstance(f.get("targets") or [], list)
+        )
+        if not ok:
+            raise BadInput(
+                f"{source}: fault {i} is not a replayable fault (it needs a known "
+                "fault name f and start_ns <= end_ns); give a schedule.json written "
+                "by zkjepsen"
+            )
+
+
+VERDICTS = (True, False, "unknown")
+
+
+def check_verdicts(results: dict[str, Any], path: Path, where: str = "") -> None:
+    """Every `valid` in a stored results table (the run's, and each checker's) is a verdict:
+    a hand-edited or foreign file must not be read as some verdict it never stated."""
+    field = f"{where}valid"
+    if "valid" not in results and not where:
+        raise BadInput(f"{path} has no field 'valid'; it was not written by zkjepsen")
+    v = results.get("valid")
+    if "valid" in results and (v.__class__ not in (bool, str) or v not in VERDICTS):
+        raise BadInput(
+            f'{path}: field {field!r} is {json.dumps(v)}, not true, false or "unknown"; '
+            "remove the file to have `zkjepsen analyze` check the history again"
+        )
+    for name, part in results.items():
+        if isinstance(part, dict) and "valid" in part:
+            check_verdicts(part, path, f"{where}{name}.")
+
+
+@dataclass
+class StoredRun:
+    """A run read back from the store. `history()` merges the clients' own files when the run
+    was interrupted before `history.jsonl` was written."""
+
+    dir: RunDir
+    spec: TestSpec
+    schedule: dict[str, Any]
+    results: dict[str, Any] | None
+
+    @property
+    def store_dir(self) -> Path:
+        return self.dir.path
+
+    @classmethod
+    def load(cls, store_dir: Path, need_results: bool = False) -> StoredRun:
+        d = RunDir(Path(store_dir))
+        if not d.test_json.exists():
+            raise BadInput(
+                f"{store_dir} has no test.json; give a run directory from the store "
+                "(e.g. store/<test>/latest)"
+            )
+        if need_results and not d.results.exists():
+            raise BadInput(
+                f"{store_dir} has no results.json (the run did not finish); run "
+                f"`zkjepsen analyze {store_dir}` first"
+            )
+        spec = TestSpec.from_json(_read_json(d.test_json, "test.json"))
+        schedule = _read_json(d.schedule, "schedule.json") if d.schedule.exists() else {}
+        if not isinstance(schedule, dict) or not isinstance(schedule.get("faults", []), list):
+            raise BadInput(
+                f"{d.schedule} is not a fault schedule (a table with a list of "
+                "faults); give a run directory written by zkjepsen"
+            )
+        schedule.setdefault("faults", [])
+        check_faults(schedule["faults"], d.schedule)
+        results = _read_json(d.results, "results.json") if d.results.exists() else None
+        if results is not None and not isinstance(results, dict):
+            raise BadInput(f"{d.results} is not a results table; re-run `zkjepsen analyze`")
+        if results is not None:
+            check_verdicts(results, d.results)
+        return cls(d, spec, schedule, results)
+
+    def history(self):
+        """The run's history: `history.jsonl` (read by the block-decoding stream reader), or
+        merged from the clients' files."""
+        from zkjepsen.history.jsonl import merge_files
+        from zkjepsen.history.stream import read_jsonl_all
+
+        if self.dir.history.exists():
+            return read_jsonl_all(self.dir.history)
+        sources = [p for p in self.dir.history_sources() if p.exists()]
+        if not sources:
+            raise BadInput(
+                f"{self.store_dir} has neither history.jsonl nor client histories; "
+                "the run stopped before any client started"
+            )
+        return merge_files(sources)

@@ -1,0 +1,86 @@
+"""`python3 -m zkjepsen.workloads.driver.service RECIPE`: the client wire protocol served for a
+Python recipe of another lock service (Redis, PostgreSQL), the Python driver's twin.
+
+It is the Python driver (client/drivers/python) with the kazoo session replaced by the
+backend's client session (client/services: same shape), so acquire, release, holding, read,
+the outcome classification and the discard after an unknown outcome are the very same code.
+What differs: `init` opens the service session (its `timeout_ms` is the lock's TTL: what the
+nemesis scales a pause by), and a fenced `write` is checked by the resource against the
+holder's token (client/services: the fencing convention), not by a ZooKeeper transaction.
+
+The lock's TTL: `--param lock_ttl_s`, else the test's session timeout.
+Runs inside the client containers.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from zkjepsen.backends.session import BadVersion, Fenced, session_class
+from zkjepsen.workloads.driver.server import PythonDriver
+from zkjepsen.workloads.driver.server import main as serve_main
+
+
+def recipe_family(recipe: str) -> str:
+    from zkjepsen.backends.registry import backend_info
+    from zkjepsen.recipes import RECIPES
+
+    return backend_info(RECIPES[recipe].backends[0]).family
+
+
+class ServiceDriver(PythonDriver):
+    token: int | None = None  # the token of the acquisition we believe we hold
+
+    def op_init(self, req: dict[str, Any]) -> tuple[str, Any, str | None]:
+        params = dict(req.get("params") or {})
+        ttl_s = float(params.get("lock_ttl_s") or req["session_timeout_ms"] / 1000)
+        params["lock_ttl_s"] = ttl_s  # the recipes read it from here
+        self.init = {**req, "params": params}
+        try:
+            self.zk = session_class(recipe_family(self.recipe_name))(req["servers"], timeout=ttl_s)
+            self.zk.start(timeout=15)
+        except Exception as e:  # noqa: BLE001
+            return "fail", None, f"could not connect: {type(e).__name__}: {e}"
+        self.session_id = 0
+        return "ok", {"session_id": self.zk.session_id, "timeout_ms": int(ttl_s * 1000)}, None
+
+    def op_acquire(self, req: dict[str, Any]) -> tuple[str, Any, str | None]:
+        type_, value, error = super().op_acquire(req)
+        self.token = value.get("token") if type_ == "ok" else None
+        return type_, value, error
+
+    def op_release(self, req: dict[str, Any]) -> tuple[str, Any, str | None]:
+        out = super().op_release(req)
+        self.token = None
+        return out
+
+    def op_write(self, req: dict[str, Any]) -> tuple[str, Any, str | None]:
+        path, data = req["path"], req["data"].encode()
+        version = req.get("version", -1)
+        try:
+            if req.get("fenced"):
+                if self.token is None:
+                    return "fail", None, "Fenced"
+                stat = self.zk.fenced_set(path, data, version, self.token)
+            else:
+                stat = self.zk.set(path, data, version=version)
+        except Fenced:
+            return "fail", None, "Fenced"
+        except BadVersion:
+            return "fail", None, "BadVersion"
+        except Exception as e:  # noqa: BLE001 - a lost answer: it may have been written
+            return "info", None, type(e).__name__
+        return "ok", {"version": stat.version}, None
+
+    def discard(self) -> None:
+        super().discard()
+        self.token = None
+
+
+def main(argv: list[str]) -> int:
+    return serve_main(argv, ServiceDriver, "zkjepsen.workloads.driver.service")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
