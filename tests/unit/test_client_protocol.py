@@ -172,7 +172,8 @@ def test_a_missing_program_is_a_client_error(tmp_path: Path) -> None:
 
 
 def test_which_program_a_client_runs(tmp_path: Path) -> None:
-    from zkjepsen.client.command import PROGRAM_DIR, PYTHON_DRIVER, program_for
+    from zkjepsen.client.command import PROGRAM_DIR, PYTHON_DRIVER
+    from zkjepsen.run.resolve import program_for
 
     assert program_for("kazoo", "lock").argv == (*PYTHON_DRIVER, "kazoo")
     assert program_for("kazoo", "lock", client_mode="in-process") is None

@@ -132,7 +132,7 @@ def test_modules_are_small():
 
 # The room ratchet (issue 24). Each commit that cuts an arrow lowers these figures; the last one
 # sets the issue's targets: <= 15 rooms, <= 60 arrows, no mutual pair, no cycle.
-MAX_ROOMS, MAX_ARROWS = 15, 67
+MAX_ROOMS, MAX_ARROWS = 15, 65
 ALLOWED_MUTUAL = {
     ("client", "nemesis"),
     ("client", "workloads"),

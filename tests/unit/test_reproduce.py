@@ -187,7 +187,7 @@ def test_scenario_expectations_judge_from_results_only():
 
 def test_triggered_scenarios_name_their_source_and_plan_their_schedule():
     from zkjepsen.reproduce.scenarios import SCENARIOS
-    from zkjepsen.run.spec import validate_spec
+    from zkjepsen.run.resolve import validate_spec
 
     triggered = [s for s in SCENARIOS.values() if s.schedule is not None]
     assert {"lost-create-response", "waiter-session-expiry"} <= {s.name for s in triggered}

@@ -218,7 +218,7 @@ def matrix_command(
         for i in range(runs)
         for cell in all_cells
     ]
-    from zkjepsen.run.spec import validate_spec
+    from zkjepsen.run.resolve import validate_spec
 
     # A cell whose fault means nothing on its recipe's backend (no leader, no PostgreSQL...)
     # is not run: the table says n/a and why, and the rest of the matrix runs.

@@ -317,8 +317,8 @@ def scenario_run(
     from zkjepsen.backends.registry import backend_info
     from zkjepsen.errors import BadInput
     from zkjepsen.reproduce.scenarios import SCENARIOS, get_scenario
+    from zkjepsen.run.resolve import validate_spec
     from zkjepsen.run.runner import run_test
-    from zkjepsen.run.spec import validate_spec
     from zkjepsen.store import check_root
 
     check_root(store_root)

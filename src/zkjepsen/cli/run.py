@@ -15,8 +15,8 @@ from zkjepsen.cli.versions import zk_version_option
 from zkjepsen.errors import BadInput
 from zkjepsen.report.summary import summarise
 from zkjepsen.run.analysis import check_history
+from zkjepsen.run.resolve import spec_from_json
 from zkjepsen.run.runner import RunResult, run_test
-from zkjepsen.run.spec import TestSpec
 
 
 def print_verdict(run: RunResult) -> None:
@@ -164,11 +164,11 @@ def test_command(
                 raise BadInput(f"--param {p!r} is not KEY=VALUE")
             merged[k] = scalar(v)
         settings["params"] = merged
-    spec = TestSpec.from_json(with_config(toml, settings, config))
+    spec = spec_from_json(with_config(toml, settings, config))
     where = None
     if engine:
         from zkjepsen.cli.engines import prepare
-        from zkjepsen.run.runner import validate_spec
+        from zkjepsen.run.resolve import validate_spec
 
         validate_spec(spec)  # bad names before an image is shipped anywhere
         (where,) = prepare((engine,), spec.image)
@@ -191,7 +191,7 @@ def with_config(toml: dict[str, Any], cli: dict[str, Any], path: Path | None) ->
     file won, so a config that works only because an option covers its mistake is refused."""
     file_error = None
     try:
-        TestSpec.from_json({**cli, **toml})
+        spec_from_json({**cli, **toml})
     except BadInput as e:
         file_error = str(e)
     hidden = f"config {path}: {file_error} (the command line sets this too and wins, but the file "
@@ -202,7 +202,7 @@ def with_config(toml: dict[str, Any], cli: dict[str, Any], path: Path | None) ->
     if "params" in toml and "params" in cli:
         merged["params"] = {**toml["params"], **cli["params"]}
     try:
-        TestSpec.from_json(merged)  # what will run
+        spec_from_json(merged)  # what will run
     except BadInput as e:
         if str(e) == file_error:
             raise BadInput(f"config {path}: {e}") from None  # the file's own mistake

@@ -10,13 +10,17 @@ from zkjepsen.run.spec import TestSpec
 from zkjepsen.store import RunDir
 
 
-def check_history(history, spec: TestSpec, store_dir: Path | None = None) -> dict[str, Any]:
-    """Run the workload's checkers on a history (also what `analyze` does); with `store_dir`,
-    write a counterexample HTML for every refuted linearizability checker there."""
+def check_history(
+    history, spec: TestSpec, store_dir: Path | None = None, checkers: dict | None = None
+) -> dict[str, Any]:
+    """Run the workload's checkers (or `checkers`, a resolved test's) on a history (also what
+    `analyze` does); with `store_dir`, write a counterexample HTML for every refuted
+    linearizability checker there."""
     from zkjepsen.checker import compose
     from zkjepsen.workloads import get_workload
 
-    checkers = get_workload(spec.workload).checkers(spec.params)
+    if checkers is None:
+        checkers = get_workload(spec.workload).checkers(spec.params)
     checked = compose(checkers).check(history)
     result = checked.to_json()
     if store_dir is not None and checked.valid is not True:

@@ -114,14 +114,12 @@ def user_code(spec) -> tuple[list[tuple[Path, str]], list[str]]:
     """Files of this machine a run reads besides our package: a user's recipe package and a
     client program's directory, put into the controller at the same paths; and the dirs its
     PYTHONPATH needs for the recipe's import."""
-    from zkjepsen.client.command import program_for
     from zkjepsen.client.pool import user_recipe_binds
+    from zkjepsen.run.resolve import spec_program
 
     dirs = list(user_recipe_binds(spec.recipe))
     path = [str(Path(d).parent) for d in dirs]
-    plan = program_for(
-        spec.recipe, spec.workload, spec.client_cmd, spec.client_dir, spec.client_mode
-    )
+    plan = spec_program(spec)
     if plan and plan.mount:
         dirs.append(plan.mount)
     out = []

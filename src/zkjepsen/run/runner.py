@@ -19,21 +19,19 @@ from zkjepsen import errors
 from zkjepsen.client.spec import ClientSpec
 from zkjepsen.run.analysis import check_history, history_stats, render_reports
 from zkjepsen.run.outcome import RunResult, Teardown
-from zkjepsen.run.spec import TestSpec, validate_spec
+from zkjepsen.run.resolve import ResolvedTest, resolve
+from zkjepsen.run.spec import TestSpec
 from zkjepsen.store import RunDir, check_root, new_run_dir
 from zkjepsen.workloads.context import ClientContext, Recorder
 
-__all__ = ["RunResult", "Teardown", "TestSpec", "check_history", "run_test", "validate_spec"]
+__all__ = ["RunResult", "Teardown", "TestSpec", "check_history", "run_test"]
 
 
-def client_specs(spec: TestSpec, ens, t0_ns: int) -> list[ClientSpec]:
+def client_specs(test: ResolvedTest, ens, t0_ns: int) -> list[ClientSpec]:
     """One ClientSpec per logical client; each waits at the start barrier for the deadline."""
-    from zkjepsen.client.command import program_for
     from zkjepsen.nemesis.client_clock import NAMES, program_env
 
-    plan = program_for(
-        spec.recipe, spec.workload, spec.client_cmd, spec.client_dir, spec.client_mode
-    )
+    spec, plan = test.spec, test.program
     skewed = any(n in NAMES for n in spec.nemesis)  # libfaketime in the programs
     return [
         ClientSpec(
@@ -113,23 +111,22 @@ def run_test(
     `engine` (a harness.engine.Engine, default: the environment's) is where the run lives."""
     import dataclasses
 
-    from zkjepsen.backends.registry import backend_info, make_backend, provide_images
+    from zkjepsen.backends.registry import provide_images
     from zkjepsen.docker import mounts, resources, signals
     from zkjepsen.docker.engine import Engine
     from zkjepsen.run import controller
-    from zkjepsen.workloads import get_workload
 
-    validate_spec(spec)
+    test = resolve(spec, gen)  # every name checked, once, before anything exists
     check_root(store_root)  # a file or unwritable --store: bad input, before any container
     mounts.files_mode()  # a bad ZKJEPSEN_FILES / ZKJEPSEN_CONTROLLER: one sentence, now
-    workload = get_workload(spec.workload)
     engine = engine or Engine()
     if controller.wanted(engine):  # an engine we cannot reach: the run goes there
         return controller.run_remote(spec, store_root, engine, schedule, display, gen)
     spec = dataclasses.replace(spec, engine=engine.name)
+    test = dataclasses.replace(test, spec=spec)
     client = engine.client()
     server_image, client_image = provide_images(engine, spec)
-    info = backend_info(spec.backend)
+    info = test.backend
     teardown: Teardown | None = None
     phase = ["setup"]  # where the run is: the watchdog's message, and an interrupt's
     try:
@@ -138,9 +135,7 @@ def run_test(
             run_dir.save_spec(spec)
             run_dir.client_dir(0).mkdir(parents=True)  # the host's own session (client 0)
             log = RunLog(run_dir.run_log, display)
-            ens = make_backend(
-                spec.backend,
-                spec,
+            ens = test.make_backend(
                 run_dir.path,
                 client=client,
                 engine=engine.key,
@@ -159,9 +154,7 @@ def run_test(
                     ),
                     fatal=True,
                 ):
-                    _run_phases(
-                        spec, workload, ens, run_dir, log, display, schedule, stats, phase, gen
-                    )
+                    _run_phases(test, ens, run_dir, log, display, schedule, stats, phase)
             except BaseException as e:
                 log(f"stopped in {phase[0]} by {type(e).__name__}: {e}".rstrip(": "))
                 raise
@@ -186,7 +179,7 @@ def run_test(
                     records = _write_history(run_dir)
             # Still guarded: a signal during the check or the reports says where the run's
             # folder is and what in it is complete, instead of a silent 143.
-            return _judge(spec, run_dir, records, stats, log, phase)
+            return _judge(test, run_dir, records, stats, log, phase)
     except signals.RunTimeout as e:
         left = f"; left behind: {', '.join(teardown.left)}" if teardown and teardown.left else ""
         raise errors.EnvironmentProblem(
@@ -202,14 +195,15 @@ def run_test(
         raise
 
 
-def _judge(spec: TestSpec, run_dir: RunDir, records, stats, log, phase: list[str]) -> RunResult:
+def _judge(test: ResolvedTest, run_dir: RunDir, records, stats, log, phase: list[str]) -> RunResult:
     """After the teardown: the verdict (results.json), then the reports."""
     from zkjepsen.history import History, Op
 
     phase[0] = "check"
     history = History([Op.from_dict(r) for r in records])
     store_dir = run_dir.path
-    result = check_history(history, spec, store_dir)
+    spec = test.spec
+    result = check_history(history, spec, store_dir, checkers=test.checkers)
     run_dir.save_results(result)
     stats.update(history_stats(records))
     log(f"verdict: {result['valid']} ({len(records)} history records)")
@@ -245,8 +239,7 @@ def _copies(ens) -> bool:
 
 
 def _run_phases(
-    spec: TestSpec,
-    workload,
+    test: ResolvedTest,
     ens,
     run_dir: RunDir,
     log,
@@ -254,13 +247,12 @@ def _run_phases(
     schedule,
     stats: dict[str, Any],
     phase: list[str],
-    gen=None,
 ) -> None:
     """Everything between "nothing exists" and teardown; `phase[0]` says where it is."""
     from zkjepsen.client.pool import ClientPool
     from zkjepsen.docker import signals
 
-    names = [n for n in spec.nemesis if n != "none"]
+    spec, workload, names = test.spec, test.workload, test.faults
     phase[0] = "ensemble start"
     log(f"run {ens.run_id}: starting {spec.nodes} {spec.backend} servers")
     ens.start()
@@ -289,7 +281,7 @@ def _run_phases(
         # Containers start in parallel and connect; the main phase (and the clock of the
         # fault schedule) begins when all of them are ready, so every client sees it whole.
         phase[0] = "client start"
-        pool.start(client_specs(spec, ens, t0_ns))
+        pool.start(client_specs(test, ens, t0_ns))
         laggards = pool.wait_connected(CONNECT_TIMEOUT_S)
         if laggards:
             log(
@@ -303,7 +295,7 @@ def _run_phases(
             display.attach(run_dir, t0_ns, spec)
         executed: list[dict] = []
         phase[0] = "main phase"
-        if names or schedule or gen:
+        if names or schedule or test.generator:
             from zkjepsen.nemesis.schedule import run_nemesis
 
             executed = run_nemesis(
@@ -319,7 +311,7 @@ def _run_phases(
                 out_dir=run_dir.path,
                 stop_event=stop,
                 schedule=schedule,
-                gen=gen or fault_generator(spec, names),
+                gen=test.generator,
             )
         else:
             stop.wait(spec.time_limit_s)
@@ -363,21 +355,6 @@ def _run_phases(
             host_ctx.recorder.close()
             if display:
                 display.detach()
-
-
-def fault_generator(spec: TestSpec, names: list[str]):
-    """The standard schedule of `names`, aimed at `fault_target` and cut after `max_faults`
-    faults when the spec says so; None when there is nothing to inject."""
-    if not names:
-        return None
-    from zkjepsen.nemesis import generator
-
-    gen = generator.standard(names, time_limit_s=spec.time_limit_s, interval_s=spec.interval_s)
-    if spec.fault_target is not None:
-        gen = generator.fault_target(spec.fault_target, gen)
-    if spec.max_faults is not None:
-        gen = generator.max_faults(spec.max_faults, gen)
-    return gen
 
 
 class RunLog:
