@@ -313,7 +313,8 @@ def test_cleanup_of_one_engine_leaves_a_live_run_of_another_alone(tmp_path, monk
 # ---- shrink in parallel ----------------------------------------------------------------------
 def _stored(tmp_path):
     from zkjepsen.run.spec import TestSpec
-    from zkjepsen.store import RunDir, StoredRun
+    from zkjepsen.run.stored import StoredRun
+    from zkjepsen.store import RunDir
 
     fault = {
         "fault_id": 1,

@@ -10,7 +10,8 @@ from zkjepsen.nemesis import generator as g
 from zkjepsen.reproduce.replay import faults_for_replay, violation_kinds
 from zkjepsen.reproduce.shrink import Candidate, ShrinkResult, candidates, triggered
 from zkjepsen.run.spec import TestSpec
-from zkjepsen.store import RunDir, StoredRun
+from zkjepsen.run.stored import StoredRun
+from zkjepsen.store import RunDir
 
 S = 1_000_000_000
 

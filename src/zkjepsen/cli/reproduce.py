@@ -16,7 +16,7 @@ from zkjepsen.cli.options import STORE_PATH
 from zkjepsen.cli.versions import zk_version_option, zk_versions_option
 from zkjepsen.reproduce.replay import replay, violation_kinds
 from zkjepsen.reproduce.shrink import check_kinds, shrink
-from zkjepsen.store import StoredRun
+from zkjepsen.run.stored import StoredRun
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 

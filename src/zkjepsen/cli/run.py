@@ -217,7 +217,7 @@ def with_config(toml: dict[str, Any], cli: dict[str, Any], path: Path | None) ->
 def analyze_command(store_dir: Path) -> None:
     """Re-run the checkers on a stored history (no cluster needed). An interrupted run, which
     has no history.jsonl yet, is analyzed from its clients' own files."""
-    from zkjepsen.store import StoredRun
+    from zkjepsen.run.stored import StoredRun
 
     stored = StoredRun.load(store_dir.resolve())
     history = stored.history()

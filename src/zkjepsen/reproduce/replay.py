@@ -26,7 +26,7 @@ from zkjepsen.nemesis.schedule import FAULT_FIELDS
 from zkjepsen.run.fanout import Job, run_jobs
 from zkjepsen.run.runner import RunResult
 from zkjepsen.run.spec import TestSpec
-from zkjepsen.store import StoredRun
+from zkjepsen.run.stored import StoredRun
 
 ROLE_CHOICES = ("holder", "leader")
 WARMUP_S = 4.0  # clients connected and contending before the first fault of a shifted schedule

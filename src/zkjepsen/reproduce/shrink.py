@@ -27,7 +27,7 @@ from zkjepsen.reproduce.replay import (
     violation_kinds,
 )
 from zkjepsen.run.spec import TestSpec
-from zkjepsen.store import StoredRun
+from zkjepsen.run.stored import StoredRun
 
 
 @dataclass

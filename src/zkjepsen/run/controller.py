@@ -304,7 +304,8 @@ def _result(res: dict[str, Any], spec, engine, local_dir: Path):
 
     from zkjepsen.run.analysis import render_reports
     from zkjepsen.run.outcome import RunResult
-    from zkjepsen.store import RunDir, StoredRun
+    from zkjepsen.run.stored import StoredRun
+    from zkjepsen.store import RunDir
 
     if not res.get("ok"):
         if res.get("exit_code") == 143:
@@ -312,7 +313,7 @@ def _result(res: dict[str, Any], spec, engine, local_dir: Path):
         cls = BadInput if res.get("exit_code") == EXIT_BAD_INPUT else EnvironmentProblem
         raise cls(f"on engine {engine.name}: {res.get('error')}")
     spec = dataclasses.replace(spec, engine=engine.name)
-    RunDir(local_dir).save_spec(spec)
+    RunDir(local_dir).save_spec(spec.to_json())
     run = RunResult(spec, local_dir, res["valid"], res["results"], res["stats"])
     render_reports(run, StoredRun.load(local_dir).history())
     return run

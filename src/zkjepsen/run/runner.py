@@ -132,7 +132,7 @@ def run_test(
     try:
         with signals.teardown_on_signals():
             run_dir = new_run_dir(spec.test_name, store_root)
-            run_dir.save_spec(spec)
+            run_dir.save_spec(spec.to_json())
             run_dir.client_dir(0).mkdir(parents=True)  # the host's own session (client 0)
             log = RunLog(run_dir.run_log, display)
             ens = test.make_backend(
