@@ -17,6 +17,7 @@ from zkjepsen.cli.versions import zk_version_option, zk_versions_option
 from zkjepsen.reproduce.replay import replay, violation_kinds
 from zkjepsen.reproduce.shrink import check_kinds, shrink
 from zkjepsen.run.stored import StoredRun
+from zkjepsen.store import RunDir
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
@@ -178,16 +179,17 @@ def shrink_command(
             err=True,
         )
         raise SystemExit(2)
-    out = Path(store_dir) / "minimal"
+    out = RunDir(Path(store_dir)).minimal
     out.mkdir(exist_ok=True)
+    files = RunDir(out)
     schedule = {
         "faults": res.best.faults,
         "source": str(Path(store_dir).resolve()),
         "reproduced": f"{res.hits}/{res.tries}",
         "search": res.log,
     }
-    (out / "schedule.json").write_text(json.dumps(schedule, indent=1))
-    (out / "test.json").write_text(json.dumps(res.best.spec.to_json(), indent=1))
+    files.schedule.write_text(json.dumps(schedule, indent=1))
+    files.test_json.write_text(json.dumps(res.best.spec.to_json(), indent=1))
     name = re.sub(r"[^a-z0-9]+", "_", res.best.spec.test_name.lower()).strip("_")
     test_file = out / f"test_reproduce_{name}.py"
     test_file.write_text(emit_pytest(res, run, name))
@@ -196,7 +198,7 @@ def shrink_command(
         f"minimal: {res.best.summary()}; reproduced {res.hits}/{res.tries} "
         f"({time.monotonic() - started:.0f}s of search)"
     )
-    click.echo(f"written {out / 'schedule.json'} and {test_file}")
+    click.echo(f"written {files.schedule} and {test_file}")
 
 
 def emit_pytest(res, run: StoredRun, name: str) -> str:

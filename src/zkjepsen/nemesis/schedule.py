@@ -2,7 +2,7 @@
 
 `run_nemesis` is the runner's one blocking entry point. It plans from the seed (or replays an
 executed schedule), starts and ends each fault on the real clock, writes a `start` and an `end`
-nemesis op per fault to `<out_dir>/nemesis.jsonl`, rewrites `<out_dir>/schedule.json` after
+nemesis op per fault to the run's nemesis.jsonl, rewrites its schedule.json after
 every fault (a crash still leaves what ran), and heals everything before returning - also on an
 exception, Ctrl-C (KeyboardInterrupt) or the runner's SIGTERM (`resources.Terminated`).
 """
@@ -21,7 +21,7 @@ from zkjepsen.backends.base import Backend
 from zkjepsen.history.jsonl import Appender, read_records
 from zkjepsen.nemesis import Nemesis, NemesisError, clock, generator, partition, process
 from zkjepsen.nemesis.faults import FAULTS
-from zkjepsen.nemesis.targets import NemesisContext
+from zkjepsen.nemesis.targets import NemesisContext, ScheduleFiles
 from zkjepsen.nemesis.triggers import LANDS, QueueWatch, Trigger, TriggerWatch
 
 NEMESIS = "nemesis"
@@ -268,7 +268,7 @@ def run_nemesis(
     fault_duration_s: float = 8.0,
     session_timeout_s: float = 4.0,
     t0_ns: int,
-    out_dir: Path,
+    files: ScheduleFiles,
     stop_event: threading.Event | None = None,
     schedule: Any = None,
     gen: generator.Gen | None = None,
@@ -277,10 +277,9 @@ def run_nemesis(
     executed faults (as in schedule.json). `schedule`: an executed schedule (schedule.json's
     dict or its "faults" list) to replay at its recorded times since t0 with its resolved
     targets. `gen`: a custom generator instead of the standard mix of `names`."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    files.path.mkdir(parents=True, exist_ok=True)
     stop = stop_event or threading.Event()
-    log = NemesisLog(out_dir / "nemesis.jsonl", t0_ns)
+    log = NemesisLog(files.nemesis_log, t0_ns)
     ctx = NemesisContext(backend, pool, session_timeout_s=session_timeout_s)
     origin_ns = time.monotonic_ns()
     env = generator.Env(session_timeout_s=session_timeout_s, fault_duration_s=fault_duration_s)
@@ -377,7 +376,7 @@ def run_nemesis(
             _wait_until(t0_ns + active["start_ns"] + int(hold_s * 1e9), stop)
             executed.append(_done(nem.invoke({**active, "phase": "end"})))
             active = None
-            _write_schedule(out_dir, meta, executed)
+            _write_schedule(files.schedule, meta, executed)
         _wait_until(origin_ns + int(time_limit_s * 1e9), stop)
     finally:
         from zkjepsen.docker.signals import signals_deferred
@@ -399,7 +398,7 @@ def run_nemesis(
                     "end_ns": log.now(),
                     "problems": problems,
                 }
-                _write_schedule(out_dir, meta, executed)
+                _write_schedule(files.schedule, meta, executed)
                 log.close()
     return executed
 
@@ -409,7 +408,7 @@ def _done(op: dict) -> dict:
     return op
 
 
-def _write_schedule(out_dir: Path, meta: dict, executed: list[dict]) -> None:
-    tmp = out_dir / ".schedule.json.tmp"
+def _write_schedule(path: Path, meta: dict, executed: list[dict]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps({**meta, "faults": executed}, indent=1, default=str))
-    os.replace(tmp, out_dir / "schedule.json")
+    os.replace(tmp, path)

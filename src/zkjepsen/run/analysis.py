@@ -54,7 +54,7 @@ def render_reports(run, history) -> None:
     except ImportError:
         return
     try:
-        render_run(run.store_dir, history, run.results)
+        render_run(RunDir(run.store_dir), history, run.results)
     except Exception as e:  # noqa: BLE001 - reports are evidence, not the verdict
         with RunDir(run.store_dir).run_log.open("a") as f:
             f.write(f"report rendering failed: {e}\n")
@@ -69,10 +69,10 @@ def finish_report(run, history) -> list[str]:
 
     d = RunDir(run.store_dir)
     _, missing = d.inventory()
-    todo = [n for n in missing if n == "results.json" or n in REPORTS]
+    todo = [n for n in missing if n == d.results.name or n in REPORTS]
     if not todo or not can_create_in(str(d.path)):
         return []
-    if "results.json" in todo:
+    if d.results.name in todo:
         d.save_results(run.results)
     if any(n in REPORTS for n in todo):
         render_reports(run, history)

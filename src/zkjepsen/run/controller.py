@@ -230,7 +230,9 @@ def _note(local_dir: Path, display, figures: dict[str, float]) -> None:
         f"first output after {figures.get('first_line_s', float('nan')):.1f} s; folder "
         f"({figures['fetch_mb']:.1f} MB) fetched in {figures['fetch_s']:.1f} s"
     )
-    with (local_dir / "run.log").open("a") as f:
+    from zkjepsen.store import RunDir
+
+    with RunDir(local_dir).run_log.open("a") as f:
         f.write(line + "\n")
     _show(display, line)
 
@@ -261,6 +263,7 @@ def _stop(client, cid: str) -> None:
 def _finish(client, cid: str, local_dir: Path, quiet: bool = False) -> dict[str, Any]:
     """Fetch the controller's store into `local_dir`; its result (or why there is none)."""
     from zkjepsen.run.shipping import read_tar_stream
+    from zkjepsen.store import controller_result
 
     tmp = local_dir.parent / f".fetch-{local_dir.name}"
     try:
@@ -280,7 +283,7 @@ def _finish(client, cid: str, local_dir: Path, quiet: bool = False) -> dict[str,
             for p in runs[-1].iterdir():
                 shutil.move(str(p), local_dir / p.name)
         try:
-            return json.loads((store / "result.json").read_text())
+            return json.loads(controller_result(store).read_text())
         except (OSError, ValueError):
             if quiet:
                 return {}

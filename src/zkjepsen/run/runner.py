@@ -308,7 +308,7 @@ def _run_phases(
                 fault_duration_s=spec.fault_duration_s,
                 session_timeout_s=spec.session_timeout_s,
                 t0_ns=t0_ns,
-                out_dir=run_dir.path,
+                files=run_dir,
                 stop_event=stop,
                 schedule=schedule,
                 gen=test.generator,

@@ -23,6 +23,9 @@ REPORTS = ("timeline.html", "latency.png", "rate.png")
 FINISHED_FILES = ("test.json", "history.jsonl", "results.json", *REPORTS)
 
 
+RUN_LOG = "run.log"  # what a bug report should attach
+
+
 @dataclass(frozen=True)
 class RunDir:
     """The paths of one run's folder (it need not exist yet)."""
@@ -33,11 +36,13 @@ class RunDir:
     history = property(lambda self: self.path / "history.jsonl")
     schedule = property(lambda self: self.path / "schedule.json")
     results = property(lambda self: self.path / "results.json")
-    run_log = property(lambda self: self.path / "run.log")
+    run_log = property(lambda self: self.path / RUN_LOG)
     nemesis_log = property(lambda self: self.path / "nemesis.jsonl")
     clients = property(lambda self: self.path / "clients")
     nodes = property(lambda self: self.path / "nodes")
     timeline = property(lambda self: self.path / "timeline.html")
+    latency_png = property(lambda self: self.path / "latency.png")
+    rate_png = property(lambda self: self.path / "rate.png")
     minimal = property(lambda self: self.path / "minimal")
     # Mounted read-only into every client container: the start barrier and the client specs
     # (what the runner tells a client; a client must not rewrite its own, or another's).
@@ -81,6 +86,11 @@ class RunDir:
 
     def save_results(self, results: dict[str, Any]) -> None:
         _write_json(self.results, results)
+
+
+def controller_result(root: Path) -> Path:
+    """How a run inside a controller ended (run/inside.py writes it at its store's root)."""
+    return Path(root) / "result.json"
 
 
 def _write_json(path: Path, doc: Any) -> None:
