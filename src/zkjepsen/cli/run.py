@@ -222,7 +222,7 @@ def analyze_command(store_dir: Path) -> None:
     stored = StoredRun.load(store_dir.resolve())
     history = stored.history()
     result = check_history(history, stored.spec, stored.store_dir)
-    run = RunResult(stored.spec, stored.store_dir, result["valid"], result, {})
+    run = RunResult(stored.spec, stored.store_dir, result.valid, result.to_json(), {})
     print_verdict(run)
     from zkjepsen.run.analysis import finish_report
 
@@ -231,7 +231,7 @@ def analyze_command(store_dir: Path) -> None:
         console.print(f"written {', '.join(written)} into {stored.store_dir}")
     if stored.results is not None:
         before = stored.results.get("valid")
-        same = before == result.get("valid")
+        same = before == result.valid
         console.print(
             f"stored verdict {before}: {'reproduced' if same else 'DIFFERS from this analysis'}"
         )

@@ -4,15 +4,18 @@ What the runner does after a run, and what `analyze` does to a stored one."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.store import RunDir
 
+if TYPE_CHECKING:
+    from zkjepsen.checker import Result
+
 
 def check_history(
     history, spec: TestSpec, store_dir: Path | None = None, checkers: dict | None = None
-) -> dict[str, Any]:
+) -> Result:
     """Run the workload's checkers (or `checkers`, a resolved test's) on a history (also what
     `analyze` does); with `store_dir`, write a counterexample HTML for every refuted
     linearizability checker there."""
@@ -22,15 +25,14 @@ def check_history(
     if checkers is None:
         checkers = get_workload(spec.workload).checkers(spec.params)
     checked = compose(checkers).check(history)
-    result = checked.to_json()
     if store_dir is not None and checked.valid is not True:
         try:
             from zkjepsen.report.counterexample import write_failures
 
             write_failures(checked, checkers, store_dir, history)
         except Exception as e:  # noqa: BLE001 - evidence, not the verdict
-            result["counterexample_error"] = f"{type(e).__name__}: {e}"
-    return result
+            checked.details["counterexample_error"] = f"{type(e).__name__}: {e}"
+    return checked
 
 
 def history_stats(records: list[dict]) -> dict[str, Any]:

@@ -204,10 +204,11 @@ def _judge(test: ResolvedTest, run_dir: RunDir, records, stats, log, phase: list
     store_dir = run_dir.path
     spec = test.spec
     result = check_history(history, spec, store_dir, checkers=test.checkers)
-    run_dir.save_results(result)
+    table = result.to_json()
+    run_dir.save_results(table)
     stats.update(history_stats(records))
-    log(f"verdict: {result['valid']} ({len(records)} history records)")
-    run = RunResult(spec, store_dir, result["valid"], result, stats)
+    log(f"verdict: {result.valid} ({len(records)} history records)")
+    run = RunResult(spec, store_dir, result.valid, table, stats)
     phase[0] = "report"
     render_reports(run, history)
     return run
