@@ -7,6 +7,7 @@ import ast
 
 from zkjepsen.cli.reproduce import emit_pytest
 from zkjepsen.nemesis import generator as g
+from zkjepsen.nemesis.executed import ExecutedFault
 from zkjepsen.reproduce.replay import faults_for_replay, violation_kinds
 from zkjepsen.reproduce.shrink import Candidate, ShrinkResult, candidates, triggered
 from zkjepsen.run.spec import TestSpec
@@ -14,6 +15,11 @@ from zkjepsen.run.stored import StoredRun
 from zkjepsen.store import RunDir
 
 S = 1_000_000_000
+
+
+def replayed(faults: list[dict], **kw):
+    """faults_for_replay of schedule.json tables, read back as a stored run reads them."""
+    return faults_for_replay([ExecutedFault.from_json(f) for f in faults], **kw)
 
 
 def fault(fid, f, start, length, chosen="holder", targets=("c2",)):
@@ -70,7 +76,7 @@ def test_violation_kinds():
 
 
 def test_role_targets_are_reaimed_and_identities_kept():
-    out = faults_for_replay(
+    out = replayed(
         [
             fault(1, "pause-client", 5, 4),
             fault(2, "kill-one", 9, 4, chosen="random", targets=["n2"]),
@@ -78,13 +84,11 @@ def test_role_targets_are_reaimed_and_identities_kept():
     )
     assert out[0]["targets"] is None and out[0]["target"] == "holder"
     assert out[1]["targets"] == ["n2"]
-    assert faults_for_replay([fault(1, "pause-client", 5, 4)], retarget=False)[0]["targets"] == [
-        "c2"
-    ]
+    assert replayed([fault(1, "pause-client", 5, 4)], retarget=False)[0]["targets"] == ["c2"]
 
 
 def test_candidates_drop_late_faults_first_then_try_the_guilty_fault_alone(tmp_path):
-    faults = faults_for_replay(
+    faults = replayed(
         [
             fault(1, "pause-client", 5, 4),
             fault(2, "pause-client", 15, 4),
@@ -106,7 +110,7 @@ def test_candidates_drop_late_faults_first_then_try_the_guilty_fault_alone(tmp_p
 
 
 def test_emitted_pytest_file_shows_the_schedule_as_generator_calls(tmp_path):
-    faults = faults_for_replay(
+    faults = replayed(
         [
             fault(2, "pause-client", 4, 4.5),
             fault(3, "kill-one", 12, 2, chosen="random", targets=["n1"]),
@@ -136,7 +140,7 @@ def test_emitted_pytest_file_shows_the_schedule_as_generator_calls(tmp_path):
 
 
 def test_shrink_offers_the_holder_fault_on_the_next_acquire(tmp_path):
-    faults = faults_for_replay(
+    faults = replayed(
         [
             fault(1, "pause-client", 15, 4),
             fault(2, "kill-one", 5, 4, chosen="random", targets=["n1"]),
@@ -158,7 +162,7 @@ def test_shrink_offers_the_holder_fault_on_the_next_acquire(tmp_path):
         "detail": {"chosen": "explicit"},
         "fired": {"armed_ns": 14 * S, "event_ns": 16 * S},
     }
-    again = faults_for_replay([executed])[0]
+    again = replayed([executed])[0]
     assert again["trigger"] == f["trigger"] and again["armed_ns"] == 14 * S
     assert again["targets"] is None and again["target"] == "trigger"
     assert candidates(run, trig[0]) and not any(

@@ -20,23 +20,12 @@ from typing import Any
 from zkjepsen.backends.base import Backend
 from zkjepsen.history.jsonl import Appender, read_records
 from zkjepsen.nemesis import Nemesis, NemesisError, clock, generator, partition, process
+from zkjepsen.nemesis.executed import FAULT_FIELDS
 from zkjepsen.nemesis.faults import FAULTS
 from zkjepsen.nemesis.targets import NemesisContext, ScheduleFiles
 from zkjepsen.nemesis.triggers import LANDS, QueueWatch, Trigger, TriggerWatch
 
 NEMESIS = "nemesis"
-# What a schedule.json fault carries for a replay (its timing and resolved targets).
-FAULT_FIELDS = (
-    "fault_id",
-    "f",
-    "target",
-    "targets",
-    "detail",
-    "params",
-    "duration",
-    "start_ns",
-    "end_ns",
-)
 
 
 class NemesisLog:

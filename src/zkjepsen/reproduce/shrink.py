@@ -264,7 +264,7 @@ def shrink(
     best = _fit_time_limit(
         Candidate(
             copy.deepcopy(run.spec),
-            faults_for_replay(run.schedule.get("faults", [])),
+            faults_for_replay(run.faults),
             "the original schedule",
         )
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.errors import BadInput
+from zkjepsen.nemesis.executed import ExecutedFault, NotAFault
 from zkjepsen.run.resolve import spec_from_json
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.store import RunDir, check_verdicts, read_json
@@ -20,22 +21,14 @@ def check_faults(faults: list[Any], source: Path) -> None:
     from zkjepsen.nemesis.faults import NEMESES
 
     for i, f in enumerate(faults, 1):
-        ok = (
-            isinstance(f, dict)
-            and f.get("f") in NEMESES
-            and all(
-                isinstance(f.get(k), int) and not isinstance(f.get(k), bool) and f[k] >= 0
-                for k in ("start_ns", "end_ns")
-            )
-            and f["end_ns"] >= f["start_ns"]
-            and isinstance(f.get("targets") or [], list)
-        )
-        if not ok:
+        try:
+            ExecutedFault.from_json(f, NEMESES)
+        except NotAFault:
             raise BadInput(
                 f"{source}: fault {i} is not a replayable fault (it needs a known "
                 f"fault name f and start_ns <= end_ns); give a {source.name} written "
                 "by zkjepsen"
-            )
+            ) from None
 
 
 @dataclass
@@ -51,6 +44,11 @@ class StoredRun:
     @property
     def store_dir(self) -> Path:
         return self.dir.path
+
+    @property
+    def faults(self) -> list[ExecutedFault]:
+        """The executed faults of its schedule.json, typed (checked when it was loaded)."""
+        return [ExecutedFault.from_json(f) for f in self.schedule.get("faults", [])]
 
     @classmethod
     def load(cls, store_dir: Path, need_results: bool = False) -> StoredRun:
