@@ -4,6 +4,7 @@ pytest file."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 
 from zkjepsen.cli.reproduce import emit_pytest
 from zkjepsen.nemesis import generator as g
@@ -137,6 +138,12 @@ def test_emitted_pytest_file_shows_the_schedule_as_generator_calls(tmp_path):
     ]
     assert planned[0]["at_s"] == 3.0  # armed a second before the original start
     assert ns["SPEC"].recipe == "kazoo" and ns["SPEC"].name == "reproduce-kazoo_counter"
+    # Only what differs from the defaults is spelled, and it is still the same spec.
+    spec_text = text.split("SPEC = TestSpec(")[1].split(")")[0]
+    for default in ("image=None", "pin_clients=False", "client_cmd=None", "proxy=False"):
+        assert default not in spec_text
+    assert "workload='counter'" in spec_text and "clients=8" in spec_text
+    assert ns["SPEC"] == dataclasses.replace(run.spec, name="reproduce-kazoo_counter")
 
 
 def test_shrink_offers_the_holder_fault_on_the_next_acquire(tmp_path):

@@ -201,6 +201,15 @@ def shrink_command(
     click.echo(f"written {files.schedule} and {test_file}")
 
 
+def spec_changes(spec: dict) -> dict:
+    """The settings of a spec's table that differ from `TestSpec()`'s: what a person would
+    write (no `image=None`, `pin_clients=False`, ...)."""
+    from zkjepsen.run.spec import TestSpec
+
+    defaults = TestSpec().to_json()
+    return {k: v for k, v in spec.items() if k not in defaults or v != defaults[k]}
+
+
 def emit_pytest(res, run: StoredRun, name: str) -> str:
     """A standalone pytest file (needs only zkjepsen installed) that fails while the bug exists.
     The schedule is written as the generator calls that make it (`steps(sleep(4),
@@ -227,7 +236,7 @@ def emit_pytest(res, run: StoredRun, name: str) -> str:
         else ""
     )
     body = "".join(f"    {item_text(i)},\n" for i in items)
-    spec_args = "".join(f"    {k}={v!r},\n" for k, v in spec.items())
+    spec_args = "".join(f"    {k}={v!r},\n" for k, v in spec_changes(spec).items())
     used = [
         "fault",
         *(["on"] if triggers else []),
