@@ -112,7 +112,7 @@ def run_test(
     import dataclasses
 
     from zkjepsen.backends.registry import provide_images
-    from zkjepsen.docker import mounts, resources, signals
+    from zkjepsen.docker import mounts, signals
     from zkjepsen.docker.engine import Engine
     from zkjepsen.run import controller
 
@@ -159,24 +159,7 @@ def run_test(
                 log(f"stopped in {phase[0]} by {type(e).__name__}: {e}".rstrip(": "))
                 raise
             finally:
-                # No signal interrupts this (a second Ctrl-C included); one that arrives is
-                # raised after it. The engine, not our bookkeeping, says what is left.
-                with signals.signals_deferred():
-                    ens.stop()
-                    teardown.left = resources.leftovers(client, ens.run_id)
-                    log(
-                        "ensemble torn down"
-                        + (
-                            f"; LEFT BEHIND: {', '.join(teardown.left)}"
-                            if teardown.left
-                            else "; nothing left"
-                        )
-                    )
-                    if signals.ignored_signals():
-                        log(f"ignored during teardown: {', '.join(signals.ignored_signals())}")
-                    # Whatever happened, the clients' files are merged now, so an interrupted
-                    # run has a history.jsonl for `analyze` like a finished one.
-                    records = _write_history(run_dir)
+                records = _tear_down(ens, client, teardown, run_dir, log)
             # Still guarded: a signal during the check or the reports says where the run's
             # folder is and what in it is complete, instead of a silent 143.
             return _judge(test, run_dir, records, stats, log, phase)
@@ -193,6 +176,24 @@ def run_test(
                 log(f"stopped in {phase[0]} by {type(e).__name__}: {e}".rstrip(": "))
         e.teardown = teardown  # type: ignore[attr-defined] - read by the CLI's message
         raise
+
+
+def _tear_down(ens, client, teardown: Teardown, run_dir: RunDir, log) -> list[dict]:
+    """Remove the run's containers and merge the clients' histories: the records."""
+    from zkjepsen.docker import resources, signals
+
+    # No signal interrupts this (a second Ctrl-C included); one that arrives is raised after
+    # it. The engine, not our bookkeeping, says what is left.
+    with signals.signals_deferred():
+        ens.stop()
+        teardown.left = resources.leftovers(client, ens.run_id)
+        left = f"; LEFT BEHIND: {', '.join(teardown.left)}" if teardown.left else "; nothing left"
+        log("ensemble torn down" + left)
+        if signals.ignored_signals():
+            log(f"ignored during teardown: {', '.join(signals.ignored_signals())}")
+        # Whatever happened, the clients' files are merged now, so an interrupted run has a
+        # history.jsonl for `analyze` like a finished one.
+        return _write_history(run_dir)
 
 
 def _judge(test: ResolvedTest, run_dir: RunDir, records, stats, log, phase: list[str]) -> RunResult:
@@ -253,16 +254,9 @@ def _run_phases(
     from zkjepsen.client.pool import ClientPool
     from zkjepsen.docker import signals
 
-    spec, workload, names = test.spec, test.workload, test.faults
+    spec, workload = test.spec, test.workload
     phase[0] = "ensemble start"
-    log(f"run {ens.run_id}: starting {spec.nodes} {spec.backend} servers")
-    ens.start()
-    leader = ens.leader()
-    log(
-        f"ensemble {ens.run_id} up: {ens.connect_string()}"
-        + (f" (leader {leader.name})" if leader else "")
-        + ("; files: copied (engine shares no filesystem)" if _copies(ens) else "")
-    )
+    _start_servers(spec, ens, log)
     t0_ns = time.monotonic_ns()
     zk = ens.host_session(spec.session_timeout_s)
     phase[0] = "host session"
@@ -282,40 +276,11 @@ def _run_phases(
         # Containers start in parallel and connect; the main phase (and the clock of the
         # fault schedule) begins when all of them are ready, so every client sees it whole.
         phase[0] = "client start"
-        pool.start(client_specs(test, ens, t0_ns))
-        laggards = pool.wait_connected(CONNECT_TIMEOUT_S)
-        if laggards:
-            log(
-                f"clients {laggards} did not connect within {CONNECT_TIMEOUT_S:g} s; "
-                "starting without them"
-            )
-        deadline = time.monotonic() + spec.time_limit_s + spec.recovery_s
-        pool.release(deadline)
-        log(f"{spec.clients} clients started; main phase {spec.time_limit_s:g}s")
+        deadline = _start_clients(test, ens, pool, t0_ns, log)
         if display:
             display.attach(run_dir, t0_ns, spec)
-        executed: list[dict] = []
         phase[0] = "main phase"
-        if names or schedule or test.generator:
-            from zkjepsen.nemesis.schedule import run_nemesis
-
-            executed = run_nemesis(
-                ens,
-                pool,
-                names,
-                seed=spec.seed,
-                time_limit_s=spec.time_limit_s,
-                interval_s=spec.interval_s,
-                fault_duration_s=spec.fault_duration_s,
-                session_timeout_s=spec.session_timeout_s,
-                t0_ns=t0_ns,
-                files=run_dir,
-                stop_event=stop,
-                schedule=schedule,
-                gen=test.generator,
-            )
-        else:
-            stop.wait(spec.time_limit_s)
+        executed = _main_phase(test, ens, pool, run_dir, schedule, stop, t0_ns)
         log(
             f"main phase over; {len(executed)} faults executed and healed; "
             f"recovery {spec.recovery_s:g}s"
@@ -334,16 +299,7 @@ def _run_phases(
         if any(c is None for c in codes.values()):
             log("some clients did not stop in time; stopping them")
         phase[0] = "final read"
-        try:
-            with signals.deadline(
-                FINAL_TIMEOUT_S,
-                lambda: signals.PhaseTimeout(
-                    f"the final read did not finish within {FINAL_TIMEOUT_S:g} s"
-                ),
-            ):
-                workload.final(host_ctx)
-        except signals.PhaseTimeout as e:
-            log(f"{e}; the verdict goes without it")
+        _final_read(workload, host_ctx, log)
         phase[0] = "teardown"
     finally:
         # Deferred too: a signal in the middle of this would leave kazoo's threads running.
@@ -356,6 +312,78 @@ def _run_phases(
             host_ctx.recorder.close()
             if display:
                 display.detach()
+
+
+def _start_servers(spec: TestSpec, ens, log) -> None:
+    log(f"run {ens.run_id}: starting {spec.nodes} {spec.backend} servers")
+    ens.start()
+    leader = ens.leader()
+    log(
+        f"ensemble {ens.run_id} up: {ens.connect_string()}"
+        + (f" (leader {leader.name})" if leader else "")
+        + ("; files: copied (engine shares no filesystem)" if _copies(ens) else "")
+    )
+
+
+def _start_clients(test: ResolvedTest, ens, pool, t0_ns: int, log) -> float:
+    """Every client container started, connected (or given up on) and released together;
+    returns when they stop (monotonic)."""
+    spec = test.spec
+    pool.start(client_specs(test, ens, t0_ns))
+    laggards = pool.wait_connected(CONNECT_TIMEOUT_S)
+    if laggards:
+        log(
+            f"clients {laggards} did not connect within {CONNECT_TIMEOUT_S:g} s; "
+            "starting without them"
+        )
+    deadline = time.monotonic() + spec.time_limit_s + spec.recovery_s
+    pool.release(deadline)
+    log(f"{spec.clients} clients started; main phase {spec.time_limit_s:g}s")
+    return deadline
+
+
+def _main_phase(
+    test: ResolvedTest, ens, pool, run_dir: RunDir, schedule, stop: threading.Event, t0_ns: int
+) -> list[dict]:
+    """The clients run while the nemesis injects faults (or, without any, the time limit
+    passes); returns the executed faults, all healed."""
+    spec = test.spec
+    if not (test.faults or schedule or test.generator):
+        stop.wait(spec.time_limit_s)
+        return []
+    from zkjepsen.nemesis.schedule import run_nemesis
+
+    return run_nemesis(
+        ens,
+        pool,
+        test.faults,
+        seed=spec.seed,
+        time_limit_s=spec.time_limit_s,
+        interval_s=spec.interval_s,
+        fault_duration_s=spec.fault_duration_s,
+        session_timeout_s=spec.session_timeout_s,
+        t0_ns=t0_ns,
+        files=run_dir,
+        stop_event=stop,
+        schedule=schedule,
+        gen=test.generator,
+    )
+
+
+def _final_read(workload, host_ctx: ClientContext, log) -> None:
+    """The workload's final reads, bounded: without them the verdict goes on what it has."""
+    from zkjepsen.docker import signals
+
+    try:
+        with signals.deadline(
+            FINAL_TIMEOUT_S,
+            lambda: signals.PhaseTimeout(
+                f"the final read did not finish within {FINAL_TIMEOUT_S:g} s"
+            ),
+        ):
+            workload.final(host_ctx)
+    except signals.PhaseTimeout as e:
+        log(f"{e}; the verdict goes without it")
 
 
 class RunLog:
