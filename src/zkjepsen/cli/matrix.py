@@ -100,6 +100,82 @@ def _split(text: str, what: str) -> list[str]:
     return items
 
 
+def cell_specs(
+    cells: list[str], runs: int, seed: int, zk_version: str | None, common: dict
+) -> list[tuple[str, TestSpec]]:
+    """(cell, spec) of every run of the matrix: run k of a cell has seed + k - 1. Run-major:
+    every cell's first run, then every cell's second... so a matrix cut short (a deadline, a
+    crash) leaves every cell partly filled, not the last rows empty."""
+    out = []
+    for i in range(runs):
+        for cell in cells:
+            row, nemesis = cell.split("|")
+            recipe, _, version = row.partition(ZK_ROW)
+            spec = TestSpec(
+                recipe=recipe.partition("@")[0],
+                backend=recipe.partition("@")[2] or None,
+                zk_version=version or zk_version,
+                nemesis=nemesis.split("+"),
+                seed=seed + i,
+                **common,
+            )
+            out.append((cell, spec))
+    return out
+
+
+def matrix_engines(engines, specs, runs: int, zk_version, zk_versions, client_suite) -> list:
+    """The engines the runs go to, each with the images the matrix's backends need."""
+    from zkjepsen.backends.zookeeper import versions as zkversions
+
+    backends = tuple(s.backend for _, s in specs[::runs] if s.backend)
+    versions = [*(zk_versions or [zk_version or zkversions.DEFAULT])]
+    if client_suite:
+        versions.append(zkversions.client_suite(client_suite).name)
+    return prepare(engines, backends=backends, zk_versions=tuple(versions))
+
+
+class Progress:
+    """A matrix's progress lines, and its manifest rewritten after every run (a matrix killed
+    half-way still has its finished runs on record; `zkjepsen merge STORE` renders them)."""
+
+    def __init__(self, total: int, width: int, manifest: tuple, finished: list[dict]) -> None:
+        self.total, self.width, self.manifest, self.finished = total, width, manifest, finished
+
+    def begin(self, i, job, engine) -> None:
+        console.print(
+            f"[{i + 1}/{self.total}] {job.spec.recipe} x {'+'.join(job.spec.nemesis)} "
+            f"seed {job.spec.seed}"
+            + (f" ZooKeeper {job.spec.zk_version}" if job.spec.zk_version else "")
+            + (f" on {engine.name}" if self.width > 1 else ""),
+            markup=False,
+            highlight=False,
+        )
+
+    def done(self, i, o) -> None:
+        from zkjepsen.report import findings
+
+        self.finished.append(self.record(o))
+        findings.write_manifest(*self.manifest[:3], self.finished, self.manifest[3])
+        error = o.run.results.get("error")
+        console.print(
+            f"    {'' if self.width == 1 else f'[{i + 1}] '}-> {o.run.valid}  "
+            + (f"(error: {error})" if error else f"({o.run.store_dir})"),
+            markup=False,
+            highlight=False,
+        )
+
+    @staticmethod
+    def record(o) -> dict:
+        return {
+            "cell": o.job.tag,
+            "seed": o.job.spec.seed,
+            "valid": o.run.valid,
+            "results": o.run.results,
+            "store": str(o.run.store_dir),
+            "engine": o.engine,
+        }
+
+
 @click.command("matrix")
 @click.option(
     "--recipes",
@@ -193,31 +269,18 @@ def matrix_command(
         extra[k] = _scalar(v)
     all_cells = [f"{rc}|{nm}" for rc in rows for nm in nemesis_list]
     mine = findings.cells_of_shard(all_cells, share)
-    specs = [
-        (
-            cell,
-            TestSpec(
-                recipe=cell.split("|")[0].partition(ZK_ROW)[0].partition("@")[0],
-                backend=cell.split("|")[0].partition(ZK_ROW)[0].partition("@")[2] or None,
-                zk_version=cell.split("|")[0].partition(ZK_ROW)[2] or zk_version,
-                client_suite=client_suite,
-                workload=workload,
-                nemesis=cell.split("|")[1].split("+"),
-                nodes=nodes,
-                clients=clients,
-                time_limit_s=time_limit,
-                session_timeout_s=session_timeout,
-                seed=seed + i,
-                params=extra,
-                recovery_s=5.0,
-                interval_s=interval,
-            ),
-        )
-        # Run-major: every cell's first run, then every cell's second... so a matrix cut short
-        # (a deadline, a crash) leaves every cell partly filled, not the last rows empty.
-        for i in range(runs)
-        for cell in all_cells
-    ]
+    common = {
+        "client_suite": client_suite,
+        "workload": workload,
+        "nodes": nodes,
+        "clients": clients,
+        "time_limit_s": time_limit,
+        "session_timeout_s": session_timeout,
+        "params": extra,
+        "recovery_s": 5.0,
+        "interval_s": interval,
+    }
+    specs = cell_specs(all_cells, runs, seed, zk_version, common)
     from zkjepsen.run.resolve import validate_spec
 
     # A cell whose fault means nothing on its recipe's backend (no leader, no PostgreSQL...)
@@ -255,13 +318,9 @@ def matrix_command(
         jobs = [j for j in jobs if (j.tag, j.spec.seed) not in kept]
         console.print(f"resuming: {len(finished)} runs on record, {len(jobs)} to run")
     previous = list(finished)
-    backends = tuple(s.backend for _, s in specs[::runs] if s.backend)
-    from zkjepsen.backends.zookeeper import versions as zkversions
-
-    versions = [*(zk_versions or [zk_version or zkversions.DEFAULT])]
-    if client_suite:
-        versions.append(zkversions.client_suite(client_suite).name)
-    engine_list = prepare(engines, backends=backends, zk_versions=tuple(versions)) if jobs else []
+    engine_list = (
+        matrix_engines(engines, specs, runs, zk_version, zk_versions, client_suite) if jobs else []
+    )
     if share:
         console.print(
             f"shard {share[0]}/{share[1]}: {len(mine)} of {len(all_cells)} cells, {len(jobs)} runs"
@@ -276,43 +335,17 @@ def matrix_command(
     )
     origin = {"started": started, "where": where}
 
-    def begin(i, job, engine):
-        console.print(
-            f"[{i + 1}/{len(jobs)}] {job.spec.recipe} x {'+'.join(job.spec.nemesis)} "
-            f"seed {job.spec.seed}"
-            + (f" ZooKeeper {job.spec.zk_version}" if job.spec.zk_version else "")
-            + (f" on {engine.name}" if width > 1 else ""),
-            markup=False,
-            highlight=False,
-        )
-
-    def done(i, o):
-        finished.append(record(o))
-        # The manifest after every run: a matrix killed half-way still has its finished runs
-        # on record, and `zkjepsen merge STORE` renders them.
-        findings.write_manifest(manifest_root, settings, share, finished, origin)
-        error = o.run.results.get("error")
-        console.print(
-            f"    {'' if width == 1 else f'[{i + 1}] '}-> {o.run.valid}  "
-            + (f"(error: {error})" if error else f"({o.run.store_dir})"),
-            markup=False,
-            highlight=False,
-        )
-
-    def record(o) -> dict:
-        return {
-            "cell": o.job.tag,
-            "seed": o.job.spec.seed,
-            "valid": o.run.valid,
-            "results": o.run.results,
-            "store": str(o.run.store_dir),
-            "engine": o.engine,
-        }
-
+    progress = Progress(len(jobs), width, (manifest_root, settings, share, origin), finished)
     t0, load0 = time.monotonic(), os.getloadavg()[0]
     try:
         outcomes = run_jobs(
-            jobs, engine_list, parallel, store_root, on_start=begin, on_done=done, keep_going=True
+            jobs,
+            engine_list,
+            parallel,
+            store_root,
+            on_start=progress.begin,
+            on_done=progress.done,
+            keep_going=True,
         )
     except BaseException as e:
         if finished:  # an interrupt's message says where the matrix's finished runs are
@@ -322,7 +355,7 @@ def matrix_command(
                 f"merge {manifest_root}` renders them, the same matrix with --resume continues it"
             )
         raise
-    records = previous + [record(o) for o in outcomes]
+    records = previous + [Progress.record(o) for o in outcomes]
     results: dict[str, list[dict]] = {}
     for r in sorted(records, key=lambda r: r["seed"]):
         results.setdefault(r["cell"], []).append(r)
