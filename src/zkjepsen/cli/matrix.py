@@ -12,15 +12,22 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from zkjepsen.cli.engines import engine_option, parallel_option, prepare
+from zkjepsen.cli.cells import (
+    MANIFEST_COMMON,
+    ZK_ROW,
+    Progress,
+    cell_specs,
+    cell_table,
+    console,
+    matrix_engines,
+    parse_params,
+    resume_note,
+)
+from zkjepsen.cli.engines import engine_option, parallel_option
 from zkjepsen.cli.options import STORE_PATH
 from zkjepsen.cli.versions import zk_version_option, zk_versions_option
 from zkjepsen.errors import BadInput
 from zkjepsen.report.findings import cell_summary, markdown_table  # noqa: F401 - re-exported
-from zkjepsen.run.spec import TestSpec
-
-console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
-ZK_ROW = " zk"  # a matrix row of one ZooKeeper version: "kazoo zk3.4"
 
 
 @click.command("list")
@@ -100,82 +107,6 @@ def _split(text: str, what: str) -> list[str]:
     return items
 
 
-def cell_specs(
-    cells: list[str], runs: int, seed: int, zk_version: str | None, common: dict
-) -> list[tuple[str, TestSpec]]:
-    """(cell, spec) of every run of the matrix: run k of a cell has seed + k - 1. Run-major:
-    every cell's first run, then every cell's second... so a matrix cut short (a deadline, a
-    crash) leaves every cell partly filled, not the last rows empty."""
-    out = []
-    for i in range(runs):
-        for cell in cells:
-            row, nemesis = cell.split("|")
-            recipe, _, version = row.partition(ZK_ROW)
-            spec = TestSpec(
-                recipe=recipe.partition("@")[0],
-                backend=recipe.partition("@")[2] or None,
-                zk_version=version or zk_version,
-                nemesis=nemesis.split("+"),
-                seed=seed + i,
-                **common,
-            )
-            out.append((cell, spec))
-    return out
-
-
-def matrix_engines(engines, specs, runs: int, zk_version, zk_versions, client_suite) -> list:
-    """The engines the runs go to, each with the images the matrix's backends need."""
-    from zkjepsen.backends.zookeeper import versions as zkversions
-
-    backends = tuple(s.backend for _, s in specs[::runs] if s.backend)
-    versions = [*(zk_versions or [zk_version or zkversions.DEFAULT])]
-    if client_suite:
-        versions.append(zkversions.client_suite(client_suite).name)
-    return prepare(engines, backends=backends, zk_versions=tuple(versions))
-
-
-class Progress:
-    """A matrix's progress lines, and its manifest rewritten after every run (a matrix killed
-    half-way still has its finished runs on record; `zkjepsen merge STORE` renders them)."""
-
-    def __init__(self, total: int, width: int, manifest: tuple, finished: list[dict]) -> None:
-        self.total, self.width, self.manifest, self.finished = total, width, manifest, finished
-
-    def begin(self, i, job, engine) -> None:
-        console.print(
-            f"[{i + 1}/{self.total}] {job.spec.recipe} x {'+'.join(job.spec.nemesis)} "
-            f"seed {job.spec.seed}"
-            + (f" ZooKeeper {job.spec.zk_version}" if job.spec.zk_version else "")
-            + (f" on {engine.name}" if self.width > 1 else ""),
-            markup=False,
-            highlight=False,
-        )
-
-    def done(self, i, o) -> None:
-        from zkjepsen.report import findings
-
-        self.finished.append(self.record(o))
-        findings.write_manifest(*self.manifest[:3], self.finished, self.manifest[3])
-        error = o.run.results.get("error")
-        console.print(
-            f"    {'' if self.width == 1 else f'[{i + 1}] '}-> {o.run.valid}  "
-            + (f"(error: {error})" if error else f"({o.run.store_dir})"),
-            markup=False,
-            highlight=False,
-        )
-
-    @staticmethod
-    def record(o) -> dict:
-        return {
-            "cell": o.job.tag,
-            "seed": o.job.spec.seed,
-            "valid": o.run.valid,
-            "results": o.run.results,
-            "store": str(o.run.store_dir),
-            "engine": o.engine,
-        }
-
-
 @click.command("matrix")
 @click.option(
     "--recipes",
@@ -248,7 +179,6 @@ def matrix_command(
 ) -> None:
     """Run every recipe x nemesis cell K times; print and write the verdict table. With
     --zk-versions, every recipe has a row per ZooKeeper version ("kazoo zk3.4")."""
-    from zkjepsen.cli.options import scalar as _scalar
     from zkjepsen.report import findings
     from zkjepsen.run.fanout import Job, run_jobs
     from zkjepsen.store import DEFAULT_ROOT, check_root
@@ -261,12 +191,7 @@ def matrix_command(
     rows = [f"{rc}{ZK_ROW}{v}" for rc in recipe_list for v in zk_versions or [None]]
     rows = [r.removesuffix(f"{ZK_ROW}None") for r in rows]
     share = findings.parse_shard(shard)
-    extra = {}
-    for p in params:
-        k, sep, v = p.partition("=")
-        if not sep:
-            raise BadInput(f"--param {p!r} is not KEY=VALUE")
-        extra[k] = _scalar(v)
+    extra = parse_params(params)
     all_cells = [f"{rc}|{nm}" for rc in rows for nm in nemesis_list]
     mine = findings.cells_of_shard(all_cells, share)
     common = {
@@ -289,13 +214,8 @@ def matrix_command(
     for cell, s in specs[: len(all_cells)]:
         if cell not in na:
             validate_spec(s)  # every name checked before the first cluster starts (all shards')
-    settings = {
-        "workload": workload,
-        "nodes": nodes,
-        "clients": clients,
-        "time_limit_s": time_limit,
-        "session_timeout_s": session_timeout,
-        "params": extra,
+    settings = {  # what a --resume must match, and the table's header
+        **{k: common[k] for k in MANIFEST_COMMON},
         "runs": runs,
         "seed": seed,
         "interval_s": interval,
@@ -349,18 +269,10 @@ def matrix_command(
         )
     except BaseException as e:
         if finished:  # an interrupt's message says where the matrix's finished runs are
-            e.matrix_note = (  # type: ignore[attr-defined]
-                f"{len(finished)} finished run{'s are' if len(finished) > 1 else ' is'} on "
-                f"record in {manifest_root}: `zkjepsen "
-                f"merge {manifest_root}` renders them, the same matrix with --resume continues it"
-            )
+            e.matrix_note = resume_note(len(finished), manifest_root)  # type: ignore[attr-defined]
         raise
     records = previous + [Progress.record(o) for o in outcomes]
-    results: dict[str, list[dict]] = {}
-    for r in sorted(records, key=lambda r: r["seed"]):
-        results.setdefault(r["cell"], []).append(r)
-    cells = {k: findings.cell_summary(v) for k, v in results.items()}
-    cells.update({k: {"na": why} for k, why in na.items() if k in mine})
+    cells = cell_table(records, {k: why for k, why in na.items() if k in mine})
     findings.write_manifest(manifest_root, settings, share, records, origin)
     load = f"load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
     where = where.replace(" cores)", f" cores, {load})", 1)
