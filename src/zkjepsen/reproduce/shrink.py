@@ -26,6 +26,7 @@ from zkjepsen.reproduce.replay import (
     replay,
     violation_kinds,
 )
+from zkjepsen.run.resolve import reportable_kinds
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.run.stored import StoredRun
 
@@ -196,18 +197,6 @@ def _violation_fault_ids(run: StoredRun) -> set:
     out: set = set()
     for _, v in as_result(run.results).named_violations():
         out |= v.fault_ids
-    return out
-
-
-def reportable_kinds(spec: TestSpec) -> set[str]:
-    """Every `checker:kind` label the run's workload can report (violation_kinds' labels); a
-    checker that types no violation is named bare."""
-    from zkjepsen.workloads import get_workload
-
-    out: set[str] = set()
-    for name, checker in get_workload(spec.workload).checkers(spec.params).items():
-        kinds = getattr(checker, "KINDS", None)
-        out |= {name} if kinds is None else {f"{name}:{k}" for k in kinds}
     return out
 
 

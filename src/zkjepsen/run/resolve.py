@@ -269,3 +269,15 @@ def resolve(spec: TestSpec, gen: Gen | None = None) -> ResolvedTest:
         generator=gen or fault_generator(spec, names),
         checkers=workload.checkers(spec.params),
     )
+
+
+def reportable_kinds(spec: TestSpec) -> set[str]:
+    """Every `checker:kind` label the run's workload can report (violation_kinds' labels); a
+    checker that types no violation is named bare."""
+    from zkjepsen.workloads import get_workload
+
+    out: set[str] = set()
+    for name, checker in get_workload(spec.workload).checkers(spec.params).items():
+        kinds = getattr(checker, "KINDS", None)
+        out |= {name} if kinds is None else {f"{name}:{k}" for k in kinds}
+    return out
