@@ -38,10 +38,10 @@ DEFAULT = (
 def run(
     ens, out: Path, recipe: str, clients: int, seconds: float, writes: int, protocol: bool = False
 ) -> list[dict]:
-    from zkjepsen.client.command import is_foreign, program_for
     from zkjepsen.client.pool import ClientPool
     from zkjepsen.client.spec import ClientSpec
     from zkjepsen.history.jsonl import merge_records
+    from zkjepsen.run.resolve import is_foreign, program_for
 
     workload = "raw" if recipe == "raw" else "lock"
     params = {
@@ -156,7 +156,7 @@ def main() -> None:
     ap.add_argument("--mode", choices=("in-process", "protocol", "both"), default="in-process")
     args = ap.parse_args()
     from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
-    from zkjepsen.client.command import is_foreign
+    from zkjepsen.run.resolve import is_foreign
     from zkjepsen.store import new_run_dir
 
     d = new_run_dir("bench-recipes").path

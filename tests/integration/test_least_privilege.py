@@ -26,13 +26,13 @@ import pytest
 from kazoo.client import KazooClient
 
 from zkjepsen.client import seal
-from zkjepsen.client.command import program_for
 from zkjepsen.client.pool import SRC_DIR, ClientPool, package_bind
 from zkjepsen.client.spec import ClientSpec
 from zkjepsen.docker import resources
 from zkjepsen.nemesis.partition import chain_name
 from zkjepsen.nemesis.schedule import FaultNemesis, NemesisLog, heal_all
 from zkjepsen.nemesis.targets import NemesisContext
+from zkjepsen.run.resolve import program_for
 from zkjepsen.store import RunDir
 from zkjepsen.workloads import get_workload
 from zkjepsen.workloads.context import ClientContext, Recorder

@@ -350,7 +350,7 @@ def test_run_nemesis_records_schedule_and_replays(rig, tmp_path):
         fault_duration_s=1.5,
         session_timeout_s=SESSION_S,
         t0_ns=t0,
-        out_dir=tmp_path / "a",
+        files=RunDir(tmp_path / "a"),
     )
     assert executed and all(e["end_ns"] > e["start_ns"] for e in executed)
     sched = json.loads((tmp_path / "a" / "schedule.json").read_text())
@@ -361,7 +361,14 @@ def test_run_nemesis_records_schedule_and_replays(rig, tmp_path):
     # Replay: same faults, same resolved targets, at the same times since (a new) t0.
     t1 = time.monotonic_ns()
     again = run_nemesis(
-        ens, pool, [], seed=99, time_limit_s=8, t0_ns=t1, out_dir=tmp_path / "b", schedule=sched
+        ens,
+        pool,
+        [],
+        seed=99,
+        time_limit_s=8,
+        t0_ns=t1,
+        files=RunDir(tmp_path / "b"),
+        schedule=sched,
     )
     assert [(e["f"], e["targets"]) for e in again] == [(e["f"], e["targets"]) for e in executed]
     for a, b in zip(executed, again, strict=True):
@@ -382,7 +389,15 @@ def test_run_nemesis_heals_on_interrupt(rig, tmp_path):
     gen = g.phases(g.sleep(0.5), g.once(g.Fault("partition-one", duration=30)))
     t = time.monotonic()
     executed = run_nemesis(
-        ens, pool, [], seed=1, time_limit_s=60, t0_ns=t0, out_dir=tmp_path, stop_event=stop, gen=gen
+        ens,
+        pool,
+        [],
+        seed=1,
+        time_limit_s=60,
+        t0_ns=t0,
+        files=RunDir(tmp_path),
+        stop_event=stop,
+        gen=gen,
     )
     assert time.monotonic() - t < 10
     assert len(executed) == 1 and executed[0]["end_ns"] - executed[0]["start_ns"] < 5e9

@@ -30,7 +30,7 @@ def run_workload(
 ):
     """setup -> clients for `seconds` (`during(pool, zk)` runs meanwhile) -> final -> check.
     `protocol`: the recipe runs behind the client wire protocol (the Python driver)."""
-    from zkjepsen.client.command import program_for
+    from zkjepsen.run.resolve import program_for
 
     plan = program_for(recipe, workload) if protocol else None
     wl = get_workload(workload)

@@ -12,7 +12,8 @@ from zkjepsen.backends.zookeeper.image import zookeeper_recipe as zk_recipe
 from zkjepsen.docker import image
 from zkjepsen.errors import BadInput
 from zkjepsen.recipes import resolve_backend
-from zkjepsen.run.spec import TestSpec, validate_spec
+from zkjepsen.run.resolve import validate_spec
+from zkjepsen.run.spec import TestSpec
 
 
 def test_the_zookeeper_image_hash_is_the_one_from_before_image_recipes():
@@ -81,7 +82,8 @@ def test_what_a_redis_lock_cannot_do_is_refused_before_anything_starts():
 
 
 def test_a_service_recipe_runs_through_the_service_driver():
-    from zkjepsen.client.command import SERVICE_DRIVER, program_for
+    from zkjepsen.client.command import SERVICE_DRIVER
+    from zkjepsen.run.resolve import program_for
 
     plan = program_for("redis-setnx", "lock")
     assert plan is not None and plan.argv == (*SERVICE_DRIVER, "redis-setnx")

@@ -173,7 +173,8 @@ def test_a_missing_program_is_a_client_error(tmp_path: Path) -> None:
 
 
 def test_which_program_a_client_runs(tmp_path: Path) -> None:
-    from zkjepsen.client.command import PROGRAM_DIR, PYTHON_DRIVER, program_for
+    from zkjepsen.client.command import PROGRAM_DIR, PYTHON_DRIVER
+    from zkjepsen.run.resolve import program_for
 
     assert program_for("kazoo", "lock").argv == (*PYTHON_DRIVER, "kazoo")
     assert program_for("kazoo", "lock", client_mode="in-process") is None
@@ -267,8 +268,8 @@ def test_a_program_other_users_cannot_read_is_refused_up_front(tmp_path: Path) -
     --client-dir or exec:PATH would fail there, so it is bad input here."""
     from types import SimpleNamespace
 
-    from zkjepsen.client.command import validate_program
     from zkjepsen.errors import BadInput
+    from zkjepsen.run.resolve import validate_program
 
     def spec(recipe: str, client_cmd=None, client_dir=None):
         return SimpleNamespace(

@@ -162,9 +162,11 @@ def test_a_client_that_logged_errors_or_that_nobody_beat_is_untested():
 
 
 def test_an_unfair_recipe_runs_fewer_clients_unless_told():
+    from zkjepsen.run.resolve import settle, spec_from_json
     from zkjepsen.run.spec import TestSpec
 
-    assert TestSpec().clients == 10
-    assert TestSpec(recipe="pg-for-update").clients == 5  # its NOWAIT polling starves waiters
-    assert TestSpec.from_json({"recipe": "pg-for-update", "clients": 10}).clients == 10
-    assert TestSpec(recipe="pg-advisory").clients == 10
+    assert TestSpec().clients is None  # the plain value names no registry: resolve settles it
+    assert settle(TestSpec()).clients == 10
+    assert settle(TestSpec(recipe="pg-for-update")).clients == 5  # NOWAIT polling starves
+    assert spec_from_json({"recipe": "pg-for-update", "clients": 10}).clients == 10
+    assert settle(TestSpec(recipe="pg-advisory")).clients == 10

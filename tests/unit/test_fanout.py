@@ -149,7 +149,6 @@ def test_a_matrix_cut_short_keeps_its_finished_runs_and_says_how_many(tmp_path, 
     """Runs go run-major (every cell's first run, then the seconds), the manifest is written
     after every run, and the table of a matrix killed half-way counts what it holds."""
     from zkjepsen.cli import main
-    from zkjepsen.cli import matrix as matrix_cli
     from zkjepsen.run import fanout
 
     order = []
@@ -164,7 +163,7 @@ def test_a_matrix_cut_short_keeps_its_finished_runs_and_says_how_many(tmp_path, 
         raise KeyboardInterrupt  # the deadline: killed after 5 of 6 runs
 
     monkeypatch.setattr(fanout, "run_jobs", fake_run_jobs)
-    monkeypatch.setattr(matrix_cli, "prepare", lambda engines, backends=(), **kw: [Engine()])
+    monkeypatch.setattr("zkjepsen.cli.cells.prepare", lambda engines, backends=(), **kw: [Engine()])
     monkeypatch.chdir(tmp_path)
     argv = ["matrix", "--recipes", "kazoo,blog", "--nemeses", "none", "--runs", "3"]
     # An interrupted CLI ignores later signals while it exits; this process goes on testing.
@@ -196,7 +195,6 @@ def test_a_matrix_cut_short_resumes_where_it_stopped(tmp_path, monkeypatch):
     """--resume keeps the runs on record, runs only the (cell, seed) pairs missing, and a
     larger --runs extends the matrix; a different matrix in the store is refused (254)."""
     from zkjepsen.cli import main
-    from zkjepsen.cli import matrix as matrix_cli
     from zkjepsen.run import fanout
 
     ran: list[tuple[str, int]] = []
@@ -217,7 +215,7 @@ def test_a_matrix_cut_short_resumes_where_it_stopped(tmp_path, monkeypatch):
         return outs
 
     monkeypatch.setattr(fanout, "run_jobs", fake_run_jobs)
-    monkeypatch.setattr(matrix_cli, "prepare", lambda engines, backends=(), **kw: [Engine()])
+    monkeypatch.setattr("zkjepsen.cli.cells.prepare", lambda engines, backends=(), **kw: [Engine()])
     monkeypatch.chdir(tmp_path)
     argv = ["matrix", "--recipes", "kazoo,blog", "--nemeses", "none", "--store", "st"]
 
@@ -313,7 +311,8 @@ def test_cleanup_of_one_engine_leaves_a_live_run_of_another_alone(tmp_path, monk
 # ---- shrink in parallel ----------------------------------------------------------------------
 def _stored(tmp_path):
     from zkjepsen.run.spec import TestSpec
-    from zkjepsen.store import RunDir, StoredRun
+    from zkjepsen.run.stored import StoredRun
+    from zkjepsen.store import RunDir
 
     fault = {
         "fault_id": 1,

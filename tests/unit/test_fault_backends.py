@@ -14,7 +14,8 @@ from zkjepsen.errors import BadInput
 from zkjepsen.nemesis.faults import FAULTS, not_applicable
 from zkjepsen.nemesis.redlock import PartitionRedlock
 from zkjepsen.report import findings
-from zkjepsen.run.spec import TestSpec, validate_spec
+from zkjepsen.run.resolve import validate_spec
+from zkjepsen.run.spec import TestSpec
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from zkjepsen.nemesis import generator as g
 from zkjepsen.nemesis import schedule
 from zkjepsen.nemesis.faults import FAULTS, FaultKind
 from zkjepsen.nemesis.targets import NemesisContext, resolve_servers
+from zkjepsen.store import RunDir
 
 
 class FakeFamily:
@@ -61,7 +62,7 @@ def _run(ens, tmp_path, **kw):
         seed=3,
         time_limit_s=1.0,
         t0_ns=time.monotonic_ns(),
-        out_dir=tmp_path,
+        files=RunDir(tmp_path),
         session_timeout_s=0.2,
         fault_duration_s=0.05,
     )
@@ -122,7 +123,7 @@ def test_replay_uses_recorded_targets_and_times(fake, tmp_path):
         seed=999,
         time_limit_s=1.0,
         t0_ns=time.monotonic_ns(),
-        out_dir=tmp_path / "b",
+        files=RunDir(tmp_path / "b"),
         schedule=sched,
     )
     assert [(e["f"], e["targets"]) for e in b] == [(e["f"], e["targets"]) for e in a]
@@ -233,7 +234,7 @@ def test_a_triggered_fault_waits_for_its_event_and_hits_the_client_it_names(monk
         g.sleep(0.05), g.on(on_acquire(delay_s=0.1), g.fault("pause-client", duration=0.05))
     )
     executed = schedule.run_nemesis(
-        ens, pool, [], seed=1, time_limit_s=2.0, t0_ns=t0, out_dir=tmp_path, gen=gen
+        ens, pool, [], seed=1, time_limit_s=2.0, t0_ns=t0, files=RunDir(tmp_path), gen=gen
     )
     assert fam.calls == [("apply", ("c2",)), ("undo", ("c2",))]
     (f,) = executed
@@ -252,7 +253,7 @@ def test_a_triggered_fault_waits_for_its_event_and_hits_the_client_it_names(monk
         seed=1,
         time_limit_s=0.5,
         t0_ns=t0,
-        out_dir=tmp_path / "replay",
+        files=RunDir(tmp_path / "replay"),
         schedule={"faults": [{**f, "targets": None}]},
     )
     assert again == [] and fam.calls == []
@@ -305,7 +306,7 @@ def test_a_triggered_fault_that_lands_after_the_hold_is_undone_and_re_armed(monk
     threading.Thread(target=acquire_twice).start()
     gen = g.steps(g.on(on_acquire(retries=3), g.fault("pause-client", duration=0.1)))
     executed = schedule.run_nemesis(
-        ens, pool, [], seed=1, time_limit_s=2.0, t0_ns=t0, out_dir=tmp_path, gen=gen
+        ens, pool, [], seed=1, time_limit_s=2.0, t0_ns=t0, files=RunDir(tmp_path), gen=gen
     )
     # Missed once (the hold ended before the fault was in place): undone at once, re-armed,
     # and the second acquire's hold is where it landed.
@@ -361,7 +362,7 @@ def test_a_triggered_fault_whose_apply_failed_is_re_armed(monkeypatch, tmp_path)
     threading.Thread(target=acquire_twice).start()
     gen = g.steps(g.on(on_acquire(retries=3), g.fault("pause-client", duration=0.1)))
     (f,) = schedule.run_nemesis(
-        ens, pool, [], seed=1, time_limit_s=2.0, t0_ns=t0, out_dir=tmp_path, gen=gen
+        ens, pool, [], seed=1, time_limit_s=2.0, t0_ns=t0, files=RunDir(tmp_path), gen=gen
     )
     assert f["attempt"] == 2 and f["landed"] is True and not f.get("error")
     assert len(f["missed"]) == 1

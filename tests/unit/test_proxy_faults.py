@@ -12,7 +12,8 @@ from zkjepsen.client.zkproxy import ZkProxy, command
 from zkjepsen.errors import BadInput
 from zkjepsen.nemesis import NemesisError
 from zkjepsen.nemesis.faults import FAULTS, NEMESES
-from zkjepsen.run.spec import TestSpec, validate_spec
+from zkjepsen.run.resolve import validate_spec
+from zkjepsen.run.spec import TestSpec
 
 TOKEN = "s3cret"
 CTX = SimpleNamespace(client=lambda name: SimpleNamespace(proxy_token=TOKEN))

@@ -193,7 +193,6 @@ def test_an_interrupted_matrix_says_where_its_finished_runs_are(here, capsys, mo
     `--resume` continues (the runs themselves are faked: no engine here)."""
     import signal
 
-    from zkjepsen.cli import matrix
     from zkjepsen.docker.engine import Engine
     from zkjepsen.run import fanout
     from zkjepsen.run.outcome import RunResult
@@ -204,7 +203,7 @@ def test_an_interrupted_matrix_says_where_its_finished_runs_are(here, capsys, mo
         on_done(0, fanout.Outcome(job, "default", RunResult(job.spec, here, True, {}, {})))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(matrix, "prepare", lambda *a, **kw: [Engine()])
+    monkeypatch.setattr("zkjepsen.cli.cells.prepare", lambda *a, **kw: [Engine()])
     monkeypatch.setattr(fanout, "run_jobs", one_run_then_ctrl_c)
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:

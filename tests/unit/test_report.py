@@ -8,6 +8,7 @@ from zkjepsen.history import History, Op
 from zkjepsen.report import render_run
 from zkjepsen.report.summary import summarise
 from zkjepsen.report.timeline import render_timeline
+from zkjepsen.store import RunDir
 
 S = 1_000_000_000
 
@@ -61,7 +62,7 @@ def test_timeline_draws_holds_faults_sessions_and_the_violation():
 
 def test_render_run_writes_three_files(tmp_path):
     recs = split_holder_history()
-    paths = render_run(tmp_path, recs, {})
+    paths = render_run(RunDir(tmp_path), recs, {})
     assert sorted(p.name for p in paths) == ["latency.png", "rate.png", "timeline.html"]
     assert all(p.stat().st_size > 1000 for p in paths)
 

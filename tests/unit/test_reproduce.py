@@ -4,15 +4,23 @@ pytest file."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 
 from zkjepsen.cli.reproduce import emit_pytest
 from zkjepsen.nemesis import generator as g
+from zkjepsen.nemesis.executed import ExecutedFault
 from zkjepsen.reproduce.replay import faults_for_replay, violation_kinds
 from zkjepsen.reproduce.shrink import Candidate, ShrinkResult, candidates, triggered
 from zkjepsen.run.spec import TestSpec
-from zkjepsen.store import RunDir, StoredRun
+from zkjepsen.run.stored import StoredRun
+from zkjepsen.store import RunDir
 
 S = 1_000_000_000
+
+
+def replayed(faults: list[dict], **kw):
+    """faults_for_replay of schedule.json tables, read back as a stored run reads them."""
+    return faults_for_replay([ExecutedFault.from_json(f) for f in faults], **kw)
 
 
 def fault(fid, f, start, length, chosen="holder", targets=("c2",)):
@@ -69,7 +77,7 @@ def test_violation_kinds():
 
 
 def test_role_targets_are_reaimed_and_identities_kept():
-    out = faults_for_replay(
+    out = replayed(
         [
             fault(1, "pause-client", 5, 4),
             fault(2, "kill-one", 9, 4, chosen="random", targets=["n2"]),
@@ -77,13 +85,11 @@ def test_role_targets_are_reaimed_and_identities_kept():
     )
     assert out[0]["targets"] is None and out[0]["target"] == "holder"
     assert out[1]["targets"] == ["n2"]
-    assert faults_for_replay([fault(1, "pause-client", 5, 4)], retarget=False)[0]["targets"] == [
-        "c2"
-    ]
+    assert replayed([fault(1, "pause-client", 5, 4)], retarget=False)[0]["targets"] == ["c2"]
 
 
 def test_candidates_drop_late_faults_first_then_try_the_guilty_fault_alone(tmp_path):
-    faults = faults_for_replay(
+    faults = replayed(
         [
             fault(1, "pause-client", 5, 4),
             fault(2, "pause-client", 15, 4),
@@ -105,7 +111,7 @@ def test_candidates_drop_late_faults_first_then_try_the_guilty_fault_alone(tmp_p
 
 
 def test_emitted_pytest_file_shows_the_schedule_as_generator_calls(tmp_path):
-    faults = faults_for_replay(
+    faults = replayed(
         [
             fault(2, "pause-client", 4, 4.5),
             fault(3, "kill-one", 12, 2, chosen="random", targets=["n1"]),
@@ -132,10 +138,16 @@ def test_emitted_pytest_file_shows_the_schedule_as_generator_calls(tmp_path):
     ]
     assert planned[0]["at_s"] == 3.0  # armed a second before the original start
     assert ns["SPEC"].recipe == "kazoo" and ns["SPEC"].name == "reproduce-kazoo_counter"
+    # Only what differs from the defaults is spelled, and it is still the same spec.
+    spec_text = text.split("SPEC = TestSpec(")[1].split(")")[0]
+    for default in ("image=None", "pin_clients=False", "client_cmd=None", "proxy=False"):
+        assert default not in spec_text
+    assert "workload='counter'" in spec_text and "clients=8" in spec_text
+    assert ns["SPEC"] == dataclasses.replace(run.spec, name="reproduce-kazoo_counter")
 
 
 def test_shrink_offers_the_holder_fault_on_the_next_acquire(tmp_path):
-    faults = faults_for_replay(
+    faults = replayed(
         [
             fault(1, "pause-client", 15, 4),
             fault(2, "kill-one", 5, 4, chosen="random", targets=["n1"]),
@@ -157,7 +169,7 @@ def test_shrink_offers_the_holder_fault_on_the_next_acquire(tmp_path):
         "detail": {"chosen": "explicit"},
         "fired": {"armed_ns": 14 * S, "event_ns": 16 * S},
     }
-    again = faults_for_replay([executed])[0]
+    again = replayed([executed])[0]
     assert again["trigger"] == f["trigger"] and again["armed_ns"] == 14 * S
     assert again["targets"] is None and again["target"] == "trigger"
     assert candidates(run, trig[0]) and not any(
@@ -187,7 +199,7 @@ def test_scenario_expectations_judge_from_results_only():
 
 def test_triggered_scenarios_name_their_source_and_plan_their_schedule():
     from zkjepsen.reproduce.scenarios import SCENARIOS
-    from zkjepsen.run.spec import validate_spec
+    from zkjepsen.run.resolve import validate_spec
 
     triggered = [s for s in SCENARIOS.values() if s.schedule is not None]
     assert {"lost-create-response", "waiter-session-expiry"} <= {s.name for s in triggered}

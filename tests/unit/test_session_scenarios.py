@@ -16,7 +16,8 @@ from zkjepsen.errors import BadInput
 from zkjepsen.nemesis import generator as g
 from zkjepsen.nemesis.faults import FAULTS
 from zkjepsen.reproduce.scenarios import SCENARIOS
-from zkjepsen.run.spec import TestSpec, validate_spec
+from zkjepsen.run.resolve import validate_spec
+from zkjepsen.run.spec import TestSpec
 
 
 def test_the_stale_ephemeral_scenario_names_its_ticket_and_aims_the_hold_at_a_waiter():

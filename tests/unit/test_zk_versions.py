@@ -14,7 +14,8 @@ from zkjepsen.backends.zookeeper import versions as zkversions
 from zkjepsen.backends.zookeeper.config import ZkSettings, zoo_cfg
 from zkjepsen.cli import main
 from zkjepsen.errors import BadInput
-from zkjepsen.run.spec import TestSpec, validate_spec
+from zkjepsen.run.resolve import spec_from_json, validate_spec
+from zkjepsen.run.spec import TestSpec
 
 
 def test_each_version_has_its_own_suite_and_tag_and_3_8_is_the_old_image():
@@ -65,9 +66,9 @@ def test_the_spec_records_the_version_and_refuses_unknown_ones():
     assert spec.zk_version == "3.8" and spec.to_json()["zk_version"] == "3.8"
     assert TestSpec(zk_version="3.4", client_suite="trixie").client_suite == "trixie"
     with pytest.raises(BadInput, match="unknown ZooKeeper version '3.5'"):
-        TestSpec(zk_version="3.5")
+        spec_from_json({"zk_version": "3.5"})  # a config, a stored test.json
     with pytest.raises(BadInput, match="unknown client suite 'sid'"):
-        TestSpec(client_suite="sid")
+        validate_spec(TestSpec(client_suite="sid"))
     redis = dataclasses.replace(TestSpec(recipe="redis-setnx"), zk_version="3.9")
     with pytest.raises(BadInput, match="ZooKeeper's"):
         validate_spec(redis)

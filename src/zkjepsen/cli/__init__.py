@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 from zkjepsen.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, ZkJepsenError
+from zkjepsen.store import RUN_LOG
 
 
 def exit_interrupted(message: str, code: int) -> None:
@@ -51,12 +52,13 @@ def folder_state(td) -> str:
     if not str(td.store_dir) or str(td.store_dir) == ".":
         return "it has no folder here"
     present, missing = RunDir(td.store_dir).inventory()
+    hist = RunDir(td.store_dir).history.name
     whole = td.phase in ("teardown", "check", "report")
-    has = [n + ("" if whole or n != "history.jsonl" else " (up to the interrupt)") for n in present]
+    has = [n + ("" if whole or n != hist else " (up to the interrupt)") for n in present]
     text = f"its folder {td.store_dir} has {', '.join(has) or 'nothing yet'}"
     if not missing:
         return text + " (complete)"
-    if "history.jsonl" not in present:
+    if hist not in present:
         return text + "; no history was written"
     return text + f"; `zkjepsen analyze {td.store_dir}` writes {', '.join(missing)}"
 
@@ -109,7 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as e:  # noqa: BLE001 - last resort: one line, not a traceback
         click.echo(
             f"zkjepsen: internal error: {type(e).__name__}: {e} "
-            "(please report it with the run's run.log)",
+            f"(please report it with the run's {RUN_LOG})",
             err=True,
         )
         sys.exit(EXIT_INTERNAL)

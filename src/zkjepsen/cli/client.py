@@ -79,8 +79,8 @@ def client_check(
     if client_dir is not None and (not client_dir.strip() or not Path(client_dir).is_dir()):
         raise BadInput(f"--client-dir {client_dir!r} is not a directory")
     if recipe is not None:
-        from zkjepsen.client.command import program_for
         from zkjepsen.recipes import validate_recipe
+        from zkjepsen.run.resolve import program_for
 
         validate_recipe(recipe)
         plan = program_for(recipe, "lock")

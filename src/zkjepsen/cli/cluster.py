@@ -17,7 +17,7 @@ from zkjepsen.docker import image as image_lib
 from zkjepsen.docker import resources, signals
 from zkjepsen.docker.image import ImageInfo, default_tag, image_exists
 from zkjepsen.errors import BadInput, EnvironmentProblem
-from zkjepsen.store import check_root, new_run_dir
+from zkjepsen.store import RunDir, check_root, new_run_dir
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
@@ -322,7 +322,7 @@ def demo(nodes: int, time_limit: float, image: str | None) -> None:
     )
     run = run_test(spec, display=LiveDisplay())
     print_verdict(run)
-    console.print(f"open {run.store_dir}/timeline.html to see who held the lock when")
+    console.print(f"open {RunDir(run.store_dir).timeline} to see who held the lock when")
 
 
 def _round_trip(client, nodes: int, image: str) -> None:

@@ -12,15 +12,22 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from zkjepsen.cli.engines import engine_option, parallel_option, prepare
+from zkjepsen.cli.cells import (
+    MANIFEST_COMMON,
+    ZK_ROW,
+    Progress,
+    cell_specs,
+    cell_table,
+    console,
+    matrix_engines,
+    parse_params,
+    resume_note,
+)
+from zkjepsen.cli.engines import engine_option, parallel_option
 from zkjepsen.cli.options import STORE_PATH
 from zkjepsen.cli.versions import zk_version_option, zk_versions_option
 from zkjepsen.errors import BadInput
 from zkjepsen.report.findings import cell_summary, markdown_table  # noqa: F401 - re-exported
-from zkjepsen.run.spec import TestSpec
-
-console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
-ZK_ROW = " zk"  # a matrix row of one ZooKeeper version: "kazoo zk3.4"
 
 
 @click.command("list")
@@ -172,7 +179,6 @@ def matrix_command(
 ) -> None:
     """Run every recipe x nemesis cell K times; print and write the verdict table. With
     --zk-versions, every recipe has a row per ZooKeeper version ("kazoo zk3.4")."""
-    from zkjepsen.cli.options import scalar as _scalar
     from zkjepsen.report import findings
     from zkjepsen.run.fanout import Job, run_jobs
     from zkjepsen.store import DEFAULT_ROOT, check_root
@@ -185,40 +191,22 @@ def matrix_command(
     rows = [f"{rc}{ZK_ROW}{v}" for rc in recipe_list for v in zk_versions or [None]]
     rows = [r.removesuffix(f"{ZK_ROW}None") for r in rows]
     share = findings.parse_shard(shard)
-    extra = {}
-    for p in params:
-        k, sep, v = p.partition("=")
-        if not sep:
-            raise BadInput(f"--param {p!r} is not KEY=VALUE")
-        extra[k] = _scalar(v)
+    extra = parse_params(params)
     all_cells = [f"{rc}|{nm}" for rc in rows for nm in nemesis_list]
     mine = findings.cells_of_shard(all_cells, share)
-    specs = [
-        (
-            cell,
-            TestSpec(
-                recipe=cell.split("|")[0].partition(ZK_ROW)[0].partition("@")[0],
-                backend=cell.split("|")[0].partition(ZK_ROW)[0].partition("@")[2] or None,
-                zk_version=cell.split("|")[0].partition(ZK_ROW)[2] or zk_version,
-                client_suite=client_suite,
-                workload=workload,
-                nemesis=cell.split("|")[1].split("+"),
-                nodes=nodes,
-                clients=clients,
-                time_limit_s=time_limit,
-                session_timeout_s=session_timeout,
-                seed=seed + i,
-                params=extra,
-                recovery_s=5.0,
-                interval_s=interval,
-            ),
-        )
-        # Run-major: every cell's first run, then every cell's second... so a matrix cut short
-        # (a deadline, a crash) leaves every cell partly filled, not the last rows empty.
-        for i in range(runs)
-        for cell in all_cells
-    ]
-    from zkjepsen.run.spec import validate_spec
+    common = {
+        "client_suite": client_suite,
+        "workload": workload,
+        "nodes": nodes,
+        "clients": clients,
+        "time_limit_s": time_limit,
+        "session_timeout_s": session_timeout,
+        "params": extra,
+        "recovery_s": 5.0,
+        "interval_s": interval,
+    }
+    specs = cell_specs(all_cells, runs, seed, zk_version, common)
+    from zkjepsen.run.resolve import validate_spec
 
     # A cell whose fault means nothing on its recipe's backend (no leader, no PostgreSQL...)
     # is not run: the table says n/a and why, and the rest of the matrix runs.
@@ -226,13 +214,8 @@ def matrix_command(
     for cell, s in specs[: len(all_cells)]:
         if cell not in na:
             validate_spec(s)  # every name checked before the first cluster starts (all shards')
-    settings = {
-        "workload": workload,
-        "nodes": nodes,
-        "clients": clients,
-        "time_limit_s": time_limit,
-        "session_timeout_s": session_timeout,
-        "params": extra,
+    settings = {  # what a --resume must match, and the table's header
+        **{k: common[k] for k in MANIFEST_COMMON},
         "runs": runs,
         "seed": seed,
         "interval_s": interval,
@@ -255,13 +238,9 @@ def matrix_command(
         jobs = [j for j in jobs if (j.tag, j.spec.seed) not in kept]
         console.print(f"resuming: {len(finished)} runs on record, {len(jobs)} to run")
     previous = list(finished)
-    backends = tuple(s.backend for _, s in specs[::runs] if s.backend)
-    from zkjepsen.backends.zookeeper import versions as zkversions
-
-    versions = [*(zk_versions or [zk_version or zkversions.DEFAULT])]
-    if client_suite:
-        versions.append(zkversions.client_suite(client_suite).name)
-    engine_list = prepare(engines, backends=backends, zk_versions=tuple(versions)) if jobs else []
+    engine_list = (
+        matrix_engines(engines, specs, runs, zk_version, zk_versions, client_suite) if jobs else []
+    )
     if share:
         console.print(
             f"shard {share[0]}/{share[1]}: {len(mine)} of {len(all_cells)} cells, {len(jobs)} runs"
@@ -276,58 +255,24 @@ def matrix_command(
     )
     origin = {"started": started, "where": where}
 
-    def begin(i, job, engine):
-        console.print(
-            f"[{i + 1}/{len(jobs)}] {job.spec.recipe} x {'+'.join(job.spec.nemesis)} "
-            f"seed {job.spec.seed}"
-            + (f" ZooKeeper {job.spec.zk_version}" if job.spec.zk_version else "")
-            + (f" on {engine.name}" if width > 1 else ""),
-            markup=False,
-            highlight=False,
-        )
-
-    def done(i, o):
-        finished.append(record(o))
-        # The manifest after every run: a matrix killed half-way still has its finished runs
-        # on record, and `zkjepsen merge STORE` renders them.
-        findings.write_manifest(manifest_root, settings, share, finished, origin)
-        error = o.run.results.get("error")
-        console.print(
-            f"    {'' if width == 1 else f'[{i + 1}] '}-> {o.run.valid}  "
-            + (f"(error: {error})" if error else f"({o.run.store_dir})"),
-            markup=False,
-            highlight=False,
-        )
-
-    def record(o) -> dict:
-        return {
-            "cell": o.job.tag,
-            "seed": o.job.spec.seed,
-            "valid": o.run.valid,
-            "results": o.run.results,
-            "store": str(o.run.store_dir),
-            "engine": o.engine,
-        }
-
+    progress = Progress(len(jobs), width, (manifest_root, settings, share, origin), finished)
     t0, load0 = time.monotonic(), os.getloadavg()[0]
     try:
         outcomes = run_jobs(
-            jobs, engine_list, parallel, store_root, on_start=begin, on_done=done, keep_going=True
+            jobs,
+            engine_list,
+            parallel,
+            store_root,
+            on_start=progress.begin,
+            on_done=progress.done,
+            keep_going=True,
         )
     except BaseException as e:
         if finished:  # an interrupt's message says where the matrix's finished runs are
-            e.matrix_note = (  # type: ignore[attr-defined]
-                f"{len(finished)} finished run{'s are' if len(finished) > 1 else ' is'} on "
-                f"record in {manifest_root}: `zkjepsen "
-                f"merge {manifest_root}` renders them, the same matrix with --resume continues it"
-            )
+            e.matrix_note = resume_note(len(finished), manifest_root)  # type: ignore[attr-defined]
         raise
-    records = previous + [record(o) for o in outcomes]
-    results: dict[str, list[dict]] = {}
-    for r in sorted(records, key=lambda r: r["seed"]):
-        results.setdefault(r["cell"], []).append(r)
-    cells = {k: findings.cell_summary(v) for k, v in results.items()}
-    cells.update({k: {"na": why} for k, why in na.items() if k in mine})
+    records = previous + [Progress.record(o) for o in outcomes]
+    cells = cell_table(records, {k: why for k, why in na.items() if k in mine})
     findings.write_manifest(manifest_root, settings, share, records, origin)
     load = f"load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
     where = where.replace(" cores)", f" cores, {load})", 1)

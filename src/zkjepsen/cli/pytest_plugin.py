@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from zkjepsen.store import RunDir
+
 
 def pytest_addoption(parser) -> None:
     group = parser.getgroup("zkjepsen")
@@ -71,11 +73,12 @@ class RunOutcome:
 
     def assert_valid(self) -> None:
         if self.valid is not True:
+            d = RunDir(self.store_dir)
             word = "INVALID" if self.valid is False else "UNKNOWN"
             raise ZkJepsenFailure(
                 f"zkjepsen verdict {word} for {self.run.spec.test_name}:\n  "
                 + "\n  ".join(self.violations())
-                + f"\nevidence: {self.store_dir}/timeline.html, history.jsonl, results.json"
+                + f"\nevidence: {d.timeline}, {d.history.name}, {d.results.name}"
             )
 
 

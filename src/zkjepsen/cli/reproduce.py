@@ -16,7 +16,8 @@ from zkjepsen.cli.options import STORE_PATH
 from zkjepsen.cli.versions import zk_version_option, zk_versions_option
 from zkjepsen.reproduce.replay import replay, violation_kinds
 from zkjepsen.reproduce.shrink import check_kinds, shrink
-from zkjepsen.store import StoredRun
+from zkjepsen.run.stored import StoredRun
+from zkjepsen.store import RunDir
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
@@ -178,16 +179,17 @@ def shrink_command(
             err=True,
         )
         raise SystemExit(2)
-    out = Path(store_dir) / "minimal"
+    out = RunDir(Path(store_dir)).minimal
     out.mkdir(exist_ok=True)
+    files = RunDir(out)
     schedule = {
         "faults": res.best.faults,
         "source": str(Path(store_dir).resolve()),
         "reproduced": f"{res.hits}/{res.tries}",
         "search": res.log,
     }
-    (out / "schedule.json").write_text(json.dumps(schedule, indent=1))
-    (out / "test.json").write_text(json.dumps(res.best.spec.to_json(), indent=1))
+    files.schedule.write_text(json.dumps(schedule, indent=1))
+    files.test_json.write_text(json.dumps(res.best.spec.to_json(), indent=1))
     name = re.sub(r"[^a-z0-9]+", "_", res.best.spec.test_name.lower()).strip("_")
     test_file = out / f"test_reproduce_{name}.py"
     test_file.write_text(emit_pytest(res, run, name))
@@ -196,7 +198,16 @@ def shrink_command(
         f"minimal: {res.best.summary()}; reproduced {res.hits}/{res.tries} "
         f"({time.monotonic() - started:.0f}s of search)"
     )
-    click.echo(f"written {out / 'schedule.json'} and {test_file}")
+    click.echo(f"written {files.schedule} and {test_file}")
+
+
+def spec_changes(spec: dict) -> dict:
+    """The settings of a spec's table that differ from `TestSpec()`'s: what a person would
+    write (no `image=None`, `pin_clients=False`, ...)."""
+    from zkjepsen.run.spec import TestSpec
+
+    defaults = TestSpec().to_json()
+    return {k: v for k, v in spec.items() if k not in defaults or v != defaults[k]}
 
 
 def emit_pytest(res, run: StoredRun, name: str) -> str:
@@ -225,7 +236,7 @@ def emit_pytest(res, run: StoredRun, name: str) -> str:
         else ""
     )
     body = "".join(f"    {item_text(i)},\n" for i in items)
-    spec_args = "".join(f"    {k}={v!r},\n" for k, v in spec.items())
+    spec_args = "".join(f"    {k}={v!r},\n" for k, v in spec_changes(spec).items())
     used = [
         "fault",
         *(["on"] if triggers else []),
@@ -317,8 +328,8 @@ def scenario_run(
     from zkjepsen.backends.registry import backend_info
     from zkjepsen.errors import BadInput
     from zkjepsen.reproduce.scenarios import SCENARIOS, get_scenario
+    from zkjepsen.run.resolve import validate_spec
     from zkjepsen.run.runner import run_test
-    from zkjepsen.run.spec import validate_spec
     from zkjepsen.store import check_root
 
     check_root(store_root)

@@ -15,8 +15,8 @@ from zkjepsen.cli.versions import zk_version_option
 from zkjepsen.errors import BadInput
 from zkjepsen.report.summary import summarise
 from zkjepsen.run.analysis import check_history
+from zkjepsen.run.resolve import spec_from_json
 from zkjepsen.run.runner import RunResult, run_test
-from zkjepsen.run.spec import TestSpec
 
 
 def print_verdict(run: RunResult) -> None:
@@ -164,11 +164,11 @@ def test_command(
                 raise BadInput(f"--param {p!r} is not KEY=VALUE")
             merged[k] = scalar(v)
         settings["params"] = merged
-    spec = TestSpec.from_json(with_config(toml, settings, config))
+    spec = spec_from_json(with_config(toml, settings, config))
     where = None
     if engine:
         from zkjepsen.cli.engines import prepare
-        from zkjepsen.run.runner import validate_spec
+        from zkjepsen.run.resolve import validate_spec
 
         validate_spec(spec)  # bad names before an image is shipped anywhere
         (where,) = prepare((engine,), spec.image)
@@ -192,7 +192,7 @@ def with_config(toml: dict[str, Any], cli: dict[str, Any], path: Path | None) ->
     file_error = None
     try:
         if path is not None:  # without a file, the command line's own mistakes speak for it
-            TestSpec.from_json({**cli, **toml})
+            spec_from_json({**cli, **toml})
     except BadInput as e:
         file_error = str(e)
     hidden = f"config {path}: {file_error} (the command line sets this too and wins, but the file "
@@ -203,7 +203,7 @@ def with_config(toml: dict[str, Any], cli: dict[str, Any], path: Path | None) ->
     if "params" in toml and "params" in cli:
         merged["params"] = {**toml["params"], **cli["params"]}
     try:
-        TestSpec.from_json(merged)  # what will run
+        spec_from_json(merged)  # what will run
     except BadInput as e:
         if str(e) == file_error:
             raise BadInput(f"config {path}: {e}") from None  # the file's own mistake
@@ -218,12 +218,12 @@ def with_config(toml: dict[str, Any], cli: dict[str, Any], path: Path | None) ->
 def analyze_command(store_dir: Path) -> None:
     """Re-run the checkers on a stored history (no cluster needed). An interrupted run, which
     has no history.jsonl yet, is analyzed from its clients' own files."""
-    from zkjepsen.store import StoredRun
+    from zkjepsen.run.stored import StoredRun
 
     stored = StoredRun.load(store_dir.resolve())
     history = stored.history()
     result = check_history(history, stored.spec, stored.store_dir)
-    run = RunResult(stored.spec, stored.store_dir, result["valid"], result, {})
+    run = RunResult(stored.spec, stored.store_dir, result.valid, result.to_json(), {})
     print_verdict(run)
     from zkjepsen.run.analysis import finish_report
 
@@ -232,7 +232,7 @@ def analyze_command(store_dir: Path) -> None:
         console.print(f"written {', '.join(written)} into {stored.store_dir}")
     if stored.results is not None:
         before = stored.results.get("valid")
-        same = before == result.get("valid")
+        same = before == result.valid
         console.print(
             f"stored verdict {before}: {'reproduced' if same else 'DIFFERS from this analysis'}"
         )

@@ -2,7 +2,7 @@
 
 `run_nemesis` is the runner's one blocking entry point. It plans from the seed (or replays an
 executed schedule), starts and ends each fault on the real clock, writes a `start` and an `end`
-nemesis op per fault to `<out_dir>/nemesis.jsonl`, rewrites `<out_dir>/schedule.json` after
+nemesis op per fault to the run's nemesis.jsonl, rewrites its schedule.json after
 every fault (a crash still leaves what ran), and heals everything before returning - also on an
 exception, Ctrl-C (KeyboardInterrupt) or the runner's SIGTERM (`resources.Terminated`).
 """
@@ -18,25 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.backends.base import Backend
-from zkjepsen.history.jsonl import Appender, read_records
+from zkjepsen.history.jsonl import Appender
 from zkjepsen.nemesis import Nemesis, NemesisError, clock, generator, partition, process
+from zkjepsen.nemesis.arming import MISS_FIELDS, await_trigger
+from zkjepsen.nemesis.arming import landed as fault_landed
+from zkjepsen.nemesis.executed import FAULT_FIELDS
 from zkjepsen.nemesis.faults import FAULTS
-from zkjepsen.nemesis.targets import NemesisContext
-from zkjepsen.nemesis.triggers import LANDS, QueueWatch, Trigger, TriggerWatch
+from zkjepsen.nemesis.targets import NemesisContext, ScheduleFiles
+from zkjepsen.nemesis.triggers import Trigger
 
 NEMESIS = "nemesis"
-# What a schedule.json fault carries for a replay (its timing and resolved targets).
-FAULT_FIELDS = (
-    "fault_id",
-    "f",
-    "target",
-    "targets",
-    "detail",
-    "params",
-    "duration",
-    "start_ns",
-    "end_ns",
-)
 
 
 class NemesisLog:
@@ -150,103 +141,6 @@ def _load_replay(schedule: Any) -> list[dict]:
     return sorted(out, key=lambda f: f["start_ns"])
 
 
-def _await_trigger(
-    ctx: NemesisContext, p: dict, log: NemesisLog, stop: threading.Event, limit_ns: int
-) -> dict | None:
-    """Arm p's trigger now and wait (until `limit_ns` or a stop) for it to fire. Returns what
-    the fault op gets: `fired` (when it was armed, when the event happened and was seen, who
-    it names, when the fault starts after the delay) and `aim` (the target the event names,
-    for a fault aimed at `trigger`); None if it never fired."""
-    trigger = Trigger.from_json(p["trigger"])
-    if ctx.run_dir is None and trigger.kind != "leader-changed":
-        raise NemesisError(f"trigger {trigger.describe()} needs the clients' histories")
-
-    def leader() -> str | None:
-        try:
-            node = ctx.backend.leader()
-        except Exception:  # noqa: BLE001 - mid-election or a frozen server: nobody leads yet
-            return None
-        return node.name if node else None
-
-    armed_ns = log.now()
-    queue = _queue_watch(ctx, trigger)
-    watch = TriggerWatch(trigger, ctx.run_dir, leader=leader, now_ns=log.now)
-    try:
-        while True:
-            fired = watch.poll()
-            queued = _queued(queue, fired.client, log, stop) if fired and queue else {}
-            if fired is not None and queued is not None:
-                break  # (an acquire that queued behind nobody: wait for the next one)
-            if time.monotonic_ns() >= limit_ns or stop.wait(0.01):
-                return None
-    finally:
-        if queue is not None:
-            queue.session.stop()
-            queue.session.close()
-    seen_ns = log.now()
-    out: dict[str, Any] = {
-        "fired": {
-            "armed_ns": armed_ns,
-            "event_ns": fired.at_ns,
-            "seen_ns": seen_ns,
-            "client": fired.client,
-            "node": fired.node,
-            "start_at_ns": max(seen_ns, fired.at_ns + int(trigger.delay_s * 1e9)),
-            **(queued or {}),
-        }
-    }
-    if p.get("target") == "trigger":
-        out["aim"] = f"client:{fired.client}" if fired.client is not None else fired.node
-        out["targets"] = out["detail"] = None  # resolved afresh from the event
-    return out
-
-
-QUEUE_WAIT_S = 3.0  # a create takes ~10 ms idle, up to ~1 s on a loaded 2-core machine
-
-
-def _queue_watch(ctx: NemesisContext, trigger: Trigger) -> QueueWatch | None:
-    """For a `waiting_in` trigger: a ZooKeeper session of the nemesis's own on that path."""
-    if not trigger.waiting_in:
-        return None
-    session = ctx.backend.host_session(ctx.session_timeout_s)
-    if not hasattr(session, "get_children"):
-        raise NemesisError(f"trigger {trigger.describe()} needs a ZooKeeper backend")
-    session.start(timeout=15)
-    return QueueWatch(session, trigger.waiting_in)
-
-
-def _queued(
-    queue: QueueWatch, client: int | None, log: NemesisLog, stop: threading.Event
-) -> dict[str, Any] | None:
-    """Wait (at most QUEUE_WAIT_S) for the client's node to be queued behind another: where it
-    is, or None if it got none in time or is first in line (it will hold, not wait)."""
-    deadline = time.monotonic() + QUEUE_WAIT_S
-    while client is not None and time.monotonic() < deadline and not stop.is_set():
-        found = queue.find(client)
-        if found is not None:
-            name, ahead = found
-            return {"queued": name, "ahead": ahead, "queued_ns": log.now()} if ahead else None
-        stop.wait(0.02)
-    return None
-
-
-MISS_FIELDS = ("targets", "fired", "start_ns", "applied_ns", "end_ns")
-
-
-def _landed(ctx: NemesisContext, p: dict, op: dict) -> bool | None:
-    """For a fault aimed at the client its trigger named: did it land (applied) while the
-    state the event began was still on? None when that question does not apply."""
-    fired = op.get("fired") or {}
-    client = fired.get("client")
-    if not p.get("trigger") or p.get("target") != "trigger" or client is None:
-        return None
-    trigger = Trigger.from_json(p["trigger"])
-    if trigger.kind not in LANDS or op.get("targets") != [f"c{client}"] or ctx.run_dir is None:
-        return None
-    records = read_records(ctx.run_dir.client_history(client))
-    return trigger.still_on(records, fired["event_ns"], op["applied_ns"])
-
-
 def _wait_until(deadline_ns: int, stop: threading.Event) -> bool:
     """Sleep until the monotonic deadline; True if stopped first."""
     while True:
@@ -268,7 +162,7 @@ def run_nemesis(
     fault_duration_s: float = 8.0,
     session_timeout_s: float = 4.0,
     t0_ns: int,
-    out_dir: Path,
+    files: ScheduleFiles,
     stop_event: threading.Event | None = None,
     schedule: Any = None,
     gen: generator.Gen | None = None,
@@ -277,10 +171,9 @@ def run_nemesis(
     executed faults (as in schedule.json). `schedule`: an executed schedule (schedule.json's
     dict or its "faults" list) to replay at its recorded times since t0 with its resolved
     targets. `gen`: a custom generator instead of the standard mix of `names`."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    files.path.mkdir(parents=True, exist_ok=True)
     stop = stop_event or threading.Event()
-    log = NemesisLog(out_dir / "nemesis.jsonl", t0_ns)
+    log = NemesisLog(files.nemesis_log, t0_ns)
     ctx = NemesisContext(backend, pool, session_timeout_s=session_timeout_s)
     origin_ns = time.monotonic_ns()
     env = generator.Env(session_timeout_s=session_timeout_s, fault_duration_s=fault_duration_s)
@@ -318,56 +211,12 @@ def run_nemesis(
                         {"start_ns": log.now(), "problems": heal_context(ctx), "end_ns": log.now()}
                     )
                 continue
-            extra: dict[str, Any] = {}
-            misses: list[dict] = []
-            while True:  # a triggered fault that missed its state is re-armed (trigger.retries)
-                if p.get("trigger"):
-                    armed = (
-                        t0_ns + p["armed_ns"]
-                        if schedule is not None and p.get("armed_ns")
-                        else origin_ns + int(p.get("at_s", 0) * 1e9)
-                    )
-                    if _wait_until(armed, stop):
-                        extra = None
-                        break
-                    extra = _await_trigger(ctx, p, log, stop, origin_ns + int(time_limit_s * 1e9))
-                    if extra is None:  # the time limit or a stop came first: it never fired
-                        meta.setdefault("unfired", []).append(
-                            {"fault_id": p.get("fault_id"), "f": p["f"], "trigger": p["trigger"]}
-                        )
-                        break
-                    if _wait_until(t0_ns + extra["fired"]["start_at_ns"], stop):
-                        extra = None
-                        break
-                else:
-                    at = (
-                        t0_ns + p["start_ns"]
-                        if schedule is not None
-                        else origin_ns + int(p["at_s"] * 1e9)
-                    )
-                    if _wait_until(at, stop):
-                        extra = None
-                        break
-                attempt = {"attempt": len(misses) + 1} if p.get("trigger") else {}
-                active = nem.invoke({**p, **extra, **attempt, "phase": "start"})
-                landed = _landed(ctx, p, active)
-                if landed is None:
-                    break
-                if active.get("error"):
-                    # It never went in (seen: docker's pause "unable to freeze" on a loaded
-                    # machine): a miss like any other, so the trigger is re-armed.
-                    landed = False
-                active["landed"] = landed
-                if landed or len(misses) >= Trigger.from_json(p["trigger"]).retries:
-                    break
-                # Missed: undo at once (its start and end are in the history) and re-arm.
-                miss = nem.invoke({**active, "phase": "end"})
-                active = None
-                misses.append({k: miss.get(k) for k in MISS_FIELDS})
-            if extra is None or active is None:
+            active = _start_fault(
+                nem, p, log, stop, meta, replay=schedule is not None, t0_ns=t0_ns,
+                origin_ns=origin_ns, limit_ns=origin_ns + int(time_limit_s * 1e9),
+            )  # fmt: skip
+            if active is None:  # the time limit or a stop came first
                 break
-            if misses:
-                active["missed"] = misses
             if schedule is not None:
                 hold_s = (p["end_ns"] - p["start_ns"]) / 1e9
             else:
@@ -377,31 +226,98 @@ def run_nemesis(
             _wait_until(t0_ns + active["start_ns"] + int(hold_s * 1e9), stop)
             executed.append(_done(nem.invoke({**active, "phase": "end"})))
             active = None
-            _write_schedule(out_dir, meta, executed)
+            _write_schedule(files.schedule, meta, executed)
         _wait_until(origin_ns + int(time_limit_s * 1e9), stop)
     finally:
-        from zkjepsen.docker.signals import signals_deferred
-
-        with signals_deferred():  # a second Ctrl-C must not stop the heal halfway
-            active = active or nem.current
-            if active is not None:
-                executed.append(_done(nem.invoke({**active, "phase": "end", "interrupted": True})))
-            heal_start, problems = log.now(), ["heal interrupted"]
-            try:
-                nem.teardown()
-                problems = nem.heal_problems
-            except Exception as e:  # noqa: BLE001 - say so in schedule.json, then re-raise
-                problems = [f"heal failed: {type(e).__name__}: {e}"]
-                raise
-            finally:
-                meta["final_heal"] = {
-                    "start_ns": heal_start,
-                    "end_ns": log.now(),
-                    "problems": problems,
-                }
-                _write_schedule(out_dir, meta, executed)
-                log.close()
+        _final_heal(nem, log, meta, executed, active, files)
     return executed
+
+
+def _start_fault(
+    nem: FaultNemesis,
+    p: dict,
+    log: NemesisLog,
+    stop: threading.Event,
+    meta: dict,
+    *,
+    replay: bool,
+    t0_ns: int,
+    origin_ns: int,
+    limit_ns: int,
+) -> dict | None:
+    """Start planned fault `p` at its time (or on its trigger's event), re-armed while it
+    misses the state its trigger began (trigger.retries). The started fault; None when the
+    time limit or a stop came first."""
+    ctx = nem.ctx
+    misses: list[dict] = []
+    while True:
+        extra: dict[str, Any] | None = {}
+        if p.get("trigger"):
+            armed = (
+                t0_ns + p["armed_ns"]
+                if replay and p.get("armed_ns")
+                else origin_ns + int(p.get("at_s", 0) * 1e9)
+            )
+            if _wait_until(armed, stop):
+                return None
+            extra = await_trigger(ctx, p, log.now, stop, limit_ns)
+            if extra is None:  # the time limit or a stop came first: it never fired
+                meta.setdefault("unfired", []).append(
+                    {"fault_id": p.get("fault_id"), "f": p["f"], "trigger": p["trigger"]}
+                )
+                return None
+            if _wait_until(t0_ns + extra["fired"]["start_at_ns"], stop):
+                return None
+        elif _wait_until(
+            t0_ns + p["start_ns"] if replay else origin_ns + int(p["at_s"] * 1e9), stop
+        ):
+            return None
+        attempt = {"attempt": len(misses) + 1} if p.get("trigger") else {}
+        active = nem.invoke({**p, **extra, **attempt, "phase": "start"})
+        landed = fault_landed(ctx, p, active)
+        if landed is None:
+            break
+        if active.get("error"):
+            # It never went in (seen: docker's pause "unable to freeze" on a loaded machine):
+            # a miss like any other, so the trigger is re-armed.
+            landed = False
+        active["landed"] = landed
+        if landed or len(misses) >= Trigger.from_json(p["trigger"]).retries:
+            break
+        # Missed: undo at once (its start and end are in the history) and re-arm.
+        miss = nem.invoke({**active, "phase": "end"})
+        misses.append({k: miss.get(k) for k in MISS_FIELDS})
+    if misses:
+        active["missed"] = misses
+    return active
+
+
+def _final_heal(
+    nem: FaultNemesis,
+    log: NemesisLog,
+    meta: dict,
+    executed: list[dict],
+    active: dict | None,
+    files: ScheduleFiles,
+) -> None:
+    """End the fault still on (an interrupt), heal everything, write the final schedule."""
+    from zkjepsen.docker.signals import signals_deferred
+
+    with signals_deferred():  # a second Ctrl-C must not stop the heal halfway
+        active = active or nem.current
+        if active is not None:
+            executed.append(_done(nem.invoke({**active, "phase": "end", "interrupted": True})))
+        heal_start, problems = log.now(), ["heal interrupted"]
+        try:
+            nem.teardown()
+            problems = nem.heal_problems
+        except Exception as e:  # noqa: BLE001 - say so in schedule.json, then re-raise
+            problems = [f"heal failed: {type(e).__name__}: {e}"]
+            raise
+        finally:
+            meta["final_heal"] = {"start_ns": heal_start, "end_ns": log.now(), "problems": problems}
+            _write_schedule(files.schedule, meta, executed)
+            log.close()
 
 
 def _done(op: dict) -> dict:
@@ -409,7 +325,7 @@ def _done(op: dict) -> dict:
     return op
 
 
-def _write_schedule(out_dir: Path, meta: dict, executed: list[dict]) -> None:
-    tmp = out_dir / ".schedule.json.tmp"
+def _write_schedule(path: Path, meta: dict, executed: list[dict]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps({**meta, "faults": executed}, indent=1, default=str))
-    os.replace(tmp, out_dir / "schedule.json")
+    os.replace(tmp, path)

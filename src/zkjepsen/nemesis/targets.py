@@ -29,6 +29,17 @@ class ClientFiles(Protocol):
     def client_histories(self) -> list[Path]: ...
 
 
+class ScheduleFiles(Protocol):
+    """Where a run's faults are written (a `store.RunDir`: the store names every file)."""
+
+    @property
+    def path(self) -> Path: ...
+    @property
+    def nemesis_log(self) -> Path: ...
+    @property
+    def schedule(self) -> Path: ...
+
+
 ACQUIRE_FS = ("acquire", "lock", "elected")
 RELEASE_FS = ("release", "unlock", "resign")
 

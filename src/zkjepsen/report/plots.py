@@ -4,6 +4,10 @@ coloured by outcome) and ops/s per op type, with the nemesis' faults shaded."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from zkjepsen.report.files import ReportFiles
 
 OUTCOME_COLOUR = {"ok": "#2e7d32", "fail": "#757575", "info": "#ef6c00"}
 
@@ -61,7 +65,7 @@ def _save(fig, path: Path) -> None:
     tmp.replace(path)
 
 
-def write_plots(store_dir: Path, records: list[dict]) -> list[Path]:
+def write_plots(files: ReportFiles, records: list[dict]) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -94,7 +98,7 @@ def write_plots(store_dir: Path, records: list[dict]) -> list[Path]:
     ax.set_title("op latency")
     ax.legend(loc="upper left", fontsize=7, ncol=4, markerscale=2)
     fig.tight_layout()
-    paths.append(Path(store_dir) / "latency.png")
+    paths.append(files.latency_png)
     _save(fig, paths[-1])
     plt.close(fig)
 
@@ -122,7 +126,7 @@ def write_plots(store_dir: Path, records: list[dict]) -> list[Path]:
     ax.set_title("throughput")
     ax.legend(loc="upper left", fontsize=7, ncol=4)
     fig.tight_layout()
-    paths.append(Path(store_dir) / "rate.png")
+    paths.append(files.rate_png)
     _save(fig, paths[-1])
     plt.close(fig)
     return paths

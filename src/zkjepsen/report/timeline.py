@@ -13,9 +13,12 @@ from __future__ import annotations
 import html
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zkjepsen.checker import Result, Violation, as_result
+
+if TYPE_CHECKING:
+    from zkjepsen.report.files import ReportFiles
 
 LANE_H = 34
 LEFT = 70
@@ -246,21 +249,21 @@ function z(k) {{ const s = document.getElementById('tl');
 """
 
 
-def write_timeline(store_dir: Path, records: list[dict], results: dict | None) -> Path:
-    path = Path(store_dir) / "timeline.html"
-    title = f"zkjepsen timeline: {store_dir}{_versions(Path(store_dir))}"
+def write_timeline(files: ReportFiles, records: list[dict], results: dict | None) -> Path:
+    path = files.timeline
+    title = f"zkjepsen timeline: {files.path}{_versions(files.test_json)}"
     tmp = path.with_name(f".{path.name}.tmp")  # never half a file (an interrupt)
     tmp.write_text(render_timeline(records, results, title))
     tmp.replace(path)
     return path
 
 
-def _versions(store_dir: Path) -> str:
+def _versions(test_json: Path) -> str:
     """` (ZooKeeper 3.4, clients bullseye)` from the run's test.json; '' when it names none."""
     import json
 
     try:
-        spec = json.loads((store_dir / "test.json").read_text())
+        spec = json.loads(test_json.read_text())
     except (OSError, ValueError):
         return ""
     if not isinstance(spec, dict) or not spec.get("zk_version"):

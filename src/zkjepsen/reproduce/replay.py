@@ -22,11 +22,11 @@ from typing import Any
 
 from zkjepsen.checker import Result, as_result
 from zkjepsen.docker.engine import Engine
-from zkjepsen.nemesis.schedule import FAULT_FIELDS
+from zkjepsen.nemesis.executed import ExecutedFault
 from zkjepsen.run.fanout import Job, run_jobs
 from zkjepsen.run.runner import RunResult
 from zkjepsen.run.spec import TestSpec
-from zkjepsen.store import StoredRun
+from zkjepsen.run.stored import StoredRun
 
 ROLE_CHOICES = ("holder", "leader")
 WARMUP_S = 4.0  # clients connected and contending before the first fault of a shifted schedule
@@ -53,20 +53,21 @@ def first_violation_ns(results: Result | Mapping[str, Any] | None) -> int | None
     return min((t for t in times if t is not None), default=None)
 
 
-def faults_for_replay(faults: list[dict], retarget: bool = True) -> list[dict]:
+def faults_for_replay(faults: list[ExecutedFault], retarget: bool = True) -> list[dict]:
+    """The replay-ready tables (the nemesis's schedule input) of a run's executed faults."""
     out = []
     for f in faults:
-        g = {k: copy.deepcopy(f.get(k)) for k in FAULT_FIELDS}
-        chosen = (f.get("detail") or {}).get("chosen")
-        if f.get("trigger"):
+        g = f.replay_fields()
+        chosen = (f.detail or {}).get("chosen")
+        if f.trigger:
             # Re-armed, not re-timed: armed when the original was, it fires on its event again.
-            g["trigger"] = copy.deepcopy(f["trigger"])
-            g["armed_ns"] = (f.get("fired") or {}).get("armed_ns", f.get("armed_ns"))
-            if f.get("target") == "trigger":
+            g["trigger"] = copy.deepcopy(f.trigger)
+            g["armed_ns"] = (f.fired or {}).get("armed_ns", f.armed_ns)
+            if f.target == "trigger":
                 g["targets"], g["detail"] = None, None  # aimed at whom the new event names
-        elif retarget and (chosen in ROLE_CHOICES or f.get("target") in ROLE_CHOICES):
+        elif retarget and (chosen in ROLE_CHOICES or f.target in ROLE_CHOICES):
             g["targets"] = None  # re-resolved at replay time by role
-            g["target"] = chosen if chosen in ROLE_CHOICES else f.get("target")
+            g["target"] = chosen if chosen in ROLE_CHOICES else f.target
             g["detail"] = None
         out.append(g)
     return out
@@ -87,11 +88,7 @@ def replay(
     `parallel` at once on each of `engines` (default: the environment's engine)."""
     spec = copy.deepcopy(spec or run.spec)
     spec.name = f"{run.spec.test_name}-replay"
-    schedule = {
-        "faults": faults_for_replay(run.schedule.get("faults", []), retarget)
-        if faults is None
-        else faults
-    }
+    schedule = {"faults": faults_for_replay(run.faults, retarget) if faults is None else faults}
     jobs = [Job(spec, schedule, i) for i in range(runs)]
     outcomes = run_jobs(
         jobs, engines or [Engine()], parallel, store_root, on_done=lambda i, o: on_result(i, o.run)

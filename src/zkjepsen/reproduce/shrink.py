@@ -26,8 +26,9 @@ from zkjepsen.reproduce.replay import (
     replay,
     violation_kinds,
 )
+from zkjepsen.run.resolve import reportable_kinds
 from zkjepsen.run.spec import TestSpec
-from zkjepsen.store import StoredRun
+from zkjepsen.run.stored import StoredRun
 
 
 @dataclass
@@ -199,18 +200,6 @@ def _violation_fault_ids(run: StoredRun) -> set:
     return out
 
 
-def reportable_kinds(spec: TestSpec) -> set[str]:
-    """Every `checker:kind` label the run's workload can report (violation_kinds' labels); a
-    checker that types no violation is named bare."""
-    from zkjepsen.workloads import get_workload
-
-    out: set[str] = set()
-    for name, checker in get_workload(spec.workload).checkers(spec.params).items():
-        kinds = getattr(checker, "KINDS", None)
-        out |= {name} if kinds is None else {f"{name}:{k}" for k in kinds}
-    return out
-
-
 def check_kinds(run: StoredRun, kinds: set[str] | None, not_in_run: bool = False) -> set[str]:
     """The violations to preserve, checked before any replay: each a kind the workload's
     checkers can report, and one the run recorded unless `not_in_run` (searching for a
@@ -240,6 +229,57 @@ def check_kinds(run: StoredRun, kinds: set[str] | None, not_in_run: bool = False
     return set(kinds)
 
 
+@dataclass
+class Judge:
+    """Replays a candidate until its fate is decided: kept if its violation recurs in at least
+    `min_hits` of `tries` replays. Each wave runs as many replays as could keep it (`parallel`
+    at once on each of `engines`), and no wave starts that could not end within the budget."""
+
+    run: StoredRun
+    target: set[str]
+    tries: int
+    min_hits: int
+    deadline: float
+    progress: Callable[[str], None]
+    store_root: Path | None = None
+    engines: list | None = None
+    parallel: int = 1
+    log: list[dict] = field(default_factory=list)
+    wave_s: float = 0.0  # the longest wave so far
+
+    def __call__(self, c: Candidate, budgeted: bool = True) -> int:
+        hits = done = 0
+        width = max(1, self.parallel * len(self.engines or [None]))
+        while done < self.tries and (
+            not budgeted or time.monotonic() + self.wave_s <= self.deadline
+        ):
+            # As many replays as could keep the candidate if they all reproduce.
+            wave = max(1, min(width, self.min_hits - hits, self.tries - done))
+            started = time.monotonic()
+            for r in replay(
+                self.run,
+                wave,
+                store_root=self.store_root,
+                spec=c.spec,
+                faults=c.faults,
+                engines=self.engines,
+                parallel=self.parallel,
+            ):
+                got = violation_kinds(r.results)
+                ok = self.target <= got
+                hits += ok
+                done += 1
+                self.progress(
+                    f"    try {done}/{self.tries}: {sorted(got) or 'valid'} -> "
+                    f"{'reproduced' if ok else 'not reproduced'} ({r.store_dir})"
+                )
+            self.wave_s = max(self.wave_s, time.monotonic() - started)
+            if hits >= self.min_hits or hits + (self.tries - done) < self.min_hits:
+                break  # decided either way: save the machine time
+        self.log.append({"candidate": c.summary(), "why": c.why, "hits": hits, "tries": self.tries})
+        return hits
+
+
 def shrink(
     run: StoredRun,
     *,
@@ -264,56 +304,22 @@ def shrink(
     best = _fit_time_limit(
         Candidate(
             copy.deepcopy(run.spec),
-            faults_for_replay(run.schedule.get("faults", [])),
+            faults_for_replay(run.faults),
             "the original schedule",
         )
     )
-    log: list[dict] = []
     best_hits = None
-
-    width = max(1, parallel * len(engines or [None]))
-
-    wave_s = 0.0  # the longest wave so far: none starts that could not end within the budget
-
-    def judge(c: Candidate, budgeted: bool = True) -> int:
-        nonlocal wave_s
-        hits = done = 0
-        while done < tries and (not budgeted or time.monotonic() + wave_s <= deadline):
-            # As many replays as could keep the candidate if they all reproduce.
-            wave = max(1, min(width, min_hits - hits, tries - done))
-            started = time.monotonic()
-            for r in replay(
-                run,
-                wave,
-                store_root=store_root,
-                spec=c.spec,
-                faults=c.faults,
-                engines=engines,
-                parallel=parallel,
-            ):
-                got = violation_kinds(r.results)
-                ok = target <= got
-                hits += ok
-                done += 1
-                progress(
-                    f"    try {done}/{tries}: {sorted(got) or 'valid'} -> "
-                    f"{'reproduced' if ok else 'not reproduced'} ({r.store_dir})"
-                )
-            wave_s = max(wave_s, time.monotonic() - started)
-            if hits >= min_hits or hits + (tries - done) < min_hits:
-                break  # decided either way: save the machine time
-        log.append({"candidate": c.summary(), "why": c.why, "hits": hits, "tries": tries})
-        return hits
-
+    judge = Judge(run, target, tries, min_hits, deadline, progress, store_root, engines, parallel)
+    log = judge.log
     progress(
         f"shrinking {run.store_dir}: target {sorted(target)}, keep a candidate if it "
         f"reproduces in >= {min_hits} of {tries} replays"
     )
     improved = True
-    while improved and time.monotonic() + wave_s < deadline:
+    while improved and time.monotonic() + judge.wave_s < deadline:
         improved = False
         for c in candidates(run, best):
-            if time.monotonic() + wave_s > deadline:
+            if time.monotonic() + judge.wave_s > deadline:
                 progress("budget spent; keeping the best so far")
                 break
             progress(f"  trying {c.why}: {c.summary()}")

@@ -4,29 +4,35 @@ What the runner does after a run, and what `analyze` does to a stored one."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.store import RunDir
 
+if TYPE_CHECKING:
+    from zkjepsen.checker import Result
 
-def check_history(history, spec: TestSpec, store_dir: Path | None = None) -> dict[str, Any]:
-    """Run the workload's checkers on a history (also what `analyze` does); with `store_dir`,
-    write a counterexample HTML for every refuted linearizability checker there."""
+
+def check_history(
+    history, spec: TestSpec, store_dir: Path | None = None, checkers: dict | None = None
+) -> Result:
+    """Run the workload's checkers (or `checkers`, a resolved test's) on a history (also what
+    `analyze` does); with `store_dir`, write a counterexample HTML for every refuted
+    linearizability checker there."""
     from zkjepsen.checker import compose
     from zkjepsen.workloads import get_workload
 
-    checkers = get_workload(spec.workload).checkers(spec.params)
+    if checkers is None:
+        checkers = get_workload(spec.workload).checkers(spec.params)
     checked = compose(checkers).check(history)
-    result = checked.to_json()
     if store_dir is not None and checked.valid is not True:
         try:
             from zkjepsen.report.counterexample import write_failures
 
             write_failures(checked, checkers, store_dir, history)
         except Exception as e:  # noqa: BLE001 - evidence, not the verdict
-            result["counterexample_error"] = f"{type(e).__name__}: {e}"
-    return result
+            checked.details["counterexample_error"] = f"{type(e).__name__}: {e}"
+    return checked
 
 
 def history_stats(records: list[dict]) -> dict[str, Any]:
@@ -50,7 +56,7 @@ def render_reports(run, history) -> None:
     except ImportError:
         return
     try:
-        render_run(run.store_dir, history, run.results)
+        render_run(RunDir(run.store_dir), history, run.results)
     except Exception as e:  # noqa: BLE001 - reports are evidence, not the verdict
         with RunDir(run.store_dir).run_log.open("a") as f:
             f.write(f"report rendering failed: {e}\n")
@@ -65,10 +71,10 @@ def finish_report(run, history) -> list[str]:
 
     d = RunDir(run.store_dir)
     _, missing = d.inventory()
-    todo = [n for n in missing if n == "results.json" or n in REPORTS]
+    todo = [n for n in missing if n == d.results.name or n in REPORTS]
     if not todo or not can_create_in(str(d.path)):
         return []
-    if "results.json" in todo:
+    if d.results.name in todo:
         d.save_results(run.results)
     if any(n in REPORTS for n in todo):
         render_reports(run, history)

@@ -114,14 +114,12 @@ def user_code(spec) -> tuple[list[tuple[Path, str]], list[str]]:
     """Files of this machine a run reads besides our package: a user's recipe package and a
     client program's directory, put into the controller at the same paths; and the dirs its
     PYTHONPATH needs for the recipe's import."""
-    from zkjepsen.client.command import program_for
     from zkjepsen.client.pool import user_recipe_binds
+    from zkjepsen.run.resolve import spec_program
 
     dirs = list(user_recipe_binds(spec.recipe))
     path = [str(Path(d).parent) for d in dirs]
-    plan = program_for(
-        spec.recipe, spec.workload, spec.client_cmd, spec.client_dir, spec.client_mode
-    )
+    plan = spec_program(spec)
     if plan and plan.mount:
         dirs.append(plan.mount)
     out = []
@@ -232,7 +230,9 @@ def _note(local_dir: Path, display, figures: dict[str, float]) -> None:
         f"first output after {figures.get('first_line_s', float('nan')):.1f} s; folder "
         f"({figures['fetch_mb']:.1f} MB) fetched in {figures['fetch_s']:.1f} s"
     )
-    with (local_dir / "run.log").open("a") as f:
+    from zkjepsen.store import RunDir
+
+    with RunDir(local_dir).run_log.open("a") as f:
         f.write(line + "\n")
     _show(display, line)
 
@@ -263,6 +263,7 @@ def _stop(client, cid: str) -> None:
 def _finish(client, cid: str, local_dir: Path, quiet: bool = False) -> dict[str, Any]:
     """Fetch the controller's store into `local_dir`; its result (or why there is none)."""
     from zkjepsen.run.shipping import read_tar_stream
+    from zkjepsen.store import controller_result
 
     tmp = local_dir.parent / f".fetch-{local_dir.name}"
     try:
@@ -282,7 +283,7 @@ def _finish(client, cid: str, local_dir: Path, quiet: bool = False) -> dict[str,
             for p in runs[-1].iterdir():
                 shutil.move(str(p), local_dir / p.name)
         try:
-            return json.loads((store / "result.json").read_text())
+            return json.loads(controller_result(store).read_text())
         except (OSError, ValueError):
             if quiet:
                 return {}
@@ -306,7 +307,8 @@ def _result(res: dict[str, Any], spec, engine, local_dir: Path):
 
     from zkjepsen.run.analysis import render_reports
     from zkjepsen.run.outcome import RunResult
-    from zkjepsen.store import RunDir, StoredRun
+    from zkjepsen.run.stored import StoredRun
+    from zkjepsen.store import RunDir
 
     if not res.get("ok"):
         if res.get("exit_code") == 143:
@@ -314,7 +316,7 @@ def _result(res: dict[str, Any], spec, engine, local_dir: Path):
         cls = BadInput if res.get("exit_code") == EXIT_BAD_INPUT else EnvironmentProblem
         raise cls(f"on engine {engine.name}: {res.get('error')}")
     spec = dataclasses.replace(spec, engine=engine.name)
-    RunDir(local_dir).save_spec(spec)
+    RunDir(local_dir).save_spec(spec.to_json())
     run = RunResult(spec, local_dir, res["valid"], res["results"], res["stats"])
     render_reports(run, StoredRun.load(local_dir).history())
     return run

@@ -18,6 +18,7 @@ from typing import Any
 from zkjepsen.docker import signals
 from zkjepsen.errors import BadInput
 from zkjepsen.run.controller import JOB_ENV, SOCKET_ENV, STORE
+from zkjepsen.store import controller_result
 
 
 class _Lines:
@@ -73,7 +74,7 @@ def inside_main() -> None:
             "exit_code": 255,
         }
     Path(STORE).mkdir(exist_ok=True)
-    (Path(STORE) / "result.json").write_text(json.dumps(result, default=str))
+    controller_result(Path(STORE)).write_text(json.dumps(result, default=str))
     print(
         f"controller: {'verdict ' + str(result.get('valid')) if result['ok'] else result['error']}"
     )

@@ -19,21 +19,19 @@ from zkjepsen import errors
 from zkjepsen.client.spec import ClientSpec
 from zkjepsen.run.analysis import check_history, history_stats, render_reports
 from zkjepsen.run.outcome import RunResult, Teardown
-from zkjepsen.run.spec import TestSpec, validate_spec
+from zkjepsen.run.resolve import ResolvedTest, resolve
+from zkjepsen.run.spec import TestSpec
 from zkjepsen.store import RunDir, check_root, new_run_dir
 from zkjepsen.workloads.context import ClientContext, Recorder
 
-__all__ = ["RunResult", "Teardown", "TestSpec", "check_history", "run_test", "validate_spec"]
+__all__ = ["RunResult", "Teardown", "TestSpec", "check_history", "run_test"]
 
 
-def client_specs(spec: TestSpec, ens, t0_ns: int) -> list[ClientSpec]:
+def client_specs(test: ResolvedTest, ens, t0_ns: int) -> list[ClientSpec]:
     """One ClientSpec per logical client; each waits at the start barrier for the deadline."""
-    from zkjepsen.client.command import program_for
     from zkjepsen.nemesis.client_clock import NAMES, program_env
 
-    plan = program_for(
-        spec.recipe, spec.workload, spec.client_cmd, spec.client_dir, spec.client_mode
-    )
+    spec, plan = test.spec, test.program
     skewed = any(n in NAMES for n in spec.nemesis)  # libfaketime in the programs
     return [
         ClientSpec(
@@ -113,34 +111,31 @@ def run_test(
     `engine` (a harness.engine.Engine, default: the environment's) is where the run lives."""
     import dataclasses
 
-    from zkjepsen.backends.registry import backend_info, make_backend, provide_images
-    from zkjepsen.docker import mounts, resources, signals
+    from zkjepsen.backends.registry import provide_images
+    from zkjepsen.docker import mounts, signals
     from zkjepsen.docker.engine import Engine
     from zkjepsen.run import controller
-    from zkjepsen.workloads import get_workload
 
-    validate_spec(spec)
+    test = resolve(spec, gen)  # every name checked, once, before anything exists
     check_root(store_root)  # a file or unwritable --store: bad input, before any container
     mounts.files_mode()  # a bad ZKJEPSEN_FILES / ZKJEPSEN_CONTROLLER: one sentence, now
-    workload = get_workload(spec.workload)
     engine = engine or Engine()
     if controller.wanted(engine):  # an engine we cannot reach: the run goes there
         return controller.run_remote(spec, store_root, engine, schedule, display, gen)
     spec = dataclasses.replace(spec, engine=engine.name)
+    test = dataclasses.replace(test, spec=spec)
     client = engine.client()
     server_image, client_image = provide_images(engine, spec)
-    info = backend_info(spec.backend)
+    info = test.backend
     teardown: Teardown | None = None
     phase = ["setup"]  # where the run is: the watchdog's message, and an interrupt's
     try:
         with signals.teardown_on_signals():
             run_dir = new_run_dir(spec.test_name, store_root)
-            run_dir.save_spec(spec)
+            run_dir.save_spec(spec.to_json())
             run_dir.client_dir(0).mkdir(parents=True)  # the host's own session (client 0)
             log = RunLog(run_dir.run_log, display)
-            ens = make_backend(
-                spec.backend,
-                spec,
+            ens = test.make_backend(
                 run_dir.path,
                 client=client,
                 engine=engine.key,
@@ -159,34 +154,15 @@ def run_test(
                     ),
                     fatal=True,
                 ):
-                    _run_phases(
-                        spec, workload, ens, run_dir, log, display, schedule, stats, phase, gen
-                    )
+                    _run_phases(test, ens, run_dir, log, display, schedule, stats, phase)
             except BaseException as e:
                 log(f"stopped in {phase[0]} by {type(e).__name__}: {e}".rstrip(": "))
                 raise
             finally:
-                # No signal interrupts this (a second Ctrl-C included); one that arrives is
-                # raised after it. The engine, not our bookkeeping, says what is left.
-                with signals.signals_deferred():
-                    ens.stop()
-                    teardown.left = resources.leftovers(client, ens.run_id)
-                    log(
-                        "ensemble torn down"
-                        + (
-                            f"; LEFT BEHIND: {', '.join(teardown.left)}"
-                            if teardown.left
-                            else "; nothing left"
-                        )
-                    )
-                    if signals.ignored_signals():
-                        log(f"ignored during teardown: {', '.join(signals.ignored_signals())}")
-                    # Whatever happened, the clients' files are merged now, so an interrupted
-                    # run has a history.jsonl for `analyze` like a finished one.
-                    records = _write_history(run_dir)
+                records = _tear_down(ens, client, teardown, run_dir, log)
             # Still guarded: a signal during the check or the reports says where the run's
             # folder is and what in it is complete, instead of a silent 143.
-            return _judge(spec, run_dir, records, stats, log, phase)
+            return _judge(test, run_dir, records, stats, log, phase)
     except signals.RunTimeout as e:
         left = f"; left behind: {', '.join(teardown.left)}" if teardown and teardown.left else ""
         raise errors.EnvironmentProblem(
@@ -202,18 +178,38 @@ def run_test(
         raise
 
 
-def _judge(spec: TestSpec, run_dir: RunDir, records, stats, log, phase: list[str]) -> RunResult:
+def _tear_down(ens, client, teardown: Teardown, run_dir: RunDir, log) -> list[dict]:
+    """Remove the run's containers and merge the clients' histories: the records."""
+    from zkjepsen.docker import resources, signals
+
+    # No signal interrupts this (a second Ctrl-C included); one that arrives is raised after
+    # it. The engine, not our bookkeeping, says what is left.
+    with signals.signals_deferred():
+        ens.stop()
+        teardown.left = resources.leftovers(client, ens.run_id)
+        left = f"; LEFT BEHIND: {', '.join(teardown.left)}" if teardown.left else "; nothing left"
+        log("ensemble torn down" + left)
+        if signals.ignored_signals():
+            log(f"ignored during teardown: {', '.join(signals.ignored_signals())}")
+        # Whatever happened, the clients' files are merged now, so an interrupted run has a
+        # history.jsonl for `analyze` like a finished one.
+        return _write_history(run_dir)
+
+
+def _judge(test: ResolvedTest, run_dir: RunDir, records, stats, log, phase: list[str]) -> RunResult:
     """After the teardown: the verdict (results.json), then the reports."""
     from zkjepsen.history import History, Op
 
     phase[0] = "check"
     history = History([Op.from_dict(r) for r in records])
     store_dir = run_dir.path
-    result = check_history(history, spec, store_dir)
-    run_dir.save_results(result)
+    spec = test.spec
+    result = check_history(history, spec, store_dir, checkers=test.checkers)
+    table = result.to_json()
+    run_dir.save_results(table)
     stats.update(history_stats(records))
-    log(f"verdict: {result['valid']} ({len(records)} history records)")
-    run = RunResult(spec, store_dir, result["valid"], result, stats)
+    log(f"verdict: {result.valid} ({len(records)} history records)")
+    run = RunResult(spec, store_dir, result.valid, table, stats)
     phase[0] = "report"
     render_reports(run, history)
     return run
@@ -245,8 +241,7 @@ def _copies(ens) -> bool:
 
 
 def _run_phases(
-    spec: TestSpec,
-    workload,
+    test: ResolvedTest,
     ens,
     run_dir: RunDir,
     log,
@@ -254,22 +249,14 @@ def _run_phases(
     schedule,
     stats: dict[str, Any],
     phase: list[str],
-    gen=None,
 ) -> None:
     """Everything between "nothing exists" and teardown; `phase[0]` says where it is."""
     from zkjepsen.client.pool import ClientPool
     from zkjepsen.docker import signals
 
-    names = [n for n in spec.nemesis if n != "none"]
+    spec, workload = test.spec, test.workload
     phase[0] = "ensemble start"
-    log(f"run {ens.run_id}: starting {spec.nodes} {spec.backend} servers")
-    ens.start()
-    leader = ens.leader()
-    log(
-        f"ensemble {ens.run_id} up: {ens.connect_string()}"
-        + (f" (leader {leader.name})" if leader else "")
-        + ("; files: copied (engine shares no filesystem)" if _copies(ens) else "")
-    )
+    _start_servers(spec, ens, log)
     t0_ns = time.monotonic_ns()
     zk = ens.host_session(spec.session_timeout_s)
     phase[0] = "host session"
@@ -289,40 +276,11 @@ def _run_phases(
         # Containers start in parallel and connect; the main phase (and the clock of the
         # fault schedule) begins when all of them are ready, so every client sees it whole.
         phase[0] = "client start"
-        pool.start(client_specs(spec, ens, t0_ns))
-        laggards = pool.wait_connected(CONNECT_TIMEOUT_S)
-        if laggards:
-            log(
-                f"clients {laggards} did not connect within {CONNECT_TIMEOUT_S:g} s; "
-                "starting without them"
-            )
-        deadline = time.monotonic() + spec.time_limit_s + spec.recovery_s
-        pool.release(deadline)
-        log(f"{spec.clients} clients started; main phase {spec.time_limit_s:g}s")
+        deadline = _start_clients(test, ens, pool, t0_ns, log)
         if display:
             display.attach(run_dir, t0_ns, spec)
-        executed: list[dict] = []
         phase[0] = "main phase"
-        if names or schedule or gen:
-            from zkjepsen.nemesis.schedule import run_nemesis
-
-            executed = run_nemesis(
-                ens,
-                pool,
-                names,
-                seed=spec.seed,
-                time_limit_s=spec.time_limit_s,
-                interval_s=spec.interval_s,
-                fault_duration_s=spec.fault_duration_s,
-                session_timeout_s=spec.session_timeout_s,
-                t0_ns=t0_ns,
-                out_dir=run_dir.path,
-                stop_event=stop,
-                schedule=schedule,
-                gen=gen or fault_generator(spec, names),
-            )
-        else:
-            stop.wait(spec.time_limit_s)
+        executed = _main_phase(test, ens, pool, run_dir, schedule, stop, t0_ns)
         log(
             f"main phase over; {len(executed)} faults executed and healed; "
             f"recovery {spec.recovery_s:g}s"
@@ -341,16 +299,7 @@ def _run_phases(
         if any(c is None for c in codes.values()):
             log("some clients did not stop in time; stopping them")
         phase[0] = "final read"
-        try:
-            with signals.deadline(
-                FINAL_TIMEOUT_S,
-                lambda: signals.PhaseTimeout(
-                    f"the final read did not finish within {FINAL_TIMEOUT_S:g} s"
-                ),
-            ):
-                workload.final(host_ctx)
-        except signals.PhaseTimeout as e:
-            log(f"{e}; the verdict goes without it")
+        _final_read(workload, host_ctx, log)
         phase[0] = "teardown"
     finally:
         # Deferred too: a signal in the middle of this would leave kazoo's threads running.
@@ -365,19 +314,76 @@ def _run_phases(
                 display.detach()
 
 
-def fault_generator(spec: TestSpec, names: list[str]):
-    """The standard schedule of `names`, aimed at `fault_target` and cut after `max_faults`
-    faults when the spec says so; None when there is nothing to inject."""
-    if not names:
-        return None
-    from zkjepsen.nemesis import generator
+def _start_servers(spec: TestSpec, ens, log) -> None:
+    log(f"run {ens.run_id}: starting {spec.nodes} {spec.backend} servers")
+    ens.start()
+    leader = ens.leader()
+    log(
+        f"ensemble {ens.run_id} up: {ens.connect_string()}"
+        + (f" (leader {leader.name})" if leader else "")
+        + ("; files: copied (engine shares no filesystem)" if _copies(ens) else "")
+    )
 
-    gen = generator.standard(names, time_limit_s=spec.time_limit_s, interval_s=spec.interval_s)
-    if spec.fault_target is not None:
-        gen = generator.fault_target(spec.fault_target, gen)
-    if spec.max_faults is not None:
-        gen = generator.max_faults(spec.max_faults, gen)
-    return gen
+
+def _start_clients(test: ResolvedTest, ens, pool, t0_ns: int, log) -> float:
+    """Every client container started, connected (or given up on) and released together;
+    returns when they stop (monotonic)."""
+    spec = test.spec
+    pool.start(client_specs(test, ens, t0_ns))
+    laggards = pool.wait_connected(CONNECT_TIMEOUT_S)
+    if laggards:
+        log(
+            f"clients {laggards} did not connect within {CONNECT_TIMEOUT_S:g} s; "
+            "starting without them"
+        )
+    deadline = time.monotonic() + spec.time_limit_s + spec.recovery_s
+    pool.release(deadline)
+    log(f"{spec.clients} clients started; main phase {spec.time_limit_s:g}s")
+    return deadline
+
+
+def _main_phase(
+    test: ResolvedTest, ens, pool, run_dir: RunDir, schedule, stop: threading.Event, t0_ns: int
+) -> list[dict]:
+    """The clients run while the nemesis injects faults (or, without any, the time limit
+    passes); returns the executed faults, all healed."""
+    spec = test.spec
+    if not (test.faults or schedule or test.generator):
+        stop.wait(spec.time_limit_s)
+        return []
+    from zkjepsen.nemesis.schedule import run_nemesis
+
+    return run_nemesis(
+        ens,
+        pool,
+        test.faults,
+        seed=spec.seed,
+        time_limit_s=spec.time_limit_s,
+        interval_s=spec.interval_s,
+        fault_duration_s=spec.fault_duration_s,
+        session_timeout_s=spec.session_timeout_s,
+        t0_ns=t0_ns,
+        files=run_dir,
+        stop_event=stop,
+        schedule=schedule,
+        gen=test.generator,
+    )
+
+
+def _final_read(workload, host_ctx: ClientContext, log) -> None:
+    """The workload's final reads, bounded: without them the verdict goes on what it has."""
+    from zkjepsen.docker import signals
+
+    try:
+        with signals.deadline(
+            FINAL_TIMEOUT_S,
+            lambda: signals.PhaseTimeout(
+                f"the final read did not finish within {FINAL_TIMEOUT_S:g} s"
+            ),
+        ):
+            workload.final(host_ctx)
+    except signals.PhaseTimeout as e:
+        log(f"{e}; the verdict goes without it")
 
 
 class RunLog:

@@ -2,7 +2,9 @@
 
 Every setting is validated here, before any directory, link or container exists: a wrong type,
 NaN, infinity or an out-of-range value is one sentence and exit 254, whichever way it came in
-(command line, a TOML config, a stored `test.json`, the pytest plugin).
+(command line, a TOML config, a stored `test.json`, the pytest plugin). What needs a registry
+(a recipe's default clients, a ZooKeeper version, the names of recipes, workloads, faults and
+backends) is checked by run/resolve.py; this module imports nothing of zkjepsen but `errors`.
 """
 
 from __future__ import annotations
@@ -66,28 +68,17 @@ def _fault_names(v: Any) -> list[str]:
     return names
 
 
-DEFAULT_CLIENTS = 10
-
-
-def default_clients(recipe: str) -> int:
-    """How many clients a test of `recipe` runs unless told: the recipe's own default (an
-    unfair lock has fewer, so a plain run exercises every client), else 10."""
-    from zkjepsen.recipes import RECIPES
-
-    info = RECIPES.get(recipe)
-    return (info.clients if info is not None else None) or DEFAULT_CLIENTS
-
-
 @dataclass
 class TestSpec:
-    """One test, serialisable (test.json). Names are resolved by `runner.resolve`."""
+    """One test, serialisable (test.json). Names are checked and resolved by
+    run/resolve.py (`validate_spec`, `resolve`)."""
 
     __test__ = False  # a spec, not a pytest test class
     recipe: str = "kazoo"
     workload: str = "lock"
     nemesis: list[str] = field(default_factory=lambda: ["none"])
     nodes: int = 5
-    clients: int | None = None  # None: the recipe's default (an int after __post_init__)
+    clients: int | None = None  # None: the recipe's default (an int after resolve.settle)
     time_limit_s: float = 60.0
     recovery_s: float = 10.0
     session_timeout_s: float = 4.0
@@ -121,9 +112,8 @@ class TestSpec:
         _str("workload", self.workload)
         self.nemesis = _fault_names(self.nemesis)
         _int("nodes", self.nodes, 1, 9)
-        if self.clients is None:
-            self.clients = default_clients(self.recipe)
-        _int("clients", self.clients, 1, 100)
+        if self.clients is not None:  # None: the recipe's default (run/resolve.py settles it)
+            _int("clients", self.clients, 1, 100)
         _int("tick_ms", self.tick_ms, 50, 10_000)
         self.time_limit_s = _seconds("time limit", self.time_limit_s, 0, MAX_TIME_S)
         self.recovery_s = _seconds("recovery", self.recovery_s, 0, 3600, allow_zero=True)
@@ -171,12 +161,6 @@ class TestSpec:
             raise BadInput(f"proxy must be true or false, not {self.proxy!r}")
         _str("engine", self.engine, optional=True)
         _str("backend", self.backend, optional=True)
-        from zkjepsen.backends.zookeeper import versions as zkversions
-
-        if self.zk_version is not None:
-            self.zk_version = zkversions.get(self.zk_version).name
-        if self.client_suite is not None:
-            zkversions.client_suite(self.client_suite)
 
     @property
     def test_name(self) -> str:
@@ -199,72 +183,3 @@ class TestSpec:
                 f"valid ones: {', '.join(sorted(known))}"
             )
         return cls(**d)
-
-
-def validate_spec(spec: TestSpec) -> None:
-    """Fail fast, before anything is created, on names that do not exist and parameters the
-    workload or recipe cannot use."""
-    from zkjepsen.recipes import validate_recipe
-    from zkjepsen.workloads import get_workload
-    from zkjepsen.workloads.params import validate_params
-
-    get_workload(spec.workload)
-    validate_recipe(spec.recipe)
-    names = [n for n in spec.nemesis if n != "none"]
-    from zkjepsen.nemesis.faults import NEMESES
-
-    for n in names:
-        if n not in NEMESES:
-            raise BadInput(
-                f"unknown nemesis {n!r}; choose from {', '.join(sorted(NEMESES))}"
-                " (`zkjepsen list nemeses`)"
-            )
-    proxied = [n for n in names if n.startswith("proxy-")]
-    if proxied and not spec.proxy:
-        raise BadInput(
-            f"{', '.join(proxied)} need the clients' wire proxy; set proxy = true in the test spec"
-        )
-    from zkjepsen.client.command import program_for, validate_program
-
-    validate_program(spec)
-    if any(n.endswith("-client") and n.startswith("clock-") for n in names):
-        plan = program_for(
-            spec.recipe, spec.workload, spec.client_cmd, spec.client_dir, spec.client_mode
-        )
-        if plan is None or plan.language == "go":
-            raise BadInput(
-                "client clock faults skew the program under test through libfaketime: "
-                + (
-                    "a Go program reads the clock without libc, libfaketime cannot reach it"
-                    if plan
-                    else "run the recipe through the wire protocol (not --client-mode in-process)"
-                )
-            )
-    from zkjepsen.backends.registry import backend_info
-    from zkjepsen.recipes import resolve_backend
-
-    spec.backend = resolve_backend(spec.recipe, spec.backend)
-    info = backend_info(spec.backend)
-    if info.nodes is not None:
-        spec.nodes = info.nodes  # its shape is fixed: test.json says what really ran
-    from zkjepsen.nemesis.faults import not_applicable
-
-    for n in names:
-        why = not_applicable(n, spec.backend)
-        if why:
-            raise BadInput(why + f" (recipe {spec.recipe} runs on {spec.backend})")
-    if info.family == "zookeeper":
-        spec.zk_version = spec.zk_version or "3.8"  # test.json says what really ran
-    elif spec.zk_version is not None:
-        raise BadInput(f"--zk-version is ZooKeeper's; backend {spec.backend} has none")
-    if spec.proxy and info.family != "zookeeper":
-        raise BadInput(
-            f"the wire proxy speaks ZooKeeper's protocol; backend {spec.backend} has none"
-        )
-    spec.params = validate_params(
-        spec.params, user_recipe=":" in spec.recipe or spec.recipe == "exec"
-    )
-    if spec.params.get("nested") and spec.client_mode != "in-process":
-        # The wire protocol's loops (client/remote.py) never nest: such a run would test
-        # nothing it claims to.
-        raise BadInput("param nested needs client_mode in-process (the protocol loops never nest)")

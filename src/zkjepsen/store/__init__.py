@@ -1,7 +1,9 @@
 """The store: `store/<test-name>/<YYYYmmddTHHMMSS>[-n]/` with a `latest` link per test.
 
-Only this module knows the names of a run's files. `RunDir` gives their paths and saves them;
-`StoredRun` loads a finished (or interrupted) run for `analyze`, `replay` and `shrink`.
+Only this package knows the names of a run's files. `RunDir` gives their paths and saves them,
+as raw JSON: the store sits below every service and imports none of them; run/stored.py
+`StoredRun` is the typed view (spec, schedule, verdict) that `analyze`, `replay` and `shrink`
+load.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.errors import BadInput
-from zkjepsen.run.spec import TestSpec
 
 DEFAULT_ROOT = Path(os.environ.get("ZKJEPSEN_STORE", "store"))
 REPORTS = ("timeline.html", "latency.png", "rate.png")
 # What a run that ran to its end has, in the order it writes them.
 FINISHED_FILES = ("test.json", "history.jsonl", "results.json", *REPORTS)
+
+
+RUN_LOG = "run.log"  # what a bug report should attach
 
 
 @dataclass(frozen=True)
@@ -32,11 +36,13 @@ class RunDir:
     history = property(lambda self: self.path / "history.jsonl")
     schedule = property(lambda self: self.path / "schedule.json")
     results = property(lambda self: self.path / "results.json")
-    run_log = property(lambda self: self.path / "run.log")
+    run_log = property(lambda self: self.path / RUN_LOG)
     nemesis_log = property(lambda self: self.path / "nemesis.jsonl")
     clients = property(lambda self: self.path / "clients")
     nodes = property(lambda self: self.path / "nodes")
     timeline = property(lambda self: self.path / "timeline.html")
+    latency_png = property(lambda self: self.path / "latency.png")
+    rate_png = property(lambda self: self.path / "rate.png")
     minimal = property(lambda self: self.path / "minimal")
     # Mounted read-only into every client container: the start barrier and the client specs
     # (what the runner tells a client; a client must not rewrite its own, or another's).
@@ -74,11 +80,17 @@ class RunDir:
         present = [n for n in FINISHED_FILES if (self.path / n).exists()]
         return present, [n for n in FINISHED_FILES if n not in present]
 
-    def save_spec(self, spec: TestSpec) -> None:
-        _write_json(self.test_json, spec.to_json())
+    def save_spec(self, doc: dict[str, Any]) -> None:
+        """test.json: the spec as a table (`TestSpec.to_json()`; the store knows no spec)."""
+        _write_json(self.test_json, doc)
 
     def save_results(self, results: dict[str, Any]) -> None:
         _write_json(self.results, results)
+
+
+def controller_result(root: Path) -> Path:
+    """How a run inside a controller ended (run/inside.py writes it at its store's root)."""
+    return Path(root) / "result.json"
 
 
 def _write_json(path: Path, doc: Any) -> None:
@@ -87,7 +99,7 @@ def _write_json(path: Path, doc: Any) -> None:
     tmp.replace(path)  # a reader (or a crash) never sees half a file
 
 
-def _read_json(path: Path, what: str) -> Any:
+def read_json(path: Path, what: str) -> Any:
     try:
         return json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as e:
@@ -128,30 +140,6 @@ def new_run_dir(test_name: str, root: Path | None = None) -> RunDir:
     return RunDir(run_dir)
 
 
-def check_faults(faults: list[Any], source: Path) -> None:
-    """Every executed fault in a schedule is replayable: a known fault name and a start and end
-    (ns since the test's start) in order. Anything else is bad input, named by its position."""
-    from zkjepsen.nemesis.faults import NEMESES
-
-    for i, f in enumerate(faults, 1):
-        ok = (
-            isinstance(f, dict)
-            and f.get("f") in NEMESES
-            and all(
-                isinstance(f.get(k), int) and not isinstance(f.get(k), bool) and f[k] >= 0
-                for k in ("start_ns", "end_ns")
-            )
-            and f["end_ns"] >= f["start_ns"]
-            and isinstance(f.get("targets") or [], list)
-        )
-        if not ok:
-            raise BadInput(
-                f"{source}: fault {i} is not a replayable fault (it needs a known "
-                "fault name f and start_ns <= end_ns); give a schedule.json written "
-                "by zkjepsen"
-            )
-
-
 VERDICTS = (True, False, "unknown")
 
 
@@ -170,63 +158,3 @@ def check_verdicts(results: dict[str, Any], path: Path, where: str = "") -> None
     for name, part in results.items():
         if isinstance(part, dict) and "valid" in part:
             check_verdicts(part, path, f"{where}{name}.")
-
-
-@dataclass
-class StoredRun:
-    """A run read back from the store. `history()` merges the clients' own files when the run
-    was interrupted before `history.jsonl` was written."""
-
-    dir: RunDir
-    spec: TestSpec
-    schedule: dict[str, Any]
-    results: dict[str, Any] | None
-
-    @property
-    def store_dir(self) -> Path:
-        return self.dir.path
-
-    @classmethod
-    def load(cls, store_dir: Path, need_results: bool = False) -> StoredRun:
-        d = RunDir(Path(store_dir))
-        if not d.test_json.exists():
-            raise BadInput(
-                f"{store_dir} has no test.json; give a run directory from the store "
-                "(e.g. store/<test>/latest)"
-            )
-        if need_results and not d.results.exists():
-            raise BadInput(
-                f"{store_dir} has no results.json (the run did not finish); run "
-                f"`zkjepsen analyze {store_dir}` first"
-            )
-        spec = TestSpec.from_json(_read_json(d.test_json, "test.json"))
-        schedule = _read_json(d.schedule, "schedule.json") if d.schedule.exists() else {}
-        if not isinstance(schedule, dict) or not isinstance(schedule.get("faults", []), list):
-            raise BadInput(
-                f"{d.schedule} is not a fault schedule (a table with a list of "
-                "faults); give a run directory written by zkjepsen"
-            )
-        schedule.setdefault("faults", [])
-        check_faults(schedule["faults"], d.schedule)
-        results = _read_json(d.results, "results.json") if d.results.exists() else None
-        if results is not None and not isinstance(results, dict):
-            raise BadInput(f"{d.results} is not a results table; re-run `zkjepsen analyze`")
-        if results is not None:
-            check_verdicts(results, d.results)
-        return cls(d, spec, schedule, results)
-
-    def history(self):
-        """The run's history: `history.jsonl` (read by the block-decoding stream reader), or
-        merged from the clients' files."""
-        from zkjepsen.history.jsonl import merge_files
-        from zkjepsen.history.stream import read_jsonl_all
-
-        if self.dir.history.exists():
-            return read_jsonl_all(self.dir.history)
-        sources = [p for p in self.dir.history_sources() if p.exists()]
-        if not sources:
-            raise BadInput(
-                f"{self.store_dir} has neither history.jsonl nor client histories; "
-                "the run stopped before any client started"
-            )
-        return merge_files(sources)

@@ -1,0 +1,126 @@
+"""A matrix's cells: the spec of each run, the engines they go to, the progress lines and the
+manifest written after every run, and the table of verdicts per cell."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from zkjepsen.cli.engines import prepare
+from zkjepsen.errors import BadInput
+from zkjepsen.run.spec import TestSpec
+
+console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
+ZK_ROW = " zk"  # a matrix row of one ZooKeeper version: "kazoo zk3.4"
+
+
+MANIFEST_COMMON = ("workload", "nodes", "clients", "time_limit_s", "session_timeout_s", "params")
+
+
+def parse_params(params) -> dict:
+    """--param KEY=VALUE, each value read as a TOML-like scalar."""
+    from zkjepsen.cli.options import scalar
+
+    extra = {}
+    for p in params:
+        k, sep, v = p.partition("=")
+        if not sep:
+            raise BadInput(f"--param {p!r} is not KEY=VALUE")
+        extra[k] = scalar(v)
+    return extra
+
+
+def cell_table(records: list[dict], na: dict[str, str]) -> dict:
+    """Each cell's summary over its runs (in seed order); a cell that does not apply: n/a."""
+    from zkjepsen.report import findings
+
+    results: dict[str, list[dict]] = {}
+    for r in sorted(records, key=lambda r: r["seed"]):
+        results.setdefault(r["cell"], []).append(r)
+    cells = {k: findings.cell_summary(v) for k, v in results.items()}
+    cells.update({k: {"na": why} for k, why in na.items()})
+    return cells
+
+
+def resume_note(finished: int, root: Path) -> str:
+    return (
+        f"{finished} finished run{'s are' if finished > 1 else ' is'} on record in {root}: "
+        f"`zkjepsen merge {root}` renders them, the same matrix with --resume continues it"
+    )
+
+
+def cell_specs(
+    cells: list[str], runs: int, seed: int, zk_version: str | None, common: dict
+) -> list[tuple[str, TestSpec]]:
+    """(cell, spec) of every run of the matrix: run k of a cell has seed + k - 1. Run-major:
+    every cell's first run, then every cell's second... so a matrix cut short (a deadline, a
+    crash) leaves every cell partly filled, not the last rows empty."""
+    out = []
+    for i in range(runs):
+        for cell in cells:
+            row, nemesis = cell.split("|")
+            recipe, _, version = row.partition(ZK_ROW)
+            spec = TestSpec(
+                recipe=recipe.partition("@")[0],
+                backend=recipe.partition("@")[2] or None,
+                zk_version=version or zk_version,
+                nemesis=nemesis.split("+"),
+                seed=seed + i,
+                **common,
+            )
+            out.append((cell, spec))
+    return out
+
+
+def matrix_engines(engines, specs, runs: int, zk_version, zk_versions, client_suite) -> list:
+    """The engines the runs go to, each with the images the matrix's backends need."""
+    from zkjepsen.backends.zookeeper import versions as zkversions
+
+    backends = tuple(s.backend for _, s in specs[::runs] if s.backend)
+    versions = [*(zk_versions or [zk_version or zkversions.DEFAULT])]
+    if client_suite:
+        versions.append(zkversions.client_suite(client_suite).name)
+    return prepare(engines, backends=backends, zk_versions=tuple(versions))
+
+
+class Progress:
+    """A matrix's progress lines, and its manifest rewritten after every run (a matrix killed
+    half-way still has its finished runs on record; `zkjepsen merge STORE` renders them)."""
+
+    def __init__(self, total: int, width: int, manifest: tuple, finished: list[dict]) -> None:
+        self.total, self.width, self.manifest, self.finished = total, width, manifest, finished
+
+    def begin(self, i, job, engine) -> None:
+        console.print(
+            f"[{i + 1}/{self.total}] {job.spec.recipe} x {'+'.join(job.spec.nemesis)} "
+            f"seed {job.spec.seed}"
+            + (f" ZooKeeper {job.spec.zk_version}" if job.spec.zk_version else "")
+            + (f" on {engine.name}" if self.width > 1 else ""),
+            markup=False,
+            highlight=False,
+        )
+
+    def done(self, i, o) -> None:
+        from zkjepsen.report import findings
+
+        self.finished.append(self.record(o))
+        findings.write_manifest(*self.manifest[:3], self.finished, self.manifest[3])
+        error = o.run.results.get("error")
+        console.print(
+            f"    {'' if self.width == 1 else f'[{i + 1}] '}-> {o.run.valid}  "
+            + (f"(error: {error})" if error else f"({o.run.store_dir})"),
+            markup=False,
+            highlight=False,
+        )
+
+    @staticmethod
+    def record(o) -> dict:
+        return {
+            "cell": o.job.tag,
+            "seed": o.job.spec.seed,
+            "valid": o.run.valid,
+            "results": o.run.results,
+            "store": str(o.run.store_dir),
+            "engine": o.engine,
+        }

@@ -1,0 +1,111 @@
+"""Triggered faults: arming a trigger and waiting for its event, and whether a fault aimed at
+the client its trigger named landed while the state the event began was still on."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from zkjepsen.history.jsonl import read_records
+from zkjepsen.nemesis import NemesisError
+from zkjepsen.nemesis.targets import NemesisContext
+from zkjepsen.nemesis.triggers import LANDS, QueueWatch, Trigger, TriggerWatch
+
+
+def await_trigger(
+    ctx: NemesisContext, p: dict, now: Callable[[], int], stop: threading.Event, limit_ns: int
+) -> dict | None:
+    """Arm p's trigger now and wait (until `limit_ns` or a stop) for it to fire. Returns what
+    the fault op gets: `fired` (when it was armed, when the event happened and was seen, who
+    it names, when the fault starts after the delay) and `aim` (the target the event names,
+    for a fault aimed at `trigger`); None if it never fired."""
+    trigger = Trigger.from_json(p["trigger"])
+    if ctx.run_dir is None and trigger.kind != "leader-changed":
+        raise NemesisError(f"trigger {trigger.describe()} needs the clients' histories")
+
+    def leader() -> str | None:
+        try:
+            node = ctx.backend.leader()
+        except Exception:  # noqa: BLE001 - mid-election or a frozen server: nobody leads yet
+            return None
+        return node.name if node else None
+
+    armed_ns = now()
+    queue = queue_watch(ctx, trigger)
+    watch = TriggerWatch(trigger, ctx.run_dir, leader=leader, now_ns=now)
+    try:
+        while True:
+            fired = watch.poll()
+            queued = queued_behind(queue, fired.client, now, stop) if fired and queue else {}
+            if fired is not None and queued is not None:
+                break  # (an acquire that queued behind nobody: wait for the next one)
+            if time.monotonic_ns() >= limit_ns or stop.wait(0.01):
+                return None
+    finally:
+        if queue is not None:
+            queue.session.stop()
+            queue.session.close()
+    seen_ns = now()
+    out: dict[str, Any] = {
+        "fired": {
+            "armed_ns": armed_ns,
+            "event_ns": fired.at_ns,
+            "seen_ns": seen_ns,
+            "client": fired.client,
+            "node": fired.node,
+            "start_at_ns": max(seen_ns, fired.at_ns + int(trigger.delay_s * 1e9)),
+            **(queued or {}),
+        }
+    }
+    if p.get("target") == "trigger":
+        out["aim"] = f"client:{fired.client}" if fired.client is not None else fired.node
+        out["targets"] = out["detail"] = None  # resolved afresh from the event
+    return out
+
+
+QUEUE_WAIT_S = 3.0  # a create takes ~10 ms idle, up to ~1 s on a loaded 2-core machine
+
+
+def queue_watch(ctx: NemesisContext, trigger: Trigger) -> QueueWatch | None:
+    """For a `waiting_in` trigger: a ZooKeeper session of the nemesis's own on that path."""
+    if not trigger.waiting_in:
+        return None
+    session = ctx.backend.host_session(ctx.session_timeout_s)
+    if not hasattr(session, "get_children"):
+        raise NemesisError(f"trigger {trigger.describe()} needs a ZooKeeper backend")
+    session.start(timeout=15)
+    return QueueWatch(session, trigger.waiting_in)
+
+
+def queued_behind(
+    queue: QueueWatch, client: int | None, now: Callable[[], int], stop: threading.Event
+) -> dict[str, Any] | None:
+    """Wait (at most QUEUE_WAIT_S) for the client's node to be queued behind another: where it
+    is, or None if it got none in time or is first in line (it will hold, not wait)."""
+    deadline = time.monotonic() + QUEUE_WAIT_S
+    while client is not None and time.monotonic() < deadline and not stop.is_set():
+        found = queue.find(client)
+        if found is not None:
+            name, ahead = found
+            return {"queued": name, "ahead": ahead, "queued_ns": now()} if ahead else None
+        stop.wait(0.02)
+    return None
+
+
+MISS_FIELDS = ("targets", "fired", "start_ns", "applied_ns", "end_ns")
+
+
+def landed(ctx: NemesisContext, p: dict, op: dict) -> bool | None:
+    """For a fault aimed at the client its trigger named: did it land (applied) while the
+    state the event began was still on? None when that question does not apply."""
+    fired = op.get("fired") or {}
+    client = fired.get("client")
+    if not p.get("trigger") or p.get("target") != "trigger" or client is None:
+        return None
+    trigger = Trigger.from_json(p["trigger"])
+    if trigger.kind not in LANDS or op.get("targets") != [f"c{client}"] or ctx.run_dir is None:
+        return None
+    records = read_records(ctx.run_dir.client_history(client))
+    return trigger.still_on(records, fired["event_ns"], op["applied_ns"])

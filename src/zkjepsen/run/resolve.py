@@ -1,0 +1,305 @@
+"""From a `TestSpec` (a plain value) to what runs: its names checked against the registries
+(recipes, workloads, nemeses, backends, ZooKeeper versions), then resolved once into a typed
+`ResolvedTest` that the runner uses.
+
+`run/spec.py` checks each field on its own and imports nothing of the registries; everything
+that needs a registry is here, so bad input is still refused before anything is created.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from zkjepsen.client.command import (
+    PROGRAM_DIR,
+    PROTOCOL_WORKLOADS,
+    PYTHON_DRIVER,
+    SERVICE_DRIVER,
+    ZOOKEEPER_BACKENDS,
+    ProgramPlan,
+)
+from zkjepsen.errors import BadInput
+from zkjepsen.run.spec import TestSpec
+
+if TYPE_CHECKING:
+    from zkjepsen.backends.registry import BackendInfo
+    from zkjepsen.nemesis.generator import Gen
+    from zkjepsen.workloads import Workload
+
+DEFAULT_CLIENTS = 10
+
+
+def default_clients(recipe: str) -> int:
+    """How many clients a test of `recipe` runs unless told: the recipe's own default (an
+    unfair lock has fewer, so a plain run exercises every client), else 10."""
+    from zkjepsen.recipes import RECIPES
+
+    info = RECIPES.get(recipe)
+    return (info.clients if info is not None else None) or DEFAULT_CLIENTS
+
+
+def settle(spec: TestSpec) -> TestSpec:
+    """The checks of a spec's own fields that need a registry: the clients' default (the
+    recipe's), the ZooKeeper version (normalised: "3.8.4" -> "3.8") and the clients' suite.
+    In place; returns the spec. Cheap: what a config file or a stored test.json gets."""
+    from zkjepsen.backends.zookeeper import versions as zkversions
+
+    if spec.clients is None:
+        spec.clients = default_clients(spec.recipe)
+    if spec.zk_version is not None:
+        spec.zk_version = zkversions.get(spec.zk_version).name
+    if spec.client_suite is not None:
+        zkversions.client_suite(spec.client_suite)
+    return spec
+
+
+def spec_from_json(d: Any) -> TestSpec:
+    """A TestSpec from a table (a config, test.json), with its registry checks done."""
+    return settle(TestSpec.from_json(d))
+
+
+def program_for(
+    recipe: str,
+    workload: str,
+    client_cmd: str | None = None,
+    client_dir: str | None = None,
+    client_mode: str = "protocol",
+) -> ProgramPlan | None:
+    """Which program a client container runs (client/command.py says what each is); None: the
+    in-process loop."""
+    from zkjepsen.recipes import RECIPES
+
+    if recipe == "exec":
+        mount = str(Path(client_dir or os.getcwd()).resolve())
+        return ProgramPlan(("/bin/sh", "-c", client_cmd or ""), mount, PROGRAM_DIR, "user")
+    if recipe.startswith("exec:"):
+        path = Path(recipe[len("exec:") :]).resolve()
+        mount = Path(client_dir).resolve() if client_dir else path.parent
+        try:
+            rel = path.relative_to(mount)
+        except ValueError:
+            rel = Path(path.name)
+        return ProgramPlan((f"{PROGRAM_DIR}/{rel.as_posix()}",), str(mount), PROGRAM_DIR, "user")
+    info = RECIPES.get(recipe)
+    if info is not None and info.command:
+        return ProgramPlan(tuple(info.command), None, None, info.language)
+    if info is not None and info.backends[0] not in ZOOKEEPER_BACKENDS:
+        return ProgramPlan((*SERVICE_DRIVER, recipe))  # the wire protocol whatever the mode
+    if workload in PROTOCOL_WORKLOADS and client_mode == "protocol":
+        return ProgramPlan((*PYTHON_DRIVER, recipe))
+    return None
+
+
+def spec_program(spec: TestSpec) -> ProgramPlan | None:
+    """`program_for` of a spec's own settings."""
+    return program_for(
+        spec.recipe, spec.workload, spec.client_cmd, spec.client_dir, spec.client_mode
+    )
+
+
+def is_foreign(recipe: str) -> bool:
+    """A program zkjepsen cannot run in-process (the user's, another language's, or a Python
+    recipe of another lock service, which runs only behind the wire protocol)."""
+    from zkjepsen.recipes import RECIPES
+
+    info = RECIPES.get(recipe)
+    return (
+        recipe == "exec"
+        or recipe.startswith("exec:")
+        or bool(info and (info.command or info.backends[0] not in ZOOKEEPER_BACKENDS))
+    )
+
+
+def validate_program(spec: TestSpec) -> None:
+    """Bad input, on the host: a program that cannot be found or cannot serve the workload."""
+    if spec.recipe == "exec" and not spec.client_cmd:
+        raise BadInput("recipe exec runs the program given with --client-cmd; give one")
+    if spec.client_cmd and spec.recipe != "exec":
+        raise BadInput(f"give either --recipe ({spec.recipe}) or --client-cmd, not both")
+    if is_foreign(spec.recipe) and spec.workload not in PROTOCOL_WORKLOADS:
+        raise BadInput(
+            f"a client program (recipe {spec.recipe}) serves the "
+            f"{', '.join(PROTOCOL_WORKLOADS)} workloads, not {spec.workload}"
+        )
+    if is_foreign(spec.recipe) and spec.client_mode == "in-process":
+        raise BadInput(f"recipe {spec.recipe} is a program, it cannot run in-process")
+    if spec.client_dir is not None and not Path(spec.client_dir).is_dir():
+        raise BadInput(f"client dir {spec.client_dir} is not a directory")
+    if spec.recipe.startswith("exec:"):
+        path = Path(spec.recipe[len("exec:") :])
+        if not path.is_file() or not os.access(path, os.X_OK):
+            raise BadInput(f"{path} is not an executable file (recipe exec:PATH)")
+    plan = program_for(spec.recipe, spec.workload, spec.client_cmd, spec.client_dir)
+    if plan is not None and plan.mount is not None:
+        # Only what it surely needs: deeper files may be private on purpose (a secret it never
+        # reads); one it does need shows as its own error in the client's log.
+        entry = Path(plan.mount) / plan.argv[0][len(PROGRAM_DIR) + 1 :]
+        for p in (Path(plan.mount), *([entry] if plan.argv[0].startswith(PROGRAM_DIR) else [])):
+            if not _open_to_others(p):
+                raise BadInput(
+                    f"{p} is not readable by other users, and the program under test runs as "
+                    f"an unprivileged user in its container; run `chmod o+rx {p}`"
+                )
+
+
+def _open_to_others(path: Path) -> bool:
+    """Can a user who is neither its owner nor in its group read (and enter, or run) it?"""
+    import stat
+
+    need = stat.S_IROTH | stat.S_IXOTH
+    try:
+        return path.stat().st_mode & need == need
+    except OSError:
+        return True  # missing: reported elsewhere
+
+
+def validate_spec(spec: TestSpec) -> None:
+    """Fail fast, before anything is created, on names that do not exist and parameters the
+    workload or recipe cannot use. Fills in what the registries decide (clients, backend, a
+    fixed shape's nodes, the ZooKeeper version, params), so test.json says what really ran."""
+    from zkjepsen.recipes import validate_recipe
+    from zkjepsen.workloads import get_workload
+    from zkjepsen.workloads.params import validate_params
+
+    settle(spec)
+    get_workload(spec.workload)
+    validate_recipe(spec.recipe)
+    names = [n for n in spec.nemesis if n != "none"]
+    _check_nemeses(spec, names)
+    validate_program(spec)
+    _check_client_clock(spec, names)
+    _settle_backend(spec, names)
+    spec.params = validate_params(
+        spec.params, user_recipe=":" in spec.recipe or spec.recipe == "exec"
+    )
+    if spec.params.get("nested") and spec.client_mode != "in-process":
+        # The wire protocol's loops (client/remote.py) never nest: such a run would test
+        # nothing it claims to.
+        raise BadInput("param nested needs client_mode in-process (the protocol loops never nest)")
+
+
+def _check_nemeses(spec: TestSpec, names: list[str]) -> None:
+    from zkjepsen.nemesis.faults import NEMESES
+
+    for n in names:
+        if n not in NEMESES:
+            raise BadInput(
+                f"unknown nemesis {n!r}; choose from {', '.join(sorted(NEMESES))}"
+                " (`zkjepsen list nemeses`)"
+            )
+    proxied = [n for n in names if n.startswith("proxy-")]
+    if proxied and not spec.proxy:
+        raise BadInput(
+            f"{', '.join(proxied)} need the clients' wire proxy; set proxy = true in the test spec"
+        )
+
+
+def _check_client_clock(spec: TestSpec, names: list[str]) -> None:
+    """Client clock faults need a program libfaketime can reach."""
+    if not any(n.endswith("-client") and n.startswith("clock-") for n in names):
+        return
+    plan = spec_program(spec)
+    if plan is None or plan.language == "go":
+        raise BadInput(
+            "client clock faults skew the program under test through libfaketime: "
+            + (
+                "a Go program reads the clock without libc, libfaketime cannot reach it"
+                if plan
+                else "run the recipe through the wire protocol (not --client-mode in-process)"
+            )
+        )
+
+
+def _settle_backend(spec: TestSpec, names: list[str]) -> None:
+    """The servers the recipe runs on, and what that backend allows (faults, shape, version)."""
+    from zkjepsen.backends.registry import backend_info
+    from zkjepsen.nemesis.faults import not_applicable
+    from zkjepsen.recipes import resolve_backend
+
+    spec.backend = resolve_backend(spec.recipe, spec.backend)
+    info = backend_info(spec.backend)
+    if info.nodes is not None:
+        spec.nodes = info.nodes  # its shape is fixed: test.json says what really ran
+    for n in names:
+        why = not_applicable(n, spec.backend)
+        if why:
+            raise BadInput(why + f" (recipe {spec.recipe} runs on {spec.backend})")
+    if info.family == "zookeeper":
+        spec.zk_version = spec.zk_version or "3.8"  # test.json says what really ran
+    elif spec.zk_version is not None:
+        raise BadInput(f"--zk-version is ZooKeeper's; backend {spec.backend} has none")
+    if spec.proxy and info.family != "zookeeper":
+        raise BadInput(
+            f"the wire proxy speaks ZooKeeper's protocol; backend {spec.backend} has none"
+        )
+
+
+def fault_generator(spec: TestSpec, names: list[str]) -> Gen | None:
+    """The standard schedule of `names`, aimed at `fault_target` and cut after `max_faults`
+    faults when the spec says so; None when there is nothing to inject."""
+    if not names:
+        return None
+    from zkjepsen.nemesis import generator
+
+    gen = generator.standard(names, time_limit_s=spec.time_limit_s, interval_s=spec.interval_s)
+    if spec.fault_target is not None:
+        gen = generator.fault_target(spec.fault_target, gen)
+    if spec.max_faults is not None:
+        gen = generator.max_faults(spec.max_faults, gen)
+    return gen
+
+
+@dataclass(frozen=True)
+class ResolvedTest:
+    """A validated spec with every name resolved, once: what the runner runs."""
+
+    spec: TestSpec
+    backend: BackendInfo  # what the servers are; `make_backend` builds one
+    workload: Workload
+    program: ProgramPlan | None  # what each client container runs; None: in-process
+    generator: Gen | None  # the fault schedule's generator; None: no faults
+    checkers: dict[str, Any]  # name -> checker, the workload's for the spec's params
+
+    @property
+    def faults(self) -> list[str]:
+        return [n for n in self.spec.nemesis if n != "none"]
+
+    def make_backend(self, store_dir: Path, **docker: Any) -> Any:
+        """The backend (not started) for this test; `docker`: client, engine and images."""
+        from zkjepsen.backends.registry import make_backend
+
+        return make_backend(self.backend.name, self.spec, store_dir, **docker)
+
+
+def resolve(spec: TestSpec, gen: Gen | None = None) -> ResolvedTest:
+    """Validate `spec` (in place, as `validate_spec`) and resolve it. `gen` replaces the
+    spec's standard fault generator (a scenario's triggered `steps(...)`)."""
+    from zkjepsen.backends.registry import backend_info
+    from zkjepsen.workloads import get_workload
+
+    validate_spec(spec)
+    workload = get_workload(spec.workload)
+    names = [n for n in spec.nemesis if n != "none"]
+    return ResolvedTest(
+        spec=spec,
+        backend=backend_info(spec.backend or ""),
+        workload=workload,
+        program=spec_program(spec),
+        generator=gen or fault_generator(spec, names),
+        checkers=workload.checkers(spec.params),
+    )
+
+
+def reportable_kinds(spec: TestSpec) -> set[str]:
+    """Every `checker:kind` label the run's workload can report (violation_kinds' labels); a
+    checker that types no violation is named bare."""
+    from zkjepsen.workloads import get_workload
+
+    out: set[str] = set()
+    for name, checker in get_workload(spec.workload).checkers(spec.params).items():
+        kinds = getattr(checker, "KINDS", None)
+        out |= {name} if kinds is None else {f"{name}:{k}" for k in kinds}
+    return out

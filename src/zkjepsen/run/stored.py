@@ -1,0 +1,96 @@
+"""A run read back from the store, typed: its `TestSpec`, its fault schedule and its verdict.
+(The store itself, below every service, knows file names and raw JSON only: this view of a
+run needs the spec and the fault registry, which sit above it.)"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from zkjepsen.errors import BadInput
+from zkjepsen.nemesis.executed import ExecutedFault, NotAFault
+from zkjepsen.run.resolve import spec_from_json
+from zkjepsen.run.spec import TestSpec
+from zkjepsen.store import RunDir, check_verdicts, read_json
+
+
+def check_faults(faults: list[Any], source: Path) -> None:
+    """Every executed fault in a schedule is replayable: a known fault name and a start and end
+    (ns since the test's start) in order. Anything else is bad input, named by its position."""
+    from zkjepsen.nemesis.faults import NEMESES
+
+    for i, f in enumerate(faults, 1):
+        try:
+            ExecutedFault.from_json(f, NEMESES)
+        except NotAFault:
+            raise BadInput(
+                f"{source}: fault {i} is not a replayable fault (it needs a known "
+                f"fault name f and start_ns <= end_ns); give a {source.name} written "
+                "by zkjepsen"
+            ) from None
+
+
+@dataclass
+class StoredRun:
+    """A run read back from the store. `history()` merges the clients' own files when the run
+    was interrupted before its merged history was written."""
+
+    dir: RunDir
+    spec: TestSpec
+    schedule: dict[str, Any]
+    results: dict[str, Any] | None
+
+    @property
+    def store_dir(self) -> Path:
+        return self.dir.path
+
+    @property
+    def faults(self) -> list[ExecutedFault]:
+        """The executed faults of its schedule.json, typed (checked when it was loaded)."""
+        return [ExecutedFault.from_json(f) for f in self.schedule.get("faults", [])]
+
+    @classmethod
+    def load(cls, store_dir: Path, need_results: bool = False) -> StoredRun:
+        d = RunDir(Path(store_dir))
+        if not d.test_json.exists():
+            raise BadInput(
+                f"{store_dir} has no {d.test_json.name}; give a run directory from the store "
+                "(e.g. store/<test>/latest)"
+            )
+        if need_results and not d.results.exists():
+            raise BadInput(
+                f"{store_dir} has no {d.results.name} (the run did not finish); run "
+                f"`zkjepsen analyze {store_dir}` first"
+            )
+        spec = spec_from_json(read_json(d.test_json, d.test_json.name))
+        schedule = read_json(d.schedule, d.schedule.name) if d.schedule.exists() else {}
+        if not isinstance(schedule, dict) or not isinstance(schedule.get("faults", []), list):
+            raise BadInput(
+                f"{d.schedule} is not a fault schedule (a table with a list of "
+                "faults); give a run directory written by zkjepsen"
+            )
+        schedule.setdefault("faults", [])
+        check_faults(schedule["faults"], d.schedule)
+        results = read_json(d.results, d.results.name) if d.results.exists() else None
+        if results is not None and not isinstance(results, dict):
+            raise BadInput(f"{d.results} is not a results table; re-run `zkjepsen analyze`")
+        if results is not None:
+            check_verdicts(results, d.results)
+        return cls(d, spec, schedule, results)
+
+    def history(self):
+        """The run's history: the merged file (read by the block-decoding stream reader), or
+        merged from the clients' files."""
+        from zkjepsen.history.jsonl import merge_files
+        from zkjepsen.history.stream import read_jsonl_all
+
+        if self.dir.history.exists():
+            return read_jsonl_all(self.dir.history)
+        sources = [p for p in self.dir.history_sources() if p.exists()]
+        if not sources:
+            raise BadInput(
+                f"{self.store_dir} has neither {self.dir.history.name} nor client histories; "
+                "the run stopped before any client started"
+            )
+        return merge_files(sources)

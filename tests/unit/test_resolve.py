@@ -1,0 +1,41 @@
+"""run/resolve.py: a TestSpec (a plain value that imports no registry) resolved once into the
+typed test the runner runs."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from zkjepsen.client.command import PYTHON_DRIVER
+from zkjepsen.errors import BadInput
+from zkjepsen.run.resolve import ResolvedTest, resolve
+from zkjepsen.run.spec import TestSpec
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "zkjepsen"
+
+
+def test_the_spec_imports_nothing_of_zkjepsen_but_errors():
+    tree = ast.parse((SRC / "run" / "spec.py").read_text())
+    mods = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    mods |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert {m for m in mods if m.startswith("zkjepsen")} == {"zkjepsen.errors"}
+
+
+def test_resolve_gives_the_runner_everything_typed_once():
+    spec = TestSpec(recipe="kazoo", workload="lock", nemesis=["pause-client"], nodes=3)
+    test = resolve(spec)
+    assert isinstance(test, ResolvedTest) and test.spec is spec
+    assert spec.clients == 10 and spec.backend == "zookeeper" and spec.zk_version == "3.8"
+    assert test.backend.name == "zookeeper"
+    assert test.program is not None and test.program.argv == (*PYTHON_DRIVER, "kazoo")
+    assert test.generator is not None and test.faults == ["pause-client"]
+    assert "lock" in test.checkers
+    quiet = resolve(TestSpec(recipe="kazoo", workload="lock", client_mode="in-process"))
+    assert quiet.generator is None and quiet.program is None and quiet.faults == []
+
+
+def test_resolve_refuses_unknown_names_before_anything_exists():
+    with pytest.raises(BadInput, match="unknown nemesis"):
+        resolve(TestSpec(nemesis=["pause-everything"]))
