@@ -19,13 +19,14 @@ import pytest
 from kazoo.client import KazooClient
 
 from zkjepsen.client.pool import ClientPool
+from zkjepsen.client.recorder import Recorder
 from zkjepsen.client.spec import ClientSpec
 from zkjepsen.nemesis.partition import chain_name
 from zkjepsen.nemesis.schedule import FaultNemesis, NemesisLog, heal_all
 from zkjepsen.nemesis.targets import NemesisContext
 from zkjepsen.store import RunDir
 from zkjepsen.workloads import get_workload
-from zkjepsen.workloads.context import ClientContext, Recorder
+from zkjepsen.workloads.context import ClientContext
 
 TESTS = Path(__file__).resolve().parents[1]
 RECIPE = "subjects.hostile:Hostile"

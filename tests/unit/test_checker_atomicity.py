@@ -10,11 +10,12 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from zkjepsen.checker import compose
 from zkjepsen.checker.atomicity import AtomicityChecker
+from zkjepsen.client.recorder import Recorder
 from zkjepsen.history import History, Op
 from zkjepsen.recipes.base import Token
 from zkjepsen.reproduce.replay import violation_kinds
 from zkjepsen.workloads import get_workload
-from zkjepsen.workloads.context import ClientContext, Recorder
+from zkjepsen.workloads.context import ClientContext
 from zkjepsen.workloads.lock import LOCK, critical_section
 
 

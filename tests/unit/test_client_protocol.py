@@ -16,8 +16,9 @@ import pytest
 from zkjepsen.client.conformance import Conformance
 from zkjepsen.client.program_client import ProgramClient
 from zkjepsen.client.protocol import Event, ProtocolFault, Reply, parse_line
+from zkjepsen.client.recorder import Recorder
 from zkjepsen.client.remote import RemoteLoop
-from zkjepsen.workloads.context import ClientContext, Recorder
+from zkjepsen.workloads.context import ClientContext
 
 FAKE = str(Path(__file__).resolve().parent.parent / "subjects" / "fake_program.py")
 

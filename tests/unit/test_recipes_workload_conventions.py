@@ -10,9 +10,10 @@ import random
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 
+from zkjepsen.client.recorder import Recorder
 from zkjepsen.recipes.base import Token
 from zkjepsen.workloads.common import acquire_op, discard, release_op
-from zkjepsen.workloads.context import ClientContext, Recorder
+from zkjepsen.workloads.context import ClientContext
 from zkjepsen.workloads.lock import critical_section
 
 

@@ -191,7 +191,7 @@ class ClientPool:
             spec = dataclasses.replace(spec, start_file=f"{CONTROL_DIR}/{d.start_barrier.name}")
         spec = dataclasses.replace(spec, out=OUT_DIR)
         spec.save(d.client_spec(n))
-        from zkjepsen.nemesis.client_clock import CONTROL_NAME
+        from zkjepsen.client.spec import CONTROL_NAME
 
         faketime = d.control / CONTROL_NAME.format(n=n)
         if not faketime.exists():
@@ -226,7 +226,8 @@ class ClientPool:
             entrypoint=[
                 "python3",
                 "-m",
-                "zkjepsen.client.main",
+                # a program under test, or the in-process loop (no program)
+                "zkjepsen.client.main" if spec.command else "zkjepsen.workloads.inprocess",
                 f"{CONTROL_DIR}/{d.client_spec(n).name}",
             ],
             labels=resources.labels(run_id, "client", client=n, ip=where.ip),

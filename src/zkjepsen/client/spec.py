@@ -14,6 +14,8 @@ from typing import Any
 
 OUT_DIR = "/out"  # where a client container sees its own output directory (read-write)
 CONTROL_DIR = "/control"  # the run's control files (start barrier, specs), read-only
+# Client N's libfaketime control file in CONTROL_DIR (nemesis/client_clock.py writes it).
+CONTROL_NAME = "faketime-c{n}"
 
 
 @dataclass(frozen=True)

@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen import errors
+from zkjepsen.client.recorder import Recorder
 from zkjepsen.client.spec import ClientSpec
 from zkjepsen.run.analysis import check_history, history_stats, render_reports
 from zkjepsen.run.outcome import RunResult, Teardown
 from zkjepsen.run.spec import TestSpec, validate_spec
 from zkjepsen.store import RunDir, check_root, new_run_dir
-from zkjepsen.workloads.context import ClientContext, Recorder
+from zkjepsen.workloads.context import ClientContext
 
 __all__ = ["RunResult", "Teardown", "TestSpec", "check_history", "run_test", "validate_spec"]
 
