@@ -10,11 +10,20 @@ import random
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 
+from zkjepsen.client.loop import LockLoop
 from zkjepsen.client.recorder import Recorder
 from zkjepsen.recipes.base import Token
 from zkjepsen.workloads.common import acquire_op, discard, release_op
 from zkjepsen.workloads.context import ClientContext
-from zkjepsen.workloads.lock import critical_section
+from zkjepsen.workloads.inprocess import InProcessLockClient
+
+
+def section(ctx, recipe, tok, resource, mode, writes, hold, ready=None):
+    """The lock workload's critical section (client/loop.py) over the in-process client."""
+    ctx.params.update(resource_path=resource, resource=mode)
+    client = InProcessLockClient(ctx, "/l")
+    client.recipe = recipe
+    LockLoop(ctx, client, "lock").lock_section(tok.to_value(), writes, hold, ready)
 
 
 def _ctx(tmp_path, zk=None) -> ClientContext:
@@ -123,10 +132,10 @@ class FakeZk:
 def test_critical_section_writes_fences_and_abandons(tmp_path):
     zk = FakeZk()
     ctx = _ctx(tmp_path, zk)
-    critical_section(ctx, Scripted(TOK), TOK, "/r", "fenced", 2, 0.0)
+    section(ctx, Scripted(TOK), TOK, "/r", "fenced", 2, 0.0)
     zk.lock_gone = True
-    critical_section(ctx, Scripted(TOK), TOK, "/r", "fenced", 1, 0.0)
-    critical_section(ctx, Scripted(TOK, holding=(True, False)), TOK, "/r", "unguarded", 3, 0.0)
+    section(ctx, Scripted(TOK), TOK, "/r", "fenced", 1, 0.0)
+    section(ctx, Scripted(TOK, holding=(True, False)), TOK, "/r", "unguarded", 3, 0.0)
     recs = _records(tmp_path)
     writes = [(r["type"], r.get("value")) for r in recs if r["f"] == "write"]
     s1, s2 = {"token": 42, "step": 1, "steps": 2}, {"token": 42, "step": 2, "steps": 2}
@@ -154,9 +163,9 @@ def test_token_mode_rejects_lower_token(tmp_path):
     zk = FakeZk()
     zk.data = json.dumps({"top_token": 50}).encode()
     ctx = _ctx(tmp_path, zk)
-    critical_section(ctx, Scripted(TOK), TOK, "/r", "token", 1, 0.0)
+    section(ctx, Scripted(TOK), TOK, "/r", "token", 1, 0.0)
     higher = Token(60, 8, "/l/x")
-    critical_section(ctx, Scripted(higher), higher, "/r", "token", 1, 0.0)
+    section(ctx, Scripted(higher), higher, "/r", "token", 1, 0.0)
     done = [r["type"] for r in _records(tmp_path) if r["f"] == "write" and r["type"] != "invoke"]
     assert done == ["fail", "ok"]
     assert json.loads(zk.data)["top_token"] == 60

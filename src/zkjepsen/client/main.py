@@ -51,11 +51,13 @@ def await_start(
 
 def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
     """The client wire protocol: the program under test is a child process; the recorder
-    (client/remote.py) drives it and writes the history. docs/client-protocol.md."""
+    (client/loop.py, over client/lockclient.py) drives it and writes the history.
+    docs/client-protocol.md."""
     import os
 
+    from zkjepsen.client.lockclient import WireLockClient
+    from zkjepsen.client.loop import LockLoop, paths
     from zkjepsen.client.program_client import ProgramClient
-    from zkjepsen.client.remote import RemoteLoop, paths
 
     ctx = RecordingContext(
         client=spec.client,
@@ -84,7 +86,7 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
         if spec.start_file and not await_start(Path(spec.start_file), ctx, stop):
             ctx.event("client-error", "the runner never released the start barrier")
             return 5
-        RemoteLoop(ctx, client, spec.workload).run()
+        LockLoop(ctx, WireLockClient(client), spec.workload).run()
     except Exception as e:  # noqa: BLE001 - the history must say why a client stopped
         ctx.event("client-error", f"{type(e).__name__}: {e}")
         logging.exception("recorder loop failed")
