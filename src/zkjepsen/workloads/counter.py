@@ -42,13 +42,9 @@ class CounterWorkload:
         ensure(ctx.zk, counter, b'{"value": 0}')
 
     def run_client(self, ctx: Any) -> None:
-        """The one client loop (client/loop.py) over this process's recipe object."""
-        from zkjepsen.client.loop import LockLoop
-        from zkjepsen.workloads.inprocess import InProcessLockClient
+        from zkjepsen.workloads.inprocess import run_lock_loop
 
-        resource_mode(ctx.params)
-        lock, _ = self._paths(ctx.params)
-        LockLoop(ctx, InProcessLockClient(ctx, lock), self.name).run()
+        run_lock_loop(ctx, self.name)
 
     def final(self, ctx: Any) -> None:
         _, counter = self._paths(ctx.params)

@@ -30,6 +30,7 @@ from zkjepsen.workloads.common import (
     error_name,
     is_definite,
     read_resource,
+    resource_mode,
     write_resource,
 )
 from zkjepsen.workloads.context import ClientContext
@@ -232,6 +233,15 @@ class InProcessLockClient(LockClient):
         for r in [*self.abandoned, *([self.recipe] if self.recipe is not None else [])]:
             discard(r)
         self.abandoned, self.recipe = [], None
+
+
+def run_lock_loop(ctx: ClientContext, workload: str) -> None:
+    """`lock`, `election` and `counter` in-process: the one client loop over this process's
+    recipe object."""
+    from zkjepsen.client.loop import LockLoop, paths
+
+    resource_mode(ctx.params)  # a bad mode fails before the first op
+    LockLoop(ctx, InProcessLockClient(ctx, paths(workload, ctx.params)[0]), workload).run()
 
 
 def main(spec_path: str) -> int:
