@@ -146,7 +146,7 @@ def measure_program(ens, recipe: str, n: int, tmp) -> dict:
             ctx = ClientContext(
                 client=i + 1,
                 nclients=n + 1,
-                zk=None,
+                session=None,
                 hosts=hosts,
                 recipe=recipe,
                 params={},

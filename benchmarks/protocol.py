@@ -43,7 +43,7 @@ def measure(hosts: str, rounds: int, tmp: Path) -> dict[str, list[float]]:
     ctx = ClientContext(
         client=1,
         nclients=1,
-        zk=None,
+        session=None,
         hosts=hosts,
         recipe="kazoo",
         params={},

@@ -64,7 +64,7 @@ def hostile(ensemble3, tmp_path, monkeypatch):
     host = ClientContext(
         client=0,
         nclients=2,
-        zk=zk,
+        session=zk,
         hosts=ensemble3.connect_string(),
         recipe=RECIPE,
         params={},

@@ -43,7 +43,7 @@ def run_workload(
     host = ClientContext(
         client=0,
         nclients=clients,
-        zk=zk,
+        session=zk,
         hosts=ens.connect_string(),
         recipe=recipe,
         params=params,

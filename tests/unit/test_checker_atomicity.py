@@ -232,7 +232,7 @@ def run_two_holders(tmp_path, ready):
         ctx = ClientContext(
             client=client,
             nclients=2,
-            zk=zk,
+            session=zk,
             hosts="",
             recipe="paper",
             params={},

@@ -76,7 +76,7 @@ def run_loop(
     ctx = ClientContext(
         client=1,
         nclients=3,
-        zk=None,
+        session=None,
         hosts="",
         recipe="fake",
         params=params,
@@ -210,7 +210,7 @@ def test_the_run_ending_mid_request_is_not_a_client_error(tmp_path: Path) -> Non
     ctx = ClientContext(
         client=1,
         nclients=3,
-        zk=None,
+        session=None,
         hosts="",
         recipe="fake",
         params={},
@@ -306,7 +306,7 @@ def run_in_process(tmp_path: Path, workload: str, seconds: float = 0.5) -> list[
     from zkjepsen.workloads.context import ClientContext as InProcessContext
 
     class Ctx(InProcessContext):
-        def make_recipe(self, path, zk=None):
+        def make_recipe(self, path, session=None):
             return _Lock()
 
     path = tmp_path / f"in-process-{workload}.jsonl"
@@ -314,7 +314,7 @@ def run_in_process(tmp_path: Path, workload: str, seconds: float = 0.5) -> list[
     ctx = Ctx(
         client=1,
         nclients=3,
-        zk=_Zk(),
+        session=_Zk(),
         hosts="",
         recipe="fake",
         params={"hold_s": 0.02, "think_s": 0.01, "retry_writes": False},

@@ -31,7 +31,7 @@ def _ctx(tmp_path, zk=None) -> ClientContext:
     return ClientContext(
         client=2,
         nclients=5,
-        zk=zk,
+        session=zk,
         hosts="",
         recipe="x",
         params={},

@@ -67,7 +67,7 @@ def _host_context(spec: TestSpec, ens, run_dir: RunDir, t0_ns: int, zk) -> Clien
     return ClientContext(
         client=0,
         nclients=spec.clients,
-        zk=zk,
+        session=zk,
         hosts=ens.connect_string(),
         recipe=spec.recipe,
         params=spec.params,

@@ -38,8 +38,8 @@ class CounterWorkload:
     def setup(self, ctx: Any) -> None:
         lock, counter = self._paths(ctx.params)
         resource_mode(ctx.params)
-        ctx.zk.ensure_path(lock)
-        ensure(ctx.zk, counter, b'{"value": 0}')
+        ctx.session.ensure_path(lock)
+        ensure(ctx.session, counter, b'{"value": 0}')
 
     def run_client(self, ctx: Any) -> None:
         from zkjepsen.workloads.inprocess import run_lock_loop
@@ -50,8 +50,8 @@ class CounterWorkload:
         _, counter = self._paths(ctx.params)
         op = ctx.invoke("read", key=counter)
         try:
-            ctx.zk.sync(counter)
-            doc, _ = read_resource(ctx.zk, counter)
+            ctx.session.sync(counter)
+            doc, _ = read_resource(ctx.session, counter)
         except Exception as e:  # noqa: BLE001 - a read has no effect: fail
             op.fail(error=error_name(e))
             return

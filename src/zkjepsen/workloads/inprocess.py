@@ -60,7 +60,7 @@ def main_in_process(spec: ClientSpec) -> int:
     ctx = ClientContext(
         client=n,
         nclients=nclients,
-        zk=zk,
+        session=zk,
         hosts=spec.hosts,
         recipe=spec.recipe,
         params=spec.params,
@@ -106,7 +106,7 @@ def main_in_process(spec: ClientSpec) -> int:
 
 class InProcessLockClient(LockClient):
     """The LockClient of the in-process mode: the recipe object and this client's own session
-    (`ctx.zk`), called directly, with the classification of workloads/common.py (a definite
+    (`ctx.session`), called directly, with the classification of workloads/common.py (a definite
     refusal `fail`s, anything else is unknown). The recipe object is remade after an unknown
     outcome (it may hold a half-made node); with `abandon_unknown` the old one is dropped
     without closing it, as an application would, so what it half-made stays."""
@@ -114,7 +114,7 @@ class InProcessLockClient(LockClient):
     ready_files = True
 
     def __init__(self, ctx: Any, lock: str) -> None:
-        self.ctx, self.session, self.lock = ctx, ctx.zk, lock
+        self.ctx, self.session, self.lock = ctx, ctx.session, lock
         self.recipe: Any = None
         self.abandoned: list[Any] = []
         self.retry = param(ctx.params, "retry_writes", True)

@@ -54,8 +54,8 @@ class LockWorkload:
     def setup(self, ctx: Any) -> None:
         lock, resource = self._paths(ctx.params)
         resource_mode(ctx.params)  # a bad mode fails here, on the host, not in every client
-        ctx.zk.ensure_path(lock)
-        ensure(ctx.zk, resource, b"{}")
+        ctx.session.ensure_path(lock)
+        ensure(ctx.session, resource, b"{}")
 
     def run_client(self, ctx: Any) -> None:
         from zkjepsen.workloads.inprocess import run_lock_loop

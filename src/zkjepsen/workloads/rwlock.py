@@ -66,7 +66,7 @@ class RWLockWorkload(LockWorkload):
                 else:
                     op = ctx.invoke("read", key=resource)
                     try:
-                        doc, _ = read_resource(ctx.zk, resource)
+                        doc, _ = read_resource(ctx.session, resource)
                     except Exception as e:  # noqa: BLE001 - a read has no effect
                         op.fail(error=error_name(e))
                     else:
