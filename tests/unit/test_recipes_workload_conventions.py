@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 
@@ -192,3 +193,29 @@ def test_careful_kazoo_lock_stops_believing_on_suspended():
     assert careful.holding() is False
     careful.close()
     assert careful._on_state not in zk.state_listeners
+
+
+class Closing(Scripted):
+    closed = 0
+
+    def close(self):
+        self.closed += 1
+
+
+@pytest.mark.parametrize("abandon", [False, True])
+def test_in_process_client_remakes_the_recipe_after_an_unknown_acquire(tmp_path, abandon):
+    """The recipe object's lifecycle moved from the old in-process loop into
+    InProcessLockClient: after an unknown outcome it is thrown away (closed) and remade; with
+    `abandon_unknown` it is dropped without closing, and closed only at the end of the run."""
+    made: list[Closing] = []
+    ctx = _ctx(tmp_path, FakeZk())
+    ctx.params["abandon_unknown"] = abandon
+    ctx.make_recipe = lambda path: made.append(Closing(ConnectionLoss(), (False,))) or made[-1]
+    client = InProcessLockClient(ctx, "/l")
+    assert client.start() and len(made) == 1
+    a = client.acquire(1.0)
+    assert (a.type, a.error) == ("info", "ConnectionLoss")
+    assert client.recipe is None and made[0].closed == (0 if abandon else 1)
+    assert client.start() and len(made) == 2  # a fresh object for the next attempt
+    client.close()
+    assert [r.closed for r in made] == [1, 1]
