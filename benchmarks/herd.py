@@ -118,9 +118,10 @@ def measure_program(ens, recipe: str, n: int, tmp) -> dict:
     from kazoo.client import KazooClient
 
     from zkjepsen.client.program_client import ProgramClient
+    from zkjepsen.client.recorder import Recorder
     from zkjepsen.docker import resources
     from zkjepsen.recipes import RECIPES
-    from zkjepsen.workloads.context import ClientContext, Recorder
+    from zkjepsen.workloads.context import ClientContext
 
     hosts = ens.connect_string()
     path = f"/herd/{recipe}-{n}-{uuid.uuid4().hex[:6]}"
@@ -145,7 +146,7 @@ def measure_program(ens, recipe: str, n: int, tmp) -> dict:
             ctx = ClientContext(
                 client=i + 1,
                 nclients=n + 1,
-                zk=None,
+                session=None,
                 hosts=hosts,
                 recipe=recipe,
                 params={},

@@ -30,8 +30,9 @@ def measure(hosts: str, rounds: int, tmp: Path) -> dict[str, list[float]]:
     from kazoo.client import KazooClient
 
     from zkjepsen.client.program_client import ProgramClient
+    from zkjepsen.client.recorder import Recorder
     from zkjepsen.recipes import make_recipe
-    from zkjepsen.workloads.context import ClientContext, Recorder
+    from zkjepsen.workloads.context import ClientContext
 
     zk = KazooClient(hosts=hosts, timeout=4.0)
     zk.start(timeout=15)
@@ -42,7 +43,7 @@ def measure(hosts: str, rounds: int, tmp: Path) -> dict[str, list[float]]:
     ctx = ClientContext(
         client=1,
         nclients=1,
-        zk=None,
+        session=None,
         hosts=hosts,
         recipe="kazoo",
         params={},

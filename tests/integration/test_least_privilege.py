@@ -27,6 +27,7 @@ from kazoo.client import KazooClient
 
 from zkjepsen.client import seal
 from zkjepsen.client.pool import SRC_DIR, ClientPool, package_bind
+from zkjepsen.client.recorder import Recorder
 from zkjepsen.client.spec import ClientSpec
 from zkjepsen.docker import resources
 from zkjepsen.nemesis.partition import chain_name
@@ -35,7 +36,7 @@ from zkjepsen.nemesis.targets import NemesisContext
 from zkjepsen.run.resolve import program_for
 from zkjepsen.store import RunDir
 from zkjepsen.workloads import get_workload
-from zkjepsen.workloads.context import ClientContext, Recorder
+from zkjepsen.workloads.context import ClientContext
 
 TESTS = Path(__file__).resolve().parents[1]
 RECIPE = "subjects.hostile:Hostile"
@@ -77,7 +78,7 @@ def hostile(ensemble3, tmp_path, monkeypatch):
     host = ClientContext(
         client=0,
         nclients=2,
-        zk=zk,
+        session=zk,
         hosts=ensemble3.connect_string(),
         recipe=RECIPE,
         params={},

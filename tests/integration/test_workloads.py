@@ -17,12 +17,13 @@ from kazoo.client import KazooClient
 
 from zkjepsen.checker import compose
 from zkjepsen.client.pool import ClientPool
+from zkjepsen.client.recorder import Recorder
 from zkjepsen.client.spec import ClientSpec
 from zkjepsen.history import History, Op
 from zkjepsen.history.jsonl import merge_records
 from zkjepsen.store import RunDir
 from zkjepsen.workloads import get_workload
-from zkjepsen.workloads.context import ClientContext, Recorder
+from zkjepsen.workloads.context import ClientContext
 
 
 def run_workload(
@@ -42,7 +43,7 @@ def run_workload(
     host = ClientContext(
         client=0,
         nclients=clients,
-        zk=zk,
+        session=zk,
         hosts=ens.connect_string(),
         recipe=recipe,
         params=params,

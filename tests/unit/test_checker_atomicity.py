@@ -10,12 +10,23 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 
 from zkjepsen.checker import compose
 from zkjepsen.checker.atomicity import AtomicityChecker
+from zkjepsen.client.loop import LockLoop
+from zkjepsen.client.recorder import Recorder
 from zkjepsen.history import History, Op
 from zkjepsen.recipes.base import Token
 from zkjepsen.reproduce.replay import violation_kinds
 from zkjepsen.workloads import get_workload
-from zkjepsen.workloads.context import ClientContext, Recorder
-from zkjepsen.workloads.lock import LOCK, critical_section
+from zkjepsen.workloads.context import ClientContext
+from zkjepsen.workloads.inprocess import InProcessLockClient
+from zkjepsen.workloads.lock import LOCK
+
+
+def section(ctx, recipe, tok, resource, mode, writes, hold, ready=None):
+    """The lock workload's critical section (client/loop.py) over the in-process client."""
+    ctx.params.update(resource_path=resource, resource=mode)
+    client = InProcessLockClient(ctx, "/l")
+    client.recipe = recipe
+    LockLoop(ctx, client, "lock").lock_section(tok.to_value(), writes, hold, ready)
 
 
 class H:
@@ -221,7 +232,7 @@ def run_two_holders(tmp_path, ready):
         ctx = ClientContext(
             client=client,
             nclients=2,
-            zk=zk,
+            session=zk,
             hosts="",
             recipe="paper",
             params={},
@@ -230,7 +241,7 @@ def run_two_holders(tmp_path, ready):
             rng=random.Random(1),
         )
         ready_node = "/r-ready" if ready else None
-        critical_section(
+        section(
             ctx, Holder(steps), Token(token, client, "/l/f"), "/r", "unguarded", 2, 0.0, ready_node
         )
         ctx.recorder.close()

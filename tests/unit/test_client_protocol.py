@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 
 from zkjepsen.client.conformance import Conformance
+from zkjepsen.client.lockclient import WireLockClient
+from zkjepsen.client.loop import LockLoop
 from zkjepsen.client.program_client import ProgramClient
 from zkjepsen.client.protocol import Event, ProtocolFault, Reply, parse_line
-from zkjepsen.client.remote import RemoteLoop
-from zkjepsen.workloads.context import ClientContext, Recorder
+from zkjepsen.client.recorder import Recorder
+from zkjepsen.workloads.context import ClientContext
 
 FAKE = str(Path(__file__).resolve().parent.parent / "subjects" / "fake_program.py")
 
@@ -75,7 +77,7 @@ def run_loop(
     ctx = ClientContext(
         client=1,
         nclients=3,
-        zk=None,
+        session=None,
         hosts="",
         recipe="fake",
         params=params,
@@ -95,7 +97,7 @@ def run_loop(
     )
     t = time.monotonic()
     assert client.start() or client.gave_up
-    RemoteLoop(ctx, client, workload).run()
+    LockLoop(ctx, WireLockClient(client), workload).run()
     took = time.monotonic() - t
     client.program.kill()
     rec.close()
@@ -210,7 +212,7 @@ def test_the_run_ending_mid_request_is_not_a_client_error(tmp_path: Path) -> Non
     ctx = ClientContext(
         client=1,
         nclients=3,
-        zk=None,
+        session=None,
         hosts="",
         recipe="fake",
         params={},
@@ -229,7 +231,7 @@ def test_the_run_ending_mid_request_is_not_a_client_error(tmp_path: Path) -> Non
     )
     threading.Timer(0.5, stop.set).start()
     t = time.monotonic()
-    RemoteLoop(ctx, client, "lock").run()
+    LockLoop(ctx, WireLockClient(client), "lock").run()
     assert time.monotonic() - t < 6
     rec.close()
     recs = [json.loads(line) for line in path.read_text().splitlines()]
@@ -294,3 +296,98 @@ def test_a_program_other_users_cannot_read_is_refused_up_front(tmp_path: Path) -
             validate_program(spec("exec", "sh driver", str(where)))
     finally:
         where.chmod(0o755)
+
+
+class _Stat:
+    def __init__(self, version: int) -> None:
+        self.version = version
+
+
+class _Zk:
+    """The protected resource, enough for unguarded writes."""
+
+    def __init__(self) -> None:
+        self.data, self.version = b"{}", 0
+
+    def get(self, path):
+        return self.data, _Stat(self.version)
+
+    def set(self, path, data, version=-1):
+        self.data, self.version = data, self.version + 1
+        return _Stat(self.version)
+
+
+class _Lock:
+    """A lock that is always free: every acquire gets the next token."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def acquire(self, timeout):
+        from zkjepsen.recipes.base import Token
+
+        self.n += 1
+        return Token(self.n, self.n, f"/zkjepsen/lock/lock-{self.n:010d}")
+
+    def release(self):
+        pass
+
+    def holding(self):
+        return True
+
+
+def run_in_process(tmp_path: Path, workload: str, seconds: float = 0.5) -> list[dict]:
+    from zkjepsen.workloads import get_workload
+    from zkjepsen.workloads.context import ClientContext as InProcessContext
+
+    class Ctx(InProcessContext):
+        def make_recipe(self, path, session=None):
+            return _Lock()
+
+    path = tmp_path / f"in-process-{workload}.jsonl"
+    rec = Recorder(str(path), time.monotonic_ns(), 1, 3)
+    ctx = Ctx(
+        client=1,
+        nclients=3,
+        session=_Zk(),
+        hosts="",
+        recipe="fake",
+        params={"hold_s": 0.02, "think_s": 0.01, "retry_writes": False},
+        recorder=rec,
+        deadline=time.monotonic() + seconds,
+        rng=random.Random(1),
+    )
+    get_workload(workload).run_client(ctx)
+    rec.close()
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _shape(recs: list[dict]) -> set[tuple]:
+    """What the checkers read of each completed op: f, type and the keys of its value."""
+    return {
+        (r["f"], r["type"], tuple(sorted(r["value"])) if isinstance(r.get("value"), dict) else None)
+        for r in recs
+        if r["type"] in ("invoke", "ok") and r["f"] != "session"
+    }
+
+
+@pytest.mark.parametrize(
+    "workload, section", [("lock", "lock_section"), ("counter", "counter_section")]
+)
+def test_both_modes_run_the_one_client_loop(tmp_path: Path, monkeypatch, workload, section) -> None:
+    """A second loop (the in-process mode recording on its own again) fails this: both modes
+    must go through client/loop.py's sections and record the same shapes."""
+    from zkjepsen.client import loop
+
+    calls: list[str] = []
+    real = getattr(loop.LockLoop, section)
+
+    def counted(self, *a, **kw):
+        calls.append(type(self.client).__name__)
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(loop.LockLoop, section, counted)
+    inproc = run_in_process(tmp_path, workload)
+    wire, _ = run_loop(tmp_path, fake(), seconds=1.0, workload=workload)
+    assert {"InProcessLockClient", "WireLockClient"} <= set(calls), calls
+    assert _shape(inproc) == _shape(wire), _shape(inproc) ^ _shape(wire)

@@ -7,13 +7,24 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 from kazoo.protocol.states import KazooState
 
+from zkjepsen.client.loop import LockLoop
+from zkjepsen.client.recorder import Recorder
 from zkjepsen.recipes.base import Token
 from zkjepsen.workloads.common import acquire_op, discard, release_op
-from zkjepsen.workloads.context import ClientContext, Recorder
-from zkjepsen.workloads.lock import critical_section
+from zkjepsen.workloads.context import ClientContext
+from zkjepsen.workloads.inprocess import InProcessLockClient
+
+
+def section(ctx, recipe, tok, resource, mode, writes, hold, ready=None):
+    """The lock workload's critical section (client/loop.py) over the in-process client."""
+    ctx.params.update(resource_path=resource, resource=mode)
+    client = InProcessLockClient(ctx, "/l")
+    client.recipe = recipe
+    LockLoop(ctx, client, "lock").lock_section(tok.to_value(), writes, hold, ready)
 
 
 def _ctx(tmp_path, zk=None) -> ClientContext:
@@ -21,7 +32,7 @@ def _ctx(tmp_path, zk=None) -> ClientContext:
     return ClientContext(
         client=2,
         nclients=5,
-        zk=zk,
+        session=zk,
         hosts="",
         recipe="x",
         params={},
@@ -122,10 +133,10 @@ class FakeZk:
 def test_critical_section_writes_fences_and_abandons(tmp_path):
     zk = FakeZk()
     ctx = _ctx(tmp_path, zk)
-    critical_section(ctx, Scripted(TOK), TOK, "/r", "fenced", 2, 0.0)
+    section(ctx, Scripted(TOK), TOK, "/r", "fenced", 2, 0.0)
     zk.lock_gone = True
-    critical_section(ctx, Scripted(TOK), TOK, "/r", "fenced", 1, 0.0)
-    critical_section(ctx, Scripted(TOK, holding=(True, False)), TOK, "/r", "unguarded", 3, 0.0)
+    section(ctx, Scripted(TOK), TOK, "/r", "fenced", 1, 0.0)
+    section(ctx, Scripted(TOK, holding=(True, False)), TOK, "/r", "unguarded", 3, 0.0)
     recs = _records(tmp_path)
     writes = [(r["type"], r.get("value")) for r in recs if r["f"] == "write"]
     s1, s2 = {"token": 42, "step": 1, "steps": 2}, {"token": 42, "step": 2, "steps": 2}
@@ -153,9 +164,9 @@ def test_token_mode_rejects_lower_token(tmp_path):
     zk = FakeZk()
     zk.data = json.dumps({"top_token": 50}).encode()
     ctx = _ctx(tmp_path, zk)
-    critical_section(ctx, Scripted(TOK), TOK, "/r", "token", 1, 0.0)
+    section(ctx, Scripted(TOK), TOK, "/r", "token", 1, 0.0)
     higher = Token(60, 8, "/l/x")
-    critical_section(ctx, Scripted(higher), higher, "/r", "token", 1, 0.0)
+    section(ctx, Scripted(higher), higher, "/r", "token", 1, 0.0)
     done = [r["type"] for r in _records(tmp_path) if r["f"] == "write" and r["type"] != "invoke"]
     assert done == ["fail", "ok"]
     assert json.loads(zk.data)["top_token"] == 60
@@ -182,3 +193,29 @@ def test_careful_kazoo_lock_stops_believing_on_suspended():
     assert careful.holding() is False
     careful.close()
     assert careful._on_state not in zk.state_listeners
+
+
+class Closing(Scripted):
+    closed = 0
+
+    def close(self):
+        self.closed += 1
+
+
+@pytest.mark.parametrize("abandon", [False, True])
+def test_in_process_client_remakes_the_recipe_after_an_unknown_acquire(tmp_path, abandon):
+    """The recipe object's lifecycle moved from the old in-process loop into
+    InProcessLockClient: after an unknown outcome it is thrown away (closed) and remade; with
+    `abandon_unknown` it is dropped without closing, and closed only at the end of the run."""
+    made: list[Closing] = []
+    ctx = _ctx(tmp_path, FakeZk())
+    ctx.params["abandon_unknown"] = abandon
+    ctx.make_recipe = lambda path: made.append(Closing(ConnectionLoss(), (False,))) or made[-1]
+    client = InProcessLockClient(ctx, "/l")
+    assert client.start() and len(made) == 1
+    a = client.acquire(1.0)
+    assert (a.type, a.error) == ("info", "ConnectionLoss")
+    assert client.recipe is None and made[0].closed == (0 if abandon else 1)
+    assert client.start() and len(made) == 2  # a fresh object for the next attempt
+    client.close()
+    assert [r.closed for r in made] == [1, 1]

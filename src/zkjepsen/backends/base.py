@@ -16,7 +16,7 @@ from zkjepsen.docker.cluster import ClientEndpoint, Node
 
 class HostSession(Protocol):
     """The runner's own session with the backend (client 0): what the lock-shaped workloads'
-    `setup` and `final` call on `ctx.zk`. kazoo's KazooClient for ZooKeeper; other backends give
+    `setup` and `final` call on `ctx.session`: kazoo's KazooClient for ZooKeeper; others give
     an object with these methods over their own store (the protected resource lives there;
     `get` returns (data bytes, a stat whose `version` counts the writes); `create` raises
     kazoo's NodeExistsError when the path exists; `ensure_path` and `sync` may do nothing)."""

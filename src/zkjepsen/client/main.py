@@ -1,23 +1,25 @@
-"""Entry point of one client process (runs inside its own container): `python3 -m
-zkjepsen.client.main SPEC.json`. Either the recorder driving the program under test through the
-client wire protocol (`spec.command`), or the in-process loop (kazoo, the workload drives it)."""
+"""Entry point of one client process that drives a program under test (runs inside its own
+container): `python3 -m zkjepsen.client.main SPEC.json`, the recorder driving `spec.command`
+through the client wire protocol. The in-process mode (no program: the workload drives a recipe
+object itself) has its own entry, workloads/inprocess.py; both start with `prepare`."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import logging
+import os
 import random
 import signal
 import sys
 import threading
 from pathlib import Path
 
+from zkjepsen.client.recorder import Recorder, RecordingContext
 from zkjepsen.client.spec import PROXY_TOKEN_ENV, ClientSpec
-from zkjepsen.workloads.context import ClientContext, Recorder
 
 
-def _next_process(path: Path, client: int, nclients: int) -> int:
+def next_process(path: Path, client: int, nclients: int) -> int:
     """A restarted client (after a kill) must not reuse a process id of its earlier life."""
     highest = 0
     if path.exists():
@@ -31,8 +33,8 @@ def _next_process(path: Path, client: int, nclients: int) -> int:
     return client if highest == 0 else highest + nclients
 
 
-def _await_start(
-    path: Path, ctx: ClientContext, stop: threading.Event, timeout_s: float = 180.0
+def await_start(
+    path: Path, ctx: RecordingContext, stop: threading.Event, timeout_s: float = 180.0
 ) -> bool:
     """The start barrier: every client connects first, then all begin together when the runner
     writes the main phase's deadline (a monotonic time) into `path`. A client restarted after
@@ -50,17 +52,15 @@ def _await_start(
 
 def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
     """The client wire protocol: the program under test is a child process; the recorder
-    (client/remote.py) drives it and writes the history. docs/client-protocol.md."""
-
+    (client/loop.py, over client/lockclient.py) drives it and writes the history.
+    docs/client-protocol.md."""
+    from zkjepsen.client.lockclient import WireLockClient
+    from zkjepsen.client.loop import LockLoop, paths
     from zkjepsen.client.program_client import ProgramClient
-    from zkjepsen.client.remote import RemoteLoop, paths
 
-    ctx = ClientContext(
+    ctx = RecordingContext(
         client=spec.client,
         nclients=spec.nclients,
-        zk=None,
-        hosts=spec.hosts,
-        recipe=spec.recipe,
         params=spec.params,
         recorder=rec,
         deadline=spec.deadline_monotonic,
@@ -83,10 +83,10 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
     try:
         if not client.start():
             return 3
-        if spec.start_file and not _await_start(Path(spec.start_file), ctx, stop):
+        if spec.start_file and not await_start(Path(spec.start_file), ctx, stop):
             ctx.event("client-error", "the runner never released the start barrier")
             return 5
-        RemoteLoop(ctx, client, spec.workload).run()
+        LockLoop(ctx, WireLockClient(client), spec.workload).run()
     except Exception as e:  # noqa: BLE001 - the history must say why a client stopped
         ctx.event("client-error", f"{type(e).__name__}: {e}")
         logging.exception("recorder loop failed")
@@ -127,9 +127,9 @@ def start_proxy(hosts: str, out_dir: str, token: str = "") -> str:
     return proxy.connect_string()
 
 
-def main(spec_path: str) -> int:
-    import os
-
+def prepare(spec_path: str) -> ClientSpec:
+    """What every client process does first: read its spec, log to stderr, and start the wire
+    proxy when the spec asks for one (the program / kazoo then reach the servers through it)."""
     spec = ClientSpec.load(spec_path)
     # Out of our environment before anything starts the program, which inherits the rest.
     token = os.environ.pop(PROXY_TOKEN_ENV, "")
@@ -138,83 +138,24 @@ def main(spec_path: str) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    if spec.proxy:  # the program / kazoo then reach the servers only through it
+    if spec.proxy:
         spec = dataclasses.replace(spec, hosts=start_proxy(spec.hosts, spec.out, token))
-    if spec.command:
-        rec = Recorder(str(spec.history_file), spec.t0_ns, spec.client, spec.nclients)
-        rec.process = _next_process(spec.history_file, spec.client, spec.nclients)
-        stop = threading.Event()
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        return run_program(spec, rec, stop)
-    return main_in_process(spec)
+    return spec
 
 
-def main_in_process(spec: ClientSpec) -> int:
-    from kazoo.client import KazooClient
-    from kazoo.retry import KazooRetry
-
-    from zkjepsen.workloads import get_workload
-
-    n, nclients = spec.client, spec.nclients
-    out = spec.history_file
-    process = _next_process(out, n, nclients)
-    rec = Recorder(str(out), spec.t0_ns, n, nclients)
-    rec.process = process
+def main(spec_path: str) -> int:
+    spec = prepare(spec_path)
+    if not spec.command:
+        sys.stderr.write(
+            "this client spec names no program; the in-process loop runs as "
+            "`python3 -m zkjepsen.workloads.inprocess SPEC.json`\n"
+        )
+        return 2
+    rec = Recorder(str(spec.history_file), spec.t0_ns, spec.client, spec.nclients)
+    rec.process = next_process(spec.history_file, spec.client, spec.nclients)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    # Retries stay bounded so an op under a partition ends (as info) instead of hanging forever.
-    retry = {"max_tries": 3, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
-    zk = KazooClient(
-        hosts=spec.hosts,
-        timeout=spec.session_timeout_s,
-        connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
-        command_retry=retry,
-    )
-    ctx = ClientContext(
-        client=n,
-        nclients=nclients,
-        zk=zk,
-        hosts=spec.hosts,
-        recipe=spec.recipe,
-        params=spec.params,
-        recorder=rec,
-        deadline=spec.deadline_monotonic,
-        rng=random.Random(f"{spec.seed}:{n}:{process}"),
-        stop_event=stop,
-    )
-
-    def on_state(state) -> None:
-        ctx.event("session-state", str(state))
-
-    zk.add_listener(on_state)
-    try:
-        zk.start(timeout=spec.connect_timeout_s)
-    except Exception as e:  # noqa: BLE001 - recorded, then the process ends
-        ctx.event("client-error", f"could not connect: {e}")
-        return 3
-    session_id, _ = zk.client_id
-    ctx.event(
-        "session",
-        {"session_id": f"0x{session_id:x}", "timeout_ms": getattr(zk, "_session_timeout", None)},
-    )
-    if spec.start_file and not _await_start(Path(spec.start_file), ctx, stop):
-        ctx.event("client-error", "the runner never released the start barrier")
-        return 5
-    workload = get_workload(spec.workload)
-    try:
-        workload.run_client(ctx)
-    except Exception as e:  # noqa: BLE001 - the history must say why a client stopped
-        ctx.event("client-error", f"{type(e).__name__}: {e}")
-        logging.exception("workload loop failed")
-        return 4
-    finally:
-        try:
-            zk.stop()
-            zk.close()
-        except Exception:  # noqa: BLE001
-            pass
-        rec.close()
-    return 0
+    return run_program(spec, rec, stop)
 
 
 if __name__ == "__main__":

@@ -206,7 +206,7 @@ class ClientPool:
         if spec.command:  # the program under test runs as another uid than the recorder's
             spec = dataclasses.replace(spec, program_uid=seal.PROGRAM_UID)
         spec.save(d.client_spec(n))
-        from zkjepsen.nemesis.client_clock import CONTROL_NAME
+        from zkjepsen.client.spec import CONTROL_NAME
 
         faketime = d.control / CONTROL_NAME.format(n=n)
         if not faketime.exists():
@@ -244,7 +244,8 @@ class ClientPool:
             entrypoint=[
                 "python3",
                 "-m",
-                "zkjepsen.client.main",
+                # a program under test, or the in-process loop (no program)
+                "zkjepsen.client.main" if spec.command else "zkjepsen.workloads.inprocess",
                 f"{CONTROL_DIR}/{d.client_spec(n).name}",
             ],
             labels=resources.labels(run_id, "client", client=n, ip=where.ip),

@@ -2,7 +2,8 @@
 
 `ProgramClient` starts the program, sends `init`, records its events, and turns every protocol
 fault into a recorded `client-error` event plus a fresh program (after a pause), giving up after
-`MAX_FAULTS` faults in a row. The workload loops (client/remote.py) call it; they record the ops.
+`MAX_FAULTS` faults in a row. The client loop (client/loop.py, through client/lockclient.py)
+calls it and records the ops.
 Stdlib only: it runs inside the client containers.
 """
 

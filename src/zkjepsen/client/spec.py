@@ -16,6 +16,8 @@ OUT_DIR = "/out"  # where a client container sees its own output directory (read
 CONTROL_DIR = "/control"  # the run's control files (start barrier, specs), read-only
 # The wire proxy's control token, in the client container's environment (client/pool.py).
 PROXY_TOKEN_ENV = "ZKJEPSEN_PROXY_TOKEN"
+# Client N's libfaketime control file in CONTROL_DIR (nemesis/client_clock.py writes it).
+CONTROL_NAME = "faketime-c{n}"
 
 
 @dataclass(frozen=True)

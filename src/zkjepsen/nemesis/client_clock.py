@@ -31,9 +31,9 @@ import platform
 import random
 from typing import Any
 
+from zkjepsen.client.spec import CONTROL_DIR, CONTROL_NAME
 from zkjepsen.nemesis.targets import NemesisContext, resolve_client
 
-CONTROL_NAME = "faketime-c{n}"
 REAL = "+0"
 NORMAL_RATE = "+0 x1"
 NAMES = ("clock-skew-client", "clock-rate-client")
@@ -43,7 +43,7 @@ def program_env(client: int, language: str) -> dict[str, str]:
     """The environment that preloads libfaketime into client `client`'s program."""
     env = {
         "LD_PRELOAD": f"/usr/lib/{platform.machine()}-linux-gnu/faketime/libfaketime.so.1",
-        "FAKETIME_TIMESTAMP_FILE": f"/control/{CONTROL_NAME.format(n=client)}",
+        "FAKETIME_TIMESTAMP_FILE": f"{CONTROL_DIR}/{CONTROL_NAME.format(n=client)}",
         "FAKETIME_CACHE_DURATION": "1",
         "FAKETIME_XRESET": "1",
     }

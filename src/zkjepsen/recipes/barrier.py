@@ -30,26 +30,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from zkjepsen.recipes.base import Token, delete_quietly, param, seq_of
+from zkjepsen.recipes.base import Token, ZkRecipe, delete_quietly, param, seq_of
 
 
-class QueueBarrier:
+class QueueBarrier(ZkRecipe):
     PREFIX = "member-"
     double = False
     single_use = True  # one object per barrier round
 
-    def __init__(
-        self,
-        zk: Any,
-        path: str,
-        *,
-        hosts: str = "",
-        identifier: str = "",
-        params: dict[str, Any] | None = None,
-    ) -> None:
-        self.zk = zk
-        self.path = path
-        self.params = params or {}
+    def setup(self) -> None:
         self.node: str | None = None
         self._token: Token | None = None
         self._wake = threading.Event()

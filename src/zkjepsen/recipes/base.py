@@ -49,6 +49,48 @@ class Recipe(Protocol):
     def holding(self) -> bool: ...
 
 
+class RecipeBase:
+    """The constructor every recipe shares (recipes/__init__.py `make_recipe` calls it): the
+    client's session with the service (a kazoo client for ZooKeeper, a service session for
+    Redis and PostgreSQL), the lock path, and the options. A port puts the rest of its own
+    construction in `setup()`, so each module shows only its algorithm."""
+
+    def __init__(
+        self,
+        session: Any,
+        path: str,
+        *,
+        hosts: str = "",
+        identifier: str = "",
+        params: dict[str, Any] | None = None,
+    ) -> None:
+        self.session = session
+        self.path = path
+        self.hosts = hosts
+        self.identifier = identifier
+        self.params = params or {}
+        self.setup()
+
+    def setup(self) -> None:
+        """The port's own construction (nothing by default)."""
+
+
+class ZkRecipe(RecipeBase):
+    """A ZooKeeper recipe: its session is a kazoo client, `self.zk`."""
+
+    @property
+    def zk(self) -> Any:
+        return self.session
+
+
+class RedisRecipe(RecipeBase):
+    """A Redis recipe: the lock's key and its TTL (`lock_ttl_s`, else the session's timeout)."""
+
+    def setup(self) -> None:
+        self.key = self.session.lock_key(self.path)
+        self.ttl_ms = int(param(self.params, "lock_ttl_s", self.session.timeout) * 1000)
+
+
 _SEQ = re.compile(r"(\d{10})$")  # sequence overflow to negative (2^31 creates) ignored
 
 

@@ -33,38 +33,29 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from zkjepsen.recipes.base import Token, token_for
+from zkjepsen.recipes.base import Token, ZkRecipe, token_for
 
 
 class AcquireHung(Exception):
     """The recipe would have waited forever (it has no timeout); the harness gave up."""
 
 
-class BlogLock:
+class BlogLock(ZkRecipe):
     single_use = True  # release() closes the lock's own client
 
-    def __init__(
-        self,
-        zk: Any,
-        path: str,
-        *,
-        hosts: str = "",
-        identifier: str = "",
-        params: dict[str, Any] | None = None,
-    ) -> None:
+    def setup(self) -> None:
         # The post opens its own client per lock object; `zk` (the harness's session) is unused
         # except to pick up the session timeout the test asked for.
-        timeout_s = getattr(zk, "_session_timeout", 10000) / 1000.0
-        if not hosts:
+        timeout_s = getattr(self.zk, "_session_timeout", 10000) / 1000.0
+        if not self.hosts:
             raise ValueError("the blog lock opens its own client: it needs the connect string")
-        self.client = KazooClient(hosts=hosts, timeout=timeout_s)
+        self.client = KazooClient(hosts=self.hosts, timeout=timeout_s)
         self.client.start(timeout=15)
-        self.path = path
-        self.data = identifier.encode()
+        self.data = self.identifier.encode()
         self.node: str | None = None
         self.event = threading.Event()
         self._held = False
-        self.client.ensure_path(path)
+        self.client.ensure_path(self.path)
 
     def _on_watch(self, event: Any) -> None:
         self.event.set()  # any event at all: created, deleted, changed, or the session's NONE

@@ -24,25 +24,15 @@ from typing import Any
 
 from kazoo.exceptions import ConnectionLoss, NoNodeError
 
-from zkjepsen.recipes.base import Token, delete_quietly, seq_of
+from zkjepsen.recipes.base import Token, ZkRecipe, delete_quietly, seq_of
 
 LOCK_NAME = "lock-"
 RETRIES = 3
 
 
-class CuratorMutex:
-    def __init__(
-        self,
-        zk: Any,
-        path: str,
-        *,
-        hosts: str = "",
-        identifier: str = "",
-        params: dict[str, Any] | None = None,
-    ) -> None:
-        self.zk = zk
-        self.path = path
-        self.data = identifier.encode()
+class CuratorMutex(ZkRecipe):
+    def setup(self) -> None:
+        self.data = self.identifier.encode()
         self._owners: dict[int, list[Any]] = {}  # thread id -> [token, count]
         self._wake = threading.Event()
         # No ZooKeeper call here: Curator's constructor makes none (its first create makes the

@@ -14,30 +14,18 @@ does (it stops believing at the first SUSPENDED or LOST). Without faults both ar
 
 from __future__ import annotations
 
-from typing import Any
-
 from kazoo.exceptions import LockTimeout
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.lock import Lock
 
-from zkjepsen.recipes.base import Token, token_for
+from zkjepsen.recipes.base import Token, ZkRecipe, token_for
 
 
-class KazooLock:
+class KazooLock(ZkRecipe):
     """kazoo's Lock behind the Recipe interface; `holding()` is kazoo's own `is_acquired`."""
 
-    def __init__(
-        self,
-        zk: Any,
-        path: str,
-        *,
-        hosts: str = "",
-        identifier: str = "",
-        params: dict[str, Any] | None = None,
-    ) -> None:
-        self.zk = zk
-        self.path = path
-        self.lock = Lock(zk, path, identifier)
+    def setup(self) -> None:
+        self.lock = Lock(self.zk, self.path, self.identifier)
 
     def acquire(self, timeout: float | None) -> Token | None:
         try:
@@ -62,10 +50,10 @@ class CarefulKazooLock(KazooLock):
     began ends the application's belief, so the critical section is abandoned. (SUSPENDED may
     resolve with the same session; a careful application still stops, as it cannot know.)"""
 
-    def __init__(self, zk: Any, path: str, **kw: Any) -> None:
-        super().__init__(zk, path, **kw)
+    def setup(self) -> None:
+        super().setup()
         self._trouble = False
-        zk.add_listener(self._on_state)
+        self.zk.add_listener(self._on_state)
 
     def _on_state(self, state: str) -> None:
         if state in (KazooState.SUSPENDED, KazooState.LOST):
@@ -89,8 +77,8 @@ class Kazoo20Lock(KazooLock):
     application's belief: inside nested `with lock:` blocks it holds until the outermost ends,
     so after an inner release the rest of the outer block runs unprotected."""
 
-    def __init__(self, zk: Any, path: str, **kw: Any) -> None:
-        super().__init__(zk, path, **kw)
+    def setup(self) -> None:
+        super().setup()
         self._depth = 0
         self._token: Token | None = None
 

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
 
-from zkjepsen.recipes.base import Token, param, service_token
+from zkjepsen.recipes.base import RedisRecipe, Token, service_token
 
 RETRY_S = 0.05
 # KEYS[1] the lock; ARGV[1] our value. Deletes only our own key.
@@ -34,17 +33,11 @@ return 0
 """
 
 
-class SetPxLock:
-    def __init__(
-        self, session: Any, path: str, *, hosts: str = "", identifier: str = "", params=None
-    ) -> None:
-        self.session = session
-        self.path = path
-        self.key = session.lock_key(path)
-        self.ttl_ms = int(param(params, "lock_ttl_s", session.timeout) * 1000)
-        self.identifier = identifier
+class SetPxLock(RedisRecipe):
+    def setup(self) -> None:
+        super().setup()
         self.value: bytes | None = None  # our random value, while we believe we hold
-        self.unlock = session.redis.register_script(UNLOCK_LUA)
+        self.unlock = self.session.redis.register_script(UNLOCK_LUA)
 
     def acquire(self, timeout: float | None) -> Token | None:
         deadline = time.monotonic() + (timeout if timeout is not None else 1e9)

@@ -23,9 +23,8 @@ the client clock faults). The timeout is `lock_ttl_s` (default: the session time
 from __future__ import annotations
 
 import time
-from typing import Any
 
-from zkjepsen.recipes.base import Token, param, service_token
+from zkjepsen.recipes.base import RedisRecipe, Token, service_token
 
 RETRY_S = 0.05  # the seed sleeps between attempts
 
@@ -34,14 +33,9 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class SetnxLock:
-    def __init__(
-        self, session: Any, path: str, *, hosts: str = "", identifier: str = "", params=None
-    ) -> None:
-        self.session = session
-        self.path = path
-        self.key = session.lock_key(path)
-        self.timeout_ms = int(param(params, "lock_ttl_s", session.timeout) * 1000)
+class SetnxLock(RedisRecipe):
+    def setup(self) -> None:
+        super().setup()
         self.expires: int | None = None  # our own expiry time, while we believe we hold
         self.token: int | None = None
 
@@ -49,7 +43,7 @@ class SetnxLock:
         r = self.session.redis
         deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
         while True:
-            expires = now_ms() + self.timeout_ms + 1
+            expires = now_ms() + self.ttl_ms + 1
             if r.setnx(self.key, expires):
                 return self._held(expires)
             current = r.get(self.key)

@@ -24,26 +24,20 @@ import random
 import time
 from typing import Any
 
-from zkjepsen.recipes.base import Token, param, service_token
+from zkjepsen.recipes.base import RedisRecipe, Token, service_token
 from zkjepsen.recipes.redis_set_px import UNLOCK_LUA  # the same compare-and-delete on each master
 
 PER_MASTER_TIMEOUT_S = 0.05  # "small compared to the auto-release time", as the algorithm asks
 CLOCK_DRIFT_FACTOR = 0.01
 
 
-class Redlock:
-    def __init__(
-        self, session: Any, path: str, *, hosts: str = "", identifier: str = "", params=None
-    ) -> None:
+class Redlock(RedisRecipe):
+    def setup(self) -> None:
         import redis
         from redis.backoff import NoBackoff
         from redis.retry import Retry
 
-        self.session = session
-        self.path = path
-        self.key = session.lock_key(path)
-        self.ttl_ms = int(param(params, "lock_ttl_s", session.timeout) * 1000)
-        self.identifier = identifier
+        super().setup()
         self.masters = [
             redis.Redis(
                 host=h,
@@ -52,7 +46,7 @@ class Redlock:
                 socket_connect_timeout=PER_MASTER_TIMEOUT_S,
                 retry=Retry(NoBackoff(), 0),
             )
-            for h, p in session.addrs
+            for h, p in self.session.addrs
         ]
         self.quorum = len(self.masters) // 2 + 1
         self.value: bytes | None = None

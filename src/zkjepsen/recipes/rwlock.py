@@ -26,19 +26,9 @@ from zkjepsen.recipes.watching import SequentialNodeLock
 
 
 class RWLock(SequentialNodeLock):
-    def __init__(
-        self,
-        zk: Any,
-        path: str,
-        *,
-        hosts: str = "",
-        identifier: str = "",
-        params: dict[str, Any] | None = None,
-        mode: str | None = None,
-    ) -> None:
-        super().__init__(zk, path, hosts=hosts, identifier=identifier, params=params)
-        self.identifier = identifier or "host"
-        self.params = params or {}
+    def __init__(self, *args: Any, mode: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.identifier = self.identifier or "host"
         self.mode = mode or str(self.params.get("mode", "write"))
         if self.mode not in ("read", "write"):
             raise ValueError(f"rwlock mode must be read or write, not {self.mode!r}")

@@ -19,27 +19,17 @@ from typing import Any
 
 from kazoo.exceptions import NodeExistsError
 
-from zkjepsen.recipes.base import Token, delete_quietly
+from zkjepsen.recipes.base import Token, ZkRecipe, delete_quietly
 
 
-class WatchingRecipe:
+class WatchingRecipe(ZkRecipe):
     """The constructor every recipe takes, one wake-up event for its watches, and the belief."""
 
-    def __init__(
-        self,
-        zk: Any,
-        path: str,
-        *,
-        hosts: str = "",
-        identifier: str = "",
-        params: dict[str, Any] | None = None,
-    ) -> None:
-        self.zk = zk
-        self.path = path
+    def setup(self) -> None:
         self.node: str | None = None
         self._token: Token | None = None
         self._wake = threading.Event()
-        zk.ensure_path(path)
+        self.zk.ensure_path(self.path)
 
     def _woken(self, event: Any) -> None:
         """The watch callback: any change to what we watch means look again."""
@@ -83,10 +73,10 @@ class FixedNodeRecipe(WatchingRecipe):
 
     NAME = "lock"
 
-    def __init__(self, zk: Any, path: str, **kwargs: Any) -> None:
-        super().__init__(zk, path, **kwargs)
-        self.node = f"{path}/{self.NAME}"
-        self.data = kwargs.get("identifier", "").encode()
+    def setup(self) -> None:
+        super().setup()
+        self.node = f"{self.path}/{self.NAME}"
+        self.data = self.identifier.encode()
 
     def _watch(self) -> bool:
         """Set the recipe's watch; False when the node is already gone (try again at once)."""

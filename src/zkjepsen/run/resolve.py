@@ -176,7 +176,7 @@ def validate_spec(spec: TestSpec) -> None:
         spec.params, user_recipe=":" in spec.recipe or spec.recipe == "exec"
     )
     if spec.params.get("nested") and spec.client_mode != "in-process":
-        # The wire protocol's loops (client/remote.py) never nest: such a run would test
+        # The wire protocol's loops (client/loop.py) never nest: such a run would test
         # nothing it claims to.
         raise BadInput("param nested needs client_mode in-process (the protocol loops never nest)")
 

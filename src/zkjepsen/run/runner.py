@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen import errors
+from zkjepsen.client.recorder import Recorder
 from zkjepsen.client.spec import ClientSpec
 from zkjepsen.run.analysis import check_history, history_stats, render_reports
 from zkjepsen.run.outcome import RunResult, Teardown
 from zkjepsen.run.resolve import ResolvedTest, resolve
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.store import RunDir, check_root, new_run_dir
-from zkjepsen.workloads.context import ClientContext, Recorder
+from zkjepsen.workloads.context import ClientContext
 
 __all__ = ["RunResult", "Teardown", "TestSpec", "check_history", "run_test"]
 
@@ -64,7 +65,7 @@ def _host_context(spec: TestSpec, ens, run_dir: RunDir, t0_ns: int, zk) -> Clien
     return ClientContext(
         client=0,
         nclients=spec.clients,
-        zk=zk,
+        session=zk,
         hosts=ens.connect_string(),
         recipe=spec.recipe,
         params=spec.params,

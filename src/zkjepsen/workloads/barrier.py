@@ -49,7 +49,7 @@ def _barrier(ctx: Any, path: str) -> Any:
     from zkjepsen.recipes.barrier import DoubleBarrier, QueueBarrier
 
     cls = DoubleBarrier if param(ctx.params, "double", True) else QueueBarrier
-    return cls(ctx.zk, path, params=ctx.params)
+    return cls(ctx.session, path, params=ctx.params)
 
 
 def _wait(ctx: Any, f: str, path: str, b: Any, timeout: float) -> bool | None:
@@ -80,7 +80,7 @@ class BarrierWorkload:
 
     def setup(self, ctx: Any) -> None:
         base = param(ctx.params, "barrier_path", "/zkjepsen/queue_barrier")
-        ensure(ctx.zk, base, str(_size(ctx.params, ctx.nclients)).encode())
+        ensure(ctx.session, base, str(_size(ctx.params, ctx.nclients)).encode())
 
     def run_client(self, ctx: Any) -> None:
         p = ctx.params
@@ -91,9 +91,10 @@ class BarrierWorkload:
         r = None
         while ctx.running():
             try:
-                r = latest_round(ctx.zk, base) if r is None else max(r, latest_round(ctx.zk, base))
+                latest = latest_round(ctx.session, base)
+                r = latest if r is None else max(r, latest)
                 path = f"{base}/{ROUND}{r:06d}"
-                ensure(ctx.zk, path, str(n).encode())
+                ensure(ctx.session, path, str(n).encode())
                 b = _barrier(ctx, path)
             except Exception as e:  # noqa: BLE001 - e.g. no connection right now
                 ctx.event("barrier-error", f"{error_name(e)}: {e}")

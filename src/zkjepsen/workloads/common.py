@@ -13,7 +13,6 @@ Runs inside client containers: stdlib and kazoo only.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
 from kazoo.exceptions import (
@@ -198,41 +197,3 @@ def ensure(zk: Any, path: str, data: bytes = b"") -> None:
         zk.create(path, data)
     except NodeExistsError:
         pass
-
-
-def lock_loop(
-    ctx: Any,
-    lock: str,
-    timeout: float,
-    think_s: float,
-    critical: Callable[[Any, Token], None],
-    acquire_f: str = "acquire",
-    release_f: str = "release",
-) -> None:
-    """The client loop the lock-shaped workloads share: (re)make the recipe object, acquire,
-    run `critical(recipe, token)` while holding, release, think. After an unknown outcome the
-    recipe object is replaced (it may hold a half-made node); with `abandon_unknown` the old one
-    is dropped without closing it, as an application would, so what it half-made stays."""
-    recipe = None
-    abandoned: list[Any] = []
-    while ctx.running():
-        if recipe is None:
-            try:
-                recipe = ctx.make_recipe(lock)
-            except Exception as e:  # noqa: BLE001 - e.g. no connection right now
-                ctx.event("recipe-error", f"{error_name(e)}: {e}")
-                ctx.sleep(0.5)
-                continue
-        tok, usable = acquire_op(ctx, recipe, lock, timeout, f=acquire_f)
-        if tok is not None:
-            critical(recipe, tok)
-            usable = release_op(ctx, recipe, lock, f=release_f)
-        if not usable:
-            if ctx.params.get("abandon_unknown") and tok is None and not recipe.holding():
-                abandoned.append(recipe)  # not closed: its session (and any orphan) lives on
-            else:
-                discard(recipe)
-            recipe = None
-        ctx.sleep(ctx.rng.uniform(0, 2 * think_s))
-    for r in [*abandoned, *([recipe] if recipe is not None else [])]:
-        discard(r)

@@ -1,132 +1,31 @@
-"""What a workload's client loop sees: its own session, its recipe, and a recorder.
+"""What an in-process workload's client loop sees: the recording context (client/recorder.py)
+plus its own session with the service and its recipe. The workloads reach the service only
+through `session` (kazoo's client for ZooKeeper, a backends/session.py session otherwise) and,
+for the lock-shaped ones, through the LockClient seam (client/lockclient.py).
 
 This module runs inside the client containers, so it imports only the standard library and kazoo.
-
-Timestamps are `CLOCK_MONOTONIC` nanoseconds since the test's start (`t0_ns`, taken by the runner
-on the host). The monotonic clock is shared by every process and container on one kernel, and the
-client's libfaketime (if any) is told to leave it alone, so histories from all clients merge on
-one real time axis.
 """
 
 from __future__ import annotations
 
-import random
-import threading
-import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from zkjepsen.history.jsonl import Appender
+from zkjepsen.client.recorder import RecordingContext
 
 
-class Recorder:
-    """Appends one JSON line per op or event; every line is written with one `write(2)`."""
-
-    def __init__(self, path: str, t0_ns: int, client: int, nclients: int) -> None:
-        self._out = Appender(path)
-        self.t0_ns = t0_ns
-        self.client = client
-        self.nclients = nclients
-        self.process = client
-
-    def now(self) -> int:
-        return time.monotonic_ns() - self.t0_ns
-
-    def write(self, record: dict[str, Any]) -> None:
-        self._out.write(record)
-
-    def op(
-        self,
-        type_: str,
-        f: str,
-        key: str | None,
-        value: Any,
-        process: int | None = None,
-        **extra: Any,
-    ) -> None:
-        rec: dict[str, Any] = {
-            "time": self.now(),
-            "process": self.process if process is None else process,
-            "type": type_,
-            "f": f,
-            "client": self.client,
-        }
-        if key is not None:
-            rec["key"] = key
-        if value is not None or type_ in ("ok", "invoke"):
-            rec["value"] = value
-        rec.update({k: v for k, v in extra.items() if v is not None})
-        self.write(rec)
-
-    def retire_process(self) -> None:
-        """After an `info` the process may still be doing it; Jepsen gives the client a new id."""
-        self.process += self.nclients
-
-    def close(self) -> None:
-        self._out.close()
-
-
-@dataclass
-class PendingOp:
-    """An invoked operation; exactly one of ok / fail / info completes it."""
-
-    ctx: ClientContext
-    f: str
-    key: str | None
-    process: int
-    done: bool = False
-
-    def ok(self, value: Any = None, **extra: Any) -> None:
-        self._complete("ok", value, extra)
-
-    def fail(self, value: Any = None, error: str | None = None, **extra: Any) -> None:
-        self._complete("fail", value, {"error": error, **extra})
-
-    def info(self, value: Any = None, error: str | None = None, **extra: Any) -> None:
-        self._complete("info", value, {"error": error, **extra})
-        self.ctx.recorder.retire_process()
-
-    def _complete(self, type_: str, value: Any, extra: dict[str, Any]) -> None:
-        if self.done:
-            raise RuntimeError(f"op {self.f} completed twice")
-        self.done = True
-        self.ctx.recorder.op(type_, self.f, self.key, value, process=self.process, **extra)
-
-
-@dataclass
-class ClientContext:
-    client: int  # logical client number, 1..N
-    nclients: int
-    zk: Any  # kazoo.client.KazooClient, started; this client's own session
+@dataclass(kw_only=True)
+class ClientContext(RecordingContext):
+    session: Any  # this client's own session, started (kazoo's KazooClient for ZooKeeper)
     hosts: str  # the connect string this client uses (recipes that open their own session)
     recipe: str  # registry name or "package.module:Name"
-    params: dict[str, Any]
-    recorder: Recorder
-    deadline: float  # time.monotonic() after which no new op is invoked
-    rng: random.Random = field(default_factory=random.Random)
-    stop_event: threading.Event = field(default_factory=threading.Event)
 
-    def running(self) -> bool:
-        return not self.stop_event.is_set() and time.monotonic() < self.deadline
-
-    def invoke(self, f: str, key: str | None = None, value: Any = None, **extra: Any) -> PendingOp:
-        p = self.recorder.process
-        self.recorder.op("invoke", f, key, value, process=p, **extra)
-        return PendingOp(self, f, key, p)
-
-    def event(self, f: str, value: Any = None, **extra: Any) -> None:
-        self.recorder.op("event", f, None, value, **extra)
-
-    def sleep(self, seconds: float) -> None:
-        """Sleep, but wake at once when the run is stopped."""
-        self.stop_event.wait(max(0.0, seconds))
-
-    def make_recipe(self, path: str, zk: Any = None) -> Any:
+    def make_recipe(self, path: str, session: Any = None) -> Any:
         from zkjepsen.recipes import make_recipe
 
         return make_recipe(
             self.recipe,
-            zk or self.zk,
+            session or self.session,
             path,
             hosts=self.hosts,
             identifier=f"client-{self.client}",

@@ -10,17 +10,17 @@ class Ping:
     description = "each client writes and reads its own znode (plumbing smoke test; no checker)"
 
     def setup(self, ctx: Any) -> None:
-        ctx.zk.ensure_path("/ping")
+        ctx.session.ensure_path("/ping")
 
     def run_client(self, ctx: Any) -> None:
         path = f"/ping/c{ctx.client}"
-        ctx.zk.ensure_path(path)
+        ctx.session.ensure_path(path)
         i = 0
         while ctx.running():
             i += 1
             op = ctx.invoke("write", key=path, value=i)
             try:
-                ctx.zk.set(path, str(i).encode())
+                ctx.session.set(path, str(i).encode())
                 op.ok(i)
             except Exception as e:  # noqa: BLE001 - any failure: outcome unknown
                 op.info(error=type(e).__name__)

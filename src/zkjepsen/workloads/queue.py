@@ -25,7 +25,7 @@ def _queue(ctx: Any) -> Any:
     if q is None or not all(hasattr(q, m) for m in ("put", "get", "drain")):
         from zkjepsen.recipes.queue import FifoQueue
 
-        q = FifoQueue(ctx.zk, path)
+        q = FifoQueue(ctx.session, path)
     return q, path
 
 
@@ -34,7 +34,7 @@ class QueueWorkload:
     description = "FIFO queue: enqueue/dequeue, final drain (loss, duplicates, order)"
 
     def setup(self, ctx: Any) -> None:
-        ctx.zk.ensure_path(param(ctx.params, "queue_path", "/zkjepsen/queue_fifo"))
+        ctx.session.ensure_path(param(ctx.params, "queue_path", "/zkjepsen/queue_fifo"))
 
     def run_client(self, ctx: Any) -> None:
         enq_frac, think_s = (
@@ -77,7 +77,7 @@ class QueueWorkload:
         q, path = _queue(ctx)
         op = ctx.invoke("drain", key=path)
         try:
-            ctx.zk.sync(path)
+            ctx.session.sync(path)
             values = q.drain()
         except Exception as e:  # noqa: BLE001
             op.info(error=error_name(e))

@@ -18,7 +18,7 @@ class RawWorkload:
     description = "benchmark ceiling: create/delete an ephemeral node in a loop (no lock)"
 
     def setup(self, ctx: Any) -> None:
-        ctx.zk.ensure_path(param(ctx.params, "lock_path", "/zkjepsen/raw"))
+        ctx.session.ensure_path(param(ctx.params, "lock_path", "/zkjepsen/raw"))
 
     def run_client(self, ctx: Any) -> None:
         path = param(ctx.params, "lock_path", "/zkjepsen/raw")
@@ -26,7 +26,7 @@ class RawWorkload:
         while ctx.running():
             op = ctx.invoke("acquire", key=key)
             try:
-                node, stat = ctx.zk.create(
+                node, stat = ctx.session.create(
                     f"{key}-", ephemeral=True, sequence=True, include_data=True
                 )
             except Exception as e:  # noqa: BLE001
@@ -35,7 +35,7 @@ class RawWorkload:
             op.ok({"token": stat.czxid, "seq": None, "node": node})
             op = ctx.invoke("release", key=key)
             try:
-                ctx.zk.delete(node)
+                ctx.session.delete(node)
             except Exception as e:  # noqa: BLE001
                 op.info(error=error_name(e))
                 continue

@@ -32,14 +32,14 @@ class RegisterWorkload:
 
     def setup(self, ctx: Any) -> None:
         for k in _keys(ctx.params):
-            ensure(ctx.zk, k, b"0")
+            ensure(ctx.session, k, b"0")
 
     def run_client(self, ctx: Any) -> None:
         p = ctx.params
         keys, nvals = _keys(p), param(p, "values", 5)
         sync_reads = param(p, "sync_reads", True)
         think_s, read_frac = param(p, "think_s", 0.01), param(p, "read_frac", 0.4)
-        zk = ctx.zk
+        zk = ctx.session
         while ctx.running():
             key = ctx.rng.choice(keys)
             r = ctx.rng.random()

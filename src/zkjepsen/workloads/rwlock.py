@@ -22,7 +22,7 @@ from zkjepsen.workloads.common import (
     release_op,
     resource_mode,
 )
-from zkjepsen.workloads.lock import LockWorkload, critical_section
+from zkjepsen.workloads.lock import LockWorkload
 
 
 class RWLockWorkload(LockWorkload):
@@ -35,9 +35,12 @@ class RWLockWorkload(LockWorkload):
         return param(params, "read_frac", 0.6) < 1  # only readers: nothing written
 
     def run_client(self, ctx: Any) -> None:
+        from zkjepsen.client.loop import LockLoop
+        from zkjepsen.workloads.inprocess import InProcessLockClient
+
         p = ctx.params
         lock, resource = self._paths(p)
-        mode = resource_mode(p)
+        resource_mode(p)  # a bad mode fails here; the lock section reads it again
         hold_s, think_s = param(p, "hold_s", 0.05), param(p, "think_s", 0.05)
         read_frac = param(p, "read_frac", 0.6)
         timeout = param(p, "acquire_timeout_s", 10.0)
@@ -57,11 +60,13 @@ class RWLockWorkload(LockWorkload):
             if tok is not None:
                 hold = ctx.rng.uniform(0, 2 * hold_s)
                 if m == "write":
-                    critical_section(ctx, recipe, tok, resource, mode, 1, hold)
+                    writer = InProcessLockClient(ctx, lock)
+                    writer.recipe = recipe  # the lock section of `lock`, one step
+                    LockLoop(ctx, writer, "lock").lock_section(tok.to_value(), 1, hold, None)
                 else:
                     op = ctx.invoke("read", key=resource)
                     try:
-                        doc, _ = read_resource(ctx.zk, resource)
+                        doc, _ = read_resource(ctx.session, resource)
                     except Exception as e:  # noqa: BLE001 - a read has no effect
                         op.fail(error=error_name(e))
                     else:

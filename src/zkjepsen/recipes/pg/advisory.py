@@ -20,15 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from zkjepsen.recipes.base import Token
+from zkjepsen.recipes.base import RecipeBase, Token
 from zkjepsen.recipes.pg.base import close_quietly, lock_connection, token_for
 
 
-class AdvisoryLock:
-    def __init__(
-        self, session: Any, path: str, *, hosts: str = "", identifier: str = "", params=None
-    ) -> None:
-        self.session, self.path, self.identifier = session, path, identifier
+class AdvisoryLock(RecipeBase):
+    def setup(self) -> None:
         self.conn: Any = None  # autocommit, opened by the first acquire: the session holds it
         self.held = False
 

@@ -20,18 +20,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from zkjepsen.recipes.base import Token
+from zkjepsen.recipes.base import RecipeBase, Token
 from zkjepsen.recipes.pg.base import close_quietly, lock_connection, token_for
 
 TRIES = 4  # seed 003's retry loop: 4 tries ...
 RETRY_SLEEP_S = 1.0  # ... 1 s apart
 
 
-class ForUpdateLock:
-    def __init__(
-        self, session: Any, path: str, *, hosts: str = "", identifier: str = "", params=None
-    ) -> None:
-        self.session, self.path, self.identifier = session, path, identifier
+class ForUpdateLock(RecipeBase):
+    def setup(self) -> None:
         self.conn: Any = None  # opened by the first acquire
         self.held = False
 

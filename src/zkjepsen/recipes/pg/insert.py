@@ -19,18 +19,15 @@ import os
 import time
 from typing import Any
 
-from zkjepsen.recipes.base import Token, service_token
+from zkjepsen.recipes.base import RecipeBase, Token, service_token
 from zkjepsen.recipes.pg.base import close_quietly, lock_connection
 
 POLL_S = 0.1
 
 
-class InsertLock:
-    def __init__(
-        self, session: Any, path: str, *, hosts: str = "", identifier: str = "", params=None
-    ) -> None:
-        self.session, self.path, self.identifier = session, path, identifier
-        self.owner = f"{identifier}-{os.urandom(6).hex()}"  # this lock object, no other
+class InsertLock(RecipeBase):
+    def setup(self) -> None:
+        self.owner = f"{self.identifier}-{os.urandom(6).hex()}"  # this lock object, no other
         self.conn: Any = None  # autocommit (the row is the lock), opened by the first acquire
         self.held = False
 

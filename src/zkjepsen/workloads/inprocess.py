@@ -1,0 +1,252 @@
+"""Entry point of one in-process client (runs inside its own container): `python3 -m
+zkjepsen.workloads.inprocess SPEC.json`. No program under test: this process opens its own
+kazoo session and the workload's loop drives the recipe object directly. The client pool runs
+it for a spec without a `command` (client/main.py runs the ones with a program).
+
+`InProcessLockClient` is the in-process side of the lock seam (client/lockclient.py): the
+`lock`, `election` and `counter` workloads run the one client loop (client/loop.py) over it, as
+the recorder runs that loop over a program.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
+from zkjepsen.client.lockclient import Answer, Doc, LockClient
+from zkjepsen.client.main import await_start, next_process, prepare
+from zkjepsen.client.recorder import Recorder
+from zkjepsen.client.spec import ClientSpec
+from zkjepsen.recipes.base import Token, param
+from zkjepsen.workloads.common import (
+    discard,
+    error_name,
+    is_definite,
+    read_resource,
+    resource_mode,
+    write_resource,
+)
+from zkjepsen.workloads.context import ClientContext
+
+
+def main_in_process(spec: ClientSpec) -> int:
+    from kazoo.client import KazooClient
+    from kazoo.retry import KazooRetry
+
+    from zkjepsen.workloads import get_workload
+
+    n, nclients = spec.client, spec.nclients
+    out = spec.history_file
+    process = next_process(out, n, nclients)
+    rec = Recorder(str(out), spec.t0_ns, n, nclients)
+    rec.process = process
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # Retries stay bounded so an op under a partition ends (as info) instead of hanging forever.
+    retry = {"max_tries": 3, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
+    zk = KazooClient(
+        hosts=spec.hosts,
+        timeout=spec.session_timeout_s,
+        connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
+        command_retry=retry,
+    )
+    ctx = ClientContext(
+        client=n,
+        nclients=nclients,
+        session=zk,
+        hosts=spec.hosts,
+        recipe=spec.recipe,
+        params=spec.params,
+        recorder=rec,
+        deadline=spec.deadline_monotonic,
+        rng=random.Random(f"{spec.seed}:{n}:{process}"),
+        stop_event=stop,
+    )
+
+    def on_state(state) -> None:
+        ctx.event("session-state", str(state))
+
+    zk.add_listener(on_state)
+    try:
+        zk.start(timeout=spec.connect_timeout_s)
+    except Exception as e:  # noqa: BLE001 - recorded, then the process ends
+        ctx.event("client-error", f"could not connect: {e}")
+        return 3
+    session_id, _ = zk.client_id
+    ctx.event(
+        "session",
+        {"session_id": f"0x{session_id:x}", "timeout_ms": getattr(zk, "_session_timeout", None)},
+    )
+    if spec.start_file and not await_start(Path(spec.start_file), ctx, stop):
+        ctx.event("client-error", "the runner never released the start barrier")
+        return 5
+    workload = get_workload(spec.workload)
+    try:
+        workload.run_client(ctx)
+    except Exception as e:  # noqa: BLE001 - the history must say why a client stopped
+        ctx.event("client-error", f"{type(e).__name__}: {e}")
+        logging.exception("workload loop failed")
+        return 4
+    finally:
+        try:
+            zk.stop()
+            zk.close()
+        except Exception:  # noqa: BLE001
+            pass
+        rec.close()
+    return 0
+
+
+class InProcessLockClient(LockClient):
+    """The LockClient of the in-process mode: the recipe object and this client's own session
+    (`ctx.session`), called directly, with the classification of workloads/common.py (a definite
+    refusal `fail`s, anything else is unknown). The recipe object is remade after an unknown
+    outcome (it may hold a half-made node); with `abandon_unknown` the old one is dropped
+    without closing it, as an application would, so what it half-made stays."""
+
+    ready_files = True
+
+    def __init__(self, ctx: Any, lock: str) -> None:
+        self.ctx, self.session, self.lock = ctx, ctx.session, lock
+        self.recipe: Any = None
+        self.abandoned: list[Any] = []
+        self.retry = param(ctx.params, "retry_writes", True)
+
+    def start(self) -> bool:
+        ctx = self.ctx
+        while self.recipe is None:
+            if not ctx.running():
+                return False
+            try:
+                self.recipe = ctx.make_recipe(self.lock)
+            except Exception as e:  # noqa: BLE001 - e.g. no connection right now
+                ctx.event("recipe-error", f"{error_name(e)}: {e}")
+                ctx.sleep(0.5)
+        return True
+
+    def _drop(self, after_acquire: bool) -> None:
+        recipe, self.recipe = self.recipe, None
+        if after_acquire and self.ctx.params.get("abandon_unknown") and not recipe.holding():
+            self.abandoned.append(recipe)  # not closed: its session (and any orphan) lives on
+        else:
+            discard(recipe)
+
+    def acquire(self, timeout: float) -> Answer:
+        recipe = self.recipe
+        try:
+            tok = recipe.acquire(timeout)
+        except Exception as e:  # noqa: BLE001 - classified below; the loop must go on
+            if is_definite(e):
+                if getattr(recipe, "single_use", False):
+                    self._drop(after_acquire=True)
+                hung = type(e).__name__ == "AcquireHung"
+                return Answer("fail", error="hung" if hung else error_name(e))
+            self._drop(after_acquire=True)
+            return Answer("info", error=error_name(e))
+        if tok is None:
+            return Answer("fail", error="timeout")
+        return Answer("ok", tok.to_value())
+
+    def release(self) -> Answer:
+        try:
+            self.recipe.release()
+        except Exception as e:  # noqa: BLE001
+            self._drop(after_acquire=False)
+            return Answer("info", error=error_name(e))
+        if getattr(self.recipe, "single_use", False):
+            self._drop(after_acquire=False)
+        return Answer("ok")
+
+    def holding(self) -> bool:
+        return self.recipe.holding()
+
+    def read(self, key: str, sync: bool = False, ready: str | None = None) -> Answer:
+        zk = self.session
+        try:
+            seen = None
+            if ready is not None:
+                fired = threading.Event()
+                seen = zk.exists(ready, watch=lambda _e: fired.set()) is not None
+            if sync:
+                zk.sync(key)
+            doc, stat = read_resource(zk, key)
+            if ready is not None and fired.is_set():
+                seen = False  # a writer deleted `ready` while we read: do not trust the data
+        except Exception as e:  # noqa: BLE001 - a read changes nothing: its failure is definite
+            return Answer("fail", error=error_name(e))
+        return Answer("ok", Doc(doc, getattr(stat, "version", None), seen))
+
+    def write(
+        self, key: str, doc: dict[str, Any], tok: dict[str, Any], mode: str, version: int = -1
+    ) -> Answer:
+        token = Token(tok["token"], tok.get("seq"), tok["node"])
+        try:
+            stat = write_resource(self.session, key, doc, token, mode, version, self.retry)
+        except Exception as e:  # noqa: BLE001
+            if is_definite(e):
+                return Answer("fail", error=error_name(e), detail=str(e) or None)
+            return Answer("info", error=error_name(e))
+        # The resource's version after our write: the order in which it accepted writes.
+        return Answer("ok", getattr(stat, "version", None))
+
+    def set_ready(self, key: str, present: bool) -> Answer:
+        try:
+            if present:
+                try:
+                    self.session.create(key, b"", makepath=True)
+                except NodeExistsError:
+                    pass
+            else:
+                try:
+                    self.session.delete(key)
+                except NoNodeError:
+                    pass
+        except Exception as e:  # noqa: BLE001 - unknown outcome: the caller stops its update
+            return Answer("info", error=error_name(e))
+        return Answer("ok")
+
+    def acquire_nested(self, timeout: float) -> Answer:
+        """The holder's recipe object acquired once more (no remaking: the outer level holds)."""
+        try:
+            inner = self.recipe.acquire(timeout)
+        except Exception as e:  # noqa: BLE001 - the inner level failed; the outer goes on
+            return Answer("fail" if is_definite(e) else "info", error=error_name(e))
+        if inner is None:
+            return Answer("fail", error="timeout")
+        return Answer("ok", inner.to_value())
+
+    def release_nested(self) -> Answer:
+        try:
+            self.recipe.release()
+        except Exception as e:  # noqa: BLE001
+            return Answer("info", error=error_name(e))
+        return Answer("ok")
+
+    def close(self) -> None:
+        for r in [*self.abandoned, *([self.recipe] if self.recipe is not None else [])]:
+            discard(r)
+        self.abandoned, self.recipe = [], None
+
+
+def run_lock_loop(ctx: ClientContext, workload: str) -> None:
+    """`lock`, `election` and `counter` in-process: the one client loop over this process's
+    recipe object."""
+    from zkjepsen.client.loop import LockLoop, paths
+
+    resource_mode(ctx.params)  # a bad mode fails before the first op
+    LockLoop(ctx, InProcessLockClient(ctx, paths(workload, ctx.params)[0]), workload).run()
+
+
+def main(spec_path: str) -> int:
+    return main_in_process(prepare(spec_path))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
