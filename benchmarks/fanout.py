@@ -1,13 +1,12 @@
-"""Fan-out benchmark: wall time and CPU of a 12-cell matrix on 1 slot, 2 slots, and 2 engines x
-2 slots; and `shrink` with --parallel 1 vs 2. Prints figures and whether the verdicts (and the
-minimal schedules) agree; asserts nothing.
+"""Fan-out benchmark: wall time and CPU of a 12-cell matrix on 1 slot and 2 slots of this
+machine's engine; and `shrink` with --parallel 1 vs 2 (several machines: dask_fanout.py).
+Prints figures and whether the verdicts (and the minimal schedules) agree; asserts nothing.
 
     .venv/bin/python benchmarks/fanout.py                  # everything (~20-30 min, 2 cores)
     .venv/bin/python benchmarks/fanout.py --skip-shrink
-    .venv/bin/python benchmarks/fanout.py --configs 1x1,2x2
+    .venv/bin/python benchmarks/fanout.py --slots 1,2
 
-The second engine is a real second `dockerd` started for the benchmark and removed afterwards
-(tests/second_engine.py; needs root). CPU is the whole machine's, read from /proc/stat over each
+CPU is the whole machine's, read from /proc/stat over each
 configuration (busy % of all cores), next to the same figure measured for 15 s of idling first:
 other work on the machine shows there, not in our figure's difference.
 """
@@ -24,8 +23,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-from second_engine import second_engine  # noqa: E402
 
 ZKJ = [sys.executable, "-m", "zkjepsen.cli"]
 ENV = {**os.environ, "PYTHONPATH": f"{REPO / 'tests'}:{os.environ.get('PYTHONPATH', '')}"}
@@ -82,20 +79,18 @@ def verdicts(out_md: Path) -> dict[str, str]:
     }
 
 
-def matrix(configs: list[str], engine2: str, work: Path) -> None:
+def matrix(configs: list[str], work: Path) -> None:
     print(f"12-cell matrix: {' '.join(MATRIX)}")
     print(f"{'config':<22} {'wall s':>7} {'busy %':>7} {'idle-before %':>13} {'load1':>6}")
     results = {}
     for cfg in configs:
-        n_eng, slots = (int(x) for x in cfg.split("x"))
-        engines = ["--engine", "default"] + (["--engine", engine2] if n_eng == 2 else [])
+        slots = int(cfg)
         base = idle_baseline()
         out = work / f"m-{cfg}.md"
         wall, busy, load, proc = measure(
             [
                 "matrix",
                 *MATRIX,
-                *engines,
                 "--parallel",
                 str(slots),
                 "--store",
@@ -108,7 +103,7 @@ def matrix(configs: list[str], engine2: str, work: Path) -> None:
             print(f"{cfg}: matrix failed: {proc.stderr.strip().splitlines()[-1:]}")
             continue
         results[cfg] = verdicts(out)
-        label = f"{n_eng} engine{'s' if n_eng > 1 else ''} x {slots} slot{'s' if slots > 1 else ''}"
+        label = f"{slots} slot{'s' if slots > 1 else ''}"
         print(f"{label:<22} {wall:7.0f} {busy:7.0f} {base:13.0f} {load:6.1f}", flush=True)
     if results:
         first = next(iter(results.values()))
@@ -184,44 +179,14 @@ def shrink(work: Path) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--configs", default="1x1,1x2,2x2", help="ENGINESxSLOTS, comma-separated")
+    ap.add_argument("--slots", default="1,2", help="--parallel values, comma-separated")
     ap.add_argument("--skip-shrink", action="store_true")
     ap.add_argument("--skip-matrix", action="store_true")
     args = ap.parse_args()
     print(f"machine: {os.cpu_count()} cores, load now {os.getloadavg()}")
-    with (
-        tempfile.TemporaryDirectory(prefix="zkjepsen-fanout-bench-") as tmp,
-        second_engine() as engine2,
-    ):
-        t0 = time.monotonic()
-        subprocess.run(
-            [
-                *ZKJ,
-                "test",
-                "--engine",
-                engine2,
-                "--recipe",
-                "kazoo",
-                "--nemesis",
-                "none",
-                "--nodes",
-                "1",
-                "--clients",
-                "1",
-                "--time-limit",
-                "1",
-                "--store",
-                str(Path(tmp) / "warm"),
-            ],
-            env=ENV,
-            capture_output=True,
-        )
-        print(
-            f"second engine {engine2}: image shipped + one tiny run in "
-            f"{time.monotonic() - t0:.0f} s"
-        )
+    with tempfile.TemporaryDirectory(prefix="zkjepsen-fanout-bench-") as tmp:
         if not args.skip_matrix:
-            matrix(args.configs.split(","), engine2, Path(tmp))
+            matrix(args.slots.split(","), Path(tmp))
         if not args.skip_shrink:
             shrink(Path(tmp))
 

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from second_engine import second_engine  # noqa: E402
+from second_engine import preload_image, second_engine  # noqa: E402
 
 from zkjepsen.backends.zookeeper.image import zookeeper_recipe  # noqa: E402
 from zkjepsen.docker import mounts, resources  # noqa: E402
@@ -131,6 +131,7 @@ def main() -> None:
     ap.add_argument("--probes", type=int, default=5)
     args = ap.parse_args()
     with second_engine(private_fs=True) as engine2, tempfile.TemporaryDirectory() as work:
+        preload_image(provide_image([Engine()], recipe=zookeeper_recipe()), engine2)
         for url in ("default", engine2):
             s, shared = probes(url, args.probes)
             print(

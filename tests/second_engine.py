@@ -48,6 +48,7 @@ from pathlib import Path
 PREFIX = os.environ.get("ZKJEPSEN_DOCKERD_PREFIX", "zkjepsen-dockerd-")
 HIDDEN = ("/work", "/tmp", "/var/tmp")  # what a private_fs engine does not see of this machine
 PRIVATE_DATA = "/var/tmp/zkjd-data"  # its data root, a path that exists only in its namespace
+NETNS: dict[str, str] = {}  # a private_net engine's URL -> its network namespace (`ip netns`)
 
 
 class Unavailable(Exception):
@@ -169,8 +170,11 @@ def second_engine(
         if not netns and _sh("iptables", "-n", "-L", "DOCKER-USER", check=False).returncode == 0:
             _sh("iptables", "-I", *rule[:1], "1", *rule[1:])
             rule_added = True
+        if netns:
+            NETNS[url] = netns
         yield url
     finally:
+        NETNS.pop(url, None)
         if proc is not None:
             _remove_everything(url)
             _stop(proc, d)
@@ -196,6 +200,17 @@ def second_engine_or_skip(**kw) -> Iterator[str]:
             yield url
     except Unavailable as e:
         pytest.skip(f"no second Docker engine on this machine: {e}")
+
+
+def preload_image(tag: str, engine_url: str) -> None:
+    """`docker save | docker load` of `tag` into the engine at `engine_url`: a host that has
+    the image (zkjepsen builds a missing one on the engine itself, which takes minutes)."""
+    save = subprocess.Popen(["docker", "save", tag], stdout=subprocess.PIPE)
+    subprocess.run(
+        ["docker", "-H", engine_url, "load", "-q"], stdin=save.stdout, check=True,
+        capture_output=True,
+    )  # fmt: skip
+    save.wait()
 
 
 def _ping(url: str) -> bool:

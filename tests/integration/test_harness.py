@@ -39,6 +39,7 @@ def test_exactly_one_leader_and_status(ensemble3):
     rows = ensemble3.status()
     assert sorted(r["mode"] for r in rows) == ["follower", "follower", "leader"]
     assert ensemble3.leader().name == next(r["node"] for r in rows if r["mode"] == "leader")
+    assert all(r["position"].startswith("zxid 0x") for r in rows), rows  # ZooKeeper's own terms
 
 
 def test_killed_leader_is_replaced_within_the_configured_limit(ensemble3):

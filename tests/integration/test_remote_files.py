@@ -5,11 +5,11 @@ are empty (tests/second_engine.py, `private_fs=True`): our package, kazoo, the s
 tmp dirs and zkjepsen's scratch dirs do not exist for it, so a bind mount of any of them is
 refused (or, with `-v`, an empty directory). Every file the containers need goes in through the
 engine's API and every file they write comes back the same way (docker/mounts.py).
-Kazoo and NoLock runs with their verdicts and folders, a matrix over this engine and SIGKILL +
-`cleanup` are not repeated here: the same copy path runs inside the controller of
-test_controller.py's netns engine (also without our files), which tests all three, and
-test_engines.py tests the last two for a second engine (CI's 30 minutes). Here the runner itself
-copies: the SIGINT test's runs and the clock-fault run below give verdicts from that engine.
+Kazoo and NoLock runs with their verdicts and folders, a matrix over such an engine, SIGINT and
+a lost worker are not repeated here: the same copy path runs in test_cluster.py's Dask worker
+beside its netns engine (also without our files), which tests them (CI's 45 minutes). Here the
+runner itself copies: the SIGINT test's runs and the clock-fault run below give verdicts from
+that engine.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from zkjepsen.docker import mounts, resources
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from second_engine import second_engine_or_skip  # noqa: E402
-from test_engines import Tracked, client_of, leftovers  # noqa: E402
+from second_engine import preload_image, second_engine_or_skip  # noqa: E402
+from tracked import Tracked, client_of, leftovers  # noqa: E402
 
 COPIED = "files: copied (engine shares no filesystem)"
 
@@ -40,6 +40,7 @@ pytestmark = pytest.mark.usefixtures("sigint_default")
 @pytest.fixture(scope="module")
 def remote(zk_image):
     with second_engine_or_skip(private_fs=True) as url:
+        preload_image(zk_image, url)
         yield url
 
 

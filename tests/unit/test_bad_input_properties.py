@@ -52,6 +52,7 @@ BASE: dict[str, list[tuple[str, str]]] = {
     "cluster status": [],
     "cluster up": [],
     "demo": [],
+    "gate": [],
     "image build": [],
     "list": [("what", "recipes")],
     "matrix": [("recipes", "kazoo"), ("nemeses", "none")],
@@ -74,6 +75,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("check", "html_path"): "out",
     ("check", "memory_limit"): "positive-int",
     ("cleanup", "engines"): "engine",
+    ("scenario run", "cluster"): "cluster",
     ("cleanup", "run_ids"): "run-id",
     ("client check", "cmd"): "command",
     ("client check", "recipe"): "recipe",
@@ -88,11 +90,24 @@ KINDS: dict[tuple[str, str], str] = {
     ("cluster up", "image"): "image",
     ("cluster up", "backend"): "backend",
     ("cluster up", "zk_version"): "zk-version",
+    ("cluster up", "etcd_version"): "etcd-version",
     ("cluster up", "client_suite"): "client-suite",
     ("demo", "time_limit"): "seconds",
     ("demo", "image"): "image",
+    ("gate", "recipe"): "recipe",
+    ("gate", "client_cmd"): "command",
+    ("gate", "client_dir"): "dir-to-read",
+    ("gate", "workload"): "workload",
+    ("gate", "params"): "param",
+    ("gate", "scenarios"): "gate-scenarios",
+    ("gate", "time_limit"): "duration",
+    ("gate", "until_power"): "rate",
+    ("gate", "image"): "image",
+    ("gate", "cluster"): "cluster",
+    ("gate", "store_root"): "store",
     ("image build", "backend"): "backend",
     ("image build", "zk_version"): "zk-version",
+    ("image build", "etcd_version"): "etcd-version",
     ("matrix", "recipes"): "recipe-list",
     ("matrix", "nemeses"): "nemesis-list",
     ("matrix", "workload"): "workload",
@@ -105,12 +120,15 @@ KINDS: dict[tuple[str, str], str] = {
     ("matrix", "zk_version"): "zk-version",
     ("matrix", "client_suite"): "client-suite",
     ("matrix", "zk_versions"): "zk-versions",
-    ("matrix", "engines"): "engine",
+    ("matrix", "engine"): "engine",
+    ("matrix", "cluster"): "cluster",
+    ("matrix", "etcd_version"): "etcd-version",
     ("merge", "stores"): "matrix-store",
     ("merge", "out"): "out",
     ("replay", "store_dir"): "run",
     ("replay", "store_root"): "store",
-    ("replay", "engines"): "engine",
+    ("replay", "engine"): "engine",
+    ("replay", "cluster"): "cluster",
     ("scenario run", "names"): "scenario",
     ("scenario run", "recipes"): "scenario-recipe",
     ("scenario run", "store_root"): "store",
@@ -121,7 +139,8 @@ KINDS: dict[tuple[str, str], str] = {
     ("shrink", "budget"): "duration",
     ("shrink", "kinds"): "violation-kind",
     ("shrink", "store_root"): "store",
-    ("shrink", "engines"): "engine",
+    ("shrink", "engine"): "engine",
+    ("shrink", "cluster"): "cluster",
     ("test", "recipe"): "recipe",
     ("test", "workload"): "workload",
     ("test", "nemesis"): "nemesis-list",
@@ -136,7 +155,9 @@ KINDS: dict[tuple[str, str], str] = {
     ("test", "client_dir"): "dir-to-read",
     ("test", "engine"): "engine",
     ("test", "zk_version"): "zk-version",
+    ("test", "etcd_version"): "etcd-version",
     ("test", "client_suite"): "client-suite",
+    ("test", "until_power"): "rate",
 }
 
 
@@ -370,6 +391,12 @@ def bad_values(p: Param) -> st.SearchStrategy[Bad]:
         return strings(unknown(names_of("recipe")))
     if k in ("zk-version", "client-suite"):
         return strings(unknown(names_of(k)) | st.from_regex(r"[0-9]\.[0-9]{1,2}", fullmatch=True))
+    if k == "etcd-version":
+        from zkjepsen.backends.etcd import versions as etcd_versions
+
+        known = set(etcd_versions.VERSIONS)
+        numbers = st.from_regex(r"[0-9]\.[0-9]{1,2}", fullmatch=True)
+        return strings(unknown(known) | numbers.filter(lambda s: s not in known))
     if k == "zk-versions":
         return strings(st.sampled_from(["", ",", "3.8,nosuch", "2.0"]))
     if k in ("recipe-list", "nemesis-list"):
@@ -383,6 +410,8 @@ def bad_values(p: Param) -> st.SearchStrategy[Bad]:
         )
     if k == "engine":
         return strings(st.sampled_from(["nosuch-context-zkj", "ftp://x", "unix://", ""]))
+    if k == "cluster":  # malformed: refused before any connection (an unreachable one is 255)
+        return strings(st.sampled_from(["localhost", "tcp://", "http://h:8786", "tcp://h:0", ""]))
     if k == "shard":
         return strings(st.sampled_from(["0/2", "3/2", "x", "1/0", "", "1/2/3", "/"]))
     if k == "hosts":
@@ -410,6 +439,10 @@ def bad_values(p: Param) -> st.SearchStrategy[Bad]:
         return bad_config()
     if k in ("run", "matrix-store"):
         return bad_run()
+    if k == "rate":  # a rate strictly between 0 and 1
+        return strings(st.sampled_from(["x", "", "nan", "0", "1", "1.5", "-0.1", "inf"]))
+    if k == "gate-scenarios":
+        return strings(st.sampled_from(["nosuch", "", ",", "client-pause,nosuch"]))
     if k == "violation-kind":
         return strings(st.sampled_from(["bogus:nothing", ""]))
     raise AssertionError(f"no bad values for {p}")

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-README_MAX_LINES = 320  # "a guide of at most ~300 lines"
+README_MAX_LINES = 310  # "a guide of at most ~300 lines"
 
 # Files that read the external corpus (it is never copied into the repository).
 CORPUS_READERS = {"tests/unit/test_corpus.py", "benchmarks/checker.py"}

@@ -1,4 +1,4 @@
-"""Engines, slots, shards, merge, subnets and the parallel shrink, without Docker."""
+"""Engines, shards, merge, subnets and the parallel shrink, without Docker."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from zkjepsen.docker import resources, subnets
 from zkjepsen.docker.engine import Engine, parse_engines
 from zkjepsen.errors import EXIT_BAD_INPUT, BadInput
 from zkjepsen.report import findings
-from zkjepsen.run.fanout import slots
 
 S = 1_000_000_000
 
@@ -35,7 +34,7 @@ def test_engines_are_named_as_docker_users_name_them(monkeypatch):
             Engine.parse(bad)
 
 
-def test_engines_on_other_machines_are_refused_in_one_sentence_when_controllers_are_off():
+def test_engines_on_other_machines_are_refused_in_one_sentence_pointing_at_cluster():
     assert Engine.parse("unix:///tmp/x.sock").local
     assert Engine.parse("tcp://127.0.0.1:2375").local
     assert Engine.parse("ssh://localhost").local
@@ -45,15 +44,13 @@ def test_engines_on_other_machines_are_refused_in_one_sentence_when_controllers_
         far.require_local()
     assert e.value.exit_code == EXIT_BAD_INPUT
     msg = str(e.value)
-    assert "\n" not in msg and "another machine" in msg and "ZKJEPSEN_CONTROLLER" in msg
+    assert "\n" not in msg and "another machine" in msg and "--cluster" in msg
 
 
-def test_engine_lists_and_slots_interleave_engines():
+def test_engine_lists_drop_duplicates():  # `cleanup --engine` takes several
     es = parse_engines(["default", "unix:///tmp/a.sock,unix:///tmp/b.sock", "unix:///tmp/a.sock"])
     assert [e.name for e in es] == ["default", "unix:///tmp/a.sock", "unix:///tmp/b.sock"]
     assert parse_engines([]) == [Engine()]
-    a, b = es[1:]
-    assert slots([a, b], 2) == [a, b, a, b]  # the first runs spread over every engine
 
 
 # ---- shards and merge ------------------------------------------------------------------------
@@ -153,7 +150,7 @@ def test_a_matrix_cut_short_keeps_its_finished_runs_and_says_how_many(tmp_path, 
 
     order = []
 
-    def fake_run_jobs(jobs, engines, parallel, store_root, on_start, on_done, keep_going=False):
+    def fake_run_jobs(jobs, engine, parallel, store_root, on_start, on_done, keep_going, *_):
         for i, job in enumerate(jobs[:5]):
             order.append(job.tag)
             run = SimpleNamespace(
@@ -163,7 +160,7 @@ def test_a_matrix_cut_short_keeps_its_finished_runs_and_says_how_many(tmp_path, 
         raise KeyboardInterrupt  # the deadline: killed after 5 of 6 runs
 
     monkeypatch.setattr(fanout, "run_jobs", fake_run_jobs)
-    monkeypatch.setattr("zkjepsen.cli.cells.prepare", lambda engines, backends=(), **kw: [Engine()])
+    monkeypatch.setattr("zkjepsen.cli.cells.prepare", lambda engine, backends=(), **kw: Engine())
     monkeypatch.chdir(tmp_path)
     argv = ["matrix", "--recipes", "kazoo,blog", "--nemeses", "none", "--runs", "3"]
     # An interrupted CLI ignores later signals while it exits; this process goes on testing.
@@ -200,7 +197,7 @@ def test_a_matrix_cut_short_resumes_where_it_stopped(tmp_path, monkeypatch):
     ran: list[tuple[str, int]] = []
     stop_after = [3]  # the first matrix dies after 3 runs
 
-    def fake_run_jobs(jobs, engines, parallel, store_root, on_start, on_done, keep_going=False):
+    def fake_run_jobs(jobs, engine, parallel, store_root, on_start, on_done, keep_going, *_):
         outs = []
         for i, job in enumerate(jobs):
             if len(ran) == stop_after[0]:
@@ -215,7 +212,7 @@ def test_a_matrix_cut_short_resumes_where_it_stopped(tmp_path, monkeypatch):
         return outs
 
     monkeypatch.setattr(fanout, "run_jobs", fake_run_jobs)
-    monkeypatch.setattr("zkjepsen.cli.cells.prepare", lambda engines, backends=(), **kw: [Engine()])
+    monkeypatch.setattr("zkjepsen.cli.cells.prepare", lambda engine, backends=(), **kw: Engine())
     monkeypatch.chdir(tmp_path)
     argv = ["matrix", "--recipes", "kazoo,blog", "--nemeses", "none", "--store", "st"]
 
@@ -341,10 +338,10 @@ def test_parallel_shrink_visits_the_same_candidates_in_fewer_waves(tmp_path, mon
 
     waves = []
 
-    def fake_replay(run, runs, *, spec, faults, parallel, engines, **kw):
+    def fake_replay(run, runs, *, spec, faults, parallel, engine, **kw):
         waves.append(runs)
         # Reproduces while the fault is at least 3 s long, with at least 3 clients.
-        ok = faults[0]["end_ns"] - faults[0]["start_ns"] >= 3 * S and spec.clients >= 3
+        ok = faults[0].end_ns - faults[0].start_ns >= 3 * S and spec.clients >= 3
         results = (
             {"valid": False, "lock": {"valid": False, "belief_overlap_count": 1}}
             if ok
@@ -354,7 +351,7 @@ def test_parallel_shrink_visits_the_same_candidates_in_fewer_waves(tmp_path, mon
 
     monkeypatch.setattr(shrink_mod, "replay", fake_replay)
     res = shrink_mod.shrink(
-        _stored(tmp_path), tries=3, min_hits=2, parallel=parallel, engines=[Engine()]
+        _stored(tmp_path), tries=3, min_hits=2, parallel=parallel, engine=Engine()
     )
     # The holder-aimed pause becomes a triggered one first (it keeps the violation), then shrinks.
     assert (
@@ -378,6 +375,7 @@ EXPECTED_LOG = [
         ["matrix", "--recipes", "kazoo", "--nemeses", "none", "--shard", "3/2"],
         ["matrix", "--recipes", "kazoo", "--nemeses", "none", "--engine", "ftp://x"],
         ["test", "--engine", "ssh://ci@203.0.113.7"],
+        ["matrix", "--recipes", "kazoo", "--nemeses", "none", "--engine", "a", "--engine", "b"],
         ["merge", "no-such-store"],
     ],
 )
@@ -388,7 +386,6 @@ def test_remote_engines_and_bad_shards_are_one_sentence_before_anything(
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent")  # nothing may reach an engine
-    monkeypatch.setenv("ZKJEPSEN_CONTROLLER", "never")  # remote engines refused, not controlled
     with pytest.raises(SystemExit) as e:
         main(argv)
     err = capsys.readouterr().err
@@ -408,7 +405,7 @@ def test_two_tries_needing_two_hits_run_as_one_wave(tmp_path, monkeypatch):
         return [SimpleNamespace(results=bad, store_dir=Path("x")) for _ in range(runs)]
 
     monkeypatch.setattr(shrink_mod, "replay", fake_replay)
-    shrink_mod.shrink(_stored(tmp_path), tries=2, min_hits=2, parallel=2, engines=[Engine()])
+    shrink_mod.shrink(_stored(tmp_path), tries=2, min_hits=2, parallel=2, engine=Engine())
     assert waves and set(waves) == {2}
 
 
@@ -421,7 +418,7 @@ def test_keep_going_turns_a_runs_error_into_an_unknown_outcome(monkeypatch):
 
     calls = []
 
-    def fake_run_test(spec, store_root, schedule=None, engine=None):
+    def fake_run_test(spec, store_root, schedule=None, engine=None, gen=None):
         calls.append(spec.seed)
         if spec.seed == 2:
             raise EnvironmentProblem("ConnectionLoss")
@@ -431,10 +428,28 @@ def test_keep_going_turns_a_runs_error_into_an_unknown_outcome(monkeypatch):
 
     monkeypatch.setattr(fanout, "run_test", fake_run_test)
     jobs = [fanout.Job(TestSpec(seed=s)) for s in (1, 2, 3)]
-    out = fanout.run_jobs(jobs, [Engine()], keep_going=True)
+    out = fanout.run_jobs(jobs, Engine(), keep_going=True)
     assert [o.run.valid for o in out] == [True, "unknown", True] and calls == [1, 2, 3]
     assert "ConnectionLoss" in out[1].run.results["error"]
     with pytest.raises(EnvironmentProblem):
-        fanout.run_jobs(jobs, [Engine()])  # without it, the first error ends the runs
+        fanout.run_jobs(jobs, Engine())  # without it, the first error ends the runs
     with pytest.raises(BadInput):
-        fanout.run_jobs([fanout.Job(TestSpec(seed=9))], [Engine()], keep_going=True)
+        fanout.run_jobs([fanout.Job(TestSpec(seed=9))], Engine(), keep_going=True)
+
+
+def test_the_last_orphaned_run_removes_the_pools_folder(tmp_path):
+    """A killed `matrix --parallel`: each orphaned run removes its own files and those of runs
+    that ended; the one that ends last removes the folder."""
+    from zkjepsen.run.fanout import _clear_pool_dir
+
+    pool = tmp_path / "zkjepsen-fanout-x"
+    pool.mkdir()
+    for name in ("0", "1", "2"):
+        (pool / f"job-{name}.json").write_text("{}")
+        (pool / f"log-{name}.txt").write_text("")
+    (pool / "result-0.json").write_text("{}")  # run 0 ended before the parent was killed
+    (pool / "ask-0").touch()
+    _clear_pool_dir(pool / "job-1.json")  # run 1 ends: run 2 is still under way
+    assert sorted(p.name for p in pool.iterdir()) == ["job-2.json", "log-2.txt"]
+    _clear_pool_dir(pool / "job-2.json")
+    assert not pool.exists()

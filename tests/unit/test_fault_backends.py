@@ -5,6 +5,7 @@ faults choose their sides (pure logic: a fake context stands in for the containe
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -161,3 +162,57 @@ def test_redlock_faults_refuse_other_shapes():
         PartitionRedlock(restart=False).resolve(fake_ctx(4, masters=3), "all", random.Random(1), {})
     with pytest.raises(NemesisError, match="two running clients"):
         PartitionRedlock(restart=False).resolve(fake_ctx(1), "all", random.Random(1), {})
+
+
+def test_matrix_header_names_each_backends_own_service():
+    """The header says what the servers ran: etcd's, Redis's, PostgreSQL's own name and
+    version, ZooKeeper's versions only when a recipe ran on ZooKeeper."""
+    settings = {
+        "workload": "lock",
+        "nodes": 3,
+        "clients": 5,
+        "time_limit_s": 20.0,
+        "session_timeout_s": 2.0,
+        "params": {},
+        "runs": 10,
+        "seed": 1,
+        "recipes": ["etcd3-python"],
+        "nemeses": ["pause-client"],
+        "zk_versions": ["3.8"],
+        "servers": findings.servers_per_backend(["etcd3-python"], 3),
+    }
+    header = findings.settings_header(settings, "now", "here")
+    assert "3 servers (etcd 3.4.23)" in header and "ZooKeeper" not in header
+    settings["servers"] = findings.servers_per_backend(["kazoo", "pg-advisory", "redlock"], 3)
+    assert findings.services_text(settings) == "ZooKeeper 3.8, PostgreSQL 15, Redis 7.0"
+    # A manifest from before backends were recorded ran ZooKeeper.
+    assert findings.services_text({"zk_versions": ["3.4", "3.9"]}) == "ZooKeeper 3.4, 3.9"
+
+
+def test_cluster_status_attaches_to_the_backend_its_containers_name():
+    from types import SimpleNamespace as NS
+
+    from zkjepsen.backends.etcd.cluster import EtcdBackend
+    from zkjepsen.backends.registry import backend_info, make_backend
+    from zkjepsen.cli.attach import backend_of
+
+    def member(i, role="server"):
+        labels = {"zkjepsen.node": f"n{i}", "zkjepsen.myid": str(i), "zkjepsen.ip": f"10.9.0.{i}"}
+        return NS(labels={**labels, "zkjepsen.role": role, "zkjepsen.backend": "etcd"})
+
+    members = [member(2), member(1), member(3)]
+    assert backend_of(members) == "etcd"
+    assert backend_of([NS(labels={"zkjepsen.node": "n1"})]) == "zookeeper"  # ZooKeeper's: none
+    ens = make_backend(
+        "etcd",
+        NS(nodes=3, tick_ms=None, params={}, zk_version=None),
+        Path("store/x"),
+        client=object(),
+        engine="local",
+        server_image="img",
+        client_image="img",
+    )
+    ens.adopt("run-1", members)
+    assert isinstance(ens, EtcdBackend) and ens.info is backend_info("etcd")
+    assert ens.run_id == "run-1" and [n.name for n in ens.nodes] == ["n1", "n2", "n3"]
+    assert ens.connect_string() == "10.9.0.1:2379,10.9.0.2:2379,10.9.0.3:2379"

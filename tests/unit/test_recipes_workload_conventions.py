@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 
 import pytest
 from kazoo.exceptions import ConnectionLoss, NoNodeError
@@ -14,7 +15,7 @@ from kazoo.protocol.states import KazooState
 from zkjepsen.client.loop import LockLoop
 from zkjepsen.client.recorder import Recorder
 from zkjepsen.recipes.base import Token
-from zkjepsen.workloads.common import acquire_op, discard, release_op
+from zkjepsen.workloads.common import discard
 from zkjepsen.workloads.context import ClientContext
 from zkjepsen.workloads.inprocess import InProcessLockClient
 
@@ -68,12 +69,28 @@ class Scripted:
 TOK = Token(42, 7, "/l/lock-0000000007")
 
 
+def _loop(ctx, recipe, mode=None):
+    """The one loop over an in-process client whose recipe object is `recipe`."""
+    ctx.params.update(lock_path="/l")
+    client = InProcessLockClient(ctx, "/l", mode)
+    client.recipe = recipe
+    loop = LockLoop(ctx, client, "lock")
+    loop.mode = mode
+    return loop, client
+
+
 def test_acquire_ok_fail_info(tmp_path):
     ctx = _ctx(tmp_path)
-    assert acquire_op(ctx, Scripted(TOK), "/l", 1) == (TOK, True)
-    assert acquire_op(ctx, Scripted(None), "/l", 1) == (None, True)  # timeout: definite
-    assert acquire_op(ctx, Scripted(ConnectionLoss()), "/l", 1) == (None, False)
-    assert acquire_op(ctx, Scripted(None), "/l", 1)[0] is None
+    outcomes = []
+    for outcome in (TOK, None, ConnectionLoss(), None):
+        loop, client = _loop(ctx, Scripted(outcome))
+        outcomes.append((loop.acquire(), client.recipe is not None))
+    assert outcomes == [
+        (TOK.to_value(), True),
+        (None, True),  # timeout: definite, the recipe object stays
+        (None, False),  # unknown: the recipe object is dropped
+        (None, True),
+    ]
     recs = _records(tmp_path)
     assert [(r["type"], r["process"]) for r in recs] == [
         ("invoke", 2),
@@ -92,11 +109,28 @@ def test_acquire_ok_fail_info(tmp_path):
 
 def test_release_info_makes_recipe_unusable(tmp_path):
     ctx = _ctx(tmp_path)
-    assert release_op(ctx, Scripted(TOK), "/l") is True
+    loop, client = _loop(ctx, Scripted(TOK))
+    loop.release()
+    assert client.recipe is not None
     bad = Scripted(TOK)
     bad.release = lambda: (_ for _ in ()).throw(ConnectionLoss())
-    assert release_op(ctx, bad, "/l") is False
+    loop, client = _loop(ctx, bad)
+    loop.release()
+    assert client.recipe is None
     assert [r["type"] for r in _records(tmp_path)] == ["invoke", "ok", "invoke", "info"]
+
+
+def test_rwlock_records_carry_the_mode(tmp_path):
+    ctx = _ctx(tmp_path)
+    loop, _ = _loop(ctx, Scripted(TOK), mode="read")
+    loop.release(), loop.acquire()
+    recs = _records(tmp_path)
+    assert [r["value"] for r in recs] == [
+        {"mode": "read"},
+        {"mode": "read"},
+        {"mode": "read"},
+        {**TOK.to_value(), "mode": "read"},
+    ]
 
 
 class FakeZk:
@@ -219,3 +253,28 @@ def test_in_process_client_remakes_the_recipe_after_an_unknown_acquire(tmp_path,
     assert client.start() and len(made) == 2  # a fresh object for the next attempt
     client.close()
     assert [r.closed for r in made] == [1, 1]
+
+
+def test_rwlock_runs_the_one_loop_with_a_client_for_each_mode(tmp_path):
+    """Readers read while they hold, writers run the lock section with one write; every
+    acquire and release carries its mode; both mode clients are closed at the end."""
+    ctx = _ctx(tmp_path, FakeZk())
+    ctx.params.update(lock_path="/l", resource_path="/r", hold_s=0.0, think_s=0.0)
+    ctx.deadline = time.monotonic() + 0.3
+    modes = {m: InProcessLockClient(ctx, "/l", m) for m in ("read", "write")}
+    for client in modes.values():
+        client.recipe = Scripted(TOK)
+    closed = []
+    for m, client in modes.items():
+        client.close = lambda m=m: closed.append(m)
+    LockLoop(ctx, modes["write"], "rwlock", modes).run()
+    recs = _records(tmp_path)
+    holds = [r for r in recs if r["f"] == "acquire" and r["type"] == "ok"]
+    assert {h["value"]["mode"] for h in holds} == {"read", "write"}  # seeded: both drawn
+    assert all(h["value"]["token"] == 42 for h in holds)
+    assert all(r["value"]["mode"] in ("read", "write") for r in recs if r["f"] == "release")
+    # A reader's hold has one read (the document as found) and no write; a writer's one write.
+    writes = [r for r in recs if r["f"] == "write" and r["type"] == "ok"]
+    n_writes = sum(1 for h in holds if h["value"]["mode"] == "write")
+    assert len(writes) == n_writes and all(w["value"]["steps"] == 1 for w in writes)
+    assert sorted(closed) == ["read", "write"]

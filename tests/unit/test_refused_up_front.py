@@ -197,13 +197,13 @@ def test_an_interrupted_matrix_says_where_its_finished_runs_are(here, capsys, mo
     from zkjepsen.run import fanout
     from zkjepsen.run.outcome import RunResult
 
-    def one_run_then_ctrl_c(jobs, engines, parallel, store_root, on_start, on_done, **kw):
+    def one_run_then_ctrl_c(jobs, engine, parallel, store_root, on_start, on_done, *a, **kw):
         job = jobs[0]
-        on_start(0, job, engines[0])
+        on_start(0, job, engine)
         on_done(0, fanout.Outcome(job, "default", RunResult(job.spec, here, True, {}, {})))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("zkjepsen.cli.cells.prepare", lambda *a, **kw: [Engine()])
+    monkeypatch.setattr("zkjepsen.cli.cells.prepare", lambda *a, **kw: Engine())
     monkeypatch.setattr(fanout, "run_jobs", one_run_then_ctrl_c)
     saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
@@ -224,3 +224,59 @@ def test_without_a_config_file_a_mistake_names_no_file(here, capsys):
     code, _, err = run_cli(["test", "--nemesis", ""], capsys)
     assert_refused(code, err, here, "empty fault name")
     assert "config" not in err, err  # was "config None: nemesis '' has…"
+
+
+@pytest.mark.parametrize("backend", ["etcd", "redis", "postgres"])
+def test_cluster_up_refuses_zookeepers_tick_for_another_backend(backend, here, capsys):
+    """Only an explicit --tick-ms is refused (click tells it from its default)."""
+    code, _, err = run_cli(["cluster", "up", "--backend", backend, "--tick-ms", "200"], capsys)
+    assert_refused(code, err, here, "--tick-ms is ZooKeeper's tickTime", f"backend {backend}")
+
+
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["test", "--recipe", "kazoo", "--etcd-version", "3.5"], ["backend zookeeper has none"]),
+        (["test", "--recipe", "pg-advisory", "--etcd-version", "3.5"], ["backend postgres"]),
+        (["test", "--recipe", "etcd3-python", "--etcd-version", "3.6"], ["unknown etcd version"]),
+        (["cluster", "up", "--backend", "redis", "--etcd-version", "3.5"], ["etcd's"]),
+        (["image", "build", "--backend", "zookeeper", "--etcd-version", "3.5"], ["etcd's"]),
+    ],
+)
+def test_etcd_version_is_etcds_only(args, words, here, capsys):
+    code, _, err = run_cli(args, capsys)
+    assert_refused(code, err, here, *words)
+
+
+def test_etcd_version_picks_the_suite_and_is_recorded():
+    from zkjepsen.backends.etcd.image import etcd_image
+    from zkjepsen.docker.image import default_tag
+    from zkjepsen.run.resolve import validate_spec
+    from zkjepsen.run.spec import TestSpec
+
+    spec = TestSpec(recipe="etcd3-python", workload="lock", nodes=3)
+    validate_spec(spec)
+    assert spec.etcd_version == "3.4"  # test.json says what ran
+    spec = TestSpec(recipe="etcd3-python", workload="lock", nodes=3, etcd_version="3.5.16")
+    validate_spec(spec)
+    assert spec.etcd_version == "3.5"
+    assert (etcd_image().suite, etcd_image("3.5").suite) == ("bookworm", "trixie")
+    assert default_tag(etcd_image("3.4")) == default_tag(etcd_image())
+    assert default_tag(etcd_image("3.5")) != default_tag(etcd_image())
+
+
+def test_a_go_recipe_is_refused_on_an_etcd_without_its_driver(monkeypatch):
+    from dataclasses import replace
+
+    from zkjepsen.errors import BadInput
+    from zkjepsen.recipes import RECIPES
+    from zkjepsen.run.resolve import validate_spec
+    from zkjepsen.run.spec import TestSpec
+
+    go = replace(RECIPES["etcd3-python"], language="go")
+    monkeypatch.setitem(RECIPES, "etcd-go-probe", go)
+    validate_spec(TestSpec(recipe="etcd-go-probe", workload="lock", nodes=3))  # 3.4: built
+    with pytest.raises(BadInput, match="Go driver is built against etcd 3.4"):
+        validate_spec(
+            TestSpec(recipe="etcd-go-probe", workload="lock", nodes=3, etcd_version="3.5")
+        )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 
-from zkjepsen.cli.reproduce import emit_pytest
+from zkjepsen.cli.minimal import emit_pytest
 from zkjepsen.nemesis import generator as g
 from zkjepsen.nemesis.executed import ExecutedFault
 from zkjepsen.reproduce.replay import faults_for_replay, violation_kinds
@@ -62,7 +62,7 @@ def stored(tmp_path, faults, violation_at=20.0, fault_ids=(2,)):
         clients=8,
         time_limit_s=60,
     )
-    return StoredRun(RunDir(tmp_path), spec, {"faults": faults}, results)
+    return StoredRun(RunDir(tmp_path), spec, {"faults": [f.to_json() for f in faults]}, results)
 
 
 def test_violation_kinds():
@@ -83,9 +83,9 @@ def test_role_targets_are_reaimed_and_identities_kept():
             fault(2, "kill-one", 9, 4, chosen="random", targets=["n2"]),
         ]
     )
-    assert out[0]["targets"] is None and out[0]["target"] == "holder"
-    assert out[1]["targets"] == ["n2"]
-    assert replayed([fault(1, "pause-client", 5, 4)], retarget=False)[0]["targets"] == ["c2"]
+    assert out[0].targets is None and out[0].target == "holder"
+    assert out[1].targets == ["n2"]
+    assert replayed([fault(1, "pause-client", 5, 4)], retarget=False)[0].targets == ["c2"]
 
 
 def test_candidates_drop_late_faults_first_then_try_the_guilty_fault_alone(tmp_path):
@@ -100,14 +100,14 @@ def test_candidates_drop_late_faults_first_then_try_the_guilty_fault_alone(tmp_p
     current = Candidate(run.spec, faults, "original")
     cs = candidates(run, current)
     assert cs[0].why == "drop faults after the violation"
-    assert [f["fault_id"] for f in cs[0].faults] == [1, 2]
+    assert [f.fault_id for f in cs[0].faults] == [1, 2]
     assert cs[0].spec.time_limit_s == 22.0  # last kept fault ends at 19 s, plus the margin
     alone = [c for c in cs if c.why.startswith("only")]
-    assert [f["fault_id"] for f in alone[0].faults] == [2]  # active during the violation
+    assert [f.fault_id for f in alone[0].faults] == [2]  # active during the violation
     assert any(c.why == "half the clients" and c.spec.clients == 4 for c in cs)
-    timed = next(c for c in alone if not any(f.get("trigger") for f in c.faults))
+    timed = next(c for c in alone if not any(f.trigger for f in c.faults))
     shifted = next(c for c in candidates(run, timed) if c.why.startswith("start"))
-    assert shifted.faults[0]["start_ns"] == 4 * S and shifted.spec.time_limit_s == 11.0
+    assert shifted.faults[0].start_ns == 4 * S and shifted.spec.time_limit_s == 11.0
 
 
 def test_emitted_pytest_file_shows_the_schedule_as_generator_calls(tmp_path):
@@ -159,19 +159,20 @@ def test_shrink_offers_the_holder_fault_on_the_next_acquire(tmp_path):
     # Only the holder-aimed client fault: alone (offered first) and within the whole schedule.
     assert [len(c.faults) for c in trig] == [1, 2]
     assert trig[0].why.startswith("only pause-client, on the next acquire")
-    f = next(f for f in trig[0].faults if f.get("trigger"))
-    assert f["target"] == "trigger" and f["targets"] is None and f["armed_ns"] == 14 * S
+    f = next(f for f in trig[0].faults if f.trigger)
+    assert f.target == "trigger" and f.targets is None and f.armed_ns == 14 * S
     assert "pause-client on_acquire(retries=10)+4.0s" in trig[0].summary()
     # A triggered fault replays re-armed (not re-timed), aimed at whom the event names.
     executed = {
-        **f,
+        **f.to_json(),
         "targets": ["c4"],
         "detail": {"chosen": "explicit"},
         "fired": {"armed_ns": 14 * S, "event_ns": 16 * S},
     }
     again = replayed([executed])[0]
-    assert again["trigger"] == f["trigger"] and again["armed_ns"] == 14 * S
-    assert again["targets"] is None and again["target"] == "trigger"
+    assert again.trigger == f.trigger and again.armed_ns == 14 * S
+    assert again.targets is None and again.target == "trigger"
+    assert again.replay_table()["trigger"] == f.trigger  # what the nemesis is given
     assert candidates(run, trig[0]) and not any(
         "on the next acquire" in c.why for c in candidates(run, trig[0])
     )

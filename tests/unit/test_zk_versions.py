@@ -136,3 +136,37 @@ def test_a_manifest_from_before_versions_merges_with_a_3_8_one():
     new = {**old, "zk_versions": ["3.8"], "client_suite": None}
     assert all(findings.same_setting(old, new, k) for k in findings.SAME)
     assert not findings.same_setting(old, {**new, "zk_versions": ["3.4"]}, "zk_versions")
+
+
+def test_a_matrix_of_several_services_gives_each_its_own_version():
+    """--zk-version/--zk-versions are ZooKeeper's rows', --etcd-version etcd's: a matrix of four
+    services takes them, and the other services' cells run as they are."""
+    from zkjepsen.cli.cells import cell_specs
+    from zkjepsen.cli.matrix import checked_cells, version_rows
+
+    rows = version_rows(["kazoo", "redis-set-px", "etcd3-python"], None, ["3.4", "3.9"])
+    assert rows == ["kazoo zk3.4", "kazoo zk3.9", "redis-set-px", "etcd3-python"]
+    cells = [f"{r}|none" for r in ["kazoo", "redis-set-px", "etcd3-python"]]
+    versions = {"zookeeper": "3.9", "etcd": "3.5"}
+    specs = cell_specs(cells, 2, 1, versions, {"workload": "lock"})
+    got = {(c, s.zk_version, s.etcd_version) for c, s in specs}
+    assert got == {
+        ("kazoo|none", "3.9", None),
+        ("redis-set-px|none", None, None),
+        ("etcd3-python|none", None, "3.5"),
+    }
+    assert checked_cells(specs[: len(cells)]) == {}  # every spec passes the up-front checks
+
+
+def test_the_matrix_builds_each_services_image_at_its_version_once(monkeypatch):
+    from zkjepsen.cli import cells
+    from zkjepsen.cli.matrix import checked_cells
+
+    asked = {}
+    monkeypatch.setattr(cells, "prepare", lambda engine, **kw: asked.update(kw) or "engine")
+    rows = ["kazoo|none", "etcd3-python|none", "redis-set-px|none"]
+    specs = cells.cell_specs(rows, 3, 1, {"etcd": "3.5"}, {"workload": "lock"})
+    checked_cells(specs[: len(rows)])
+    assert cells.matrix_engine(None, specs, None, None, None, "3.5") == "engine"
+    assert asked["backends"] == ("zookeeper", "etcd", "redis")
+    assert asked["versions"] == {"etcd": "3.5"} and asked["zk_versions"] == ("3.8",)

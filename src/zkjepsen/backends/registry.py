@@ -8,7 +8,9 @@ when empty) and, for
 backends whose shape is fixed (one Redis master, five Redlock masters), the server count.
 
 The client containers of every backend run zkjepsen's client image (the ZooKeeper node image:
-python3, libfaketime, the JVM and Go drivers), so a backend adds only its servers' image.
+python3, libfaketime, the JVM and Go drivers), so a backend adds only its servers' image; a
+backend whose client libraries live in its own image (etcd: gRPC, its Go driver) says
+`own_clients`, and its clients run its servers' image.
 
 To add a backend: implement `Backend` (a subclass of `docker.servers.ServerCluster` is the
 short way: it brings the network, labels, teardown, faults on nodes and client endpoints) and
@@ -35,6 +37,9 @@ class BackendInfo:
     nodes: int | None = None  # fixed number of servers; None: the spec's `nodes`
     # Ready to serve within this many seconds after the containers start, or the run fails.
     ready_timeout_s: float = 60.0
+    sizes: tuple[int, ...] = ()  # the server counts it runs (); any
+    own_clients: bool = False  # its clients run its servers' image (their libraries are there)
+    service: str = ""  # the server software and version, for tables ("": ZooKeeper's versions)
 
 
 _REDIS = "zkjepsen.backends.redis.cluster"
@@ -53,6 +58,7 @@ BACKENDS: dict[str, BackendInfo] = {
         image=f"{_REDIS}:redis_image",
         nodes=1,
         ready_timeout_s=30.0,
+        service="Redis 7.0",
     ),
     "redis-sentinel": BackendInfo(
         "redis-sentinel",
@@ -63,6 +69,7 @@ BACKENDS: dict[str, BackendInfo] = {
         image=f"{_REDIS}:redis_image",
         nodes=3,
         ready_timeout_s=60.0,
+        service="Redis 7.0",
     ),
     "redlock": BackendInfo(
         "redlock",
@@ -72,6 +79,7 @@ BACKENDS: dict[str, BackendInfo] = {
         image=f"{_REDIS}:redis_image",
         nodes=5,
         ready_timeout_s=30.0,
+        service="Redis 7.0",
     ),
     "postgres": BackendInfo(
         "postgres",
@@ -82,6 +90,17 @@ BACKENDS: dict[str, BackendInfo] = {
         image="zkjepsen.backends.postgres.image:postgres_image",
         nodes=1,
         ready_timeout_s=60.0,
+        service="PostgreSQL 15",
+    ),
+    "etcd": BackendInfo(
+        "etcd",
+        "etcd",
+        "an etcd 3.4.23 cluster of --nodes (1, 3, 5 or 7) members (Debian bookworm)",
+        "zkjepsen.backends.etcd.cluster:etcd_backend",
+        image="zkjepsen.backends.etcd.image:etcd_image",
+        sizes=(1, 3, 5, 7),
+        own_clients=True,
+        service="etcd 3.4.23",
     ),
 }
 DEFAULT_BACKEND = "zookeeper"
@@ -101,20 +120,30 @@ def backend_info(name: str) -> BackendInfo:
     return info
 
 
+def check_nodes(name: str, nodes: int) -> None:
+    """Bad input: a server count backend `name` does not run."""
+    sizes = backend_info(name).sizes
+    if sizes and nodes not in sizes:
+        raise BadInput(
+            f"backend {name} runs {', '.join(map(str, sizes))} servers, not {nodes}; "
+            "give --nodes one of those"
+        )
+
+
 def _load(target: str) -> Any:
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)
 
 
-def image_recipe(name: str, zk_version: str | None = None):
+def image_recipe(name: str, zk_version: str | None = None, version: str | None = None):
     """The ImageRecipe of backend `name`'s servers (harness.image), ZooKeeper's (of
-    `zk_version`, default 3.8) by default."""
+    `zk_version`, default 3.8) by default; `version`: another backend's own (etcd's)."""
     info = backend_info(name)
     if not info.image:
         from zkjepsen.backends.zookeeper.image import zookeeper_recipe
 
         return zookeeper_recipe(zk_version)
-    return _load(info.image)()
+    return _load(info.image)(version) if version is not None else _load(info.image)()
 
 
 def make_backend(
@@ -156,8 +185,8 @@ def zookeeper_backend(
 
 
 def provide_images(engine, spec: Any) -> tuple[str, str]:
-    """(server image, client image) of the spec's backend, present on `engine` (built or
-    shipped if missing). Clients always run zkjepsen's client image (the ZooKeeper node
+    """(server image, client image) of the spec's backend, present on `engine` (built
+    built there if missing). Clients always run zkjepsen's client image (the ZooKeeper node
     image of `client_suite`, default the servers' version); `--image` names the servers'."""
     from zkjepsen.backends.zookeeper import versions as zkversions
     from zkjepsen.backends.zookeeper.image import zookeeper_recipe
@@ -170,5 +199,10 @@ def provide_images(engine, spec: Any) -> tuple[str, str]:
         if spec.client_suite is None:  # the servers' image runs the clients, as it always did
             return server_image, server_image
         return server_image, provide_image([engine], recipe=zookeeper_recipe(clients))
+    if backend_info(spec.backend).own_clients:
+        version = getattr(spec, "etcd_version", None)
+        recipe = image_recipe(spec.backend, version=version)
+        server_image = provide_image([engine], spec.image, recipe=recipe)
+        return server_image, server_image
     client_image = provide_image([engine], recipe=zookeeper_recipe(clients))
     return provide_image([engine], spec.image, recipe=image_recipe(spec.backend)), client_image

@@ -31,11 +31,23 @@ from typing import Any
 SESSIONS = {
     "redis": "zkjepsen.backends.redis.session:RedisSession",
     "postgres": "zkjepsen.backends.postgres.session:PostgresSession",
+    "etcd": "zkjepsen.backends.etcd.session:EtcdSession",
 }
 
 
 class Fenced(Exception):
     """The resource refused a fenced write: its token is below the highest it accepted."""
+
+
+def close_quietly(conn: Any) -> None:
+    """Close a service connection on the way out (stop, or after an error left its state
+    unknown): nothing useful can be done if closing fails, so it is not an error."""
+    if conn is None:
+        return
+    try:
+        conn.close()
+    except Exception:  # noqa: BLE001 - closing on the way out
+        pass
 
 
 class BadVersion(Exception):

@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from zkjepsen.history import History
+from zkjepsen.history import NEMESIS, History
 
 Verdict = bool | Literal["unknown"]
 
@@ -340,3 +340,30 @@ __all__ = [
     "safe_check",
     "unknown",
 ]
+
+
+class OnlineFindings:
+    """What every online checker (`checker/online.py`, `online_counter.py`) shares: `known`, how
+    far each source's records have been read (a finding is decided only once every source it
+    depends on has passed it), the violations `found`, each handed out once by `confirmed`, and
+    `finish`: nothing more will come from any source."""
+
+    known: dict[Any, float]
+    found: list[Violation]
+    _reported: int = 0
+
+    def _decide(self) -> None:
+        raise NotImplementedError
+
+    def finish(self) -> None:
+        """The end of the history: nothing more will come from any source."""
+        for s in [*self.known, NEMESIS]:
+            self.known[s] = math.inf
+        self._decide()
+
+    def confirmed(self) -> list[Violation]:
+        """Violations decided since the last call."""
+        self._decide()
+        out = self.found[self._reported :]
+        self._reported = len(self.found)
+        return out

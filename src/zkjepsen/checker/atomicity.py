@@ -62,10 +62,42 @@ class AtomicityChecker:
 
     def check(self, history: History | list[Op]) -> Result:
         ops = history.ops if isinstance(history, History) else list(history)
+        writes, reads = self._writes_and_reads(ops)
+        reads = [r for r in reads if any(k in r[1].value for k in ("step", "state"))]
+        if not reads:
+            return unknown(
+                "no read of a multi-step resource was recorded: nothing exercised the "
+                "atomicity of an update",
+                reads=0,
+                accepted_writes=len(writes),
+            )
+        faults = fault_windows(ops)
+        violations, detected = _half_done_reads(reads, writes)
+        cap = self.max_reported
+        for rec in violations[:cap] + detected[:cap]:
+            rec["faults"] = faults_during(faults, rec["start"], rec["end"])
+        details = {
+            "reads": len(reads),
+            "accepted_writes": len(writes),
+            "half_done_read_count": len(violations),
+            "half_done_reads": violations[:cap],
+            "detected_by_ready_file_count": len(detected),
+            "detected_by_ready_file": detected[:cap],
+        }
+        if violations:
+            typed = [_violation(rec) for rec in violations[:cap]]
+            return Result(False, details, typed, counts={KIND: len(violations)})
+        return Result(True, details)
+
+    def _writes_and_reads(
+        self, ops: list[Op]
+    ) -> tuple[list[tuple[Op, Op]], list[tuple[Op, Op, Any]]]:
+        """The accepted writes (invoke, ok) and the ok reads (invoke, ok, the reader's token:
+        its invoke's, else that of the hold it is in, from its acquires)."""
         pending: dict[Any, Op] = {}
         current: dict[Any, Any] = {}  # client -> token of the hold it is in (from acquires)
-        writes: list[tuple[Op, Op]] = []  # accepted (invoke, ok)
-        reads: list[tuple[Op, Op, Any]] = []  # (invoke, ok, reader token)
+        writes: list[tuple[Op, Op]] = []
+        reads: list[tuple[Op, Op, Any]] = []
         for op in ops:
             if op.process == NEMESIS:
                 continue
@@ -88,71 +120,49 @@ class AtomicityChecker:
             elif inv.f in self.rd and isinstance(op.value, dict):
                 iv = inv.value if isinstance(inv.value, dict) else {}
                 reads.append((inv, op, iv.get("token", current.get(client))))
-        reads = [r for r in reads if any(k in r[1].value for k in ("step", "state"))]
-        if not reads:
-            return unknown(
-                "no read of a multi-step resource was recorded: nothing exercised the "
-                "atomicity of an update",
-                reads=0,
-                accepted_writes=len(writes),
-            )
-        faults = fault_windows(ops)
-        violations: list[dict[str, Any]] = []
-        detected: list[dict[str, Any]] = []
-        for inv, ok, reader_token in reads:
-            v = ok.value
-            if not incomplete(v):
-                continue
-            writer, writer_token = v.get("writer"), v.get("writer_token")
-            if writer_token is not None and reader_token is not None:
-                same = writer_token == reader_token
-            else:
-                same = writer == ok.actor
-            if same:
-                continue
-            left = _leaving_write(writes, inv.key, v, ok.time)
-            start = left[1].time if left else inv.time
-            rec = {
-                "resource": inv.key,
-                "clients": [writer, ok.actor],
-                "tokens": [writer_token, reader_token],
-                "state": {k: v.get(k) for k in ("state", "step", "steps", "version")},
-                "start": start,
-                "end": ok.time,
-                "left_by_write": None
-                if left is None
-                else {"client": left[0].actor, "start": left[0].time, "end": left[1].time},
-            }
-            (detected if v.get("ready") is False else violations).append(rec)
-        cap = self.max_reported
-        for rec in violations[:cap] + detected[:cap]:
-            rec["faults"] = faults_during(faults, rec["start"], rec["end"])
-        details = {
-            "reads": len(reads),
-            "accepted_writes": len(writes),
-            "half_done_read_count": len(violations),
-            "half_done_reads": violations[:cap],
-            "detected_by_ready_file_count": len(detected),
-            "detected_by_ready_file": detected[:cap],
+        return writes, reads
+
+
+def _half_done_reads(
+    reads: list[tuple[Op, Op, Any]], writes: list[tuple[Op, Op]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The reads of a state another hold left half done: those the reader was not told of
+    (violations), and those the ready file told it of (detected)."""
+    violations: list[dict[str, Any]] = []
+    detected: list[dict[str, Any]] = []
+    for inv, ok, reader_token in reads:
+        v = ok.value
+        if not incomplete(v):
+            continue
+        writer, writer_token = v.get("writer"), v.get("writer_token")
+        if writer_token is not None and reader_token is not None:
+            same = writer_token == reader_token
+        else:
+            same = writer == ok.actor
+        if same:
+            continue
+        left = _leaving_write(writes, inv.key, v, ok.time)
+        start = left[1].time if left else inv.time
+        rec = {
+            "resource": inv.key,
+            "clients": [writer, ok.actor],
+            "tokens": [writer_token, reader_token],
+            "state": {k: v.get(k) for k in ("state", "step", "steps", "version")},
+            "start": start,
+            "end": ok.time,
+            "left_by_write": None
+            if left is None
+            else {"client": left[0].actor, "start": left[0].time, "end": left[1].time},
         }
-        if violations:
-            typed = [
-                Violation(
-                    KIND,
-                    tuple(rec["clients"]),
-                    rec["start"],
-                    rec["end"],
-                    tuple(rec["faults"]),
-                    {
-                        k: x
-                        for k, x in rec.items()
-                        if k not in ("clients", "start", "end", "faults")
-                    },
-                )
-                for rec in violations[:cap]
-            ]
-            return Result(False, details, typed, counts={KIND: len(violations)})
-        return Result(True, details)
+        (detected if v.get("ready") is False else violations).append(rec)
+    return violations, detected
+
+
+def _violation(rec: dict[str, Any]) -> Violation:
+    evidence = {k: x for k, x in rec.items() if k not in ("clients", "start", "end", "faults")}
+    return Violation(
+        KIND, tuple(rec["clients"]), rec["start"], rec["end"], tuple(rec["faults"]), evidence
+    )
 
 
 def _leaving_write(

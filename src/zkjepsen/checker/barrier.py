@@ -22,6 +22,7 @@ and the faults in it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from zkjepsen.checker import Result, Violation, unknown
@@ -39,6 +40,19 @@ def client_number(target: Any) -> Any:
     return target
 
 
+@dataclass
+class _Seen:
+    """What the clients' ops show of the barrier's rounds."""
+
+    last: int  # time of the history's last op
+    entered: dict[Any, dict[Any, int]] = field(default_factory=dict)  # round -> client -> invoke
+    sizes: dict[Any, int] = field(default_factory=dict)  # round -> n recorded by its members
+    passes: list[tuple[Op, Op]] = field(default_factory=list)
+    waits: list[dict[str, Any]] = field(default_factory=list)  # pass/leave: end and outcome
+    entered_ok: int = 0
+    timeouts: list[int] = field(default_factory=lambda: [0])  # session timeouts recorded, ms
+
+
 class BarrierChecker:
     KINDS = ("early-pass", "stuck")
 
@@ -49,82 +63,95 @@ class BarrierChecker:
 
     def check(self, history: History | list[Op]) -> Result:
         ops = history.ops if isinstance(history, History) else list(history)
+        seen = self._observe(ops)
+        if not seen.entered_ok and not seen.entered:
+            return Result(
+                "unknown",
+                {"reason": "no member entered the barrier: nothing was exercised", "entered": 0},
+            )
+        faults = fault_windows(ops)
+        settle = int(1.5 * max(seen.timeouts) * 1_000_000)
+        early = self._early_passes(seen)
+        stuck, cut_short, unjudged = self._judge_waits(seen, faults, settle)
+        cap = self.max_reported
+        for rec in early[:cap] + stuck[:cap]:
+            rec["faults"] = faults_during(faults, rec["start"], rec["end"])
+        details = {
+            "rounds": len(seen.entered),
+            "enters": seen.entered_ok,
+            "passes": len(seen.passes),
+            "early_pass_count": len(early),
+            "early_passes": early[:cap],
+            "stuck_count": len(stuck),
+            "stuck": stuck[:cap],
+            "cut_short": cut_short,
+            "unjudged_long_waits": unjudged[:cap],
+        }
+        if early or stuck:
+            typed = [_violation("early-pass", r) for r in early[:cap]]
+            typed += [_violation("stuck", r) for r in stuck[:cap]]
+            counts = {k: n for k, n in (("early-pass", len(early)), ("stuck", len(stuck))) if n}
+            return Result(False, details, typed, counts=counts)
+        if not seen.passes and not any(w["outcome"] == "ok" for w in seen.waits):
+            return unknown("no member passed and no wait lasted long enough to judge", **details)
+        if unjudged:
+            return unknown(
+                f"{len(unjudged)} member(s) still waiting when the run ended, after waiting "
+                f"{max(w['end'] - w['start'] for w in unjudged) / S:.1f} s, but with too little "
+                "fault-free time after the last fault to tell stuck from slow (a longer recovery "
+                "decides)",
+                **details,
+            )
+        return Result(True, details)
+
+    def _observe(self, ops: list[Op]) -> _Seen:
+        """The rounds' members, sizes, passes and waits, from the clients' ops."""
+        seen = _Seen(last=ops[-1].time if ops else 0)
         pending: dict[Any, Op] = {}
-        entered: dict[Any, dict[Any, int]] = {}  # round -> client -> first enter invoke
-        sizes: dict[Any, int] = {}  # round -> n recorded by its members
-        passes: list[tuple[Op, Op]] = []
-        waits: list[dict[str, Any]] = []  # every pass/leave with its end and outcome
-        entered_ok = 0
-        last = ops[-1].time if ops else 0
-        timeouts = [0]
         for op in ops:
             if op.process == NEMESIS:
                 continue
             if op.type == "event":
                 if op.f == "session" and isinstance(op.value, dict):
-                    timeouts.append(op.value.get("timeout_ms") or 0)
+                    seen.timeouts.append(op.value.get("timeout_ms") or 0)
                 continue
             if op.type == "invoke":
                 pending[op.process] = op
                 if op.f == "enter":
                     v = op.value if isinstance(op.value, dict) else {}
                     if isinstance(v.get("n"), int):
-                        sizes[op.key] = max(sizes.get(op.key, 0), v["n"])
+                        seen.sizes[op.key] = max(seen.sizes.get(op.key, 0), v["n"])
                 continue
             inv = pending.pop(op.process, None)
             if inv is None:
                 continue
             if inv.f == "enter":
                 if op.type != "fail":
-                    entered.setdefault(inv.key, {}).setdefault(inv.actor, inv.time)
-                entered_ok += op.type == "ok"
+                    seen.entered.setdefault(inv.key, {}).setdefault(inv.actor, inv.time)
+                seen.entered_ok += op.type == "ok"
             elif inv.f in WAITS:
-                waits.append(
-                    {
-                        "f": inv.f,
-                        "round": inv.key,
-                        "client": inv.actor,
-                        "start": inv.time,
-                        "end": op.time,
-                        "outcome": op.type,
-                        "error": op.extra.get("error"),
-                    }
-                )
+                seen.waits.append(_wait(inv, op.time, op.type, op.extra.get("error")))
                 if inv.f == "pass" and op.type == "ok":
-                    passes.append((inv, op))
+                    seen.passes.append((inv, op))
         for inv in pending.values():  # never completed: ended by a SIGKILL, or still waiting
             if inv.f == "enter":  # its child may exist (a create that landed before the kill)
-                entered.setdefault(inv.key, {}).setdefault(inv.actor, inv.time)
+                seen.entered.setdefault(inv.key, {}).setdefault(inv.actor, inv.time)
             if inv.f in WAITS:
-                end = self._death(inv, ops, last)
-                waits.append(
-                    {
-                        "f": inv.f,
-                        "round": inv.key,
-                        "client": inv.actor,
-                        "start": inv.time,
-                        "end": end,
-                        "outcome": "none",
-                        "error": None,
-                    }
-                )
-        if not entered_ok and not entered:
-            return Result(
-                "unknown",
-                {"reason": "no member entered the barrier: nothing was exercised", "entered": 0},
-            )
-        faults = fault_windows(ops)
-        settle = int(1.5 * max(timeouts) * 1_000_000)
+                seen.waits.append(_wait(inv, self._death(inv, ops, seen.last), "none", None))
+        return seen
+
+    def _early_passes(self, seen: _Seen) -> list[dict[str, Any]]:
+        """The passes that completed before n distinct clients had invoked their enter."""
         early = []
-        for inv, ok in passes:
-            n = self.n or sizes.get(inv.key)
+        for inv, ok in seen.passes:
+            n = self.n or seen.sizes.get(inv.key)
             if n is None:
                 continue
             members = sorted(
-                (c for c, t in entered.get(inv.key, {}).items() if t <= ok.time), key=repr
+                (c for c, t in seen.entered.get(inv.key, {}).items() if t <= ok.time), key=repr
             )
             if len(members) < n:
-                first = min(entered.get(inv.key, {inv.actor: inv.time}).values())
+                first = min(seen.entered.get(inv.key, {inv.actor: inv.time}).values())
                 early.append(
                     {
                         "round": inv.key,
@@ -140,8 +167,17 @@ class BarrierChecker:
                         else None,
                     }
                 )
+        return early
+
+    def _judge_waits(
+        self, seen: _Seen, faults: list[Any], settle: int
+    ) -> tuple[list[dict[str, Any]], int, list[dict[str, Any]]]:
+        """The waits that ended without passing: stuck (they lasted `grace_ns` of healthy
+        time), how many were cut short, and those of them still waiting at the end after
+        `grace_ns` in all (unjudged)."""
         stuck, cut_short, unjudged = [], 0, []
-        for w in waits:
+        last = seen.last
+        for w in seen.waits:
             if w["outcome"] == "ok":
                 continue
             since = w["start"]
@@ -156,36 +192,7 @@ class BarrierChecker:
                 at_end = w["error"] == "stopped" or (w["outcome"] == "none" and w["end"] == last)
                 if at_end and w["end"] - w["start"] >= self.grace_ns:
                     unjudged.append({**w, "healthy_wait_s": healthy / S})
-        cap = self.max_reported
-        for rec in early[:cap] + stuck[:cap]:
-            rec["faults"] = faults_during(faults, rec["start"], rec["end"])
-        details = {
-            "rounds": len(entered),
-            "enters": entered_ok,
-            "passes": len(passes),
-            "early_pass_count": len(early),
-            "early_passes": early[:cap],
-            "stuck_count": len(stuck),
-            "stuck": stuck[:cap],
-            "cut_short": cut_short,
-            "unjudged_long_waits": unjudged[:cap],
-        }
-        if early or stuck:
-            typed = [_violation("early-pass", r) for r in early[:cap]]
-            typed += [_violation("stuck", r) for r in stuck[:cap]]
-            counts = {k: n for k, n in (("early-pass", len(early)), ("stuck", len(stuck))) if n}
-            return Result(False, details, typed, counts=counts)
-        if not passes and not any(w["outcome"] == "ok" for w in waits):
-            return unknown("no member passed and no wait lasted long enough to judge", **details)
-        if unjudged:
-            return unknown(
-                f"{len(unjudged)} member(s) still waiting when the run ended, after waiting "
-                f"{max(w['end'] - w['start'] for w in unjudged) / S:.1f} s, but with too little "
-                "fault-free time after the last fault to tell stuck from slow (a longer recovery "
-                "decides)",
-                **details,
-            )
-        return Result(True, details)
+        return stuck, cut_short, unjudged
 
     @staticmethod
     def _death(inv: Op, ops: list[Op], last: int) -> int:
@@ -212,3 +219,16 @@ def _violation(kind: str, rec: dict[str, Any]) -> Violation:
     return Violation(
         kind, tuple(rec["clients"]), rec["start"], rec["end"], tuple(rec["faults"]), evidence
     )
+
+
+def _wait(inv: Op, end: int, outcome: str, error: Any) -> dict[str, Any]:
+    """A pass or leave, with its end and outcome ("none": never completed)."""
+    return {
+        "f": inv.f,
+        "round": inv.key,
+        "client": inv.actor,
+        "start": inv.time,
+        "end": end,
+        "outcome": outcome,
+        "error": error,
+    }

@@ -25,6 +25,53 @@ class CounterChecker:
         self.add, self.read, self.max_reported = add, read, max_reported
 
     def check(self, history: History) -> Result:
+        events, reads = self._events(history)
+        acked = sum(1 for e in events if e[2] == "low")
+        _bound_reads(events, reads)
+        errors = [r for r in reads if not r["lower"] <= r["value"] <= r["upper"]]
+        details: dict[str, Any] = {
+            "reads": len(reads),
+            "error_count": len(errors),
+            "errors": errors[: self.max_reported],
+        }
+        if reads:
+            final = max(reads, key=lambda r: r["end"])
+            details["final_read"] = final
+            details["acknowledged"] = final["lower"]
+            details["lost"] = max(0, final["lower"] - final["value"])
+        else:
+            details["final_read"] = None
+            details["lost"] = None
+        violations = _violations(errors[: self.max_reported], details)
+        if violations:
+            return Result(
+                False,
+                details,
+                violations,
+                counts={"read-out-of-bounds": len(errors)} if errors else {},
+            )
+        # A counter nobody added to, or nobody read, cannot show a lost update.
+        if not acked:
+            return Result(
+                "unknown",
+                {
+                    **details,
+                    "reason": f"no {self.add} was acknowledged: the counter was not tested",
+                },
+            )
+        if not reads:
+            return Result(
+                "unknown",
+                {
+                    **details,
+                    "reason": f"no {self.read} completed: nothing "
+                    "shows whether the acknowledged adds were kept",
+                },
+            )
+        return Result(True, details)
+
+    def _events(self, history: History) -> tuple[list[tuple[int, int, str, Any]], list[Any]]:
+        """The adds' and the ok reads' invokes and completions as events, and the reads."""
         # (time, order, kind, payload); order makes ties permissive: read invokes see the lower
         # bound before same-time add completions, read completions see the upper bound after
         # same-time add invokes.
@@ -53,80 +100,49 @@ class CounterChecker:
                 )
                 events.append((inv.time, 1, "read-start", r))
                 events.append((comp.time, 3, "read-end", r))
-        acked = sum(1 for e in events if e[2] == "low")
-        events.sort(key=lambda e: (e[0], e[1]))
-        lower = upper = 0
-        for _, _, kind, x in events:
-            if kind == "up":
-                upper += x
-            elif kind == "low":
-                lower += x
-            elif kind == "read-start":
-                reads[x]["lower"] = lower
-            else:
-                reads[x]["upper"] = upper
-        errors = [r for r in reads if not r["lower"] <= r["value"] <= r["upper"]]
-        details: dict[str, Any] = {
-            "reads": len(reads),
-            "error_count": len(errors),
-            "errors": errors[: self.max_reported],
-        }
-        if reads:
-            final = max(reads, key=lambda r: r["end"])
-            details["final_read"] = final
-            details["acknowledged"] = final["lower"]
-            details["lost"] = max(0, final["lower"] - final["value"])
+        return events, reads
+
+
+def _bound_reads(events: list[tuple[int, int, str, Any]], reads: list[dict[str, Any]]) -> None:
+    """Sets each read's lower and upper bound, sweeping the events in time order."""
+    events.sort(key=lambda e: (e[0], e[1]))
+    lower = upper = 0
+    for _, _, kind, x in events:
+        if kind == "up":
+            upper += x
+        elif kind == "low":
+            lower += x
+        elif kind == "read-start":
+            reads[x]["lower"] = lower
         else:
-            details["final_read"] = None
-            details["lost"] = None
-        violations = [
+            reads[x]["upper"] = upper
+
+
+def _violations(errors: list[dict[str, Any]], details: dict[str, Any]) -> list[Violation]:
+    """The reported reads out of bounds, and the lost adds at the final read."""
+    violations = [
+        Violation(
+            "read-out-of-bounds",
+            (r["client"],),
+            r["start"],
+            r["end"],
+            evidence={k: r[k] for k in ("value", "lower", "upper")},
+        )
+        for r in errors
+    ]
+    if details.get("lost"):
+        f = details["final_read"]
+        violations.append(
             Violation(
-                "read-out-of-bounds",
-                (r["client"],),
-                r["start"],
-                r["end"],
-                evidence={k: r[k] for k in ("value", "lower", "upper")},
-            )
-            for r in errors[: self.max_reported]
-        ]
-        if details.get("lost"):
-            f = details["final_read"]
-            violations.append(
-                Violation(
-                    "lost",
-                    (f["client"],),
-                    f["start"],
-                    f["end"],
-                    evidence={
-                        "lost": details["lost"],
-                        "acknowledged": details["acknowledged"],
-                        "final_value": f["value"],
-                    },
-                )
-            )
-        if violations:
-            return Result(
-                False,
-                details,
-                violations,
-                counts={"read-out-of-bounds": len(errors)} if errors else {},
-            )
-        # A counter nobody added to, or nobody read, cannot show a lost update.
-        if not acked:
-            return Result(
-                "unknown",
-                {
-                    **details,
-                    "reason": f"no {self.add} was acknowledged: the counter was not tested",
+                "lost",
+                (f["client"],),
+                f["start"],
+                f["end"],
+                evidence={
+                    "lost": details["lost"],
+                    "acknowledged": details["acknowledged"],
+                    "final_value": f["value"],
                 },
             )
-        if not reads:
-            return Result(
-                "unknown",
-                {
-                    **details,
-                    "reason": f"no {self.read} completed: nothing "
-                    "shows whether the acknowledged adds were kept",
-                },
-            )
-        return Result(True, details)
+        )
+    return violations

@@ -18,7 +18,7 @@ from typing import Any
 
 from zkjepsen.checker import Result, Violation
 from zkjepsen.checker.lock import out_of_version_order
-from zkjepsen.checker.lock_observe import observe
+from zkjepsen.checker.lock_observe import Hold, LockObservations, Write, observe
 from zkjepsen.history import History, Op, fault_windows, faults_during
 from zkjepsen.history.stream import paused_gc
 
@@ -41,76 +41,9 @@ class FencingChecker:
         with paused_gc():
             obs = observe(history, *self.names)
         faults = fault_windows(obs.nemesis)
-        backwards: list[dict[str, Any]] = []
-        by_key: dict[Any, list[Any]] = {}
-        for w in obs.writes:
-            if w.token is not None:
-                by_key.setdefault(w.key, []).append(w)
-        for key, ws in by_key.items():
-            if all(w.version is not None for w in ws):
-                # The resource's versions give its exact acceptance order (see lock.py).
-                for w, top, _ in out_of_version_order(ws):
-                    backwards.append(
-                        {
-                            "resource": key,
-                            "clients": [top.client, w.client],
-                            "tokens": [top.token, w.token],
-                            "versions": [top.version, w.version],
-                            "window": [top.end, w.end],
-                            "faults": faults_during(faults, min(top.start, w.start), w.end),
-                        }
-                    )
-                continue
-            # Sweep by time; at equal times a completion counts as before an invoke (as lock.py).
-            events = sorted(
-                [(w.end, 0, i) for i, w in enumerate(ws)]
-                + [(w.start, 1, i) for i, w in enumerate(ws)]
-            )
-            top = None  # the completed write with the largest token so far
-            for _t, kind, i in events:
-                w = ws[i]
-                if kind == 0:
-                    if top is None or w.token > top.token:
-                        top = w
-                elif top is not None and w.token < top.token:  # top completed before w began
-                    backwards.append(
-                        {
-                            "resource": key,
-                            "clients": [top.client, w.client],
-                            "tokens": [top.token, w.token],
-                            "window": [top.end, w.end],
-                            "faults": faults_during(faults, top.end, w.end),
-                        }
-                    )
-        granted: dict[tuple[Any, Any], Any] = {}  # (lock, token) -> client
-        token_owner: dict[Any, set[Any]] = {}
-        reused = []
-        for h in obs.holds:
-            if h.maybe or h.token is None:
-                continue
-            prev = granted.get((h.key, h.token))
-            if prev is not None:
-                reused.append({"lock": h.key, "token": h.token, "clients": [prev, h.client]})
-            granted[(h.key, h.token)] = h.client
-            token_owner.setdefault(h.token, set()).add(h.client)
-        maybe_tokens = {h.token for h in obs.holds if h.maybe}
-        foreign = []
-        if granted:
-            for w in obs.writes:
-                owners = token_owner.get(w.token)
-                if w.token is None or w.token in maybe_tokens:
-                    continue
-                if owners is None or w.client not in owners:
-                    foreign.append(
-                        {
-                            "resource": w.key,
-                            "client": w.client,
-                            "token": w.token,
-                            "granted_to": sorted(owners or (), key=repr),
-                            "window": [w.start, w.end],
-                            "faults": faults_during(faults, w.start, w.end),
-                        }
-                    )
+        backwards = _backwards(obs.writes, faults)
+        reused, token_owner = _reused_tokens(obs.holds)
+        foreign = _foreign_tokens(obs, token_owner, faults)
         cap = self.max_reported
         details = {
             "accepted_writes": len(obs.writes),
@@ -147,6 +80,101 @@ class FencingChecker:
             )
             return Result("unknown", {**details, "reason": why + ": fencing was not tested"})
         return Result(True, details)
+
+
+def _backwards(writes: list[Write], faults: list[Any]) -> list[dict[str, Any]]:
+    """Accepted writes after an accepted write with a larger token, per resource."""
+    backwards: list[dict[str, Any]] = []
+    by_key: dict[Any, list[Write]] = {}
+    for w in writes:
+        if w.token is not None:
+            by_key.setdefault(w.key, []).append(w)
+    for key, ws in by_key.items():
+        if all(w.version is not None for w in ws):
+            # The resource's versions give its exact acceptance order (see lock.py).
+            for w, top, _ in out_of_version_order(ws):
+                backwards.append(
+                    {
+                        "resource": key,
+                        "clients": [top.client, w.client],
+                        "tokens": [top.token, w.token],
+                        "versions": [top.version, w.version],
+                        "window": [top.end, w.end],
+                        "faults": faults_during(faults, min(top.start, w.start), w.end),
+                    }
+                )
+        else:
+            backwards += _backwards_in_real_time(key, ws, faults)
+    return backwards
+
+
+def _backwards_in_real_time(key: Any, ws: list[Write], faults: list[Any]) -> list[dict[str, Any]]:
+    """The backwards writes real time makes certain: invoked after a write with a larger token
+    completed. Swept by time; at equal times a completion counts as before an invoke (as
+    lock.py)."""
+    backwards = []
+    events = sorted(
+        [(w.end, 0, i) for i, w in enumerate(ws)] + [(w.start, 1, i) for i, w in enumerate(ws)]
+    )
+    top = None  # the completed write with the largest token so far
+    for _t, kind, i in events:
+        w = ws[i]
+        if kind == 0:
+            if top is None or w.token > top.token:
+                top = w
+        elif top is not None and w.token < top.token:  # top completed before w began
+            backwards.append(
+                {
+                    "resource": key,
+                    "clients": [top.client, w.client],
+                    "tokens": [top.token, w.token],
+                    "window": [top.end, w.end],
+                    "faults": faults_during(faults, top.end, w.end),
+                }
+            )
+    return backwards
+
+
+def _reused_tokens(holds: list[Hold]) -> tuple[list[dict[str, Any]], dict[Any, set[Any]]]:
+    """Tokens granted twice for one lock, and each token's clients (over certain holds)."""
+    granted: dict[tuple[Any, Any], Any] = {}  # (lock, token) -> client
+    token_owner: dict[Any, set[Any]] = {}
+    reused = []
+    for h in holds:
+        if h.maybe or h.token is None:
+            continue
+        prev = granted.get((h.key, h.token))
+        if prev is not None:
+            reused.append({"lock": h.key, "token": h.token, "clients": [prev, h.client]})
+        granted[(h.key, h.token)] = h.client
+        token_owner.setdefault(h.token, set()).add(h.client)
+    return reused, token_owner
+
+
+def _foreign_tokens(
+    obs: LockObservations, token_owner: dict[Any, set[Any]], faults: list[Any]
+) -> list[dict[str, Any]]:
+    """Accepted writes whose token was granted to another client, or to nobody (judged only
+    when some acquisition recorded a token)."""
+    maybe_tokens = {h.token for h in obs.holds if h.maybe}
+    foreign = []
+    if token_owner:
+        for w in obs.writes:
+            owners = token_owner.get(w.token)
+            if w.token is None or w.token in maybe_tokens:
+                continue
+            if owners is None or w.client not in owners:
+                foreign.append(
+                    {
+                        "resource": w.key,
+                        "client": w.client,
+                        "token": w.token,
+                        "granted_to": sorted(owners or (), key=repr),
+                        "window": [w.start, w.end],
+                        "faults": faults_during(faults, w.start, w.end),
+                    }
+                )
+    return foreign
 
 
 def _violation(kind: str, rec: dict[str, Any]) -> Violation:

@@ -101,15 +101,31 @@ def check_partitions(
     # limit is honoured to within one slice, not one round over all partitions.
     t0 = time.monotonic()
     deadline = None if time_limit is None else t0 + time_limit
-    rss0 = -1  # read at the first slice: a check that needs none opens no file
-    next_rss = t0 + 0.25
+    done: dict[Any, Outcome] = {}
+    running, ended = _fast_paths(parts, model, deadline, time_limit, total, done, paths)
+    if ended is not None:
+        return ended
+    return _race(running, done, paths, t0, deadline, time_limit, memory_limit)
+
+
+def _fast_paths(
+    parts: Iterable[tuple[Any, list[LinOp]]],
+    model: Model,
+    deadline: float | None,
+    time_limit: float | None,
+    total: int | None,
+    done: dict[Any, Outcome],
+    paths: dict[Any, str],
+) -> tuple[dict[Any, Any], tuple[Any, dict[Any, Outcome], str] | None]:
+    """The sweep and the read-from path over each partition as it is built; the searches left
+    to race, and the check's end when a partition was refuted or the time ran out first.
+
+    The sweep first (sweep.py): it decides most partitions at a fraction of WGL's cost. A
+    partition it refutes is searched by WGL alone, for the counterexample; one it gives up
+    on goes to WGL with the others."""
     look = model.lookahead()
     init, new = model.init, tuple.__new__
-    done: dict[Any, Outcome] = {}
     running = {}
-    # The sweep first (sweep.py): it decides most partitions at a fraction of WGL's cost. A
-    # partition it refutes is searched by WGL alone, for the counterexample; one it gives up
-    # on goes to WGL with the others.
     for k, ops in parts:
         verdict, made = decide(ops, init(), deadline)
         if verdict:
@@ -121,7 +137,7 @@ def check_partitions(
                 if done_now is not None:
                     done[k] = done_now
                     paths[k] = "sweep"
-                    return False, done, f"partition {k!r} is not linearizable"
+                    return running, (False, done, f"partition {k!r} is not linearizable")
             # The read-from path (readfrom.py): where written values are unique it decides
             # what the sweep cannot (crashed ops, heavy concurrency), and explains a
             # refutation by a core of a few ops the search then needs only a few steps for.
@@ -132,7 +148,7 @@ def check_partitions(
                 if not fast[0]:
                     for g in running.values():
                         g.close()
-                    return False, done, f"partition {k!r} is not linearizable"
+                    return running, (False, done, f"partition {k!r} is not linearizable")
             elif verdict is False:
                 running = {k: search(ops, model.init(), look)}
                 break
@@ -141,12 +157,28 @@ def check_partitions(
         if deadline is not None and time.monotonic() > deadline:
             for g in running.values():
                 g.close()
-            return (
+            return running, (
                 "unknown",
                 done,
                 f"time limit of {time_limit:g} s reached with "
                 f"{(total or 0) - len(done)} partition(s) undecided",
             )
+    return running, None
+
+
+def _race(
+    running: dict[Any, Any],
+    done: dict[Any, Outcome],
+    paths: dict[Any, str],
+    t0: float,
+    deadline: float | None,
+    time_limit: float | None,
+    memory_limit: int | None,
+) -> tuple[Any, dict[Any, Outcome], str]:
+    """The searches stepped round-robin, a slice each, to the first refutation, the last
+    success, or the time or memory limit."""
+    rss0 = -1  # read at the first slice: a check that needs none opens no file
+    next_rss = t0 + 0.25
     while running:
         for k in list(running):
             try:
@@ -257,21 +289,10 @@ class Linearizable:
                 groups = group(history, self.model, nemesis)
                 parts: dict[Any, list[LinOp]] = {}
                 empty: set[Any] = set()
-
-                make = builder(self.model)
-
-                def built() -> Iterator[tuple[Any, list[LinOp]]]:
-                    for k, calls in groups.items():
-                        ops = make(calls)
-                        if ops is None:
-                            empty.add(k)
-                        else:
-                            parts[k] = ops
-                            yield k, ops
-
+                built = _built(groups, builder(self.model), parts, empty)
                 paths: dict[Any, str] = {}
                 verdict, done, reason = check_partitions(
-                    built(), self.model, self.time_limit, self.memory_limit, len(groups), paths
+                    built, self.model, self.time_limit, self.memory_limit, len(groups), paths
                 )
                 if not parts and verdict is True:
                     missing = _nothing_to_test(history, self.model)
@@ -307,36 +328,55 @@ class Linearizable:
             details["partitions_unread"] = unread
         violations, outcome = [], None
         if verdict is False:
-            key, out = next((k, o) for k, o in done.items() if not o.valid)
-            outcome = out
-            details["partition"] = key
-            details["refuted_by"] = paths.get(key, "search")
-            # The tail of the prefix is what explains the failure; the HTML report has it all.
-            details["longest_prefix_length"] = len(out.best)
-            details["longest_prefix"] = [
-                _op_json(out.ops[i], s)
-                for i, s in list(zip(out.best, out.states, strict=True))[-PREFIX_SHOWN:]
-            ]
-            if out.stuck is not None:
-                stuck = out.ops[out.stuck]
-                details["cannot_place"] = _op_json(stuck)
-                windows = fault_windows(nemesis)  # (it reads only the nemesis ops)
-                details["faults"] = faults_during(windows, stuck.start, stuck.end)
-            where = details.get("cannot_place")
-            violations.append(
-                Violation(
-                    "not-linearizable",
-                    (where["actor"],) if where else (),
-                    where["start"] if where else None,
-                    where["end"] if where else None,
-                    tuple(details.get("faults", ())),
-                    {
-                        "partition": key,
-                        "cannot_place": where,
-                        "longest_prefix_length": len(out.best),
-                    },
-                )
-            )
+            violations, outcome = _refutation(details, done, paths, nemesis)
         elif verdict == "unknown":
             details["undecided"] = [k for k in groups if k not in done and k not in empty]
         return Result(verdict, details, violations, outcome=outcome)
+
+
+def _built(
+    groups: dict[Any, Any], make: Any, parts: dict[Any, list[LinOp]], empty: set[Any]
+) -> Iterator[tuple[Any, list[LinOp]]]:
+    """Each group's ops for the search, built on demand: a group with none goes to `empty`,
+    the others to `parts` as they are yielded."""
+    for k, calls in groups.items():
+        ops = make(calls)
+        if ops is None:
+            empty.add(k)
+        else:
+            parts[k] = ops
+            yield k, ops
+
+
+def _refutation(
+    details: dict[str, Any], done: dict[Any, Outcome], paths: dict[Any, str], nemesis: list[Any]
+) -> tuple[list[Violation], Outcome]:
+    """A refuted partition's details (added to `details`), its violation and its outcome."""
+    key, out = next((k, o) for k, o in done.items() if not o.valid)
+    details["partition"] = key
+    details["refuted_by"] = paths.get(key, "search")
+    # The tail of the prefix is what explains the failure; the HTML report has it all.
+    details["longest_prefix_length"] = len(out.best)
+    details["longest_prefix"] = [
+        _op_json(out.ops[i], s)
+        for i, s in list(zip(out.best, out.states, strict=True))[-PREFIX_SHOWN:]
+    ]
+    if out.stuck is not None:
+        stuck = out.ops[out.stuck]
+        details["cannot_place"] = _op_json(stuck)
+        windows = fault_windows(nemesis)  # (it reads only the nemesis ops)
+        details["faults"] = faults_during(windows, stuck.start, stuck.end)
+    where = details.get("cannot_place")
+    violation = Violation(
+        "not-linearizable",
+        (where["actor"],) if where else (),
+        where["start"] if where else None,
+        where["end"] if where else None,
+        tuple(details.get("faults", ())),
+        {
+            "partition": key,
+            "cannot_place": where,
+            "longest_prefix_length": len(out.best),
+        },
+    )
+    return [violation], out

@@ -72,19 +72,7 @@ class LivenessChecker:
         details["fairness"] = fair = fairness(ops, self.acquire, self.retry_gap_ns / S)
         if fair["starved"]:
             details["note"] = starved_note(fair)
-        waiting = sorted(
-            {
-                op.actor
-                for op in client_ops
-                if op.type == "invoke" and op.f in self.acquire and quiet_start <= op.time
-            },
-            key=str,
-        )
-        granted = sum(
-            1
-            for op in client_ops
-            if op.type == "ok" and op.f in self.acquire and quiet_start <= op.time
-        )
+        waiting, granted = self._after_heal(client_ops, quiet_start)
         details |= {"acquires_granted_after_heal": granted, "clients_waiting": waiting}
         # 2x the grace: at least 3x the longest session timeout
         stall = self._stall(
@@ -94,19 +82,7 @@ class LivenessChecker:
             max(self.stall_ns, 2 * grace_ns),
         )
         if stall is not None:
-            return Result(
-                False,
-                {**details, "stuck": [stall]},
-                [
-                    Violation(
-                        "stuck",
-                        tuple(stall["clients"]),
-                        stall["start"],
-                        stall["end"],
-                        evidence={"reason": stall["reason"]},
-                    )
-                ],
-            )
+            return _stuck(details, stall)
         if not waiting:
             return Result(True, {**details, "reason": "no acquire attempted after the heal"})
         if quiet_end - quiet_start < self.min_quiet_ns:
@@ -127,20 +103,26 @@ class LivenessChecker:
                 "reason": f"no acquire succeeded in the {(quiet_end - quiet_start) / S:.1f}"
                 " s after every fault healed, though clients kept asking",
             }
-            return Result(
-                False,
-                {**details, "stuck": [stuck]},
-                [
-                    Violation(
-                        "stuck",
-                        tuple(waiting),
-                        quiet_start,
-                        quiet_end,
-                        evidence={"reason": stuck["reason"]},
-                    )
-                ],
-            )
+            return _stuck(details, stuck)
         return Result(True, {**details, "judged": True})
+
+    def _after_heal(self, client_ops: list[Op], quiet_start: int) -> tuple[list[Any], int]:
+        """The clients that invoked an acquire in the quiet period, and the acquires granted
+        in it."""
+        waiting = sorted(
+            {
+                op.actor
+                for op in client_ops
+                if op.type == "invoke" and op.f in self.acquire and quiet_start <= op.time
+            },
+            key=str,
+        )
+        granted = sum(
+            1
+            for op in client_ops
+            if op.type == "ok" and op.f in self.acquire and quiet_start <= op.time
+        )
+        return waiting, granted
 
     def _stall(
         self, history: History, start: int, end: int, min_ns: float
@@ -176,6 +158,23 @@ class LivenessChecker:
                     f"fault healed while {len(waited)} client(s) waited all along",
                 }
         return None
+
+
+def _stuck(details: dict[str, Any], stuck: dict[str, Any]) -> Result:
+    """The verdict on a lock stuck (or stalled) over stuck's window, for its clients."""
+    return Result(
+        False,
+        {**details, "stuck": [stuck]},
+        [
+            Violation(
+                "stuck",
+                tuple(stuck["clients"]),
+                stuck["start"],
+                stuck["end"],
+                evidence={"reason": stuck["reason"]},
+            )
+        ],
+    )
 
 
 def _asking(calls: list, end: int, gap_ns: int) -> list[tuple[Any, int, int]]:

@@ -140,49 +140,9 @@ class LockChecker:
             obs = observe(history, *self.names)
         faults = fault_windows(obs.nemesis)
         end_of_test = obs.last_time
-
-        def window(a: float, b: float) -> dict[str, Any]:
-            return {"start": a, "end": None if b == INF else b}
-
         definite = [h for h in obs.holds if not h.maybe]
-        belief, possible = [], []
-        pairs = interval_overlaps(obs.holds)
-        for a, b in pairs:
-            rec = {
-                "key": a.key,
-                "clients": [a.client, b.client],
-                "holds": [a, b],
-                **window(max(a.start, b.start), min(a.end, b.end)),
-            }
-            (possible if a.maybe or b.maybe else belief).append(rec)
-        if any(h.careful_end != h.end for h in definite):
-            careful_pairs = interval_overlaps(definite, careful=True)
-        else:  # no session trouble: the careful sweep is the sweep over the definite holds
-            careful_pairs = [(a, b) for a, b in pairs if not (a.maybe or b.maybe)]
-        careful = [
-            {
-                "key": a.key,
-                "clients": [a.client, b.client],
-                "holds": [a, b],
-                **window(max(a.start, b.start), min(a.careful_end, b.careful_end)),
-            }
-            for a, b in careful_pairs
-        ]
-        effects = []
-        for w, newer, kind in effect_overlaps(obs.writes):
-            effects.append(
-                {
-                    "kind": kind,
-                    "resource": w.key,
-                    "clients": [w.client, newer.client],
-                    "tokens": [w.token, newer.token],
-                    "writes": [
-                        {"client": x.client, "token": x.token, "start": x.start, "end": x.end}
-                        for x in (w, newer)
-                    ],
-                    **window(min(w.start, newer.start), max(w.end, newer.end)),
-                }
-            )
+        belief, possible, careful = _belief_overlaps(obs.holds, definite)
+        effects = _effect_overlaps(obs.writes)
         effect_tokens = {frozenset(e["tokens"]) for e in effects}
         near = [
             b
@@ -239,6 +199,59 @@ class LockChecker:
                 },
             )
         return Result(True, details)
+
+
+def _window(a: float, b: float) -> dict[str, Any]:
+    return {"start": a, "end": None if b == INF else b}
+
+
+def _belief_overlaps(holds: list[Hold], definite: list[Hold]) -> tuple[list[Any], ...]:
+    """The belief overlaps (both holds definite), the possible ones (a maybe hold in them),
+    and the careful belief overlaps, as reported records."""
+    belief, possible = [], []
+    pairs = interval_overlaps(holds)
+    for a, b in pairs:
+        rec = {
+            "key": a.key,
+            "clients": [a.client, b.client],
+            "holds": [a, b],
+            **_window(max(a.start, b.start), min(a.end, b.end)),
+        }
+        (possible if a.maybe or b.maybe else belief).append(rec)
+    if any(h.careful_end != h.end for h in definite):
+        careful_pairs = interval_overlaps(definite, careful=True)
+    else:  # no session trouble: the careful sweep is the sweep over the definite holds
+        careful_pairs = [(a, b) for a, b in pairs if not (a.maybe or b.maybe)]
+    careful = [
+        {
+            "key": a.key,
+            "clients": [a.client, b.client],
+            "holds": [a, b],
+            **_window(max(a.start, b.start), min(a.careful_end, b.careful_end)),
+        }
+        for a, b in careful_pairs
+    ]
+    return belief, possible, careful
+
+
+def _effect_overlaps(writes: list[Write]) -> list[dict[str, Any]]:
+    """`effect_overlaps` as reported records."""
+    effects = []
+    for w, newer, kind in effect_overlaps(writes):
+        effects.append(
+            {
+                "kind": kind,
+                "resource": w.key,
+                "clients": [w.client, newer.client],
+                "tokens": [w.token, newer.token],
+                "writes": [
+                    {"client": x.client, "token": x.token, "start": x.start, "end": x.end}
+                    for x in (w, newer)
+                ],
+                **_window(min(w.start, newer.start), max(w.end, newer.end)),
+            }
+        )
+    return effects
 
 
 def _violation(kind: str, rec: dict[str, Any]) -> Violation:

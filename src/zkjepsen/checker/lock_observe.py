@@ -132,16 +132,7 @@ def observe(
         _, t, p, typ, f, key, value, c = r
         if p == NEMESIS:
             obs.nemesis.append(Op(*r))
-            # A SIGKILLed client process believes nothing any more: its holds end at the kill
-            # (its lock node lingers until the session expires; a successor taking the lock
-            # then is the recipe working, not a second believer).
-            v = value if isinstance(value, dict) else {}
-            if f in CLIENT_DEATHS and v.get("phase") == "start":
-                dead = {_client_number(x) for x in v.get("targets") or ()}
-                for ck in [ck for ck in open_holds if ck[0] in dead]:
-                    h = open_holds.pop(ck)
-                    h.end = t
-                    h.careful_end = min(h.careful_end, t)
+            _end_beliefs_at_kill(open_holds, f, value, t)
             continue
         client = p if c is None else c
         if typ == "invoke":
@@ -156,17 +147,7 @@ def observe(
                         h.careful_end = t
             continue
         if typ == "event":
-            if f == "client-error":
-                # The program under test died or was killed by its recorder (client wire
-                # protocol): like a SIGKILLed client, it believes nothing any more.
-                for ck in [ck for ck in open_holds if ck[0] == client]:
-                    h = open_holds.pop(ck)
-                    h.end = min(h.end, t)
-                    h.careful_end = min(h.careful_end, t)
-            elif f == "session-state" and value in ("SUSPENDED", "LOST"):
-                for (cl, _), h in open_holds.items():  # events are rare: a scan is fine
-                    if cl == client and t < h.careful_end:
-                        h.careful_end = t
+            _client_event(open_holds, client, f, value, t)
             continue
         inv = pending.pop(p, None)
         if inv is None:
@@ -175,11 +156,7 @@ def observe(
         if typ == "info" and c is None and f not in acq:
             # The process is retired and, with no `client` field, its successor cannot be
             # linked to it: end its beliefs here rather than let them run to the end of time.
-            for k in [k for (cl, k) in open_holds if cl == client]:
-                h = open_holds.pop((client, k))
-                h.end = min(h.end, t)
-                h.careful_end = min(h.careful_end, t)
-                obs.cut_at_retirement += 1
+            obs.cut_at_retirement += _end_beliefs(open_holds, client, t)
         if f in acq:
             if typ == "fail":
                 continue
@@ -217,6 +194,45 @@ def observe(
                 obs.unknown_writes += 1
     obs.last_time = t
     return obs
+
+
+def _end_beliefs_at_kill(
+    open_holds: dict[tuple[Any, Any], Hold], f: Any, value: Any, t: int
+) -> None:
+    """A SIGKILLed client process believes nothing any more: its holds end at the kill (its
+    lock node lingers until the session expires; a successor taking the lock then is the
+    recipe working, not a second believer)."""
+    v = value if isinstance(value, dict) else {}
+    if f in CLIENT_DEATHS and v.get("phase") == "start":
+        dead = {_client_number(x) for x in v.get("targets") or ()}
+        for ck in [ck for ck in open_holds if ck[0] in dead]:
+            h = open_holds.pop(ck)
+            h.end = t
+            h.careful_end = min(h.careful_end, t)
+
+
+def _client_event(
+    open_holds: dict[tuple[Any, Any], Hold], client: Any, f: Any, value: Any, t: int
+) -> None:
+    """A client's event: the program under test died or was killed by its recorder (client
+    wire protocol), so like a SIGKILLed client it believes nothing any more; or its session
+    was suspended or lost, which ends its careful beliefs."""
+    if f == "client-error":
+        _end_beliefs(open_holds, client, t)
+    elif f == "session-state" and value in ("SUSPENDED", "LOST"):
+        for (cl, _), h in open_holds.items():  # events are rare: a scan is fine
+            if cl == client and t < h.careful_end:
+                h.careful_end = t
+
+
+def _end_beliefs(open_holds: dict[tuple[Any, Any], Hold], client: Any, t: int) -> int:
+    """Ends every open hold of `client` at t (unless it ended sooner); how many."""
+    ended = [ck for ck in open_holds if ck[0] == client]
+    for ck in ended:
+        h = open_holds.pop(ck)
+        h.end = min(h.end, t)
+        h.careful_end = min(h.careful_end, t)
+    return len(ended)
 
 
 def _keyless_release(open_holds: dict[tuple[Any, Any], Hold], client: Any, r: Record) -> Any:

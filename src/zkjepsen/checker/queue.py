@@ -39,26 +39,7 @@ class QueueChecker:
 
     def check(self, history: History) -> Result:
         enq_f, deq_f, drain_f = self.names
-        enq: dict[Any, tuple[int, float, str]] = {}  # value -> (start, end, status)
-        taken: dict[Any, tuple[int, int]] = {}  # value -> first take (start, end)
-        takes: Counter[Any] = Counter()
-        drained = False
-        for call in history.calls(validate=False):
-            inv, comp = call.invoke, call.complete
-            status = call.status
-            if inv.f == enq_f and status != "fail":
-                end = comp.time if status == "ok" else float("inf")
-                enq[freeze(inv.value)] = (inv.time, end, status)
-            elif status == "ok" and inv.f == deq_f:
-                v = freeze(comp.value)
-                takes[v] += 1
-                taken.setdefault(v, (inv.time, comp.time))
-            elif status == "ok" and inv.f == drain_f:
-                drained = True
-                for x in comp.value or ():
-                    v = freeze(x)
-                    takes[v] += 1
-                    taken.setdefault(v, (inv.time, comp.time))
+        enq, taken, takes, drained = self._enqueues_and_takes(history)
         cap = self.max_reported
         duplicated = sorted((v for v, n in takes.items() if n > 1), key=repr)
         unexpected = sorted((v for v in takes if v not in enq), key=repr)
@@ -84,20 +65,7 @@ class QueueChecker:
             "fifo_violation_count": len(fifo_violations),
             "fifo_violations": fifo_violations[:cap],
         }
-        violations = (
-            [Violation("duplicated", evidence={"value": v}) for v in duplicated[:cap]]
-            + [Violation("unexpected", evidence={"value": v}) for v in unexpected[:cap]]
-            + [Violation("lost", evidence={"value": v}) for v in (lost or ())[:cap]]
-            + [
-                Violation(
-                    "fifo",
-                    start=min(x["enqueue_windows"][0][0], x["enqueue_windows"][1][0]),
-                    end=max(x["take_windows"][0][1], x["take_windows"][1][1]),
-                    evidence=x,
-                )
-                for x in fifo_violations[:cap]
-            ]
-        )
+        violations = _violations(duplicated, unexpected, lost, fifo_violations, cap)
         if violations:
             counts = {
                 "duplicated": len(duplicated),
@@ -121,6 +89,34 @@ class QueueChecker:
                 },
             )
         return Result(True, details)
+
+    def _enqueues_and_takes(
+        self, history: History
+    ) -> tuple[dict[Any, tuple[int, float, str]], dict[Any, tuple[int, int]], Counter[Any], bool]:
+        """Each enqueued value's (start, end, status), each taken value's first take (start,
+        end), how many times each value was taken, and whether the history has a drain."""
+        enq_f, deq_f, drain_f = self.names
+        enq: dict[Any, tuple[int, float, str]] = {}  # value -> (start, end, status)
+        taken: dict[Any, tuple[int, int]] = {}  # value -> first take (start, end)
+        takes: Counter[Any] = Counter()
+        drained = False
+        for call in history.calls(validate=False):
+            inv, comp = call.invoke, call.complete
+            status = call.status
+            if inv.f == enq_f and status != "fail":
+                end = comp.time if status == "ok" else float("inf")
+                enq[freeze(inv.value)] = (inv.time, end, status)
+            elif status == "ok" and inv.f == deq_f:
+                v = freeze(comp.value)
+                takes[v] += 1
+                taken.setdefault(v, (inv.time, comp.time))
+            elif status == "ok" and inv.f == drain_f:
+                drained = True
+                for x in comp.value or ():
+                    v = freeze(x)
+                    takes[v] += 1
+                    taken.setdefault(v, (inv.time, comp.time))
+        return enq, taken, takes, drained
 
     @staticmethod
     def _fifo(
@@ -149,3 +145,27 @@ class QueueChecker:
                     }
                 )
         return out
+
+
+def _violations(
+    duplicated: list[Any],
+    unexpected: list[Any],
+    lost: list[Any] | None,
+    fifo_violations: list[dict[str, Any]],
+    cap: int,
+) -> list[Violation]:
+    """The reported findings, at most `cap` of each kind, as typed violations."""
+    return (
+        [Violation("duplicated", evidence={"value": v}) for v in duplicated[:cap]]
+        + [Violation("unexpected", evidence={"value": v}) for v in unexpected[:cap]]
+        + [Violation("lost", evidence={"value": v}) for v in (lost or ())[:cap]]
+        + [
+            Violation(
+                "fifo",
+                start=min(x["enqueue_windows"][0][0], x["enqueue_windows"][1][0]),
+                end=max(x["take_windows"][0][1], x["take_windows"][1][1]),
+                evidence=x,
+            )
+            for x in fifo_violations[:cap]
+        ]
+    )

@@ -108,23 +108,10 @@ def sweep(ops: list[Any], init: Any, deadline: float | None = None) -> tuple[boo
     n = len(ops)
     if not n:
         return True, 1
-    _, actions, starts, ends = zip(*ops, strict=True)  # columns, built in C
-    fns, args, ro, _ = zip(*actions, strict=True)
-    # Event keys: time * 2, plus 1 for a return, so a call sorts before a return at the same
-    # time; a crashed op's return sorts last (INF) and ends the sweep. A stable sort of the
-    # event numbers (calls 0..n-1, returns n..2n-1) keeps op order among equal keys.
-    keys = [t * 2 for t in starts]
-    if None in ends:
-        keys += [INF if t is None else t * 2 + 1 for t in ends]
-    else:
-        keys += [t * 2 + 1 for t in ends]
-    order = sorted(range(2 * n), key=keys.__getitem__)
-    crashed = ends.count(None)
-    if crashed:
-        del order[2 * n - crashed :]  # their returns (INF) sort last: crashed ops never return
-    # More ops pending at once than MAX_PENDING (crashed ones stay pending): WGL's ground.
-    if max(accumulate([1 if e < n else -1 for e in order])) > MAX_PENDING:
+    events = _events(ops)
+    if events is None:  # more ops pending at once than MAX_PENDING: WGL's ground
         return None, 1
+    fns, args, ro, order = events
     # A pending op is named by a bit of a small int, reused once the op returns, so a
     # configuration's set costs O(concurrency), whatever the history's length.
     bit = [0] * n
@@ -217,6 +204,30 @@ def sweep(ops: list[Any], init: Any, deadline: float | None = None) -> tuple[boo
                 break
         else:
             return False, made
+
+
+def _events(ops: list[Any]) -> tuple[Any, Any, Any, list[int]] | None:
+    """The ops' model functions, arguments and read-only flags (columns), and their events
+    in time order (calls 0..n-1, returns n..2n-1; crashed ops' returns left out); None when
+    more ops are pending at once than MAX_PENDING (crashed ones stay pending)."""
+    n = len(ops)
+    _, actions, starts, ends = zip(*ops, strict=True)  # columns, built in C
+    fns, args, ro, _ = zip(*actions, strict=True)
+    # Event keys: time * 2, plus 1 for a return, so a call sorts before a return at the same
+    # time; a crashed op's return sorts last (INF) and ends the sweep. A stable sort of the
+    # event numbers (calls 0..n-1, returns n..2n-1) keeps op order among equal keys.
+    keys = [t * 2 for t in starts]
+    if None in ends:
+        keys += [INF if t is None else t * 2 + 1 for t in ends]
+    else:
+        keys += [t * 2 + 1 for t in ends]
+    order = sorted(range(2 * n), key=keys.__getitem__)
+    crashed = ends.count(None)
+    if crashed:
+        del order[2 * n - crashed :]  # their returns (INF) sort last: crashed ops never return
+    if max(accumulate([1 if e < n else -1 for e in order])) > MAX_PENDING:
+        return None
+    return fns, args, ro, order
 
 
 def closure(

@@ -4,7 +4,7 @@ race several partitions."""
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any, NamedTuple
 
 from zkjepsen.checker.models import ILLEGAL, Action
@@ -43,108 +43,15 @@ def search(ops: list[LinOp], init: Any, lookahead: Any = None) -> Generator[None
     that nothing needs yet.
     """
     n = len(ops)
-    events = [(op.start, 0, i) for i, op in enumerate(ops) if op.end is not None]
-    events += [(op.end, 1, i) for i, op in enumerate(ops) if op.end is not None]
-    events.sort()
-    crashed_order = sorted((op.start, i) for i, op in enumerate(ops) if op.end is None)
-    m, k = len(events), len(crashed_order)
-    # entries: 0 main head, 1..m main, m+1 main tail, m+2 crashed head, m+3..m+2+k crashed,
-    # m+3+k crashed tail
-    head, tail, chead, ctail = 0, m + 1, m + 2, m + 3 + k
-    size = ctail + 1
-    nxt = list(range(1, size + 1))
-    prv = list(range(-1, size - 1))
-    nxt[tail], prv[chead], nxt[ctail] = tail, chead, ctail
-    e_op = [0] * size  # op index for call entries; -1-op for return entries
-    e_time: list[float] = [0] * size
-    call_e = [0] * n
-    ret_e = [0] * n  # 0 for crashed ops: nothing to lift
-    for e, (t, kind, i) in enumerate(events, 1):
-        e_time[e] = t
-        if kind == 0:
-            e_op[e] = i
-            call_e[i] = e
-        else:
-            e_op[e] = -1 - i
-            ret_e[i] = e
-    e_op[tail] = -1 - n
-    e_time[tail] = float("inf")
-    for e, (t, i) in enumerate(crashed_order, m + 3):
-        e_op[e] = i
-        e_time[e] = t
-        call_e[i] = e
+    events, crashed_order, nxt, prv, e_op, e_time, call_e, ret_e = _entry_lists(ops)
+    k = len(crashed_order)
+    head, chead = 0, len(events) + 2  # see _entry_lists for the layout
     CTAIL = -2 - n
-    e_op[ctail] = CTAIL
-    e_time[ctail] = float("inf")
     fns = [op.action.fn for op in ops]
     args = [op.action.arg for op in ops]
     ro = [op.action.read_only for op in ops]
-    # The linearized set is keyed compactly, so a cache key costs O(concurrency), not O(n):
-    # completed ops are ranked in call order, and `low` is the lowest rank not yet linearized;
-    # `rel` holds the linearized ranks at or above `low` as bits relative to `low` (bit 0 is
-    # always clear). Everything below `low` is linearized, so (low, rel) names the set exactly.
-    # Crashed ops have their own bit set `cb` (they may stay unlinearized forever, so ranking
-    # them with the rest would pin `low`). The key also holds the model state itself: like
-    # Porcupine's state-hash keys, the set's hash and the state's hash together pick the
-    # bucket and equality settles it, so distinct states never share a key by accident.
-    rank = [0] * n
-    r = 0
-    for _, kind, i in events:
-        if kind == 0:
-            rank[i] = r
-            r += 1
-    cbit = [0] * n
-    for j, (_, i) in enumerate(crashed_order):
-        cbit[i] = 1 << j
-    crashed = [op.end is None for op in ops]
-    # need[i]: bit of the previous identical crashed op, which must be linearized first
-    need = [0] * n
-    last_same: dict[Any, int] = {}
-    for _, i in crashed_order:
-        ident = (fns[i], args[i])
-        try:
-            j = last_same.get(ident)
-        except TypeError:  # unhashable argument: no symmetry pruning
-            continue
-        if j is not None:
-            need[i] = cbit[j]
-        last_same[ident] = i
-
-    if lookahead is not None:
-        extending, read_fn, reachable = lookahead
-
-        def hopeless(state: Any) -> bool:
-            """Whether some read can never be legal: a read G (its return entry among the
-            next LOOKAHEAD ones) such that every op that may still precede it (invoked before
-            G returned) only extends the state or reads it, while G's value is no extension
-            of the current state. The scan stops at the first other op (a put) that may
-            precede: from there on anything is reachable."""
-            stop = INF  # invoke time of the first crashed op that is neither read nor extension
-            y = nxt[chead]
-            while y != ctail:
-                j = e_op[y]
-                if not (ro[j] or fns[j] in extending):
-                    stop = e_time[y]
-                    break
-                y = nxt[y]
-            x = nxt[head]
-            returns = 0
-            while True:
-                j = e_op[x]
-                if j >= 0:
-                    if not (ro[j] or fns[j] in extending):
-                        return False
-                else:
-                    j = -1 - j
-                    if j >= n or e_time[x] >= stop:
-                        return False
-                    if fns[j] is read_fn and not reachable(state, args[j]):
-                        return True
-                    returns += 1
-                    if returns == LOOKAHEAD:
-                        return False
-                x = nxt[x]
-
+    rank, cbit, crashed, need = _set_keys(ops, events, crashed_order, fns, args)
+    hopeless = _lookahead_test(lookahead, n, nxt, e_op, e_time, ro, fns, args, chead)
     remaining = n - k
     state = init
     low = rel = cb = 0
@@ -217,7 +124,7 @@ def search(ops: list[LinOp], init: Any, lookahead: Any = None) -> Generator[None
                     agree = depth
                 elif agree == depth - 1 and best[agree] == i:
                     agree = depth  # re-walking the best prefix: still in agreement
-                if lookahead is None or ro[i] or not hopeless(state):
+                if hopeless is None or ro[i] or not hopeless(state):
                     e = nxt[head]
                     continue
                 # the read that must come next can never be legal: this one is dead
@@ -245,6 +152,140 @@ def search(ops: list[LinOp], init: Any, lookahead: Any = None) -> Generator[None
                 break
         e = nxt[c]
     return _outcome(True, ops, init, [fr[0] for fr in stack], len(cache))
+
+
+def _entry_lists(ops: list[LinOp]) -> tuple[Any, ...]:
+    """The walk's two doubly linked lists of entries, in arrays indexed by entry: 0 main head,
+    1..m main (call and return entries in time order), m+1 main tail, m+2 crashed head,
+    m+3..m+2+k crashed (calls in call order), m+3+k crashed tail. Returns the sorted events,
+    the crashed ops in call order, next and previous links, each entry's op (-1-op for a
+    return entry, -1-n for the main tail, -2-n for the crashed tail) and time, and each op's
+    call and return entry (0 for a crashed op's return: nothing to lift)."""
+    n = len(ops)
+    events = [(op.start, 0, i) for i, op in enumerate(ops) if op.end is not None]
+    events += [(op.end, 1, i) for i, op in enumerate(ops) if op.end is not None]
+    events.sort()
+    crashed_order = sorted((op.start, i) for i, op in enumerate(ops) if op.end is None)
+    m, k = len(events), len(crashed_order)
+    tail, chead, ctail = m + 1, m + 2, m + 3 + k  # the main head is entry 0
+    size = ctail + 1
+    nxt = list(range(1, size + 1))
+    prv = list(range(-1, size - 1))
+    nxt[tail], prv[chead], nxt[ctail] = tail, chead, ctail
+    e_op = [0] * size  # op index for call entries; -1-op for return entries
+    e_time: list[float] = [0] * size
+    call_e = [0] * n
+    ret_e = [0] * n  # 0 for crashed ops: nothing to lift
+    for e, (t, kind, i) in enumerate(events, 1):
+        e_time[e] = t
+        if kind == 0:
+            e_op[e] = i
+            call_e[i] = e
+        else:
+            e_op[e] = -1 - i
+            ret_e[i] = e
+    e_op[tail] = -1 - n
+    e_time[tail] = float("inf")
+    for e, (t, i) in enumerate(crashed_order, m + 3):
+        e_op[e] = i
+        e_time[e] = t
+        call_e[i] = e
+    e_op[ctail] = -2 - n
+    e_time[ctail] = float("inf")
+    return events, crashed_order, nxt, prv, e_op, e_time, call_e, ret_e
+
+
+def _set_keys(
+    ops: list[LinOp], events: list[Any], crashed_order: list[Any], fns: list[Any], args: list[Any]
+) -> tuple[list[int], list[int], list[bool], list[int]]:
+    """What the linearized set's cache key is made of: each completed op's rank, each crashed
+    op's bit, which ops crashed, and each crashed op's `need`.
+
+    The linearized set is keyed compactly, so a cache key costs O(concurrency), not O(n):
+    completed ops are ranked in call order, and `low` is the lowest rank not yet linearized;
+    `rel` holds the linearized ranks at or above `low` as bits relative to `low` (bit 0 is
+    always clear). Everything below `low` is linearized, so (low, rel) names the set exactly.
+    Crashed ops have their own bit set `cb` (they may stay unlinearized forever, so ranking
+    them with the rest would pin `low`). The key also holds the model state itself: like
+    Porcupine's state-hash keys, the set's hash and the state's hash together pick the
+    bucket and equality settles it, so distinct states never share a key by accident."""
+    n = len(ops)
+    rank = [0] * n
+    r = 0
+    for _, kind, i in events:
+        if kind == 0:
+            rank[i] = r
+            r += 1
+    cbit = [0] * n
+    for j, (_, i) in enumerate(crashed_order):
+        cbit[i] = 1 << j
+    crashed = [op.end is None for op in ops]
+    # need[i]: bit of the previous identical crashed op, which must be linearized first
+    need = [0] * n
+    last_same: dict[Any, int] = {}
+    for _, i in crashed_order:
+        ident = (fns[i], args[i])
+        try:
+            j = last_same.get(ident)
+        except TypeError:  # unhashable argument: no symmetry pruning
+            continue
+        if j is not None:
+            need[i] = cbit[j]
+        last_same[ident] = i
+    return rank, cbit, crashed, need
+
+
+def _lookahead_test(
+    lookahead: Any,
+    n: int,
+    nxt: list[int],
+    e_op: list[int],
+    e_time: list[float],
+    ro: list[bool],
+    fns: list[Any],
+    args: list[Any],
+    chead: int,
+) -> Callable[[Any], bool] | None:
+    """The model's lookahead (extending ops, the read, whether a read's value is reachable
+    from a state) as a test of a state on the walk's current lists, or None without one."""
+    if lookahead is None:
+        return None
+    extending, read_fn, reachable = lookahead
+    head, ctail = 0, len(nxt) - 1
+
+    def hopeless(state: Any) -> bool:
+        """Whether some read can never be legal: a read G (its return entry among the
+        next LOOKAHEAD ones) such that every op that may still precede it (invoked before
+        G returned) only extends the state or reads it, while G's value is no extension
+        of the current state. The scan stops at the first other op (a put) that may
+        precede: from there on anything is reachable."""
+        stop = INF  # invoke time of the first crashed op that is neither read nor extension
+        y = nxt[chead]
+        while y != ctail:
+            j = e_op[y]
+            if not (ro[j] or fns[j] in extending):
+                stop = e_time[y]
+                break
+            y = nxt[y]
+        x = nxt[head]
+        returns = 0
+        while True:
+            j = e_op[x]
+            if j >= 0:
+                if not (ro[j] or fns[j] in extending):
+                    return False
+            else:
+                j = -1 - j
+                if j >= n or e_time[x] >= stop:
+                    return False
+                if fns[j] is read_fn and not reachable(state, args[j]):
+                    return True
+                returns += 1
+                if returns == LOOKAHEAD:
+                    return False
+            x = nxt[x]
+
+    return hopeless
 
 
 def run(ops: list[LinOp], init: Any, lookahead: Any = None) -> Outcome:

@@ -15,6 +15,7 @@ COMMANDS = {
     "client": "zkjepsen.cli.client:client_group",
     "cluster": "zkjepsen.cli.cluster:cluster_group",
     "demo": "zkjepsen.cli.cluster:demo",
+    "gate": "zkjepsen.cli.gate:gate_command",
     "image": "zkjepsen.cli.cluster:image_group",
     "list": "zkjepsen.cli.matrix:list_command",
     "matrix": "zkjepsen.cli.matrix:matrix_command",

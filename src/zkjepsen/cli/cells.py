@@ -1,4 +1,4 @@
-"""A matrix's cells: the spec of each run, the engines they go to, the progress lines and the
+"""A matrix's cells: the spec of each run, the engine they go to, the progress lines and the
 manifest written after every run, and the table of verdicts per cell."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from pathlib import Path
 from rich.console import Console
 
 from zkjepsen.cli.engines import prepare
-from zkjepsen.errors import BadInput
 from zkjepsen.run.spec import TestSpec
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
@@ -16,19 +15,6 @@ ZK_ROW = " zk"  # a matrix row of one ZooKeeper version: "kazoo zk3.4"
 
 
 MANIFEST_COMMON = ("workload", "nodes", "clients", "time_limit_s", "session_timeout_s", "params")
-
-
-def parse_params(params) -> dict:
-    """--param KEY=VALUE, each value read as a TOML-like scalar."""
-    from zkjepsen.cli.options import scalar
-
-    extra = {}
-    for p in params:
-        k, sep, v = p.partition("=")
-        if not sep:
-            raise BadInput(f"--param {p!r} is not KEY=VALUE")
-        extra[k] = scalar(v)
-    return extra
 
 
 def cell_table(records: list[dict], na: dict[str, str]) -> dict:
@@ -50,21 +36,35 @@ def resume_note(finished: int, root: Path) -> str:
     )
 
 
+def family_of(recipe_at_backend: str) -> str:
+    """The service ("zookeeper", "etcd", ...) a matrix row's RECIPE[@BACKEND] runs on."""
+    from zkjepsen.backends.registry import backend_info
+    from zkjepsen.recipes import resolve_backend
+
+    recipe, _, backend = recipe_at_backend.partition("@")
+    return backend_info(resolve_backend(recipe, backend or None)).family
+
+
 def cell_specs(
-    cells: list[str], runs: int, seed: int, zk_version: str | None, common: dict
+    cells: list[str], runs: int, seed: int, versions: dict[str, str | None], common: dict
 ) -> list[tuple[str, TestSpec]]:
     """(cell, spec) of every run of the matrix: run k of a cell has seed + k - 1. Run-major:
     every cell's first run, then every cell's second... so a matrix cut short (a deadline, a
-    crash) leaves every cell partly filled, not the last rows empty."""
+    crash) leaves every cell partly filled, not the last rows empty. `versions`: a service's
+    version for its cells ({"zookeeper": "3.9", "etcd": "3.5"}); the other services' cells
+    run as they are (a matrix of four services takes --zk-version for its ZooKeeper rows)."""
     out = []
+    family = {c.split("|")[0]: family_of(c.split("|")[0].partition(ZK_ROW)[0]) for c in cells}
     for i in range(runs):
         for cell in cells:
             row, nemesis = cell.split("|")
             recipe, _, version = row.partition(ZK_ROW)
+            own = versions.get(family[row])
             spec = TestSpec(
                 recipe=recipe.partition("@")[0],
                 backend=recipe.partition("@")[2] or None,
-                zk_version=version or zk_version,
+                zk_version=version or (own if family[row] == "zookeeper" else None),
+                etcd_version=own if family[row] == "etcd" else None,
                 nemesis=nemesis.split("+"),
                 seed=seed + i,
                 **common,
@@ -73,15 +73,17 @@ def cell_specs(
     return out
 
 
-def matrix_engines(engines, specs, runs: int, zk_version, zk_versions, client_suite) -> list:
-    """The engines the runs go to, each with the images the matrix's backends need."""
+def matrix_engine(engine, specs, zk_version, zk_versions, client_suite, etcd_version):
+    """The engine the runs go to, with the images the matrix's backends need."""
     from zkjepsen.backends.zookeeper import versions as zkversions
 
-    backends = tuple(s.backend for _, s in specs[::runs] if s.backend)
+    # The first run's specs were checked (so their backend is settled); the rest are copies.
+    backends = tuple(dict.fromkeys(s.backend for _, s in specs if s.backend))
     versions = [*(zk_versions or [zk_version or zkversions.DEFAULT])]
     if client_suite:
         versions.append(zkversions.client_suite(client_suite).name)
-    return prepare(engines, backends=backends, zk_versions=tuple(versions))
+    own = {"etcd": etcd_version} if etcd_version else {}
+    return prepare(engine, backends=backends, zk_versions=tuple(versions), versions=own)
 
 
 class Progress:
@@ -96,6 +98,7 @@ class Progress:
             f"[{i + 1}/{self.total}] {job.spec.recipe} x {'+'.join(job.spec.nemesis)} "
             f"seed {job.spec.seed}"
             + (f" ZooKeeper {job.spec.zk_version}" if job.spec.zk_version else "")
+            + (f" etcd {job.spec.etcd_version}" if job.spec.etcd_version else "")
             + (f" on {engine.name}" if self.width > 1 else ""),
             markup=False,
             highlight=False,
@@ -106,9 +109,13 @@ class Progress:
 
         self.finished.append(self.record(o))
         findings.write_manifest(*self.manifest[:3], self.finished, self.manifest[3])
+        from zkjepsen.report.summary import power_line
+
         error = o.run.results.get("error")
+        power = power_line(o.run.results) if o.run.valid is True and not error else ""
         console.print(
             f"    {'' if self.width == 1 else f'[{i + 1}] '}-> {o.run.valid}  "
+            + (f"{power}  " if power else "")
             + (f"(error: {error})" if error else f"({o.run.store_dir})"),
             markup=False,
             highlight=False,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -78,17 +80,8 @@ def client_check(
         hosts = check_hosts(hosts)
     if client_dir is not None and (not client_dir.strip() or not Path(client_dir).is_dir()):
         raise BadInput(f"--client-dir {client_dir!r} is not a directory")
-    if recipe is not None:
-        from zkjepsen.recipes import validate_recipe
-        from zkjepsen.run.resolve import program_for
-
-        validate_recipe(recipe)
-        plan = program_for(recipe, "lock")
-        if plan is None or recipe == "exec" or recipe.startswith("exec:"):
-            raise BadInput(f"recipe {recipe} names no program; give the command instead")
-        argv, in_image = list(plan.argv), True
-    else:
-        argv = ["/bin/sh", "-c", cmd]
+    argv = ["/bin/sh", "-c", cmd] if recipe is None else recipe_argv(recipe)
+    in_image = in_image or recipe is not None  # a recipe's program runs in the client image
     label = f"recipe {recipe}" if recipe else repr(cmd)
     need_docker = in_image or not hosts
     if not hosts:
@@ -113,23 +106,8 @@ def client_check(
         if hosts:
             _check(argv, hosts, client_dir, st, rt, label)
         else:
-            from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
-            from zkjepsen.docker import signals
-            from zkjepsen.store import new_run_dir
-
-            ens = ZooKeeperEnsemble(
-                EnsembleSpec(nodes=1, image=image_tag),
-                new_run_dir("client-check", None).path,
-                run_id=run_id,
-                client=docker,
-            )
-            with signals.teardown_on_signals():
-                try:
-                    with console.status("starting a ZooKeeper server for the check"):
-                        ens.start()
-                    _check(argv, ens.connect_string(), client_dir, st, rt, label)
-                finally:
-                    ens.stop()
+            with one_server(docker, image_tag, run_id) as connect:
+                _check(argv, connect, client_dir, st, rt, label)
     finally:
         if docker is not None:  # the program's containers (a killed `docker run` leaves them)
             flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
@@ -138,6 +116,42 @@ def client_check(
                     c.remove(force=True)
                 except Exception:  # noqa: BLE001 - already gone
                     pass
+
+
+def recipe_argv(recipe: str) -> list[str]:
+    """The command line of a registered recipe's program (BadInput when it names none)."""
+    from zkjepsen.errors import BadInput
+    from zkjepsen.recipes import validate_recipe
+    from zkjepsen.run.resolve import program_for
+
+    validate_recipe(recipe)
+    plan = program_for(recipe, "lock")
+    if plan is None or recipe == "exec" or recipe.startswith("exec:"):
+        raise BadInput(f"recipe {recipe} names no program; give the command instead")
+    return list(plan.argv)
+
+
+@contextmanager
+def one_server(docker, image: str | None, run_id: str) -> Iterator[str]:
+    """A one-server ZooKeeper ensemble for the check (its connect string), stopped afterwards
+    and on a signal."""
+    from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
+    from zkjepsen.docker import signals
+    from zkjepsen.store import new_run_dir
+
+    ens = ZooKeeperEnsemble(
+        EnsembleSpec(nodes=1, image=image),
+        new_run_dir("client-check", None).path,
+        run_id=run_id,
+        client=docker,
+    )
+    with signals.teardown_on_signals():
+        try:
+            with console.status("starting a ZooKeeper server for the check"):
+                ens.start()
+            yield ens.connect_string()
+        finally:
+            ens.stop()
 
 
 def _require_shared_files(docker, image: str, run_id: str) -> None:

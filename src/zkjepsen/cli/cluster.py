@@ -11,8 +11,9 @@ from rich.table import Table
 
 from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
 from zkjepsen.backends.zookeeper.image import zookeeper_recipe
+from zkjepsen.cli.attach import attach, only_etcd
 from zkjepsen.cli.options import STORE_PATH, image_ref, not_empty, run_ids
-from zkjepsen.cli.versions import check_version, zk_version_option
+from zkjepsen.cli.versions import check_version, etcd_version_option, zk_version_option
 from zkjepsen.docker import image as image_lib
 from zkjepsen.docker import resources, signals
 from zkjepsen.docker.image import ImageInfo, default_tag, image_exists
@@ -74,11 +75,16 @@ def backend_option(f):
     callback=check_version,
     help="The ZooKeeper node image of this version: 3.4, 3.8 (default), 3.9.",
 )
-def image_build(force: bool, backend: str, zk_version: str | None) -> None:
+@etcd_version_option
+def image_build(
+    force: bool, backend: str, zk_version: str | None, etcd_version: str | None
+) -> None:
     """Build the node image (or a backend's server image) with debootstrap + docker import."""
     from zkjepsen.backends.registry import image_recipe
 
-    recipe = image_recipe(backend, zk_version)  # ZooKeeper's: of zk_version, default 3.8
+    only_etcd(etcd_version, backend)
+    # ZooKeeper's: of zk_version, default 3.8; etcd's: of etcd_version, default 3.4.
+    recipe = image_recipe(backend, zk_version, etcd_version)
     info = ensure_image(resources.docker_client(), None, force=force, recipe=recipe)
     click.echo(
         f"{info.tag}\t{info.size_bytes / 1e6:.0f} MB"
@@ -111,6 +117,7 @@ def cluster_group() -> None:
 @image_option
 @backend_option
 @zk_version_option
+@etcd_version_option
 def cluster_up(
     nodes: int,
     tick_ms: int,
@@ -119,24 +126,35 @@ def cluster_up(
     backend: str,
     zk_version: str | None,
     client_suite: str | None,
+    etcd_version: str | None,
 ) -> None:
     """Start an ensemble (or another backend's servers) and leave it running (take it down
     with `cluster down`)."""
     from types import SimpleNamespace
 
-    from zkjepsen.backends.registry import backend_info, image_recipe, make_backend
+    from zkjepsen.backends.registry import backend_info, check_nodes, image_recipe, make_backend
     from zkjepsen.backends.zookeeper import versions as zkversions
 
     b = backend_info(backend)
     if zk_version is not None and b.family != "zookeeper":
         raise BadInput(f"--zk-version is ZooKeeper's; backend {backend} has none")
+    given = click.get_current_context().get_parameter_source("tick_ms")
+    if given is not click.core.ParameterSource.DEFAULT and b.family != "zookeeper":
+        raise BadInput(f"--tick-ms is ZooKeeper's tickTime; backend {backend} has none")
+    only_etcd(etcd_version, backend)
+    nodes = b.nodes or nodes
+    check_nodes(backend, nodes)
     check_root(store_root)
     client = resources.docker_client()
     suite = zkversions.client_suite(client_suite, zk_version).name
     own = image if not b.image and client_suite is None else None
-    client_image = ensure_image(client, own, recipe=zookeeper_recipe(suite)).tag
-    server_image = ensure_image(client, image, recipe=image_recipe(backend, zk_version)).tag
-    nodes = b.nodes or nodes
+    recipe = image_recipe(backend, zk_version, etcd_version)
+    server_image = ensure_image(client, image, recipe=recipe).tag
+    client_image = (
+        server_image
+        if b.own_clients
+        else ensure_image(client, own, recipe=zookeeper_recipe(suite)).tag
+    )
     ens = make_backend(
         backend,
         SimpleNamespace(nodes=nodes, tick_ms=tick_ms, params={}, zk_version=zk_version),
@@ -199,16 +217,16 @@ def _owner_pids(run: resources.RunResources) -> str:
 @cluster_group.command("status")
 @click.argument("run_id", required=False, callback=run_ids)
 def cluster_status(run_id: str | None) -> None:
-    """Show each node's mode, zxid and connection count."""
+    """Show each node's mode, log position (ZooKeeper's zxid, etcd's raft term and index) and
+    connection count."""
     client = resources.docker_client()
-    ens = ZooKeeperEnsemble.attach(_pick_run(client, run_id, "status"), client)
+    ens = attach(client, _pick_run(client, run_id, "status"))
     table = Table(title=f"{ens.run_id}  {ens.connect_string()}")
-    for col in ("node", "ip", "container", "mode", "zxid", "connections"):
+    columns = ("node", "ip", "container", "mode", "position", "connections")
+    for col in columns:
         table.add_column(col)
     for row in ens.status():
-        table.add_row(
-            *(str(row[k]) for k in ("node", "ip", "container", "mode", "zxid", "connections"))
-        )
+        table.add_row(*("" if row.get(k) is None else str(row[k]) for k in columns))
     Console().print(table)
 
 
@@ -217,7 +235,7 @@ def cluster_status(run_id: str | None) -> None:
 def cluster_down(run_id: str | None) -> None:
     """Remove an ensemble's containers and network (its logs stay in the store)."""
     client = resources.docker_client()
-    ens = ZooKeeperEnsemble.attach(_pick_run(client, run_id, "down"), client)
+    ens = attach(client, _pick_run(client, run_id, "down"))
     ens.stop()
     click.echo(f"removed {ens.run_id} (logs in {ens.store_dir})")
 
@@ -263,8 +281,6 @@ def cleanup(everything: bool, dry_run: bool, engines: tuple, run_ids: tuple) -> 
                     if run.detached
                     else "still starting"
                     if run.starting
-                    else "its zkjepsen is on another machine"
-                    if run.owner_elsewhere
                     else "owner still running"
                 )
                 click.echo(f"kept    {run.run_id}{on} ({reason}; use --all to remove)")

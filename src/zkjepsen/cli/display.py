@@ -19,6 +19,13 @@ if TYPE_CHECKING:
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
 
+def verdict_word(valid) -> tuple[str, str]:
+    """The word a verdict prints as, and its style: VALID, INVALID, or UNKNOWN for anything else."""
+    return {True: ("VALID", "bold green"), False: ("INVALID", "bold red")}.get(
+        valid, ("UNKNOWN", "bold yellow")
+    )
+
+
 class LiveDisplay:
     """Elapsed/remaining time, op counts and rates per type, active faults; tails the files the
     clients and the nemesis write (the display never talks to the cluster)."""

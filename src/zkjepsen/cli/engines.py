@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
-
 import click
 from rich.console import Console
 
 from zkjepsen.cli.options import not_empty
 from zkjepsen.docker.engine import Engine, parse_engines, provide_image
+from zkjepsen.errors import BadInput
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
@@ -16,12 +15,12 @@ console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI 
 def engine_option(f):
     return click.option(
         "--engine",
-        "engines",
-        multiple=True,
+        "engine",
+        default=None,
         callback=not_empty,
         metavar="ENGINE",
-        help="Docker engine for the runs: a docker context name or a DOCKER_HOST URL "
-        "(unix://, tcp://, ssh://); repeat for several. Default: the environment's.",
+        help="Docker engine of this machine for the runs: a docker context name or a "
+        "DOCKER_HOST URL (unix://, tcp://). Default: the environment's. Several hosts: --cluster.",
     )(f)
 
 
@@ -31,76 +30,86 @@ def parallel_option(f):
         type=click.IntRange(1, 64),
         default=1,
         show_default=True,
-        help="Runs at once on each engine (each run in its own process).",
+        help="Runs at once on the engine (each run in its own process).",
     )(f)
 
 
+def cluster_option(f):
+    return click.option(
+        "--cluster",
+        default=None,
+        callback=_cluster_address,
+        metavar="tcp://HOST:PORT",
+        help="Run every run as a task on this Dask scheduler's workers, each on its own host's "
+        "Docker engine (workers started with `--resources docker=N`; docs/ci.md).",
+    )(f)
+
+
+def _cluster_address(ctx, param, value):
+    from zkjepsen.run.dask_executor import check_address
+
+    return None if value is None else check_address(value)
+
+
+def connect_cluster(address: str | None, engine: str | None = None, parallel: int = 1):
+    """The Dask client for `--cluster` (None without it), connected before anything is
+    created: `--engine` and `--parallel` are the workers' business there."""
+    if address is None:
+        return None
+    if engine or parallel != 1:
+        raise BadInput(
+            "--cluster runs every run on the Dask workers' own engines, as many at once as "
+            "their `docker` resource says; leave out --engine and --parallel"
+        )
+    from zkjepsen.run.dask_executor import connect
+
+    with console.status(f"connecting to the Dask scheduler at {address}"):
+        return connect(address)
+
+
 def prepare(
-    texts: tuple[str, ...],
+    texts: tuple[str, ...] | str | None,
     image: str | None = None,
     backends: tuple[str, ...] = (),
     zk_versions: tuple[str, ...] = (),
-) -> list[Engine]:
-    """Parse `--engine` values, check ZKJEPSEN_FILES and ZKJEPSEN_CONTROLLER (one sentence and
-    exit 254 before anything exists), and make the node image present on each (shipped over
-    the engines' APIs, never pulled), with progress, and the controller image on each engine
-    that needs one (run/controller.py); and the
-    server image of every other backend in `backends` and of every ZooKeeper version in
-    `zk_versions` (built once here, not by each of several parallel runs)."""
+    versions: dict[str, str] | None = None,
+) -> Engine:
+    """The `--engine` (one; several hosts are `--cluster`'s), checked with ZKJEPSEN_FILES (one
+    sentence and exit 254 before anything exists), with the node image present on it (built if
+    missing, never pulled), with progress; and the server image of every other backend in
+    `backends` (of its service's version in `versions`, e.g. {"etcd": "3.5"}) and of every
+    ZooKeeper version in `zk_versions` (built once here, not by each of several parallel
+    runs)."""
+    from zkjepsen.backends.registry import backend_info, image_recipe
     from zkjepsen.backends.zookeeper.image import zookeeper_recipe
     from zkjepsen.docker import mounts
-    from zkjepsen.run import controller
 
     mounts.files_mode()
-    controller.mode()
+    texts = (texts,) if isinstance(texts, str) else tuple(texts or ())
     engines = parse_engines(texts)
-    remote = [e for e in engines if controller.wanted(e)]
-    with console.status("checking the node image on every engine") as status:
-
-        def shipped(name: str, done: int, total: int) -> None:
-            status.update(
-                f"shipping the node image to {name}: {done / 1e6:.0f} of ~{total / 1e6:.0f} MB"
-            )
-
-        provide_image(
-            engines,
-            image,
-            recipe=zookeeper_recipe(),
-            on_build=lambda s: status.update(f"building: {s}"),
-            on_progress=shipped,
-            on_shipped=lambda name, secs: console.print(
-                f"shipped the node image to engine {name} in {secs:.1f} s"
-            ),
+    if len(engines) > 1:
+        raise BadInput(
+            "give one --engine: runs over several Docker hosts go to a Dask cluster with a "
+            "worker on each host (--cluster tcp://SCHEDULER:8786; docs/ci.md)"
         )
-        from zkjepsen.backends.registry import backend_info, image_recipe
-
-        for v in dict.fromkeys(zk_versions):
+    engine = engines[0]
+    engine.require_local()
+    recipes = [(None, image, zookeeper_recipe())]
+    recipes += [
+        (f"the ZooKeeper {v} image", None, zookeeper_recipe(v)) for v in dict.fromkeys(zk_versions)
+    ]
+    own = versions or {}
+    recipes += [
+        (f"the {b} image", None, image_recipe(b, version=own.get(backend_info(b).family)))
+        for b in dict.fromkeys(backends)
+        if backend_info(b).image
+    ]
+    with console.status(f"checking the node image on engine {engine.name}") as status:
+        for what, img, recipe in recipes:
             provide_image(
-                engines,
-                None,
-                on_build=lambda s, v=v: status.update(f"building the ZooKeeper {v} image: {s}"),
-                on_progress=shipped,
-                recipe=zookeeper_recipe(v),
+                [engine],
+                img,
+                recipe=recipe,
+                on_build=lambda s, w=what: status.update(f"building{' ' + w if w else ''}: {s}"),
             )
-        for b in dict.fromkeys(backends):
-            if backend_info(b).image:
-                provide_image(
-                    engines,
-                    None,
-                    on_build=lambda s, b=b: status.update(f"building the {b} image: {s}"),
-                    on_progress=shipped,
-                    recipe=image_recipe(b),
-                )
-        for e in remote:
-            t0 = time.monotonic()
-            tag, shipped_code = controller.prepare(e, on_status=status.update)
-            console.print(
-                f"engine {e.name}: runs go into a controller container there ({tag}"
-                + (
-                    f", code put in: {shipped_code['bytes'] / 1e6:.0f} MB in "
-                    f"{shipped_code['seconds']:.1f} s)"
-                    if shipped_code
-                    else f", ready in {time.monotonic() - t0:.1f} s)"
-                )
-            )
-    return engines
+    return engine

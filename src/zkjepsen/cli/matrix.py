@@ -7,6 +7,7 @@ import os
 import platform
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -19,13 +20,13 @@ from zkjepsen.cli.cells import (
     cell_specs,
     cell_table,
     console,
-    matrix_engines,
-    parse_params,
+    family_of,
+    matrix_engine,
     resume_note,
 )
-from zkjepsen.cli.engines import engine_option, parallel_option
-from zkjepsen.cli.options import STORE_PATH
-from zkjepsen.cli.versions import zk_version_option, zk_versions_option
+from zkjepsen.cli.engines import cluster_option, connect_cluster, engine_option, parallel_option
+from zkjepsen.cli.options import STORE_PATH, parse_params
+from zkjepsen.cli.versions import etcd_version_option, zk_version_option, zk_versions_option
 from zkjepsen.errors import BadInput
 from zkjepsen.report.findings import cell_summary, markdown_table  # noqa: F401 - re-exported
 
@@ -107,6 +108,115 @@ def _split(text: str, what: str) -> list[str]:
     return items
 
 
+def table_out_option(help: str) -> Any:
+    """--out: where the findings table goes (matrix and merge)."""
+    return click.option(
+        "--out",
+        type=click.Path(path_type=Path),
+        default=Path("store/matrix.md"),
+        show_default=True,
+        help=help,
+    )
+
+
+def version_rows(recipes: list[str], zk_version: str | None, zk_versions: list[str]) -> list[str]:
+    """The table's rows: a recipe, or with --zk-versions a ZooKeeper recipe per version
+    ("kazoo zk3.4"; another service's recipe keeps one row)."""
+    if zk_version and zk_versions:
+        raise BadInput("give --zk-version (every run) or --zk-versions (an axis), not both")
+    rows = [
+        f"{rc}{ZK_ROW}{v}"
+        for rc in recipes
+        for v in (zk_versions if family_of(rc) == "zookeeper" else None) or [None]
+    ]
+    return [r.removesuffix(f"{ZK_ROW}None") for r in rows]
+
+
+def checked_cells(specs: list[tuple[str, Any]]) -> dict[str, str]:
+    """The cells not to run, with why: a cell whose fault means nothing on its recipe's backend
+    (no leader, no PostgreSQL...) is not run; the table says n/a and why, and the rest of the
+    matrix runs. Every other cell's spec is checked here, before the first cluster starts (all
+    shards' cells, so every shard fails alike)."""
+    from zkjepsen.report import findings
+    from zkjepsen.run.resolve import validate_spec
+
+    na = findings.not_applicable_cells(specs)
+    for cell, spec in specs:
+        if cell not in na:
+            validate_spec(spec)
+    return na
+
+
+def this_host(parallel: int, share: tuple[int, int] | None, cluster: str | None) -> str:
+    """Where the matrix ran, for the table's header: host, cores, slots or cluster, shard."""
+    return (
+        f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores)"
+        + (f", {parallel} slots" if parallel > 1 and not cluster else "")
+        + (f", Dask cluster {cluster}" if cluster else "")
+        + (f", shard {share[0]}/{share[1]}" if share else "")
+    )
+
+
+def resumed(
+    jobs: list, manifest_root: Path, settings: dict, share: tuple[int, int] | None, started: str
+) -> tuple[list, list[dict], str]:
+    """--resume: the runs already on record are kept and their (cell, seed) not run again; a
+    larger --runs extends the matrix (run k of a cell always has seed + k - 1). Returns the jobs
+    left to run, the runs on record and when the matrix first started."""
+    from zkjepsen.report import findings
+
+    finished, started = findings.resumable(manifest_root, settings, share, started)
+    kept = {(r["cell"], r["seed"]) for r in finished}
+    jobs = [j for j in jobs if (j.tag, j.spec.seed) not in kept]
+    console.print(f"resuming: {len(finished)} runs on record, {len(jobs)} to run")
+    return jobs, finished, started
+
+
+def announce(
+    share: tuple[int, int] | None, mine: int, cells: int, runs: int, na: dict[str, str]
+) -> None:
+    """Say which share of the matrix this is, and which cells are not run and why."""
+    if share:
+        console.print(f"shard {share[0]}/{share[1]}: {mine} of {cells} cells, {runs} runs")
+    for cell, why in na.items():
+        console.print(f"n/a {cell.replace('|', ' x ')}: {why}", markup=False, highlight=False)
+
+
+def placement(cluster, engine, parallel: int, specs: list, images: tuple) -> tuple:
+    """Where the runs go: a connected Dask client (`--cluster`), or this machine's engine with
+    the images the cells need (`images`: zk_version, zk_versions, client_suite, etcd_version)."""
+    dask = connect_cluster(cluster, engine, parallel)
+    return dask, (matrix_engine(engine, specs, *images) if dask is None else None)
+
+
+def run_cells(
+    jobs: list, where_runs, parallel: int, store_root, progress: Progress, dask=None
+) -> list:
+    """Run the jobs here (`where_runs`: the engine, `parallel` slots) or on the Dask cluster
+    `dask` is connected to, `progress` reporting (and recording) every finished run."""
+    from zkjepsen.run.many import run_jobs
+
+    try:
+        return run_jobs(
+            jobs,
+            where_runs,
+            parallel,
+            store_root,
+            on_start=progress.begin,
+            on_done=progress.done,
+            keep_going=True,
+            cluster=dask,
+        )
+    except BaseException as e:
+        if progress.finished:  # an interrupt's message says where the finished runs are
+            note = resume_note(len(progress.finished), progress.manifest[0])
+            e.matrix_note = note  # type: ignore[attr-defined]
+        raise
+    finally:
+        if dask is not None:
+            dask.close()
+
+
 @click.command("matrix")
 @click.option(
     "--recipes",
@@ -130,13 +240,7 @@ def _split(text: str, what: str) -> list[str]:
     show_default=True,
     help="Mean quiet time before each fault (the first starts uniformly within twice it).",
 )
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path),
-    default=Path("store/matrix.md"),
-    show_default=True,
-    help="Where to write the Markdown table (JSON beside it).",
-)
+@table_out_option("Where to write the Markdown table (JSON beside it).")
 @click.option("--store", "store_root", type=STORE_PATH, default=None)
 @click.option(
     "--shard",
@@ -153,8 +257,10 @@ def _split(text: str, what: str) -> list[str]:
 )
 @zk_version_option
 @zk_versions_option
+@etcd_version_option
 @engine_option
 @parallel_option
+@cluster_option
 def matrix_command(
     recipes,
     nemeses,
@@ -171,25 +277,24 @@ def matrix_command(
     store_root,
     shard,
     resume,
-    engines,
+    engine,
     parallel,
+    cluster,
     zk_version,
     client_suite,
     zk_versions,
+    etcd_version,
 ) -> None:
     """Run every recipe x nemesis cell K times; print and write the verdict table. With
     --zk-versions, every recipe has a row per ZooKeeper version ("kazoo zk3.4")."""
     from zkjepsen.report import findings
-    from zkjepsen.run.fanout import Job, run_jobs
+    from zkjepsen.run.fanout import Job
     from zkjepsen.store import DEFAULT_ROOT, check_root
 
     recipe_list, nemesis_list = _split(recipes, "recipes"), _split(nemeses, "nemeses")
     check_out(out)
     root = check_root(store_root)
-    if zk_version and zk_versions:
-        raise BadInput("give --zk-version (every run) or --zk-versions (an axis), not both")
-    rows = [f"{rc}{ZK_ROW}{v}" for rc in recipe_list for v in zk_versions or [None]]
-    rows = [r.removesuffix(f"{ZK_ROW}None") for r in rows]
+    rows = version_rows(recipe_list, zk_version, zk_versions)
     share = findings.parse_shard(shard)
     extra = parse_params(params)
     all_cells = [f"{rc}|{nm}" for rc in rows for nm in nemesis_list]
@@ -205,85 +310,58 @@ def matrix_command(
         "recovery_s": 5.0,
         "interval_s": interval,
     }
-    specs = cell_specs(all_cells, runs, seed, zk_version, common)
-    from zkjepsen.run.resolve import validate_spec
-
-    # A cell whose fault means nothing on its recipe's backend (no leader, no PostgreSQL...)
-    # is not run: the table says n/a and why, and the rest of the matrix runs.
-    na = findings.not_applicable_cells(specs[: len(all_cells)])
-    for cell, s in specs[: len(all_cells)]:
-        if cell not in na:
-            validate_spec(s)  # every name checked before the first cluster starts (all shards')
+    versions = {"zookeeper": zk_version, "etcd": etcd_version}
+    specs = cell_specs(all_cells, runs, seed, versions, common)
+    na = checked_cells(specs[: len(all_cells)])
     settings = {  # what a --resume must match, and the table's header
         **{k: common[k] for k in MANIFEST_COMMON},
-        "runs": runs,
-        "seed": seed,
-        "interval_s": interval,
-        "recipes": rows,
-        "nemeses": nemesis_list,
-        "not_applicable": na,
+        **{"runs": runs, "seed": seed, "interval_s": interval},
+        **{"recipes": rows, "nemeses": nemesis_list, "not_applicable": na},
         "servers": findings.servers_per_backend(recipe_list, nodes),
         "zk_versions": zk_versions or [zk_version or "3.8"],
         "client_suite": client_suite,
+        **({"etcd_version": etcd_version} if etcd_version else {}),
     }
     manifest_root = root if store_root else DEFAULT_ROOT
     jobs = [Job(s, None, cell) for cell, s in specs if cell in mine and cell not in na]
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    # --resume: the runs already on record are kept and their (cell, seed) not run again; a
-    # larger --runs extends the matrix (run k of a cell always has seed + k - 1).
     finished: list[dict] = []
     if resume:
-        finished, started = findings.resumable(manifest_root, settings, share, started)
-        kept = {(r["cell"], r["seed"]) for r in finished}
-        jobs = [j for j in jobs if (j.tag, j.spec.seed) not in kept]
-        console.print(f"resuming: {len(finished)} runs on record, {len(jobs)} to run")
+        jobs, finished, started = resumed(jobs, manifest_root, settings, share, started)
     previous = list(finished)
-    engine_list = (
-        matrix_engines(engines, specs, runs, zk_version, zk_versions, client_suite) if jobs else []
-    )
-    if share:
-        console.print(
-            f"shard {share[0]}/{share[1]}: {len(mine)} of {len(all_cells)} cells, {len(jobs)} runs"
-        )
-    for cell, why in na.items():
-        console.print(f"n/a {cell.replace('|', ' x ')}: {why}", markup=False, highlight=False)
-    width = len(engine_list) * parallel
-    where = (
-        f"{platform.node()} ({platform.machine()}, {os.cpu_count()} cores)"
-        + (f", {len(engine_list)} engines x {parallel} slots" if width > 1 else "")
-        + (f", shard {share[0]}/{share[1]}" if share else "")
-    )
-    origin = {"started": started, "where": where}
-
+    images = (zk_version, zk_versions, client_suite, etcd_version)
+    dask, where_runs = placement(cluster, engine, parallel, specs, images) if jobs else (None, None)
+    announce(share, len(mine), len(all_cells), len(jobs), na)
+    width = 2 if dask else parallel  # > 1: the progress lines say which run ended
+    origin = {"started": started, "where": this_host(parallel, share, cluster if dask else None)}
     progress = Progress(len(jobs), width, (manifest_root, settings, share, origin), finished)
     t0, load0 = time.monotonic(), os.getloadavg()[0]
-    try:
-        outcomes = run_jobs(
-            jobs,
-            engine_list,
-            parallel,
-            store_root,
-            on_start=progress.begin,
-            on_done=progress.done,
-            keep_going=True,
-        )
-    except BaseException as e:
-        if finished:  # an interrupt's message says where the matrix's finished runs are
-            e.matrix_note = resume_note(len(finished), manifest_root)  # type: ignore[attr-defined]
-        raise
+    outcomes = run_cells(jobs, where_runs, parallel, store_root, progress, dask)
     records = previous + [Progress.record(o) for o in outcomes]
-    cells = cell_table(records, {k: why for k, why in na.items() if k in mine})
+    na_mine = {k: why for k, why in na.items() if k in mine}
+    write_matrix(out, records, na_mine, progress.manifest, rows, nemesis_list, load0)
+    click.echo(f"{len(jobs)} runs in {time.monotonic() - t0:.0f} s; written {out}")
+
+
+def write_matrix(
+    out: Path,
+    records: list[dict],
+    na: dict[str, str],
+    manifest: tuple,
+    rows: list[str],
+    nemeses: list[str],
+    load0: float,
+) -> None:
+    """The finished matrix: its manifest, and its table with the load it ran under."""
+    from zkjepsen.report import findings
+
+    manifest_root, settings, share, origin = manifest
+    cells = cell_table(records, na)
     findings.write_manifest(manifest_root, settings, share, records, origin)
     load = f"load average {load0:.1f} at the start, {os.getloadavg()[0]:.1f} at the end"
-    where = where.replace(" cores)", f" cores, {load})", 1)
-    write_table(
-        out,
-        cells,
-        rows,
-        nemesis_list,
-        findings.settings_header(settings, started, where, cells),
-    )
-    click.echo(f"{len(jobs)} runs in {time.monotonic() - t0:.0f} s; written {out}")
+    where = origin["where"].replace(" cores)", f" cores, {load})", 1)
+    header = findings.settings_header(settings, origin["started"], where, cells)
+    write_table(out, cells, rows, nemeses, header)
 
 
 def write_table(
@@ -306,13 +384,7 @@ def write_table(
 
 @click.command("merge")
 @click.argument("stores", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path),
-    default=Path("store/matrix.md"),
-    show_default=True,
-    help="Where to write the merged Markdown table (JSON beside it).",
-)
+@table_out_option("Where to write the merged Markdown table (JSON beside it).")
 def merge_command(stores: tuple[Path, ...], out: Path) -> None:
     """Join the stores of `matrix --shard i/N` runs into one findings table."""
     from zkjepsen.report import findings

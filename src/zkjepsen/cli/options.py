@@ -23,6 +23,16 @@ def parse_duration(text: str, what: str) -> float:
         raise BadInput(f"{what} {text!r} is not a duration; write e.g. 4s, 500ms or 2m") from None
 
 
+def rate(text: str, what: str) -> float:
+    """A rate given as a number (its range is the spec's to check)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise BadInput(
+            f"{what} {text!r} is not a number; give a rate between 0 and 1, e.g. 0.05"
+        ) from None
+
+
 def scalar(v: str) -> Any:
     for conv in (int, float):
         try:
@@ -30,6 +40,17 @@ def scalar(v: str) -> Any:
         except ValueError:
             pass
     return {"true": True, "false": False}.get(v.lower(), v)
+
+
+def parse_params(params) -> dict:
+    """--param KEY=VALUE, each value read as a TOML-like scalar."""
+    extra = {}
+    for p in params:
+        k, sep, v = p.partition("=")
+        if not sep or not k:
+            raise BadInput(f"--param {p!r} is not KEY=VALUE")
+        extra[k] = scalar(v)
+    return extra
 
 
 def positive_duration(text: str, what: str) -> float:

@@ -14,6 +14,10 @@ Options: `--zk-nodes N` (default 3), `--zk-image NAME` (default: zkjepsen's own 
 first use), `--zk-version 3.4|3.8|3.9` (default 3.8; `zkjepsen_run(zk_version=...)` wins) and
 `--zk-client-suite SUITE` (the clients' Curator/go-zookeeper; default the servers').
 Marker: `@pytest.mark.zkjepsen_faults(max_faults=N)` caps the faults a test may run.
+
+A gate that stops as soon as the answer is known: `zkjepsen_run(..., stop_on_violation=True)`
+ends the main phase at the first violation the online checker confirms; `until_power=0.05` ends
+it once the bound on the per-fault violation rate is below 5 % (the time limit caps both).
 """
 
 from __future__ import annotations
@@ -63,6 +67,16 @@ class RunOutcome:
         self.results: dict[str, Any] = run.results
         self.store_dir: Path = run.store_dir
 
+    @property
+    def power_line(self) -> str:
+        """How much the verdict is worth: the faults that landed where the lock could break and
+        the bound they put on its violation rate ('' for a run without faults or lock, or
+        none landed: the failure message names that as why it is unknown)."""
+        from zkjepsen.report.summary import power_of_results
+
+        power = power_of_results(self.results)
+        return power.line() if power is not None and power.opportunities() else ""
+
     def violations(self) -> list[str]:
         """One line per checker that did not say valid: its violations, or why unknown."""
         from zkjepsen.checker import as_result
@@ -71,6 +85,12 @@ class RunOutcome:
         parts = as_result(self.results).parts
         return [f"{name}: {summarise(res)}" for name, res in parts.items() if res.valid is not True]
 
+    def _early(self) -> str:
+        early = self.results.get("early_stop") if isinstance(self.results, dict) else None
+        if not early or not early.get("stopped_early"):
+            return ""
+        return f"\n  stopped early, {early['after_main_start_s']:g}s in: {early['why']}"
+
     def assert_valid(self) -> None:
         if self.valid is not True:
             d = RunDir(self.store_dir)
@@ -78,6 +98,8 @@ class RunOutcome:
             raise ZkJepsenFailure(
                 f"zkjepsen verdict {word} for {self.run.spec.test_name}:\n  "
                 + "\n  ".join(self.violations())
+                + (f"\npower: {self.power_line}" if self.power_line else "")
+                + self._early()
                 + f"\nevidence: {d.timeline}, {d.history.name}, {d.results.name}"
             )
 

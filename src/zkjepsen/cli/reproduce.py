@@ -3,21 +3,25 @@ replayable proof."""
 
 from __future__ import annotations
 
-import json
-import re
 import time
 from pathlib import Path
 
 import click
 from rich.console import Console
 
-from zkjepsen.cli.engines import engine_option, parallel_option, prepare
+from zkjepsen.cli.engines import (
+    cluster_option,
+    connect_cluster,
+    engine_option,
+    parallel_option,
+    prepare,
+)
+from zkjepsen.cli.minimal import write_minimal
 from zkjepsen.cli.options import STORE_PATH
 from zkjepsen.cli.versions import zk_version_option, zk_versions_option
 from zkjepsen.reproduce.replay import replay, violation_kinds
 from zkjepsen.reproduce.shrink import check_kinds, shrink
 from zkjepsen.run.stored import StoredRun
-from zkjepsen.store import RunDir
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
@@ -46,20 +50,23 @@ NONDETERMINISM = (
 @click.option("--store", "store_root", type=STORE_PATH, default=None)
 @engine_option
 @parallel_option
+@cluster_option
 def replay_command(
     store_dir: Path,
     runs: int,
     as_recorded: bool,
     store_root: Path | None,
-    engines: tuple,
+    engine: str | None,
     parallel: int,
+    cluster: str | None,
 ) -> None:
     """Re-run a stored run's fault schedule on fresh ensembles; report how often it recurs."""
     from zkjepsen.store import check_root
 
     check_root(store_root)
     run = StoredRun.load(store_dir, need_results=True)
-    engine_list = prepare(engines, run.spec.image)
+    dask = connect_cluster(cluster, engine, parallel)
+    where = prepare(engine, run.spec.image) if dask is None else None
     target = violation_kinds(run.results)
     say(
         f"replaying {len(run.schedule.get('faults', []))} faults of {store_dir} "
@@ -83,8 +90,9 @@ def replay_command(
         retarget=not as_recorded,
         store_root=store_root,
         on_result=report,
-        engines=engine_list,
+        engine=where,
         parallel=parallel,
+        cluster=dask,
     )
     console.print(NONDETERMINISM)
     from zkjepsen.report.stats import rate_text
@@ -125,6 +133,7 @@ def replay_command(
 @click.option("--store", "store_root", type=STORE_PATH, default=None)
 @engine_option
 @parallel_option
+@cluster_option
 def shrink_command(
     store_dir: Path,
     tries: int,
@@ -133,8 +142,9 @@ def shrink_command(
     kinds: tuple,
     not_in_run: bool,
     store_root: Path | None,
-    engines: tuple,
+    engine: str | None,
     parallel: int,
+    cluster: str | None,
 ) -> None:
     """Shrink a failing run's schedule to the fewest, shortest faults on the fewest clients."""
     from zkjepsen.cli.options import parse_duration
@@ -155,7 +165,12 @@ def shrink_command(
     run = StoredRun.load(store_dir, need_results=True)
     budget_s = parse_duration(budget, "--budget")
     check_kinds(run, set(kinds) or None, not_in_run)  # before any engine is asked
-    engine_list = prepare(engines, run.spec.image)
+    dask = connect_cluster(cluster, engine, parallel)
+    where = prepare(engine, run.spec.image) if dask is None else None
+    if dask is not None:
+        from zkjepsen.run.dask_executor import slots
+
+        parallel = slots(dask)  # a wave as wide as the cluster
     started = time.monotonic()
     res = shrink(
         run,
@@ -165,8 +180,9 @@ def shrink_command(
         budget_s=budget_s,
         store_root=store_root,
         progress=say,
-        engines=engine_list,
+        engine=where,
         parallel=parallel,
+        cluster=dask,
         not_in_run=not_in_run,
     )
     if res.hits == 0:
@@ -179,95 +195,13 @@ def shrink_command(
             err=True,
         )
         raise SystemExit(2)
-    out = RunDir(Path(store_dir)).minimal
-    out.mkdir(exist_ok=True)
-    files = RunDir(out)
-    schedule = {
-        "faults": res.best.faults,
-        "source": str(Path(store_dir).resolve()),
-        "reproduced": f"{res.hits}/{res.tries}",
-        "search": res.log,
-    }
-    files.schedule.write_text(json.dumps(schedule, indent=1))
-    files.test_json.write_text(json.dumps(res.best.spec.to_json(), indent=1))
-    name = re.sub(r"[^a-z0-9]+", "_", res.best.spec.test_name.lower()).strip("_")
-    test_file = out / f"test_reproduce_{name}.py"
-    test_file.write_text(emit_pytest(res, run, name))
+    files, test_file = write_minimal(Path(store_dir), res, run)
     console.print(NONDETERMINISM)
     click.echo(
         f"minimal: {res.best.summary()}; reproduced {res.hits}/{res.tries} "
         f"({time.monotonic() - started:.0f}s of search)"
     )
     click.echo(f"written {files.schedule} and {test_file}")
-
-
-def spec_changes(spec: dict) -> dict:
-    """The settings of a spec's table that differ from `TestSpec()`'s: what a person would
-    write (no `image=None`, `pin_clients=False`, ...)."""
-    from zkjepsen.run.spec import TestSpec
-
-    defaults = TestSpec().to_json()
-    return {k: v for k, v in spec.items() if k not in defaults or v != defaults[k]}
-
-
-def emit_pytest(res, run: StoredRun, name: str) -> str:
-    """A standalone pytest file (needs only zkjepsen installed) that fails while the bug exists.
-    The schedule is written as the generator calls that make it (`steps(sleep(4),
-    on(on_acquire(delay_s=0.1), fault("pause-client", ...)))`), not as data."""
-    from zkjepsen.nemesis.generator import TARGET_DETAIL, executed_items, item_text
-
-    spec = {**res.best.spec.to_json(), "name": f"reproduce-{name}"}
-    kinds = ", ".join(sorted(res.kinds or violation_kinds(run.results)))
-    items = executed_items(res.best.faults, int(run.schedule.get("origin_ns") or 0))
-    triggers = sorted(
-        {
-            i.trigger.describe().split("(")[0]
-            for i in items
-            if getattr(i, "trigger", None) is not None
-        }
-    )
-    redrawn = sorted(
-        {f["f"] for f in res.best.faults if set(f.get("detail") or {}) - TARGET_DETAIL}
-    )
-    note = (
-        f"\nThe details of {', '.join(redrawn)} (sides, offsets) are drawn again from the "
-        "seed, not copied."
-        if redrawn
-        else ""
-    )
-    body = "".join(f"    {item_text(i)},\n" for i in items)
-    spec_args = "".join(f"    {k}={v!r},\n" for k, v in spec_changes(spec).items())
-    used = [
-        "fault",
-        *(["on"] if triggers else []),
-        *(["sleep"] if any("sleep(" in item_text(i) for i in items) else []),
-        "steps",
-    ]
-    imports = f"from zkjepsen.nemesis.generator import {', '.join(used)}\n"
-    if triggers:
-        imports += f"from zkjepsen.nemesis.triggers import {', '.join(triggers)}\n"
-    return f'''"""Reproduces {kinds} of recipe {spec["recipe"]!r} ({spec["workload"]} workload):
-{res.best.summary()}.
-
-Shrunk by `zkjepsen shrink` on {time.strftime("%Y-%m-%d")} from {run.store_dir}; the violation
-recurred in {res.hits} of {res.tries} replays. This test FAILS while the bug exists (replays are
-not deterministic, so it may occasionally pass; triggered faults repeat best). Times are seconds
-after the clients start.{note} Run: pytest test_reproduce_{name}.py
-"""
-
-{imports}from zkjepsen.run.spec import TestSpec
-
-SPEC = TestSpec(
-{spec_args})
-
-SCHEDULE = steps(
-{body})
-
-
-def test_reproduce_{name}(zkjepsen_run):
-    result = zkjepsen_run(SPEC, gen=SCHEDULE)
-    result.assert_valid()
-'''
 
 
 @click.group("scenario")
@@ -310,6 +244,7 @@ def scenario_list() -> None:
 @click.option("--store", "store_root", type=STORE_PATH, default=None)
 @zk_version_option
 @zk_versions_option
+@cluster_option
 def scenario_run(
     names: tuple,
     run_all: bool,
@@ -320,6 +255,7 @@ def scenario_run(
     zk_version: str | None,
     client_suite: str | None,
     zk_versions: list[str] | None,
+    cluster: str | None,
 ) -> None:
     """Run scenarios end to end; exit 0 only if every outcome is as expected. With
     --zk-versions, each ZooKeeper scenario runs on every version, a row per version."""
@@ -329,7 +265,6 @@ def scenario_run(
     from zkjepsen.errors import BadInput
     from zkjepsen.reproduce.scenarios import SCENARIOS, get_scenario
     from zkjepsen.run.resolve import validate_spec
-    from zkjepsen.run.runner import run_test
     from zkjepsen.store import check_root
 
     check_root(store_root)
@@ -356,14 +291,13 @@ def scenario_run(
             plan.append((s, r, v))
     from zkjepsen.report.stats import rate_text
 
+    dask = connect_cluster(cluster)
     outcomes, rates = [], []
-    for s, r, v in plan:
+    for s, r, v, results in _scenario_runs(plan, runs, seed, client_suite, store_root, dask):
         on = f" on ZooKeeper {v}" if v else ""
         console.print(f"[bold]{s.name}[/bold] with {r}{on}: expect {s.expect[r].describe()}")
         hits = 0
-        for i in range(runs):
-            spec = replace(s.spec(r, seed + i), zk_version=v, client_suite=client_suite)
-            run = run_test(spec, store_root, gen=s.schedule)
+        for run in results:
             ok, why = s.expect[r].judge(run.valid, run.results)
             outcomes.append(ok)
             hits += ok
@@ -373,3 +307,29 @@ def scenario_run(
         click.echo("\n".join(rates))
     click.echo(f"{sum(outcomes)}/{len(outcomes)} scenario runs as expected")
     raise SystemExit(0 if all(outcomes) else 1)
+
+
+def _scenario_runs(plan, runs: int, seed: int, client_suite, store_root, dask):
+    """(scenario, recipe, version, its runs' results) of each planned pair: one after the
+    other here, or all at once as tasks on the Dask cluster (`dask`, a client)."""
+    from dataclasses import replace
+
+    from zkjepsen.run.fanout import Job
+    from zkjepsen.run.many import run_jobs
+
+    def spec(s, r, v, i):
+        return replace(s.spec(r, seed + i), zk_version=v, client_suite=client_suite)
+
+    if dask is None:
+        for s, r, v in plan:
+            jobs = [Job(spec(s, r, v, i), scenario=s.name) for i in range(runs)]
+            yield s, r, v, [o.run for o in run_jobs(jobs, None, 1, store_root)]
+        return
+    jobs = [
+        Job(spec(s, r, v, i), tag=k, scenario=s.name)
+        for k, (s, r, v) in enumerate(plan)
+        for i in range(runs)
+    ]
+    outcomes = run_jobs(jobs, None, 1, store_root, keep_going=True, cluster=dask)
+    for k, (s, r, v) in enumerate(plan):
+        yield s, r, v, [o.run for o in outcomes if o.job.tag == k]

@@ -9,11 +9,17 @@ from typing import Any
 import click
 from rich.text import Text
 
-from zkjepsen.cli.display import LiveDisplay, console
-from zkjepsen.cli.options import STORE_PATH, not_empty, parse_duration, scalar
-from zkjepsen.cli.versions import zk_version_option
+from zkjepsen.cli.display import LiveDisplay, console, verdict_word
+from zkjepsen.cli.options import (
+    STORE_PATH,
+    not_empty,
+    parse_duration,
+    parse_params,
+    rate,
+)
+from zkjepsen.cli.versions import etcd_version_option, zk_version_option
 from zkjepsen.errors import BadInput
-from zkjepsen.report.summary import summarise
+from zkjepsen.report.summary import power_line, summarise
 from zkjepsen.run.analysis import check_history
 from zkjepsen.run.resolve import spec_from_json
 from zkjepsen.run.runner import RunResult, run_test
@@ -21,15 +27,23 @@ from zkjepsen.run.runner import RunResult, run_test
 
 def print_verdict(run: RunResult) -> None:
     v = run.valid
-    word = {True: "VALID", False: "INVALID"}.get(v, "UNKNOWN")
-    style = {True: "bold green", False: "bold red"}.get(v, "bold yellow")
+    word, style = verdict_word(v)
+    # A VALID reads with its power: how many faults landed where the lock could break.
+    power = f"  {power_line(run.results)}" if v is True and power_line(run.results) else ""
     console.print(
-        Text(f"{word}", style=style), f"{versions_text(run.spec)}  store: {run.store_dir}"
+        Text(f"{word}", style=style), f"{power}{versions_text(run.spec)}  store: {run.store_dir}"
     )
     from zkjepsen.checker import as_result
 
     for name, res in as_result(run.results).parts.items():
-        console.print(f"  {name}: {res.valid}  {summarise(res)}")
+        # The power part is a measure, not a check: its figures say it all ("power: True" read
+        # as if power were a property that held).
+        said = "" if name == "power" else f"{verdict_word(res.valid)[0]}  "
+        console.print(f"  {name}: {said}{summarise(res)}".rstrip())
+    early = run.results.get("early_stop") if isinstance(run.results, dict) else None
+    if early and early.get("stopped_early"):
+        console.print(f"  stopped early, {early['after_main_start_s']:g}s into the main phase: "
+                      f"{early['why']}")  # fmt: skip
 
 
 def versions_text(spec) -> str:
@@ -108,7 +122,22 @@ def versions_text(spec) -> str:
     metavar="ENGINE",
     help="Docker engine for the run: a docker context name or a DOCKER_HOST URL.",
 )
+@click.option(
+    "--stop-on-violation",
+    is_flag=True,
+    default=None,
+    help="End the main phase at the first violation the online checker confirms, then heal, "
+    "tear down and check as usual.",
+)
+@click.option(
+    "--until-power",
+    default=None,
+    metavar="RATE",
+    help="Keep faulting until the upper bound on the per-fault violation rate is below RATE "
+    "(0 < RATE < 1, e.g. 0.05), or the time limit.",
+)
 @zk_version_option
+@etcd_version_option
 def test_command(
     recipe,
     workload,
@@ -127,14 +156,17 @@ def test_command(
     client_dir,
     client_mode,
     engine,
+    stop_on_violation,
+    until_power,
     zk_version,
     client_suite,
+    etcd_version,
 ) -> None:
     """Run one test: ensemble up, faults, heal, final reads, teardown, check, report."""
     from zkjepsen.store import check_root
 
     toml = read_config(config) if config else {}
-    check_root(store_root)  # before an image is shipped to --engine, too
+    check_root(store_root)  # before an image is built on --engine, too
     cli_values = {
         "recipe": recipe,
         "workload": workload,
@@ -148,6 +180,9 @@ def test_command(
         "client_mode": client_mode,
         "zk_version": zk_version,
         "client_suite": client_suite,
+        "etcd_version": etcd_version,
+        "stop_on_violation": stop_on_violation,
+        "until_power": rate(until_power, "--until-power") if until_power is not None else None,
     }
     settings = {k: v for k, v in cli_values.items() if v is not None}
     if nemesis is not None:
@@ -157,21 +192,15 @@ def test_command(
     if session_timeout is not None:
         settings["session_timeout_s"] = parse_duration(session_timeout, "--session-timeout")
     if params:
-        merged = {}
-        for p in params:
-            k, sep, v = p.partition("=")
-            if not sep or not k:
-                raise BadInput(f"--param {p!r} is not KEY=VALUE")
-            merged[k] = scalar(v)
-        settings["params"] = merged
+        settings["params"] = parse_params(params)
     spec = spec_from_json(with_config(toml, settings, config))
     where = None
     if engine:
         from zkjepsen.cli.engines import prepare
         from zkjepsen.run.resolve import validate_spec
 
-        validate_spec(spec)  # bad names before an image is shipped anywhere
-        (where,) = prepare((engine,), spec.image)
+        validate_spec(spec)  # bad names before an image is built anywhere
+        where = prepare(engine, spec.image)
     run = run_test(spec, store_root, display=LiveDisplay(), engine=where)
     print_verdict(run)
     raise SystemExit(run.exit_code)

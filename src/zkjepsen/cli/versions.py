@@ -52,3 +52,23 @@ def zk_versions_option(f):
         callback=_versions,
         help="Run every cell on each of these ZooKeeper versions (e.g. 3.4,3.8,3.9).",
     )(f)
+
+
+def _etcd_version(ctx, param, value):
+    from zkjepsen.backends.etcd import versions as etcd_versions
+
+    return None if value is None else etcd_versions.get(value).name
+
+
+def etcd_version_option(f):
+    from zkjepsen.backends.etcd import versions as etcd_versions
+
+    choices = ", ".join(f"{v.name} ({v.suite}'s {v.etcd})" for v in etcd_versions.VERSIONS.values())
+    return click.option(
+        "--etcd-version",
+        default=None,
+        metavar="VERSION",
+        callback=_etcd_version,
+        help=f"etcd version of the servers (and their clients): {choices}; default "
+        f"{etcd_versions.DEFAULT}.",
+    )(f)

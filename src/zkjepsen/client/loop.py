@@ -1,8 +1,8 @@
-"""The one client loop of the lock-shaped workloads (`lock`, `election`, `counter`): it turns
-the workload's steps into recorded calls on a `LockClient` (client/lockclient.py), whichever
-way the client reaches its lock service: a program behind the wire protocol (client/main.py)
-or a recipe object in this process (workloads/inprocess.py). So both modes record one history
-shape by construction.
+"""The one client loop of the lock-shaped workloads (`lock`, `election`, `counter`, and the
+in-process `rwlock`): it turns the workload's steps into recorded calls on a `LockClient`
+(client/lockclient.py), whichever way the client reaches its lock service: a program behind the
+wire protocol (client/main.py) or a recipe object in this process (workloads/inprocess.py). So
+both modes record one history shape by construction.
 
 History conventions (exact; checker/lock.py, fencing.py, atomicity.py, counter.py read them):
 - `acquire` / `release` ops carry `key` = the lock path; an `ok` acquire has
@@ -43,6 +43,13 @@ WORKLOADS = {
         "/zkjepsen/resource",
     ),
     "counter": ("acquire", "release", "/zkjepsen/lock", "counter_path", "/zkjepsen/counter"),
+    "rwlock": (
+        "acquire",
+        "release",
+        "/zkjepsen/shared_lock",
+        "resource_path",
+        "/zkjepsen/resource",
+    ),
 }
 
 
@@ -69,27 +76,53 @@ def ready_path(params: dict[str, Any], resource: str) -> str | None:
 
 
 class LockLoop:
-    """One client's loop: acquire, the workload's critical section, release, think."""
+    """One client's loop: acquire, the workload's critical section, release, think.
 
-    def __init__(self, ctx: Any, client: LockClient, workload: str) -> None:
+    With `modes` (the rwlock: a LockClient for each of `read` and `write`), every attempt first
+    picks its mode (`read` with probability `read_frac`) and goes through that mode's client;
+    its acquire and release records carry `"mode"`, a reader reads the resource while it holds
+    and a writer runs the lock section with one write."""
+
+    def __init__(
+        self,
+        ctx: Any,
+        client: LockClient,
+        workload: str,
+        modes: dict[str, LockClient] | None = None,
+    ) -> None:
         self.ctx, self.client, self.workload = ctx, client, workload
+        self.modes, self.mode = modes, None
         p = ctx.params
         self.acquire_f, self.release_f = WORKLOADS[workload][:2]
         self.lock, self.resource = paths(workload, p)
-        self.mode = param(p, "resource", "unguarded")
+        self.resource_mode = param(p, "resource", "unguarded")
         # A mean hold of 0.2 s: a real critical section, and long enough that a fault aimed at
-        # the holder (docker pause takes ~0.1 s to land) usually finds it still holding.
-        self.hold_s, self.think_s = param(p, "hold_s", 0.2), param(p, "think_s", 0.05)
-        self.writes = max(0, param(p, "writes", 2))  # 0: an empty critical section
+        # the holder (docker pause takes ~0.1 s to land) usually finds it still holding. The
+        # rwlock keeps the 0.05 s its own loop had.
+        self.hold_s = param(p, "hold_s", 0.05 if modes else 0.2)
+        self.think_s = param(p, "think_s", 0.05)
+        self.read_frac = param(p, "read_frac", 0.6)
+        # 0: an empty critical section; an rwlock writer writes one step
+        self.writes = 1 if modes else max(0, param(p, "writes", 2))
         self.fixed = param(p, "hold_fixed", False)  # hold exactly hold_s (scripted scenarios)
         self.timeout_s = param(p, "acquire_timeout_s", 10.0)
-        self.nested = workload != "counter" and param(p, "nested", False)
+        self.nested = workload in ("lock", "election") and param(p, "nested", False)
         multi = workload != "counter" and self.writes > 1 and client.ready_files
         self.ready = ready_path(p, self.resource) if multi else None
 
+    def next_client(self) -> LockClient:
+        """The client of the next attempt: the rwlock's picks its mode first."""
+        if self.modes is None:
+            return self.client
+        self.mode = "read" if self.ctx.rng.random() < self.read_frac else "write"
+        return self.modes[self.mode]
+
     def run(self) -> None:
-        ctx, client = self.ctx, self.client
-        while ctx.running() and client.start():
+        ctx = self.ctx
+        while ctx.running():
+            client = self.client = self.next_client()
+            if not client.start():
+                break
             try:
                 tok = self.acquire()
                 if tok is not None:
@@ -100,41 +133,47 @@ class LockLoop:
                 # program's beliefs; the next start() runs a fresh program.
                 client.note_fault()
             ctx.sleep(ctx.rng.uniform(0, 2 * self.think_s))
-        client.close()
+        for client in (self.modes or {"": self.client}).values():
+            client.close()
 
     def section(self, tok: dict[str, Any]) -> None:
         if self.workload == "counter":
             self.counter_section(tok)
             return
         hold = self.hold_s if self.fixed else self.ctx.rng.uniform(0, 2 * self.hold_s)
+        if self.mode == "read":
+            self.read_section(hold)
+            return
         if self.nested:
             self.nested_section()
         self.lock_section(tok, self.writes, hold, self.ready)
 
     def acquire(self) -> dict[str, Any] | None:
-        op = self.ctx.invoke(self.acquire_f, key=self.lock)
+        extra = None if self.mode is None else {"mode": self.mode}
+        op = self.ctx.invoke(self.acquire_f, key=self.lock, value=extra)
         try:
             a = self.client.acquire(self.timeout_s)
         except ProtocolFault as e:
-            op.info(error=why(e))
+            op.info(extra, error=why(e))
             raise
         if a.ok:
-            op.ok(a.value)
+            op.ok(a.value if extra is None else {**a.value, **extra})
             return a.value
-        (op.fail if a.type == "fail" else op.info)(error=a.error)
+        (op.fail if a.type == "fail" else op.info)(extra, error=a.error)
         return None
 
     def release(self) -> None:
-        op = self.ctx.invoke(self.release_f, key=self.lock)
+        extra = None if self.mode is None else {"mode": self.mode}
+        op = self.ctx.invoke(self.release_f, key=self.lock, value=extra)
         try:
             a = self.client.release()
         except ProtocolFault as e:
-            op.info(error=why(e))
+            op.info(extra, error=why(e))
             raise
         if a.ok:
-            op.ok()
+            op.ok(extra)
         else:  # a failed release leaves the holder's state unknown to us
-            op.info(error=a.error)
+            op.info(extra, error=a.error)
 
     def record(self, op: Any, value: Any, a: Answer, full: bool = True) -> None:
         """Complete a write-shaped op with the client's answer."""
@@ -167,6 +206,16 @@ class LockLoop:
         op.ok(value)
         return d
 
+    def read_section(self, hold: float) -> None:
+        """An rwlock reader's hold: one read of the resource (recorded as found), then hold."""
+        op = self.ctx.invoke("read", key=self.resource)
+        a = self.client.read(self.resource)
+        if a.ok:
+            op.ok(a.value.data)
+        else:
+            op.fail(error=a.error)
+        self.ctx.sleep(hold)
+
     def set_ready(self, ready: str, present: bool, token: Any) -> bool:
         """Delete (`unready`) or create (`ready`) the ready node; True when it is as wanted."""
         op = self.ctx.invoke("ready" if present else "unready", key=ready, value={"token": token})
@@ -196,7 +245,7 @@ class LockLoop:
             ctx.event("abandon", {"token": token, "after_writes": 0})
             return
         for i in range(writes):
-            if i:
+            if i or writes == 1:  # one write comes at the end of the hold, as an add does
                 ctx.sleep(hold / max(1, writes - 1))
             if not client.holding():
                 ctx.event("abandon", {"token": token, "after_writes": i})
@@ -209,7 +258,7 @@ class LockLoop:
                 "step": i + 1,
                 "steps": writes,
             }
-            a = client.write(self.resource, doc, tok, self.mode)
+            a = client.write(self.resource, doc, tok, self.resource_mode)
             self.record(op, value, a)
             client.alive()
             if not a.ok and ready is not None:
@@ -251,9 +300,13 @@ class LockLoop:
         ctx.sleep(ctx.rng.uniform(0, 2 * self.hold_s))
         value = int(d.data.get("value", 0) or 0) + 1
         # token mode: conditional on the version read, so the check covers the whole update
-        version = d.version if self.mode == "token" and d.version is not None else -1
+        version = d.version if self.resource_mode == "token" and d.version is not None else -1
         a = client.write(
-            self.resource, {"value": value, "client": ctx.client}, tok, self.mode, version=version
+            self.resource,
+            {"value": value, "client": ctx.client},
+            tok,
+            self.resource_mode,
+            version=version,
         )
         if a.ok:
             op.ok(1, read=value - 1)

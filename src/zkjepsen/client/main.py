@@ -9,7 +9,6 @@ import dataclasses
 import json
 import logging
 import os
-import random
 import signal
 import sys
 import threading
@@ -58,15 +57,7 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
     from zkjepsen.client.loop import LockLoop, paths
     from zkjepsen.client.program_client import ProgramClient
 
-    ctx = RecordingContext(
-        client=spec.client,
-        nclients=spec.nclients,
-        params=spec.params,
-        recorder=rec,
-        deadline=spec.deadline_monotonic,
-        rng=random.Random(f"{spec.seed}:{spec.client}:{rec.process}"),
-        stop_event=stop,
-    )
+    ctx = RecordingContext.of_spec(spec, rec, stop)
     request_timeout = float(spec.params.get("request_timeout_s", 15.0))
     client = ProgramClient(
         ctx,

@@ -15,9 +15,12 @@ import random
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zkjepsen.history.jsonl import Appender
+
+if TYPE_CHECKING:
+    from zkjepsen.client.spec import ClientSpec
 
 
 class Recorder:
@@ -105,6 +108,23 @@ class RecordingContext:
     deadline: float  # time.monotonic() after which no new op is invoked
     rng: random.Random = field(default_factory=random.Random)
     stop_event: threading.Event = field(default_factory=threading.Event)
+
+    @classmethod
+    def of_spec(
+        cls, spec: ClientSpec, recorder: Recorder, stop: threading.Event, **more: Any
+    ) -> Any:
+        """The context of the client `spec` describes, recording into `recorder` (its process
+        already drawn: the random stream is the run's seed, the client's and the process's)."""
+        return cls(
+            client=spec.client,
+            nclients=spec.nclients,
+            params=spec.params,
+            recorder=recorder,
+            deadline=spec.deadline_monotonic,
+            rng=random.Random(f"{spec.seed}:{spec.client}:{recorder.process}"),
+            stop_event=stop,
+            **more,
+        )
 
     def running(self) -> bool:
         return not self.stop_event.is_set() and time.monotonic() < self.deadline

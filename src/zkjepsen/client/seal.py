@@ -10,7 +10,7 @@ not be able to rewrite what the recorder wrote, stop or trace the recorder, or u
 - The recorder's directory `/out` is `OUT_MODE` (owner and group only), so to the program's uid
   the history cannot be opened, appended to, truncated, renamed or deleted; it cannot even be
   listed. The recorder is uid 0 without CAP_DAC_OVERRIDE, so it writes /out as its owner (a
-  root zkjepsen, or a controller) or through the group of the zkjepsen user that created it
+  root zkjepsen) or through the group of the zkjepsen user that created it
   (`group_add`), which the program leaves behind when it starts.
 - Every capability is dropped; the recorder gets back only `RECORDER_CAPS`, and only when it
   runs a program (the in-process loop gets none). The program starts as another uid, so the

@@ -4,26 +4,25 @@ A run lives entirely on one engine: its servers, its clients, its faults and the
 its history is stamped with are one kernel's. An engine is named the way Docker users name one:
 `default` (whatever `DOCKER_HOST` / the default socket says), a docker context name, or a
 `DOCKER_HOST` URL (`unix://`, `tcp://`, `ssh://`). Several engines serve a matrix, a replay
-series or a shrink in parallel (`zkjepsen.run.fanout`).
+series or a shrink (`zkjepsen.run.fanout`: `--parallel` runs on one engine; `--cluster` runs
+on Dask workers, each with its own host's engine: run/dask_executor.py).
 
 Files do not tie a run to this machine: the files containers read and write (node config,
 faketime control files, the client code, histories, logs) are bind mounts on an engine that
 shares this machine's filesystem and copies through the engine's API on one that does not, which
 each run asks of the engine itself (docker/mounts.py). Networks do not either: the runner
 reaches containers by their IPs (`srvr` queries, its own kazoo session) and stamps the history
-with one kernel's clock, so on an engine this machine cannot reach (another host's, or one in
-another network namespace) the run goes into a controller container on that engine, on its
-host network, and its folder comes back here (run/controller.py; `ZKJEPSEN_CONTROLLER`).
+with one kernel's clock, so an engine on another host is refused here: runs go there as Dask
+tasks, each on the worker next to its engine (`--cluster`).
 
-Images are never pulled: an engine that lacks the node image gets it shipped from an engine that
-has it (save/load over the two engines' APIs, streamed, with progress).
+Images are never pulled: an engine that lacks one builds it (the node image from Debian
+packages, docker/image.py); a user's `--image` must be on the engine already.
 """
 
 from __future__ import annotations
 
 import socket
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,7 +31,6 @@ from zkjepsen.errors import BadInput, EnvironmentProblem
 
 SCHEMES = ("unix", "tcp", "ssh")
 DEFAULT = "default"
-SHIP_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -96,12 +94,13 @@ class Engine:
         return is_local_address(parts.hostname or "")
 
     def require_local(self) -> None:
-        """With ZKJEPSEN_CONTROLLER=never: an engine on another machine is refused."""
+        """An engine on another machine is refused: the runner reaches its containers by their
+        IPs, so it runs on the engine's host (a Dask worker there: `--cluster`)."""
         if not self.local:
             raise BadInput(
-                f"engine {self.name} ({self.url}) is on another machine and "
-                "ZKJEPSEN_CONTROLLER=never keeps the runner here, where it cannot reach the "
-                "containers' IPs (unset it: the run then goes into a controller container there)"
+                f"engine {self.name} ({self.url}) is on another machine, whose containers' IPs "
+                "the runner cannot reach from here; run there: a Dask worker on that host and "
+                "--cluster tcp://SCHEDULER:8786 (docs/ci.md)"
             )
 
     def client(self, timeout: int = 120):
@@ -159,81 +158,22 @@ def parse_engines(texts: Iterable[str]) -> list[Engine]:
 
 
 # ---- images ---------------------------------------------------------------------------------
-Progress = Callable[[str, int, int], None]  # (engine name, bytes done, bytes total)
-
-
-def _stream(chunks: Iterator[bytes], total: int, report: Callable[[int], None]) -> Iterator[bytes]:
-    done, last = 0, 0.0
-    for chunk in chunks:
-        done += len(chunk)
-        if time.monotonic() - last > 0.5:
-            report(done)
-            last = time.monotonic()
-        yield chunk
-
-
-def ship_image(
-    source, target, tag: str, name: str = "", on_progress: Progress = lambda n, d, t: None
-) -> float:
-    """Copy image `tag` from one engine to another over their APIs (`docker save | docker load`,
-    streamed: nothing touches the disk in between). Returns the seconds it took."""
-    t0 = time.monotonic()
-    total = int(source.images.get(tag).attrs.get("Size", 0))
-    chunks = _stream(
-        source.api.get_image(tag, chunk_size=SHIP_CHUNK),
-        total,
-        lambda done: on_progress(name, done, total),
-    )
-    try:
-        for msg in target.api.load_image(chunks):
-            if isinstance(msg, dict) and msg.get("error"):
-                raise EnvironmentProblem(f"engine {name} refused image {tag}: {msg['error']}")
-    except EnvironmentProblem:
-        raise
-    except Exception as e:  # noqa: BLE001 - a broken pipe, an API error: one sentence
-        raise EnvironmentProblem(f"shipping image {tag} to engine {name} failed: {e}") from None
-    from zkjepsen.docker.image import image_exists
-
-    if not image_exists(target, tag):
-        raise EnvironmentProblem(f"engine {name} loaded the image stream but has no {tag}")
-    return time.monotonic() - t0
-
-
 def provide_image(
     engines: list[Engine],
     image: str | None = None,
     on_build: Callable[[str], None] = lambda line: None,
-    on_progress: Progress = lambda n, d, t: None,
-    on_shipped: Callable[[str, float], None] = lambda n, s: None,
     *,
     recipe,
 ) -> str:
     """Make `recipe`'s image (a docker.image.ImageRecipe: the node image, a backend's server
     image), or the user's `image`, present on every engine of `engines`; returns its tag.
-
-    The image comes from whichever engine has it (the default engine, where `image build`
-    puts it, is asked too); zkjepsen's own image is built (on the first engine) only if no engine
-    has it; a user's `--image` must exist somewhere. Never pulled from a registry."""
+    zkjepsen's own image is built on an engine that lacks it; a user's `--image` must be
+    there already. Never pulled from a registry."""
     from zkjepsen.docker.image import default_tag, ensure_image, image_exists
 
     tag = image or default_tag(recipe)
-    clients = {e.url: (e, e.client()) for e in engines}
-    holders = [ec for ec in clients.values() if image_exists(ec[1], tag)]
-    if not holders and Engine().url not in clients:
-        try:
-            default = Engine().client()
-        except EnvironmentProblem:
-            default = None
-        if default is not None and image_exists(default, tag):
-            holders = [(Engine(), default)]
-    if not holders:
-        first, client = next(iter(clients.values()))
-        ensure_image(
-            client, image, on_progress=on_build, recipe=recipe
-        )  # BadInput for a missing --image
-        holders = [(first, client)]
-    source = holders[0][1]
-    for e, client in clients.values():
+    for e in engines:
+        client = e.client()
         if not image_exists(client, tag):
-            on_shipped(e.name, ship_image(source, client, tag, e.name, on_progress))
+            ensure_image(client, image, on_progress=on_build, recipe=recipe)  # BadInput: no --image
     return tag

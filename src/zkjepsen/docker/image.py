@@ -129,6 +129,34 @@ def image_exists(client, tag: str) -> bool:  # client: docker.DockerClient
         return False
 
 
+def run_in_root(root: Path, script: str, what: str, on_line: Callable[[str], None]) -> None:
+    """Run `script` in the build root with its own /proc (the JDK needs /proc/self/exe), in a
+    private mount namespace: the mount vanishes with the process, nothing to unmount, so the
+    build root can always be deleted."""
+    proc = subprocess.run(
+        [
+            "unshare",
+            "--mount",
+            "--fork",
+            "chroot",
+            str(root),
+            "/bin/sh",
+            "-c",
+            "mount -t proc proc /proc && " + script,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines = proc.stdout.splitlines()
+    for line in lines[-3:]:
+        on_line(line[:100])
+    if proc.returncode != 0:
+        raise EnvironmentProblem(
+            f"{what} failed (exit {proc.returncode}); last output: " + " | ".join(lines[-8:])
+        )
+
+
 def _debootstrap(recipe: ImageRecipe, rootfs: Path, on_progress: Progress) -> None:
     on_progress(f"debootstrap {recipe.suite} from {debian_mirror()}")
     _run_streaming(

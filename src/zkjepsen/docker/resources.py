@@ -32,30 +32,11 @@ OWNER_FILE = "owner"
 STARTING_GRACE_S = 120.0
 ENGINE_FILE = "engine"
 DEFAULT_ENGINE = "default"
-# A controller container (run/controller.py) runs one run whose id its local side chose.
-RUN_ID_ENV = "ZKJEPSEN_RUN_ID"
-CONTROLLER_ROLE = "controller"
-OWNER_HOST_LABEL = "zkjepsen.owner-host"
-INSIDE_ENV = "ZKJEPSEN_INSIDE_CONTROLLER"  # set in a controller container
 
 
 def new_run_id() -> str:
-    given = os.environ.pop(RUN_ID_ENV, "")  # once: the controller's one run
-    if given:
-        return given
     # Runs started in the same second by parallel workers differ in 32 random bits.
     return f"zkj-{time.strftime('%Y%m%d%H%M%S')}-{secrets.token_hex(4)}"
-
-
-def host_id() -> str:
-    """This machine, as a controller's owner label names it (owner pids mean nothing elsewhere)."""
-    import socket
-
-    try:
-        machine = Path("/etc/machine-id").read_text().strip()[:12]
-    except OSError:
-        machine = ""
-    return f"{socket.gethostname()}/{machine}"
 
 
 def _proc_start(pid: int) -> str | None:
@@ -159,15 +140,9 @@ class RunResources:
     owners: set[str] = field(default_factory=set)
     detached: bool = False
     starting: bool = False  # a scratch dir so young that its owner file may not exist yet
-    # A run inside a controller container: its containers' owner is the controller's process,
-    # the controller's owner (this label: pid:start, and host) is the zkjepsen that started it.
-    controller: dict | None = None
 
     @property
     def orphaned(self) -> bool:
-        if self.controller is not None:
-            return not self.detached and self.controller_owner_dead
-
         # A young scratch dir without an owner file protects a run that is still starting, but
         # only while nothing names an owner: containers or networks whose owners are all dead
         # belong to a crashed run, whatever its scratch dir looks like.
@@ -178,23 +153,7 @@ class RunResources:
 
     @property
     def owner_alive(self) -> bool:
-        if self.controller is not None:
-            return not self.controller_owner_dead
         return any(owner_alive(o) for o in self.owners)
-
-    @property
-    def owner_elsewhere(self) -> bool:
-        """A controller's run started by a zkjepsen on another machine."""
-        labels_ = (self.controller or {}).get("Labels") or {}
-        return self.controller is not None and labels_.get(OWNER_HOST_LABEL) != host_id()
-
-    @property
-    def controller_owner_dead(self) -> bool:
-        """Its owner was on this machine and is gone (another machine's: not ours to judge)."""
-        labels_ = (self.controller or {}).get("Labels") or {}
-        if labels_.get(OWNER_HOST_LABEL) != host_id():
-            return False
-        return not owner_alive(labels_.get(OWNER_LABEL, ""))
 
 
 def find_runs(client, engine: str = DEFAULT_ENGINE) -> dict[str, RunResources]:
@@ -208,8 +167,6 @@ def find_runs(client, engine: str = DEFAULT_ENGINE) -> dict[str, RunResources]:
         r = runs.setdefault(labels_[RUN_LABEL], RunResources(labels_[RUN_LABEL]))
         r.containers.append(c)
         r.owners.add(labels_.get(OWNER_LABEL, ""))
-        if labels_.get(ROLE_LABEL) == CONTROLLER_ROLE:
-            r.controller = c
     for n in client.networks.list(filters={"label": RUN_LABEL}):
         run_id = n.attrs["Labels"][RUN_LABEL]
         r = runs.setdefault(run_id, RunResources(run_id))
@@ -228,20 +185,9 @@ def find_runs(client, engine: str = DEFAULT_ENGINE) -> dict[str, RunResources]:
     return runs
 
 
-def _role(c: dict) -> str:
-    return (c.get("Labels") or {}).get(ROLE_LABEL, "")
-
-
 def run_containers(client, flt: dict) -> list[dict]:
-    """A run's containers, a controller first (it would go on creating the others); inside a
-    controller, without it: its run's teardown must not remove the container it runs in."""
-    inside = bool(os.environ.get(INSIDE_ENV))
-    listed = client.api.containers(all=True, filters=flt)
-    role = {c["Id"]: (c.get("Labels") or {}).get(ROLE_LABEL) for c in listed}
-    return sorted(
-        (c for c in listed if not (inside and role[c["Id"]] == CONTROLLER_ROLE)),
-        key=lambda c: role[c["Id"]] != CONTROLLER_ROLE,
-    )
+    """A run's containers (every role)."""
+    return client.api.containers(all=True, filters=flt)
 
 
 def remove_run(client, run_id: str) -> tuple[int, int]:

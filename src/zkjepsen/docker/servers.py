@@ -82,6 +82,19 @@ class ServerCluster(ContainerCluster):
             engine=engine,
         )
 
+    def adopt(self, run_id: str, containers: list) -> None:
+        """Take over a running cluster (`cluster status|down`) from its containers' labels:
+        the servers become `nodes`, the rest `helpers`, as start() had made them."""
+        self.run_id = self.network_name = run_id
+        self.nodes, self.helpers = [], []
+        for c in sorted(containers, key=lambda c: int(c.labels.get("zkjepsen.myid", 0))):
+            labels = c.labels
+            ip, index = labels["zkjepsen.ip"], int(labels["zkjepsen.myid"])
+            node = Node(labels["zkjepsen.node"], index, ip, self.port)
+            server = labels.get(resources.ROLE_LABEL) == "server"
+            (self.nodes if server else self.helpers).append(node)
+            self._containers[node.name] = c
+
     # ---- what a subclass says ---------------------------------------------------------------
     def plan(self) -> list[Container]:
         raise NotImplementedError
@@ -161,7 +174,7 @@ class ServerCluster(ContainerCluster):
                 "ip": node.ip,
                 "container": c.status if c else "missing",
                 "mode": self.role_of(node),
-                "zxid": None,
+                "position": self.position_of(node),
                 "connections": None,
             }
 
@@ -169,6 +182,10 @@ class ServerCluster(ContainerCluster):
 
     def role_of(self, node: Node) -> str:
         return "server"
+
+    def position_of(self, node: Node) -> str | None:
+        """How far the node's replicated log is, in the service's own terms (None: unknown)."""
+        return None
 
     # ---- helpers ------------------------------------------------------------------------------
     def set_clock(self, node: Node, spec: str) -> None:

@@ -146,9 +146,28 @@ def iter_records(
     which yields the decoded dicts and words any error."""
     scan = _scan if fast else None
     structure = Structure()
-    feed = structure.feed
     pending, retired = structure.pending, structure.retired
     first = 1  # line number of the block's first line
+    for chunk in _line_blocks(path):
+        if scan is not None:
+            done = scan(chunk, pending, retired)
+            if done is not None:
+                recs, extras, pending, retired = done
+                structure.pending, structure.retired = pending, retired
+                n = len(recs)
+                yield recs, extras, range(first, first + n), True
+                first += n
+                continue
+        lines = chunk.split(b"\n")
+        lines.pop()  # what follows the last newline (nothing)
+        values, nums = _decode_block(lines, first)
+        first += len(lines)
+        yield _checked_records(values, nums, structure.feed, pending, retired), values, nums, False
+
+
+def _line_blocks(path: str | os.PathLike[str]) -> Iterator[bytes]:
+    """The file in blocks of whole lines (about BLOCK bytes, each ending with a newline; a last
+    line without one gets it)."""
     rest = b""
     try:
         fh = open(path, "rb")  # noqa: SIM115 - a generator: closed by the `with` below
@@ -170,57 +189,53 @@ def iter_records(
                 chunk, rest = rest + b"\n", b""  # the last line had no newline
             else:
                 return
-            if scan is not None:
-                done = scan(chunk, pending, retired)
-                if done is not None:
-                    recs, extras, pending, retired = done
-                    structure.pending, structure.retired = pending, retired
-                    n = len(recs)
-                    yield recs, extras, range(first, first + n), True
-                    first += n
-                    continue
-            lines = chunk.split(b"\n")
-            lines.pop()  # what follows the last newline (nothing)
-            values, nums = _decode_block(lines, first)
-            first += len(lines)
-            recs: list[Record] = []
-            append = recs.append
-            # Validation and Structure.feed inlined: this loop runs once per record. Anything
-            # unusual takes the general path, which also words the error.
-            for d, n in zip(values, nums, strict=True):
-                try:
-                    i, t, p, typ, f = d["index"], d["time"], d["process"], d["type"], d["f"]
-                    get = d.get
-                    r = (i, t, p, typ, f, get("key"), get("value"), get("client"))
-                except (KeyError, TypeError, AttributeError):
-                    r = None
-                if (
-                    r is None
-                    or type(i) is not int
-                    or type(t) is not int
-                    or t < 0
-                    or type(typ) is not str
-                    or typ not in TYPES
-                    or type(f) is not str
-                    or not (type(p) is int or type(p) is str)
-                    or not (r[7] is None or type(r[7]) is int)
-                ):
-                    op = check_record(d, n)  # raises, naming the line and the field
-                    r = (op.index, op.time, op.process, op.type, op.f, op.key, op.value, op.client)
-                    p, typ = op.process, op.type
-                if typ != "event" and p != NEMESIS:
-                    if typ == "invoke":
-                        if p in pending or p in retired:
-                            feed(Op(*r), n)  # raises, naming the rule
-                        pending.add(p)
-                    else:
-                        if p not in pending:
-                            feed(Op(*r), n)  # raises
-                        pending.discard(p)
-                        if typ == "info":
-                            retired.add(p)
-                append(r)
-            yield recs, values, nums, False
+            yield chunk
+
+
+def _checked_records(
+    values: list[Any], nums: range | list[int], feed: Any, pending: set, retired: set
+) -> list[Record]:
+    """A decoded block's records as `Record` tuples, each validated and paired (`pending` and
+    `retired`: the processes with an op in flight, and those an `info` ended; `feed`: the
+    general check, which raises BadInput naming the line and the rule)."""
+    recs: list[Record] = []
+    append = recs.append
+    # Validation and Structure.feed inlined: this loop runs once per record. Anything
+    # unusual takes the general path, which also words the error.
+    for d, n in zip(values, nums, strict=True):
+        try:
+            i, t, p, typ, f = d["index"], d["time"], d["process"], d["type"], d["f"]
+            get = d.get
+            r = (i, t, p, typ, f, get("key"), get("value"), get("client"))
+        except (KeyError, TypeError, AttributeError):
+            r = None
+        if (
+            r is None
+            or type(i) is not int
+            or type(t) is not int
+            or t < 0
+            or type(typ) is not str
+            or typ not in TYPES
+            or type(f) is not str
+            or not (type(p) is int or type(p) is str)
+            or not (r[7] is None or type(r[7]) is int)
+        ):
+            op = check_record(d, n)  # raises, naming the line and the field
+            r = (op.index, op.time, op.process, op.type, op.f, op.key, op.value, op.client)
+            p, typ = op.process, op.type
+        if typ != "event" and p != NEMESIS:
+            if typ == "invoke":
+                if p in pending or p in retired:
+                    feed(Op(*r), n)  # raises, naming the rule
+                pending.add(p)
+            else:
+                if p not in pending:
+                    feed(Op(*r), n)  # raises
+                pending.discard(p)
+                if typ == "info":
+                    retired.add(p)
+        append(r)
+    return recs
 
 
 def iter_blocks(path: str | os.PathLike[str]) -> Iterator[tuple[list[Op], list[int]]]:

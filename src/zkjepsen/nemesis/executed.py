@@ -74,6 +74,15 @@ class ExecutedFault:
                 out[k] = getattr(self, k)
         return copy.deepcopy({**out, **self.extra})
 
+    def replay_table(self) -> dict[str, Any]:
+        """The nemesis's schedule input for a replay of it: `replay_fields`, and when it is
+        triggered its trigger and when that was armed."""
+        table = self.replay_fields()
+        if self.trigger:
+            table["trigger"] = copy.deepcopy(self.trigger)
+            table["armed_ns"] = self.armed_ns
+        return table
+
     def replay_fields(self) -> dict[str, Any]:
         """What a replay of it starts from: its kind, times and resolved targets."""
         return copy.deepcopy({k: getattr(self, k) for k in FAULT_FIELDS})

@@ -71,8 +71,8 @@ class FaultKind:
 
 
 ZK = ("zookeeper",)
-PEERS = ("zookeeper", "redis-sentinel")  # servers that replicate to each other
-LEADS = ("zookeeper", "redis", "redis-sentinel", "postgres")
+PEERS = ("zookeeper", "redis-sentinel", "etcd")  # servers that replicate to each other
+LEADS = ("zookeeper", "redis", "redis-sentinel", "postgres", "etcd")
 REDLOCK = ("redlock",)
 
 _KINDS = [

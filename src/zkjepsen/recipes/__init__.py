@@ -231,6 +231,43 @@ RECIPES: dict[str, RecipeInfo] = {
         "after its session was ended",
         backends=("postgres",),
     ),
+    # etcd (issue 25): the token is the lock key's create revision, which a fenced write
+    # compares (backends/etcd/session.py).
+    "etcd3-python": RecipeInfo(
+        _M + "etcd3_lock:Etcd3Lock",
+        "the etcd3 PyPI client's (0.12.0) Lock as-is: a key with a lease of lock_ttl_s, "
+        "put if absent; release deletes it if still ours",
+        "the lease is not kept alive and nothing checks it: a holder paused or cut off past "
+        "its TTL keeps believing while another acquires (split holder; Jepsen etcd 3.4.3)",
+        source="library",
+        backends=("etcd",),
+    ),
+    # etcd's own locks (client/drivers/etcd, Go, from Debian's etcd 3.4.23 source): the token
+    # is the lock key's create revision; a fenced write is a Txn comparing it (IsOwner()).
+    "etcd-mutex-go": RecipeInfo(
+        "",
+        "etcd 3.4.23 clientv3/concurrency Mutex on a Session (a lease with keep-alive), as "
+        "shipped (Go, real library)",
+        "a holder paused or cut off past its lease TTL keeps believing (Jepsen, etcd 3.4.3: "
+        "locks are not safe without fencing); the lease expiring while waiting still returns "
+        "the lock (etcd#11456: Debian's 3.4.23 Mutex has no check after the wait); Unlock "
+        "deletes by key name (etcd#22082)",
+        command=(f"{_DRIVERS}/etcd/etcd-lock", "mutex"),
+        language="go",
+        source="library",
+        backends=("etcd",),
+    ),
+    "etcd-lock-rpc": RecipeInfo(
+        "",
+        "etcd 3.4.23 v3lock Lock/Unlock RPC with the client's lease (the server runs "
+        "concurrency.Mutex for it; Go driver, real library)",
+        "as etcd-mutex-go, on the server's side: a holder past its lease TTL keeps believing; "
+        "a Lock whose deadline passed may leave the key until the lease expires",
+        command=(f"{_DRIVERS}/etcd/etcd-lock", "rpc"),
+        language="go",
+        source="library",
+        backends=("etcd",),
+    ),
 }
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import html
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +48,49 @@ def render(
     """The HTML text for one failing partition's outcome; `faults` (history.fault_windows)
     are drawn in a "nemesis" lane on the same time axis."""
     ops = outcome.ops
-    order = {i: n for n, i in enumerate(outcome.best, 1)}
     times = sorted({op.start for op in ops} | {op.end for op in ops if op.end is not None})
-    rank = {t: r for r, t in enumerate(times)}
     span = max(len(times), 1)
     x = lambda r: LEFT + (WIDTH - LEFT - 10) * r / span  # noqa: E731 - a tiny local scale
 
     procs = sorted({op.call.invoke.process for op in ops}, key=lambda p: (str(type(p)), p))
+    parts = _op_bars(outcome, procs, times, x)
+    nem_top = len(procs) * LANE_H
+    fault_bars = _fault_bars(faults, times, x, nem_top)
+    shown = len(fault_bars)
+    parts += fault_bars
+    if shown:
+        parts.append(
+            f'<div class="lane" style="top:{nem_top + 6}px;width:{LEFT}px">&nbsp;nemesis</div>'
+        )
+    height = len(procs) * LANE_H + (LANE_H + 12 if shown else 0) + 8
+    rows = _order_rows(outcome, model)
+    stuck_text = ops[outcome.stuck].action.text if outcome.stuck is not None else "?"
+    part = "" if partition is None else f" · partition {html.escape(repr(partition))}"
+    return f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
+<style>{_CSS}</style></head><body>
+<h1>{html.escape(title)}</h1>
+<p>Model <b>{html.escape(model.name)}</b>{part} · {len(ops)} ops · {outcome.configs} configurations
+explored. The longest linearizable prefix has <b>{len(outcome.best)}</b> ops; then
+<b>{html.escape(stuck_text)}</b> cannot be placed.</p>
+<p class="legend"><span style="background:#b8e6b8">linearized (numbered in order)</span>
+<span style="background:#f5a3a3">cannot be placed</span><span>not reached</span>
+<span style="background-image:repeating-linear-gradient(45deg,transparent 0 4px,#0002 4px 8px)">
+crashed (unknown outcome)</span></p>
+<div class="lanes" style="height:{height}px;width:{WIDTH}px">{"".join(parts)}</div>
+<h2 style="font-size:15px">Partial linearization</h2>
+<table><tr><th>#</th><th>op</th><th>process</th><th>state after</th></tr>{"".join(rows)}</table>
+</body></html>
+"""
+
+
+def _op_bars(
+    outcome: Outcome, procs: list[Any], times: list[Any], x: Callable[[float], float]
+) -> list[str]:
+    """One lane per process, one bar per op: numbered when linearized, red where stuck."""
+    ops = outcome.ops
+    order = {i: n for n, i in enumerate(outcome.best, 1)}
+    rank = {t: r for r, t in enumerate(times)}
     lane = {p: k for k, p in enumerate(procs)}
     parts = []
     for p in procs:
@@ -83,8 +119,14 @@ def render(
             f'style="top:{lane[inv.process] * LANE_H + 4}px;left:{x0:.1f}px;'
             f'width:{max(x1 - x0, 4):.1f}px">{html.escape(label)}</div>'
         )
-    nem_top = len(procs) * LANE_H
-    shown = 0
+    return parts
+
+
+def _fault_bars(
+    faults: Iterable[FaultWindow], times: list[Any], x: Callable[[float], float], top: int
+) -> list[str]:
+    """The bars of the fault windows within the ops' span, for the nemesis lane at `top`."""
+    parts: list[str] = []
     for w in faults:
         if not times or w.start > times[-1] or (w.end is not None and w.end < times[0]):
             continue  # outside the ops' span
@@ -94,16 +136,16 @@ def render(
         tip = f"{w.f} {w.targets!r} from {w.start} to {w.end}"
         parts.append(
             f'<div class="op fault" title="{html.escape(tip)}" style="top:'
-            f'{nem_top + 4 + (shown % 2) * 10}px;left:{x0:.1f}px;width:{x1 - x0:.1f}px">'
+            f'{top + 4 + (len(parts) % 2) * 10}px;left:{x0:.1f}px;width:{x1 - x0:.1f}px">'
             f"{html.escape(w.f)}</div>"
         )
-        shown += 1
-    if shown:
-        parts.append(
-            f'<div class="lane" style="top:{nem_top + 6}px;width:{LEFT}px">&nbsp;nemesis</div>'
-        )
-    height = len(procs) * LANE_H + (LANE_H + 12 if shown else 0) + 8
+    return parts
 
+
+def _order_rows(outcome: Outcome, model: Model) -> list[str]:
+    """The partial linearization's table rows: each op placed and the state after it, then
+    the op that cannot be placed."""
+    ops = outcome.ops
     rows = [
         f"<tr><td>0</td><td>(initial)</td><td></td>"
         f"<td>{html.escape(model.describe_state(model.init()))}</td></tr>"
@@ -122,24 +164,7 @@ def render(
             f"<td>{html.escape(str(op.call.invoke.process))}</td>"
             "<td>cannot be placed here (illegal in every reachable order)</td></tr>"
         )
-    stuck_text = ops[outcome.stuck].action.text if outcome.stuck is not None else "?"
-    part = "" if partition is None else f" · partition {html.escape(repr(partition))}"
-    return f"""<!doctype html>
-<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>{_CSS}</style></head><body>
-<h1>{html.escape(title)}</h1>
-<p>Model <b>{html.escape(model.name)}</b>{part} · {len(ops)} ops · {outcome.configs} configurations
-explored. The longest linearizable prefix has <b>{len(outcome.best)}</b> ops; then
-<b>{html.escape(stuck_text)}</b> cannot be placed.</p>
-<p class="legend"><span style="background:#b8e6b8">linearized (numbered in order)</span>
-<span style="background:#f5a3a3">cannot be placed</span><span>not reached</span>
-<span style="background-image:repeating-linear-gradient(45deg,transparent 0 4px,#0002 4px 8px)">
-crashed (unknown outcome)</span></p>
-<div class="lanes" style="height:{height}px;width:{WIDTH}px">{"".join(parts)}</div>
-<h2 style="font-size:15px">Partial linearization</h2>
-<table><tr><th>#</th><th>op</th><th>process</th><th>state after</th></tr>{"".join(rows)}</table>
-</body></html>
-"""
+    return rows
 
 
 def write(path: str | os.PathLike[str], outcome: Outcome, model: Model, **kw: Any) -> Path:

@@ -59,6 +59,26 @@ def cell_summary(runs: list[dict]) -> dict:
         # the atomicity checker: a holder read a multi-step update left half-done
         "half_done": sum("half-done-read" in k for k in kinds),
         "stores": [r["store"] for r in runs],
+        **_cell_power(runs),
+    }
+
+
+def _cell_power(runs: list[dict]) -> dict:
+    """The cell's runs' power pooled (checker/power.py): faults that landed where the lock could
+    break, how many a violation followed, and the bound on the per-fault rate; nothing for a
+    cell without faults or without a lock."""
+    from zkjepsen.checker.power import Power
+    from zkjepsen.report.summary import power_of_results
+
+    powers = [p for r in runs if (p := power_of_results(r["results"])) is not None]
+    if not powers:
+        return {}
+    pooled = Power.pooled(powers)
+    return {
+        "landed": pooled.opportunities(),
+        "landed_violated": pooled.violated(),
+        "power_upper": pooled.upper(),
+        "power": pooled.line(),
     }
 
 
@@ -103,7 +123,12 @@ def cell_text(c: dict | None) -> str:
         text += f", {c['unknown']} unknown"
     text += f" (belief {c['belief']}, effect {c['effect']}"
     # Older manifests predate the atomicity count; a cell without it says nothing about it.
-    return text + (f", half-done {c['half_done']})" if "half_done" in c else ")")
+    text += f", half-done {c['half_done']})" if "half_done" in c else ")"
+    if "landed" in c:  # the pooled power of its runs (none before power existed, or no lock)
+        text += f"; {c['landed_violated']}/{c['landed']} landed faults violated" + (
+            f", rate ≤ {100 * c['power_upper']:.0f} %" if c["landed"] else ""
+        )
+    return text
 
 
 def markdown_table(cells: dict, recipes: list[str], nemeses: list[str], header: str) -> str:
@@ -127,6 +152,14 @@ def markdown_table(cells: dict, recipes: list[str], nemeses: list[str], header: 
         "previous holder's two-step update half done: that holder lost the lock between its "
         "writes, and a fence can only refuse the second). belief > 0 with effect = 0 means "
         "fencing held."
+        + (
+            " After the `;`: of the faults that landed where the lock could break (a holder "
+            "frozen or cut past its session timeout, killed while holding...; "
+            "docs/verdicts.md), how many a violation followed, and the one-sided 95 % bound "
+            "on the per-fault violation rate, pooled over the cell's runs."
+            if any("landed" in c for c in cells.values())
+            else ""
+        )
         + (
             " n/a: the fault exercises nothing on that recipe's backend (not run)."
             if any("na" in c for c in cells.values())
@@ -306,16 +339,33 @@ def settings_header(
     s: dict[str, Any], when: str, where: str, cells: dict[str, dict] | None = None
 ) -> str:
     n_cells = len(s.get("recipes", [])) * len(s.get("nemeses", []))
-    versions = s.get("zk_versions") or ["3.8"]  # manifests from before versions: 3.8
-    suite = f" (clients: {s['client_suite']})" if s.get("client_suite") else ""
     return (
-        f"Findings matrix: workload `{s['workload']}`, {_servers_text(s)} (ZooKeeper "
-        f"{', '.join(versions)}{suite}), {s['clients']} "
+        f"Findings matrix: workload `{s['workload']}`, {_servers_text(s)} ({services_text(s)}), "
+        f"{s['clients']} "
         f"clients, {s['time_limit_s']:g} s per run, session timeout "
         f"{s['session_timeout_s']:g} s, params {s['params']}, "
         + (f"faults every ~{s['interval_s']:g} s, " if s.get("interval_s", 10.0) != 10.0 else "")
         + f"{runs_per_cell_text(s['runs'], cells, n_cells)}; run {when} on {where}."
     )
+
+
+def services_text(s: dict[str, Any]) -> str:
+    """What the servers ran, each backend in its own words: `ZooKeeper 3.8` (its versions and
+    the clients' suite), `etcd 3.4.23`, `Redis 7.0`... Manifests from before backends: ZooKeeper."""
+    from zkjepsen.backends.registry import BACKENDS
+
+    out = []
+    for name in s.get("servers") or {"zookeeper": 0}:
+        info = BACKENDS.get(name)
+        if info is None or info.family == "zookeeper":
+            versions = s.get("zk_versions") or ["3.8"]  # manifests from before versions: 3.8
+            suite = f" (clients: {s['client_suite']})" if s.get("client_suite") else ""
+            text = f"ZooKeeper {', '.join(versions)}{suite}" if info else name
+        else:
+            text = info.service or name
+        if text not in out:
+            out.append(text)
+    return ", ".join(out)
 
 
 def _servers_text(s: dict[str, Any]) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from zkjepsen.checker import Result, Violation, as_result
+from zkjepsen.checker.power import Power
 
 # How a violation kind reads in a sentence (plural); others read "<kind> violations".
 KIND_WORDS = {
@@ -36,8 +37,24 @@ def summarise(res: Result | Mapping[str, Any]) -> str:
                 )
     if r.valid == "unknown":
         return r.reason[:200]
-    # A valid verdict with a caveat (failed releases during faults, starved clients) says it.
+    # A valid verdict with a caveat (failed releases during faults, starved clients) says it;
+    # the power part says its figures.
+    if "per_kind" in r.details:
+        return str(r.details.get("line") or "")
     return str(r.details.get("note") or "")[:200]
+
+
+def power_of_results(results: Result | Mapping[str, Any] | None) -> Power | None:
+    """The verdict's power (its `power` part, run/analysis.with_power); None without one."""
+    part = as_result(results).parts.get("power")
+    return Power.from_json(part.details) if part is not None else None
+
+
+def power_line(results: Result | Mapping[str, Any] | None) -> str:
+    """The power figures in one line, e.g. "0 split holders in 27 landed client-pauses:
+    per-pause split rate ≤ 10.5 % (95 %)"; '' for a run without faults or without a lock."""
+    power = power_of_results(results)
+    return power.line() if power is not None else ""
 
 
 def _violation_line(r: Result, v: Violation) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zkjepsen.checker import Result, Violation, as_result
+from zkjepsen.report.summary import power_of_results
 
 if TYPE_CHECKING:
     from zkjepsen.report.files import ReportFiles
@@ -51,72 +52,73 @@ class _Lanes:
         self.spans: dict[Any, list[tuple]] = {}  # client -> (start, end, kind, colour, title)
         self.faults: list[tuple[int, int | None, str]] = []
         self.end = max((r["time"] for r in records), default=1) or 1
-        pending: dict[Any, dict] = {}
-        holding: dict[Any, dict] = {}
-        session: dict[Any, tuple[int, str]] = {}
-        fault_open: dict[Any, dict] = {}
+        self.pending: dict[Any, dict] = {}  # process -> its invoke in flight
+        self.holding: dict[Any, dict] = {}  # client -> the acquire ok (or info) it holds by
+        self.session: dict[Any, tuple[int, str]] = {}  # client -> (since, session state)
+        self.fault_open: dict[Any, dict] = {}  # fault id -> its start record
         for r in records:
-            p, t, typ = r.get("process"), r["time"], r.get("type")
+            p, typ = r.get("process"), r.get("type")
             if p == "nemesis":
-                v = r.get("value") if isinstance(r.get("value"), dict) else {}
-                fid = v.get("fault_id", r.get("f"))
-                if v.get("phase") == "end":
-                    start = fault_open.pop(fid, None)
-                    if start:
-                        self.faults.append((start["time"], t, self._fault_label(start)))
-                else:
-                    fault_open[fid] = r
+                self._fault(r)
                 continue
             c = r.get("client", p)
             lane = self.spans.setdefault(c, [])
             if typ == "event":
                 if r.get("f") == "session-state":
-                    prev = session.get(c)
-                    if prev and prev[1] in ("SUSPENDED", "LOST"):
-                        colour = "#ffb300" if prev[1] == "SUSPENDED" else "#c62828"
-                        lane.append(
-                            (
-                                prev[0],
-                                t,
-                                "session",
-                                colour,
-                                f"session {prev[1]} {_ms(prev[0])} - {_ms(t)}",
-                            )
-                        )
-                    session[c] = (t, r.get("value"))
-                continue
-            if typ == "invoke":
-                if r.get("f") in ("release", "acquire", "resign", "elected"):
-                    h = holding.pop(c, None)
-                    if h:
-                        lane.append(
-                            (
-                                h["time"],
-                                t,
-                                "hold",
-                                "#1565c0",
-                                f"holds {h.get('key')} token {_token(h)} "
-                                f"{_ms(h['time'])} - {_ms(t)}",
-                            )
-                        )
-                pending[p] = r
-                continue
-            inv = pending.pop(p, None)
-            if inv is None:
-                continue
-            f = inv.get("f")
-            title = (
-                f"{f} {inv.get('key') or ''} {typ} {_esc(r.get('value'))} "
-                f"{_ms(inv['time'])} - {_ms(t)}"
-                + (f" error {r['error']}" if r.get("error") else "")
-            )
-            if f in ("acquire", "elected"):
-                lane.append((inv["time"], t, "wait", "#bdbdbd", "waiting: " + title))
-                if typ in ("ok", "info"):
-                    holding[c] = {**r, "key": inv.get("key"), "maybe": typ == "info"}
+                    self._session_state(c, lane, r)
+            elif typ == "invoke":
+                self._invoke(c, lane, r)
             else:
-                lane.append((inv["time"], t, "op", OUTCOME_COLOUR.get(typ, "#ef6c00"), title))
-        for c, h in holding.items():
+                self._complete(c, lane, r)
+        self._close_at_end()
+
+    def _fault(self, r: dict) -> None:
+        v = r.get("value") if isinstance(r.get("value"), dict) else {}
+        fid = v.get("fault_id", r.get("f"))
+        if v.get("phase") == "end":
+            start = self.fault_open.pop(fid, None)
+            if start:
+                self.faults.append((start["time"], r["time"], self._fault_label(start)))
+        else:
+            self.fault_open[fid] = r
+
+    def _session_state(self, c: Any, lane: list[tuple], r: dict) -> None:
+        t, prev = r["time"], self.session.get(c)
+        if prev and prev[1] in ("SUSPENDED", "LOST"):
+            colour = "#ffb300" if prev[1] == "SUSPENDED" else "#c62828"
+            title = f"session {prev[1]} {_ms(prev[0])} - {_ms(t)}"
+            lane.append((prev[0], t, "session", colour, title))
+        self.session[c] = (t, r.get("value"))
+
+    def _invoke(self, c: Any, lane: list[tuple], r: dict) -> None:
+        t = r["time"]
+        if r.get("f") in ("release", "acquire", "resign", "elected"):
+            h = self.holding.pop(c, None)
+            if h:
+                title = f"holds {h.get('key')} token {_token(h)} {_ms(h['time'])} - {_ms(t)}"
+                lane.append((h["time"], t, "hold", "#1565c0", title))
+        self.pending[r.get("process")] = r
+
+    def _complete(self, c: Any, lane: list[tuple], r: dict) -> None:
+        t, typ = r["time"], r.get("type")
+        inv = self.pending.pop(r.get("process"), None)
+        if inv is None:
+            return
+        f = inv.get("f")
+        title = (
+            f"{f} {inv.get('key') or ''} {typ} {_esc(r.get('value'))} "
+            f"{_ms(inv['time'])} - {_ms(t)}" + (f" error {r['error']}" if r.get("error") else "")
+        )
+        if f in ("acquire", "elected"):
+            lane.append((inv["time"], t, "wait", "#bdbdbd", "waiting: " + title))
+            if typ in ("ok", "info"):
+                self.holding[c] = {**r, "key": inv.get("key"), "maybe": typ == "info"}
+        else:
+            lane.append((inv["time"], t, "op", OUTCOME_COLOUR.get(typ, "#ef6c00"), title))
+
+    def _close_at_end(self) -> None:
+        """What is still held, faulted or suspended at the end of the history lasts to it."""
+        for c, h in self.holding.items():
             self.spans[c].append(
                 (
                     h["time"],
@@ -127,9 +129,9 @@ class _Lanes:
                     " to the end of the history (never released)",
                 )
             )
-        for r in fault_open.values():
+        for r in self.fault_open.values():
             self.faults.append((r["time"], None, self._fault_label(r)))
-        for c, (t, state) in session.items():
+        for c, (t, state) in self.session.items():
             if state in ("SUSPENDED", "LOST"):
                 colour = "#ffb300" if state == "SUSPENDED" else "#c62828"
                 self.spans[c].append(
@@ -159,14 +161,24 @@ def render_timeline(records: list[dict], results: Result | dict | None, title: s
         return LEFT + t * scale
 
     parts: list[str] = []
+    power = power_of_results(results)
+    landed = {o.start: o for o in power.landed} if power is not None else {}
     for start, end, label in lanes.faults:  # shaded across all lanes, under everything
         e = lanes.end if end is None else end
+        o = landed.get(start)  # landed where the lock could break: darker, and says why
+        why = (
+            f"; landed on {', '.join(f'client {c}' for c in o.clients)} (timeout "
+            f"{o.timeout_s:g} s){', a violation followed' if o.violated else ''}"
+            if o
+            else ""
+        )
         parts.append(
             f'<rect x="{x(start):.1f}" y="{TOP - 14}" '
             f'width="{max(1, (e - start) * scale):.1f}"'
-            f' height="{height - TOP - 16}" fill="#7e57c2" opacity="0.13">'
-            f"<title>fault {label} {_ms(start)} - {_ms(e)}</title></rect>"
+            f' height="{height - TOP - 16}" fill="#7e57c2" opacity="{0.3 if o else 0.13}">'
+            f"<title>fault {label} {_ms(start)} - {_ms(e)}{html.escape(why)}</title></rect>"
         )
+        label += " (landed)" if o else ""
         parts.append(f'<text x="{x(start) + 2:.1f}" y="{TOP - 4}" class="f">{label}</text>')
     for c in clients:
         y = TOP + row[c] * LANE_H
@@ -212,6 +224,7 @@ def render_timeline(records: list[dict], results: Result | dict | None, title: s
     summary = (
         f"{len(clients)} lanes, {len(records)} records, {len(lanes.faults)} faults, "
         f"{len(violations)} violations marked"
+        + (f". Power: {html.escape(power.line())}" if power is not None else "")
     )
     return PAGE.format(
         title=html.escape(title), summary=summary, width=width, height=height, body="\n".join(parts)
@@ -236,6 +249,7 @@ svg text.a {{ font-size: 10px; fill: #666; }}
 <span style="background:#ef6c00"></span>op unknown
 <span style="background:#ffb300"></span>SUSPENDED <span style="background:#c62828"></span>LOST
 <span style="background:#7e57c2;opacity:.3"></span>fault
+<span style="background:#7e57c2;opacity:.6"></span>fault that landed where the lock could break
 <span style="border:2px solid #d50000;height:8px"></span>violation</div>
 <div id="wrap"><svg id="tl" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}"
  viewBox="0 0 {width} {height}" preserveAspectRatio="none">

@@ -23,7 +23,8 @@ from typing import Any
 from zkjepsen.checker import Result, as_result
 from zkjepsen.docker.engine import Engine
 from zkjepsen.nemesis.executed import ExecutedFault
-from zkjepsen.run.fanout import Job, run_jobs
+from zkjepsen.run.fanout import Job
+from zkjepsen.run.many import run_jobs
 from zkjepsen.run.runner import RunResult
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.run.stored import StoredRun
@@ -53,22 +54,23 @@ def first_violation_ns(results: Result | Mapping[str, Any] | None) -> int | None
     return min((t for t in times if t is not None), default=None)
 
 
-def faults_for_replay(faults: list[ExecutedFault], retarget: bool = True) -> list[dict]:
-    """The replay-ready tables (the nemesis's schedule input) of a run's executed faults."""
+def faults_for_replay(faults: list[ExecutedFault], retarget: bool = True) -> list[ExecutedFault]:
+    """A run's executed faults made replay-ready: only what a replay re-runs (`replay_table`
+    is the nemesis's schedule input)."""
     out = []
     for f in faults:
-        g = f.replay_fields()
+        g = ExecutedFault(**f.replay_fields())
         chosen = (f.detail or {}).get("chosen")
         if f.trigger:
             # Re-armed, not re-timed: armed when the original was, it fires on its event again.
-            g["trigger"] = copy.deepcopy(f.trigger)
-            g["armed_ns"] = (f.fired or {}).get("armed_ns", f.armed_ns)
+            g.trigger = copy.deepcopy(f.trigger)
+            g.armed_ns = (f.fired or {}).get("armed_ns", f.armed_ns)
             if f.target == "trigger":
-                g["targets"], g["detail"] = None, None  # aimed at whom the new event names
+                g.targets, g.detail = None, None  # aimed at whom the new event names
         elif retarget and (chosen in ROLE_CHOICES or f.target in ROLE_CHOICES):
-            g["targets"] = None  # re-resolved at replay time by role
-            g["target"] = chosen if chosen in ROLE_CHOICES else f.target
-            g["detail"] = None
+            g.targets = None  # re-resolved at replay time by role
+            g.target = chosen if chosen in ROLE_CHOICES else f.target
+            g.detail = None
         out.append(g)
     return out
 
@@ -79,18 +81,27 @@ def replay(
     retarget: bool = True,
     store_root: Path | None = None,
     spec: TestSpec | None = None,
-    faults: list[dict] | None = None,
+    faults: list[ExecutedFault] | None = None,
     on_result: Callable[[int, RunResult], None] = lambda i, r: None,
-    engines: list[Engine] | None = None,
+    engine: Engine | None = None,
     parallel: int = 1,
+    cluster=None,
 ) -> list[RunResult]:
     """Re-execute the schedule (or `faults`) against fresh ensembles `runs` times, at most
-    `parallel` at once on each of `engines` (default: the environment's engine)."""
+    `parallel` at once on `engine` (default: the environment's engine), or as tasks on the
+    Dask `cluster` (a connected client)."""
     spec = copy.deepcopy(spec or run.spec)
     spec.name = f"{run.spec.test_name}-replay"
-    schedule = {"faults": faults_for_replay(run.faults, retarget) if faults is None else faults}
+    if faults is None:
+        faults = faults_for_replay(run.faults, retarget)
+    schedule = {"faults": [f.replay_table() for f in faults]}
     jobs = [Job(spec, schedule, i) for i in range(runs)]
     outcomes = run_jobs(
-        jobs, engines or [Engine()], parallel, store_root, on_done=lambda i, o: on_result(i, o.run)
+        jobs,
+        engine,
+        parallel,
+        store_root,
+        on_done=lambda i, o: on_result(i, o.run),
+        cluster=cluster,
     )
     return [o.run for o in outcomes]

@@ -1,5 +1,5 @@
-"""A catalogue of known lock failure modes (ZooKeeper's, and the Redis locks'), each runnable by
-name.
+"""A catalogue of known lock failure modes (ZooKeeper's, the Redis locks', etcd's), each
+runnable by name.
 
 A scenario is a test spec plus, per recipe, the outcome it expects: the violation kinds that
 must appear (see `reproduce.violation_kinds`: `lock:belief` two clients believed they held the
@@ -15,6 +15,7 @@ from zkjepsen.nemesis.generator import fault, on, sleep, steps
 from zkjepsen.nemesis.triggers import on_acquire, on_invoke, on_release
 from zkjepsen.reproduce.scenario import Expectation, Scenario
 from zkjepsen.reproduce.scenario import expect as _x
+from zkjepsen.reproduce.scenarios_etcd import ETCD
 from zkjepsen.reproduce.scenarios_services import REDIS
 from zkjepsen.reproduce.scenarios_sessions import SESSIONS
 
@@ -308,6 +309,7 @@ SCENARIOS: dict[str, Scenario] = {
         *MID_UPDATE,
         *SESSIONS,
         *REDIS,
+        *ETCD,
     ]
 }
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from zkjepsen.checker import as_result
 from zkjepsen.errors import BadInput
+from zkjepsen.nemesis.executed import ExecutedFault
 from zkjepsen.nemesis.triggers import Trigger, on_acquire
 from zkjepsen.reproduce.replay import (
     MARGIN_S,
@@ -34,13 +35,11 @@ from zkjepsen.run.stored import StoredRun
 @dataclass
 class Candidate:
     spec: TestSpec
-    faults: list[dict]  # replay-ready (see faults_for_replay)
+    faults: list[ExecutedFault]  # replay-ready (see faults_for_replay)
     why: str
 
     def summary(self) -> str:
-        fs = ", ".join(
-            f"{f['f']}{_when(f)}+{(f['end_ns'] - f['start_ns']) / 1e9:.1f}s" for f in self.faults
-        )
+        fs = ", ".join(f"{f.f}{_when(f)}+{(f.end_ns - f.start_ns) / 1e9:.1f}s" for f in self.faults)
         return (
             f"{len(self.faults)} faults [{fs}], {self.spec.clients} clients, "
             f"{self.spec.time_limit_s:.0f}s"
@@ -56,10 +55,10 @@ class ShrinkResult:
     kinds: set[str] = field(default_factory=set)  # the violations the search kept
 
 
-def _when(f: dict) -> str:
-    if f.get("trigger"):
-        return f" {Trigger.from_json(f['trigger']).describe()}"
-    return f"@{f['start_ns'] / 1e9:.1f}s"
+def _when(f: ExecutedFault) -> str:
+    if f.trigger:
+        return f" {Trigger.from_json(f.trigger).describe()}"
+    return f"@{f.start_ns / 1e9:.1f}s"
 
 
 # Faults that hit a client and can be aimed at "whoever just acquired" instead of a time.
@@ -74,26 +73,25 @@ TRIGGER_RETRIES = 10
 SESSION_FLOOR = 1.5
 
 
-def triggered(f: dict) -> dict | None:
+def triggered(f: ExecutedFault) -> ExecutedFault | None:
     """A timed fault aimed at the lock holder, as the same fault fired on the next acquire and
     aimed at the client that acquired, re-armed while it lands after that hold ended; None if
     it cannot be."""
-    chosen = (f.get("detail") or {}).get("chosen")
-    if f.get("trigger") or f["f"] not in TRIGGERABLE or "holder" not in (f.get("target"), chosen):
+    chosen = (f.detail or {}).get("chosen")
+    if f.trigger or f.f not in TRIGGERABLE or "holder" not in (f.target, chosen):
         return None
-    armed = max(0, int(f["start_ns"] - 1e9))  # the first acquire in the second before
-    return {
-        **f,
-        "trigger": on_acquire(delay_s=TRIGGER_DELAY_S, retries=TRIGGER_RETRIES).to_json(),
-        "target": "trigger",
-        "targets": None,
-        "detail": None,
-        "armed_ns": armed,
-    }
+    return replace(
+        f,
+        trigger=on_acquire(delay_s=TRIGGER_DELAY_S, retries=TRIGGER_RETRIES).to_json(),
+        target="trigger",
+        targets=None,
+        detail=None,
+        armed_ns=max(0, int(f.start_ns - 1e9)),  # the first acquire in the second before
+    )
 
 
 def _with(
-    c: Candidate, why: str, faults: list[dict] | None = None, **spec_changes: Any
+    c: Candidate, why: str, faults: list[ExecutedFault] | None = None, **spec_changes: Any
 ) -> Candidate:
     spec = copy.deepcopy(c.spec)
     for k, v in spec_changes.items():
@@ -102,7 +100,7 @@ def _with(
 
 
 def _fit_time_limit(c: Candidate) -> Candidate:
-    last = max((f["end_ns"] for f in c.faults), default=0) / 1e9
+    last = max((f.end_ns for f in c.faults), default=0) / 1e9
     c.spec.time_limit_s = max(WARMUP_S + 1, round(last + MARGIN_S, 1))
     return c
 
@@ -112,19 +110,19 @@ def _shifted(c: Candidate) -> Candidate | None:
     with a triggered fault: its times are since the test's start, setup included (10-30 s on a
     loaded machine), so an arm moved "to 4 s" fires on the clients' very first moves instead of
     the event it was meant for (the newest waiter becomes whoever asked first)."""
-    if any(f.get("trigger") for f in c.faults):
+    if any(f.trigger for f in c.faults):
         return None
-    first = min((f["start_ns"] for f in c.faults), default=0)
+    first = min((f.start_ns for f in c.faults), default=0)
     delta = int(first - WARMUP_S * 1e9)
     if delta <= 1e9:
         return None
     faults = [
-        {
-            **f,
-            "start_ns": f["start_ns"] - delta,
-            "end_ns": f["end_ns"] - delta,
-            **({"armed_ns": max(0, f["armed_ns"] - delta)} if f.get("armed_ns") else {}),
-        }
+        replace(
+            f,
+            start_ns=f.start_ns - delta,
+            end_ns=f.end_ns - delta,
+            armed_ns=max(0, f.armed_ns - delta) if f.armed_ns else f.armed_ns,
+        )
         for f in c.faults
     ]
     return _fit_time_limit(_with(c, f"start {delta / 1e9:.1f}s earlier", faults))
@@ -137,28 +135,26 @@ def candidates(run: StoredRun, current: Candidate) -> list[Candidate]:
     # 1. Faults that started after the original break cannot have caused it.
     t_v = first_violation_ns(run.results)
     if t_v is not None:
-        early = [f for f in faults if f["start_ns"] <= t_v]
+        early = [f for f in faults if f.start_ns <= t_v]
         if early and len(early) < len(faults):
             out.append(_fit_time_limit(_with(current, "drop faults after the violation", early)))
     # 2. Each fault alone, those active during a violation first; then drop one at a time.
     if len(faults) > 1:
         active = _violation_fault_ids(run)
-        ranked = sorted(faults, key=lambda f: f.get("fault_id") not in active)
+        ranked = sorted(faults, key=lambda f: f.fault_id not in active)
         for f in ranked:
             # Alone and on the next acquire first: simpler and more repeatable at once.
             t = triggered(f)
             if t is not None:
-                why = f"only {f['f']}, on the next acquire instead of at {f['start_ns'] / 1e9:.1f}s"
+                why = f"only {f.f}, on the next acquire instead of at {f.start_ns / 1e9:.1f}s"
                 out.append(_with(current, why, [t]))
-            out.append(
-                _fit_time_limit(_with(current, f"only {f['f']}@{f['start_ns'] / 1e9:.1f}s", [f]))
-            )
+            out.append(_fit_time_limit(_with(current, f"only {f.f}@{f.start_ns / 1e9:.1f}s", [f])))
         if len(faults) > 2:
             out += [
                 _fit_time_limit(
                     _with(
                         current,
-                        f"without {f['f']}@{f['start_ns'] / 1e9:.1f}s",
+                        f"without {f.f}@{f.start_ns / 1e9:.1f}s",
                         [g for g in faults if g is not f],
                     )
                 )
@@ -171,7 +167,7 @@ def candidates(run: StoredRun, current: Candidate) -> list[Candidate]:
             out.append(
                 _with(
                     current,
-                    f"{f['f']} on the next acquire instead of at {f['start_ns'] / 1e9:.1f}s",
+                    f"{f.f} on the next acquire instead of at {f.start_ns / 1e9:.1f}s",
                     [*faults[:i], t, *faults[i + 1 :]],
                 )
             )
@@ -180,13 +176,13 @@ def candidates(run: StoredRun, current: Candidate) -> list[Candidate]:
     if shifted:
         out.append(shifted)
     for f in faults:
-        length = f["end_ns"] - f["start_ns"]
-        floor = SESSION_FLOOR * current.spec.session_timeout_s * 1e9 if f["f"] in TRIGGERABLE else 0
+        length = f.end_ns - f.start_ns
+        floor = SESSION_FLOOR * current.spec.session_timeout_s * 1e9 if f.f in TRIGGERABLE else 0
         if length > 1.5e9 and length * 0.75 >= floor:
             shorter = [
-                {**g, "end_ns": g["start_ns"] + int(length * 0.75)} if g is f else g for g in faults
+                replace(g, end_ns=g.start_ns + int(length * 0.75)) if g is f else g for g in faults
             ]
-            out.append(_fit_time_limit(_with(current, f"{f['f']} 25% shorter", shorter)))
+            out.append(_fit_time_limit(_with(current, f"{f.f} 25% shorter", shorter)))
     if current.spec.clients > 2:
         out.append(_with(current, "half the clients", clients=max(2, current.spec.clients // 2)))
     return out
@@ -233,7 +229,8 @@ def check_kinds(run: StoredRun, kinds: set[str] | None, not_in_run: bool = False
 class Judge:
     """Replays a candidate until its fate is decided: kept if its violation recurs in at least
     `min_hits` of `tries` replays. Each wave runs as many replays as could keep it (`parallel`
-    at once on each of `engines`), and no wave starts that could not end within the budget."""
+    at once on `engine`, or on the Dask `cluster`'s slots), and no wave starts that could not
+    end within the budget."""
 
     run: StoredRun
     target: set[str]
@@ -242,14 +239,15 @@ class Judge:
     deadline: float
     progress: Callable[[str], None]
     store_root: Path | None = None
-    engines: list | None = None
+    engine: Any = None
     parallel: int = 1
+    cluster: Any = None
     log: list[dict] = field(default_factory=list)
     wave_s: float = 0.0  # the longest wave so far
 
     def __call__(self, c: Candidate, budgeted: bool = True) -> int:
         hits = done = 0
-        width = max(1, self.parallel * len(self.engines or [None]))
+        width = max(1, self.parallel)
         while done < self.tries and (
             not budgeted or time.monotonic() + self.wave_s <= self.deadline
         ):
@@ -262,8 +260,9 @@ class Judge:
                 store_root=self.store_root,
                 spec=c.spec,
                 faults=c.faults,
-                engines=self.engines,
+                engine=self.engine,
                 parallel=self.parallel,
+                cluster=self.cluster,
             ):
                 got = violation_kinds(r.results)
                 ok = self.target <= got
@@ -289,16 +288,18 @@ def shrink(
     budget_s: float = 1800,
     store_root: Path | None = None,
     progress: Callable[[str], None] = lambda line: None,
-    engines: list | None = None,
+    engine=None,
     parallel: int = 1,
+    cluster=None,
     not_in_run: bool = False,
 ) -> ShrinkResult:
     """Greedy delta debugging over the schedule: take the first simpler candidate whose
     violation recurs in at least `min_hits` of `tries` replays; repeat until no candidate does
-    or the wall-clock budget is spent. A candidate's replays run `parallel` at once on each of
-    `engines`, in waves of the replays still needed to keep it (so a wave may run a replay that
-    a one-at-a-time search would have skipped after an early miss); the decision rule is the
-    same, so the search visits the same candidates in the same order whatever the parallelism."""
+    or the wall-clock budget is spent. A candidate's replays run `parallel` at once on
+    `engine` (or the Dask `cluster`'s slots), in waves of the replays still needed to keep it
+    (so a wave may run a replay that a one-at-a-time search would have skipped after an early
+    miss); the decision rule is the same, so the search visits the same candidates in the same
+    order whatever the parallelism."""
     target = check_kinds(run, kinds, not_in_run)
     deadline = time.monotonic() + budget_s
     best = _fit_time_limit(
@@ -309,7 +310,9 @@ def shrink(
         )
     )
     best_hits = None
-    judge = Judge(run, target, tries, min_hits, deadline, progress, store_root, engines, parallel)
+    judge = Judge(
+        run, target, tries, min_hits, deadline, progress, store_root, engine, parallel, cluster
+    )
     log = judge.log
     progress(
         f"shrinking {run.store_dir}: target {sorted(target)}, keep a candidate if it "

@@ -24,7 +24,7 @@ def check_history(
 
     if checkers is None:
         checkers = get_workload(spec.workload).checkers(spec.params)
-    checked = compose(checkers).check(history)
+    checked = with_power(compose(checkers).check(history), history, spec, checkers)
     if store_dir is not None and checked.valid is not True:
         try:
             from zkjepsen.report.counterexample import write_failures
@@ -32,6 +32,37 @@ def check_history(
             write_failures(checked, checkers, store_dir, history)
         except Exception as e:  # noqa: BLE001 - evidence, not the verdict
             checked.details["counterexample_error"] = f"{type(e).__name__}: {e}"
+    return checked
+
+
+def with_power(checked: Result, history, spec: TestSpec, checkers: dict) -> Result:
+    """Add the verdict's power (checker/power.py) as its part `power`, for a lock under faults:
+    valid with its figures when some fault landed where the lock could break, unknown when none
+    did (a VALID that tested no fault is worth nothing). Workloads without a lock checker, and
+    runs with nemesis `none`, are left as they were."""
+    from zkjepsen.checker import Result, merge_valid
+    from zkjepsen.checker.lock import LockChecker
+    from zkjepsen.checker.power import power_of
+
+    lock = next((c for c in checkers.values() if isinstance(c, LockChecker)), None)
+    if lock is None or all(n == "none" for n in spec.nemesis):
+        return checked
+    acquire, release, _ = lock.names
+    prop = next((k for k in ("belief", "effect") if k in lock.fail_on), "any")
+    power = power_of(
+        history,
+        violations=[v for _, v in checked.named_violations()],
+        session_timeout_s=spec.session_timeout_s,
+        acquire=acquire,
+        release=release,
+        prop=prop,
+    )
+    table = power.to_json()
+    if power.opportunities():
+        checked.parts["power"] = Result(True, table)
+    else:
+        checked.parts["power"] = Result("unknown", {**table, "reason": power.reason()})
+    checked.valid = merge_valid([r.valid for r in checked.parts.values()])
     return checked
 
 
@@ -45,12 +76,7 @@ def history_stats(records: list[dict]) -> dict[str, Any]:
 
 
 def render_reports(run, history) -> None:
-    """timeline.html, latency.png and rate.png; a failing renderer never changes the verdict.
-    `ZKJEPSEN_REPORTS=off`: none (a controller container: they are rendered after the fetch)."""
-    import os
-
-    if os.environ.get("ZKJEPSEN_REPORTS", "").strip().lower() == "off":
-        return
+    """timeline.html, latency.png and rate.png; a failing renderer never changes the verdict."""
     try:
         from zkjepsen.report import render_run
     except ImportError:

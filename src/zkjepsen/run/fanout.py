@@ -1,11 +1,12 @@
-"""Many runs at once: `--parallel N` slots on each of the engines given, one process per run.
+"""Many runs at once: `--parallel N` slots on one engine, one process per run (`--cluster`:
+on Dask workers, each with its own host's engine, run/dask_executor.py, which reuses the
+process per run below).
 
 Why processes: a run owns its teardown, and its teardown hangs on signal handlers (SIGTERM and
 SIGHUP become an exception in the main thread, Ctrl-C already is one), which Python runs only
 in a process's main thread. So each run is a worker process (`worker_main`) running `run_test`
-in its own main thread, writing its folder into the local store (straight, or fetched from the
-controller container that ran it on an engine this machine cannot reach: run/controller.py)
-and a small result file for the parent.
+in its own main thread, writing its folder into the store and a small result file for the
+parent.
 
 Signals: workers ignore SIGINT (a Ctrl-C in the terminal reaches the whole process group) and
 the parent, on Ctrl-C, SIGTERM or any error, sends each running worker exactly one SIGTERM and
@@ -24,6 +25,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -46,6 +48,7 @@ class Job:
     spec: TestSpec
     schedule: dict | None = None
     tag: Any = None  # the caller's key for this run (a matrix cell, a try number...)
+    scenario: str | None = None  # a scenario's name: its triggered faults drive the run
 
 
 @dataclass
@@ -53,34 +56,39 @@ class Outcome:
     job: Job
     engine: str
     run: RunResult
-
-
-def slots(engines: list[Engine], parallel: int) -> list[Engine]:
-    """Slot order: engines interleaved, so the first runs spread over every engine."""
-    return [e for _ in range(parallel) for e in engines]
+    started_at: float | None = None  # wall clock when the run's process began (benchmarks)
 
 
 def run_jobs(
     jobs: list[Job],
-    engines: list[Engine],
+    engine: Engine | None = None,
     parallel: int = 1,
     store_root: Path | None = None,
     on_start: Callable[[int, Job, Engine], None] = lambda i, j, e: None,
     on_done: Callable[[int, Outcome], None] = lambda i, o: None,
     keep_going: bool = False,
+    stop_when: Callable[[Outcome], bool] | None = None,
 ) -> list[Outcome]:
-    """Run every job, at most `parallel` at a time on each engine; outcomes in job order.
+    """Run every job, at most `parallel` at a time on `engine` (default: the environment's);
+    outcomes in job order.
     The first run that fails with an error (not a verdict) stops the others and is raised;
     with `keep_going` (a matrix: one run's lost session on a loaded machine must not end 100
     others) such a run is an `unknown` outcome carrying its error, and the rest go on. Bad
-    input and a stop (Ctrl-C, SIGTERM) still end everything."""
-    free = slots(engines, parallel)
+    input and a stop (Ctrl-C, SIGTERM) still end everything. Once `stop_when` holds for an
+    outcome (a gate: a scenario failed), the runs under way are asked to end their main phase
+    (run/online.py: those with a stop condition do, and are checked as usual) and the jobs not
+    started are not run: unknown, NOT_RUN."""
+    free = [engine or Engine()] * parallel
     if len(free) == 1:
         out = []
         for i, job in enumerate(jobs):
+            if stop_when is not None and any(stop_when(o) for o in out):
+                out.append(Outcome(job, "", failed_run(job, NOT_RUN)))
+                continue
             on_start(i, job, free[0])
             try:
-                run = run_test(job.spec, store_root, schedule=job.schedule, engine=free[0])
+                gen = scenario_faults(job.scenario)
+                run = run_test(job.spec, store_root, schedule=job.schedule, gen=gen, engine=free[0])
             except (BadInput, signals.Terminated, KeyboardInterrupt):
                 raise
             except Exception as e:
@@ -91,7 +99,23 @@ def run_jobs(
             on_done(i, o)
             out.append(o)
         return out
-    return Pool(free, store_root, keep_going).run(jobs, on_start, on_done)
+    return Pool(free, store_root, keep_going).run(jobs, on_start, on_done, stop_when)
+
+
+NOT_RUN = "not run: an earlier run of the same command failed"
+
+
+SCENARIOS = "zkjepsen.reproduce.scenarios"  # by name, as the registries do: no import arrow
+
+
+def scenario_faults(name: str | None):
+    """A scenario's fault generator (its triggered steps), by the scenario's name: a generator
+    cannot cross into a run's process, its name can."""
+    if name is None:
+        return None
+    import importlib
+
+    return importlib.import_module(SCENARIOS).get_scenario(name).schedule
 
 
 def failed_run(job: Job, error: str) -> RunResult:
@@ -109,7 +133,7 @@ class Pool:
         self.running: dict[subprocess.Popen, tuple[int, Job, Engine, Path]] = {}
         self.tmp = Path(tempfile.mkdtemp(prefix="zkjepsen-fanout-"))
 
-    def run(self, jobs, on_start, on_done) -> list[Outcome]:
+    def run(self, jobs, on_start, on_done, stop_when=None) -> list[Outcome]:
         pending = list(enumerate(jobs))
         done: dict[int, Outcome] = {}
         try:
@@ -129,6 +153,10 @@ class Pool:
                             self.free.append(engine)
                             done[i] = outcome
                             on_done(i, outcome)
+                            if stop_when is not None and pending + list(self.running):
+                                if stop_when(outcome):
+                                    done.update(self._ask_all_to_stop(pending))
+                                    pending = []
                         time.sleep(0.1)
                 except BaseException:
                     self.stop_all()
@@ -139,32 +167,23 @@ class Pool:
             shutil.rmtree(self.tmp, ignore_errors=True)
         return [done[i] for i in sorted(done)]
 
+    def _ask_all_to_stop(self, pending: list[tuple[int, Job]]) -> dict[int, Outcome]:
+        """Ask every run under way to end its main phase (its ask file); the outcomes of the
+        jobs not started."""
+        for i, *_ in self.running.values():
+            (self.tmp / f"ask-{i}").touch()
+        return {i: Outcome(job, "", failed_run(job, NOT_RUN)) for i, job in pending}
+
     def _launch(self, i: int, job: Job, engine: Engine) -> None:
-        job_file = self.tmp / f"job-{i}.json"
-        job_file.write_text(
-            json.dumps(
-                {
-                    "spec": job.spec.to_json(),
-                    "schedule": job.schedule,
-                    "engine": engine.name,
-                    "store_root": str(self.store_root) if self.store_root else None,
-                    "result": str(self.tmp / f"result-{i}.json"),
-                    "parent": os.getpid(),
-                }
-            )
-        )
-        env = dict(os.environ)
-        # Whatever the parent can import (a user's recipe package included), the worker can.
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
-        log = open(self.tmp / f"log-{i}.txt", "w")  # noqa: SIM115 - the worker owns it
-        proc = subprocess.Popen(
-            [sys.executable, "-c", WORKER, str(job_file)],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-        log.close()
+        job_dict = {
+            "spec": job.spec.to_json(),
+            "schedule": job.schedule,
+            "scenario": job.scenario,
+            "engine": engine.name,
+            "store_root": str(self.store_root) if self.store_root else None,
+            "ask_file": str(self.tmp / f"ask-{i}"),
+        }
+        proc = launch_worker(job_dict, self.tmp, str(i))
         self.running[proc] = (i, job, engine, self.tmp / f"result-{i}.json")
 
     def _collect(self, proc: subprocess.Popen) -> Outcome:
@@ -184,11 +203,8 @@ class Pool:
             cls = BadInput if res["exit_code"] == EXIT_BAD_INPUT else EnvironmentProblem
             raise cls(f"run {i + 1} on engine {engine.name}: {res['error']}")
         spec = TestSpec.from_json(res["spec"])
-        return Outcome(
-            job,
-            engine.name,
-            RunResult(spec, Path(res["store_dir"]), res["valid"], res["results"], res["stats"]),
-        )
+        run = RunResult(spec, Path(res["store_dir"]), res["valid"], res["results"], res["stats"])
+        return Outcome(job, engine.name, run, res.get("started_at"))
 
     def stop_all(self) -> None:
         """One SIGTERM to every running worker, then wait for each to tear its run down.
@@ -210,6 +226,73 @@ class Pool:
 
 
 # ---- the worker side --------------------------------------------------------------------------
+def launch_worker(job: dict, tmp: Path, name: str, orphan_scratch: Path | None = None):
+    """Start `worker_main` for `job` (spec, schedule, engine, store_root) in a process of its
+    own: job, result and log files in `tmp`, named by `name`. `orphan_scratch`: a dir the
+    worker removes after its teardown if this process dies (a Dask worker's scratch store)."""
+    job = {
+        **job,
+        "result": str(tmp / f"result-{name}.json"),
+        "parent": os.getpid(),
+        # PDEATHSIG fires when the launching *thread* ends: only the main thread's is safe.
+        "pdeathsig": threading.current_thread() is threading.main_thread(),
+        "orphan_scratch": str(orphan_scratch) if orphan_scratch else None,
+    }
+    job_file = tmp / f"job-{name}.json"
+    job_file.write_text(json.dumps(job))
+    env = dict(os.environ)
+    # Whatever the parent can import (a user's recipe package included), the worker can.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
+    log = open(tmp / f"log-{name}.txt", "w")  # noqa: SIM115 - the worker owns it
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WORKER, str(job_file)],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    log.close()
+    return proc
+
+
+def _clear_pool_dir(job_file: Path) -> None:
+    """An orphaned run's last act: remove its own files and those of every run that ended (its
+    result is written) from the pool's folder, then the folder once no run is left in it (the
+    last orphan to end removes it)."""
+    pool = job_file.parent
+    name = job_file.stem.removeprefix("job-")
+    for f in (job_file, pool / f"log-{name}.txt"):
+        f.unlink(missing_ok=True)
+    for other in pool.glob("job-*.json"):
+        theirs = other.stem.removeprefix("job-")
+        if (pool / f"result-{theirs}.json").exists():
+            for f in (other, pool / f"result-{theirs}.json", pool / f"log-{theirs}.txt"):
+                f.unlink(missing_ok=True)
+    for f in pool.glob("ask-*"):  # asks to runs that are over: harmless, but not ours to keep
+        if not (pool / f"job-{f.name.removeprefix('ask-')}.json").exists():
+            f.unlink(missing_ok=True)
+    try:
+        pool.rmdir()
+    except OSError:
+        pass  # a run still under way: it removes the folder when it ends
+
+
+def _watch_parent(parent: int) -> None:
+    """SIGTERM to this process once its parent is gone (checked every second): the same as
+    PDEATHSIG where that cannot be used (launched from a thread that may end first)."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        _orphaned.set()
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+_orphaned = threading.Event()
+
+
 def _die_with_parent(parent: int) -> None:
     try:
         import ctypes
@@ -225,6 +308,7 @@ def _die_with_parent(parent: int) -> None:
 def worker_main(argv: list[str] | None = None) -> None:
     """One run in this process (started by `Pool`); writes the outcome to the job's result
     file. Returns normally whatever happens: the parent reads the file."""
+    started_at = time.time()
     job = json.loads(Path((argv or sys.argv)[1]).read_text())
     result: dict[str, Any]
 
@@ -234,12 +318,19 @@ def worker_main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides, and sends SIGTERM
     signal.signal(signal.SIGTERM, terminated)
     signal.signal(signal.SIGHUP, terminated)
-    _die_with_parent(job["parent"])
+    if job.get("pdeathsig", True):
+        _die_with_parent(job["parent"])
+    _watch_parent(job["parent"])
+    if job.get("ask_file"):
+        from zkjepsen.run import online
+
+        online.listen_for_ask(Path(job["ask_file"]))
     try:
         run = run_test(
             TestSpec.from_json(job["spec"]),
             Path(job["store_root"]) if job["store_root"] else None,
             schedule=job["schedule"],
+            gen=scenario_faults(job.get("scenario")),
             engine=Engine.parse(job["engine"]),
         )
         result = {
@@ -260,7 +351,17 @@ def worker_main(argv: list[str] | None = None) -> None:
             "error": f"internal error: {type(e).__name__}: {e}",
             "exit_code": 255,
         }
+    orphaned = _orphaned.is_set() or os.getppid() != job["parent"]
+    if orphaned and job.get("orphan_scratch"):
+        # Nobody will collect this run: its folder goes with the scratch dir it is in.
+        import shutil
+
+        shutil.rmtree(job["orphan_scratch"], ignore_errors=True)
+        return
+    if orphaned:  # a killed `matrix --parallel`: nobody reads results or removes the pool's dir
+        _clear_pool_dir(Path((argv or sys.argv)[1]))
+        return
     path = Path(job["result"])
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, default=str))
+    tmp.write_text(json.dumps({**result, "started_at": started_at}, default=str))
     tmp.replace(path)

@@ -1,5 +1,5 @@
 """What a run gives back: its verdict and folder, or, when interrupted, what its teardown left.
-(Its own module so that the runner and the controller, which runs a run elsewhere, share them.)"""
+(Its own module so that the runner and the fan-outs, which run a run elsewhere, share them.)"""
 
 from __future__ import annotations
 

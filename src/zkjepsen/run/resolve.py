@@ -215,7 +215,7 @@ def _check_client_clock(spec: TestSpec, names: list[str]) -> None:
 
 def _settle_backend(spec: TestSpec, names: list[str]) -> None:
     """The servers the recipe runs on, and what that backend allows (faults, shape, version)."""
-    from zkjepsen.backends.registry import backend_info
+    from zkjepsen.backends.registry import backend_info, check_nodes
     from zkjepsen.nemesis.faults import not_applicable
     from zkjepsen.recipes import resolve_backend
 
@@ -223,6 +223,9 @@ def _settle_backend(spec: TestSpec, names: list[str]) -> None:
     info = backend_info(spec.backend)
     if info.nodes is not None:
         spec.nodes = info.nodes  # its shape is fixed: test.json says what really ran
+    check_nodes(spec.backend, spec.nodes)
+    if spec.client_suite is not None and info.own_clients:
+        raise BadInput(f"--client-suite is ZooKeeper's; backend {spec.backend}'s clients have none")
     for n in names:
         why = not_applicable(n, spec.backend)
         if why:
@@ -231,6 +234,20 @@ def _settle_backend(spec: TestSpec, names: list[str]) -> None:
         spec.zk_version = spec.zk_version or "3.8"  # test.json says what really ran
     elif spec.zk_version is not None:
         raise BadInput(f"--zk-version is ZooKeeper's; backend {spec.backend} has none")
+    if info.family == "etcd":
+        from zkjepsen.backends.etcd import versions as etcd_versions
+        from zkjepsen.recipes import RECIPES
+
+        version = etcd_versions.get(spec.etcd_version)
+        spec.etcd_version = version.name  # what really ran
+        language = RECIPES[spec.recipe].language if spec.recipe in RECIPES else ""
+        if language == "go" and not version.go_driver:
+            raise BadInput(
+                f"recipe {spec.recipe}'s Go driver is built against etcd 3.4's client; "
+                f"run it without --etcd-version {version.name}"
+            )
+    elif spec.etcd_version is not None:
+        raise BadInput(f"--etcd-version is etcd's; backend {spec.backend} has none")
     if spec.proxy and info.family != "zookeeper":
         raise BadInput(
             f"the wire proxy speaks ZooKeeper's protocol; backend {spec.backend} has none"
@@ -245,6 +262,10 @@ def fault_generator(spec: TestSpec, names: list[str]) -> Gen | None:
     from zkjepsen.nemesis import generator
 
     gen = generator.standard(names, time_limit_s=spec.time_limit_s, interval_s=spec.interval_s)
+    if spec.fault_trigger == "acquired":  # on whoever just acquired, until it lands in a hold
+        from zkjepsen.nemesis.triggers import on_acquire
+
+        gen = generator.on(on_acquire(retries=10), gen)
     if spec.fault_target is not None:
         gen = generator.fault_target(spec.fault_target, gen)
     if spec.max_faults is not None:

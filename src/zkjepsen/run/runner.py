@@ -18,6 +18,7 @@ from typing import Any
 from zkjepsen import errors
 from zkjepsen.client.recorder import Recorder
 from zkjepsen.client.spec import ClientSpec
+from zkjepsen.run import online
 from zkjepsen.run.analysis import check_history, history_stats, render_reports
 from zkjepsen.run.outcome import RunResult, Teardown
 from zkjepsen.run.resolve import ResolvedTest, resolve
@@ -115,14 +116,12 @@ def run_test(
     from zkjepsen.backends.registry import provide_images
     from zkjepsen.docker import mounts, signals
     from zkjepsen.docker.engine import Engine
-    from zkjepsen.run import controller
 
     test = resolve(spec, gen)  # every name checked, once, before anything exists
     check_root(store_root)  # a file or unwritable --store: bad input, before any container
-    mounts.files_mode()  # a bad ZKJEPSEN_FILES / ZKJEPSEN_CONTROLLER: one sentence, now
+    mounts.files_mode()  # a bad ZKJEPSEN_FILES: one sentence, now
     engine = engine or Engine()
-    if controller.wanted(engine):  # an engine we cannot reach: the run goes there
-        return controller.run_remote(spec, store_root, engine, schedule, display, gen)
+    engine.require_local()  # the runner sits next to the ensemble; another host: --cluster
     spec = dataclasses.replace(spec, engine=engine.name)
     test = dataclasses.replace(test, spec=spec)
     client = engine.client()
@@ -207,6 +206,8 @@ def _judge(test: ResolvedTest, run_dir: RunDir, records, stats, log, phase: list
     spec = test.spec
     result = check_history(history, spec, store_dir, checkers=test.checkers)
     table = result.to_json()
+    if "early_stop" in stats:  # --stop-on-violation / --until-power: whether, when and why
+        table["early_stop"] = stats["early_stop"]
     run_dir.save_results(table)
     stats.update(history_stats(records))
     log(f"verdict: {result.valid} ({len(records)} history records)")
@@ -265,6 +266,7 @@ def _run_phases(
     host_ctx = _host_context(spec, ens, run_dir, t0_ns, zk)
     pool = ClientPool(ens, run_dir, docker=ens.client)
     stop = threading.Event()
+    follower = None
     try:
         phase[0] = "workload setup"
         with signals.deadline(
@@ -281,20 +283,13 @@ def _run_phases(
         if display:
             display.attach(run_dir, t0_ns, spec)
         phase[0] = "main phase"
+        follower = online.follow(test, run_dir, t0_ns, stop)
         executed = _main_phase(test, ens, pool, run_dir, schedule, stop, t0_ns)
-        log(
-            f"main phase over; {len(executed)} faults executed and healed; "
-            f"recovery {spec.recovery_s:g}s"
-        )
-        if _servers_gone(ens):
-            # Someone removed them (`cluster down`, `docker rm`): waiting for clients and a final
-            # read would only time out, and no verdict on what is left would mean anything.
-            raise errors.EnvironmentProblem(
-                f"the servers of run {ens.run_id} were removed from outside this run during "
-                f"the main phase; no verdict; its partial history: `zkjepsen analyze "
-                f"{run_dir.path}`"
-            )
+        early = follower.end() if follower else None
+        _main_phase_over(spec, ens, run_dir, len(executed), early, stats, log)
         phase[0] = "recovery"
+        if early and early["stopped_early"]:
+            deadline = online.end_clients_early(spec.recovery_s, pool, CLIENT_GRACE_S)
         codes = pool.wait(max(0.0, deadline - time.monotonic()) + CLIENT_GRACE_S)
         stats["client_exit_codes"] = codes
         if any(c is None for c in codes.values()):
@@ -307,12 +302,34 @@ def _run_phases(
         with signals.signals_deferred():
             log("tearing down")
             stop.set()
+            if follower is not None:
+                follower.end()
             pool.stop()
             zk.stop()
             zk.close()
             host_ctx.recorder.close()
             if display:
                 display.detach()
+
+
+def _main_phase_over(
+    spec: TestSpec, ens, run_dir: RunDir, faults: int, early, stats: dict[str, Any], log
+) -> None:
+    """Log how the main phase ended (and whether the online check stopped it early), and stop
+    here if the servers were removed from outside the run."""
+    log(f"main phase over; {faults} faults executed and healed; recovery {spec.recovery_s:g}s")
+    if early is not None:
+        stats["early_stop"] = early
+        if early["stopped_early"]:
+            log(f"main phase stopped {early['after_main_start_s']:g}s in: {early['why']}")
+    if _servers_gone(ens):
+        # Someone removed them (`cluster down`, `docker rm`): waiting for clients and a final
+        # read would only time out, and no verdict on what is left would mean anything.
+        raise errors.EnvironmentProblem(
+            f"the servers of run {ens.run_id} were removed from outside this run during "
+            f"the main phase; no verdict; its partial history: `zkjepsen analyze "
+            f"{run_dir.path}`"
+        )
 
 
 def _start_servers(spec: TestSpec, ens, log) -> None:

@@ -23,6 +23,7 @@ IMAGE_REF = re.compile(
     r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$"
 )
 CLIENT_MODES = ("protocol", "in-process")
+FAULT_TRIGGERS = ("acquired",)  # run/resolve.py makes each a nemesis trigger
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}$")
 
 
@@ -106,6 +107,17 @@ class TestSpec:
     # the Curator and go-zookeeper they run; None: the servers' own).
     zk_version: str | None = None
     client_suite: str | None = None
+    # etcd servers' version (backends/etcd/versions.py: 3.4, 3.5; None: 3.4, recorded).
+    etcd_version: str | None = None
+    # Stop conditions of the main phase (run/online.py): at the first violation the online
+    # checker confirms, or once the power bound on the per-opportunity violation rate falls
+    # below `until_power` (a rate in (0, 1)); the time limit still caps it.
+    stop_on_violation: bool = False
+    until_power: float | None = None
+    # Every fault of the standard schedule fires on this event instead of at its time
+    # (nemesis/triggers.py): "acquired" hits whoever just acquired (re-armed until it lands
+    # inside a hold), the fault's own target when `fault_target` names one.
+    fault_trigger: str | None = None
 
     def __post_init__(self) -> None:
         _str("recipe", self.recipe)
@@ -160,6 +172,24 @@ class TestSpec:
         if not isinstance(self.proxy, bool):
             raise BadInput(f"proxy must be true or false, not {self.proxy!r}")
         _str("engine", self.engine, optional=True)
+        if self.fault_trigger is not None and self.fault_trigger not in FAULT_TRIGGERS:
+            raise BadInput(
+                f"fault_trigger {self.fault_trigger!r} is not one of "
+                f"{', '.join(FAULT_TRIGGERS)}; leave it out for faults at their times"
+            )
+        if not isinstance(self.stop_on_violation, bool):
+            raise BadInput(
+                f"stop_on_violation must be true or false, not {self.stop_on_violation!r}"
+            )
+        if self.until_power is not None and (
+            isinstance(self.until_power, bool)
+            or not isinstance(self.until_power, (int, float))
+            or not 0 < self.until_power < 1
+        ):
+            raise BadInput(
+                f"until-power {self.until_power!r} is not a rate between 0 and 1 (exclusive); "
+                "give the per-fault violation rate to bound, e.g. --until-power 0.05"
+            )
         _str("backend", self.backend, optional=True)
 
     @property

@@ -88,11 +88,6 @@ class RunDir:
         _write_json(self.results, results)
 
 
-def controller_result(root: Path) -> Path:
-    """How a run inside a controller ended (run/inside.py writes it at its store's root)."""
-    return Path(root) / "result.json"
-
-
 def _write_json(path: Path, doc: Any) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(doc, indent=2, default=str))

@@ -1,5 +1,5 @@
-"""What the lock-shaped workloads share: outcome classification, the protected resource, and one
-acquire/release step recorded with the history conventions the checkers rely on.
+"""What the lock-shaped workloads share: outcome classification (of an acquire and a release on a
+recipe object too), the protected resource and how it is written.
 
 Conventions (exact; checker/lock.py and checker/fencing.py read them):
 - `acquire` / `release` ops carry `key` = the lock path; an `ok` acquire has
@@ -23,6 +23,7 @@ from kazoo.exceptions import (
     RolledBackError,
 )
 
+from zkjepsen.client.lockclient import Answer
 from zkjepsen.recipes.base import Token, param
 
 # A definite "no": the server refused, nothing changed. Everything else (ConnectionLoss,
@@ -132,47 +133,35 @@ def _token_set(zk: Any, path: str, body: dict[str, Any], token: int | None, vers
     raise Rejected("resource kept changing under compare-and-set")
 
 
-def acquire_op(
-    ctx: Any,
-    recipe: Any,
-    lock: str,
-    timeout: float,
-    f: str = "acquire",
-    extra: dict[str, Any] | None = None,
-) -> tuple[Token | None, bool]:
-    """Invoke and complete one acquire. Returns (token or None, still_usable): after an unknown
-    outcome the recipe object must be replaced (it may hold a half-made node)."""
-    extra = extra or {}
-    op = ctx.invoke(f, key=lock, value=extra or None)
+def single_use(recipe: Any) -> bool:
+    return bool(getattr(recipe, "single_use", False))
+
+
+def acquire_answer(recipe: Any, timeout: float) -> tuple[Answer, bool]:
+    """One acquire on a recipe object, classified (the one classification of the in-process
+    client, workloads/inprocess.py, and the Python driver, workloads/driver/server.py): a
+    definite refusal `fail`s, anything else is unknown. Also returns whether the recipe object
+    is still usable: after an unknown outcome it must be replaced (it may hold a half-made
+    node), and a single-use one after any failure."""
     try:
         tok = recipe.acquire(timeout)
     except Exception as e:  # noqa: BLE001 - classified below; the loop must go on
         if is_definite(e):
-            op.fail(
-                extra or None, error="hung" if type(e).__name__ == "AcquireHung" else error_name(e)
-            )
-            return None, not getattr(recipe, "single_use", False)
-        op.info(extra or None, error=error_name(e))
-        return None, False
+            hung = type(e).__name__ == "AcquireHung"
+            return Answer("fail", error="hung" if hung else error_name(e)), not single_use(recipe)
+        return Answer("info", error=error_name(e)), False
     if tok is None:
-        op.fail(extra or None, error="timeout")
-        return None, True
-    op.ok(tok.to_value(**extra))
-    return tok, True
+        return Answer("fail", error="timeout"), True
+    return Answer("ok", tok.to_value()), True
 
 
-def release_op(
-    ctx: Any, recipe: Any, lock: str, f: str = "release", extra: dict[str, Any] | None = None
-) -> bool:
-    """Invoke and complete one release; returns whether the recipe object is still usable."""
-    op = ctx.invoke(f, key=lock, value=extra or None)
+def release_answer(recipe: Any) -> tuple[Answer, bool]:
+    """One release on a recipe object, classified, and whether the object is still usable."""
     try:
         recipe.release()
-    except Exception as e:  # noqa: BLE001
-        op.info(extra or None, error=error_name(e))
-        return False
-    op.ok(extra or None)
-    return not getattr(recipe, "single_use", False)
+    except Exception as e:  # noqa: BLE001 - the holder's state is unknown now
+        return Answer("info", error=error_name(e)), False
+    return Answer("ok"), not single_use(recipe)
 
 
 def discard(recipe: Any) -> None:

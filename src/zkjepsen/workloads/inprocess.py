@@ -4,14 +4,13 @@ kazoo session and the workload's loop drives the recipe object directly. The cli
 it for a spec without a `command` (client/main.py runs the ones with a program).
 
 `InProcessLockClient` is the in-process side of the lock seam (client/lockclient.py): the
-`lock`, `election` and `counter` workloads run the one client loop (client/loop.py) over it, as
-the recorder runs that loop over a program.
+`lock`, `election`, `counter` and `rwlock` workloads run the one client loop (client/loop.py)
+over it, as the recorder runs that loop over a program.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import signal
 import sys
 import threading
@@ -26,10 +25,12 @@ from zkjepsen.client.recorder import Recorder
 from zkjepsen.client.spec import ClientSpec
 from zkjepsen.recipes.base import Token, param
 from zkjepsen.workloads.common import (
+    acquire_answer,
     discard,
     error_name,
     is_definite,
     read_resource,
+    release_answer,
     resource_mode,
     write_resource,
 )
@@ -57,18 +58,7 @@ def main_in_process(spec: ClientSpec) -> int:
         connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
         command_retry=retry,
     )
-    ctx = ClientContext(
-        client=n,
-        nclients=nclients,
-        session=zk,
-        hosts=spec.hosts,
-        recipe=spec.recipe,
-        params=spec.params,
-        recorder=rec,
-        deadline=spec.deadline_monotonic,
-        rng=random.Random(f"{spec.seed}:{n}:{process}"),
-        stop_event=stop,
-    )
+    ctx = ClientContext.of_spec(spec, rec, stop, session=zk, hosts=spec.hosts, recipe=spec.recipe)
 
     def on_state(state) -> None:
         ctx.event("session-state", str(state))
@@ -113,8 +103,9 @@ class InProcessLockClient(LockClient):
 
     ready_files = True
 
-    def __init__(self, ctx: Any, lock: str) -> None:
+    def __init__(self, ctx: Any, lock: str, mode: str | None = None) -> None:
         self.ctx, self.session, self.lock = ctx, ctx.session, lock
+        self.mode = mode  # an rwlock's read or write side: the recipe's `with_mode(mode)`
         self.recipe: Any = None
         self.abandoned: list[Any] = []
         self.retry = param(ctx.params, "retry_writes", True)
@@ -125,7 +116,11 @@ class InProcessLockClient(LockClient):
             if not ctx.running():
                 return False
             try:
-                self.recipe = ctx.make_recipe(self.lock)
+                recipe = ctx.make_recipe(self.lock)
+                # a plain mutex serves both modes: stricter than needed, still correct
+                if self.mode is not None and hasattr(recipe, "with_mode"):
+                    recipe = recipe.with_mode(self.mode)
+                self.recipe = recipe
             except Exception as e:  # noqa: BLE001 - e.g. no connection right now
                 ctx.event("recipe-error", f"{error_name(e)}: {e}")
                 ctx.sleep(0.5)
@@ -139,30 +134,16 @@ class InProcessLockClient(LockClient):
             discard(recipe)
 
     def acquire(self, timeout: float) -> Answer:
-        recipe = self.recipe
-        try:
-            tok = recipe.acquire(timeout)
-        except Exception as e:  # noqa: BLE001 - classified below; the loop must go on
-            if is_definite(e):
-                if getattr(recipe, "single_use", False):
-                    self._drop(after_acquire=True)
-                hung = type(e).__name__ == "AcquireHung"
-                return Answer("fail", error="hung" if hung else error_name(e))
+        answer, usable = acquire_answer(self.recipe, timeout)
+        if not usable:
             self._drop(after_acquire=True)
-            return Answer("info", error=error_name(e))
-        if tok is None:
-            return Answer("fail", error="timeout")
-        return Answer("ok", tok.to_value())
+        return answer
 
     def release(self) -> Answer:
-        try:
-            self.recipe.release()
-        except Exception as e:  # noqa: BLE001
+        answer, usable = release_answer(self.recipe)
+        if not usable:
             self._drop(after_acquire=False)
-            return Answer("info", error=error_name(e))
-        if getattr(self.recipe, "single_use", False):
-            self._drop(after_acquire=False)
-        return Answer("ok")
+        return answer
 
     def holding(self) -> bool:
         return self.recipe.holding()
@@ -213,21 +194,12 @@ class InProcessLockClient(LockClient):
         return Answer("ok")
 
     def acquire_nested(self, timeout: float) -> Answer:
-        """The holder's recipe object acquired once more (no remaking: the outer level holds)."""
-        try:
-            inner = self.recipe.acquire(timeout)
-        except Exception as e:  # noqa: BLE001 - the inner level failed; the outer goes on
-            return Answer("fail" if is_definite(e) else "info", error=error_name(e))
-        if inner is None:
-            return Answer("fail", error="timeout")
-        return Answer("ok", inner.to_value())
+        """The holder's recipe object acquired once more (no remaking: the outer level holds,
+        and a failed inner level leaves the outer one as it was)."""
+        return acquire_answer(self.recipe, timeout)[0]
 
     def release_nested(self) -> Answer:
-        try:
-            self.recipe.release()
-        except Exception as e:  # noqa: BLE001
-            return Answer("info", error=error_name(e))
-        return Answer("ok")
+        return release_answer(self.recipe)[0]
 
     def close(self) -> None:
         for r in [*self.abandoned, *([self.recipe] if self.recipe is not None else [])]:
@@ -236,12 +208,17 @@ class InProcessLockClient(LockClient):
 
 
 def run_lock_loop(ctx: ClientContext, workload: str) -> None:
-    """`lock`, `election` and `counter` in-process: the one client loop over this process's
-    recipe object."""
+    """`lock`, `election`, `counter` and `rwlock` in-process: the one client loop over this
+    process's recipe object (the rwlock's: one for each mode)."""
     from zkjepsen.client.loop import LockLoop, paths
 
     resource_mode(ctx.params)  # a bad mode fails before the first op
-    LockLoop(ctx, InProcessLockClient(ctx, paths(workload, ctx.params)[0]), workload).run()
+    lock = paths(workload, ctx.params)[0]
+    if workload == "rwlock":
+        modes = {m: InProcessLockClient(ctx, lock, m) for m in ("read", "write")}
+        LockLoop(ctx, modes["write"], workload, modes).run()
+    else:
+        LockLoop(ctx, InProcessLockClient(ctx, lock), workload).run()
 
 
 def main(spec_path: str) -> int:

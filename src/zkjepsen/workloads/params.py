@@ -73,6 +73,22 @@ KNOWN: dict[str, Param] = {
     "pg_idle_tx_timeout_s": Param(
         float, "postgres server: idle_in_transaction_session_timeout (0: off, the default)"
     ),
+    "property": Param(
+        str,
+        "lock: what makes the verdict invalid: belief (two clients believed they held it; the "
+        "default) or effect (the resource accepted writes out of lock order: what a fence keeps)",
+        ("belief", "effect"),
+    ),
+    "unlock_timeout_ms": Param(
+        float, "etcd-mutex-go: the application's deadline on Unlock (default: the op timeout)"
+    ),
+    "unlock_retry": Param(
+        str,
+        "etcd-mutex-go: after a failed Unlock, delete our own key before the next lock "
+        "(cleanup, the default) or retry the same Mutex's Unlock in the background "
+        "(background: etcd-io/etcd#22082)",
+        ("cleanup", "background"),
+    ),
     "ready_file": Param(bool, "lock: multi-step updates under the ready-file protocol"),
     "ready_path": Param(str, "lock: znode of the ready file (default <resource_path>-ready)"),
     "barrier_path": Param(str, "barrier: znode under which the barrier rounds live"),

@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from zkjepsen.backends.session import BadVersion, Fenced, Stat
+from zkjepsen.backends.session import BadVersion, Fenced, Stat, close_quietly
 
 CLIENT_CONNINFO = {
     "user": "postgres",
@@ -156,8 +156,4 @@ class PostgresSession:
 
     def _drop(self) -> None:
         conn, self.conn = self.conn, None
-        if conn is not None:
-            try:
-                conn.close()
-            except Exception:  # noqa: BLE001 - closing on the way out
-                pass
+        close_quietly(conn)

@@ -21,7 +21,7 @@ import os
 import time
 from typing import Any
 
-from zkjepsen.backends.session import BadVersion, Fenced, Stat
+from zkjepsen.backends.session import BadVersion, Fenced, Stat, close_quietly
 
 OP_TIMEOUT_S = float(os.environ.get("ZKJEPSEN_REDIS_OP_TIMEOUT_S", "2.0"))
 RESOURCE_PREFIX = "zkjepsen:res:"
@@ -109,10 +109,7 @@ class RedisSession:
 
     def stop(self) -> None:
         for m in self.masters:
-            try:
-                m.close()
-            except Exception:  # noqa: BLE001 - closing on the way out
-                pass
+            close_quietly(m)
 
     def close(self) -> None:
         self.masters, self.redis = [], None

@@ -2,11 +2,10 @@
 
 Why this way: the drivers are Java (Apache Curator 5.4.0) and Go (go-zookeeper) programs that
 speak the client wire protocol (docs/client-protocol.md). Debian bookworm ships both libraries,
-so they build with no registry, no Maven Central and no Go module proxy. The JDK and the Go
-toolchain must not land in the runtime image, so they are installed into a *throwaway copy* of
-the freshly bootstrapped root filesystem, the drivers are compiled there (chroot), and only the
-results are copied back: one jar of our classes (its manifest names Debian's Curator, ZooKeeper,
-guava and slf4j jars, which the runtime image carries) and one static Go binary.
+so they build with no registry, no Maven Central and no Go module proxy, in a throwaway build
+root (backends/buildroot.py); only the results are copied back: one jar of our classes (its
+manifest names Debian's Curator, ZooKeeper, guava and slf4j jars, which the runtime image
+carries) and one static Go binary.
 
 Inside a client container:
 - `/opt/zkjepsen/drivers/curator/run MODE` (MODE: mutex, careful, semaphore, latch), i.e.
@@ -16,17 +15,15 @@ Inside a client container:
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from zkjepsen.backends import buildroot
+from zkjepsen.backends.buildroot import DRIVERS_SRC, INSTALL_DIR
 from zkjepsen.backends.zookeeper import versions as zkversions
 from zkjepsen.backends.zookeeper.versions import ZkVersion
 
-DRIVERS_SRC = Path(__file__).resolve().parents[2] / "client" / "drivers"
 LANG_DIRS = ("curator", "gozk")
-INSTALL_DIR = "/opt/zkjepsen/drivers"
 CURATOR_JAR = f"{INSTALL_DIR}/curator/zkjepsen-curator.jar"
 CURATOR_RUN = f"{INSTALL_DIR}/curator/run"
 GOZK_BIN = f"{INSTALL_DIR}/gozk/zk-lock"
@@ -124,19 +121,7 @@ SHIM_EDITS = (
 
 def source_files(v: ZkVersion | None = None) -> Iterator[Path]:
     dirs = [*LANG_DIRS, *([v.curator_shim] if v is not None and v.curator_shim else [])]
-    for lang in dirs:
-        found = [p for p in sorted((DRIVERS_SRC / lang).rglob("*")) if p.suffix in (".java", ".go")]
-        if not found:
-            # An installed package without its package data (pyproject's package-data) would
-            # otherwise name another image and fail deep in its build.
-            from zkjepsen.errors import EnvironmentProblem
-
-            raise EnvironmentProblem(
-                f"the {lang} driver's sources are missing from {DRIVERS_SRC / lang}: this "
-                "zkjepsen installation is incomplete; reinstall it (pip install .) from a "
-                "checkout or a wheel built from one"
-            )
-        yield from (p for p in found if p.is_file())
+    yield from buildroot.source_files(DRIVERS_SRC, dirs)
 
 
 def shimmed(name: str, text: str) -> str:
@@ -162,36 +147,6 @@ def hash_parts(v: ZkVersion | None = None) -> list[str]:
     return parts
 
 
-def _chroot(root: Path, script: str, what: str, on_line: Callable[[str], None]) -> None:
-    """Run `script` in the build root with its own /proc (the JDK needs /proc/self/exe), in a
-    private mount namespace: the mount vanishes with the process, nothing to unmount, so the
-    build root can always be deleted."""
-    proc = subprocess.run(
-        [
-            "unshare",
-            "--mount",
-            "--fork",
-            "chroot",
-            str(root),
-            "/bin/sh",
-            "-c",
-            "mount -t proc proc /proc && " + script,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines = proc.stdout.splitlines()
-    for line in lines[-3:]:
-        on_line(line[:100])
-    if proc.returncode != 0:
-        from zkjepsen.errors import EnvironmentProblem
-
-        raise EnvironmentProblem(
-            f"{what} failed (exit {proc.returncode}); last output: " + " | ".join(lines[-8:])
-        )
-
-
 def build_drivers(
     rootfs: Path,
     work: Path,
@@ -200,40 +155,31 @@ def build_drivers(
 ) -> None:
     """Compile the drivers (for version `v`'s suite, default 3.8's) in a throwaway copy of
     `rootfs` and install the results in it."""
-    build = work / "buildroot"
-    on_progress("copying the root filesystem for a throwaway driver build root")
-    subprocess.run(["cp", "-a", str(rootfs), str(build)], check=True, capture_output=True)
-    try:
-        if not (build / "etc/resolv.conf").exists():
-            shutil.copy("/etc/resolv.conf", build / "etc/resolv.conf")
-        src = build / "drivers-src"
-        for path in source_files(v):
-            rel = path.relative_to(DRIVERS_SRC)
-            if v is not None and v.curator_shim and rel.parts[0] == v.curator_shim:
-                rel = Path("curator", *rel.parts[1:])  # compiled with the driver's classes
-            dest = src / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(path, dest)
+    sources = []
+    for path in source_files(v):
+        rel = path.relative_to(DRIVERS_SRC)
+        if v is not None and v.curator_shim and rel.parts[0] == v.curator_shim:
+            rel = Path("curator", *rel.parts[1:])  # compiled with the driver's classes
+        sources.append((path, rel))
+
+    def edit(src: Path) -> None:
         if v is not None and v.curator_shim:
             for name in {file for file, _, _ in SHIM_EDITS}:
                 java = src / "curator" / name
                 java.write_text(shimmed(name, java.read_text()))
         (src / "MANIFEST.MF").write_text(manifest())
-        on_progress(f"installing {', '.join(BUILD_PACKAGES)} in the build root")
-        _chroot(
-            build,
-            "export DEBIAN_FRONTEND=noninteractive; apt-get update -q && "
-            f"apt-get install -y -q --no-install-recommends {' '.join(BUILD_PACKAGES)}",
-            "installing the driver toolchains",
-            on_progress,
-        )
-        on_progress("compiling the Curator (Java) and go-zookeeper (Go) drivers")
-        _chroot(build, build_script(v), "compiling the drivers", on_progress)
-        target = rootfs / INSTALL_DIR.lstrip("/")
-        for lang in LANG_DIRS:
-            shutil.copytree(build / "drivers-out" / lang, target / lang, dirs_exist_ok=True)
-        run = rootfs / CURATOR_RUN.lstrip("/")
-        run.write_text(run_script(v))
-        run.chmod(0o755)
-    finally:
-        shutil.rmtree(build, ignore_errors=True)
+
+    buildroot.build_in_copy(
+        rootfs,
+        work,
+        sources=sources,
+        packages=BUILD_PACKAGES,
+        script=build_script(v),
+        outputs=LANG_DIRS,
+        what="the Curator (Java) and go-zookeeper (Go) drivers",
+        on_progress=on_progress,
+        edit_sources=edit,
+    )
+    run = rootfs / CURATOR_RUN.lstrip("/")
+    run.write_text(run_script(v))
+    run.chmod(0o755)

@@ -135,7 +135,7 @@ class ZooKeeperEnsemble(ContainerCluster):
                 "ip": node.ip,
                 "container": state,
                 "mode": a.get("Mode") if a else "not serving",
-                "zxid": a.get("Zxid") if a else None,
+                "position": f"zxid {a['Zxid']}" if a and a.get("Zxid") else None,
                 "connections": int(a["Connections"]) if a and "Connections" in a else None,
             }
 

@@ -18,24 +18,19 @@ second acquire on the same session succeeds at once (the driver never does that)
 
 from __future__ import annotations
 
-from typing import Any
+from zkjepsen.backends.session import close_quietly
+from zkjepsen.recipes.base import Token
+from zkjepsen.recipes.pg.base import ConnectionLock, token_for
 
-from zkjepsen.recipes.base import RecipeBase, Token
-from zkjepsen.recipes.pg.base import close_quietly, lock_connection, token_for
 
-
-class AdvisoryLock(RecipeBase):
-    def setup(self) -> None:
-        self.conn: Any = None  # autocommit, opened by the first acquire: the session holds it
-        self.held = False
+class AdvisoryLock(ConnectionLock):
+    """Its connection is autocommit: the session, not a transaction, holds the lock."""
 
     def acquire(self, timeout: float | None) -> Token | None:
         import psycopg.errors as pe
 
-        if self.conn is None:
-            self.conn = lock_connection(self.session, self.identifier)
-            if self.conn is None:
-                return None  # no connection: certainly not acquired
+        if not self.connected():
+            return None  # no connection: certainly not acquired
 
         wait_ms = max(1, int((timeout if timeout is not None else 3600) * 1000))
         self.conn.execute(f"SET lock_timeout = {wait_ms}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from zkjepsen.recipes.base import Token, service_token
+from zkjepsen.recipes.base import RecipeBase, Token, service_token
 
 
 def lock_connection(session: Any, identifier: str) -> Any | None:
@@ -27,16 +27,28 @@ def lock_connection(session: Any, identifier: str) -> Any | None:
         return None
 
 
+class ConnectionLock(RecipeBase):
+    """A lock held through a PostgreSQL connection of its own (`conn`), opened by the first
+    acquire (`connected`); `held`: whether this object believes it holds."""
+
+    def setup(self) -> None:
+        self.conn: Any = None
+        self.held = False
+
+    def connected(self) -> bool:
+        """Whether the lock has its connection, opening it (and `on_connect`) the first time;
+        False: the server cannot be reached right now, so the acquire certainly got nothing."""
+        if self.conn is None:
+            self.conn = lock_connection(self.session, self.identifier)
+            if self.conn is not None:
+                self.on_connect()
+        return self.conn is not None
+
+    def on_connect(self) -> None:
+        """What the lock prepares on its new connection (nothing by default)."""
+
+
 def token_for(session: Any, path: str) -> Token:
     """The fencing token of an acquisition, drawn right after it (client/services)."""
     token = session.next_token(path)
     return service_token(path, token)
-
-
-def close_quietly(conn: Any) -> None:
-    if conn is None:
-        return
-    try:
-        conn.close()
-    except Exception:  # noqa: BLE001 - it is being thrown away
-        pass

@@ -18,24 +18,17 @@ is frozen: its kernel still answers the server's keepalives.
 from __future__ import annotations
 
 import time
-from typing import Any
 
-from zkjepsen.recipes.base import RecipeBase, Token
-from zkjepsen.recipes.pg.base import close_quietly, lock_connection, token_for
+from zkjepsen.backends.session import close_quietly
+from zkjepsen.recipes.base import Token
+from zkjepsen.recipes.pg.base import ConnectionLock, token_for
 
 TRIES = 4  # seed 003's retry loop: 4 tries ...
 RETRY_SLEEP_S = 1.0  # ... 1 s apart
 
 
-class ForUpdateLock(RecipeBase):
-    def setup(self) -> None:
-        self.conn: Any = None  # opened by the first acquire
-        self.held = False
-
-    def _connect(self) -> bool:
-        self.conn = lock_connection(self.session, self.identifier)
-        if self.conn is None:
-            return False
+class ForUpdateLock(ConnectionLock):
+    def on_connect(self) -> None:
         self.conn.execute(
             "INSERT INTO zkjepsen_lock_rows (name) VALUES (%s) ON CONFLICT DO NOTHING",
             (self.path,),
@@ -43,12 +36,11 @@ class ForUpdateLock(RecipeBase):
         # From here the row lock's transaction stays open between statements (psycopg begins
         # one at the first statement; commit or rollback ends it).
         self.conn.autocommit = False
-        return True
 
     def acquire(self, timeout: float | None) -> Token | None:
         import psycopg.errors as pe
 
-        if self.conn is None and not self._connect():
+        if not self.connected():
             return None  # no connection: certainly not acquired
         deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
         for attempt in range(TRIES):

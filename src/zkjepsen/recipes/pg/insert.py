@@ -17,27 +17,26 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
 
-from zkjepsen.recipes.base import RecipeBase, Token, service_token
-from zkjepsen.recipes.pg.base import close_quietly, lock_connection
+from zkjepsen.backends.session import close_quietly
+from zkjepsen.recipes.base import Token, service_token
+from zkjepsen.recipes.pg.base import ConnectionLock
 
 POLL_S = 0.1
 
 
-class InsertLock(RecipeBase):
+class InsertLock(ConnectionLock):
+    """Its connection is autocommit: the row is the lock."""
+
     def setup(self) -> None:
+        super().setup()
         self.owner = f"{self.identifier}-{os.urandom(6).hex()}"  # this lock object, no other
-        self.conn: Any = None  # autocommit (the row is the lock), opened by the first acquire
-        self.held = False
 
     def acquire(self, timeout: float | None) -> Token | None:
         import psycopg.errors as pe
 
-        if self.conn is None:
-            self.conn = lock_connection(self.session, self.identifier)
-            if self.conn is None:
-                return None  # no connection: certainly not acquired
+        if not self.connected():
+            return None  # no connection: certainly not acquired
 
         deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
         while True:

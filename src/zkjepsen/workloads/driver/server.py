@@ -1,7 +1,8 @@
 """The Python driver: one kazoo session and one recipe object, served over the client wire
-protocol (docs/client-protocol.md). It does exactly what the in-process loops do (workloads/
-common.py): the same session settings, the same outcome classification, the same fenced
-transaction and write retries, and it drops its recipe object after an unknown outcome.
+protocol (docs/client-protocol.md). It does exactly what the in-process client does
+(workloads/inprocess.py): the same session settings, the same classification of an acquire and a
+release (workloads/common.py `acquire_answer`, `release_answer`: one code for both), the same
+fenced transaction and write retries, and it drops its recipe object after an unknown outcome.
 
 Runs inside the client containers: stdlib, kazoo and zkjepsen's recipes. Everything but protocol
 lines goes to stderr (`print` included), so a chatty recipe cannot corrupt the protocol.
@@ -115,7 +116,7 @@ class PythonDriver:
 
     def op_acquire(self, req: dict[str, Any]) -> tuple[str, Any, str | None]:
         from zkjepsen.recipes import make_recipe
-        from zkjepsen.workloads.common import error_name, is_definite
+        from zkjepsen.workloads.common import acquire_answer, error_name
 
         if self.recipe is not None and (self.init.get("params") or {}).get("fresh_lock"):
             # The application makes a new lock object for every attempt and drops the old one
@@ -134,32 +135,24 @@ class PythonDriver:
             except Exception as e:  # noqa: BLE001 - e.g. no connection right now
                 self.emit({"event": "recipe-error", "value": f"{error_name(e)}: {e}"})
                 return "fail", None, "recipe-error"
-        try:
-            tok = self.recipe.acquire(req["timeout_ms"] / 1000)
-        except Exception as e:  # noqa: BLE001 - classified as the in-process loop does
-            if is_definite(e):
-                if getattr(self.recipe, "single_use", False):
-                    self.discard()
-                return "fail", None, "hung" if type(e).__name__ == "AcquireHung" else error_name(e)
+        answer, usable = acquire_answer(self.recipe, req["timeout_ms"] / 1000)
+        if not usable:
             self.discard()
-            return "info", None, error_name(e)
-        if tok is None:
-            return "fail", None, "timeout"
-        self.node = tok.node
-        return "ok", {"token": tok.token, "seq": tok.seq, "node": tok.node}, None
+        if answer.ok:
+            self.node = answer.value["node"]
+        return answer.type, answer.value, answer.error
 
     def op_release(self, req: dict[str, Any]) -> tuple[str, Any, str | None]:
+        from zkjepsen.workloads.common import release_answer
+
         if self.recipe is None:
             return "ok", None, None
-        try:
-            self.recipe.release()
-        except Exception as e:  # noqa: BLE001
+        answer, usable = release_answer(self.recipe)
+        if answer.ok:
+            self.node = None
+        if not usable:
             self.discard()
-            return "info", None, type(e).__name__
-        self.node = None
-        if getattr(self.recipe, "single_use", False):
-            self.discard()
-        return "ok", None, None
+        return answer.type, None, answer.error
 
     def op_holding(self, req: dict[str, Any]) -> tuple[str, Any, str | None]:
         try:

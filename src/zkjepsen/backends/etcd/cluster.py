@@ -1,0 +1,119 @@
+"""The `etcd` backend: 1, 3, 5 or 7 etcd 3.4.23 members (Debian bookworm), one per container.
+
+A `ServerCluster` (docker/servers.py): the network, labels, teardown, node faults and client
+endpoints are the shared ones, so kill, pause, partition, packet loss and every client fault
+work unchanged. Each member is started with static bootstrap flags naming every peer
+(`--initial-cluster`), its data directory on the bind-mounted /srv/data (a killed member comes
+back with its log and rejoins), etcd's default timing (heartbeat 100 ms, election 1000 ms), and
+logs as JSON (zap) to stderr (`nodes/<n>/stdout.log`).
+
+Up means etcd says so, never a sleep: every member's `/health` is true (it has a leader and
+serves), and every member's `Maintenance.Status` (what `etcdctl endpoint status` shows) names
+the same leader, which is one of them. `leader()` is the member a majority of the answering
+members name.
+
+Clock faults: not on etcd's servers. Go reads the time through the vDSO, not libc, so a
+preloaded libfaketime never reaches etcd (measured: docs/findings.md); the servers run
+without it and the clock faults declare themselves not applicable (nemesis/faults.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zkjepsen.backends.etcd import gateway
+from zkjepsen.docker.cluster import Node
+from zkjepsen.docker.servers import Container, ServerCluster
+from zkjepsen.errors import EnvironmentProblem
+
+CLIENT_PORT = gateway.CLIENT_PORT
+PEER_PORT = 2380
+SIZES = (1, 3, 5, 7)  # odd: an even member adds no fault tolerance (etcd's FAQ)
+
+
+def member_args(node: Node, peers: list[Node], token: str) -> list[str]:
+    """The `etcd` flags of one member of a new cluster of `peers`."""
+    return [
+        f"--name={node.name}",
+        "--data-dir=/srv/data/etcd",
+        f"--listen-client-urls=http://0.0.0.0:{CLIENT_PORT}",
+        f"--advertise-client-urls=http://{node.ip}:{CLIENT_PORT}",
+        f"--listen-peer-urls=http://0.0.0.0:{PEER_PORT}",
+        f"--initial-advertise-peer-urls=http://{node.ip}:{PEER_PORT}",
+        "--initial-cluster=" + ",".join(f"{p.name}=http://{p.ip}:{PEER_PORT}" for p in peers),
+        "--initial-cluster-state=new",
+        f"--initial-cluster-token={token}",
+        "--logger=zap",
+        "--log-outputs=stderr",
+    ]
+
+
+class EtcdBackend(ServerCluster):
+    port = CLIENT_PORT
+    # Measured (docs/findings.md): etcd, a Go program, reads its clocks through the vDSO, so
+    # LD_PRELOAD=libfaketime changes nothing it sees.
+    faketime = False
+    no_faketime = "etcd is a Go program: it reads the clock through the vDSO, not libc"
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.member_ids: dict[str, Node] = {}  # etcd's member id -> node, once known
+
+    def plan(self) -> list[Container]:
+        if len(self.nodes) not in SIZES:
+            raise EnvironmentProblem(
+                f"the etcd backend runs {', '.join(map(str, SIZES))} members, not {len(self.nodes)}"
+            )
+        return [Container(n, member_args(n, self.nodes, self.run_id)) for n in self.nodes]
+
+    # ---- asking the members (from the host, which reaches every container by its IP) -------
+    def statuses(self, timeout: float = 0.5) -> dict[str, dict[str, Any] | None]:
+        """Each member's own status (None: no answer), asked at once."""
+        answers = self._pool.map(lambda n: gateway.status(n.address, timeout), self.nodes)
+        return {n.name: s for n, s in zip(self.nodes, answers, strict=True)}
+
+    def ready(self) -> bool:
+        if not all(self._pool.map(lambda n: gateway.health(n.address), self.nodes)):
+            return False
+        statuses = self.statuses()
+        if any(s is None for s in statuses.values()):
+            return False
+        ids = {s["member_id"]: n for n in self.nodes if (s := statuses[n.name]) is not None}
+        leaders = {s["leader"] for s in statuses.values() if s is not None}
+        if len(leaders) != 1 or next(iter(leaders)) not in ids:
+            return False  # no leader yet, or the members do not agree on one
+        self.member_ids = ids
+        return True
+
+    def leader(self) -> Node | None:
+        statuses = [s for s in self.statuses().values() if s is not None]
+        votes: dict[str, int] = {}
+        for s in statuses:
+            if s.get("leader"):
+                votes[s["leader"]] = votes.get(s["leader"], 0) + 1
+        best, count = max(votes.items(), key=lambda kv: kv[1], default=(None, 0))
+        if best is None or count * 2 <= len(self.nodes):
+            return None
+        return self.member_ids.get(best)
+
+    def role_of(self, node: Node) -> str:
+        s = gateway.status(node.address)
+        if s is None:
+            return "not serving"
+        return "leader" if s["leader"] == s["member_id"] else "follower"
+
+    def position_of(self, node: Node) -> str | None:
+        s = gateway.status(node.address)
+        return None if s is None else f"term {s['raft_term']}, index {s['raft_index']}"
+
+    # ---- Backend ----------------------------------------------------------------------------
+    def connect_string(self, nodes: list[Node] | None = None) -> str:
+        return ",".join(n.address for n in (nodes or self.nodes))
+
+    def host_session(self, timeout_s: float):
+        from zkjepsen.backends.etcd.session import EtcdSession
+
+        return EtcdSession(self.connect_string(), timeout=timeout_s)
+
+
+etcd_backend = EtcdBackend.for_spec  # BackendInfo.target

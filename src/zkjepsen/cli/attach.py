@@ -1,0 +1,53 @@
+"""Which backend a running cluster is (`cluster status|down` find it by its containers'
+labels), and the etcd-only option's check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zkjepsen.backends.zookeeper.ensemble import ZooKeeperEnsemble
+from zkjepsen.docker import resources
+from zkjepsen.errors import BadInput
+
+
+def only_etcd(etcd_version: str | None, backend: str) -> None:
+    """Bad input: --etcd-version for a backend other than etcd."""
+    from zkjepsen.backends.registry import backend_info
+
+    if etcd_version is not None and backend_info(backend).family != "etcd":
+        raise BadInput(f"--etcd-version is etcd's; backend {backend} has none")
+
+
+def backend_of(containers: list) -> str:
+    """The backend a run's server containers belong to: their `zkjepsen.backend` label
+    (ServerCluster sets it); ZooKeeper's servers carry none."""
+    names = {c.labels.get("zkjepsen.backend", "zookeeper") for c in containers}
+    return names.pop() if len(names) == 1 else "zookeeper"
+
+
+def attach(client, run_id: str):
+    """The handle of a running cluster, of whichever backend its containers say."""
+    from types import SimpleNamespace
+
+    from zkjepsen.backends.registry import make_backend
+
+    found = client.containers.list(all=True, filters={"label": f"{resources.RUN_LABEL}={run_id}"})
+    servers = [c for c in found if "zkjepsen.backend" in c.labels]
+    backend = backend_of(servers) if servers else "zookeeper"
+    if backend == "zookeeper":
+        return ZooKeeperEnsemble.attach(run_id, client)
+    marker = resources.SCRATCH_ROOT / run_id / resources.DETACHED_MARKER
+    store = Path(marker.read_text()) if marker.exists() else Path("store/cluster") / run_id
+    image = servers[0].image.tags[0] if servers[0].image.tags else servers[0].image.id
+    roles = [c for c in servers if c.labels.get(resources.ROLE_LABEL) == "server"]
+    ens = make_backend(
+        backend,
+        SimpleNamespace(nodes=len(roles), tick_ms=None, params={}, zk_version=None),
+        store,
+        client=client,
+        engine=resources.DEFAULT_ENGINE,
+        server_image=image,
+        client_image=image,
+    )
+    ens.adopt(run_id, servers)
+    return ens

@@ -1,0 +1,164 @@
+"""`zkjepsen gate`: the recommended CI gate for a lock, as a small set of triggered scenarios.
+
+Each scenario is one run whose faults fire on the live history (the spec's `fault_trigger`):
+a client paused past its session the moment it acquires, a client cut off from every server the
+moment it acquires, the leader killed while the lock is held. Every run stops at the first
+violation the online checker confirms (`stop_on_violation`) or once the bound on the
+per-fault violation rate is below the power target (`until_power`), else at the time limit;
+and once one scenario is invalid, the gate's answer is known: the others end their main phase
+there (checked on what they ran) and those not started are not run.
+They run at once where the fan-out's slots allow (run/fanout.py), or as tasks on a Dask
+cluster's workers (run/dask_executor.py). The gate's verdict is the
+worst of theirs: invalid if any found a violation, unknown if any could not tell, else valid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from zkjepsen.errors import BadInput
+
+# name -> (what it does, the spec settings that make it)
+SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
+    "client-pause": (
+        "the client that just acquired is frozen for 1.5x its session timeout",
+        {"nemesis": ["pause-client"], "fault_trigger": "acquired"},
+    ),
+    "client-cut": (
+        "the client that just acquired is cut off from every server for 2x its session timeout",
+        {"nemesis": ["isolate-client"], "fault_trigger": "acquired"},
+    ),
+    "leader-kill": (
+        "the leader is killed (restarted 2 s later) just after a client acquired",
+        {
+            "nemesis": ["kill-leader"],
+            "fault_trigger": "acquired",
+            "fault_target": "leader",
+            "fault_duration_s": 2.0,
+        },
+    ),
+}
+# A gate is short: small ensembles, short sessions and holds long enough for a fault to land.
+DEFAULTS: dict[str, Any] = {
+    "workload": "lock",
+    "nodes": 3,
+    "clients": 3,
+    "session_timeout_s": 2.0,
+    "recovery_s": 1.0,
+    "interval_s": 1.0,
+    "time_limit_s": 60.0,
+}
+DEFAULT_PARAMS = {"hold_s": 1.0}  # long enough for docker pause (0.1-1 s) to land in
+DEFAULT_POWER = 0.10
+REASONS = {"asked": "another scenario failed", "power": "power target reached"}
+
+
+def scenario_names(text: str | None) -> list[str]:
+    """`--scenarios a,b` checked against SCENARIOS (None: all of them)."""
+    if text is None:
+        return list(SCENARIOS)
+    names = [n.strip() for n in text.split(",")]
+    bad = [n for n in names if n not in SCENARIOS]
+    if bad or not names:
+        raise BadInput(
+            f"unknown gate scenario(s) {', '.join(map(repr, bad)) or repr(text)}; "
+            f"choose from {', '.join(SCENARIOS)}"
+        )
+    return list(dict.fromkeys(names))
+
+
+def gate_specs(settings: dict[str, Any], names: list[str], until_power: float) -> list[Any]:
+    """One TestSpec per scenario: the user's settings over the gate's defaults, then the
+    scenario's faults and the stop conditions."""
+    from zkjepsen.run.resolve import spec_from_json
+
+    specs = []
+    for name in names:
+        base = {**DEFAULTS, **settings}
+        base["params"] = {**DEFAULT_PARAMS, **settings.get("params", {})}
+        base.update(SCENARIOS[name][1])
+        base.update(stop_on_violation=True, until_power=until_power, name=f"gate-{name}")
+        specs.append(spec_from_json(base))
+    return specs
+
+
+@dataclass
+class GateRow:
+    scenario: str
+    valid: Any  # True, False or "unknown" (a run that failed with an error: unknown)
+    line: str
+    store_dir: str | None
+
+
+def row_of(scenario: str, run: Any) -> GateRow:
+    """One scenario's line: its verdict, where it stopped and why, and its power."""
+    results = run.results if isinstance(run.results, dict) else {}
+    early = results.get("early_stop") or {}
+    parts = []
+    if early.get("stopped_early"):
+        why = REASONS.get(early["reason"], early["reason"])
+        parts.append(f"stopped {early['after_main_start_s']:g}s in ({why})")
+    else:
+        parts.append(f"ran {run.spec.time_limit_s:g}s")
+    v = early.get("violation")
+    if v:
+        parts.append(f"{v['kind']}: clients {v['clients']}")
+    power = results.get("power") if isinstance(results.get("power"), dict) else None
+    if power is not None:
+        parts.append(str(power.get("line") or power.get("reason") or ""))
+    elif run.valid is not True:
+        reasons = [
+            f"{k}: {p.get('reason') or p.get('error')}"
+            for k, p in results.items()
+            if isinstance(p, dict) and p.get("valid") == "unknown"
+        ]
+        parts += reasons[:2]
+    if results.get("error"):
+        parts.append(str(results["error"]))
+    return GateRow(scenario, run.valid, "; ".join(p for p in parts if p), str(run.store_dir))
+
+
+def verdict(rows: list[GateRow]) -> Any:
+    """The gate's verdict: False if any scenario is invalid, unknown if any is unknown."""
+    valids = [r.valid for r in rows]
+    if any(v is False for v in valids):
+        return False
+    if all(v is True for v in valids) and valids:
+        return True
+    return "unknown"
+
+
+def run_gate(
+    specs: list[Any],
+    names: list[str],
+    parallel: int,
+    store_root: Any = None,
+    on_done: Any = None,
+    cluster: Any = None,
+    run_all: bool = False,
+) -> list[GateRow]:
+    """Every scenario's run through the local fan-out, or as a task on the Dask cluster that
+    `cluster` (a connected client) serves; rows in scenario order. The first invalid scenario
+    ends the others' main phases (each is checked on what it ran, and says so) and the ones not
+    started are not run; `run_all`: every scenario runs to its own end."""
+    from zkjepsen.run.fanout import Job
+    from zkjepsen.run.many import run_jobs
+
+    jobs = [Job(spec, tag=name) for spec, name in zip(specs, names, strict=True)]
+
+    def done(i: int, outcome: Any) -> None:
+        if on_done is not None:
+            on_done(row_of(outcome.job.tag, outcome.run))
+
+    outcomes = run_jobs(
+        jobs,
+        None,
+        parallel=parallel,
+        store_root=store_root,
+        on_done=done,
+        keep_going=True,
+        cluster=cluster,
+        stop_when=None if run_all else (lambda outcome: outcome.run.valid is False),
+    )
+    return [row_of(o.job.tag, o.run) for o in outcomes]

@@ -1,0 +1,194 @@
+"""The etcd backend against real etcd 3.4.23 members in Docker (issue 25): up, healthy with one
+leader from etcd's own status, a killed leader replaced and back; the revision fence refusing
+a holder whose lease expired (directly, through etcd's transactions); the etcd3 PyPI client's
+Lock driven end to end by real client containers, under no fault and with a paused holder
+past its TTL, on the fenced resource (refused) and on an unguarded one (its writes land); and
+`cleanup` after a SIGKILLed `zkjepsen test`. The pause runs are those of the findings' matrix
+(20 s, 5 clients, a pause every ~3 s), where 10 of 10 runs of each showed what is asserted.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from types import SimpleNamespace
+
+import pytest
+from killed_runs import labelled, new_run_with_members
+
+from zkjepsen.backends.etcd import gateway
+from zkjepsen.backends.registry import backend_info, image_recipe, make_backend
+from zkjepsen.backends.session import Fenced
+from zkjepsen.docker import resources
+from zkjepsen.docker.image import ensure_image
+from zkjepsen.history import read_jsonl
+from zkjepsen.run.runner import run_test
+from zkjepsen.run.spec import TestSpec
+
+ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
+
+
+@pytest.fixture(scope="module")
+def etcd_image(docker_client) -> str:
+    """Built now if this machine does not have it yet (~1.5 min)."""
+    return ensure_image(docker_client, None, recipe=image_recipe("etcd")).tag
+
+
+@pytest.fixture(scope="module")
+def etcd3(docker_client, etcd_image, tmp_path_factory):
+    """Three members shared by the module's cluster tests (they leave it healthy)."""
+    b = make_backend(
+        "etcd",
+        SimpleNamespace(nodes=3, tick_ms=500, params={}),
+        tmp_path_factory.mktemp("etcd3"),
+        client=docker_client,
+        engine=resources.DEFAULT_ENGINE,
+        server_image=etcd_image,
+        client_image=etcd_image,
+    )
+    t0 = time.monotonic()
+    with b:
+        b.up_seconds = time.monotonic() - t0
+        yield b
+    assert labelled(docker_client, b.run_id) == ([], [])
+
+
+def test_up_healthy_with_one_leader_from_etcds_own_status(etcd3):
+    assert backend_info("etcd").own_clients
+    assert [n.name for n in etcd3.nodes] == ["n1", "n2", "n3"]
+    assert all(gateway.health(n.address) for n in etcd3.nodes)
+    statuses = etcd3.statuses()
+    assert len({s["leader"] for s in statuses.values()}) == 1  # every member names one leader
+    roles = Counter(etcd3.role_of(n) for n in etcd3.nodes)
+    assert roles == {"leader": 1, "follower": 2}
+    assert etcd3.role_of(etcd3.leader()) == "leader"
+    code, out = etcd3.exec(etcd3.nodes[0], ["etcdctl", "endpoint", "health"])  # etcd's own tool
+    assert code == 0 and "is healthy" in out, out
+    assert etcd3.up_seconds < 30
+    # `zkjepsen cluster status` attaches by the containers' labels, as etcd, not as ZooKeeper.
+    from zkjepsen.cli.attach import attach
+
+    rows = attach(etcd3.client, etcd3.run_id).status()
+    assert Counter(row["mode"] for row in rows) == {"leader": 1, "follower": 2}
+    assert all(row["position"].startswith("term ") for row in rows), rows  # etcd's raft log
+
+
+def test_a_killed_leader_is_replaced_and_rejoins(etcd3):
+    old = etcd3.leader()
+    etcd3.kill(old)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        new = etcd3.leader()
+        if new is not None and new != old:
+            break
+        time.sleep(0.2)
+    assert new is not None and new != old
+    etcd3.restart(old)
+    etcd3.wait_ready(30)  # all three healthy again, agreeing on one leader
+    assert etcd3.role_of(old) in ("leader", "follower")
+
+
+def test_the_revision_fence_refuses_a_holder_whose_lease_expired(etcd3):
+    s = etcd3.host_session(4.0)
+    s.start(timeout=10)
+    address = etcd3.nodes[0].address
+    name = s.lock_key("/fence-test")
+    key = s.fence_key
+    assert name == "fence-test" and key == b"/locks/fence-test"
+    s.create("/fence-res", b"{}")
+
+    def hold(ttl: int) -> int:
+        lease = gateway.call(address, "v3/lease/grant", {"TTL": str(ttl)}, 2)["ID"]
+        body = {"key": gateway.b64(key), "value": gateway.b64("me"), "lease": lease}
+        gateway.call(address, "v3/kv/put", body, 2)
+        kvs = gateway.call(address, "v3/kv/range", {"key": gateway.b64(key)}, 2)["kvs"]
+        return gateway.kv(kvs[0])["create_revision"]
+
+    first = hold(2)
+    assert s.fenced_set("/fence-res", b"first", -1, first).version == 1
+    deadline = time.monotonic() + 15  # the leader expires the lease: the key goes with it
+    while gateway.call(address, "v3/kv/range", {"key": gateway.b64(key)}, 2).get("kvs"):
+        assert time.monotonic() < deadline, "the lease never expired"
+        time.sleep(0.2)
+    with pytest.raises(Fenced, match=f"created at revision 0, not {first}"):
+        s.fenced_set("/fence-res", b"stale", -1, first)  # nobody holds: refused
+    second = hold(30)  # another holder
+    assert second > first
+    with pytest.raises(Fenced, match=f"created at revision {second}, not {first}"):
+        s.fenced_set("/fence-res", b"stale", -1, first)  # the stale holder: refused
+    assert s.fenced_set("/fence-res", b"second", 1, second).version == 2
+    assert s.get("/fence-res")[0] == b"second"  # the refused writes changed nothing
+    s.stop()
+
+
+def lock_spec(**kw) -> TestSpec:
+    base = dict(recipe="etcd3-python", workload="lock", nodes=3, clients=4, seed=3)
+    return TestSpec(**{**base, "recovery_s": 2, **kw})
+
+
+def test_the_etcd3_lock_excludes_with_no_fault_and_every_client_acquires(etcd_image, store_root):
+    run = run_test(lock_spec(time_limit_s=8), store_root)
+    assert run.spec.backend == "etcd"
+    assert run.valid is True, run.results
+    lock = run.results["lock"]
+    assert lock["belief_overlap_count"] == 0 and lock["holds"] > 8, lock
+    ops = read_jsonl(run.store_dir / "history.jsonl").ops
+    acquired = {o.client for o in ops if o.f == "acquire" and o.type == "ok"}
+    assert acquired == {1, 2, 3, 4}
+
+
+def paused_holder_spec(resource: str) -> TestSpec:
+    return lock_spec(
+        time_limit_s=20,
+        clients=5,
+        nemesis=["pause-client"],
+        session_timeout_s=2,  # the lease TTL: the pause lasts 3 s
+        interval_s=3,
+        params={"resource": resource},
+    )
+
+
+def test_a_paused_holder_past_its_ttl_splits_the_lock_and_the_fence_holds(etcd_image, store_root):
+    run = run_test(paused_holder_spec("fenced"), store_root)
+    lock = run.results["lock"]
+    assert lock["belief_overlap_count"] > 0, lock  # the woken holder still believed
+    assert lock["effect_overlap_count"] == 0, lock  # its writes were refused
+    assert lock["rejected_writes"] > 0, lock
+    assert run.results["fencing"]["valid"] is True
+    assert run.valid is False
+
+
+def test_a_paused_holder_past_its_ttl_writes_over_the_next_on_an_unguarded_resource(
+    etcd_image, store_root
+):
+    run = run_test(paused_holder_spec("unguarded"), store_root)
+    lock = run.results["lock"]
+    assert lock["belief_overlap_count"] > 0, lock
+    assert lock["effect_overlap_count"] > 0, lock  # its late writes landed
+    assert run.valid is False
+
+
+def test_a_killed_test_run_is_removed_by_cleanup(docker_client, etcd_image, tmp_path):
+    before = set(resources.find_runs(docker_client))
+    argv = ["test", "--recipe", "etcd3-python", "--workload", "lock", "--nodes", "3"]
+    proc = subprocess.Popen(
+        [*ZKJEPSEN, *argv, "--clients", "2", "--time-limit", "60", "--store", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    run_id = new_run_with_members(docker_client, before)
+    assert run_id, "the subprocess never created a container"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(2)  # dockerd may finish creates that were in flight
+    assert labelled(docker_client, run_id)[0], "SIGKILL should have left containers behind"
+    out = subprocess.run(
+        [*ZKJEPSEN, "cleanup", run_id], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert f"removed {run_id}" in out.stdout
+    assert labelled(docker_client, run_id) == ([], [])

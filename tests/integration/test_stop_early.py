@@ -1,0 +1,128 @@
+"""`--stop-on-violation` through a whole run: kazoo's Lock under a holder pause past its session
+stops at the split, heals, tears everything down and is checked offline as usual."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+from zkjepsen.docker import resources
+from zkjepsen.nemesis.generator import fault, on, sleep, steps
+from zkjepsen.nemesis.triggers import on_acquire
+from zkjepsen.run.runner import run_test
+from zkjepsen.run.spec import TestSpec
+from zkjepsen.store import RunDir
+
+
+def test_stop_on_violation_ends_the_main_phase_at_the_split_and_leaves_nothing(
+    zk_image, store_root, docker_client
+):
+    spec = TestSpec(
+        recipe="kazoo",
+        workload="lock",
+        nemesis=["pause-client"],
+        nodes=3,
+        clients=3,
+        time_limit_s=40,
+        recovery_s=1,
+        session_timeout_s=2,
+        seed=3,
+        image=zk_image,
+        params={"resource": "unguarded", "hold_s": 0.4},
+        stop_on_violation=True,
+    )
+    gen = steps(sleep(2), on(on_acquire(retries=10), fault("pause-client", duration="1.5x")))
+    started = time.monotonic()
+    r = run_test(spec, store_root, gen=gen)
+    wall = time.monotonic() - started
+    early = r.results["early_stop"]
+    assert early["stopped_early"] is True and early["reason"] == "violation", early
+    assert early["after_main_start_s"] < 25 and wall < 40, (early, wall)
+    # The offline check, on the whole history, finds what the online one stopped on: the same
+    # pair of believed holds, or the same stale write (a stale write may have several newer
+    # ones; offline names the newest as its witness, online the first it saw).
+    v = early["violation"]
+    lock = r.results["lock"]
+    assert r.valid is False and lock["valid"] is False
+    if v["kind"] == "belief":
+        offline = {(b["start"], tuple(b["clients"])) for b in lock["belief_overlaps"]}
+        assert (v["start"], tuple(v["clients"])) in offline, (v, lock["belief_overlaps"])
+    else:
+        assert v["kind"] == "effect", v
+        stale = v["evidence"]["writes"][0]
+        offline = [e["writes"][0] for e in lock["effect_overlaps"]]
+        assert stale in offline, (v, lock["effect_overlaps"])
+    # Healed and torn down: nothing of the run is left; the report is written as usual.
+    d = RunDir(r.store_dir)
+    run_id = json.loads(d.schedule.read_text())["run_id"]
+    assert resources.leftovers(docker_client, run_id) == []
+    saved = json.loads(d.results.read_text())
+    assert saved["early_stop"]["stopped_early"] is True
+    assert d.timeline.exists() and d.history.exists()
+    assert "main phase stopped" in d.run_log.read_text()
+
+
+ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
+
+
+def gate(*argv: str, timeout: float = 240) -> tuple[int, str]:
+    """Exit code and what it printed (the console is stderr, as for `zkjepsen test`)."""
+    r = subprocess.run(
+        [*ZKJEPSEN, "gate", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+    )
+    return r.returncode, r.stdout
+
+
+def test_gate_fails_kazoos_lock_at_the_first_split(zk_image, store_root):
+    """The pause splits kazoo's Lock within seconds; a leader kill seldom does. The gate's answer
+    is known at the pause's split: the leader-kill scenario is asked to end its main phase then
+    (or has split by itself), not run to its 60 s cap."""
+    started = time.monotonic()
+    code, out = gate(
+        "--recipe", "kazoo", "--scenarios", "client-pause,leader-kill", "--time-limit", "60s",
+        "--parallel", "2", "--image", zk_image, "--store", str(store_root),
+    )  # fmt: skip
+    wall = time.monotonic() - started
+    assert code == 1, out
+    (line,) = [x for x in out.splitlines() if x.strip().startswith("client-pause")]
+    # Whichever shows first stops it: a pair of believed holds, or a paused holder's stale write
+    # landing after its successor's (both are the split; which comes first is timing).
+    assert "INVALID" in line and "stopped" in line, out
+    assert "belief:" in line or "effect:" in line, out
+    assert "landed client-pause" in line and "≤" in line, line  # its power: what it rests on
+    (other,) = [x for x in out.splitlines() if x.strip().startswith("leader-kill")]
+    assert "stopped" in other and "ran 60s" not in other, out
+    assert "(another scenario failed)" in other or "INVALID" in other, out
+    last = out.splitlines()[-1]  # the leader kill may have landed (valid) before it was asked
+    assert last.startswith(("INVALID 0/2 scenarios valid", "INVALID 1/2 scenarios valid")), out
+    assert wall < 55, (wall, out)  # the main phases alone would take 60 s without the stops
+
+
+def test_gate_judges_a_fenced_resource_with_its_bounds(zk_image, store_root):
+    """Fencing makes kazoo's split holders a near miss: judged on effects (property=effect, one
+    write per hold, so no multi-step update to leave half done) the gate is not invalid, and
+    each scenario says how many faults landed and the bound they give."""
+    code, out = gate(
+        "--recipe", "kazoo", "--scenarios", "client-pause,leader-kill", "--time-limit", "10s",
+        "--parallel", "2", "--param", "resource=fenced", "--param", "property=effect",
+        "--param", "writes=1", "--image", zk_image, "--store", str(store_root),
+    )  # fmt: skip
+    assert code in (0, 2), out
+    rows = [x for x in out.splitlines() if x.startswith("  ")]
+    assert len(rows) == 2, out
+    for row in rows:
+        assert "ran 10s" in row and ("≤" in row or "no fault landed" in row), row
+    word = out.splitlines()[-1].split()[0]
+    assert word == {0: "VALID", 2: "UNKNOWN"}[code], out
+
+
+def test_gate_refuses_a_bad_power_target_before_anything_runs(store_root):
+    code, out = gate("--recipe", "kazoo", "--until-power", "1.5", "--store", str(store_root))
+    assert code == 254 and "between 0 and 1" in out and len(out.splitlines()) == 1, out
+    assert not any(store_root.iterdir()) if store_root.exists() else True
