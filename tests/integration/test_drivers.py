@@ -25,11 +25,35 @@ DRIVERS = [
 ]
 
 
+class _SyncedReads:
+    """A kazoo client whose reads first catch its server up with the leader: the programs write
+    through other servers of the ensemble, and a follower answers from what it has applied."""
+
+    def __init__(self, zk) -> None:
+        self._zk = zk
+
+    def __getattr__(self, name):
+        return getattr(self._zk, name)
+
+    def _read(self, name, path, *args, **kwargs):
+        self._zk.sync(path)
+        return getattr(self._zk, name)(path, *args, **kwargs)
+
+    def get(self, path, *args, **kwargs):
+        return self._read("get", path, *args, **kwargs)
+
+    def exists(self, path, *args, **kwargs):
+        return self._read("exists", path, *args, **kwargs)
+
+    def get_children(self, path, *args, **kwargs):
+        return self._read("get_children", path, *args, **kwargs)
+
+
 @pytest.fixture(scope="module")
 def kz(ensemble3):
     zk = KazooClient(hosts=ensemble3.connect_string(), timeout=5.0)
     zk.start(timeout=20)
-    yield zk
+    yield _SyncedReads(zk)
     zk.stop()
     zk.close()
 

@@ -76,6 +76,20 @@ def test_matrix_cells_not_applicable_are_named_with_their_reason():
     assert findings.runs_per_cell_text(5, {"a": run, "b": cell}, 2) == "5 runs per cell"
 
 
+def test_a_go_recipe_on_an_etcd_without_its_driver_is_an_na_cell():
+    """A 3.5 matrix over both etcd recipes runs the Python one and marks the Go one n/a, rather
+    than refusing the whole matrix."""
+    cells = [
+        (f"{r}|none", TestSpec(recipe=r, nemesis=["none"], etcd_version=v))
+        for r in ("etcd-mutex-go", "etcd3-python")
+        for v in ("3.4", "3.5")
+    ]
+    cells = [(c + f"|{s.etcd_version}", s) for c, s in cells]
+    na = findings.not_applicable_cells(cells)
+    assert sorted(na) == ["etcd-mutex-go|none|3.5"]
+    assert "Go driver is built against etcd 3.4's client" in na["etcd-mutex-go|none|3.5"]
+
+
 def test_merge_keeps_the_not_applicable_cells(tmp_path):
     settings = {
         "workload": "lock",

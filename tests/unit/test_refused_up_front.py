@@ -98,7 +98,7 @@ def test_a_good_host_list_is_not_refused():
         ("nodes = 3.5", ["--nodes", "3"], ["config", "nodes"]),
         ("params = 3", ["--param", "hold_s=1"], ["config", "params"]),
         ('time_limit_s = "soon"', ["--time-limit", "5"], ["config", "time limit"]),
-        ("session_timeout_s = 60", ["--session-timeout", "4s"], ["config", "session timeout"]),
+        ("session_timeout_s = 7200", ["--session-timeout", "4s"], ["config", "session timeout"]),
         ("nodes = 3.5", [], ["config", "nodes"]),
     ],
 )
@@ -280,3 +280,18 @@ def test_a_go_recipe_is_refused_on_an_etcd_without_its_driver(monkeypatch):
         validate_spec(
             TestSpec(recipe="etcd-go-probe", workload="lock", nodes=3, etcd_version="3.5")
         )
+
+
+@pytest.mark.parametrize("recipe", ["etcd3-python", "redis-set-px", "pg-advisory"])
+def test_zookeepers_tick_bounds_the_session_of_zookeeper_runs_only(recipe):
+    """A 30 s lease, TTL or connection is the other services' to grant; only ZooKeeper clamps
+    a session timeout to [2, 20] ticks, so only a ZooKeeper run is refused it."""
+    from zkjepsen.errors import BadInput
+    from zkjepsen.run.resolve import validate_spec
+    from zkjepsen.run.spec import TestSpec
+
+    spec = TestSpec(recipe=recipe, workload="lock", session_timeout_s=30.0)
+    validate_spec(spec)
+    assert spec.session_timeout_s == 30.0
+    with pytest.raises(BadInput, match=r"outside what the servers grant with tickTime 500 ms"):
+        validate_spec(TestSpec(recipe="kazoo", workload="lock", session_timeout_s=30.0))

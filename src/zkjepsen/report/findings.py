@@ -84,7 +84,8 @@ def _cell_power(runs: list[dict]) -> dict:
 
 def not_applicable_cells(cell_specs: list) -> dict[str, str]:
     """cell -> why it is not run: a fault of the cell exercises nothing on the backend its
-    recipe runs on (nemesis.faults.not_applicable). `cell_specs`: (cell, TestSpec) pairs."""
+    recipe runs on (nemesis.faults.not_applicable), or the service's version has no driver for
+    the recipe's language. `cell_specs`: (cell, TestSpec) pairs."""
     from zkjepsen.nemesis.faults import not_applicable
     from zkjepsen.recipes import resolve_backend
 
@@ -92,9 +93,22 @@ def not_applicable_cells(cell_specs: list) -> dict[str, str]:
     for cell, spec in cell_specs:
         backend = resolve_backend(spec.recipe, spec.backend)
         whys = [w for n in spec.nemesis if (w := not_applicable(n, backend))]
+        whys += [w for w in [_without_driver(spec, backend)] if w]
         if whys:
             out[cell] = "; ".join(whys)
     return out
+
+
+def _without_driver(spec: Any, backend: str) -> str | None:
+    """Why the cell's recipe has no driver on the cell's etcd version, or None."""
+    from zkjepsen.backends.etcd import versions
+    from zkjepsen.backends.registry import backend_info
+    from zkjepsen.recipes import RECIPES
+
+    if backend_info(backend).family != "etcd" or spec.recipe not in RECIPES:
+        return None
+    version = versions.get(getattr(spec, "etcd_version", None))
+    return versions.without_driver(version, spec.recipe, RECIPES[spec.recipe].language)
 
 
 def servers_per_backend(recipes: list[str], nodes: int) -> dict[str, int]:

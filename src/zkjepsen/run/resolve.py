@@ -241,16 +241,30 @@ def _settle_backend(spec: TestSpec, names: list[str]) -> None:
         version = etcd_versions.get(spec.etcd_version)
         spec.etcd_version = version.name  # what really ran
         language = RECIPES[spec.recipe].language if spec.recipe in RECIPES else ""
-        if language == "go" and not version.go_driver:
-            raise BadInput(
-                f"recipe {spec.recipe}'s Go driver is built against etcd 3.4's client; "
-                f"run it without --etcd-version {version.name}"
-            )
+        why = etcd_versions.without_driver(version, spec.recipe, language)
+        if why:
+            raise BadInput(why)
     elif spec.etcd_version is not None:
         raise BadInput(f"--etcd-version is etcd's; backend {spec.backend} has none")
+    _check_session(spec, info.family)
     if spec.proxy and info.family != "zookeeper":
         raise BadInput(
             f"the wire proxy speaks ZooKeeper's protocol; backend {spec.backend} has none"
+        )
+
+
+def _check_session(spec: TestSpec, family: str) -> None:
+    """ZooKeeper grants a session timeout within [2, 20] ticks and silently clamps one outside
+    it: the run would not test the timeout asked for. The other services' leases, TTLs and
+    connections take any length the spec allows (etcd's minimum lease, 2 s with its default
+    election timeout, is the recipe's to document)."""
+    if family != "zookeeper":
+        return
+    lo, hi = 2 * spec.tick_ms / 1000, 20 * spec.tick_ms / 1000
+    if not lo <= spec.session_timeout_s <= hi:
+        raise BadInput(
+            f"session timeout {spec.session_timeout_s:g}s is outside what the "
+            f"servers grant with tickTime {spec.tick_ms} ms ([{lo:g}s, {hi:g}s])"
         )
 
 

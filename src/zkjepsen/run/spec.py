@@ -131,13 +131,8 @@ class TestSpec:
         self.recovery_s = _seconds("recovery", self.recovery_s, 0, 3600, allow_zero=True)
         self.interval_s = _seconds("fault interval", self.interval_s, 0, MAX_TIME_S)
         self.fault_duration_s = _seconds("fault duration", self.fault_duration_s, 0, MAX_TIME_S)
+        # What the servers grant is the service's to say (run/resolve.py `_check_session`).
         self.session_timeout_s = _seconds("session timeout", self.session_timeout_s, 0, 3600)
-        lo, hi = 2 * self.tick_ms / 1000, 20 * self.tick_ms / 1000
-        if not lo <= self.session_timeout_s <= hi:
-            raise BadInput(
-                f"session timeout {self.session_timeout_s:g}s is outside what the "
-                f"servers grant with tickTime {self.tick_ms} ms ([{lo:g}s, {hi:g}s])"
-            )
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise BadInput(f"seed must be a whole number, not {self.seed!r}")
         if self.image is not None and (

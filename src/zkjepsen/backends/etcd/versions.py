@@ -47,3 +47,15 @@ def get(name: str | None) -> EtcdVersion:
         choices = ", ".join(f"{v.name} ({v.suite}, {v.etcd})" for v in VERSIONS.values())
         raise BadInput(f"unknown etcd version {name!r}; choose from {choices}")
     return found
+
+
+def without_driver(version: EtcdVersion, recipe: str, language: str) -> str | None:
+    """Why `recipe` (written in `language`) cannot run on `version`, or None: its clients would
+    need a driver that version's image does not have. A test refuses it; a matrix marks the
+    cell n/a and runs the rest."""
+    if language == "go" and not version.go_driver:
+        return (
+            f"recipe {recipe}'s Go driver is built against etcd 3.4's client; "
+            f"run it without --etcd-version {version.name}"
+        )
+    return None
