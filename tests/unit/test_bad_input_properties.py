@@ -135,6 +135,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("scenario run", "zk_version"): "zk-version",
     ("scenario run", "client_suite"): "client-suite",
     ("scenario run", "zk_versions"): "zk-versions",
+    ("scenario run", "etcd_version"): "etcd-version",
     ("shrink", "store_dir"): "run",
     ("shrink", "budget"): "duration",
     ("shrink", "kinds"): "violation-kind",

@@ -295,3 +295,25 @@ def test_zookeepers_tick_bounds_the_session_of_zookeeper_runs_only(recipe):
     assert spec.session_timeout_s == 30.0
     with pytest.raises(BadInput, match=r"outside what the servers grant with tickTime 500 ms"):
         validate_spec(TestSpec(recipe="kazoo", workload="lock", session_timeout_s=30.0))
+
+
+def test_scenario_run_pins_etcds_version_on_the_etcd_pairs_only(capsys):
+    """`scenario run --etcd-version 3.5`: the Python etcd recipe runs on 3.5, the Go ones (no
+    driver there) are left out with a line saying so, ZooKeeper pairs keep their own version;
+    with only Go recipes left, nothing would run, and the command is refused."""
+    from zkjepsen.cli.reproduce import _scenario_plan
+    from zkjepsen.errors import BadInput
+    from zkjepsen.reproduce.scenarios import get_scenario
+
+    etcd, zk = get_scenario("etcd-lease-pause"), get_scenario("client-pause")
+    pairs = [(etcd, r) for r in etcd.expect] + [(zk, next(iter(zk.expect)))]
+    plan = _scenario_plan(pairs, 1, "3.9", None, "3.5", None)
+    assert [(s.name, r, pin) for s, r, pin in plan] == [
+        ("etcd-lease-pause", "etcd3-python", {"etcd_version": "3.5"}),
+        ("client-pause", next(iter(zk.expect)), {"zk_version": "3.9"}),
+    ]
+    out = capsys.readouterr().err
+    assert "n/a etcd-lease-pause with etcd-mutex-go: recipe etcd-mutex-go's Go driver" in out
+    go_only = [(etcd, "etcd-mutex-go"), (etcd, "etcd-lock-rpc")]
+    with pytest.raises(BadInput, match="no scenario here runs on etcd 3.5"):
+        _scenario_plan(go_only, 1, None, None, "3.5", None)

@@ -18,7 +18,7 @@ from zkjepsen.cli.engines import (
 )
 from zkjepsen.cli.minimal import write_minimal
 from zkjepsen.cli.options import STORE_PATH
-from zkjepsen.cli.versions import zk_version_option, zk_versions_option
+from zkjepsen.cli.versions import etcd_version_option, zk_version_option, zk_versions_option
 from zkjepsen.reproduce.replay import replay, violation_kinds
 from zkjepsen.reproduce.shrink import check_kinds, shrink
 from zkjepsen.run.stored import StoredRun
@@ -244,6 +244,7 @@ def scenario_list() -> None:
 @click.option("--store", "store_root", type=STORE_PATH, default=None)
 @zk_version_option
 @zk_versions_option
+@etcd_version_option
 @cluster_option
 def scenario_run(
     names: tuple,
@@ -255,16 +256,14 @@ def scenario_run(
     zk_version: str | None,
     client_suite: str | None,
     zk_versions: list[str] | None,
+    etcd_version: str | None,
     cluster: str | None,
 ) -> None:
     """Run scenarios end to end; exit 0 only if every outcome is as expected. With
-    --zk-versions, each ZooKeeper scenario runs on every version, a row per version."""
-    from dataclasses import replace
-
-    from zkjepsen.backends.registry import backend_info
+    --zk-versions, each ZooKeeper scenario runs on every version, a row per version;
+    --etcd-version applies to the etcd scenarios, --zk-version to the ZooKeeper ones."""
     from zkjepsen.errors import BadInput
     from zkjepsen.reproduce.scenarios import SCENARIOS, get_scenario
-    from zkjepsen.run.resolve import validate_spec
     from zkjepsen.store import check_root
 
     check_root(store_root)
@@ -281,20 +280,13 @@ def scenario_run(
     if zk_version and zk_versions:
         raise BadInput("give --zk-version (every run) or --zk-versions (a row each), not both")
     pairs = [(s, r) for s in chosen for r in s.expect if not recipes or r in recipes]
-    plan = []  # (scenario, recipe, ZooKeeper version or None for another backend)
-    for s, r in pairs:
-        probe = s.spec(r, seed)
-        validate_spec(probe)
-        zk = backend_info(probe.backend).family == "zookeeper"
-        for v in (zk_versions or [zk_version]) if zk else [None]:
-            validate_spec(replace(s.spec(r, seed), zk_version=v, client_suite=client_suite))
-            plan.append((s, r, v))
+    plan = _scenario_plan(pairs, seed, zk_version, zk_versions, etcd_version, client_suite)
     from zkjepsen.report.stats import rate_text
 
     dask = connect_cluster(cluster)
     outcomes, rates = [], []
     for s, r, v, results in _scenario_runs(plan, runs, seed, client_suite, store_root, dask):
-        on = f" on ZooKeeper {v}" if v else ""
+        on = _on(v)
         console.print(f"[bold]{s.name}[/bold] with {r}{on}: expect {s.expect[r].describe()}")
         hits = 0
         for run in results:
@@ -309,16 +301,63 @@ def scenario_run(
     raise SystemExit(0 if all(outcomes) else 1)
 
 
+def _on(pin: dict) -> str:
+    """The label of a run on a pinned version: ' on ZooKeeper 3.4', ' on etcd 3.5', or ''."""
+    names = {"zk_version": "ZooKeeper", "etcd_version": "etcd"}
+    return "".join(f" on {names[k]} {v}" for k, v in pin.items() if v)
+
+
+def _scenario_plan(pairs, seed, zk_version, zk_versions, etcd_version, client_suite) -> list:
+    """(scenario, recipe, the version it pins) per run to make, every spec checked: each
+    ZooKeeper pair once per --zk-versions entry ({"zk_version": v}), an etcd pair on
+    --etcd-version ({"etcd_version": v}), any other pair as it is ({}). A pair whose recipe
+    has no driver on the etcd version asked for is left out with a line saying why (as a
+    matrix's n/a cell); if that leaves nothing, the command is refused."""
+    from dataclasses import replace
+
+    from zkjepsen.backends.registry import backend_info
+    from zkjepsen.errors import BadInput
+    from zkjepsen.run.resolve import validate_spec
+
+    plan, skipped = [], []
+    for s, r in pairs:
+        probe = s.spec(r, seed)
+        validate_spec(probe)
+        family = backend_info(probe.backend).family
+        if family == "zookeeper":
+            pins = [{"zk_version": v} for v in zk_versions or [zk_version]]
+        elif family == "etcd" and etcd_version:
+            pins = [{"etcd_version": etcd_version}]
+        else:
+            pins = [{}]
+        for pin in pins:
+            try:
+                validate_spec(replace(s.spec(r, seed), client_suite=client_suite, **pin))
+            except BadInput as e:
+                if "etcd_version" not in pin:
+                    raise
+                skipped.append(f"n/a {s.name} with {r}: {e}")
+                continue
+            plan.append((s, r, pin))
+    for line in skipped:
+        say(line)
+    if not plan:
+        raise BadInput(
+            f"no scenario here runs on etcd {etcd_version}; run these without --etcd-version"
+        )
+    return plan
+
+
 def _scenario_runs(plan, runs: int, seed: int, client_suite, store_root, dask):
-    """(scenario, recipe, version, its runs' results) of each planned pair: one after the
-    other here, or all at once as tasks on the Dask cluster (`dask`, a client)."""
+    """(scenario, recipe, pinned version, its runs' results) of each planned pair: one after
+    the other here, or all at once as tasks on the Dask cluster (`dask`, a client)."""
     from dataclasses import replace
 
     from zkjepsen.run.fanout import Job
     from zkjepsen.run.many import run_jobs
 
     def spec(s, r, v, i):
-        return replace(s.spec(r, seed + i), zk_version=v, client_suite=client_suite)
+        return replace(s.spec(r, seed + i), client_suite=client_suite, **v)
 
     if dask is None:
         for s, r, v in plan:
