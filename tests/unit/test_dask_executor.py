@@ -142,3 +142,32 @@ def test_workers_with_another_zkjepsen_are_a_broken_environment_in_one_sentence(
     assert "worker tcp://b:1" in said and "0.1.0+000000000000" in said and mine in said, said
     with pytest.raises(EnvironmentProblem, match="cannot run zkjepsen"):
         check_builds(_Cluster({"tcp://a:1": mine}, ModuleNotFoundError("zkjepsen")), "tcp://s:1")
+
+
+def test_a_task_whose_run_told_a_violation_sets_the_commands_event_once(tmp_path, monkeypatch):
+    """On a cluster the gate's ask is a Dask Event: the task whose run confirmed a violation
+    online sets it itself (the others' tasks watch it), once, and not before it is told."""
+    import distributed
+
+    from zkjepsen.run.dask_executor import _AskWatch
+
+    sets: list[str] = []
+
+    class Event:
+        def __init__(self, name):
+            self.name = name
+
+        def set(self):
+            sets.append(self.name)
+
+    monkeypatch.setattr(distributed, "Event", Event)
+    told = tmp_path / "told"
+    watch = _AskWatch("zkjepsen-stop-abc", tmp_path / "ask")
+    watch.tell_if(told)
+    assert sets == []
+    told.touch()
+    watch.tell_if(told)
+    watch.tell_if(told)
+    assert sets == ["zkjepsen-stop-abc"]
+    _AskWatch(None, tmp_path / "ask2").tell_if(told)  # a command that asks nobody: no Event
+    assert sets == ["zkjepsen-stop-abc"]

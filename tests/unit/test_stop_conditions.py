@@ -228,3 +228,93 @@ def test_once_a_run_fails_the_jobs_not_started_are_not_run(monkeypatch):
     assert out[2].run.results["error"] == fanout.NOT_RUN
     everything = fanout.run_jobs(jobs[:2], engine=here)  # without stop_when: all of them
     assert len(everything) == 2 and ran[-2:] == ["s0", "s1"]
+
+
+def test_the_follower_tells_its_violation_the_moment_it_confirms_it(tmp_path):
+    """A gate's failing scenario: the run's `told` file appears at the online violation, long
+    before the run's recovery, teardown and offline check are over."""
+    from zkjepsen.run import online
+
+    d, told = RunDir(tmp_path / "run"), tmp_path / "told-0"
+    stop = threading.Event()
+    online.tell_violation_at(told)
+    try:
+        follower = LiveFollower(
+            StopCondition(True, None), d, time.monotonic_ns(), stop, {"lock": LockChecker()}, 2.0
+        )
+        c1, c2 = d.client_history(1), d.client_history(2)
+        _append(c1, _op(1, 1_000, "invoke", "acquire", "/l"), _op(1, 2_000, "ok", "acquire", "/l"))
+        assert not _wait(stop, 0.3) and not told.exists()  # one holder: nothing to tell
+        _append(c2, _op(2, 3_000, "invoke", "acquire", "/l"), _op(2, 4_000, "ok", "acquire", "/l"))
+        _append(c1, _op(1, 5_000, "invoke", "release", "/l"))
+        _append(c2, _op(2, 5_000, "invoke", "release", "/l"))
+        assert _wait(stop), "the overlap did not stop the run"
+        out = follower.end()
+    finally:
+        online._tell_file.clear()
+    assert out["reason"] == "violation" and told.exists(), out
+
+
+_FAKE_WORKER = """
+import json, sys, time
+from pathlib import Path
+job = json.loads(Path(sys.argv[1]).read_text())
+told, ask = job.get("tell_file"), Path(job["ask_file"])
+if job["spec"]["name"] == "splits":
+    time.sleep(0.3)
+    if told:
+        Path(told).touch()  # its violation, confirmed online
+    time.sleep(3.0)  # its recovery, teardown and offline check
+    valid, reason = False, "violation"
+else:
+    deadline = time.time() + 10
+    while not ask.exists() and time.time() < deadline:
+        time.sleep(0.05)
+    valid, reason = True, "asked" if ask.exists() else "ran"
+result = {"ok": True, "valid": valid, "results": {"reason": reason, "at": time.time()},
+          "stats": {}, "store_dir": "/x", "spec": job["spec"]}
+Path(job["result"]).write_text(json.dumps(result))
+"""
+
+
+@pytest.mark.parametrize("tell", [True, False])
+def test_a_told_violation_asks_the_other_runs_before_the_teller_has_ended(
+    tell, monkeypatch, tmp_path
+):
+    """Two slots: one run confirms a violation online; with `ask_at_violation` the other is
+    asked at once (it ends while the teller is still tearing down), and the job not started is
+    not run; without it the other is asked only once the teller's outcome is in."""
+    import subprocess
+    import sys
+
+    from zkjepsen.run import fanout
+
+    script = tmp_path / "fake_worker.py"
+    script.write_text(_FAKE_WORKER)
+
+    def launch(job, tmp, name, orphan_scratch=None):
+        job = {**job, "result": str(tmp / f"result-{name}.json")}
+        (tmp / f"job-{name}.json").write_text(json.dumps(job))
+        return subprocess.Popen([sys.executable, str(script), str(tmp / f"job-{name}.json")])
+
+    monkeypatch.setattr(fanout, "launch_worker", launch)
+    jobs = [fanout.Job(TestSpec(name=n)) for n in ("splits", "holds", "later")]
+    ended: dict[str, float] = {}
+
+    def done(i, o):
+        ended[o.job.spec.name] = time.monotonic()
+
+    out = fanout.run_jobs(
+        jobs,
+        engine=SimpleNamespace(name="here"),
+        parallel=2,
+        on_done=done,
+        stop_when=lambda o: o.run.valid is False,
+        ask_at_violation=tell,
+    )
+    assert [o.run.valid for o in out] == [False, True, "unknown"]
+    assert out[1].run.results["reason"] == "asked" and out[2].run.results["error"] == fanout.NOT_RUN
+    if tell:  # asked 0.3 s in: over well before the teller's 3 s teardown is
+        assert ended["holds"] < ended["splits"] - 1.5, ended
+    else:
+        assert ended["holds"] > ended["splits"], ended

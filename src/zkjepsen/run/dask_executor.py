@@ -131,10 +131,12 @@ def run_jobs_on_cluster(
     keep_going: bool = False,
     client=None,
     stop_when: Callable[[Outcome], bool] | None = None,
+    ask_at_violation: bool = False,
 ) -> list[Outcome]:
     """Every job a task on the cluster; outcomes in job order, as `fanout.run_jobs` gives them
     (the same rules for errors: unknown with `keep_going`, else raised; bad input raised; once
-    `stop_when` holds, the others are asked to stop, through a Dask Event their tasks watch)."""
+    `stop_when` holds, the others are asked to stop, through a Dask Event their tasks watch;
+    with `ask_at_violation`, the task whose run confirms a violation online sets that Event)."""
     own = client is None
     client = client or connect(address)
     events: queue.Queue = queue.Queue()
@@ -148,6 +150,7 @@ def run_jobs_on_cluster(
             "schedule": job.schedule,
             "scenario": job.scenario,
             "stop_event": stop_event if stop_when is not None else None,
+            "tell": ask_at_violation and stop_when is not None,
         }
         key = f"zkjepsen-run-{token}-{i}"
         fut = client.submit(
@@ -268,6 +271,7 @@ def run_on_worker(payload: dict) -> dict:
             return {**error, "where": where}
         job = {**payload, "engine": "default", "store_root": str(scratch / "store")}
         job["ask_file"] = str(asked.file)
+        job["tell_file"] = str(scratch / "told") if payload.get("tell") else None
         from zkjepsen.run.fanout import launch_worker
 
         proc = launch_worker(job, scratch, "run", orphan_scratch=scratch)
@@ -276,6 +280,7 @@ def run_on_worker(payload: dict) -> dict:
                 _stop(proc)
                 return {"ok": False, "error": "cancelled", "exit_code": 143, "where": where}
             asked.poll()
+            asked.tell_if(scratch / "told")
             time.sleep(POLL_S)
         return {**_result(scratch, proc.returncode), "where": where}
     finally:
@@ -291,6 +296,7 @@ class _AskWatch:
 
     def __init__(self, name: str | None, file: Path) -> None:
         self.name, self.file, self.next = name, file, 0.0
+        self.told = False
 
     def poll(self) -> bool:
         if self.name is None or self.file.exists() or time.monotonic() < self.next:
@@ -304,6 +310,19 @@ class _AskWatch:
         except Exception:  # noqa: BLE001 - no answer from the scheduler: ask again later; the
             pass  # run must stay watched whatever this says
         return self.file.exists()
+
+    def tell_if(self, told: Path) -> None:
+        """This run confirmed a violation online (its process created `told`): set the Event,
+        so the other runs of the command stop now rather than after this one's teardown."""
+        if self.name is None or self.told or not told.exists():
+            return
+        from distributed import Event
+
+        try:
+            Event(self.name).set()
+            self.told = True
+        except Exception:  # noqa: BLE001 - the scheduler did not answer: try again next poll;
+            pass  # the submitter still asks once this run's outcome is in
 
 
 def _provide_images(engine, payload: dict) -> dict | None:

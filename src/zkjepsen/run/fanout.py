@@ -68,6 +68,7 @@ def run_jobs(
     on_done: Callable[[int, Outcome], None] = lambda i, o: None,
     keep_going: bool = False,
     stop_when: Callable[[Outcome], bool] | None = None,
+    ask_at_violation: bool = False,
 ) -> list[Outcome]:
     """Run every job, at most `parallel` at a time on `engine` (default: the environment's);
     outcomes in job order.
@@ -77,7 +78,9 @@ def run_jobs(
     input and a stop (Ctrl-C, SIGTERM) still end everything. Once `stop_when` holds for an
     outcome (a gate: a scenario failed), the runs under way are asked to end their main phase
     (run/online.py: those with a stop condition do, and are checked as usual) and the jobs not
-    started are not run: unknown, NOT_RUN."""
+    started are not run: unknown, NOT_RUN. With `ask_at_violation` (`stop_when` is "a run
+    failed", and the runs stop on violation) that happens as soon as a run under way confirms a
+    violation online, not after its teardown: it will fail."""
     free = [engine or Engine()] * parallel
     if len(free) == 1:
         out = []
@@ -99,7 +102,8 @@ def run_jobs(
             on_done(i, o)
             out.append(o)
         return out
-    return Pool(free, store_root, keep_going).run(jobs, on_start, on_done, stop_when)
+    pool = Pool(free, store_root, keep_going, ask_at_violation and stop_when is not None)
+    return pool.run(jobs, on_start, on_done, stop_when)
 
 
 NOT_RUN = "not run: an earlier run of the same command failed"
@@ -126,9 +130,12 @@ def failed_run(job: Job, error: str) -> RunResult:
 class Pool:
     """The parent side: launches workers from the main thread (PDEATHSIG is per thread)."""
 
-    def __init__(self, free: list[Engine], store_root: Path | None, keep_going=False) -> None:
+    def __init__(
+        self, free: list[Engine], store_root: Path | None, keep_going=False, told=False
+    ) -> None:
         self.free = list(free)
         self.keep_going = keep_going
+        self.told = told  # runs tell their confirmed violation (a `told-I` file), see run_jobs
         self.store_root = store_root
         self.running: dict[subprocess.Popen, tuple[int, Job, Engine, Path]] = {}
         self.tmp = Path(tempfile.mkdtemp(prefix="zkjepsen-fanout-"))
@@ -157,6 +164,10 @@ class Pool:
                                 if stop_when(outcome):
                                     done.update(self._ask_all_to_stop(pending))
                                     pending = []
+                        if self.told and self._a_run_told():
+                            self.told = False  # once: the asks are files that stay
+                            done.update(self._ask_all_to_stop(pending))
+                            pending = []
                         time.sleep(0.1)
                 except BaseException:
                     self.stop_all()
@@ -166,6 +177,9 @@ class Pool:
 
             shutil.rmtree(self.tmp, ignore_errors=True)
         return [done[i] for i in sorted(done)]
+
+    def _a_run_told(self) -> bool:
+        return any((self.tmp / f"told-{i}").exists() for i, *_ in self.running.values())
 
     def _ask_all_to_stop(self, pending: list[tuple[int, Job]]) -> dict[int, Outcome]:
         """Ask every run under way to end its main phase (its ask file); the outcomes of the
@@ -182,6 +196,7 @@ class Pool:
             "engine": engine.name,
             "store_root": str(self.store_root) if self.store_root else None,
             "ask_file": str(self.tmp / f"ask-{i}"),
+            "tell_file": str(self.tmp / f"told-{i}") if self.told else None,
         }
         proc = launch_worker(job_dict, self.tmp, str(i))
         self.running[proc] = (i, job, engine, self.tmp / f"result-{i}.json")
@@ -268,8 +283,9 @@ def _clear_pool_dir(job_file: Path) -> None:
         if (pool / f"result-{theirs}.json").exists():
             for f in (other, pool / f"result-{theirs}.json", pool / f"log-{theirs}.txt"):
                 f.unlink(missing_ok=True)
-    for f in pool.glob("ask-*"):  # asks to runs that are over: harmless, but not ours to keep
-        if not (pool / f"job-{f.name.removeprefix('ask-')}.json").exists():
+    # Asks to runs that are over, and what runs told: harmless, but not ours to keep.
+    for f in [*pool.glob("ask-*"), *pool.glob("told-*")]:
+        if not (pool / f"job-{f.name.split('-', 1)[1]}.json").exists():
             f.unlink(missing_ok=True)
     try:
         pool.rmdir()
@@ -325,6 +341,8 @@ def worker_main(argv: list[str] | None = None) -> None:
         from zkjepsen.run import online
 
         online.listen_for_ask(Path(job["ask_file"]))
+        if job.get("tell_file"):
+            online.tell_violation_at(Path(job["tell_file"]))
     try:
         run = run_test(
             TestSpec.from_json(job["spec"]),

@@ -160,5 +160,7 @@ def run_gate(
         keep_going=True,
         cluster=cluster,
         stop_when=None if run_all else (lambda outcome: outcome.run.valid is False),
+        # Its runs stop on violation: the first one confirmed online asks the others at once.
+        ask_at_violation=not run_all,
     )
     return [row_of(o.job.tag, o.run) for o in outcomes]

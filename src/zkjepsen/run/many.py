@@ -22,12 +22,29 @@ def run_jobs(
     keep_going: bool = False,
     cluster=None,
     stop_when: Callable[[Outcome], bool] | None = None,
+    ask_at_violation: bool = False,
 ) -> list[Outcome]:
     """`fanout.run_jobs`, or with `cluster` (a connected Dask client) every job a task there."""
     if cluster is None:
         return fanout.run_jobs(
-            jobs, engine, parallel, store_root, on_start, on_done, keep_going, stop_when
+            jobs,
+            engine,
+            parallel,
+            store_root,
+            on_start,
+            on_done,
+            keep_going,
+            stop_when,
+            ask_at_violation,
         )
     return dask_executor.run_jobs_on_cluster(
-        jobs, "", store_root, on_start, on_done, keep_going, client=cluster, stop_when=stop_when
+        jobs,
+        "",
+        store_root,
+        on_start,
+        on_done,
+        keep_going,
+        client=cluster,
+        stop_when=stop_when,
+        ask_at_violation=ask_at_violation,
     )

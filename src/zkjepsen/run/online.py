@@ -31,6 +31,10 @@ ASKED_WHY = "asked to stop: another run of the same command has already failed"
 # its parent creates, not a signal: it cannot arrive before a handler is installed, and a Dask
 # task can create it on the worker's host. Set once per process, before the run starts.
 _ask_file: list[Path] = []
+# The other way: a run that confirms a violation online creates this file at once, so that a
+# gate can ask its other runs to stop then, not only after this run's recovery, teardown and
+# offline check (about 10 s later). The offline check finds what the online one confirmed.
+_tell_file: list[Path] = []
 
 
 def listen_for_ask(path: Path) -> None:
@@ -40,6 +44,19 @@ def listen_for_ask(path: Path) -> None:
 
 def asked() -> bool:
     return bool(_ask_file) and _ask_file[0].exists()
+
+
+def tell_violation_at(path: Path) -> None:
+    """This process's run creates `path` the moment it confirms a violation online."""
+    _tell_file[:] = [path]
+
+
+def _tell_violation() -> None:
+    if _tell_file:
+        try:
+            _tell_file[0].touch()
+        except OSError:  # the teller's folder is gone (its parent ended): nobody to tell
+            pass
 
 
 class StopCondition:
@@ -110,6 +127,8 @@ class LiveFollower:
                 self.outcome = {"reason": "follower-error", "error": f"{type(e).__name__}: {e}"}
                 return
             if found is not None:
+                if found["reason"] == "violation":
+                    _tell_violation()
                 at = self._now()
                 self.outcome = {
                     **found,
