@@ -135,7 +135,8 @@ class Pool:
     ) -> None:
         self.free = list(free)
         self.keep_going = keep_going
-        self.told = told  # runs tell their confirmed violation (a `told-I` file), see run_jobs
+        self.tell = told  # runs tell their confirmed violation (a `told-I` file), see run_jobs
+        self.listening = told  # until the first tell has asked the others
         self.store_root = store_root
         self.running: dict[subprocess.Popen, tuple[int, Job, Engine, Path]] = {}
         self.tmp = Path(tempfile.mkdtemp(prefix="zkjepsen-fanout-"))
@@ -164,8 +165,8 @@ class Pool:
                                 if stop_when(outcome):
                                     done.update(self._ask_all_to_stop(pending))
                                     pending = []
-                        if self.told and self._a_run_told():
-                            self.told = False  # once: the asks are files that stay
+                        if self.listening and self._a_run_told():
+                            self.listening = False  # once: the asks are files that stay
                             done.update(self._ask_all_to_stop(pending))
                             pending = []
                         time.sleep(0.1)
@@ -196,7 +197,7 @@ class Pool:
             "engine": engine.name,
             "store_root": str(self.store_root) if self.store_root else None,
             "ask_file": str(self.tmp / f"ask-{i}"),
-            "tell_file": str(self.tmp / f"told-{i}") if self.told else None,
+            "tell_file": str(self.tmp / f"told-{i}") if self.tell else None,
         }
         proc = launch_worker(job_dict, self.tmp, str(i))
         self.running[proc] = (i, job, engine, self.tmp / f"result-{i}.json")
