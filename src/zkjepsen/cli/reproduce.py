@@ -312,7 +312,7 @@ def _scenario_plan(pairs, seed, zk_version, zk_versions, etcd_version, client_su
     ZooKeeper pair once per --zk-versions entry ({"zk_version": v}), an etcd pair on
     --etcd-version ({"etcd_version": v}), any other pair as it is ({}). A pair whose recipe
     has no driver on the etcd version asked for is left out with a line saying why (as a
-    matrix's n/a cell); if that leaves nothing, the command is refused."""
+    matrix's n/a cell); if that leaves nothing, the command is refused with its reason."""
     from dataclasses import replace
 
     from zkjepsen.backends.registry import backend_info
@@ -336,15 +336,13 @@ def _scenario_plan(pairs, seed, zk_version, zk_versions, etcd_version, client_su
             except BadInput as e:
                 if "etcd_version" not in pin:
                     raise
-                skipped.append(f"n/a {s.name} with {r}: {e}")
+                skipped.append((f"{s.name} with {r}", e))
                 continue
             plan.append((s, r, pin))
-    for line in skipped:
-        say(line)
-    if not plan:
-        raise BadInput(
-            f"no scenario here runs on etcd {etcd_version}; run these without --etcd-version"
-        )
+    if not plan:  # one sentence, as for any refusal: the first pair's reason
+        raise BadInput(f"nothing to run: {skipped[0][1]}")
+    for pair, why in skipped:
+        say(f"n/a {pair}: {why}")
     return plan
 
 
