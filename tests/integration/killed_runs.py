@@ -3,6 +3,10 @@ find the new run, list what it left."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
 
 from zkjepsen.docker import resources
@@ -30,3 +34,26 @@ def new_run_with_members(client, before: set[str], timeout: float = 60) -> str |
                 return rid
         time.sleep(0.05)
     return None
+
+
+ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
+
+
+def killed_then_cleaned(client, argv: list[str]) -> None:
+    """Start `zkjepsen ARGV`, SIGKILL it once its run has a member (no chance to clean up after
+    itself), and check that `zkjepsen cleanup RUN_ID` removes every container and network the
+    run left."""
+    before = set(resources.find_runs(client))
+    proc = subprocess.Popen([*ZKJEPSEN, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    run_id = new_run_with_members(client, before)
+    assert run_id, "the subprocess never created a container"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(2)  # dockerd may finish creates that were in flight
+    assert labelled(client, run_id)[0], "SIGKILL should have left containers behind"
+    out = subprocess.run(
+        [*ZKJEPSEN, "cleanup", run_id], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    assert f"removed {run_id}" in out.stdout
+    assert labelled(client, run_id) == ([], [])

@@ -9,16 +9,12 @@ past its TTL, on the fenced resource (refused) and on an unguarded one (its writ
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from types import SimpleNamespace
 
 import pytest
-from killed_runs import labelled, new_run_with_members
+from killed_runs import killed_then_cleaned, labelled
 
 from zkjepsen.backends.etcd import gateway
 from zkjepsen.backends.registry import backend_info, image_recipe, make_backend
@@ -28,8 +24,6 @@ from zkjepsen.docker.image import ensure_image
 from zkjepsen.history import read_jsonl
 from zkjepsen.run.runner import run_test
 from zkjepsen.run.spec import TestSpec
-
-ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 
 
 @pytest.fixture(scope="module")
@@ -173,22 +167,7 @@ def test_a_paused_holder_past_its_ttl_writes_over_the_next_on_an_unguarded_resou
 
 
 def test_a_killed_test_run_is_removed_by_cleanup(docker_client, etcd_image, tmp_path):
-    before = set(resources.find_runs(docker_client))
     argv = ["test", "--recipe", "etcd3-python", "--workload", "lock", "--nodes", "3"]
-    proc = subprocess.Popen(
-        [*ZKJEPSEN, *argv, "--clients", "2", "--time-limit", "60", "--store", str(tmp_path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+    killed_then_cleaned(
+        docker_client, [*argv, "--clients", "2", "--time-limit", "60", "--store", str(tmp_path)]
     )
-    run_id = new_run_with_members(docker_client, before)
-    assert run_id, "the subprocess never created a container"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    time.sleep(2)  # dockerd may finish creates that were in flight
-    assert labelled(docker_client, run_id)[0], "SIGKILL should have left containers behind"
-    out = subprocess.run(
-        [*ZKJEPSEN, "cleanup", run_id], capture_output=True, text=True, timeout=120
-    )
-    assert out.returncode == 0, out.stderr
-    assert f"removed {run_id}" in out.stdout
-    assert labelled(docker_client, run_id) == ([], [])

@@ -5,24 +5,18 @@ driven end to end by real client containers (the `redis` library) through the se
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from killed_runs import labelled, new_run_with_members
+from killed_runs import killed_then_cleaned, labelled
 
 from zkjepsen.backends.registry import backend_info, image_recipe, make_backend
 from zkjepsen.docker import resources
 from zkjepsen.docker.image import ensure_image
 from zkjepsen.run.runner import run_test
 from zkjepsen.run.spec import TestSpec
-
-ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 
 
 @pytest.fixture(scope="module")
@@ -105,24 +99,9 @@ def test_sentinel_promotes_a_replica_when_the_master_is_killed(
 
 
 def test_a_killed_cluster_up_is_removed_by_cleanup(docker_client, redis_image, tmp_path):
-    before = set(resources.find_runs(docker_client))
-    proc = subprocess.Popen(
-        [*ZKJEPSEN, "cluster", "up", "--backend", "redlock", "--store", str(tmp_path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+    killed_then_cleaned(
+        docker_client, ["cluster", "up", "--backend", "redlock", "--store", str(tmp_path)]
     )
-    run_id = new_run_with_members(docker_client, before)
-    assert run_id, "the subprocess never created a container"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    time.sleep(2)  # dockerd may finish creates that were in flight
-    assert labelled(docker_client, run_id)[0], "SIGKILL should have left containers behind"
-    out = subprocess.run(
-        [*ZKJEPSEN, "cleanup", run_id], capture_output=True, text=True, timeout=120
-    )
-    assert out.returncode == 0, out.stderr
-    assert f"removed {run_id}" in out.stdout
-    assert labelled(docker_client, run_id) == ([], [])
 
 
 @pytest.mark.parametrize("recipe", ["redis-setnx", "redis-set-px", "redlock"])
