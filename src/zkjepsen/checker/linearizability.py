@@ -125,7 +125,7 @@ def _fast_paths(
     on goes to WGL with the others."""
     look = model.lookahead()
     init, new = model.init, tuple.__new__
-    running = {}
+    running: dict[Any, Any] = {}
     for k, ops in parts:
         verdict, made = decide(ops, init(), deadline)
         if verdict:
@@ -326,7 +326,8 @@ class Linearizable:
         }
         if unread:  # a refutation came first: their ops were never read into the model
             details["partitions_unread"] = unread
-        violations, outcome = [], None
+        violations: list[Violation] = []
+        outcome = None
         if verdict is False:
             violations, outcome = _refutation(details, done, paths, nemesis)
         elif verdict == "unknown":

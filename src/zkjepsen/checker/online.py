@@ -92,7 +92,8 @@ class OnlineLockChecker(OnlineFindings):
         p, t, typ, f = rec.get("process"), rec.get("time", 0), rec.get("type"), rec.get("f")
         if p == NEMESIS:
             self._mark(NEMESIS, t)
-            v = rec.get("value") if isinstance(rec.get("value"), dict) else {}
+            value = rec.get("value")
+            v = value if isinstance(value, dict) else {}
             if f in CLIENT_DEATHS and v.get("phase") == "start":
                 for c in {client_number(x) for x in v.get("targets") or ()}:
                     self.kills.setdefault(c, []).append(t)  # for holds fed after it, too
@@ -130,8 +131,8 @@ class OnlineLockChecker(OnlineFindings):
             self.open.pop((client, inv.get("key")), None)  # a maybe hold: judged offline only
         elif f in self.wr and typ == "ok":
             iv = inv.get("value")
-            v = iv if isinstance(iv, dict) else value
-            token = v.get("token") if isinstance(v, dict) else None
+            given = iv if isinstance(iv, dict) else value
+            token = given.get("token") if isinstance(given, dict) else None
             version = value.get("version") if isinstance(value, dict) else None
             if token is not None:
                 w = _Write(
@@ -225,14 +226,15 @@ class OnlineLockChecker(OnlineFindings):
             ):
                 left.append((a, b))
                 continue
-            if min(a.end, b.end) > at:
+            end = min(a.end, b.end)
+            if end > at:
                 first, second = (a, b) if a.start <= b.start else (b, a)
                 self.found.append(
                     Violation(
                         "belief",
                         (first.client, second.client),
                         at,
-                        None if min(a.end, b.end) == INF else min(a.end, b.end),
+                        None if end == INF else int(end),  # int: ns, INF the only float
                         evidence={
                             "key": a.key,
                             "tokens": [first.token, second.token],

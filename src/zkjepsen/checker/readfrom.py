@@ -220,7 +220,9 @@ def _chains(facts: _Facts, kept: list[int]) -> list[list[int]] | set[int]:
     return chains
 
 
-def _epochs(facts: _Facts, kept: list[int]) -> tuple[list[Any], ...]:
+def _epochs(
+    facts: _Facts, kept: list[int]
+) -> tuple[list[Any], list[Any], list[int], list[int], dict[int, list[int]], list[set[int]]]:
     """Per epoch: earliest end and its op, latest start and its op, and its reads (pure
     readers, in call order). A read ending before its writer started is returned as the core
     instead, in the last slot."""

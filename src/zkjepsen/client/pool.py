@@ -22,6 +22,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import kazoo
 
@@ -33,6 +34,9 @@ from zkjepsen.client.spec import CONTROL_DIR, OUT_DIR, PROXY_TOKEN_ENV, ClientSp
 from zkjepsen.docker import mounts, netns, resources
 from zkjepsen.history.jsonl import Tailer
 from zkjepsen.store import RunDir
+
+if TYPE_CHECKING:  # docker's models load requests: only the type checker needs them here
+    from docker.models.containers import Container
 
 # Our package, wherever it is installed (a checkout's src/, or site-packages): mounted as it is,
 # not its parent, which in site-packages is every installed distribution (hundreds of MB to copy
@@ -87,7 +91,7 @@ class ClientHandle:
     index: int  # logical client number, 1..N
     ip: str
     hosts: str
-    container: object  # docker Container
+    container: Container
     run_id: str = ""  # labels the sidecars, so teardown removes any left behind
     image: str = ""  # the sidecars' image: the client's own, so it has iptables
     faketime_file: str = ""  # on the host: its program's libfaketime control file
@@ -136,14 +140,19 @@ class ClientHandle:
             user=f"{seal.PROGRAM_UID}:{seal.PROGRAM_UID}",
             environment={PROXY_TOKEN_ENV: ""},  # its program could read it in /proc
         )
-        return res.exit_code, (res.output or b"").decode(errors="replace")
+        out = res.output if isinstance(res.output, bytes) else b""  # not streamed: bytes
+        return int(res.exit_code or 0), out.decode(errors="replace")
 
     def net_exec(self, argv: list[str]) -> tuple[int, str]:
         """argv in the client's network namespace with NET_ADMIN, from a sidecar: how the
         nemesis changes the client's iptables, which the client itself cannot."""
         return netns.netns_exec(
-            self.container.client, self.container.id, self.image, argv, self.run_id
+            self.container.client, self.container_id, self.image, argv, self.run_id
         )
+
+    @property
+    def container_id(self) -> str:
+        return str(self.container.id)  # set: the container was created
 
 
 class ClientPool:
@@ -288,7 +297,7 @@ class ClientPool:
                 pass
         self.wait(grace_s)
         # A copying engine: their histories, complete, into the store (once: they stopped).
-        self.files.collect([h.container.id for h in self.handles])
+        self.files.collect([h.container_id for h in self.handles])
         for h in self.handles:
             try:
                 self.run_dir.client_log(h.index).write_bytes(h.container.logs())

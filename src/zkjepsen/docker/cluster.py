@@ -130,6 +130,7 @@ class ContainerCluster:
         self.files = probe.result()
 
     def server_ip(self, index: int, offset: int = SERVER_IP_OFFSET) -> str:
+        assert self.subnet is not None, "the cluster's subnet is allocated when it starts"
         return str(self.subnet.network_address + offset + index)
 
     def stop(self) -> None:

@@ -138,8 +138,8 @@ def tar_of(binds: Iterable[tuple[str, str]], files: dict[str, Path] | None = Non
         for host, cpath in binds:
             if Path(host).exists():
                 t.add(host, arcname=cpath.lstrip("/"), filter=_skip)
-        for cpath, host in (files or {}).items():
-            t.add(str(host), arcname=cpath.lstrip("/"), recursive=False)
+        for cpath, source in (files or {}).items():
+            t.add(str(source), arcname=cpath.lstrip("/"), recursive=False)
     return buf.getvalue()
 
 

@@ -62,7 +62,7 @@ def owner_alive(token: str) -> bool:
     return _proc_start(pid) == start
 
 
-def labels(run_id: str, role: str, **extra: str) -> dict[str, str]:
+def labels(run_id: str, role: str, **extra: object) -> dict[str, str]:
     return {
         RUN_LABEL: run_id,
         OWNER_LABEL: owner_token(),

@@ -256,7 +256,8 @@ def read_jepsen_log(text: str, source: str = "jepsen-log") -> History:
     skipped; any other line is junk and bad input, and so is a non-empty file without a single
     history line: a file that is not a Jepsen log must not pass as an empty, valid history.
     """
-    ops, lines = [], []
+    ops: list[Op] = []
+    lines: list[int] = []
     values: dict[str, Any] = {}  # raw EDN -> value: a log repeats a handful of values
     for n, line in enumerate(text.splitlines(), 1):
         if "jepsen.util - " not in line:

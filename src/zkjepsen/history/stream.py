@@ -27,15 +27,18 @@ from typing import Any
 try:  # a C decoder several times faster than json's; json stays the reference (see below)
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - orjson is a dependency; json alone is still exact
-    _fast_loads = json.loads
+    _fast_loads = json.loads  # type: ignore[assignment]  # json's takes the same one argument
+
 
 from zkjepsen.errors import BadInput
 from zkjepsen.history import NEMESIS, TYPES, History, Op, check_record
 
 try:  # the compiled fast path (_fastjsonl.c), built with the package (setup.py) given a C compiler
-    from zkjepsen.history._fastjsonl import scan as _scan
+    from zkjepsen.history import _fastjsonl
 except ImportError:  # pragma: no cover - the pure-Python path below gives the same records
-    _scan = None
+    _fastjsonl = None  # type: ignore[assignment]  # None: not built
+_scan = None if _fastjsonl is None else _fastjsonl.scan
+
 
 BLOCK = 1 << 22
 _KNOWN = frozenset(("index", "time", "process", "type", "f", "key", "value", "client"))
@@ -135,7 +138,7 @@ Record = tuple[int, int, Any, str, str, Any, Any, Any]
 
 def iter_records(
     path: str | os.PathLike[str], fast: bool = True
-) -> Iterator[tuple[list[Any], list[Any], Any, bool]]:
+) -> Iterator[tuple[list[Record], list[Any], Any, bool]]:
     """The file a block at a time: (records as `Record` tuples, what the records' other fields
     come from, their 1-based line numbers, whether that is their extras). Every record and the
     pairing are validated on the way (BadInput naming the line).
@@ -242,7 +245,7 @@ def iter_blocks(path: str | os.PathLike[str]) -> Iterator[tuple[list[Op], list[i
     """The file's ops, a block at a time, with their 1-based line numbers (validated as
     `iter_records` does)."""
     for recs, values, nums, are_extras in iter_records(path):
-        ops = []
+        ops: list[Op] = []
         append = ops.append
         if are_extras:
             for r, extra in zip(recs, values, strict=True):
@@ -263,7 +266,7 @@ class StreamedHistory(History):
         self._ops: list[Op] | None = None
         self._lines: list[int] | None = None
 
-    def _load(self) -> None:
+    def _load(self) -> tuple[list[Op], list[int]]:
         ops: list[Op] = []
         lines: list[int] = []
         with paused_gc():
@@ -271,18 +274,24 @@ class StreamedHistory(History):
                 ops += block
                 lines += nums
         self._ops, self._lines = ops, lines
+        return ops, lines
 
-    @property  # type: ignore[override]
+    # Read on first use; writeable as History's attributes are (assigning one replaces it).
+    @property
     def ops(self) -> list[Op]:
-        if self._ops is None:
-            self._load()
-        return self._ops  # type: ignore[return-value]
+        return self._ops if self._ops is not None else self._load()[0]
 
-    @property  # type: ignore[override]
+    @ops.setter
+    def ops(self, value: list[Op]) -> None:
+        self._ops = value
+
+    @property
     def lines(self) -> list[int]:
-        if self._lines is None:
-            self._load()
-        return self._lines  # type: ignore[return-value]
+        return self._lines if self._lines is not None else self._load()[1]
+
+    @lines.setter
+    def lines(self, value: list[int]) -> None:
+        self._lines = value
 
     def __iter__(self) -> Iterator[Op]:
         if self._ops is not None:

@@ -54,7 +54,7 @@ def bridge(names: list[str], rng: random.Random) -> dict[str, list[str]]:
     shuffled = rng.sample(names, len(names))
     mid = len(names) // 2
     a, b = shuffled[:mid], shuffled[mid + 1 :]
-    g = {n: [] for n in names}
+    g: dict[str, list[str]] = {n: [] for n in names}
     for x in a:
         g[x] = sorted(b)
     for y in b:

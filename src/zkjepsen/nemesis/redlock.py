@@ -98,7 +98,7 @@ def restart_under_holder(ctx: NemesisContext, cut: list[str], detail: dict[str, 
     holder = None
     while holder is None and time.monotonic() < deadline:
         fresh = {i: t for i, t in tracker.poll().items() if t > latest and i in cut_idx}
-        holder = max(fresh, key=fresh.get) if fresh else None
+        holder = max(fresh, key=lambda i: fresh[i]) if fresh else None
         # A cut client's lock taken just before its cut landed stays on the masters it no
         # longer sees until its TTL runs out, and blocks the other side's majority: wait
         # until it has expired (the other side's own keys there are passing attempts).
@@ -145,7 +145,8 @@ def _lock_values(ctx: NemesisContext, node) -> dict[str, str] | None:
     r = redis.Redis(host=node.ip, port=node.port, socket_timeout=0.5, socket_connect_timeout=0.5)
     try:
         keys = list(r.scan_iter(match=LOCK_PREFIX + "*"))
-        return {k.decode(): (r.get(k) or b"").decode(errors="replace") for k in keys}
+        # (bytes: the client is made without decode_responses)
+        return {k.decode(): bytes(r.get(k) or b"").decode(errors="replace") for k in keys}  # type: ignore[arg-type]
     except Exception:  # noqa: BLE001 - down or still starting
         return None
     finally:

@@ -185,7 +185,7 @@ def run_nemesis(
         planned = generator.plan(g, seed, env)
         names = sorted(set(names) | {p["f"] for p in planned if p["f"] != "heal"})
     nem = FaultNemesis(ctx, [n for n in names if n != "none"], seed, log)
-    meta = {
+    meta: dict[str, Any] = {
         "seed": seed,
         "names": names,
         "time_limit_s": time_limit_s,
@@ -251,7 +251,7 @@ def _start_fault(
     ctx = nem.ctx
     misses: list[dict] = []
     while True:
-        extra: dict[str, Any] | None = {}
+        extra: dict[str, Any] = {}
         if p.get("trigger"):
             armed = (
                 t0_ns + p["armed_ns"]
@@ -260,12 +260,13 @@ def _start_fault(
             )
             if _wait_until(armed, stop):
                 return None
-            extra = await_trigger(ctx, p, log.now, stop, limit_ns)
-            if extra is None:  # the time limit or a stop came first: it never fired
+            fired = await_trigger(ctx, p, log.now, stop, limit_ns)
+            if fired is None:  # the time limit or a stop came first: it never fired
                 meta.setdefault("unfired", []).append(
                     {"fault_id": p.get("fault_id"), "f": p["f"], "trigger": p["trigger"]}
                 )
                 return None
+            extra = fired
             if _wait_until(t0_ns + extra["fired"]["start_at_ns"], stop):
                 return None
         elif _wait_until(

@@ -194,9 +194,9 @@ def write_failures(
     out = []
     for name, c in lin.items():
         part = result.parts.get(name)
-        outcome = part.outcome if part is not None else None
-        if outcome is None or outcome.valid:
+        if part is None or part.outcome is None or part.outcome.valid:
             continue
+        outcome = part.outcome
         fname = "counterexample.html" if len(lin) == 1 else f"counterexample-{name}.html"
         out.append(
             write(

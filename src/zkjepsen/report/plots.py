@@ -83,8 +83,10 @@ def write_plots(files: ReportFiles, records: list[dict]) -> list[Path]:
         for outcome, colour in OUTCOME_COLOUR.items():
             pts = [(t, lat) for ff, o, t, lat in pairs if ff == f and o == outcome]
             if pts:
+                xs, ys = zip(*pts, strict=True)
                 ax.scatter(
-                    *zip(*pts, strict=True),
+                    xs,
+                    ys,
                     s=6,
                     c=colour,
                     marker=markers.get(f, "o"),

@@ -54,7 +54,7 @@ class _Lanes:
         self.end = max((r["time"] for r in records), default=1) or 1
         self.pending: dict[Any, dict] = {}  # process -> its invoke in flight
         self.holding: dict[Any, dict] = {}  # client -> the acquire ok (or info) it holds by
-        self.session: dict[Any, tuple[int, str]] = {}  # client -> (since, session state)
+        self.session: dict[Any, tuple[int, str | None]] = {}  # client -> (since, session state)
         self.fault_open: dict[Any, dict] = {}  # fault id -> its start record
         for r in records:
             p, typ = r.get("process"), r.get("type")
@@ -73,7 +73,7 @@ class _Lanes:
         self._close_at_end()
 
     def _fault(self, r: dict) -> None:
-        v = r.get("value") if isinstance(r.get("value"), dict) else {}
+        v = _fields(r)
         fid = v.get("fault_id", r.get("f"))
         if v.get("phase") == "end":
             start = self.fault_open.pop(fid, None)
@@ -140,7 +140,7 @@ class _Lanes:
 
     @staticmethod
     def _fault_label(r: dict) -> str:
-        v = r.get("value") if isinstance(r.get("value"), dict) else {}
+        v = _fields(r)
         return f"{r.get('f')} {_esc(v.get('targets', ''))}"
 
 
@@ -284,3 +284,9 @@ def _versions(test_json: Path) -> str:
         return ""
     suite = f", clients {spec['client_suite']}" if spec.get("client_suite") else ""
     return f" (ZooKeeper {spec['zk_version']}{suite})"
+
+
+def _fields(r: dict) -> dict:
+    """A nemesis record's value, when it is a dict of fields (else none)."""
+    v = r.get("value")
+    return v if isinstance(v, dict) else {}

@@ -21,9 +21,9 @@ class RunResult:
 
     @property
     def exit_code(self) -> int:
-        return {True: errors.EXIT_VALID, False: errors.EXIT_INVALID}.get(
-            self.valid, errors.EXIT_UNKNOWN
-        )
+        if self.valid is True:
+            return errors.EXIT_VALID
+        return errors.EXIT_INVALID if self.valid is False else errors.EXIT_UNKNOWN
 
 
 @dataclass

@@ -21,7 +21,7 @@ from typing import Any
 
 from zkjepsen.backends.session import BadVersion, Fenced, Stat, close_quietly
 
-CLIENT_CONNINFO = {
+CLIENT_CONNINFO: dict[str, Any] = {
     "user": "postgres",
     "dbname": "postgres",
     "connect_timeout": 3,
@@ -44,7 +44,7 @@ class PostgresSession:
     def __init__(self, hosts: str, timeout: float = 4.0, **_: Any) -> None:
         self.hosts = hosts
         self.timeout = timeout
-        host, _, port = hosts.split(",")[0].partition(":")
+        host, _sep, port = hosts.split(",")[0].partition(":")
         self.host, self.port = host, int(port or 5432)
         self.conn: Any = None
 

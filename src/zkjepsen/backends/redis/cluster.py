@@ -204,8 +204,9 @@ class RedisBackend(ServerCluster):
         return {n.name: v for n, v in zip(self.nodes, self._pool.map(one, self.nodes), strict=True)}
 
     def ready(self) -> bool:
-        roles = [self._info(n, "replication") for n in self.nodes]
-        if not all(roles):
+        answers = [self._info(n, "replication") for n in self.nodes]
+        roles = [r for r in answers if r]
+        if len(roles) < len(answers):
             return False
         if not self.sentinel:
             return all(r.get("role") == "master" for r in roles)

@@ -12,6 +12,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from zkjepsen.backends.zookeeper.config import CLIENT_PORT, LOG4J_PROPERTIES, ZkSettings, zoo_cfg
 from zkjepsen.backends.zookeeper.fourlw import four_letter
@@ -155,7 +156,7 @@ class ZooKeeperEnsemble(ContainerCluster):
     def wait_for_quorum(self, timeout_s: float) -> float:
         """Block until every server serves and exactly one leads; returns the seconds waited."""
         t0 = time.monotonic()
-        last: list[dict] = []
+        last: list[tuple[Any, dict[str, str] | None]] = []
         while time.monotonic() - t0 < timeout_s:
             last = list(self._pool.map(lambda n: (n, self.srvr(n)), self.nodes))
             modes = [a.get("Mode") if a else None for _, a in last]
