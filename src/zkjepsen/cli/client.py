@@ -80,7 +80,7 @@ def client_check(
         hosts = check_hosts(hosts)
     if client_dir is not None and (not client_dir.strip() or not Path(client_dir).is_dir()):
         raise BadInput(f"--client-dir {client_dir!r} is not a directory")
-    argv = ["/bin/sh", "-c", cmd] if recipe is None else recipe_argv(recipe)
+    argv = ["/bin/sh", "-c", cmd or ""] if recipe is None else recipe_argv(recipe)
     in_image = in_image or recipe is not None  # a recipe's program runs in the client image
     label = f"recipe {recipe}" if recipe else repr(cmd)
     need_docker = in_image or not hosts
@@ -88,7 +88,7 @@ def client_check(
         from zkjepsen.store import check_root
 
         check_root(None)  # the check's server writes its logs into the store
-    docker = image_tag = None
+    docker, image_tag = None, ""  # both set when in_image (it needs Docker)
     if need_docker:
         from zkjepsen.backends.zookeeper.image import zookeeper_recipe
         from zkjepsen.cli.cluster import ensure_image

@@ -7,6 +7,7 @@ from rich.console import Console
 
 from zkjepsen.cli.options import not_empty
 from zkjepsen.docker.engine import Engine, parse_engines, provide_image
+from zkjepsen.docker.image import ImageRecipe
 from zkjepsen.errors import BadInput
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
@@ -94,7 +95,7 @@ def prepare(
         )
     engine = engines[0]
     engine.require_local()
-    recipes = [(None, image, zookeeper_recipe())]
+    recipes: list[tuple[str | None, str | None, ImageRecipe]] = [(None, image, zookeeper_recipe())]
     recipes += [
         (f"the ZooKeeper {v} image", None, zookeeper_recipe(v)) for v in dict.fromkeys(zk_versions)
     ]
@@ -106,10 +107,10 @@ def prepare(
     ]
     with console.status(f"checking the node image on engine {engine.name}") as status:
         for what, img, recipe in recipes:
-            provide_image(
-                [engine],
-                img,
-                recipe=recipe,
-                on_build=lambda s, w=what: status.update(f"building{' ' + w if w else ''}: {s}"),
-            )
+            label = f"building{' ' + what if what else ''}: "
+
+            def on_build(s: str, label: str = label) -> None:
+                status.update(label + s)
+
+            provide_image([engine], img, recipe=recipe, on_build=on_build)
     return engine

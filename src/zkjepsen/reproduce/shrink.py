@@ -183,8 +183,9 @@ def candidates(run: StoredRun, current: Candidate) -> list[Candidate]:
                 replace(g, end_ns=g.start_ns + int(length * 0.75)) if g is f else g for g in faults
             ]
             out.append(_fit_time_limit(_with(current, f"{f.f} 25% shorter", shorter)))
-    if current.spec.clients > 2:
-        out.append(_with(current, "half the clients", clients=max(2, current.spec.clients // 2)))
+    clients = current.spec.clients or 0  # (set: a run's spec was resolved)
+    if clients > 2:
+        out.append(_with(current, "half the clients", clients=max(2, clients // 2)))
     return out
 
 

@@ -341,7 +341,7 @@ def _provide_images(engine, payload: dict) -> dict | None:
     return None
 
 
-def _cancelled(worker, key: str) -> bool:
+def _cancelled(worker, key: object) -> bool:
     """The scheduler released this task: cancelled, or its submitter went away."""
     ts = worker.state.tasks.get(key)
     return ts is None or ts.state in ("cancelled", "released", "forgotten")

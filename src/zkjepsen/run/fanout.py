@@ -46,7 +46,7 @@ PR_SET_PDEATHSIG = 1
 @dataclass
 class Job:
     spec: TestSpec
-    schedule: dict | None = None
+    schedule: dict | list[dict] | None = None
     tag: Any = None  # the caller's key for this run (a matrix cell, a try number...)
     scenario: str | None = None  # a scenario's name: its triggered faults drive the run
 
@@ -83,7 +83,7 @@ def run_jobs(
     violation online, not after its teardown: it will fail."""
     free = [engine or Engine()] * parallel
     if len(free) == 1:
-        out = []
+        out: list[Outcome] = []
         for i, job in enumerate(jobs):
             if stop_when is not None and any(stop_when(o) for o in out):
                 out.append(Outcome(job, "", failed_run(job, NOT_RUN)))

@@ -98,7 +98,8 @@ class LiveFollower:
             online_checker(checkers, range(1, clients + 1)) if condition.stop_on_violation else None
         )
         names = getattr(self.online, "names", None)
-        self.acquire, self.release = (names[0], names[1]) if names else (("acquire",), ("release",))
+        self.acquire: tuple[str, ...] = names[0] if names else ("acquire",)
+        self.release: tuple[str, ...] = names[1] if names else ("release",)
         self.nemesis_log = run_dir.nemesis_log
         self.tail = DirTailer(run_dir.client_histories, extra=[self.nemesis_log])
         self.records: list[dict[str, Any]] = []  # everything read, for the power

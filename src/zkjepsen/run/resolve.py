@@ -73,8 +73,8 @@ def program_for(
     from zkjepsen.recipes import RECIPES
 
     if recipe == "exec":
-        mount = str(Path(client_dir or os.getcwd()).resolve())
-        return ProgramPlan(("/bin/sh", "-c", client_cmd or ""), mount, PROGRAM_DIR, "user")
+        here = str(Path(client_dir or os.getcwd()).resolve())
+        return ProgramPlan(("/bin/sh", "-c", client_cmd or ""), here, PROGRAM_DIR, "user")
     if recipe.startswith("exec:"):
         path = Path(recipe[len("exec:") :]).resolve()
         mount = Path(client_dir).resolve() if client_dir else path.parent

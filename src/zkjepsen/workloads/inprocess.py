@@ -201,6 +201,12 @@ class InProcessLockClient(LockClient):
     def release_nested(self) -> Answer:
         return release_answer(self.recipe)[0]
 
+    def alive(self) -> None:
+        """In process no program can die between calls: a broken session shows in the op."""
+
+    def note_fault(self) -> None:
+        """No ProtocolFault in process (see `alive`): nothing to record."""
+
     def close(self) -> None:
         for r in [*self.abandoned, *([self.recipe] if self.recipe is not None else [])]:
             discard(r)
@@ -215,7 +221,9 @@ def run_lock_loop(ctx: ClientContext, workload: str) -> None:
     resource_mode(ctx.params)  # a bad mode fails before the first op
     lock = paths(workload, ctx.params)[0]
     if workload == "rwlock":
-        modes = {m: InProcessLockClient(ctx, lock, m) for m in ("read", "write")}
+        modes: dict[str, LockClient] = {
+            m: InProcessLockClient(ctx, lock, m) for m in ("read", "write")
+        }
         LockLoop(ctx, modes["write"], workload, modes).run()
     else:
         LockLoop(ctx, InProcessLockClient(ctx, lock), workload).run()

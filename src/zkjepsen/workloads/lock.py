@@ -76,7 +76,7 @@ class LockWorkload:
         from zkjepsen.checker.liveness import LivenessChecker
         from zkjepsen.checker.lock import LockChecker
 
-        names = dict(acquire=(self.acquire_f,), release=(self.release_f,))
+        names: dict[str, Any] = dict(acquire=(self.acquire_f,), release=(self.release_f,))
         # `property=effect`: a fenced resource is judged by what it accepted, and two beliefs
         # whose stale writes the fence refused are near misses, not violations.
         effect_only = param(params, "property", "belief") == "effect"
