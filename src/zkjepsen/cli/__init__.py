@@ -8,9 +8,13 @@ a bare Python.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from zkjepsen.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, ZkJepsenError
 from zkjepsen.store import RUN_LOG
+
+if TYPE_CHECKING:
+    from zkjepsen.run.outcome import Teardown
 
 
 def exit_interrupted(message: str, code: int) -> None:
@@ -25,12 +29,15 @@ def exit_interrupted(message: str, code: int) -> None:
 
 
 def interrupted_message(e: BaseException, what: str = "interrupted") -> str:
-    """What an interrupt left: the runner attaches `.teardown` (run id, store, what the engine
-    still has of the run, asked after the teardown, and the phase) to the exception that ended
-    the run; the run's folder says what in it is complete."""
-    td = getattr(e, "teardown", None) or getattr(e.__cause__, "teardown", None)
-    # cli/matrix.py: the matrix's own store (click wraps a KeyboardInterrupt in an Abort)
-    matrix = getattr(e, "matrix_note", None) or getattr(e.__cause__, "matrix_note", None)
+    """What an interrupt left: the runner raises it as its typed twin (run/outcome.py's
+    `Stopped`) carrying the teardown (run id, store, what the engine still has of the run,
+    asked after the teardown, and the phase), and cli/matrix.py the matrix's own store; the
+    run's folder says what in it is complete."""
+    from zkjepsen.run.outcome import stopped_by  # not at the top: `check` never needs it
+
+    carried = stopped_by(e)  # (click wraps a KeyboardInterrupt in an Abort)
+    td = carried.teardown if carried else None
+    matrix = carried.matrix_note if carried else None
     if td is None:
         return f"zkjepsen: {what}" + (f"; {matrix}." if matrix else ".")
     during = f" during the {td.phase}" if td.phase else ""
@@ -44,7 +51,7 @@ def interrupted_message(e: BaseException, what: str = "interrupted") -> str:
     return f"{run}; {matrix}" if matrix else run
 
 
-def folder_state(td) -> str:
+def folder_state(td: Teardown) -> str:
     """`its folder DIR has test.json, history.jsonl; `zkjepsen analyze DIR` writes
     results.json, ...`: where the run is and what in it is complete."""
     from zkjepsen.store import RunDir

@@ -29,6 +29,7 @@ from zkjepsen.cli.options import STORE_PATH, parse_params
 from zkjepsen.cli.versions import etcd_version_option, zk_version_option, zk_versions_option
 from zkjepsen.errors import BadInput
 from zkjepsen.report.findings import cell_summary, markdown_table  # noqa: F401 - re-exported
+from zkjepsen.run.outcome import stopped
 
 
 @click.command("list")
@@ -127,7 +128,7 @@ def version_rows(recipes: list[str], zk_version: str | None, zk_versions: list[s
     rows = [
         f"{rc}{ZK_ROW}{v}"
         for rc in recipes
-        for v in (zk_versions if family_of(rc) == "zookeeper" else None) or [None]
+        for v in (zk_versions if family_of(rc) == "zookeeper" else None) or (None,)
     ]
     return [r.removesuffix(f"{ZK_ROW}None") for r in rows]
 
@@ -210,7 +211,9 @@ def run_cells(
     except BaseException as e:
         if progress.finished:  # an interrupt's message says where the finished runs are
             note = resume_note(len(progress.finished), progress.manifest[0])
-            e.matrix_note = note  # type: ignore[attr-defined]
+            twin = stopped(e, matrix_note=note)
+            if twin is not None:
+                raise twin from e
         raise
     finally:
         if dask is not None:

@@ -14,6 +14,7 @@ import os
 import random
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -151,26 +152,36 @@ def _wait_until(deadline_ns: int, stop: threading.Event) -> bool:
             return True
 
 
+@dataclass(frozen=True)
+class NemesisPlan:
+    """What the runner asks of the nemesis. `names`: the faults of the standard mix; `gen`: a
+    custom generator instead of it; `schedule`: an executed schedule (schedule.json's dict or
+    its "faults" list) to replay at its recorded times since `t0_ns` with its resolved
+    targets. Faults run until `time_limit_s` after the start."""
+
+    names: list[str]
+    seed: int
+    time_limit_s: float
+    t0_ns: int
+    interval_s: float = 10.0
+    fault_duration_s: float = 8.0
+    session_timeout_s: float = 4.0
+    schedule: Any = None
+    gen: generator.Gen | None = None
+
+
 def run_nemesis(
     backend: Backend,
     pool: Any,
-    names: list[str],
-    *,
-    seed: int,
-    time_limit_s: float,
-    interval_s: float = 10.0,
-    fault_duration_s: float = 8.0,
-    session_timeout_s: float = 4.0,
-    t0_ns: int,
+    plan: NemesisPlan,
     files: ScheduleFiles,
     stop_event: threading.Event | None = None,
-    schedule: Any = None,
-    gen: generator.Gen | None = None,
 ) -> list[dict]:
-    """Run faults until `time_limit_s` after the call (or `stop_event`), heal, return the
-    executed faults (as in schedule.json). `schedule`: an executed schedule (schedule.json's
-    dict or its "faults" list) to replay at its recorded times since t0 with its resolved
-    targets. `gen`: a custom generator instead of the standard mix of `names`."""
+    """Run `plan`'s faults until its time limit (or `stop_event`), heal, return the executed
+    faults (as in schedule.json)."""
+    names, seed, t0_ns, time_limit_s = plan.names, plan.seed, plan.t0_ns, plan.time_limit_s
+    interval_s, fault_duration_s = plan.interval_s, plan.fault_duration_s
+    session_timeout_s, schedule, gen = plan.session_timeout_s, plan.schedule, plan.gen
     files.path.mkdir(parents=True, exist_ok=True)
     stop = stop_event or threading.Event()
     log = NemesisLog(files.nemesis_log, t0_ns)
