@@ -82,9 +82,9 @@ def _run(ens, tmp_path, **kw):
             g.final_heal(),
         ),
     )
-    files = args.pop("files")
+    files, stop = args.pop("files"), args.pop("stop_event", None)
     plan = schedule.NemesisPlan(["kill-one", "partition-one"], gen=gen, **args)
-    return schedule.run_nemesis(ens, None, plan, files=files)
+    return schedule.run_nemesis(ens, None, plan, files=files, stop_event=stop)
 
 
 def test_records_pairs_and_schedule(fake, tmp_path):

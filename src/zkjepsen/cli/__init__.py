@@ -11,7 +11,6 @@ import sys
 from typing import TYPE_CHECKING
 
 from zkjepsen.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, ZkJepsenError
-from zkjepsen.store import RUN_LOG
 
 if TYPE_CHECKING:
     from zkjepsen.run.outcome import Teardown
@@ -99,6 +98,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from zkjepsen.cli.app import cli
     from zkjepsen.docker.signals import Terminated
+    from zkjepsen.store import RUN_LOG
 
     try:
         rv = cli.main(args=args, standalone_mode=False)

@@ -19,16 +19,10 @@ from __future__ import annotations
 import gc
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain
 from typing import Any
-
-try:  # a C decoder several times faster than json's; json stays the reference (see below)
-    from orjson import loads as _fast_loads
-except ImportError:  # pragma: no cover - orjson is a dependency; json alone is still exact
-    _fast_loads = json.loads  # type: ignore[assignment]  # json's takes the same one argument
-
 
 from zkjepsen.errors import BadInput
 from zkjepsen.history import NEMESIS, TYPES, History, Op, check_record
@@ -115,12 +109,24 @@ def _decode_lines(lines: list[bytes], first: int) -> tuple[list[Any], list[int]]
     return values, nums
 
 
+def _fast_loads() -> Callable[[bytes], Any]:
+    """orjson's decoder, several times faster than json's (json stays the reference, see
+    below). Imported on first use, not with the module: orjson imports dataclasses, datetime
+    and uuid, a third of `zkjepsen check`'s start-up, and the compiled scanner (_fastjsonl.c)
+    reads most files without it."""
+    try:
+        from orjson import loads
+    except ImportError:  # pragma: no cover - orjson is a dependency; json alone is still exact
+        return json.loads
+    return loads
+
+
 def _decode_block(lines: list[bytes], first: int) -> tuple[list[Any], range | list[int]]:
     """The block's values and their line numbers. Fast path: one decoder call, accepted only
     when it yields exactly one value per line (a blank line gives `[]`, two values `[a, b]`,
     a value spread over lines changes the count); anything else goes line by line."""
     try:
-        wrapped = _fast_loads(b"[[" + b"],[".join(lines) + b"]]")
+        wrapped = _fast_loads()(b"[[" + b"],[".join(lines) + b"]]")
         if len(wrapped) == len(lines):
             # unpacking `(v,)` raises ValueError on a line that gave no value or two
             return [v for (v,) in wrapped], range(first, first + len(lines))
