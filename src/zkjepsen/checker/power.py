@@ -364,8 +364,7 @@ def _timeout(fault: _Fault, client: Any, timeouts: dict, default: float) -> floa
     of it (client faults), else the client's latest negotiated one before the fault, else the
     run's."""
     for v in (fault.end_value, fault.start_value):
-        detail = v.get("detail")
-        d = detail if isinstance(detail, dict) else {}
+        d = v["detail"] if isinstance(v.get("detail"), dict) else {}
         if d.get("session_timeout_s") and [client] == [_client(t) for t in fault.targets]:
             return float(d["session_timeout_s"])
     seen = [s for t, s in timeouts.get(client, ()) if t <= fault.start]

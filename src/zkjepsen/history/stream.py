@@ -28,10 +28,9 @@ from zkjepsen.errors import BadInput
 from zkjepsen.history import NEMESIS, TYPES, History, Op, check_record
 
 try:  # the compiled fast path (_fastjsonl.c), built with the package (setup.py) given a C compiler
-    from zkjepsen.history import _fastjsonl
+    from zkjepsen.history._fastjsonl import scan as _scan
 except ImportError:  # pragma: no cover - the pure-Python path below gives the same records
-    _fastjsonl = None  # type: ignore[assignment]  # None: not built
-_scan = None if _fastjsonl is None else _fastjsonl.scan
+    _scan = None  # type: ignore[assignment]  # None: not built
 
 
 BLOCK = 1 << 22

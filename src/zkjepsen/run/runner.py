@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from zkjepsen import errors
 from zkjepsen.backends.base import Backend, HostSession
@@ -27,11 +27,12 @@ from zkjepsen.docker.engine import Engine
 from zkjepsen.history import History, Op
 from zkjepsen.history.jsonl import merge_records
 from zkjepsen.nemesis.client_clock import NAMES, program_env
-from zkjepsen.nemesis.schedule import NemesisPlan, run_nemesis
+from zkjepsen.nemesis.schedule import run_nemesis
 from zkjepsen.run import online
 from zkjepsen.run.analysis import check_history, history_stats, render_reports
 from zkjepsen.run.outcome import Phase, RunResult, Teardown, stopped
 from zkjepsen.run.resolve import ResolvedTest, resolve
+from zkjepsen.run.seams import Display, RunLog, nemesis_plan, settled_clients
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.store import RunDir, check_root, new_run_dir
 from zkjepsen.workloads import Workload
@@ -43,22 +44,6 @@ if TYPE_CHECKING:  # docker's client: only its type (the engine makes it)
     from zkjepsen.nemesis.generator import Gen
 
 __all__ = ["RunResult", "Teardown", "TestSpec", "check_history", "run_test"]
-
-
-class Display(Protocol):
-    """The live view of a run (cli/display.py): the runner's log lines, and the run's
-    clients' files followed from the main phase to the teardown."""
-
-    def log(self, msg: str) -> None: ...
-    def attach(self, run_dir: RunDir, t0_ns: int, spec: TestSpec) -> None: ...
-    def detach(self) -> None: ...
-
-
-def settled_clients(spec: TestSpec) -> int:
-    """The spec's client count, which `resolve` settles (None before: the recipe's default)."""
-    if spec.clients is None:
-        raise ValueError("the spec's client count is settled by run.resolve.resolve first")
-    return spec.clients
 
 
 def client_specs(test: ResolvedTest, ens: Backend, t0_ns: int) -> list[ClientSpec]:
@@ -411,17 +396,7 @@ def _main_phase(
     if not (test.faults or schedule or test.generator):
         stop.wait(spec.time_limit_s)
         return []
-    plan = NemesisPlan(
-        test.faults,
-        seed=spec.seed,
-        time_limit_s=spec.time_limit_s,
-        t0_ns=t0_ns,
-        interval_s=spec.interval_s,
-        fault_duration_s=spec.fault_duration_s,
-        session_timeout_s=spec.session_timeout_s,
-        schedule=schedule,
-        gen=test.generator,
-    )
+    plan = nemesis_plan(spec, test.faults, t0_ns, schedule, test.generator)
     return run_nemesis(ens, pool, plan, files=run_dir, stop_event=stop)
 
 
@@ -437,19 +412,3 @@ def _final_read(workload: Workload, host_ctx: ClientContext, log: RunLog) -> Non
             workload.final(host_ctx)
     except signals.PhaseTimeout as e:
         log(f"{e}; the verdict goes without it")
-
-
-class RunLog:
-    """run.log in the store, mirrored to the live display when there is one."""
-
-    def __init__(self, path: Path, display: Display | None = None) -> None:
-        self.path = path
-        self.display = display
-        self.t0 = time.monotonic()
-
-    def __call__(self, msg: str) -> None:
-        line = f"{time.strftime('%H:%M:%S')} +{time.monotonic() - self.t0:6.1f}s {msg}"
-        with self.path.open("a") as f:
-            f.write(line + "\n")
-        if self.display:
-            self.display.log(msg)
