@@ -24,6 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.backends.zookeeper import versions as zkversions
+from zkjepsen.backends.zookeeper.config import ZkSettings
+from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
+from zkjepsen.backends.zookeeper.image import zookeeper_recipe
+from zkjepsen.docker.engine import provide_image
 from zkjepsen.errors import BadInput
 
 
@@ -140,8 +145,6 @@ def image_recipe(name: str, zk_version: str | None = None, version: str | None =
     `zk_version`, default 3.8) by default; `version`: another backend's own (etcd's)."""
     info = backend_info(name)
     if not info.image:
-        from zkjepsen.backends.zookeeper.image import zookeeper_recipe
-
         return zookeeper_recipe(zk_version)
     return _load(info.image)(version) if version is not None else _load(info.image)()
 
@@ -172,8 +175,6 @@ def make_backend(
 def zookeeper_backend(
     spec: Any, store_dir: Path, *, backend: BackendInfo, client, engine, server_image, client_image
 ):
-    from zkjepsen.backends.zookeeper.config import ZkSettings
-    from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
 
     settings = ZkSettings(
         tick_ms=spec.tick_ms, zk_version=getattr(spec, "zk_version", None) or "3.8"
@@ -188,9 +189,6 @@ def provide_images(engine, spec: Any) -> tuple[str, str]:
     """(server image, client image) of the spec's backend, present on `engine` (built
     built there if missing). Clients always run zkjepsen's client image (the ZooKeeper node
     image of `client_suite`, default the servers' version); `--image` names the servers'."""
-    from zkjepsen.backends.zookeeper import versions as zkversions
-    from zkjepsen.backends.zookeeper.image import zookeeper_recipe
-    from zkjepsen.docker.engine import provide_image
 
     clients = zkversions.client_suite(spec.client_suite, spec.zk_version).name
     if not backend_info(spec.backend).image:

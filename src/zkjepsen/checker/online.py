@@ -32,7 +32,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from zkjepsen.checker import OnlineFindings, Violation
+from zkjepsen.checker.counter import CounterChecker
+from zkjepsen.checker.fencing import FencingChecker
+from zkjepsen.checker.lock import LockChecker
 from zkjepsen.checker.lock_observe import CLIENT_DEATHS, INF
+from zkjepsen.checker.online_counter import OnlineCounterChecker
 from zkjepsen.history import NEMESIS
 
 ONLINE_KINDS = ("belief", "effect", "reused-token")
@@ -307,10 +311,6 @@ def online_checker(checkers: Mapping[str, Any], clients: Iterable[Any] = ()) -> 
     overlaps (the kinds it fails on), the fencing checker's reused tokens, the counter's reads
     out of bounds (`clients`: the run's, whose files must all pass a read to bound it from
     above). None when no checker of the run can be followed online."""
-    from zkjepsen.checker.counter import CounterChecker
-    from zkjepsen.checker.fencing import FencingChecker
-    from zkjepsen.checker.lock import LockChecker
-    from zkjepsen.checker.online_counter import OnlineCounterChecker
 
     kinds: set[str] = set()
     names = None

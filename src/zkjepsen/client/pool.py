@@ -18,9 +18,13 @@ the specs come read-only from the run's control directory (`/control`).
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import os
 import secrets
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,7 +34,7 @@ import zkjepsen
 from zkjepsen.backends.base import Backend
 from zkjepsen.client import seal
 from zkjepsen.client.command import PROGRAM_DIR
-from zkjepsen.client.spec import CONTROL_DIR, OUT_DIR, PROXY_TOKEN_ENV, ClientSpec
+from zkjepsen.client.spec import CONTROL_DIR, CONTROL_NAME, OUT_DIR, PROXY_TOKEN_ENV, ClientSpec
 from zkjepsen.docker import mounts, netns, resources
 from zkjepsen.history.jsonl import Tailer
 from zkjepsen.store import RunDir
@@ -67,7 +71,6 @@ def package_bind() -> dict[str, dict]:
 
 def client_library_binds() -> dict[str, dict]:
     """Host path -> bind of every top-level package or module of CLIENT_DISTRIBUTIONS."""
-    from importlib import metadata
 
     binds: dict[str, dict] = {}
     for name in CLIENT_DISTRIBUTIONS:
@@ -122,7 +125,6 @@ class ClientHandle:
     def set_clock(self, spec: str) -> None:
         """Rewrite this client's libfaketime control file (nemesis/client_clock.py) atomically:
         the program reads it at most once a second and never half of it."""
-        import os
 
         path = Path(self.faketime_file)
         if not path.parent.exists():
@@ -177,7 +179,6 @@ class ClientPool:
     def start(self, specs: list[ClientSpec]) -> list[ClientHandle]:
         """Start one container per spec, all at once. A client whose spec has a `start_file`
         connects, then waits at the start barrier until `release()`. Returns the handles."""
-        from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=8) as pool:
             self.handles = sorted(pool.map(self._start_one, specs), key=lambda h: h.index)
@@ -215,7 +216,6 @@ class ClientPool:
         if spec.command:  # the program under test runs as another uid than the recorder's
             spec = dataclasses.replace(spec, program_uid=seal.PROGRAM_UID)
         spec.save(d.client_spec(n))
-        from zkjepsen.client.spec import CONTROL_NAME
 
         faketime = d.control / CONTROL_NAME.format(n=n)
         if not faketime.exists():
@@ -311,7 +311,6 @@ def user_recipe_binds(recipe: str) -> dict[str, dict]:
     user's top-level package (or single module) read-only next to ours."""
     if ":" not in recipe or recipe.startswith("exec:"):
         return {}
-    import importlib.util
 
     top = recipe.partition(":")[0].split(".")[0]
     spec = importlib.util.find_spec(top)

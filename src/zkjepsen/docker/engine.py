@@ -21,12 +21,15 @@ packages, docker/image.py); a user's `--image` must be on the engine already.
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from zkjepsen.docker.image import default_tag, ensure_image, image_exists
+from zkjepsen.docker.resources import docker_client
 from zkjepsen.errors import BadInput, EnvironmentProblem
 
 SCHEMES = ("unix", "tcp", "ssh")
@@ -73,7 +76,6 @@ class Engine:
 
     @property
     def url(self) -> str:
-        import os
 
         return self.host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
 
@@ -106,8 +108,6 @@ class Engine:
     def client(self, timeout: int = 120):
         """A docker.DockerClient for this engine (pinged), or one sentence about why not."""
         if self.host is None:
-            from zkjepsen.docker.resources import docker_client
-
             return docker_client()
         import docker
 
@@ -169,7 +169,6 @@ def provide_image(
     image), or the user's `image`, present on every engine of `engines`; returns its tag.
     zkjepsen's own image is built on an engine that lacks it; a user's `--image` must be
     there already. Never pulled from a registry."""
-    from zkjepsen.docker.image import default_tag, ensure_image, image_exists
 
     tag = image or default_tag(recipe)
     for e in engines:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zkjepsen.errors import EnvironmentProblem
+from zkjepsen.errors import BadInput, EnvironmentProblem
 
 SUITE = "bookworm"
 LABEL = "zkjepsen.image"
@@ -267,7 +267,6 @@ def ensure_image(
 ) -> ImageInfo:
     """The image to run: the user's (`image`, must exist locally) or ours (`recipe`'s; built
     if missing, reporting each build step to `on_progress`)."""
-    from zkjepsen.errors import BadInput
 
     if image:
         if not image_exists(client, image):

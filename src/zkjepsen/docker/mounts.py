@@ -41,9 +41,11 @@ import secrets
 import tarfile
 import threading
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from zkjepsen.docker import resources
+from zkjepsen.errors import BadInput
 
 MODE_ENV = "ZKJEPSEN_FILES"  # auto (default): probe the engine; copy: never bind; bind: always
 POLL_S = 0.1  # how often the clients' /out is fetched on a copying engine (the tailers' pace)
@@ -54,8 +56,6 @@ def files_mode() -> str:
     """ZKJEPSEN_FILES, checked: auto, copy or bind; anything else is bad input."""
     value = os.environ.get(MODE_ENV, "auto").strip().lower() or "auto"
     if value not in ("auto", "copy", "bind"):
-        from zkjepsen.errors import BadInput
-
         raise BadInput(
             f"{MODE_ENV}={os.environ[MODE_ENV]!r} is not one of auto, copy, bind (auto: bind "
             "mounts when the engine shares this machine's files, copies otherwise)"
@@ -293,7 +293,6 @@ def _each(fn, items: list) -> None:
         for item in items:
             fn(item)
         return
-    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
         list(pool.map(fn, items))

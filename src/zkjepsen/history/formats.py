@@ -31,6 +31,7 @@ from typing import Any
 
 from zkjepsen.errors import BadInput
 from zkjepsen.history import History, Op
+from zkjepsen.history.stream import StreamedHistory
 
 FORMATS = ("auto", "jsonl", "jepsen-log", "porcupine-kv", "edn", "json")
 
@@ -314,7 +315,6 @@ def detect_format(text: str) -> str:
 def _streamed(path: str | os.PathLike[str]) -> History:
     """A JSONL history read as it is iterated (history/stream.py): a million-record file is
     checked in one pass without holding its records."""
-    from zkjepsen.history.stream import StreamedHistory
 
     try:
         open(path, "rb").close()  # a missing file is bad input now, not at the first read

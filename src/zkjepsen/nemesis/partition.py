@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zkjepsen.nemesis import NemesisError
+from zkjepsen.nemesis.process import note_holding
 from zkjepsen.nemesis.targets import NemesisContext, resolve_client, resolve_servers
 
 DEFAULT_LOSS = 0.1
@@ -185,7 +186,6 @@ class IsolateClient(IptablesFault):
 
     def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
         super().apply(ctx, targets, detail)
-        from zkjepsen.nemesis.process import note_holding
 
         note_holding(ctx, targets[0], detail)
 

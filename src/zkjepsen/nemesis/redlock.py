@@ -27,6 +27,7 @@ import random
 import time
 from typing import Any
 
+from zkjepsen.backends.redis.session import LOCK_PREFIX
 from zkjepsen.nemesis import NemesisError
 from zkjepsen.nemesis.partition import IptablesFault, drop_both_ways
 from zkjepsen.nemesis.targets import HolderTracker, NemesisContext, resolve_client, running_clients
@@ -139,8 +140,6 @@ def _lock_values(ctx: NemesisContext, node) -> dict[str, str] | None:
     master does not answer (restarting). Asked from the host (a few ms; a docker exec would
     take 0.1-0.3 s of the holder's critical section)."""
     import redis
-
-    from zkjepsen.backends.redis.session import LOCK_PREFIX
 
     r = redis.Redis(host=node.ip, port=node.port, socket_timeout=0.5, socket_connect_timeout=0.5)
     try:

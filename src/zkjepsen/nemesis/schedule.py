@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.backends.base import Backend
+from zkjepsen.docker.signals import signals_deferred
 from zkjepsen.history.jsonl import Appender
 from zkjepsen.nemesis import Nemesis, NemesisError, clock, generator, partition, process
 from zkjepsen.nemesis.arming import MISS_FIELDS, await_trigger
@@ -313,7 +314,6 @@ def _final_heal(
     files: ScheduleFiles,
 ) -> None:
     """End the fault still on (an interrupt), heal everything, write the final schedule."""
-    from zkjepsen.docker.signals import signals_deferred
 
     with signals_deferred():  # a second Ctrl-C must not stop the heal halfway
         active = active or nem.current

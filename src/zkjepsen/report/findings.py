@@ -14,7 +14,15 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.backends.etcd import versions
+from zkjepsen.backends.registry import BACKENDS, backend_info
+from zkjepsen.checker import as_result
+from zkjepsen.checker.power import Power
 from zkjepsen.errors import BadInput
+from zkjepsen.nemesis.faults import not_applicable
+from zkjepsen.recipes import RECIPES, resolve_backend
+from zkjepsen.report.stats import rate_text
+from zkjepsen.report.summary import power_of_results
 
 MANIFEST = "matrix-runs.json"
 # Settings every shard of one matrix must share; anything else is two different matrices.
@@ -44,8 +52,6 @@ def same_setting(a: dict, b: dict, k: str) -> bool:
 def cell_summary(runs: list[dict]) -> dict:
     """Counts for one recipe x fault cell: invalid runs, unknown runs, and runs with at least
     one belief / effect overlap violation."""
-    from zkjepsen.checker import as_result
-    from zkjepsen.report.stats import rate_text
 
     kinds = [{v.kind for _, v in as_result(r["results"]).named_violations()} for r in runs]
     invalid = sum(r["valid"] is False for r in runs)
@@ -67,8 +73,6 @@ def _cell_power(runs: list[dict]) -> dict:
     """The cell's runs' power pooled (checker/power.py): faults that landed where the lock could
     break, how many a violation followed, and the bound on the per-fault rate; nothing for a
     cell without faults or without a lock."""
-    from zkjepsen.checker.power import Power
-    from zkjepsen.report.summary import power_of_results
 
     powers = [p for r in runs if (p := power_of_results(r["results"])) is not None]
     if not powers:
@@ -86,8 +90,6 @@ def not_applicable_cells(cell_specs: list) -> dict[str, str]:
     """cell -> why it is not run: a fault of the cell exercises nothing on the backend its
     recipe runs on (nemesis.faults.not_applicable), or the service's version has no driver for
     the recipe's language. `cell_specs`: (cell, TestSpec) pairs."""
-    from zkjepsen.nemesis.faults import not_applicable
-    from zkjepsen.recipes import resolve_backend
 
     out = {}
     for cell, spec in cell_specs:
@@ -101,9 +103,6 @@ def not_applicable_cells(cell_specs: list) -> dict[str, str]:
 
 def _without_driver(spec: Any, backend: str) -> str | None:
     """Why the cell's recipe has no driver on the cell's etcd version, or None."""
-    from zkjepsen.backends.etcd import versions
-    from zkjepsen.backends.registry import backend_info
-    from zkjepsen.recipes import RECIPES
 
     if backend_info(backend).family != "etcd" or spec.recipe not in RECIPES:
         return None
@@ -114,8 +113,6 @@ def _without_driver(spec: Any, backend: str) -> str | None:
 def servers_per_backend(recipes: list[str], nodes: int) -> dict[str, int]:
     """backend -> its servers, for the backends the recipes (`NAME` or `NAME@BACKEND`) run on:
     a fixed shape (one Redis master, five Redlock masters) or the matrix's `--nodes`."""
-    from zkjepsen.backends.registry import backend_info
-    from zkjepsen.recipes import resolve_backend
 
     out = {}
     for rc in recipes:
@@ -130,7 +127,6 @@ def cell_text(c: dict | None) -> str:
         return "-"
     if "na" in c:
         return "n/a (" + c["na"].split(": ", 1)[-1] + ")"
-    from zkjepsen.report.stats import rate_text
 
     text = f"{rate_text(c['invalid'], c['runs'])} invalid"
     if c["unknown"]:
@@ -366,7 +362,6 @@ def settings_header(
 def services_text(s: dict[str, Any]) -> str:
     """What the servers ran, each backend in its own words: `ZooKeeper 3.8` (its versions and
     the clients' suite), `etcd 3.4.23`, `Redis 7.0`... Manifests from before backends: ZooKeeper."""
-    from zkjepsen.backends.registry import BACKENDS
 
     out = []
     for name in s.get("servers") or {"zookeeper": 0}:

@@ -274,7 +274,6 @@ def write_timeline(files: ReportFiles, records: list[dict], results: dict | None
 
 def _versions(test_json: Path) -> str:
     """` (ZooKeeper 3.4, clients bullseye)` from the run's test.json; '' when it names none."""
-    import json
 
     try:
         spec = json.loads(test_json.read_text())

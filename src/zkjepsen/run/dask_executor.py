@@ -27,6 +27,7 @@ module is only what a run needs on top:
 from __future__ import annotations
 
 import io
+import json
 import queue
 import re
 import secrets
@@ -41,10 +42,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.backends.registry import provide_images
 from zkjepsen.docker import signals
+from zkjepsen.docker.engine import Engine
 from zkjepsen.errors import EXIT_BAD_INPUT, BadInput, EnvironmentProblem, ZkJepsenError
 from zkjepsen.run.dask_builds import RESOURCE, check_builds
 from zkjepsen.run.fanout import NOT_RUN, Job, Outcome, failed_run
+from zkjepsen.run.outcome import RunResult
+from zkjepsen.run.resolve import validate_spec
+from zkjepsen.run.spec import TestSpec
+from zkjepsen.store import new_run_dir
 
 TOPIC = "zkjepsen-runs"
 POLL_S = 0.5
@@ -220,8 +227,6 @@ def _cancel(client, futures: dict, events: queue.Queue, live: dict, on_start) ->
 
 
 def _collect(fut, job: Job, store_root: Path | None, keep_going: bool) -> Outcome:
-    from zkjepsen.run.outcome import RunResult
-    from zkjepsen.run.spec import TestSpec
 
     try:
         res = fut.result()
@@ -238,7 +243,6 @@ def _collect(fut, job: Job, store_root: Path | None, keep_going: bool) -> Outcom
         if keep_going:
             return Outcome(job, where, failed_run(job, f"on {where}: {res['error']}"))
         raise EnvironmentProblem(f"on {where}: {res['error']}")
-    from zkjepsen.store import new_run_dir
 
     local_dir = new_run_dir(job.spec.test_name, store_root).path
     with tarfile.open(fileobj=io.BytesIO(res["folder"]), mode="r:gz") as tar:
@@ -253,8 +257,6 @@ def run_on_worker(payload: dict) -> dict:
     """One run on this worker's host and engine, in a process of its own; its outcome, with
     its folder as a gzipped tar. Cancelled: the run's process gets SIGTERM and is waited for."""
     from distributed import get_worker
-
-    from zkjepsen.docker.engine import Engine
 
     worker = get_worker()
     key = worker.get_current_task()
@@ -327,9 +329,6 @@ class _AskWatch:
 
 def _provide_images(engine, payload: dict) -> dict | None:
     """The run's images on this host's engine, built here if missing; the error, if any."""
-    from zkjepsen.backends.registry import provide_images
-    from zkjepsen.run.resolve import validate_spec
-    from zkjepsen.run.spec import TestSpec
 
     spec = TestSpec.from_json(payload["spec"])
     try:
@@ -360,7 +359,6 @@ def _stop(proc) -> None:
 
 
 def _result(scratch: Path, returncode: int) -> dict:
-    import json
 
     try:
         res = json.loads((scratch / "result-run.json").read_text())

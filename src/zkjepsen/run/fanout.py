@@ -19,6 +19,7 @@ With one slot in all, runs happen in this process, one after the other, exactly 
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -35,6 +36,7 @@ from typing import Any
 from zkjepsen.docker import signals
 from zkjepsen.docker.engine import Engine
 from zkjepsen.errors import EXIT_BAD_INPUT, BadInput, EnvironmentProblem, ZkJepsenError
+from zkjepsen.run import online
 from zkjepsen.run.runner import RunResult, run_test
 from zkjepsen.run.spec import TestSpec
 
@@ -117,7 +119,6 @@ def scenario_faults(name: str | None):
     cannot cross into a run's process, its name can."""
     if name is None:
         return None
-    import importlib
 
     return importlib.import_module(SCENARIOS).get_scenario(name).schedule
 
@@ -339,8 +340,6 @@ def worker_main(argv: list[str] | None = None) -> None:
         _die_with_parent(job["parent"])
     _watch_parent(job["parent"])
     if job.get("ask_file"):
-        from zkjepsen.run import online
-
         online.listen_for_ask(Path(job["ask_file"]))
         if job.get("tell_file"):
             online.tell_violation_at(Path(job["tell_file"]))

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from zkjepsen.errors import BadInput
+from zkjepsen.run.fanout import Job
+from zkjepsen.run.many import run_jobs
+from zkjepsen.run.resolve import spec_from_json
 
 # name -> (what it does, the spec settings that make it)
 SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -71,7 +74,6 @@ def scenario_names(text: str | None) -> list[str]:
 def gate_specs(settings: dict[str, Any], names: list[str], until_power: float) -> list[Any]:
     """One TestSpec per scenario: the user's settings over the gate's defaults, then the
     scenario's faults and the stop conditions."""
-    from zkjepsen.run.resolve import spec_from_json
 
     specs = []
     for name in names:
@@ -142,8 +144,6 @@ def run_gate(
     `cluster` (a connected client) serves; rows in scenario order. The first invalid scenario
     ends the others' main phases (each is checked on what it ran, and says so) and the ones not
     started are not run; `run_all`: every scenario runs to its own end."""
-    from zkjepsen.run.fanout import Job
-    from zkjepsen.run.many import run_jobs
 
     jobs = [Job(spec, tag=name) for spec, name in zip(specs, names, strict=True)]
 

@@ -9,10 +9,14 @@ that needs a registry is here, so bad input is still refused before anything is 
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from zkjepsen.backends.etcd import versions as etcd_versions
+from zkjepsen.backends.registry import backend_info, check_nodes, make_backend
+from zkjepsen.backends.zookeeper import versions as zkversions
 from zkjepsen.client.command import (
     PROGRAM_DIR,
     PROTOCOL_WORKLOADS,
@@ -22,7 +26,13 @@ from zkjepsen.client.command import (
     ProgramPlan,
 )
 from zkjepsen.errors import BadInput
+from zkjepsen.nemesis import generator
+from zkjepsen.nemesis.faults import NEMESES, not_applicable
+from zkjepsen.nemesis.triggers import on_acquire
+from zkjepsen.recipes import RECIPES, resolve_backend, validate_recipe
 from zkjepsen.run.spec import TestSpec
+from zkjepsen.workloads import get_workload
+from zkjepsen.workloads.params import validate_params
 
 if TYPE_CHECKING:
     from zkjepsen.backends.registry import BackendInfo
@@ -35,7 +45,6 @@ DEFAULT_CLIENTS = 10
 def default_clients(recipe: str) -> int:
     """How many clients a test of `recipe` runs unless told: the recipe's own default (an
     unfair lock has fewer, so a plain run exercises every client), else 10."""
-    from zkjepsen.recipes import RECIPES
 
     info = RECIPES.get(recipe)
     return (info.clients if info is not None else None) or DEFAULT_CLIENTS
@@ -45,7 +54,6 @@ def settle(spec: TestSpec) -> TestSpec:
     """The checks of a spec's own fields that need a registry: the clients' default (the
     recipe's), the ZooKeeper version (normalised: "3.8.4" -> "3.8") and the clients' suite.
     In place; returns the spec. Cheap: what a config file or a stored test.json gets."""
-    from zkjepsen.backends.zookeeper import versions as zkversions
 
     if spec.clients is None:
         spec.clients = default_clients(spec.recipe)
@@ -70,7 +78,6 @@ def program_for(
 ) -> ProgramPlan | None:
     """Which program a client container runs (client/command.py says what each is); None: the
     in-process loop."""
-    from zkjepsen.recipes import RECIPES
 
     if recipe == "exec":
         here = str(Path(client_dir or os.getcwd()).resolve())
@@ -103,7 +110,6 @@ def spec_program(spec: TestSpec) -> ProgramPlan | None:
 def is_foreign(recipe: str) -> bool:
     """A program zkjepsen cannot run in-process (the user's, another language's, or a Python
     recipe of another lock service, which runs only behind the wire protocol)."""
-    from zkjepsen.recipes import RECIPES
 
     info = RECIPES.get(recipe)
     return (
@@ -147,7 +153,6 @@ def validate_program(spec: TestSpec) -> None:
 
 def _open_to_others(path: Path) -> bool:
     """Can a user who is neither its owner nor in its group read (and enter, or run) it?"""
-    import stat
 
     need = stat.S_IROTH | stat.S_IXOTH
     try:
@@ -160,9 +165,6 @@ def validate_spec(spec: TestSpec) -> None:
     """Fail fast, before anything is created, on names that do not exist and parameters the
     workload or recipe cannot use. Fills in what the registries decide (clients, backend, a
     fixed shape's nodes, the ZooKeeper version, params), so test.json says what really ran."""
-    from zkjepsen.recipes import validate_recipe
-    from zkjepsen.workloads import get_workload
-    from zkjepsen.workloads.params import validate_params
 
     settle(spec)
     get_workload(spec.workload)
@@ -182,7 +184,6 @@ def validate_spec(spec: TestSpec) -> None:
 
 
 def _check_nemeses(spec: TestSpec, names: list[str]) -> None:
-    from zkjepsen.nemesis.faults import NEMESES
 
     for n in names:
         if n not in NEMESES:
@@ -215,9 +216,6 @@ def _check_client_clock(spec: TestSpec, names: list[str]) -> None:
 
 def _settle_backend(spec: TestSpec, names: list[str]) -> None:
     """The servers the recipe runs on, and what that backend allows (faults, shape, version)."""
-    from zkjepsen.backends.registry import backend_info, check_nodes
-    from zkjepsen.nemesis.faults import not_applicable
-    from zkjepsen.recipes import resolve_backend
 
     spec.backend = resolve_backend(spec.recipe, spec.backend)
     info = backend_info(spec.backend)
@@ -235,9 +233,6 @@ def _settle_backend(spec: TestSpec, names: list[str]) -> None:
     elif spec.zk_version is not None:
         raise BadInput(f"--zk-version is ZooKeeper's; backend {spec.backend} has none")
     if info.family == "etcd":
-        from zkjepsen.backends.etcd import versions as etcd_versions
-        from zkjepsen.recipes import RECIPES
-
         version = etcd_versions.get(spec.etcd_version)
         spec.etcd_version = version.name  # what really ran
         language = RECIPES[spec.recipe].language if spec.recipe in RECIPES else ""
@@ -273,12 +268,9 @@ def fault_generator(spec: TestSpec, names: list[str]) -> Gen | None:
     faults when the spec says so; None when there is nothing to inject."""
     if not names:
         return None
-    from zkjepsen.nemesis import generator
 
     gen = generator.standard(names, time_limit_s=spec.time_limit_s, interval_s=spec.interval_s)
     if spec.fault_trigger == "acquired":  # on whoever just acquired, until it lands in a hold
-        from zkjepsen.nemesis.triggers import on_acquire
-
         gen = generator.on(on_acquire(retries=10), gen)
     if spec.fault_target is not None:
         gen = generator.fault_target(spec.fault_target, gen)
@@ -304,7 +296,6 @@ class ResolvedTest:
 
     def make_backend(self, store_dir: Path, **docker: Any) -> Any:
         """The backend (not started) for this test; `docker`: client, engine and images."""
-        from zkjepsen.backends.registry import make_backend
 
         return make_backend(self.backend.name, self.spec, store_dir, **docker)
 
@@ -312,8 +303,6 @@ class ResolvedTest:
 def resolve(spec: TestSpec, gen: Gen | None = None) -> ResolvedTest:
     """Validate `spec` (in place, as `validate_spec`) and resolve it. `gen` replaces the
     spec's standard fault generator (a scenario's triggered `steps(...)`)."""
-    from zkjepsen.backends.registry import backend_info
-    from zkjepsen.workloads import get_workload
 
     validate_spec(spec)
     workload = get_workload(spec.workload)
@@ -331,7 +320,6 @@ def resolve(spec: TestSpec, gen: Gen | None = None) -> ResolvedTest:
 def reportable_kinds(spec: TestSpec) -> set[str]:
     """Every `checker:kind` label the run's workload can report (violation_kinds' labels); a
     checker that types no violation is named bare."""
-    from zkjepsen.workloads import get_workload
 
     out: set[str] = set()
     for name, checker in get_workload(spec.workload).checkers(spec.params).items():

@@ -9,7 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.errors import BadInput
+from zkjepsen.history.jsonl import merge_files
+from zkjepsen.history.stream import read_jsonl_all
 from zkjepsen.nemesis.executed import ExecutedFault, NotAFault
+from zkjepsen.nemesis.faults import NEMESES
 from zkjepsen.run.resolve import spec_from_json
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.store import RunDir, check_verdicts, read_json
@@ -18,7 +21,6 @@ from zkjepsen.store import RunDir, check_verdicts, read_json
 def check_faults(faults: list[Any], source: Path) -> None:
     """Every executed fault in a schedule is replayable: a known fault name and a start and end
     (ns since the test's start) in order. Anything else is bad input, named by its position."""
-    from zkjepsen.nemesis.faults import NEMESES
 
     for i, f in enumerate(faults, 1):
         try:
@@ -82,8 +84,6 @@ class StoredRun:
     def history(self):
         """The run's history: the merged file (read by the block-decoding stream reader), or
         merged from the clients' files."""
-        from zkjepsen.history.jsonl import merge_files
-        from zkjepsen.history.stream import read_jsonl_all
 
         if self.dir.history.exists():
             return read_jsonl_all(self.dir.history)

@@ -27,6 +27,8 @@ import random
 import time
 from typing import Any
 
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
 from zkjepsen.backends.etcd import gateway
 from zkjepsen.backends.etcd.gateway import b64, field, kv
 from zkjepsen.backends.session import BadVersion, Fenced, Stat, close_quietly
@@ -119,7 +121,6 @@ class EtcdSession:
         pass  # reads are linearizable (etcd's default): they go through the leader's quorum
 
     def create(self, path: str, value: bytes = b"") -> str:
-        from kazoo.exceptions import NodeExistsError
 
         key = self._key(path)
         out = self.txn([compare(key, "CREATE", 0)], [put(key, value)], [])
@@ -128,7 +129,6 @@ class EtcdSession:
         return path
 
     def get(self, path: str) -> tuple[bytes | None, Stat]:
-        from kazoo.exceptions import NoNodeError
 
         found = ranged(self.txn([], [get(self._key(path))], [])["responses"][0])
         if found is None:

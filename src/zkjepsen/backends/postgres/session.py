@@ -19,6 +19,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
 from zkjepsen.backends.session import BadVersion, Fenced, Stat, close_quietly
 
 CLIENT_CONNINFO: dict[str, Any] = {
@@ -91,7 +93,6 @@ class PostgresSession:
         pass  # one server: every read sees every committed write
 
     def create(self, path: str, value: bytes = b"") -> str:
-        from kazoo.exceptions import NodeExistsError
 
         row = self._execute(
             "INSERT INTO zkjepsen_kv (path, data) VALUES (%s, %s) ON CONFLICT DO NOTHING "
@@ -103,7 +104,6 @@ class PostgresSession:
         return path
 
     def get(self, path: str) -> tuple[bytes | None, Stat]:
-        from kazoo.exceptions import NoNodeError
 
         row = self._execute("SELECT data, version FROM zkjepsen_kv WHERE path = %s", (path,))
         if row is None:
@@ -125,7 +125,6 @@ class PostgresSession:
 
     # -- helpers ----------------------------------------------------------------------------
     def _set(self, path: str, data: bytes, version: int, token: int | None, fenced: bool) -> Stat:
-        from kazoo.exceptions import NoNodeError
 
         args = {
             "path": path,

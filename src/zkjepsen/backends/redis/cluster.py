@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from zkjepsen.backends.redis.session import LOCK_PREFIX, RedisSession
 from zkjepsen.docker.cluster import Node
 from zkjepsen.docker.image import ImageRecipe
 from zkjepsen.docker.servers import Container, ServerCluster
@@ -127,7 +128,6 @@ class RedisBackend(ServerCluster):
         return "redis://" + ",".join(n.address for n in (nodes or self.nodes))
 
     def host_session(self, timeout_s: float):
-        from zkjepsen.backends.redis.session import RedisSession
 
         return RedisSession(self.connect_string(), timeout=timeout_s)
 
@@ -183,7 +183,6 @@ class RedisBackend(ServerCluster):
         """Each server's role, replication offset (a master's `master_repl_offset`, a
         replica's `slave_repl_offset`: what it has applied) and lock keys with their values,
         read from the host in a few ms right before a kill (nemesis/process.py)."""
-        from zkjepsen.backends.redis.session import LOCK_PREFIX
 
         def one(node: Node) -> dict[str, Any]:
             r = self._redis(node)

@@ -21,6 +21,8 @@ import os
 import time
 from typing import Any
 
+from kazoo.exceptions import NodeExistsError
+
 from zkjepsen.backends.session import BadVersion, Fenced, Stat, close_quietly
 
 OP_TIMEOUT_S = float(os.environ.get("ZKJEPSEN_REDIS_OP_TIMEOUT_S", "2.0"))
@@ -127,7 +129,6 @@ class RedisSession:
         pass  # reads go to the master that takes the writes
 
     def create(self, path: str, value: bytes = b"") -> str:
-        from kazoo.exceptions import NodeExistsError
 
         key = RESOURCE_PREFIX + path
         if not self.redis.hsetnx(key, "data", value):

@@ -14,8 +14,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zkjepsen.backends.zookeeper.config import CLIENT_PORT, LOG4J_PROPERTIES, ZkSettings, zoo_cfg
+from kazoo.client import KazooClient
+
+from zkjepsen.backends.zookeeper.config import (
+    CLIENT_PORT,
+    LOG4J_PROPERTIES,
+    ZkSettings,
+    parse_four_letter,
+    zoo_cfg,
+)
 from zkjepsen.backends.zookeeper.fourlw import four_letter
+from zkjepsen.backends.zookeeper.image import zookeeper_tag
 from zkjepsen.docker import netns, resources
 from zkjepsen.docker.cluster import ContainerCluster, Node, faketime_env
 from zkjepsen.errors import BadInput, EnvironmentProblem
@@ -50,7 +59,6 @@ class ZooKeeperEnsemble(ContainerCluster):
     # ---- lifecycle -------------------------------------------------------------------------
     @property
     def image(self) -> str:
-        from zkjepsen.backends.zookeeper.image import zookeeper_tag
 
         return self.spec.image or zookeeper_tag(self.spec.settings.zk_version)
 
@@ -109,7 +117,6 @@ class ZooKeeperEnsemble(ContainerCluster):
         out = four_letter(node.ip, node.port, "srvr", timeout)
         if out is None or "Mode:" not in out:
             return None
-        from zkjepsen.backends.zookeeper.config import parse_four_letter
 
         return parse_four_letter(out)
 
@@ -143,7 +150,6 @@ class ZooKeeperEnsemble(ContainerCluster):
         return list(self._pool.map(one, self.nodes))
 
     def host_session(self, timeout_s: float):
-        from kazoo.client import KazooClient
 
         return KazooClient(hosts=self.connect_string(), timeout=timeout_s)
 
