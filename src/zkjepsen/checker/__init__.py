@@ -309,6 +309,7 @@ def safe_check(checker: Checker, history: History) -> Result:
     try:
         r = checker.check(history)
     except Exception as e:  # noqa: BLE001 - a buggy checker must not take the run down
+        # here, not at the top: only a crashed checker needs it (it loads linecache, tokenize)
         import traceback
 
         return Result(

@@ -39,6 +39,7 @@ in another. A time limit and a memory limit (process RSS) stop the search with `
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
@@ -72,8 +73,6 @@ __all__ = [
 def _rss_bytes() -> int:
     try:
         with open("/proc/self/statm") as fh:
-            import os
-
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except OSError:
         return 0

@@ -247,6 +247,7 @@ class ContainerCluster:
             (d / "stdout.log").write_text(text)
 
     def _create_network(self) -> None:
+        # here, not at the top: the Docker SDK (requests, urllib3) only where Docker is used
         import docker.errors
         import docker.types
 

@@ -61,6 +61,7 @@ class Engine:
             if scheme == "unix" and not urlsplit(text).path:
                 raise BadInput(f"--engine {text}: a unix:// URL needs a socket path")
             return cls(text, text)
+        # here, not at the top: the Docker SDK (requests, urllib3) only where Docker is used
         from docker.context import ContextAPI
 
         try:
@@ -109,6 +110,7 @@ class Engine:
         """A docker.DockerClient for this engine (pinged), or one sentence about why not."""
         if self.host is None:
             return docker_client()
+        # here, not at the top: the Docker SDK (requests, urllib3) only where Docker is used
         import docker
 
         try:

@@ -120,6 +120,7 @@ def _run_streaming(argv: list[str], on_line: Callable[[str], None], what: str) -
 
 
 def image_exists(client, tag: str) -> bool:  # client: docker.DockerClient
+    # here, not at the top: the Docker SDK (requests, urllib3) only where Docker is used
     import docker.errors
 
     try:

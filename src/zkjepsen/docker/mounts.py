@@ -65,6 +65,7 @@ def files_mode() -> str:
 
 def shares_filesystem(client, image: str, run_id: str, scratch: Path) -> bool:
     """Does the engine behind `client` see this machine's `scratch` dir as we do? (Above.)"""
+    # here, not at the top: the Docker SDK (requests, urllib3) only where Docker is used
     import docker.errors
     from docker.types import Mount
 
@@ -262,8 +263,6 @@ class Files:
     def _follow(self) -> None:
         # One get_archive is ~10 ms on an idle engine but ~200 ms on a loaded one (measured at
         # load 32): fetch the clients at once, so a round takes the slowest one, not their sum.
-        from concurrent.futures import ThreadPoolExecutor
-
         with ThreadPoolExecutor(max_workers=8, thread_name_prefix="files-live") as pool:
             while not self._stop.wait(POLL_S):
                 with self._lock:

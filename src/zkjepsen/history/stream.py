@@ -114,6 +114,7 @@ def _fast_loads() -> Callable[[bytes], Any]:
     and uuid, a third of `zkjepsen check`'s start-up, and the compiled scanner (_fastjsonl.c)
     reads most files without it."""
     try:
+        # here, not at the top: see the docstring (`zkjepsen check`'s start-up)
         from orjson import loads
     except ImportError:  # pragma: no cover - orjson is a dependency; json alone is still exact
         return json.loads

@@ -139,6 +139,7 @@ def _lock_values(ctx: NemesisContext, node) -> dict[str, str] | None:
     """The master's lock keys and their values (the holder's random value); None: the
     master does not answer (restarting). Asked from the host (a few ms; a docker exec would
     take 0.1-0.3 s of the holder's critical section)."""
+    # here, not at the top: a service's client library, loaded by runs of that service
     import redis
 
     r = redis.Redis(host=node.ip, port=node.port, socket_timeout=0.5, socket_connect_timeout=0.5)

@@ -66,9 +66,11 @@ def _save(fig, path: Path) -> None:
 
 
 def write_plots(files: ReportFiles, records: list[dict]) -> list[Path]:
+    # here, not at the top: matplotlib takes a second to load; only the plots need it
     import matplotlib
 
     matplotlib.use("Agg")
+    # here, not at the top: matplotlib takes a second to load; only the plots need it
     import matplotlib.pyplot as plt
 
     pairs = _pairs(records)

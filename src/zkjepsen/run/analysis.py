@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 from zkjepsen.checker import Result, compose, merge_valid
 from zkjepsen.checker.lock import LockChecker
 from zkjepsen.checker.power import power_of
+from zkjepsen.report import render_run
+from zkjepsen.report.counterexample import write_failures
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.store import REPORTS, RunDir
 from zkjepsen.store.writable import can_create_in
@@ -30,8 +32,6 @@ def check_history(
     checked = with_power(compose(checkers).check(history), history, spec, checkers)
     if store_dir is not None and checked.valid is not True:
         try:
-            from zkjepsen.report.counterexample import write_failures
-
             write_failures(checked, checkers, store_dir, history)
         except Exception as e:  # noqa: BLE001 - evidence, not the verdict
             checked.details["counterexample_error"] = f"{type(e).__name__}: {e}"
@@ -77,10 +77,6 @@ def history_stats(records: list[dict]) -> dict[str, Any]:
 
 def render_reports(run, history) -> None:
     """timeline.html, latency.png and rate.png; a failing renderer never changes the verdict."""
-    try:
-        from zkjepsen.report import render_run
-    except ImportError:
-        return
     try:
         render_run(RunDir(run.store_dir), history, run.results)
     except Exception as e:  # noqa: BLE001 - reports are evidence, not the verdict

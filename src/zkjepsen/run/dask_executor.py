@@ -31,6 +31,7 @@ import json
 import queue
 import re
 import secrets
+import shutil
 import signal
 import socket
 import tarfile
@@ -47,7 +48,7 @@ from zkjepsen.docker import signals
 from zkjepsen.docker.engine import Engine
 from zkjepsen.errors import EXIT_BAD_INPUT, BadInput, EnvironmentProblem, ZkJepsenError
 from zkjepsen.run.dask_builds import RESOURCE, check_builds
-from zkjepsen.run.fanout import NOT_RUN, Job, Outcome, failed_run
+from zkjepsen.run.fanout import NOT_RUN, Job, Outcome, failed_run, launch_worker
 from zkjepsen.run.outcome import RunResult
 from zkjepsen.run.resolve import validate_spec
 from zkjepsen.run.spec import TestSpec
@@ -86,6 +87,7 @@ def connect(address: str, timeout: float = CONNECT_TIMEOUT_S):
     """A Dask client of the scheduler at `address`, with at least one worker that offers the
     `docker` resource; else one sentence (exit 255: the cluster, not the command, is wrong)."""
     try:
+        # here, not at the top: the optional [cluster] extra, only with --cluster
         from distributed import Client
     except ImportError:
         raise EnvironmentProblem(
@@ -193,6 +195,7 @@ def run_jobs_on_cluster(
 def _ask_to_stop(client, name: str, clear: bool = False) -> None:
     """Set (or, at the end, clear: the scheduler keeps an Event until then) the Event the runs
     of one command watch."""
+    # here, not at the top: the optional [cluster] extra, only with --cluster
     from distributed import Event
 
     event = Event(name, client=client)
@@ -256,6 +259,7 @@ def _collect(fut, job: Job, store_root: Path | None, keep_going: bool) -> Outcom
 def run_on_worker(payload: dict) -> dict:
     """One run on this worker's host and engine, in a process of its own; its outcome, with
     its folder as a gzipped tar. Cancelled: the run's process gets SIGTERM and is waited for."""
+    # here, not at the top: the optional [cluster] extra, only with --cluster
     from distributed import get_worker
 
     worker = get_worker()
@@ -274,8 +278,6 @@ def run_on_worker(payload: dict) -> dict:
         job = {**payload, "engine": "default", "store_root": str(scratch / "store")}
         job["ask_file"] = str(asked.file)
         job["tell_file"] = str(scratch / "told") if payload.get("tell") else None
-        from zkjepsen.run.fanout import launch_worker
-
         proc = launch_worker(job, scratch, "run", orphan_scratch=scratch)
         while proc.poll() is None:
             if _cancelled(worker, key):
@@ -286,8 +288,6 @@ def run_on_worker(payload: dict) -> dict:
             time.sleep(POLL_S)
         return {**_result(scratch, proc.returncode), "where": where}
     finally:
-        import shutil
-
         shutil.rmtree(scratch, ignore_errors=True)
         worker.log_event(TOPIC, {"event": "ended", "key": key, "where": where})
 
@@ -303,6 +303,7 @@ class _AskWatch:
     def poll(self) -> bool:
         if self.name is None or self.file.exists() or time.monotonic() < self.next:
             return self.file.exists()
+        # here, not at the top: the optional [cluster] extra, only with --cluster
         from distributed import Event
 
         self.next = time.monotonic() + ASK_EVERY_S
@@ -318,6 +319,7 @@ class _AskWatch:
         so the other runs of the command stop now rather than after this one's teardown."""
         if self.name is None or self.told or not told.exists():
             return
+        # here, not at the top: the optional [cluster] extra, only with --cluster
         from distributed import Event
 
         try:

@@ -19,9 +19,11 @@ With one slot in all, runs happen in this process, one after the other, exactly 
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -175,8 +177,6 @@ class Pool:
                     self.stop_all()
                     raise
         finally:
-            import shutil
-
             shutil.rmtree(self.tmp, ignore_errors=True)
         return [done[i] for i in sorted(done)]
 
@@ -313,8 +313,6 @@ _orphaned = threading.Event()
 
 def _die_with_parent(parent: int) -> None:
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     except (OSError, AttributeError):
@@ -372,8 +370,6 @@ def worker_main(argv: list[str] | None = None) -> None:
     orphaned = _orphaned.is_set() or os.getppid() != job["parent"]
     if orphaned and job.get("orphan_scratch"):
         # Nobody will collect this run: its folder goes with the scratch dir it is in.
-        import shutil
-
         shutil.rmtree(job["orphan_scratch"], ignore_errors=True)
         return
     if orphaned:  # a killed `matrix --parallel`: nobody reads results or removes the pool's dir

@@ -100,6 +100,7 @@ class EtcdSession:
         """An `etcd3` client over every member: gRPC's `ipv4:` target with pick_first, so a
         dead member's clients move on to the next (etcd3 0.12 itself takes one host)."""
         if self._etcd is None:
+            # here, not at the top: a service's client library, loaded by runs of that service
             import etcd3
 
             target = "ipv4:" + ",".join(self.endpoints)  # etcd3 joins f"{host}:{port}"

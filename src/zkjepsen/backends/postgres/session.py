@@ -52,6 +52,7 @@ class PostgresSession:
 
     def connect(self, role: str) -> Any:
         """A new autocommit connection named `zkjepsen-<role>` in pg_stat_activity."""
+        # here, not at the top: a service's client library, loaded by runs of that service
         import psycopg
 
         return psycopg.connect(

@@ -133,6 +133,7 @@ class RedisBackend(ServerCluster):
 
     # ---- asking the servers (from the host, which reaches every container by its IP) ------
     def _redis(self, node: Node, timeout: float = 0.5):
+        # here, not at the top: a service's client library, loaded by runs of that service
         import redis
 
         return redis.Redis(

@@ -62,6 +62,7 @@ def parse_hosts(hosts: str) -> tuple[str, str | None, list[tuple[str, int]]]:
 
 
 def _options() -> dict[str, Any]:
+    # here, not at the top: a service's client library, loaded by runs of that service
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
@@ -87,9 +88,11 @@ class RedisSession:
 
     # -- lifecycle (kazoo-shaped) -----------------------------------------------------------
     def start(self, timeout: float = 15) -> None:
+        # here, not at the top: a service's client library, loaded by runs of that service
         import redis
 
         if self.kind == "redis-sentinel":
+            # here, not at the top: a service's client library, loaded by runs of that service
             from redis.sentinel import Sentinel
 
             self.sentinel = Sentinel(self.addrs, sentinel_kwargs=_options(), **_options())
