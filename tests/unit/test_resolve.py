@@ -56,3 +56,17 @@ def test_resolve_gives_the_runner_everything_typed_once():
 def test_resolve_refuses_unknown_names_before_anything_exists():
     with pytest.raises(BadInput, match="unknown nemesis"):
         resolve(TestSpec(nemesis=["pause-everything"]))
+
+
+def test_an_invalid_run_names_its_next_steps_and_a_valid_one_none():
+    from zkjepsen.cli.run import next_steps
+    from zkjepsen.run.outcome import RunResult
+
+    where = Path("/store/my run")
+    invalid = next_steps(RunResult(TestSpec(), where, False, {"valid": False}, {}))
+    assert "zkjepsen replay '/store/my run'" in invalid[0]
+    assert "zkjepsen shrink '/store/my run'" in invalid[1]
+    assert next_steps(RunResult(TestSpec(), where, True, {"valid": True}, {})) == []
+    assert next_steps(RunResult(TestSpec(), where, "unknown", {}, {})) == []
+    errored = RunResult(TestSpec(), where, False, {"error": "the servers did not start"}, {})
+    assert next_steps(errored) == []  # a run that broke has nothing to replay

@@ -44,6 +44,22 @@ def print_verdict(run: RunResult) -> None:
     if early and early.get("stopped_early"):
         console.print(f"  stopped early, {early['after_main_start_s']:g}s into the main phase: "
                       f"{early['why']}")  # fmt: skip
+    for line in next_steps(run):
+        console.print(line, markup=False, highlight=False)
+
+
+def next_steps(run: RunResult) -> list[str]:
+    """What to run next on an INVALID run, as Hypothesis prints the failing example: does it
+    recur (replay its fault schedule), and what is the least of it that still breaks (shrink)."""
+    if run.valid is not False or (isinstance(run.results, dict) and run.results.get("error")):
+        return []
+    import shlex
+
+    where = shlex.quote(str(run.store_dir))
+    return [
+        "  next: does it recur?   zkjepsen replay " + where,
+        "        the least of it: zkjepsen shrink " + where,
+    ]
 
 
 def versions_text(spec) -> str:
