@@ -112,7 +112,6 @@ class Service:
 
     def from_table(self, table: Any, where: str) -> ServiceSettings:
         """Its settings from a TOML/JSON table (`[zookeeper]`), unknown keys refused."""
-
         if not isinstance(table, dict):
             raise BadInput(f"{where} must be a table of {self.label} settings, not {table!r}")
         known = [f.name for f in dc_fields(self.settings) if f.name != "name"]  # type: ignore[arg-type]

@@ -28,7 +28,6 @@ from zkjepsen.backends.plugin import (
     Service,
     ServiceSettings,
 )
-from zkjepsen.docker.engine import provide_image
 from zkjepsen.errors import BadInput
 
 SERVICE_MODULES = (  # one line per service; its `service.py` declares the rest
@@ -155,6 +154,8 @@ def provide_images(engine, spec: Any) -> tuple[str, str]:
     """(server image, client image) of the spec's backend, present on `engine` (built there if
     missing). `--image` names the servers'; the clients run what the service says (the
     servers' image, zkjepsen's client image, or one of its own settings: ZooKeeper's suite)."""
+    # here, not at the top: the services' declarations stay import-light (no docker)
+    from zkjepsen.docker.engine import provide_image
 
     server_image = provide_image(
         [engine], spec.image, recipe=image_recipe(spec.backend, spec.service)

@@ -7,7 +7,6 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from zkjepsen.backends.etcd import versions
-from zkjepsen.backends.etcd.image import etcd_image
 from zkjepsen.backends.plugin import SERVERS_IMAGE, BackendInfo, Service, ServiceOption
 from zkjepsen.errors import BadInput
 
@@ -41,6 +40,8 @@ class EtcdSettings:
 
 
 def _server_recipe(settings: Any):
+    # here, not at the top: the services' declarations stay import-light (no docker)
+    from zkjepsen.backends.etcd.image import etcd_image
 
     return etcd_image(settings.version)
 

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from zkjepsen.backends.plugin import BackendInfo, NoSettings, Service
-from zkjepsen.backends.postgres.image import postgres_image
 
 
 @dataclass(frozen=True)
@@ -15,6 +14,8 @@ class PostgresSettings(NoSettings):
 
 
 def _server_recipe(settings: Any):
+    # here, not at the top: the services' declarations stay import-light (no docker)
+    from zkjepsen.backends.postgres.image import postgres_image
 
     return postgres_image()
 

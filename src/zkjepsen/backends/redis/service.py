@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from zkjepsen.backends.plugin import BackendInfo, NoSettings, Service
-from zkjepsen.backends.redis.cluster import redis_image
 
 
 @dataclass(frozen=True)
@@ -16,6 +15,8 @@ class RedisSettings(NoSettings):
 
 
 def _server_recipe(settings: Any):
+    # here, not at the top: the services' declarations stay import-light (no docker)
+    from zkjepsen.backends.redis.cluster import redis_image
 
     return redis_image()
 

@@ -9,9 +9,6 @@ from typing import Any
 
 from zkjepsen.backends.plugin import BackendInfo, Service, ServiceOption
 from zkjepsen.backends.zookeeper import versions
-from zkjepsen.backends.zookeeper.config import ZkSettings
-from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
-from zkjepsen.backends.zookeeper.image import zookeeper_recipe
 from zkjepsen.errors import BadInput
 
 DEFAULT_TICK_MS = 500
@@ -73,12 +70,16 @@ class ZooKeeperSettings:
 
 
 def _server_recipe(settings: Any):
+    # here, not at the top: the services' declarations stay import-light (no docker)
+    from zkjepsen.backends.zookeeper.image import zookeeper_recipe
 
     return zookeeper_recipe(settings.version)
 
 
 def _client_recipe(settings: Any):
     """The clients run the servers' image unless a client suite is asked for."""
+    # here, not at the top: the services' declarations stay import-light (no docker)
+    from zkjepsen.backends.zookeeper.image import zookeeper_recipe
 
     return zookeeper_recipe(settings.suite().name) if settings.client_suite else None
 
@@ -87,6 +88,9 @@ def ensemble_spec(
     settings: ZooKeeperSettings | None, nodes: int, image: str, client_image: str | None = None
 ):
     """The ensemble's own spec (zoo.cfg's knobs) for a test's settings."""
+    # here, not at the top: the services' declarations stay import-light (no docker)
+    from zkjepsen.backends.zookeeper.config import ZkSettings
+    from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec
 
     settled = (settings or ZooKeeperSettings()).settled()
     assert settled.tick_ms is not None and settled.version is not None  # settled
@@ -101,6 +105,8 @@ def ensemble_spec(
 def zookeeper_backend(
     spec: Any, store_dir: Path, *, backend: BackendInfo, client, engine, server_image, client_image
 ):
+    # here, not at the top: the services' declarations stay import-light (no docker)
+    from zkjepsen.backends.zookeeper.ensemble import ZooKeeperEnsemble
 
     ens_spec = ensemble_spec(spec.service, spec.nodes, server_image, client_image)
     return ZooKeeperEnsemble(ens_spec, store_dir, client=client, engine=engine)
