@@ -18,7 +18,7 @@ from killed_runs import killed_then_cleaned, labelled
 
 from zkjepsen.backends.etcd import gateway
 from zkjepsen.backends.plugin import SERVERS_IMAGE
-from zkjepsen.backends.registry import backend_info, image_recipe, make_backend, service_of
+from zkjepsen.backends.registry import image_recipe, make_backend, service_of
 from zkjepsen.backends.session import Fenced
 from zkjepsen.docker import resources
 from zkjepsen.docker.image import ensure_image
