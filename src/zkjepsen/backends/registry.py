@@ -40,6 +40,8 @@ class BackendInfo:
     sizes: tuple[int, ...] = ()  # the server counts it runs (); any
     own_clients: bool = False  # its clients run its servers' image (their libraries are there)
     service: str = ""  # the server software and version, for tables ("": ZooKeeper's versions)
+    # What it can do (zkjepsen.faultkinds.ABILITIES): a fault needing more is refused on it.
+    abilities: frozenset[str] = frozenset()
 
 
 _REDIS = "zkjepsen.backends.redis.cluster"
@@ -49,6 +51,7 @@ BACKENDS: dict[str, BackendInfo] = {
         "zookeeper",
         "a ZooKeeper ensemble of --nodes servers (3.8.0, Debian bookworm)",
         "zkjepsen.backends.registry:zookeeper_backend",
+        abilities=frozenset({"peers", "leader", "server-clock", "zk-wire"}),
     ),
     "redis": BackendInfo(
         "redis",
@@ -59,6 +62,7 @@ BACKENDS: dict[str, BackendInfo] = {
         nodes=1,
         ready_timeout_s=30.0,
         service="Redis 7.0",
+        abilities=frozenset({"leader"}),
     ),
     "redis-sentinel": BackendInfo(
         "redis-sentinel",
@@ -70,6 +74,7 @@ BACKENDS: dict[str, BackendInfo] = {
         nodes=3,
         ready_timeout_s=60.0,
         service="Redis 7.0",
+        abilities=frozenset({"peers", "leader"}),
     ),
     "redlock": BackendInfo(
         "redlock",
@@ -80,6 +85,7 @@ BACKENDS: dict[str, BackendInfo] = {
         nodes=5,
         ready_timeout_s=30.0,
         service="Redis 7.0",
+        abilities=frozenset({"independent-masters"}),
     ),
     "postgres": BackendInfo(
         "postgres",
@@ -91,6 +97,7 @@ BACKENDS: dict[str, BackendInfo] = {
         nodes=1,
         ready_timeout_s=60.0,
         service="PostgreSQL 15",
+        abilities=frozenset({"leader", "terminate-session"}),
     ),
     "etcd": BackendInfo(
         "etcd",
@@ -101,6 +108,7 @@ BACKENDS: dict[str, BackendInfo] = {
         sizes=(1, 3, 5, 7),
         own_clients=True,
         service="etcd 3.4.23",
+        abilities=frozenset({"peers", "leader"}),
     ),
 }
 DEFAULT_BACKEND = "zookeeper"
