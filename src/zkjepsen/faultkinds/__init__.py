@@ -14,8 +14,9 @@ Its **power rule** says what counts as a landed opportunity (checker/power.py): 
 target stayed silent for a session timeout while at risk), `instant` (at risk at the fault's
 start) or `during` (at risk at some time in its window), and how it reads in the power line.
 
-Pure data and functions: it imports nothing of zkjepsen, and no dataclasses either (named
-tuples: `zkjepsen check --model lock` reads which kinds kill a client, and must start light).
+Pure data and functions (the abilities' names in `abilities.py`): it imports nothing else of
+zkjepsen, and no dataclasses either (named tuples: `zkjepsen check --model lock` reads which
+kinds kill a client, and must start light).
 """
 
 from __future__ import annotations
@@ -23,35 +24,18 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import NamedTuple
 
-# What a service can do. Each: what a fault needing it exercises nothing without, the reason
-# a refusal and an n/a cell give ("kill-leader does not apply to backend redlock: <reason>").
-PEERS = "peers"  # several servers that replicate to each other
-LEADER = "leader"  # one server leads (the others follow, or there are none)
-SERVER_CLOCK = "server-clock"  # the servers' clocks can be skewed (libfaketime reaches them)
-ZK_WIRE = "zk-wire"  # speaks ZooKeeper's wire protocol (the clients' proxy understands it)
-TERMINATE_SESSION = "terminate-session"  # the server can end one holder's session
-INDEPENDENT_MASTERS = "independent-masters"  # Redlock's 5 masters, each on its own
-# Declared for the faults to come (disk faults, membership changes, clock faults by process).
-DATA_FILES = "data-files"  # the servers say where their data lives
-RECONFIGURE = "reconfigure"  # the membership can change while it runs
-SERVER_PROCESS = "server-process"  # the servers say which process is the server
-
-ABILITIES: dict[str, str] = {
-    PEERS: "its servers do not talk to each other",
-    LEADER: "it has no leader",
-    SERVER_CLOCK: "its servers run without libfaketime",
-    ZK_WIRE: "the wire proxy speaks ZooKeeper's protocol",
-    TERMINATE_SESSION: "its server cannot end a holder's session (no PostgreSQL)",
-    INDEPENDENT_MASTERS: "not Redlock's 5 masters",
-    DATA_FILES: "its servers name no data files",
-    RECONFIGURE: "its membership cannot change while it runs",
-    SERVER_PROCESS: "its servers name no server process",
-}
-
-# What the run's clients can offer (run/resolve.py refuses a lack with the setting to change).
-WIRE_PROXY = "wire-proxy"  # every client talks to the servers through its own wire proxy
-CLIENT_CLOCK = "client-clock"  # libfaketime reaches the program under test (not Go, not in-process)
-CLIENT_ABILITIES = (WIRE_PROXY, CLIENT_CLOCK)
+from zkjepsen.faultkinds.abilities import (
+    ABILITIES,
+    CLIENT_ABILITIES,
+    CLIENT_CLOCK,
+    INDEPENDENT_MASTERS,
+    LEADER,
+    PEERS,
+    SERVER_CLOCK,
+    TERMINATE_SESSION,
+    WIRE_PROXY,
+    ZK_WIRE,
+)
 
 FAMILIES = ("none", "partition", "process", "clock", "proxy")
 RULES = ("silence", "instant", "during")
