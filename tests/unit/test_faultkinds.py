@@ -159,3 +159,18 @@ def test_the_declarations_import_nothing_heavy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_rules_table_in_verdicts_md_says_what_the_declarations_say():
+    import fnmatch
+    import re
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "verdicts.md").read_text()
+    rows = re.findall(r"^\| (silence|instant|during) \| (.+?) \|", doc, re.M)
+    listed = set()
+    for rule, cell in rows:
+        for pattern in re.findall(r"`([a-z*-]+)`", cell):
+            names = fnmatch.filter(KINDS, pattern)
+            assert names and all(rule_of(n) == rule for n in names), (rule, pattern)
+            listed.update(names)
+    assert listed == set(KINDS) - {"none"}
