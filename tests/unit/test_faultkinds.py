@@ -54,9 +54,9 @@ def declared(monkeypatch):
         DATA_FILES,
     )
     monkeypatch.setitem(KINDS, NEW, new)
-    zk = registry.BACKENDS["zookeeper"]
+    zk = registry.backend_info("zookeeper")
     more = dataclasses.replace(zk, abilities=zk.abilities | {DATA_FILES})
-    monkeypatch.setitem(registry.BACKENDS, "zookeeper", more)
+    monkeypatch.setitem(registry.backends(), "zookeeper", more)
     return new
 
 
@@ -139,7 +139,7 @@ def test_a_declaration_with_an_unknown_ability_or_family_is_refused():
 
 
 def test_every_service_declares_abilities_the_faults_know():
-    for name, info in registry.BACKENDS.items():
+    for name, info in registry.backends().items():
         assert info.abilities and info.abilities <= set(ABILITIES), name
 
 

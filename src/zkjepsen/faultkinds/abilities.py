@@ -1,6 +1,6 @@
 """The abilities a service (and a run's clients) can have, that a fault kind may need: one name
 each, and the reason a fault needing it exercises nothing where it is lacking. A service lists
-its own in `BackendInfo.abilities`."""
+its own in `BackendInfo.abilities` (its `backends/<service>/service.py`)."""
 
 from __future__ import annotations
 
