@@ -341,9 +341,9 @@ def names_of(what: str) -> set[str]:
 
         return set(WORKLOADS)
     if what == "nemesis":
-        from zkjepsen.nemesis.faults import NEMESES
+        from zkjepsen.nemesis.faults import KINDS
 
-        return set(NEMESES) | {"none"}
+        return set(KINDS)
     if what == "backend":
         from zkjepsen.backends.registry import backends
 

@@ -65,9 +65,9 @@ def list_command(what: str) -> None:
 
         rows = [(n, b.description) for n, b in sorted(backends().items())]
     else:
-        from zkjepsen.nemesis.faults import NEMESES
+        from zkjepsen.nemesis.faults import nemesis_lines
 
-        rows = sorted(NEMESES.items())
+        rows = nemesis_lines()
     width = max(len(n) for n, _ in rows)
     for name, desc in rows:
         click.echo(f"{name.ljust(width)}  {desc}")
