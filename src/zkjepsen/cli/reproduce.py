@@ -17,7 +17,7 @@ from zkjepsen.cli.engines import (
     prepare,
 )
 from zkjepsen.cli.minimal import write_minimal
-from zkjepsen.cli.options import STORE_PATH
+from zkjepsen.cli.options import STORE_PATH, junit_option
 from zkjepsen.cli.versions import etcd_version_option, zk_version_option, zk_versions_option
 from zkjepsen.reproduce.replay import replay, violation_kinds
 from zkjepsen.reproduce.shrink import check_kinds, shrink
@@ -246,6 +246,7 @@ def scenario_list() -> None:
 @zk_versions_option
 @etcd_version_option
 @cluster_option
+@junit_option
 def scenario_run(
     names: tuple,
     run_all: bool,
@@ -258,6 +259,7 @@ def scenario_run(
     zk_versions: list[str] | None,
     etcd_version: str | None,
     cluster: str | None,
+    junit_xml: str | None,
 ) -> None:
     """Run scenarios end to end; exit 0 only if every outcome is as expected. With
     --zk-versions, each ZooKeeper scenario runs on every version, a row per version;
@@ -284,7 +286,9 @@ def scenario_run(
     from zkjepsen.report.stats import rate_text
 
     dask = connect_cluster(cluster)
-    outcomes, rates = [], []
+    from zkjepsen.report.junit import case_of, publish
+
+    outcomes, rates, cases = [], [], []
     for s, r, v, results in _scenario_runs(plan, runs, seed, client_suite, store_root, dask):
         on = _on(v)
         console.print(f"[bold]{s.name}[/bold] with {r}{on}: expect {s.expect[r].describe()}")
@@ -294,10 +298,12 @@ def scenario_run(
             outcomes.append(ok)
             hits += ok
             say(f"    {'as expected' if ok else 'NOT as expected'}: {why}  ({run.store_dir})")
+            cases.append(case_of(run, f"{s.name}{on}", expected=(ok, why)))
         rates.append(f"  {s.name} with {r}{on}: as expected in {rate_text(hits, runs)}")
     if runs > 1 or zk_versions:
         click.echo("\n".join(rates))
     click.echo(f"{sum(outcomes)}/{len(outcomes)} scenario runs as expected")
+    publish(junit_xml, cases, "zkjepsen scenario run")
     raise SystemExit(0 if all(outcomes) else 1)
 
 

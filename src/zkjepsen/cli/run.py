@@ -12,6 +12,7 @@ from rich.text import Text
 from zkjepsen.cli.display import LiveDisplay, console, verdict_word
 from zkjepsen.cli.options import (
     STORE_PATH,
+    junit_option,
     not_empty,
     parse_duration,
     parse_params,
@@ -138,6 +139,7 @@ def versions_text(spec) -> str:
 )
 @zk_version_option
 @etcd_version_option
+@junit_option
 def test_command(
     recipe,
     workload,
@@ -161,6 +163,7 @@ def test_command(
     zk_version,
     client_suite,
     etcd_version,
+    junit_xml,
 ) -> None:
     """Run one test: ensemble up, faults, heal, final reads, teardown, check, report."""
     from zkjepsen.store import check_root
@@ -203,6 +206,9 @@ def test_command(
         where = prepare(engine, spec.image)
     run = run_test(spec, store_root, display=LiveDisplay(), engine=where)
     print_verdict(run)
+    from zkjepsen.report.junit import case_of, publish
+
+    publish(junit_xml, [case_of(run, spec.test_name)], "zkjepsen test")
     raise SystemExit(run.exit_code)
 
 

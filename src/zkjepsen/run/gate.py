@@ -89,10 +89,14 @@ class GateRow:
     valid: Any  # True, False or "unknown" (a run that failed with an error: unknown)
     line: str
     store_dir: str | None
+    run: Any = None  # the RunResult (for the CI reports: report/junit.py)
+    skipped: str = ""  # why it was not run to its own end: asked to stop, not run
 
 
 def row_of(scenario: str, run: Any) -> GateRow:
     """One scenario's line: its verdict, where it stopped and why, and its power."""
+    from zkjepsen.run.fanout import NOT_RUN
+
     results = run.results if isinstance(run.results, dict) else {}
     early = results.get("early_stop") or {}
     parts = []
@@ -116,7 +120,21 @@ def row_of(scenario: str, run: Any) -> GateRow:
         parts += reasons[:2]
     if results.get("error"):
         parts.append(str(results["error"]))
-    return GateRow(scenario, run.valid, "; ".join(p for p in parts if p), str(run.store_dir))
+    skipped = ""
+    if early.get("reason") == "asked":
+        skipped = f"stopped {early['after_main_start_s']:g}s in: {REASONS['asked']}"
+    elif results.get("error") == NOT_RUN:
+        skipped = NOT_RUN
+    line = "; ".join(p for p in parts if p)
+    return GateRow(scenario, run.valid, line, str(run.store_dir), run, skipped)
+
+
+def gate_cases(rows: list[GateRow]) -> list[Any]:
+    """The CI report's test cases (report/junit.py): one per scenario; a scenario asked to stop
+    or not run is skipped unless it found a violation."""
+    from zkjepsen.report.junit import case_of
+
+    return [case_of(r.run, r.scenario, skipped=r.skipped) for r in rows if r.run is not None]
 
 
 def verdict(rows: list[GateRow]) -> Any:
