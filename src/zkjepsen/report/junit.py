@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from zkjepsen.checker import as_result
-from zkjepsen.errors import BadInput
 from zkjepsen.report.summary import power_of_results, summarise
 
 WORDS = {True: "VALID", False: "INVALID"}  # anything else: UNKNOWN (as the console prints it)
@@ -226,18 +225,16 @@ def junit_tree(cases: list[Case], title: str) -> ET.Element:
 def write_junit(path: Path | str, cases: list[Case], title: str) -> None:
     tree = ET.ElementTree(junit_tree(cases, title))
     ET.indent(tree)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)  # checked creatable before the runs
     Path(path).write_bytes(ET.tostring(tree.getroot(), encoding="utf-8", xml_declaration=True))
 
 
 def check_target(path: Path | str | None) -> None:
     """Refuse, before anything is created, a --junit-xml path that cannot be written."""
-    if path is None:
-        return
-    p = Path(path)
-    if p.is_dir():
-        raise BadInput(f"--junit-xml {path}: is a directory; give a file path")
-    if not p.parent.is_dir():
-        raise BadInput(f"--junit-xml {path}: the directory {p.parent} does not exist")
+    if path is not None:
+        from zkjepsen.store.writable import check_output_file
+
+        check_output_file(path, "--junit-xml")
 
 
 def _cell(text: Any) -> str:
