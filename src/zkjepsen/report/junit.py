@@ -107,16 +107,17 @@ def case_of(
     suite: str | None = None,
     skipped: str = "",
     expected: tuple[bool, str] | None = None,
+    spec: Any = None,
 ) -> Case:
     """A run's test case. `skipped`: why it counts as skipped (asked to stop, not run);
     `expected`: a scenario's judgement (as expected?, why), which decides pass or fail instead
-    of the verdict."""
+    of the verdict; `spec`: the run's spec when the run does not carry it."""
     results = run.results if isinstance(run.results, dict) else {}
     power = power_of_results(results)
     bound = power.upper() if power is not None else 1.0
     landed = power.opportunities() if power is not None else 0
     early = results.get("early_stop") or {}
-    spec = run.spec
+    spec = getattr(run, "spec", None) or spec
     main_s = (
         float(early.get("after_main_start_s") or 0)
         if early.get("stopped_early")
@@ -174,7 +175,7 @@ def matrix_cases(outcomes: Iterable[Any], not_applicable: Mapping[str, str] = ()
         k = seen[o.job.tag] = seen.get(o.job.tag, 0) + 1
         spec = o.job.spec
         suite = f"{row} on {getattr(spec, 'backend', None) or 'zookeeper'}"
-        cases.append(case_of(o.run, f"{nemesis} run {k}", suite=suite))
+        cases.append(case_of(o.run, f"{nemesis} run {k}", suite=suite, spec=spec))
     for cell, why in dict(not_applicable).items():
         row, nemesis = cell.split("|", 1)
         cases.append(Case(row, nemesis, "skipped", f"n/a: {why}"))
