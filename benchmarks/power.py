@@ -24,6 +24,7 @@ Variants (each `--time-limit` seconds of main phase, 3 servers, 3 clients):
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from pathlib import Path
@@ -75,8 +76,9 @@ def gate_variant(seed: int, limit: float, store: Path | None) -> None:
     rows = run_gate(specs, names, len(names), store, run_all=True)
     wall = time.monotonic() - t0
     for row in rows:
-        p = power_of_results(row.run.results)
-        early = row.run.results.get("early_stop") or {}
+        results = json.loads((Path(row.store_dir) / "results.json").read_text())
+        p = power_of_results(results)
+        early = results.get("early_stop") or {}
         main_s = early.get("after_main_start_s") if early.get("stopped_early") else limit
         n = p.opportunities() if p else 0
         per_min = 60 * n / main_s
