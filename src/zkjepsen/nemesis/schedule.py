@@ -222,9 +222,10 @@ def run_nemesis(
             else:
                 client = next((t for t in active["targets"] if t.startswith("c")), None)
                 hold_s = env.seconds(p["duration"], ctx.session_timeout_of(client))
-                # Counted from when it went in, not from its start record: docker pause or a
-                # sidecar's iptables take 0.1-1 s, and a 1.5x pause must freeze for 1.5 T.
-                since_ns = active.get("applied_ns") or active["start_ns"]
+                # A client fault's length is in units of its session: counted from when it went
+                # in, not from its start record (docker pause or a sidecar's iptables take
+                # 0.1-1 s, and a 1.5x pause must freeze for 1.5 T). Server faults as planned.
+                since_ns = (client and active.get("applied_ns")) or active["start_ns"]
             active["duration_s"] = round(hold_s, 6)
             _wait_until(t0_ns + since_ns + int(hold_s * 1e9), stop)
             executed.append(_done(nem.invoke({**active, "phase": "end"})))
