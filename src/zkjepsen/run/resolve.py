@@ -25,7 +25,7 @@ from zkjepsen.client.command import (
 )
 from zkjepsen.errors import BadInput
 from zkjepsen.nemesis import generator
-from zkjepsen.nemesis.faults import NEMESES, not_applicable
+from zkjepsen.nemesis.faults import CLIENT_CLOCK, KINDS, WIRE_PROXY, not_applicable
 from zkjepsen.nemesis.triggers import on_acquire
 from zkjepsen.recipes import RECIPES, resolve_backend, validate_recipe
 from zkjepsen.run.spec import TestSpec
@@ -179,12 +179,12 @@ def validate_spec(spec: TestSpec) -> None:
 def _check_nemeses(spec: TestSpec, names: list[str]) -> None:
 
     for n in names:
-        if n not in NEMESES:
+        if n not in KINDS:
             raise BadInput(
-                f"unknown nemesis {n!r}; choose from {', '.join(sorted(NEMESES))}"
+                f"unknown nemesis {n!r}; choose from {', '.join(sorted(KINDS))}"
                 " (`zkjepsen list nemeses`)"
             )
-    proxied = [n for n in names if n.startswith("proxy-")]
+    proxied = [n for n in names if WIRE_PROXY in KINDS[n].client_needs]
     if proxied and not spec.proxy:
         raise BadInput(
             f"{', '.join(proxied)} need the clients' wire proxy; set proxy = true in the test spec"
@@ -193,7 +193,8 @@ def _check_nemeses(spec: TestSpec, names: list[str]) -> None:
 
 def _check_client_clock(spec: TestSpec, names: list[str]) -> None:
     """Client clock faults need a program libfaketime can reach."""
-    if not any(n.endswith("-client") and n.startswith("clock-") for n in names):
+
+    if not any(CLIENT_CLOCK in KINDS[n].client_needs for n in names):
         return
     plan = spec_program(spec)
     if plan is None or plan.language == "go":

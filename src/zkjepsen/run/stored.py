@@ -12,7 +12,7 @@ from zkjepsen.errors import BadInput
 from zkjepsen.history.jsonl import merge_files
 from zkjepsen.history.stream import read_jsonl_all
 from zkjepsen.nemesis.executed import ExecutedFault, NotAFault
-from zkjepsen.nemesis.faults import NEMESES
+from zkjepsen.nemesis.faults import KINDS
 from zkjepsen.run.resolve import spec_from_json
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.store import RunDir, check_verdicts, read_json
@@ -24,7 +24,7 @@ def check_faults(faults: list[Any], source: Path) -> None:
 
     for i, f in enumerate(faults, 1):
         try:
-            ExecutedFault.from_json(f, NEMESES)
+            ExecutedFault.from_json(f, KINDS)
         except NotAFault:
             raise BadInput(
                 f"{source}: fault {i} is not a replayable fault (it needs a known "
