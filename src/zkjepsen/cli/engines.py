@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 from rich.console import Console
 
 from zkjepsen.cli.options import not_empty
 from zkjepsen.docker.engine import Engine, parse_engines, provide_image
-from zkjepsen.docker.image import ImageRecipe
 from zkjepsen.errors import BadInput
+
+if TYPE_CHECKING:  # its module loads subprocess and the image builds: only the type here
+    from zkjepsen.docker.image import ImageRecipe
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 

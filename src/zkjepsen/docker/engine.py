@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from zkjepsen.docker.image import default_tag, ensure_image, image_exists
 from zkjepsen.docker.resources import docker_client
 from zkjepsen.errors import BadInput, EnvironmentProblem
 
@@ -171,6 +170,9 @@ def provide_image(
     image), or the user's `image`, present on every engine of `engines`; returns its tag.
     zkjepsen's own image is built on an engine that lacks it; a user's `--image` must be
     there already. Never pulled from a registry."""
+
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
+    from zkjepsen.docker.image import default_tag, ensure_image, image_exists
 
     tag = image or default_tag(recipe)
     for e in engines:

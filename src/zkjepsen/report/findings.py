@@ -18,8 +18,6 @@ from zkjepsen.backends.registry import backend_info
 from zkjepsen.checker import as_result
 from zkjepsen.checker.power import Power
 from zkjepsen.errors import BadInput
-from zkjepsen.nemesis.faults import not_applicable
-from zkjepsen.recipes import resolve_backend
 from zkjepsen.report.services import manifest_services, services_text, without_driver
 from zkjepsen.report.stats import rate_text
 from zkjepsen.report.summary import power_of_results
@@ -90,6 +88,10 @@ def not_applicable_cells(cell_specs: list) -> dict[str, str]:
     recipe runs on (nemesis.faults.not_applicable), or the service's version has no driver for
     the recipe's language. `cell_specs`: (cell, TestSpec) pairs."""
 
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
+    from zkjepsen.nemesis.faults import not_applicable
+    from zkjepsen.recipes import resolve_backend
+
     out = {}
     for cell, spec in cell_specs:
         backend = resolve_backend(spec.recipe, spec.backend)
@@ -103,6 +105,9 @@ def not_applicable_cells(cell_specs: list) -> dict[str, str]:
 def servers_per_backend(recipes: list[str], nodes: int) -> dict[str, int]:
     """backend -> its servers, for the backends the recipes (`NAME` or `NAME@BACKEND`) run on:
     a fixed shape (one Redis master, five Redlock masters) or the matrix's `--nodes`."""
+
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
+    from zkjepsen.recipes import resolve_backend
 
     out = {}
     for rc in recipes:

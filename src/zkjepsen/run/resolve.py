@@ -24,9 +24,6 @@ from zkjepsen.client.command import (
     ProgramPlan,
 )
 from zkjepsen.errors import BadInput
-from zkjepsen.nemesis import generator
-from zkjepsen.nemesis.faults import CLIENT_CLOCK, KINDS, WIRE_PROXY, not_applicable
-from zkjepsen.nemesis.triggers import on_acquire
 from zkjepsen.recipes import RECIPES, resolve_backend, validate_recipe
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.workloads import get_workload
@@ -178,6 +175,9 @@ def validate_spec(spec: TestSpec) -> None:
 
 def _check_nemeses(spec: TestSpec, names: list[str]) -> None:
 
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
+    from zkjepsen.nemesis.faults import KINDS, WIRE_PROXY
+
     for n in names:
         if n not in KINDS:
             raise BadInput(
@@ -193,6 +193,9 @@ def _check_nemeses(spec: TestSpec, names: list[str]) -> None:
 
 def _check_client_clock(spec: TestSpec, names: list[str]) -> None:
     """Client clock faults need a program libfaketime can reach."""
+
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
+    from zkjepsen.nemesis.faults import CLIENT_CLOCK, KINDS
 
     if not any(CLIENT_CLOCK in KINDS[n].client_needs for n in names):
         return
@@ -211,6 +214,9 @@ def _check_client_clock(spec: TestSpec, names: list[str]) -> None:
 def _settle_backend(spec: TestSpec, names: list[str]) -> None:
     """The servers the recipe runs on, and what that backend allows (faults, shape, its
     service's settings: settled, so test.json says what really ran)."""
+
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
+    from zkjepsen.nemesis.faults import not_applicable
 
     spec.backend = resolve_backend(spec.recipe, spec.backend)
     info = backend_info(spec.backend)
@@ -238,6 +244,10 @@ def recipe_language(recipe: str) -> str:
 def fault_generator(spec: TestSpec, names: list[str]) -> Gen | None:
     """The standard schedule of `names`, aimed at `fault_target` and cut after `max_faults`
     faults when the spec says so; None when there is nothing to inject."""
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
+    from zkjepsen.nemesis import generator
+    from zkjepsen.nemesis.triggers import on_acquire
+
     if not names:
         return None
 

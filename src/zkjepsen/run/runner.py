@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 from zkjepsen import errors
 from zkjepsen.backends.base import Backend, HostSession
 from zkjepsen.backends.registry import provide_images
-from zkjepsen.client.pool import ClientPool
 from zkjepsen.client.recorder import Recorder
 from zkjepsen.client.spec import ClientSpec
 from zkjepsen.docker import mounts, resources, signals
@@ -27,7 +26,6 @@ from zkjepsen.docker.engine import Engine
 from zkjepsen.history import History, Op
 from zkjepsen.history.jsonl import merge_records
 from zkjepsen.nemesis.client_clock import NAMES, program_env
-from zkjepsen.nemesis.schedule import run_nemesis
 from zkjepsen.run import online
 from zkjepsen.run.analysis import check_history, history_stats, render_reports
 from zkjepsen.run.outcome import Phase, RunResult, Teardown, stopped
@@ -41,6 +39,7 @@ from zkjepsen.workloads.context import ClientContext
 if TYPE_CHECKING:  # docker's client: only its type (the engine makes it)
     from docker import DockerClient
 
+    from zkjepsen.client.pool import ClientPool
     from zkjepsen.nemesis.generator import Gen
 
 __all__ = ["RunResult", "Teardown", "TestSpec", "check_history", "run_test"]
@@ -268,6 +267,9 @@ def _run_phases(
     phase: list[Phase],
 ) -> None:
     """Everything between "nothing exists" and teardown; `phase[0]` says where it is."""
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
+    from zkjepsen.client.pool import ClientPool
+
     spec, workload = test.spec, test.workload
     phase[0] = Phase.ENSEMBLE_START
     _start_servers(spec, ens, log)
@@ -396,6 +398,9 @@ def _main_phase(
     if not (test.faults or schedule or test.generator):
         stop.wait(spec.time_limit_s)
         return []
+    # here, not at the top: the nemesis loads every fault's module; only a run with faults needs it
+    from zkjepsen.nemesis.schedule import run_nemesis
+
     plan = nemesis_plan(spec, test.faults, t0_ns, schedule, test.generator)
     return run_nemesis(ens, pool, plan, files=run_dir, stop_event=stop)
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from zkjepsen.nemesis.generator import Gen
-from zkjepsen.nemesis.schedule import NemesisPlan
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.store import RunDir
+
+if TYPE_CHECKING:
+    from zkjepsen.nemesis.generator import Gen
+    from zkjepsen.nemesis.schedule import NemesisPlan
 
 
 class Display(Protocol):
@@ -34,6 +36,9 @@ def nemesis_plan(
     spec: TestSpec, faults: list[str], t0_ns: int, schedule: Any, gen: Gen | None
 ) -> NemesisPlan:
     """The spec's fault settings as the nemesis takes them (`schedule`: one to replay)."""
+    # here, not at the top: the nemesis loads every fault's module; only a run with faults needs it
+    from zkjepsen.nemesis.schedule import NemesisPlan
+
     return NemesisPlan(
         faults,
         seed=spec.seed,

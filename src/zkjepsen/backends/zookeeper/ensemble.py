@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kazoo.client import KazooClient
-
 from zkjepsen.backends.zookeeper.config import (
     CLIENT_PORT,
     LOG4J_PROPERTIES,
@@ -150,6 +148,9 @@ class ZooKeeperEnsemble(ContainerCluster):
         return list(self._pool.map(one, self.nodes))
 
     def host_session(self, timeout_s: float):
+
+        # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
+        from kazoo.client import KazooClient
 
         return KazooClient(hosts=self.connect_string(), timeout=timeout_s)
 
