@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 from rich.text import Text
@@ -21,10 +21,8 @@ from zkjepsen.cli.options import (
 from zkjepsen.cli.versions import service_options, service_tables
 from zkjepsen.errors import BadInput
 from zkjepsen.report.summary import power_line, summarise
+from zkjepsen.run.outcome import RunResult
 from zkjepsen.run.resolve import spec_from_json
-
-if TYPE_CHECKING:
-    from zkjepsen.run.runner import RunResult
 
 
 def print_verdict(run: RunResult) -> None:
