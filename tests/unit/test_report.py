@@ -174,3 +174,15 @@ def test_liveness_flags_a_stall_of_clients_that_keep_timing_out_and_asking_again
         for t, kind in ((t0, "invoke"), (t0 + 0.5, "fail"))
     ]
     assert LivenessChecker(grace_s=5).check(_ops(sorted(sparse, key=lambda r: r[0]))).valid
+
+
+def test_plots_of_a_run_with_no_completed_op_warn_nothing(tmp_path) -> None:
+    """An empty legend is a matplotlib UserWarning on the console of `test` (issue 40)."""
+    import warnings
+
+    from zkjepsen.report.plots import write_plots
+    from zkjepsen.store import RunDir
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        write_plots(RunDir(tmp_path), [])

@@ -210,7 +210,8 @@ def _judge(test: ResolvedTest, run_dir: RunDir, records, stats, log, phase: list
         table["early_stop"] = stats["early_stop"]
     run_dir.save_results(table)
     stats.update(history_stats(records))
-    log(f"verdict: {result.valid} ({len(records)} history records)")
+    word = {True: "valid", False: "invalid"}.get(result.valid, "unknown")  # never a Python bool
+    log(f"checked {len(records)} history records: {word}")
     run = RunResult(spec, store_dir, result.valid, table, stats)
     phase[0] = "report"
     render_reports(run, history)
