@@ -184,14 +184,18 @@ def zookeeper_backend(
     return ZooKeeperEnsemble(ens_spec, store_dir, client=client, engine=engine)
 
 
-def provide_images(engine, spec: Any) -> tuple[str, str]:
+def provide_images(engine, spec: Any, on_build=lambda line: None) -> tuple[str, str]:
     """(server image, client image) of the spec's backend, present on `engine` (built
-    built there if missing). Clients always run zkjepsen's client image (the ZooKeeper node
-    image of `client_suite`, default the servers' version); `--image` names the servers'."""
+    there if missing, telling `on_build` its progress). Clients always run zkjepsen's client
+    image (the ZooKeeper node image of `client_suite`, default the servers' version);
+    `--image` names the servers'."""
+    from functools import partial
+
     from zkjepsen.backends.zookeeper import versions as zkversions
     from zkjepsen.backends.zookeeper.image import zookeeper_recipe
-    from zkjepsen.docker.engine import provide_image
+    from zkjepsen.docker import engine as engines
 
+    provide_image = partial(engines.provide_image, on_build=on_build)
     clients = zkversions.client_suite(spec.client_suite, spec.zk_version).name
     if not backend_info(spec.backend).image:
         recipe = image_recipe(spec.backend, spec.zk_version)

@@ -29,13 +29,10 @@ def ensure_image(client, image: str | None, force: bool = False, *, recipe) -> I
     if image or (image_exists(client, default_tag(recipe)) and not force):
         return image_lib.ensure_image(client, image, force=force, recipe=recipe)
     tag = default_tag(recipe)
-    with console.status(f"building {tag} (first time only, ~1-2 min)") as status:
+    console.print(f"building {tag} (first time only; docs/services.md has each image's time)")
+    with image_lib.Heartbeat(console.print) as progress:  # a line per phase, one every 15 s
         info = image_lib.ensure_image(
-            client,
-            None,
-            force=force,
-            on_progress=lambda s: status.update(f"building {tag}: {s}"),
-            recipe=recipe,
+            client, None, force=force, on_progress=progress, recipe=recipe
         )
     console.print(f"built {info.tag}: {info.size_bytes / 1e6:.0f} MB in {info.build_seconds:.0f} s")
     return info

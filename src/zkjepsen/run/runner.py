@@ -113,7 +113,6 @@ def run_test(
     `engine` (a harness.engine.Engine, default: the environment's) is where the run lives."""
     import dataclasses
 
-    from zkjepsen.backends.registry import provide_images
     from zkjepsen.docker import mounts, signals
     from zkjepsen.docker.engine import Engine
 
@@ -125,7 +124,7 @@ def run_test(
     spec = dataclasses.replace(spec, engine=engine.name)
     test = dataclasses.replace(test, spec=spec)
     client = engine.client()
-    server_image, client_image = provide_images(engine, spec)
+    server_image, client_image = _images(engine, spec, display)
     info = test.backend
     teardown: Teardown | None = None
     phase = ["setup"]  # where the run is: the watchdog's message, and an interrupt's
@@ -403,6 +402,18 @@ def _final_read(workload, host_ctx: ClientContext, log) -> None:
             workload.final(host_ctx)
     except signals.PhaseTimeout as e:
         log(f"{e}; the verdict goes without it")
+
+
+def _images(engine, spec: TestSpec, display) -> tuple[str, str]:
+    """The run's images, built if missing: a build's phases reach the display as lines, one
+    at least every 15 s (a first etcd image takes minutes)."""
+    from zkjepsen.backends.registry import provide_images
+    from zkjepsen.docker.image import Heartbeat
+
+    if display is None:
+        return provide_images(engine, spec)
+    with Heartbeat(lambda line: display.log(f"image build {line}")) as progress:
+        return provide_images(engine, spec, on_build=progress)
 
 
 class RunLog:
