@@ -50,7 +50,8 @@ def image_option(f):
 
 @click.group("image")
 def image_group() -> None:
-    """The ZooKeeper node image (built locally from Debian packages, no registry)."""
+    """The servers' images, built locally from Debian packages, no registry: ZooKeeper's node
+    image (also the client image), etcd's, Redis's, PostgreSQL's (--backend)."""
 
 
 def backend_option(f):
@@ -58,7 +59,7 @@ def backend_option(f):
         "--backend",
         default="zookeeper",
         show_default=True,
-        help="zookeeper, redis, redis-sentinel, redlock, ... (`zkjepsen list backends`).",
+        help="zookeeper, etcd, redis, redis-sentinel, redlock, postgres (`zkjepsen list backends`).",
     )(f)
 
 
@@ -98,7 +99,8 @@ def image_build(
 
 @click.group("cluster")
 def cluster_group() -> None:
-    """Bring a ZooKeeper ensemble up, look at it, take it down."""
+    """Bring a service's servers up (ZooKeeper, etcd, Redis, PostgreSQL: --backend), look at
+    them, take them down."""
 
 
 @cluster_group.command("up")
@@ -125,8 +127,8 @@ def cluster_up(
     client_suite: str | None,
     etcd_version: str | None,
 ) -> None:
-    """Start an ensemble (or another backend's servers) and leave it running (take it down
-    with `cluster down`)."""
+    """Start a service's servers (a ZooKeeper ensemble by default; --backend etcd, redis, ...)
+    and leave them running (take them down with `cluster down`)."""
     from types import SimpleNamespace
 
     from zkjepsen.backends.registry import backend_info, check_nodes, image_recipe, make_backend
@@ -230,7 +232,7 @@ def cluster_status(run_id: str | None) -> None:
 @cluster_group.command("down")
 @click.argument("run_id", required=False, callback=run_ids)
 def cluster_down(run_id: str | None) -> None:
-    """Remove an ensemble's containers and network (its logs stay in the store)."""
+    """Remove a cluster's containers and network (its logs stay in the store)."""
     client = resources.docker_client()
     ens = attach(client, _pick_run(client, run_id, "down"))
     ens.stop()

@@ -66,7 +66,7 @@ def versions_text(spec) -> str:
 @click.option(
     "--backend",
     default=None,
-    help="zookeeper, redis, redis-sentinel, redlock, ... (`zkjepsen list backends`); "
+    help="zookeeper, etcd, redis, redis-sentinel, redlock, postgres (`zkjepsen list backends`); "
     "default: the recipe's own.",
 )
 @click.option("--nodes", type=click.IntRange(1, 9), default=None)
@@ -178,7 +178,8 @@ def test_command(
     client_suite,
     etcd_version,
 ) -> None:
-    """Run one test: ensemble up, faults, heal, final reads, teardown, check, report."""
+    """Run one test: servers up (the recipe's service, or --backend), clients, faults, heal,
+    final reads, teardown, check, report."""
     from zkjepsen.store import check_root
 
     toml = read_config(config) if config else {}
