@@ -59,7 +59,8 @@ def backend_option(f):
         "--backend",
         default="zookeeper",
         show_default=True,
-        help="zookeeper, etcd, redis, redis-sentinel, redlock, postgres (`zkjepsen list backends`).",
+        help="zookeeper, etcd, redis, redis-sentinel, redlock, postgres "
+        "(`zkjepsen list backends`).",
     )(f)
 
 
