@@ -107,7 +107,7 @@ def _backend(recipe: str | None, backend: str | None) -> str:
     from zkjepsen.recipes import resolve_backend, validate_recipe
 
     if recipe is None:
-        return backend_info(backend).name if backend else DEFAULT_BACKEND
+        return backend_info(backend).name if backend is not None else DEFAULT_BACKEND
     validate_recipe(recipe)
     return resolve_backend(recipe, backend)
 
