@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 class ServerView(Protocol):
     service: str  # "ZooKeeper", "etcd", ...: named in the check's sentences
+    params: dict[str, Any]  # added to the program's init params
 
     def create_resource(self, path: str, data: bytes) -> None: ...
     def resource(self, path: str) -> tuple[bytes | None, int]:
@@ -34,6 +35,7 @@ class ServerView(Protocol):
 
 class ZooKeeperView:
     service = "ZooKeeper"
+    params: dict[str, Any] = {}
 
     def __init__(self, hosts: str, session_timeout_s: float = 4.0) -> None:
         self.hosts, self.session_timeout_s = hosts, session_timeout_s
@@ -85,7 +87,12 @@ class ZooKeeperView:
 
 
 class ServiceView:
-    """`session`: a backend's host session (not started), e.g. `backend.host_session(4.0)`."""
+    """`session`: a backend's host session (not started), e.g. `backend.host_session(4.0)`.
+    The lock's TTL is long (`lock_ttl_s`, 30 s): a session timeout's 4 s could run out while
+    instance B's container starts on a loaded machine, and B would then rightly get the lock
+    A still believes it holds (seen on Redis: B's init took 19 s)."""
+
+    params: dict[str, Any] = {"lock_ttl_s": 30.0}
 
     def __init__(self, service: str, session: Any) -> None:
         self.service, self.session = service, session
