@@ -184,11 +184,20 @@ def zookeeper_backend(
     return ZooKeeperEnsemble(ens_spec, store_dir, client=client, engine=engine)
 
 
-def provide_images(engine, spec: Any, on_build=lambda line: None) -> tuple[str, str]:
+def provide_images(engine, spec: Any, say=None) -> tuple[str, str]:
     """(server image, client image) of the spec's backend, present on `engine` (built
-    there if missing, telling `on_build` its progress). Clients always run zkjepsen's client
-    image (the ZooKeeper node image of `client_suite`, default the servers' version);
-    `--image` names the servers'."""
+    there if missing; a build's phases go to `say` as lines, one at least every 15 s: a first
+    etcd image takes minutes). Clients always run zkjepsen's client image (the ZooKeeper node
+    image of `client_suite`, default the servers' version); `--image` names the servers'."""
+    from zkjepsen.docker.image import Heartbeat
+
+    if say is None:
+        return _provide_images(engine, spec, lambda line: None)
+    with Heartbeat(say) as progress:
+        return _provide_images(engine, spec, progress)
+
+
+def _provide_images(engine, spec: Any, on_build) -> tuple[str, str]:
     from functools import partial
 
     from zkjepsen.backends.zookeeper import versions as zkversions

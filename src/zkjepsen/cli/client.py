@@ -263,6 +263,7 @@ class Check:
             request_timeout_s=self.rt,
             view=self._view(hosts, servers),
             log=self.log,
+            log_dir=self.run_dir.path,  # the programs' stderr: their logs, not the console's
         ).run()
         for note in report.notes:
             self.log(f"note: {note}")
@@ -279,7 +280,10 @@ class Check:
             self.log(f"problem: {p}")
             click.echo(f"- {p}")
         self.log(f"does not conform: {len(report.problems)} problem(s)")
-        console.print(f"[bold red]does not conform[/]: {len(report.problems)} problem(s)")
+        console.print(
+            f"[bold red]does not conform[/]: {len(report.problems)} problem(s); the programs' "
+            f"logs: {self.run_dir.path}/program-A.log, program-B.log"
+        )
         raise SystemExit(1)
 
 

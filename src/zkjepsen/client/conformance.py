@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from zkjepsen.client.program import Program
@@ -52,12 +53,15 @@ class Conformance:
         request_timeout_s: float = 15.0,
         view: ServerView | None = None,
         log: Any = None,
+        log_dir: Path | None = None,
     ) -> None:
         self.argv, self.hosts, self.cwd, self.env = list(argv), hosts, cwd, env
         self.session_timeout_s = session_timeout_s
         self.init_timeout_s, self.request_timeout_s = init_timeout_s, request_timeout_s
         self.view = view  # reads the service itself, to verify the answers
         self.log = log or (lambda _msg: None)  # run.log: each request and its answer
+        self.log_dir = log_dir  # program-A.log, program-B.log: the programs' stderr
+        self.stderr: list[Any] = []
         base = f"/zkjepsen-check/{uuid.uuid4().hex[:8]}"
         self.lock_path, self.resource = f"{base}/lock", f"{base}/resource"
         self.report = Report()
@@ -107,12 +111,15 @@ class Conformance:
         return True
 
     def start(self, who: str) -> dict[str, Any]:
+        if self.log_dir is not None:
+            self.stderr.append((self.log_dir / f"program-{who}.log").open("ab"))
         p = Program(
             self.argv,
             cwd=self.cwd,
             env=self.env,
             on_event=lambda e: self.events[who].append(e),
             stop=threading.Event(),
+            stderr=self.stderr[-1] if self.log_dir is not None else None,
         )
         self.programs[who] = p
         try:
@@ -150,6 +157,8 @@ class Conformance:
                 p.kill()
             if self.view is not None:
                 self.view.close(self.lock_path.rsplit("/", 1)[0])
+            for f in self.stderr:
+                f.close()
         return self.report
 
     def _script(self) -> None:

@@ -107,12 +107,12 @@ def run_test(
     gen=None,
     engine=None,
 ) -> RunResult:
-    """Run one test end to end. `display` (optional) gets progress callbacks; `schedule`
-    replays an executed schedule instead of generating one; `gen` (a nemesis.generator
-    generator, e.g. a scenario's triggered `steps(...)`) replaces the spec's standard one;
-    `engine` (a harness.engine.Engine, default: the environment's) is where the run lives."""
+    """Run one test end to end. `display` (optional) gets progress callbacks and image builds'
+    lines; `schedule` replays an executed schedule; `gen` (a nemesis.generator generator, e.g.
+    a scenario's triggered `steps(...)`) replaces the spec's standard one."""
     import dataclasses
 
+    from zkjepsen.backends.registry import provide_images
     from zkjepsen.docker import mounts, signals
     from zkjepsen.docker.engine import Engine
 
@@ -124,7 +124,7 @@ def run_test(
     spec = dataclasses.replace(spec, engine=engine.name)
     test = dataclasses.replace(test, spec=spec)
     client = engine.client()
-    server_image, client_image = _images(engine, spec, display)
+    server_image, client_image = provide_images(engine, spec, say=display and display.log)
     info = test.backend
     teardown: Teardown | None = None
     phase = ["setup"]  # where the run is: the watchdog's message, and an interrupt's
@@ -209,7 +209,7 @@ def _judge(test: ResolvedTest, run_dir: RunDir, records, stats, log, phase: list
         table["early_stop"] = stats["early_stop"]
     run_dir.save_results(table)
     stats.update(history_stats(records))
-    word = {True: "valid", False: "invalid"}.get(result.valid, "unknown")  # never a Python bool
+    word = {True: "valid", False: "invalid"}.get(result.valid, "unknown")  # not a Python bool
     log(f"checked {len(records)} history records: {word}")
     run = RunResult(spec, store_dir, result.valid, table, stats)
     phase[0] = "report"
@@ -402,18 +402,6 @@ def _final_read(workload, host_ctx: ClientContext, log) -> None:
             workload.final(host_ctx)
     except signals.PhaseTimeout as e:
         log(f"{e}; the verdict goes without it")
-
-
-def _images(engine, spec: TestSpec, display) -> tuple[str, str]:
-    """The run's images, built if missing: a build's phases reach the display as lines, one
-    at least every 15 s (a first etcd image takes minutes)."""
-    from zkjepsen.backends.registry import provide_images
-    from zkjepsen.docker.image import Heartbeat
-
-    if display is None:
-        return provide_images(engine, spec)
-    with Heartbeat(lambda line: display.log(f"image build {line}")) as progress:
-        return provide_images(engine, spec, on_build=progress)
 
 
 class RunLog:
