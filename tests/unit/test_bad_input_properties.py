@@ -344,13 +344,13 @@ def names_of(what: str) -> set[str]:
 
         return set(WORKLOADS)
     if what == "nemesis":
-        from zkjepsen.nemesis.faults import NEMESES
+        from zkjepsen.nemesis.faults import KINDS
 
-        return set(NEMESES) | {"none"}
+        return set(KINDS)
     if what == "backend":
-        from zkjepsen.backends.registry import BACKENDS
+        from zkjepsen.backends.registry import backends
 
-        return set(BACKENDS)
+        return set(backends())
     if what == "scenario":
         from zkjepsen.reproduce.scenarios import SCENARIOS
 

@@ -146,11 +146,12 @@ class Check:
     client container), the script (client/conformance.py), its run.log and its verdict."""
 
     def __init__(self, argv, backend: str, label: str, run_dir, st: float, rt: float) -> None:
-        from zkjepsen.backends.registry import backend_info
+        from zkjepsen.backends.registry import backend_info, service_of
         from zkjepsen.run.runner import RunLog
 
         self.argv, self.backend, self.label, self.run_dir = argv, backend, label, run_dir
         self.info = backend_info(backend)
+        self.service = service_of(backend).label  # "ZooKeeper", "etcd", ...
         self.st, self.rt = st, rt
         self.log = RunLog(run_dir.run_log)
 
@@ -189,31 +190,30 @@ class Check:
                         pass
 
     def _images(self, docker, image: str | None) -> tuple[str, str]:
-        """The servers' image and the program's (the client image: ZooKeeper's node image, or
-        the servers' own for a backend whose client libraries live there, etcd's)."""
-        from zkjepsen.backends.registry import image_recipe
-        from zkjepsen.backends.zookeeper.image import zookeeper_recipe
+        """The servers' image and the program's (the client image the service's clients run:
+        zkjepsen's shared one, or the servers' own, etcd's). `--image`: the client image's."""
+        from zkjepsen.backends.registry import client_recipe, image_recipe
         from zkjepsen.cli.cluster import ensure_image
 
-        if not self.info.image:
-            tag = ensure_image(docker, image, recipe=zookeeper_recipe()).tag
-            return tag, tag
-        server = ensure_image(docker, None, recipe=image_recipe(self.backend)).tag
-        if self.info.own_clients:
+        clients = client_recipe(self.backend)
+        server = ensure_image(
+            docker, image if clients is None else None, recipe=image_recipe(self.backend)
+        ).tag
+        if clients is None:
             return server, server
-        return server, ensure_image(docker, image, recipe=zookeeper_recipe()).tag
+        return server, ensure_image(docker, image, recipe=clients).tag
 
     def _servers(self, docker, server_image: str, client_image: str):
         """The service's smallest cluster (one server where it can be one), not started."""
         from types import SimpleNamespace
 
-        from zkjepsen.backends.registry import make_backend
+        from zkjepsen.backends.registry import make_backend, settings_for
         from zkjepsen.docker import resources
 
         nodes = self.info.nodes or 1
         return make_backend(
             self.backend,
-            SimpleNamespace(nodes=nodes, tick_ms=500, params={}, zk_version=None),
+            SimpleNamespace(nodes=nodes, service=settings_for(self.backend, None), params={}),
             self.run_dir.path,
             client=docker,
             engine=resources.DEFAULT_ENGINE,
@@ -228,7 +228,7 @@ class Check:
 
         with signals.teardown_on_signals():
             try:
-                with console.status(f"starting {self.info.service or 'ZooKeeper'} for the check"):
+                with console.status(f"starting {self.service} for the check"):
                     servers.start()
                 self.log(f"servers up: {servers.connect_string()}")
                 yield
@@ -247,7 +247,7 @@ class Check:
             from zkjepsen.backends.session import session_class
 
             session = session_class(self.info.family)(hosts, timeout=self.st)
-        return ServiceView(self.info.service or self.backend, session)
+        return ServiceView(self.service, session)
 
     def _check(self, argv: list[str], hosts: str, client_dir: str | None, servers) -> None:
         from zkjepsen.client.conformance import Conformance
