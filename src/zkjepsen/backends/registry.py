@@ -173,8 +173,6 @@ def _provide_images(engine, spec: Any, on_build) -> tuple[str, str]:
     if recipe is None:
         return server_image, server_image
     return server_image, provide_image([engine], on_build=on_build, recipe=recipe)
-        return server_image, server_image
-    return server_image, provide_image([engine], recipe=recipe)
 
 
 def settings_from_table(table: dict[str, Any], where: str) -> ServiceSettings:
