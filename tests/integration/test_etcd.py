@@ -172,3 +172,28 @@ def test_a_killed_test_run_is_removed_by_cleanup(docker_client, etcd_image, tmp_
     killed_then_cleaned(
         docker_client, [*argv, "--clients", "2", "--time-limit", "60", "--store", str(tmp_path)]
     )
+
+
+def test_client_check_passes_the_etcd3_recipe_and_the_template(etcd3, etcd_image):
+    """`client check` on etcd (issue 40): the etcd3-python recipe's program and the etcd
+    template (docs/templates/etcd_lock.py, written from client-protocol.md alone) conform, in a
+    client container of the etcd image, checked against etcd itself; a program whose fence
+    never refuses is named."""
+    from pathlib import Path
+
+    from zkjepsen.cli.client import in_container, recipe_argv
+    from zkjepsen.client.conformance import Conformance
+    from zkjepsen.client.serverview import ServiceView
+
+    templates = Path(__file__).resolve().parents[2] / "docs" / "templates"
+    hosts = etcd3.connect_string()
+    for argv, where in (
+        (recipe_argv("etcd3-python"), None),
+        (["python3", "etcd_lock.py"], str(templates)),
+    ):
+        report = Conformance(
+            in_container(argv, etcd_image, etcd3.run_id, where),
+            hosts,
+            view=ServiceView("etcd", etcd3.host_session(4.0)),
+        ).run()
+        assert report.ok, (argv, report.problems)

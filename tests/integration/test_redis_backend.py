@@ -149,3 +149,37 @@ def test_setnx_splits_under_a_client_clock_ahead_and_the_history_stays_real(
         if h["client"] in skewed and h["start"] > skewed[h["client"]]
     ]
     assert thieves, lock["belief_overlaps"][:3]
+
+
+def test_client_check_on_redis_from_the_command_line(
+    redis_image, zk_image, docker_client, tmp_path, monkeypatch
+):
+    """`zkjepsen client check --recipe redis-set-px` starts one Redis server, checks the
+    recipe's program against it and exits 0, its folder holding its run id and run.log; the
+    Redis template (docs/templates/redis_lock.py) conforms too (issue 40)."""
+    import re
+
+    from click.testing import CliRunner
+
+    from zkjepsen.cli.app import cli
+
+    monkeypatch.chdir(tmp_path)
+    templates = Path(__file__).resolve().parents[2] / "docs" / "templates"
+    for args in (
+        ["--recipe", "redis-set-px"],
+        [
+            "--backend",
+            "redis",
+            "--in-image",
+            "python3 redis_lock.py",
+            "--client-dir",
+            str(templates),
+        ],
+    ):
+        out = CliRunner().invoke(cli, ["client", "check", *args])
+        assert out.exit_code == 0, out.output
+        assert "conforms" in out.output and "Warning" not in out.output
+        log = (tmp_path / "store" / "client-check" / "latest" / "run.log").read_text()
+        run_id = re.search(r"run (zkj-\d+-\w+): client check", log).group(1)
+        assert "A acquire: ok" in log and "servers removed" in log
+        assert labelled(docker_client, run_id) == ([], [])

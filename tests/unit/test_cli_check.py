@@ -221,3 +221,15 @@ def test_memory_limit_is_real_and_unknown(tmp_path):
     args[4] = str(h2)
     enough = subprocess.run([*args, "--memory-limit", "20"], capture_output=True, text=True)
     assert enough.returncode == 0, enough.stdout + enough.stderr
+
+
+def test_the_help_speaks_of_every_service() -> None:
+    """`zkjepsen --help` and `cluster --help` name the four services (issue 40)."""
+    from click.testing import CliRunner
+
+    from zkjepsen.cli.app import cli
+
+    for args in (["--help"], ["cluster", "--help"]):
+        out = " ".join(CliRunner().invoke(cli, args).output.split())
+        for service in ("ZooKeeper", "etcd", "Redis", "PostgreSQL"):
+            assert service in out, (args, service, out)

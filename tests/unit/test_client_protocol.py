@@ -391,3 +391,25 @@ def test_both_modes_run_the_one_client_loop(tmp_path: Path, monkeypatch, workloa
     wire, _ = run_loop(tmp_path, fake(), seconds=1.0, workload=workload)
     assert {"InProcessLockClient", "WireLockClient"} <= set(calls), calls
     assert _shape(inproc) == _shape(wire), _shape(inproc) ^ _shape(wire)
+
+
+def test_the_recorder_stops_its_program_at_the_runs_deadline(tmp_path: Path) -> None:
+    """client/main.stop_at_deadline: the stop a SIGTERM gives, at the deadline the start
+    barrier names, so a hung request gets the stop grace and not its own deadline (issue 40);
+    a run that never opens the barrier leaves the watcher to end with the stop."""
+    import threading
+
+    from zkjepsen.client.main import stop_at_deadline
+
+    barrier, stop = tmp_path / "start", threading.Event()
+    watcher = stop_at_deadline(barrier, stop)
+    barrier.write_text(repr(time.monotonic() + 0.3))
+    assert stop.wait(30)  # a bounded wait, 100x the deadline
+    watcher.join(30)
+    assert not watcher.is_alive()
+    other = threading.Event()
+    watcher = stop_at_deadline(tmp_path / "never", other)
+    assert not other.wait(0.3)  # no deadline known: nothing stops
+    other.set()
+    watcher.join(30)
+    assert not watcher.is_alive()
