@@ -14,12 +14,13 @@ INF = float("inf")
 NO: Any = object()  # "writes nothing" / "reads nothing" (None is a register value)
 
 
-def place_failed_cas(facts: Any, seq: list[int]) -> list[int] | None:
+def place_failed_cas(facts: Any, seq: list[int]) -> tuple[list[int], list[int]]:
     """`seq` with each failed cas(old, ...) placed where the value is not old: at the first
     such gap after every op that ended before it started (and before every op that starts
     after it ended). Where the value is old throughout, a crashed write nothing read may make
     a gap: placed at the end of that epoch (just before a blind write, or at the end), it
-    changes what only the failed cas sees. None when neither works in this linearization."""
+    changes what only the failed cas sees. Returns the linearization and the failed cas that
+    neither places in this one (left out of it; readfrom.py then fixes what each reads)."""
     rv, wv, m = facts.rv, facts.wv, len(seq)
     win = _Windows(facts, seq)
     value = [facts.init]  # value[g]: the register's value at gap g (before seq[g])
@@ -34,6 +35,7 @@ def place_failed_cas(facts: Any, seq: list[int]) -> list[int] | None:
     starts, ends = facts.starts, facts.ends
     returned: list[tuple[Any, int]] = []  # (end, gap) of those placed, a heap
     floor = 0
+    unplaced: list[int] = []
     for r in sorted(facts.nots, key=starts.__getitem__):
         while returned and returned[0][0] < starts[r]:
             floor = max(floor, heappop(returned)[1])
@@ -42,11 +44,10 @@ def place_failed_cas(facts: Any, seq: list[int]) -> list[int] | None:
         g = a if value[a] != old else next_w[a] + 1
         if g > b:
             g = next_w[a]
-            if g > b or (g < m and rv[seq[g]] is not NO):
-                return None
-            w = win.spare(g, value[g])
+            w = None if g > b or (g < m and rv[seq[g]] is not NO) else win.spare(g, value[g])
             if w is None:
-                return None
+                unplaced.append(r)
+                continue
             if w >= 0:
                 inserts.append((g, 0, -INF, w))
         inserts.append((g, 1, starts[r], r))
@@ -59,7 +60,7 @@ def place_failed_cas(facts: Any, seq: list[int]) -> list[int] | None:
         k = g
         out.append(r)
     out.extend(seq[k:])
-    return out
+    return out, unplaced
 
 
 class _Windows:
