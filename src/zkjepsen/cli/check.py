@@ -229,10 +229,13 @@ def run(argv: list[str]) -> int:
             a["as_json"],
         )
     except MemoryError:
-        _echo(
-            f"{a['history']}: unknown: the memory limit of {a['memory_limit']} MiB was "
-            "reached (raise it with --memory-limit)"
+        reason = (
+            f"the memory limit of {a['memory_limit']} MiB was reached "
+            "(raise it with --memory-limit)"
         )
+        if a["as_json"]:  # stdout stays one JSON document
+            _echo(json.dumps({"valid": "unknown", "reason": reason}, indent=2))
+        _echo(f"{a['history']}: unknown: {reason}", err=a["as_json"])
         return EXIT_UNKNOWN
 
 
@@ -294,11 +297,13 @@ def check_file(
                 result.details["html_error"] = (
                     f"counterexample not written to {out} ({e.strerror}); give --html PATH"
                 )
+    # With --json, stdout is the one JSON document (for jq and the like); the human lines
+    # go to stderr.
     if as_json:
         _echo(json.dumps(result.to_json(), indent=2, default=str))
-    _echo(f"{history}: {_summary(result)}")
+    _echo(f"{history}: {_summary(result)}", err=as_json)
     if "html" in result.details:
-        _echo(f"counterexample: {result.details['html']}")
+        _echo(f"counterexample: {result.details['html']}", err=as_json)
     elif "html_error" in result.details:
         _echo(result.details["html_error"], err=True)
     return {True: EXIT_VALID, False: EXIT_INVALID}.get(result.valid, EXIT_UNKNOWN)
