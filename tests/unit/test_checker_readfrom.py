@@ -230,7 +230,7 @@ def long_history(n: int, clients: int, seed: int, stale: bool) -> tuple[History,
         elif f == "write":
             calls[k] = ["write", fresh, fresh, "ok"]
         else:
-            old = reg if rng.random() < 0.5 else rng.randrange(max(fresh - 5, 1), fresh)
+            old = reg if rng.random() < 0.5 else rng.randrange(max(fresh - 5, 1), max(fresh, 2))
             calls[k] = ["cas", [old, fresh], [old, fresh], "ok" if old == reg else "fail"]
             if old == reg and not crashed:
                 replaced.append((end, old))

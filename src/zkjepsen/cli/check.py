@@ -187,15 +187,32 @@ def _summary(result: Any) -> str:
     if result.valid == "unknown":
         return f"unknown: {d.get('reason') or d.get('error') or 'undecided'}"
     if "cannot_place" in d:
-        stuck = d["cannot_place"]
-        of = " of the conflict (read-from path)" if d.get("refuted_by") == "read-from" else ""
-        return (
-            f"NOT linearizable: {stuck['op']} by process {stuck['process']} cannot be placed "
-            f"after a linearizable prefix of {d['longest_prefix_length']} ops{of}"
-            + (f" (partition {d['partition']!r})" if d.get("partition") is not None else "")
-        )
+        return "NOT linearizable: " + _not_linearizable(d)
     counts = {k[: -len("_count")]: v for k, v in d.items() if k.endswith("_count") and v}
     return "invalid: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())
+
+
+def _not_linearizable(d: dict[str, Any]) -> str:
+    """The headline of a refutation: the op to blame first (checker/blame.py), then, if it is
+    another, the op that cannot follow the counterexample's prefix."""
+
+    def named(op: dict[str, Any]) -> str:
+        return f"{op['op']} by process {op['process']}"
+
+    stuck = d["cannot_place"]
+    blamed = d.get("blamed") or stuck
+    of = " of the conflict (read-from path)" if d.get("refuted_by") == "read-from" else ""
+    placed = (
+        f"{named(stuck)} cannot be placed after a linearizable prefix of "
+        f"{d['longest_prefix_length']} ops{of}"
+    )
+    if blamed.get("invoke_index") != stuck.get("invoke_index"):
+        text = f"{named(blamed)}: without it the partition is linearizable ({placed})"
+    elif d.get("blamed_because") == "removal":
+        text = f"{placed}; without it the partition is linearizable"
+    else:
+        text = placed
+    return text + (f" (partition {d['partition']!r})" if d.get("partition") is not None else "")
 
 
 def _models() -> list[str]:
