@@ -7,19 +7,20 @@ stale read and a correct read of the newer value, it may be either. A user debug
 named, so the verdict names the op that alone breaks linearizability where one does:
 
 - Candidates. An op whose removal makes the partition linearizable belongs to every subset of
-  it that is not linearizable, the counterexample's ops included: for a refutation by the
-  read-from path that is its core (a few ops), which is then the complete list. For one by
-  the sweep or the search the counterexample is the whole partition: the candidates are the
-  op that cannot be placed and the last TAIL ops of the longest prefix. Crashed ops are never
-  candidates (each is optional already: removing one cannot help).
+  it that is not linearizable, the counterexample's ops included. For a refutation by the
+  read-from path those are its core (a few ops): the complete list of candidates, each tried
+  with one O(n log n) decision. Crashed ops are never candidates (each is optional already:
+  removing one cannot help). A refutation by the sweep or the search (values written more
+  than once) has the whole partition as its counterexample, and a try there is a check of
+  the partition that may need the search: it names the op that cannot be placed, as before
+  (trying even the last few ops of the prefix cost 10-20 % on Porcupine's invalid histories).
 - Order. Ops that change nothing (reads, etcd's failed cas) before the others, as a wrong
   observation is the likeliest bug and a read is what a client acts on; then the op that
   returned last (of a stale read and the write it missed, the read returned after the write).
   The first candidate whose removal leaves the partition linearizable is named.
-- Deciding "linearizable without it" uses the fast paths only (the sweep, then the read-from
-  path), each certified as in a check: a removal they cannot decide does not explain. Where
-  no candidate explains (two independent stale reads, say), the op that cannot be placed
-  after the longest prefix is named, as before.
+- Deciding "linearizable without it" uses the read-from path, certified as in a check: a
+  removal it cannot decide does not explain. Where no candidate explains (two independent
+  stale reads, say), the op that cannot be placed after the longest prefix is named.
 """
 
 from __future__ import annotations
@@ -28,47 +29,24 @@ import time
 from typing import Any
 
 from zkjepsen.checker.readfrom import decide as from_reads
-from zkjepsen.checker.sweep import decide
 from zkjepsen.checker.wgl import LinOp, Outcome
 
-TAIL = 8  # ops at the end of the longest prefix that are candidates, besides the stuck op
 
-
-def candidates(out: Outcome, core: bool) -> list[LinOp]:
-    """The completed ops that may alone break linearizability, in the order they are tried."""
-    if core:
-        ops = list(out.ops)
-    else:
-        ops = [out.ops[i] for i in out.best[-TAIL:]]
-        if out.stuck is not None:
-            ops.append(out.ops[out.stuck])
-    seen: set[int] = set()
-    picked = []
-    for op in ops:
-        if op.end is not None and id(op) not in seen:
-            seen.add(id(op))
-            picked.append(op)
+def candidates(out: Outcome) -> list[LinOp]:
+    """The core's completed ops, in the order they are tried."""
+    picked = [op for op in out.ops if op.end is not None]
     picked.sort(key=lambda op: (not op.action[2], -op.end))
     return picked
 
 
-def blame(
-    part: list[LinOp], out: Outcome, model: Any, core: bool, deadline: float | None
-) -> LinOp | None:
-    """The first candidate whose removal makes `part` linearizable, or None (none does, as far
-    as the fast paths decide, or the deadline passed)."""
-    for op in candidates(out, core):
+def blame(part: list[LinOp], out: Outcome, model: Any, deadline: float | None) -> LinOp | None:
+    """The first of the core's ops whose removal makes `part` linearizable, or None (none does,
+    as far as the read-from path decides, or the deadline passed)."""
+    for op in candidates(out):
         if deadline is not None and time.monotonic() > deadline:
             return None
         rest = [o for o in part if o is not op]
-        if _linearizable(rest, model, deadline):
+        fast = from_reads(rest, model.init())
+        if fast is not None and fast[0]:
             return op
     return None
-
-
-def _linearizable(ops: list[LinOp], model: Any, deadline: float | None) -> bool:
-    verdict, _ = decide(ops, model.init(), deadline)
-    if verdict is not None:
-        return verdict
-    fast = from_reads(ops, model.init())
-    return fast is not None and fast[0]

@@ -404,8 +404,9 @@ def _name_the_op(
     `details["blamed_because"]`, which of the two ("removal" or "cannot-place")."""
     parts, model, deadline = blaming
     part = parts.get(details["partition"])
-    core = details["refuted_by"] == "read-from"
-    found = None if part is None else blame(part, out, model, core, deadline)
+    found = None
+    if part is not None and details["refuted_by"] == "read-from":
+        found = blame(part, out, model, deadline)
     if found is not None:
         details["blamed"] = _op_json(found)
         details["blamed_because"] = "removal"

@@ -34,20 +34,10 @@ given). The argument, in the terms the code uses:
   linearizable history linearizable, so a refutation found without them stands. For a valid
   verdict each is placed where the linearization above holds another value during its
   interval (ops get the earliest linearization points their order allows).
-- Guesses. That linearization is one of many: where blocks overlap in real time, their order
-  is free, and a failed cas may be the one op that says which came first (two overlapping
-  blind writes of a and b, then a failed cas(b) called after b's write returned: b was
-  written first). Such a failed cas has no place in the linearization above, which knows
-  nothing of it. But in any linearization it reads some value u other than old: a failed cas
-  that read u is, for every order, as constraining as a read of u and no more so where u is
-  the value it saw. So it becomes a read of a guessed u (the values just before and after old
-  in the linearization, then the values written by ops called last before it returned, a
-  crashed write nobody read included, which that read then keeps) and everything above is
-  decided again: a conflict then refutes only if the search confirms its core (where the
-  failed cas is its own op again); otherwise the next guess is tried. ROUNDS decisions at most;
-  a failed cas out of guesses leaves the partition to the search. (Before, the path gave up
-  at the first such op: about one per 150 k ops in 5-client histories with crashes, so every
-  long valid history fell to the search and ended unknown.)
+- Guesses. That linearization is one of many: where blocks overlap in real time their order
+  is free, and a failed cas may be the one op that says which came first. One it has no
+  place for is made a read of a guessed value, and the partition decided again, ROUNDS times
+  at most (readfrom_cas.py argues why that finds the valid ones).
 
 Both answers are certified, so a flaw in this reasoning cannot turn into a wrong verdict. A
 valid verdict comes with its linearization, replayed through the model's transitions and
@@ -65,17 +55,15 @@ certificate fails, the answer is None and the search decides.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from typing import Any
 
 from zkjepsen.checker import readfrom_queue as queue
 from zkjepsen.checker.model_base import ILLEGAL, cas_value, read_not, read_value, write_value
-from zkjepsen.checker.readfrom_cas import INF, NO, place_failed_cas
+from zkjepsen.checker.readfrom_cas import INF, NO, candidates, guess, place_failed_cas
 from zkjepsen.checker.wgl import Outcome, run
 
 ROUNDS = 8  # decisions per partition, each after guessing what unplaced failed cas read
-CANDIDATES = 8  # values tried per failed cas
-SCAN = 32  # writers called last before a failed cas returned, among its candidates
 
 
 class _Facts:
@@ -93,9 +81,7 @@ class _Facts:
         self.forced_by: dict[int, int] = {}  # kept crashed op -> the op that read its value
         self.reads: dict[int, list[int]] = {}  # epoch -> its pure reads
         self.block_keys: list[tuple[Any, Any]] = []  # per block: its place in a valid order
-        self.pos: dict[int, int] = {}  # op -> its place in the last linearization tried
-        self.by_start: list[int] = []  # the writers (kept or not) in call order
-        self.by_start_keys: list[Any] = []
+        self.by_start: list[int] = []  # the writers (kept or not) in call order, once needed
 
     def load(self) -> bool:
         """Classify every op; False when the path does not apply (a value written twice, or
@@ -187,7 +173,7 @@ def _rounds(facts: _Facts) -> tuple[bool, Outcome] | None:
                 return refuted
             core = set(facts.closure(bad))
             wrong = [r for r in guesses if r in core] or list(guesses)
-            if not _guess(facts, guesses, wrong):
+            if not guess(facts, guesses, wrong):
                 return None
             continue
         seq, unplaced = _certify(facts, chains)
@@ -195,51 +181,10 @@ def _rounds(facts: _Facts) -> tuple[bool, Outcome] | None:
             if not _replay(facts, seq):
                 return None
             return True, Outcome(True, facts.ops, [], [], None, len(facts.ops))
-        for r in unplaced:
-            guesses[r] = _candidates(facts, seq, r)
-        if not _guess(facts, guesses, unplaced):
+        guesses.update(candidates(facts, seq, unplaced))
+        if not guess(facts, guesses, unplaced):
             return None
     return None
-
-
-def _guess(facts: _Facts, guesses: dict[int, list[Any]], which: list[int]) -> bool:
-    """Each failed cas in `which` reads its next candidate value; False when one has none."""
-    for r in which:
-        left = guesses[r]
-        if not left:
-            return False
-        facts.rv[r] = left.pop(0)
-    gone = set(which)
-    facts.nots = [r for r in facts.nots if r not in gone]
-    return True
-
-
-def _candidates(facts: _Facts, seq: list[int], r: int) -> list[Any]:
-    """The values failed cas r may have read, likeliest first: those just before and just
-    after its `old` in the linearization `seq` (which has old all through r's interval), then
-    those written by ops called before r returned, latest ending first. Any of them is a
-    guess, checked like the rest: by the conflicts and the linearization's replay."""
-    wv, ends = facts.wv, facts.ends
-    old = facts.ops[r].action[1]
-    near: list[Any] = []
-    w = facts.writer.get(old)
-    if w is not None and w in facts.pos:
-        p = facts.pos[w]
-        back = next((seq[k] for k in range(p - 1, -1, -1) if wv[seq[k]] is not NO), None)
-        near.append(facts.init if back is None else wv[back])
-        ahead = next((seq[k] for k in range(p + 1, len(seq)) if wv[seq[k]] is not NO), None)
-        if ahead is not None:
-            near.append(wv[ahead])
-    k = bisect_right(facts.by_start_keys, ends[r])
-    recent = facts.by_start[max(0, k - SCAN) : k]
-    recent.sort(key=lambda i: -min(ends[i], ends[r]))
-    near.extend(wv[i] for i in recent)
-    near.append(facts.init)
-    out: list[Any] = []
-    for v in near:
-        if v != old and v not in out and (v == facts.init or v in facts.writer):
-            out.append(v)
-    return out[:CANDIDATES]
 
 
 def _keep(facts: _Facts) -> list[int] | set[int]:
@@ -441,15 +386,7 @@ def _certify(facts: _Facts, chains: list[list[int]]) -> tuple[list[int], list[in
                 seq.extend(r)
     if not facts.nots:
         return seq, []
-    placed, unplaced = place_failed_cas(facts, seq)
-    if unplaced:
-        facts.pos = {i: k for k, i in enumerate(placed)}
-        if not facts.by_start:
-            writers = [i for i in range(facts.n) if facts.wv[i] is not NO]
-            writers.sort(key=starts.__getitem__)
-            facts.by_start = writers
-            facts.by_start_keys = [starts[i] for i in writers]
-    return placed, unplaced
+    return place_failed_cas(facts, seq)
 
 
 def _replay(facts: _Facts, seq: list[int]) -> bool:
