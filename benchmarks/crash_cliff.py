@@ -4,11 +4,15 @@ in how much memory (issue 39). Prints figures, asserts nothing.
 
 The generator differs from stale_read.py's where the read-from path once fell off a cliff:
 - a crashed op (`info`) that took effect does so anywhere from its call to twenty times its
-  length after it (a client that timed out does not know when its write lands), so crashed
+  length after it (LATE) (a client that timed out does not know when its write lands), so crashed
   writes overlap many later ops;
-- half the cas name a value just replaced, so most fail, and etcd's failed cas(old, new) says
-  the register did not hold old: with blind writes overlapping, a failed cas is often the one
-  op that says which write came last (the shape that made `_certify` give up).
+- in the "-nocw" cases, crashed calls are cas and reads only (NO_CRASHED_WRITES): no crashed
+  write nobody read is around for the read-from path to explain a failed cas with;
+- 90 % of the cas name one of the last 8 values (HIT), so most fail, and etcd's failed
+  cas(old, new) says the register did not hold old;
+- every SHAPE_EVERY calls, in a quiet moment, the shape that made `_certify` give up: two
+  overlapping blind writes, and a failed cas that is the one op saying which came last
+  (`_shape`). It occurs by chance too, about once per 600 k calls of this generator.
 Values are unique (every write and cas writes a fresh number) or drawn from 0..4
 (`--values 5`). A planted stale read is a late read that returns the value the register held
 just before a write or cas that returned before the read was called.
@@ -40,10 +44,19 @@ from histories import write_jepsen_log  # noqa: E402
 
 from zkjepsen.history import History, Op  # noqa: E402
 
+HIT = 0.1  # share of the cas that name the current value (the others: one of the last 8)
+WEIGHTS = (1, 2, 2)  # read, write, cas
+SHORT = 0.7  # share of the calls lasting 1..5 (the others 6..59)
+CRASH_SHARE = {"read": 1.0, "write": 1.0, "cas": 1.0}  # x crash, per f ("-nocw" cases: below)
+NO_CRASHED_WRITES = {"read": 1.0, "write": 0.0, "cas": 2.0}  # still 10 % of all calls
+SHAPE_EVERY = 50_000  # calls between two of issue 39's shapes (see _shape)
+LATE = 1.0  # share of the crashed ops that took effect whose effect may land after their end
 CASES = [  # name, clients, ops, values (0: unique), plant a stale read
     ("valid-5x150k", 5, 150_000, 0, False),
     ("valid-5x200k", 5, 200_000, 0, False),
     ("valid-5x1M", 5, 1_000_000, 0, False),
+    ("valid-nocw-5x20k", 5, 20_000, 0, False),
+    ("valid-nocw-5x150k", 5, 150_000, 0, False),
     ("stale-20x1k", 20, 1_000, 0, True),
     ("stale-5x10k", 5, 10_000, 0, True),
     ("stale-5x100k", 5, 100_000, 0, True),
@@ -52,37 +65,66 @@ CASES = [  # name, clients, ops, values (0: unique), plant a stale read
 ]
 
 
-def _calls(n: int, clients: int, rng: random.Random, crash: float) -> list[list]:
-    """Per call: [point, call, client, start, end, f, crashed, took effect]."""
+def _calls(
+    n: int, clients: int, rng: random.Random, crash: float, share: dict[str, float]
+) -> list[list]:
+    """Per call: [point, call, client, start, end, f, crashed, took effect, forced]."""
     free, calls = [0] * clients, []
     for k in range(n):
         c = k % clients
+        if k % SHAPE_EVERY == SHAPE_EVERY - 1 and clients >= 2:
+            _shape(calls, free, k)
+            continue
         start = free[c] + rng.randrange(1, 10)
-        dur = rng.randrange(1, 60)
+        dur = rng.randrange(1, 6) if rng.random() < SHORT else rng.randrange(6, 60)
         free[c] = end = start + dur
-        f = rng.choices(("read", "write", "cas"), (1, 1, 2))[0]
-        crashed = rng.random() < crash
+        f = rng.choices(("read", "write", "cas"), WEIGHTS)[0]
+        crashed = rng.random() < crash * share[f]
         took = not crashed or rng.random() < 0.5
         point = rng.uniform(start, end)
-        if crashed and took and rng.random() < 0.5:
+        if crashed and took and rng.random() < LATE:
             point = rng.uniform(start, end + 20 * dur)  # it landed after its client gave up
-        calls.append([point, k, c, start, end, f, crashed, took])
+        calls.append([point, len(calls), c, start, end, f, crashed, took, False])
     return calls
 
 
+def _shape(calls: list[list], free: list[int], k: int) -> None:
+    """The shape of issue 39, in a quiet moment: a write of a (long) overlapping a write of b
+    (short, inside it), b written first; then a failed cas(b, ...) called after b's write
+    returned, which saw a. Only the failed cas says b came first. (Three calls for call k.)"""
+    t = max(free) + 60  # every crashed op has landed or never will (20 lengths of 59 at most)
+    shape = [  # (client, start, end, point, f, forced)
+        (0, t, t + 20, t + 12, "write", False),  # a
+        (1, t + 1, t + 10, t + 3, "write", False),  # b
+        (len(free) - 1, t + 11, t + 14, t + 13, "cas", True),  # fails: saw a, not b
+    ]
+    for c, start, end, point, f, forced in shape:
+        calls.append([point, len(calls), c, start, end, f, False, True, forced])
+    for c in range(len(free)):
+        free[c] = t + 21
+
+
 def history(
-    n: int, clients: int, values: int, stale: bool, seed: int = 1, crash: float = 0.1
+    n: int,
+    clients: int,
+    values: int,
+    stale: bool,
+    seed: int = 1,
+    crash: float = 0.1,
+    share: dict[str, float] = CRASH_SHARE,
 ) -> tuple[History, int | None]:
     """The history and the index of the planted stale read's completion (None if none)."""
     rng = random.Random(seed)
-    calls = _calls(n, clients, rng, crash)
+    calls = _calls(n, clients, rng, crash, share)
     fresh = iter(range(1, 1 << 62))
     reg, recent = None, [None]
-    out: list[list] = [[]] * n  # f, invoke value, completion value, type
+    out: list[list] = [[]] * len(calls)  # f, invoke value, completion value, type
     held: list[tuple[float, object]] = []  # (point, value after) of each op that took effect
-    for point, k, _, _, _, f, crashed, took in sorted(calls):
+    for point, k, _, _, _, f, crashed, took, forced in sorted(calls):
         new = next(fresh) if not values else rng.randrange(values)
-        old = reg if rng.random() < 0.5 else rng.choice(recent)
+        old = reg if rng.random() < HIT else rng.choice(recent)
+        if forced:
+            old = recent[-2]  # the value the last write replaced
         old = 0 if old is None else old  # (Porcupine's etcd parser: cas takes numbers)
         if f == "read":
             out[k] = ["read", None, reg, "ok" if took else "info"]
@@ -180,7 +222,8 @@ def main() -> int:
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory() as tmp:
         for name, clients, n, values, stale in cases:
-            h, planted = history(n, clients, values, stale, seed=args.seed)
+            share = NO_CRASHED_WRITES if "-nocw" in name else CRASH_SHARE
+            h, planted = history(n, clients, values, stale, seed=args.seed, share=share)
             path = str(Path(tmp) / f"{name}.log")
             write_jepsen_log(h, path)
             del h
