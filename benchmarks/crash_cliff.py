@@ -214,19 +214,27 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3, help="checks per case (median)")
     ap.add_argument("--case", action="append", help="only these cases (repeatable)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--write", nargs=2, metavar=("CASE", "FILE"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.write:
+        name, clients, n, values, stale = next(c for c in CASES if c[0] == args.write[0])
+        share = NO_CRASHED_WRITES if "-nocw" in name else CRASH_SHARE
+        h, planted = history(n, clients, values, stale, seed=args.seed, share=share)
+        write_jepsen_log(h, args.write[1])
+        print(json.dumps(planted))
+        return 0
     cases = [c for c in CASES if not args.case or c[0] in args.case]
     if not cases:
         print(f"no such case; choose from {', '.join(c[0] for c in CASES)}", file=sys.stderr)
         return 254
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory() as tmp:
-        for name, clients, n, values, stale in cases:
-            share = NO_CRASHED_WRITES if "-nocw" in name else CRASH_SHARE
-            h, planted = history(n, clients, values, stale, seed=args.seed, share=share)
+        for name, *_ in cases:
             path = str(Path(tmp) / f"{name}.log")
-            write_jepsen_log(h, path)
-            del h
+            # Written by another process: a check forked from one holding the history would
+            # count its pages in the check's peak RSS.
+            me = [sys.executable, __file__, "--seed", str(args.seed), "--write", name, path]
+            planted = json.loads(subprocess.run(me, capture_output=True, check=True).stdout)
             runs = [check(path) for _ in range(args.rounds)]
             doc = runs[-1]["doc"]
             blamed = doc.get("blamed") or {}
