@@ -44,9 +44,7 @@ def etcd3(docker_client, etcd_image, tmp_path_factory):
         server_image=etcd_image,
         client_image=etcd_image,
     )
-    t0 = time.monotonic()
-    with b:
-        b.up_seconds = time.monotonic() - t0
+    with b:  # how soon it is up is benchmarks/etcd_ready.py's figure
         yield b
     assert labelled(docker_client, b.run_id) == ([], [])
 
@@ -62,7 +60,6 @@ def test_up_healthy_with_one_leader_from_etcds_own_status(etcd3):
     assert etcd3.role_of(etcd3.leader()) == "leader"
     code, out = etcd3.exec(etcd3.nodes[0], ["etcdctl", "endpoint", "health"])  # etcd's own tool
     assert code == 0 and "is healthy" in out, out
-    assert etcd3.up_seconds < 30
     # `zkjepsen cluster status` attaches by the containers' labels, as etcd, not as ZooKeeper.
     from zkjepsen.cli.attach import attach
 

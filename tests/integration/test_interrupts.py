@@ -211,10 +211,12 @@ def test_a_run_whose_servers_vanish_ends_promptly_with_a_sentence(
         filters={"label": [f"{resources.RUN_LABEL}={run_id}", f"{resources.ROLE_LABEL}=server"]},
     ):
         c.remove(force=True)
-    t0 = time.monotonic()
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 255 and "removed from outside this run" in err, err
-    assert time.monotonic() - t0 < 60, "no hang in the final read"
+    # Promptly: it saw the removal, no phase ran into its deadline (the final read's would have
+    # logged "did not finish within"); how soon it ends is not asserted (load-dependent).
+    logs = [err, *(p.read_text() for p in (tmp_path / "store").rglob("run.log"))]
+    assert not [x for x in logs if "did not finish within" in x], logs
     flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
     assert docker_client.containers.list(all=True, filters=flt, ignore_removed=True) == []
     assert not (resources.SCRATCH_ROOT / run_id).exists()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 from zkjepsen.docker import resources
 from zkjepsen.nemesis.generator import fault, on, sleep, steps
@@ -34,12 +33,13 @@ def test_stop_on_violation_ends_the_main_phase_at_the_split_and_leaves_nothing(
         stop_on_violation=True,
     )
     gen = steps(sleep(2), on(on_acquire(retries=10), fault("pause-client", duration="1.5x")))
-    started = time.monotonic()
     r = run_test(spec, store_root, gen=gen)
-    wall = time.monotonic() - started
     early = r.results["early_stop"]
     assert early["stopped_early"] is True and early["reason"] == "violation", early
-    assert early["after_main_start_s"] < 25 and wall < 40, (early, wall)
+    # In this order: the violation's window opened, then the follower stopped the main phase
+    # (its history time; how soon is benchmarks/stop_early.py's figure).
+    assert early["violation"]["start"] is not None, early
+    assert early["violation"]["start"] <= early["history_ns"], early
     # The offline check, on the whole history, finds what the online one stopped on: the same
     # pair of believed holds, or the same stale write (a stale write may have several newer
     # ones; offline names the newest as its witness, online the first it saw).
@@ -83,12 +83,10 @@ def test_gate_fails_kazoos_lock_at_the_first_split(zk_image, store_root):
     """The pause splits kazoo's Lock within seconds; a leader kill seldom does. The gate's answer
     is known at the pause's split: the leader-kill scenario is asked to end its main phase then
     (or has split by itself), not run to its 60 s cap."""
-    started = time.monotonic()
     code, out = gate(
         "--recipe", "kazoo", "--scenarios", "client-pause,leader-kill", "--time-limit", "60s",
         "--parallel", "2", "--image", zk_image, "--store", str(store_root),
     )  # fmt: skip
-    wall = time.monotonic() - started
     assert code == 1, out
     (line,) = [x for x in out.splitlines() if x.strip().startswith("client-pause")]
     # Whichever shows first stops it: a pair of believed holds, or a paused holder's stale write
@@ -101,7 +99,6 @@ def test_gate_fails_kazoos_lock_at_the_first_split(zk_image, store_root):
     assert "(another scenario failed)" in other or "INVALID" in other, out
     last = out.splitlines()[-1]  # the leader kill may have landed (valid) before it was asked
     assert last.startswith(("INVALID 0/2 scenarios valid", "INVALID 1/2 scenarios valid")), out
-    assert wall < 55, (wall, out)  # the main phases alone would take 60 s without the stops
 
 
 def test_gate_judges_a_fenced_resource_with_its_bounds(zk_image, store_root):

@@ -164,8 +164,11 @@ def test_a_fast_clock_reaches_both_java_clocks(version, docker_client, tmp_path)
         labels={"zkjepsen.test": "clock-probe"},
         remove=True,
     )
-    nano, wall, real = (float(x) for x in out.decode().split())
+    # Rates (fake seconds per real second over the same interval), not durations: load stretches
+    # the interval, not the ratio.
+    nano, millis, real = (float(x) for x in out.decode().split())
     print(
-        f"\nZooKeeper {version}'s JVM at x4: nanoTime x{nano:.2f}, wall x{wall:.2f} over {real} s"
+        f"\nZooKeeper {version}'s JVM at x4: nanoTime x{nano:.2f}, currentTimeMillis "
+        f"x{millis:.2f} over {real} s"
     )
-    assert 3.0 <= nano <= 5.0 and 3.0 <= wall <= 5.0, (nano, wall, real)
+    assert 3.0 <= nano <= 5.0 and 3.0 <= millis <= 5.0, (nano, millis, real)
