@@ -1,20 +1,43 @@
-"""Shared fixtures. Integration tests run against a real ZooKeeper ensemble in Docker; the
-image is built (with a progress line) the first time a test needs it."""
+"""Shared fixtures. Integration tests run against real services in Docker; the images they
+need are built in the background from the first test that needs one (tests/images.py).
+
+How the suite runs (pyproject.toml: `-n 2 --dist loadgroup`, pytest-xdist): the integration
+tests are one group, run in collection order by one worker (one cluster at a time, the
+module-scoped clusters shared as before); the unit tests run meanwhile on the other worker,
+grouped by module. On 2 cores the integration tests mostly wait (for sessions to expire, for
+Docker), so the unit tier's minutes come off the suite's."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+import images  # tests/images.py (pytest puts the conftest's folder on sys.path)
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+# Modules that need an image besides ZooKeeper's run after the others, so that those images
+# build in the background meanwhile: rank 1 one other image, rank 2 the other ZooKeeper versions.
+RANKS = {"etcd": 1, "redis": 1, "postgres": 1}
+
+
+def _rank(item) -> int:
+    keys = images.needed(getattr(item, "fixturenames", ()))
+    return max([RANKS.get(k, 2 if k.startswith("zookeeper-") else 0) for k in keys] or [0])
+
 
 def pytest_collection_modifyitems(config, items):
+    ranks: dict[str, int] = {}
     for item in items:
         if "/integration/" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
+            item.add_marker(pytest.mark.xdist_group("docker"))
+            module = str(item.fspath)
+            ranks[module] = max(ranks.get(module, 0), _rank(item))
+        else:  # one module's unit tests on one worker: its module-scoped fixtures set up once
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    order = {id(item): i for i, item in enumerate(items)}
+    items.sort(key=lambda it: (ranks.get(str(it.fspath), 3), order[id(it)]))  # unit tests last
 
 
 @pytest.fixture(scope="session")
@@ -29,23 +52,52 @@ def docker_client():
 
 
 @pytest.fixture(scope="session")
-def zk_image(docker_client) -> str:
-    """The node image, built now if this machine does not have it yet."""
-    from zkjepsen.backends.zookeeper.image import zookeeper_recipe
-    from zkjepsen.docker.image import build_image, default_tag, image_exists
+def image_builds(docker_client, request) -> images.Builds:
+    """Every image the session's tests need, ZooKeeper's first, then in the order the tests
+    run; each built once, if missing, by one background thread."""
+    from zkjepsen.docker import resources
 
-    recipe = zookeeper_recipe()
-    tag = default_tag(recipe)
-    if not image_exists(docker_client, tag):
-        print(f"\nbuilding {tag} (first run on this machine, ~1-2 min)...", file=sys.stderr)
-        info = build_image(
-            docker_client,
-            tag,
-            on_progress=lambda s: print(f"  {s}", file=sys.stderr, flush=True),
-            recipe=recipe,
-        )
-        print(f"built {tag} in {info.build_seconds:.0f} s", file=sys.stderr)
-    return tag
+    keys = [
+        k
+        for item in request.session.items
+        if "/integration/" in str(item.fspath)
+        for k in images.needed(item.fixturenames)
+    ]
+    return images.Builds(resources.docker_client, sorted(keys, key=lambda k: k != images.ZK))
+
+
+def _image(image_builds: images.Builds, key: str) -> str:
+    try:
+        return image_builds.tag(key)
+    except Exception as e:  # noqa: BLE001 - one sentence, in every test that needed it
+        pytest.fail(f"the {key} image could not be built: {e}")
+
+
+@pytest.fixture(scope="session")
+def zk_image(image_builds) -> str:
+    """ZooKeeper's node image (also every ZooKeeper-family client's)."""
+    return _image(image_builds, images.ZK)
+
+
+@pytest.fixture(scope="session")
+def etcd_image(image_builds) -> str:
+    return _image(image_builds, "etcd")
+
+
+@pytest.fixture(scope="session")
+def redis_image(image_builds) -> str:
+    return _image(image_builds, "redis")
+
+
+@pytest.fixture(scope="session")
+def pg_image(image_builds) -> str:
+    return _image(image_builds, "postgres")
+
+
+@pytest.fixture(scope="session")
+def zk_version_image(image_builds):
+    """ZooKeeper version v's node image: zk_version_image(v) -> its tag."""
+    return lambda v: _image(image_builds, f"{images.ZK}-{v}")
 
 
 @pytest.fixture

@@ -17,19 +17,12 @@ import pytest
 from killed_runs import killed_then_cleaned, labelled
 
 from zkjepsen.backends.etcd import gateway
-from zkjepsen.backends.registry import backend_info, image_recipe, make_backend
+from zkjepsen.backends.registry import backend_info, make_backend
 from zkjepsen.backends.session import Fenced
 from zkjepsen.docker import resources
-from zkjepsen.docker.image import ensure_image
 from zkjepsen.history import read_jsonl
 from zkjepsen.run.runner import run_test
 from zkjepsen.run.spec import TestSpec
-
-
-@pytest.fixture(scope="module")
-def etcd_image(docker_client) -> str:
-    """Built now if this machine does not have it yet (~1.5 min)."""
-    return ensure_image(docker_client, None, recipe=image_recipe("etcd")).tag
 
 
 @pytest.fixture(scope="module")

@@ -23,14 +23,6 @@ ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 SPEC = SimpleNamespace(nodes=1, params={}, tick_ms=500)
 
 
-@pytest.fixture(scope="module")
-def pg_image(docker_client) -> str:
-    from zkjepsen.backends.postgres.image import postgres_image
-    from zkjepsen.docker.image import ensure_image
-
-    return ensure_image(docker_client, None, recipe=postgres_image()).tag
-
-
 def new_backend(docker_client, pg_image, zk_image, store):
     return make_backend(
         "postgres",

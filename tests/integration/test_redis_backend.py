@@ -12,16 +12,10 @@ from types import SimpleNamespace
 import pytest
 from killed_runs import killed_then_cleaned, labelled
 
-from zkjepsen.backends.registry import backend_info, image_recipe, make_backend
+from zkjepsen.backends.registry import backend_info, make_backend
 from zkjepsen.docker import resources
-from zkjepsen.docker.image import ensure_image
 from zkjepsen.run.runner import run_test
 from zkjepsen.run.spec import TestSpec
-
-
-@pytest.fixture(scope="module")
-def redis_image(docker_client) -> str:
-    return ensure_image(docker_client, None, recipe=image_recipe("redis")).tag
 
 
 def backend(name: str, docker_client, redis_image: str, zk_image: str, store: Path):

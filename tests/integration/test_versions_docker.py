@@ -22,8 +22,6 @@ from zkjepsen.backends.zookeeper import versions as zkversions
 from zkjepsen.backends.zookeeper.config import ZkSettings
 from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
 from zkjepsen.backends.zookeeper.fourlw import four_letter
-from zkjepsen.backends.zookeeper.image import zookeeper_recipe
-from zkjepsen.docker.image import ensure_image
 from zkjepsen.run.runner import run_test
 from zkjepsen.run.spec import TestSpec
 
@@ -33,19 +31,16 @@ VERSIONS = list(zkversions.VERSIONS)
 OTHERS = [v for v in VERSIONS if v != zkversions.DEFAULT]
 
 
-def _image(docker_client, v: str) -> str:
-    ensure_image(docker_client, None, recipe=zookeeper_recipe(v))  # built on first use
-    return v
-
-
 @pytest.fixture(scope="module", params=VERSIONS)
-def version(request, docker_client) -> str:
-    return _image(docker_client, request.param)
+def version(request, zk_version_image) -> str:
+    zk_version_image(request.param)  # built in the background if missing (conftest.py)
+    return request.param
 
 
 @pytest.fixture(scope="module", params=OTHERS)
-def other_version(request, docker_client) -> str:
-    return _image(docker_client, request.param)
+def other_version(request, zk_version_image) -> str:
+    zk_version_image(request.param)
+    return request.param
 
 
 def test_ensemble_reaches_quorum_and_answers_four_letter_words(version, docker_client, tmp_path):
