@@ -13,7 +13,6 @@ from kazoo.client import KazooClient
 from killed_runs import labelled, new_run_with_members
 
 from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
-from zkjepsen.docker import resources
 
 ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 
@@ -84,13 +83,12 @@ def test_down_leaves_nothing_with_the_run_label(docker_client, zk_image, tmp_pat
 def test_runner_killed_mid_up_is_cleaned_up_and_only_it(
     docker_client, zk_image, tmp_path, ensemble3
 ):
-    before = set(resources.find_runs(docker_client))
     proc = subprocess.Popen(
         [*ZKJEPSEN, "cluster", "up", "--nodes", "3", "--store", str(tmp_path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    run_id = new_run_with_members(docker_client, before)
+    run_id = new_run_with_members(docker_client, proc)
     assert run_id, "the subprocess never created a container"
     os.kill(proc.pid, signal.SIGKILL)  # no chance to clean up after itself
     proc.wait()
