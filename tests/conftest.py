@@ -116,16 +116,50 @@ def store_root(tmp_path) -> Path:
     return tmp_path / "store"
 
 
-@pytest.fixture(scope="module")
-def ensemble3(docker_client, zk_image, tmp_path_factory):
-    """A 3-node ensemble shared by one test module (tests must leave it healthy)."""
+def _ensemble3(docker_client, zk_image, store: Path):
     from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
 
-    store = tmp_path_factory.mktemp("ens3")
-    with ZooKeeperEnsemble(
-        EnsembleSpec(nodes=3, image=zk_image), store, client=docker_client
-    ) as ens:
+    return ZooKeeperEnsemble(EnsembleSpec(nodes=3, image=zk_image), store, client=docker_client)
+
+
+@pytest.fixture(scope="session")
+def shared_ensemble3(docker_client, zk_image, tmp_path_factory):
+    """The one 3-node ensemble every module's `ensemble3` is (starting and removing one per
+    module took ~10 s each, nine modules)."""
+    with _ensemble3(docker_client, zk_image, tmp_path_factory.mktemp("ens3")) as ens:
         yield ens
+
+
+def _remove_all_but_servers(docker_client, run_id: str) -> None:
+    """What a module started on the ensemble's network beside its servers (clients, drivers,
+    sidecars, with the run's label): the next module's clients take the same names and IPs."""
+    from zkjepsen.docker import resources
+
+    flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
+    for c in docker_client.containers.list(all=True, filters=flt, ignore_removed=True):
+        if c.labels.get(resources.ROLE_LABEL) != "server":
+            c.remove(force=True)
+
+
+@pytest.fixture(scope="module")
+def ensemble3(shared_ensemble3, docker_client, zk_image, tmp_path_factory):
+    """A 3-node ensemble for one test module: serving with one leader when the module starts,
+    its servers' containers only (tests must leave it healthy; what else a module started on it
+    is removed after the module). If an earlier module left it broken (that module's own tests
+    say so), this module gets a fresh one of its own."""
+    from zkjepsen.errors import EnvironmentProblem
+
+    ens = shared_ensemble3
+    try:
+        _remove_all_but_servers(docker_client, ens.run_id)
+        ens.wait_for_quorum(60)
+    except EnvironmentProblem as e:
+        print(f"\nthe shared ensemble is broken ({e}): a fresh one for this module")
+        with _ensemble3(docker_client, zk_image, tmp_path_factory.mktemp("ens3")) as fresh:
+            yield fresh
+        return
+    yield ens
+    _remove_all_but_servers(docker_client, ens.run_id)
 
 
 pytest_plugins = ["pytester"]
