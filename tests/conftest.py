@@ -61,7 +61,7 @@ def image_builds(docker_client, request) -> images.Builds:
         k
         for item in request.session.items
         if "/integration/" in str(item.fspath)
-        for k in images.needed(item.fixturenames)
+        for k in images.needed(getattr(item, "fixturenames", ()))
     ]
     return images.Builds(resources.docker_client, sorted(keys, key=lambda k: k != images.ZK))
 

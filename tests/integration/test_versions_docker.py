@@ -136,16 +136,23 @@ public class ClockProbe {
 """
 
 
-def test_a_fast_clock_reaches_both_java_clocks(version, docker_client, tmp_path):
+@pytest.fixture(scope="module")
+def clock_probe(tmp_path_factory):
+    """The probe's folder, compiled once for every version (javac takes seconds under load)."""
     import shutil
     import subprocess
 
-    from zkjepsen.backends.zookeeper.image import zookeeper_tag
-
     javac = shutil.which("javac")
     assert javac, "javac (JDK 17) is needed to compile the probe"
-    (tmp_path / "ClockProbe.java").write_text(CLOCK_PROBE)
-    subprocess.run([javac, "--release", "11", "ClockProbe.java"], cwd=tmp_path, check=True)
+    d = tmp_path_factory.mktemp("clock-probe")
+    (d / "ClockProbe.java").write_text(CLOCK_PROBE)
+    subprocess.run([javac, "--release", "11", "ClockProbe.java"], cwd=d, check=True)
+    return d
+
+
+def test_a_fast_clock_reaches_both_java_clocks(version, docker_client, clock_probe):
+    from zkjepsen.backends.zookeeper.image import zookeeper_tag
+
     script = (
         'echo "+0 x1" > /tmp/ft; (sleep 1; echo "+0 x4" > /tmp/ft; touch /tmp/flipped) & '
         "FAKETIME_TIMESTAMP_FILE=/tmp/ft FAKETIME_CACHE_DURATION=1 FAKETIME_XRESET=1 "
@@ -155,7 +162,7 @@ def test_a_fast_clock_reaches_both_java_clocks(version, docker_client, tmp_path)
         zookeeper_tag(version),
         ["-c", script],
         entrypoint="bash",
-        volumes={str(tmp_path): {"bind": "/p", "mode": "ro"}},
+        volumes={str(clock_probe): {"bind": "/p", "mode": "ro"}},
         labels={"zkjepsen.test": "clock-probe"},
         remove=True,
     )
