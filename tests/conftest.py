@@ -52,7 +52,7 @@ def docker_client():
 
 
 @pytest.fixture(scope="session")
-def image_builds(docker_client, request) -> images.Builds:
+def image_builds(docker_client, request):
     """Every image the session's tests need, ZooKeeper's first, then in the order the tests
     run; each built once, if missing, by one background thread."""
     from zkjepsen.docker import resources
@@ -63,7 +63,9 @@ def image_builds(docker_client, request) -> images.Builds:
         if "/integration/" in str(item.fspath)
         for k in images.needed(getattr(item, "fixturenames", ()))
     ]
-    return images.Builds(resources.docker_client, sorted(keys, key=lambda k: k != images.ZK))
+    builds = images.Builds(resources.docker_client, sorted(keys, key=lambda k: k != images.ZK))
+    yield builds
+    builds.close()  # the build under way finishes (and removes its folder); no other starts
 
 
 def _image(image_builds: images.Builds, key: str) -> str:

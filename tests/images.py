@@ -66,15 +66,19 @@ class Builds:
         self.futures: dict[str, Future[str]] = {k: Future() for k in self.keys}
         self._client_factory = client_factory
         self._started = False
+        self._closed = False
+        self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     def tag(self, key: str) -> str:
         """`key`'s image tag once the image exists (built now if it is not in `keys`)."""
-        if key not in self.futures:
-            with self._lock:
+        with self._lock:
+            if key not in self.futures:
                 self.keys.append(key)
                 self.tags[key] = _tag_of(key)
                 self.futures[key] = Future()
+            if self._closed and not self.futures[key].done():
+                raise RuntimeError("the session ended before it was built")
         self._start()
         return self.futures[key].result()
 
@@ -83,7 +87,20 @@ class Builds:
             if self._started:
                 return
             self._started = True
-        threading.Thread(target=self._build_all, name="image-builds", daemon=True).start()
+            self._thread = threading.Thread(target=self._build_all, name="image-builds")
+            self._thread.start()
+
+    def close(self) -> None:
+        """Start no other build and wait for the one under way: a build cut off by the end of
+        the session would leave its debootstrap folder behind (build_image removes it)."""
+        with self._lock:
+            self._closed = True
+            thread = self._thread
+        if thread is not None:
+            thread.join()
+        for future in self.futures.values():  # nobody waits for these any more; say why if so
+            if not future.done():
+                future.set_exception(RuntimeError("the session ended before it was built"))
 
     def _build_all(self) -> None:
         from zkjepsen.docker.image import build_image
@@ -92,7 +109,7 @@ class Builds:
         i = 0
         while True:
             with self._lock:
-                if i >= len(self.keys):
+                if i >= len(self.keys) or self._closed:
                     self._started = False  # a key added later starts a new thread
                     return
                 key = self.keys[i]
