@@ -18,11 +18,11 @@ from zkjepsen.store import RunDir, check_verdicts, read_json
 def check_faults(faults: list[Any], source: Path) -> None:
     """Every executed fault in a schedule is replayable: a known fault name and a start and end
     (ns since the test's start) in order. Anything else is bad input, named by its position."""
-    from zkjepsen.nemesis.faults import NEMESES
+    from zkjepsen.nemesis.faults import KINDS
 
     for i, f in enumerate(faults, 1):
         try:
-            ExecutedFault.from_json(f, NEMESES)
+            ExecutedFault.from_json(f, KINDS)
         except NotAFault:
             raise BadInput(
                 f"{source}: fault {i} is not a replayable fault (it needs a known "
