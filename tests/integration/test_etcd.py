@@ -18,19 +18,12 @@ from killed_runs import killed_then_cleaned, labelled
 
 from zkjepsen.backends.etcd import gateway
 from zkjepsen.backends.plugin import SERVERS_IMAGE
-from zkjepsen.backends.registry import image_recipe, make_backend, service_of
+from zkjepsen.backends.registry import make_backend, service_of
 from zkjepsen.backends.session import Fenced
 from zkjepsen.docker import resources
-from zkjepsen.docker.image import ensure_image
 from zkjepsen.history import read_jsonl
 from zkjepsen.run.runner import run_test
 from zkjepsen.run.spec import TestSpec
-
-
-@pytest.fixture(scope="module")
-def etcd_image(docker_client) -> str:
-    """Built now if this machine does not have it yet (~1.5 min)."""
-    return ensure_image(docker_client, None, recipe=image_recipe("etcd")).tag
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +38,7 @@ def etcd3(docker_client, etcd_image, tmp_path_factory):
         server_image=etcd_image,
         client_image=etcd_image,
     )
-    t0 = time.monotonic()
-    with b:
-        b.up_seconds = time.monotonic() - t0
+    with b:  # how soon it is up is benchmarks/etcd_ready.py's figure
         yield b
     assert labelled(docker_client, b.run_id) == ([], [])
 
@@ -63,7 +54,6 @@ def test_up_healthy_with_one_leader_from_etcds_own_status(etcd3):
     assert etcd3.role_of(etcd3.leader()) == "leader"
     code, out = etcd3.exec(etcd3.nodes[0], ["etcdctl", "endpoint", "health"])  # etcd's own tool
     assert code == 0 and "is healthy" in out, out
-    assert etcd3.up_seconds < 30
     # `zkjepsen cluster status` attaches by the containers' labels, as etcd, not as ZooKeeper.
     from zkjepsen.cli.attach import attach
 
