@@ -18,6 +18,7 @@ from zkjepsen.backends.registry import backend_info
 from zkjepsen.checker import as_result
 from zkjepsen.checker.power import Power
 from zkjepsen.errors import BadInput
+from zkjepsen.recipes import resolve_backend
 from zkjepsen.report.services import manifest_services, services_text, without_driver
 from zkjepsen.report.stats import rate_text
 from zkjepsen.report.summary import power_of_results
@@ -90,7 +91,6 @@ def not_applicable_cells(cell_specs: list) -> dict[str, str]:
 
     # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
     from zkjepsen.nemesis.faults import not_applicable
-    from zkjepsen.recipes import resolve_backend
 
     out = {}
     for cell, spec in cell_specs:

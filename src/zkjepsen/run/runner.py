@@ -124,10 +124,9 @@ def run_test(
     gen: Gen | None = None,
     engine: Engine | None = None,
 ) -> RunResult:
-    """Run one test end to end. `display` (optional) gets progress callbacks; `schedule`
-    replays an executed schedule instead of generating one; `gen` (a nemesis.generator
-    generator, e.g. a scenario's triggered `steps(...)`) replaces the spec's standard one;
-    `engine` (a harness.engine.Engine, default: the environment's) is where the run lives."""
+    """Run one test end to end. `display` (optional) gets progress callbacks and image builds'
+    lines; `schedule` replays an executed schedule; `gen` (a nemesis.generator generator, e.g.
+    a scenario's triggered `steps(...)`) replaces the spec's standard one."""
     test = resolve(spec, gen)  # every name checked, once, before anything exists
     check_root(store_root)  # a file or unwritable --store: bad input, before any container
     mounts.files_mode()  # a bad ZKJEPSEN_FILES: one sentence, now
@@ -136,7 +135,7 @@ def run_test(
     spec = dataclasses.replace(spec, engine=engine.name)
     test = dataclasses.replace(test, spec=spec)
     client = engine.client()
-    server_image, client_image = provide_images(engine, spec)
+    server_image, client_image = provide_images(engine, spec, say=display and display.log)
     info = test.backend
     teardown: Teardown | None = None
     phase = [Phase.SETUP]  # where the run is: the watchdog's message, and an interrupt's
@@ -228,7 +227,9 @@ def _judge(
         table["early_stop"] = stats["early_stop"]
     run_dir.save_results(table)
     stats.update(history_stats(records))
-    log(f"verdict: {result.valid} ({len(records)} history records)")
+    valid = result.valid
+    word = "valid" if valid is True else "invalid" if valid is False else "unknown"
+    log(f"checked {len(records)} history records: {word}")
     run = RunResult(spec, store_dir, result.valid, table, stats)
     phase[0] = Phase.REPORT
     render_reports(run, history)

@@ -29,7 +29,8 @@ IMAGE_REF = re.compile(
     r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$"
 )
 CLIENT_MODES = ("protocol", "in-process")
-FAULT_TRIGGERS = ("acquired",)  # run/resolve.py makes each a nemesis trigger
+# run/resolve.py makes "acquired" a nemesis trigger; "time": each fault at its scheduled time
+FAULT_TRIGGERS = ("acquired", "time")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}$")
 
 
