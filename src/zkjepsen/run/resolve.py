@@ -23,9 +23,7 @@ from zkjepsen.client.command import (
     ZOOKEEPER_BACKENDS,
     ProgramPlan,
 )
-from zkjepsen.client.loop import WORKLOADS as LOCK_SHAPED
 from zkjepsen.errors import BadInput
-from zkjepsen.nemesis.triggers import on_acquire
 from zkjepsen.recipes import RECIPES, resolve_backend, validate_recipe
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.workloads import get_workload
@@ -254,6 +252,9 @@ def default_fault_trigger(spec: TestSpec) -> str:
     fault is aimed at the holder (ON_ACQUIRE_BY_DEFAULT) and the workload acquires a lock,
     `time` otherwise (the standard schedule's times, as `matrix` and the findings use)."""
 
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
+    from zkjepsen.client.loop import WORKLOADS as LOCK_SHAPED
+
     faults = {n for n in spec.nemesis if n != "none"}
     if faults and faults <= ON_ACQUIRE_BY_DEFAULT and spec.workload in LOCK_SHAPED:
         return "acquired"
@@ -265,6 +266,7 @@ def fault_generator(spec: TestSpec, names: list[str]) -> Gen | None:
     faults when the spec says so; None when there is nothing to inject."""
     # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
     from zkjepsen.nemesis import generator
+    from zkjepsen.nemesis.triggers import on_acquire
 
     if not names:
         return None
