@@ -38,6 +38,15 @@ NONDETERMINISM = (
 )
 
 
+def recorded_spec_line(run: StoredRun) -> str:
+    """What a reproduction runs: exactly the spec its test.json recorded, said in one line."""
+    s = run.spec
+    return (
+        f"with the recorded spec of {run.dir.test_json}: {s.recipe} on {s.backend}, "
+        f"{s.nodes} servers, {s.clients} clients, workload {s.workload}, seed {s.seed}"
+    )
+
+
 @click.command("replay")
 @click.argument("store_dir", type=click.Path(path_type=Path))
 @click.option("--runs", type=click.IntRange(1, 100), default=3, show_default=True)
@@ -64,7 +73,8 @@ def replay_command(
     from zkjepsen.store import check_root
 
     check_root(store_root)
-    run = StoredRun.load(store_dir, need_results=True)
+    run = StoredRun.load(store_dir, need_results=True, need_schedule=True)
+    run.history()  # the evidence is checked before anything acts on it
     dask = connect_cluster(cluster, engine, parallel)
     where = prepare(engine, run.spec.image) if dask is None else None
     target = violation_kinds(run.results)
@@ -72,6 +82,7 @@ def replay_command(
         f"replaying {len(run.schedule.get('faults', []))} faults of {store_dir} "
         f"{runs}x; original violations: {sorted(target) or 'none (valid run)'}"
     )
+    say(recorded_spec_line(run))
     hits = 0
 
     def report(i, r):
@@ -162,7 +173,8 @@ def shrink_command(
     check_directory(
         Path(store_dir) / "minimal", "shrink's output", "copy the run folder somewhere writable"
     )
-    run = StoredRun.load(store_dir, need_results=True)
+    run = StoredRun.load(store_dir, need_results=True, need_schedule=True)
+    run.history()  # the evidence is checked before anything acts on it
     budget_s = parse_duration(budget, "--budget")
     check_kinds(run, set(kinds) or None, not_in_run)  # before any engine is asked
     dask = connect_cluster(cluster, engine, parallel)
@@ -171,6 +183,7 @@ def shrink_command(
         from zkjepsen.run.dask_executor import slots
 
         parallel = slots(dask)  # a wave as wide as the cluster
+    say(recorded_spec_line(run))
     started = time.monotonic()
     res = shrink(
         run,

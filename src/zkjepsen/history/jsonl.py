@@ -98,10 +98,20 @@ def _records(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
 
 def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Every complete record of one live file (a cut last line is skipped)."""
+    from zkjepsen.errors import BadInput
+    from zkjepsen.store.regular import open_regular
+
     try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return []
+        fh = open_regular(path, "client history")  # never a pipe or a device
+    except BadInput:
+        if not os.path.lexists(path):
+            return []  # not written yet
+        raise
+    with fh:
+        try:
+            data = fh.read()
+        except OSError:
+            return []
     return list(_records(data.split(b"\n")))
 
 
@@ -123,5 +133,10 @@ def merge_files(paths: Iterable[str | os.PathLike[str]]):
     """The merged history of several live files, as a validated `History`."""
     from zkjepsen.history import History, Op
 
-    h = History([Op.from_dict(r) for r in merge_records(paths)])
+    from zkjepsen.history import check_record
+
+    # Each record checked as a history line is (a client's file is evidence handed back too);
+    # its number is its place in the merged order.
+    h = History([check_record(r, n) for n, r in enumerate(merge_records(paths), 1)])
+    h.validate()
     return h

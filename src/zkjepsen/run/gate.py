@@ -49,6 +49,7 @@ DEFAULTS: dict[str, Any] = {
     "interval_s": 1.0,
     "time_limit_s": 60.0,
 }
+WORKLOADS = ("lock", "election")  # what `acquired` triggers on and a split holder means
 DEFAULT_PARAMS = {"hold_s": 1.0}  # long enough for docker pause (0.1-1 s) to land in
 DEFAULT_POWER = 0.10
 REASONS = {"asked": "another scenario failed", "power": "power target reached"}
@@ -73,6 +74,12 @@ def gate_specs(settings: dict[str, Any], names: list[str], until_power: float) -
     scenario's faults and the stop conditions."""
     from zkjepsen.run.resolve import spec_from_json
 
+    workload = settings.get("workload", DEFAULTS["workload"])
+    if workload not in WORKLOADS:
+        raise BadInput(
+            f"the gate runs the {' or '.join(WORKLOADS)} workload, not {workload!r}: its "
+            "scenarios fault whoever just acquired, which only a lock-shaped workload has"
+        )
     specs = []
     for name in names:
         base = {**DEFAULTS, **settings}

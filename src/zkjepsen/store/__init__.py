@@ -95,9 +95,13 @@ def _write_json(path: Path, doc: Any) -> None:
 
 
 def read_json(path: Path, what: str) -> Any:
+    """A JSON file of a run, read only if it is a regular file (store/regular.py)."""
+    from zkjepsen.store.regular import read_text
+
+    text = read_text(path, what)
     try:
-        return json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as e:
+        return json.loads(text)
+    except (RecursionError, ValueError) as e:
         raise BadInput(
             f"{path} is not a readable {what} ({type(e).__name__}); give a run "
             "directory written by zkjepsen"
