@@ -65,7 +65,7 @@ def test_the_spec_the_pytest_plugin_builds_refuses_it_too():
 def run_dir(here, results: dict) -> str:
     d = here / "run"
     d.mkdir()
-    spec = {"recipe": "kazoo", "workload": "lock", "nodes": 3, "clients": 2}
+    spec = TestSpec(recipe="kazoo", nodes=3, clients=2, backend="zookeeper").to_json()
     (d / "test.json").write_text(json.dumps(spec))
     (d / "history.jsonl").write_text("")
     (d / "results.json").write_text(json.dumps(results))

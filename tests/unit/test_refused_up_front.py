@@ -14,6 +14,7 @@ import pytest
 
 from zkjepsen.cli import folder_state, interrupted_message, main
 from zkjepsen.run.outcome import Teardown
+from zkjepsen.run.spec import TestSpec
 from zkjepsen.store.writable import can_create_in
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -77,7 +78,9 @@ def test_refused_before_anything_exists(args, words, here, capsys):
 def test_a_shrink_of_a_folder_it_cannot_write_into_is_refused(here, capsys, monkeypatch):
     run = here / "run"
     run.mkdir()
-    (run / "test.json").write_text(json.dumps({"recipe": "kazoo", "nodes": 3}))
+    (run / "test.json").write_text(
+        json.dumps(TestSpec(nodes=3, clients=2, backend="zookeeper").to_json())
+    )
     (run / "results.json").write_text(json.dumps({"valid": False}))
     (run / "minimal").write_text("a file where shrink writes its folder")
     code, _, err = run_cli(["shrink", str(run)], capsys)
@@ -149,7 +152,7 @@ def lock_history(n: int = 3) -> list[dict]:
 def interrupted_folder(root: Path) -> Path:
     run = root / "run"
     run.mkdir()
-    spec = {"recipe": "kazoo", "workload": "lock", "nodes": 3, "clients": 2, "seed": 1}
+    spec = TestSpec(nodes=3, clients=2, seed=1, backend="zookeeper").to_json()
     (run / "test.json").write_text(json.dumps(spec))
     (run / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lock_history()))
     return run

@@ -314,7 +314,6 @@ def _streamed(path: str | os.PathLike[str]) -> History:
     """A JSONL history read as it is iterated (history/stream.py): a million-record file is
     checked in one pass without holding its records."""
     from zkjepsen.history.stream import StreamedHistory
-
     from zkjepsen.store.regular import check_path
 
     check_path(path, "history")  # a missing file or a pipe is bad input now, not at the read

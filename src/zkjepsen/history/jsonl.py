@@ -131,9 +131,7 @@ def merge_records(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any
 
 def merge_files(paths: Iterable[str | os.PathLike[str]]):
     """The merged history of several live files, as a validated `History`."""
-    from zkjepsen.history import History, Op
-
-    from zkjepsen.history import check_record
+    from zkjepsen.history import History, check_record
 
     # Each record checked as a history line is (a client's file is evidence handed back too);
     # its number is its place in the merged order.

@@ -72,13 +72,13 @@ def check_stored_spec(raw: Any, path: Path) -> None:
         if name not in raw:
             raise BadInput(
                 f"{path} has no field {name!r}, which changes what would run; a reproduction "
-                "uses exactly the recorded spec, so give a test.json written by zkjepsen"
+                f"uses exactly the recorded spec, so give a {path.name} written by zkjepsen"
             )
     for name in STORED_NOT_NULL:
         if raw[name] is None:
             raise BadInput(
                 f"{path}: field {name!r} is null, but a run records the value it ran with; "
-                "give a test.json written by zkjepsen"
+                f"give a {path.name} written by zkjepsen"
             )
 
 
@@ -147,6 +147,6 @@ def check_history_records(history: Any, path: Path) -> None:
         shape = VALUE_SHAPES.get((op.f, op.type))
         if shape is not None and not shape[1](op.value):
             raise BadInput(
-                f"{path} line {line}: an {op.type} {op.f} has value {repr(op.value)[:60]}; it must be "
-                f"{shape[0]}"
+                f"{path} line {line}: an {op.type} {op.f} has value "
+                f"{repr(op.value)[:60]}; it must be {shape[0]}"
             )
