@@ -297,17 +297,24 @@ def scenario_run(
     from zkjepsen.report.stats import rate_text
 
     dask = connect_cluster(cluster)
-    outcomes, rates = [], []
-    for s, r, v, results in _scenario_runs(plan, runs, seed, client_suite, store_root, dask):
-        on = _on(v)
-        console.print(f"[bold]{s.name}[/bold] with {r}{on}: expect {s.expect[r].describe()}")
-        hits = 0
-        for run in results:
-            ok, why = s.expect[r].judge(run.valid, run.results)
-            outcomes.append(ok)
-            hits += ok
-            say(f"    {'as expected' if ok else 'NOT as expected'}: {why}  ({run.store_dir})")
-        rates.append(f"  {s.name} with {r}{on}: as expected in {rate_text(hits, runs)}")
+    outcomes, rates, folders = [], [], []
+    try:
+        for s, r, v, results in _scenario_runs(plan, runs, seed, client_suite, store_root, dask):
+            on = _on(v)
+            console.print(f"[bold]{s.name}[/bold] with {r}{on}: expect {s.expect[r].describe()}")
+            hits = 0
+            for run in results:
+                ok, why = s.expect[r].judge(run.valid, run.results)
+                outcomes.append(ok)
+                hits += ok
+                folders.append(run.store_dir)
+                say(f"    {'as expected' if ok else 'NOT as expected'}: {why}  ({run.store_dir})")
+            rates.append(f"  {s.name} with {r}{on}: as expected in {rate_text(hits, runs)}")
+    except BaseException as e:  # the earlier pairs' runs too, in the interrupt's last line
+        from zkjepsen.run.outcome import note_many
+
+        note_many(e, folders, [])
+        raise
     if runs > 1 or zk_versions:
         click.echo("\n".join(rates))
     click.echo(f"{sum(outcomes)}/{len(outcomes)} scenario runs as expected")
