@@ -168,8 +168,11 @@ def shrink_command(
     from zkjepsen.store import check_root
     from zkjepsen.store.writable import check_directory
 
+    from zkjepsen.run.stored_checks import check_run_folder
+
     positive_duration(budget, "--budget")
     check_root(store_root)
+    check_run_folder(Path(store_dir))  # a folder to read, before one is made inside it
     check_directory(
         Path(store_dir) / "minimal", "shrink's output", "copy the run folder somewhere writable"
     )

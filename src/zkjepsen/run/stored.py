@@ -106,7 +106,13 @@ class StoredRun:
         from zkjepsen.history.stream import read_jsonl_all
 
         if os.path.lexists(self.dir.history):
-            h = read_jsonl_all(self.dir.history)
+            try:
+                h = read_jsonl_all(self.dir.history)
+            except BadInput as e:  # "history line 4: ...": which history, too
+                text = str(e)
+                raise BadInput(
+                    text if str(self.dir.history) in text else f"{self.dir.history}: {text}"
+                ) from None
             check_history_records(h, self.dir.history)
             return h
         sources = [p for p in self.dir.history_sources() if os.path.lexists(p)]
