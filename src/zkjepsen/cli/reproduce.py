@@ -165,10 +165,9 @@ def shrink_command(
         raise BadInput(f"--min-hits {min_hits} exceeds --tries {tries}")
     # Where it writes, and a budget of nan, 0 or less: refused before the run is read.
     from zkjepsen.cli.options import positive_duration
+    from zkjepsen.run.stored_checks import check_run_folder
     from zkjepsen.store import check_root
     from zkjepsen.store.writable import check_directory
-
-    from zkjepsen.run.stored_checks import check_run_folder
 
     positive_duration(budget, "--budget")
     check_root(store_root)
