@@ -202,6 +202,7 @@ class TestSpec:
                 "give the per-fault violation rate to bound, e.g. --until-power 0.05"
             )
         _str("backend", self.backend, optional=True)
+        _str("etcd_version", self.etcd_version, optional=True)  # its name: run/resolve.py
 
     @property
     def test_name(self) -> str:
