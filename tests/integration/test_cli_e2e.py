@@ -70,6 +70,8 @@ def test_broken_recipe_exits_1_naming_the_violation(tmp_path, zk_image):
     assert out.returncode == 1, out.stderr
     assert "INVALID" in out.stderr and "belief overlaps; first: clients" in out.stderr
     run = store_dir(tmp_path)
+    # Its next step, as Hypothesis prints the failing example: the commands for its folder.
+    assert f"zkjepsen replay {run}" in out.stderr and f"zkjepsen shrink {run}" in out.stderr
     assert 'stroke="#d50000"' in (run / "timeline.html").read_text()  # violations drawn
     again = zkj("analyze", str(run))
     assert again.returncode == 1 and "reproduced" in again.stderr

@@ -13,6 +13,7 @@ three JVMs slowly, and what is tested is that quorum comes, not how fast."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -23,6 +24,7 @@ from zkjepsen.backends.zookeeper.config import ZkSettings
 from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
 from zkjepsen.backends.zookeeper.fourlw import four_letter
 from zkjepsen.backends.zookeeper.image import zookeeper_recipe
+from zkjepsen.backends.zookeeper.service import ZooKeeperSettings
 from zkjepsen.docker.image import ensure_image
 from zkjepsen.run.runner import run_test
 from zkjepsen.run.spec import TestSpec
@@ -94,12 +96,13 @@ def test_the_suites_curator_holds_a_fence_through_kill_leader(other_version, sto
         session_timeout_s=4,
         params={"resource": "fenced"},
         seed=3,
-        zk_version=other_version,
+        service=ZooKeeperSettings(version=other_version),
     )
     run = run_test(spec, store_root)
-    assert run.spec.zk_version == other_version
-    stored = (run.store_dir / "test.json").read_text()
-    assert f'"zk_version": "{other_version}"' in stored
+    assert run.spec.service.version == other_version
+    stored = json.loads((run.store_dir / "test.json").read_text())
+    assert stored["service"]["name"] == "zookeeper"
+    assert stored["service"]["version"] == other_version
     faults = (run.store_dir / "nemesis.jsonl").read_text()
     assert "kill-leader" in faults, "the nemesis did nothing"
     assert f"ZooKeeper {other_version}" in (run.store_dir / "timeline.html").read_text()

@@ -10,11 +10,14 @@ from pathlib import Path
 from zkjepsen.run.spec import TestSpec
 
 
-def stored_spec() -> dict:
-    """test.json of a 3-server, 5-client kazoo lock run (every field, as `to_json` writes)."""
-    return TestSpec(
-        nodes=3, clients=5, seed=7, backend="zookeeper", zk_version="3.8", nemesis=["kill"]
-    ).to_json()
+def stored_spec(**over) -> dict:
+    """test.json of a 3-server, 5-client kazoo lock run (every field, as `to_json` writes, the
+    service's settings settled as `validate_spec` records them)."""
+    from zkjepsen.backends.zookeeper.service import ZooKeeperSettings
+
+    settings = {"nodes": 3, "clients": 5, "seed": 7, "backend": "zookeeper", "nemesis": ["kill"]}
+    service = ZooKeeperSettings(version="3.8").settled()
+    return TestSpec(**{**settings, "service": service, **over}).to_json()
 
 
 def lock_records(n: int = 3) -> list[dict]:

@@ -7,9 +7,9 @@ import json
 import os
 
 import pytest
+from stored_folder import stored_spec
 
 from zkjepsen.cli import main
-from zkjepsen.run.spec import TestSpec
 
 
 def run_cli(args: list[str], capsys) -> tuple[int, str]:
@@ -110,7 +110,7 @@ def test_store_path_that_is_a_file(here, capsys):
     assert_refused(code, err, here, "store path", "is a file")
 
 
-SPEC = TestSpec(recipe="kazoo", nodes=3, clients=2, backend="zookeeper").to_json()
+SPEC = stored_spec(clients=2)
 
 
 def run_dir(here, **files) -> str:

@@ -345,9 +345,9 @@ def names_of(what: str) -> set[str]:
 
         return set(NEMESES) | {"none"}
     if what == "backend":
-        from zkjepsen.backends.registry import BACKENDS
+        from zkjepsen.backends.registry import backends
 
-        return set(BACKENDS)
+        return set(backends())
     if what == "scenario":
         from zkjepsen.reproduce.scenarios import SCENARIOS
 

@@ -12,7 +12,8 @@ import pytest
 
 from zkjepsen.backends.etcd import driver_build, gateway, image
 from zkjepsen.backends.etcd.session import EtcdSession, compare, ranged
-from zkjepsen.backends.registry import backend_info, check_nodes
+from zkjepsen.backends.plugin import SERVERS_IMAGE
+from zkjepsen.backends.registry import backend_info, check_nodes, service
 from zkjepsen.docker.image import default_tag
 from zkjepsen.errors import BadInput
 from zkjepsen.recipes import RECIPES
@@ -47,7 +48,8 @@ def test_cluster_up_refuses_an_even_cluster_up_front(here, capsys):  # noqa: F81
 
 def test_registry_and_recipe_list():
     info = backend_info("etcd")
-    assert (info.family, info.sizes, info.own_clients) == ("etcd", (1, 3, 5, 7), True)
+    assert (info.family, info.sizes) == ("etcd", (1, 3, 5, 7))
+    assert service("etcd").clients == SERVERS_IMAGE  # its clients run its servers' image
     for n in (1, 3, 5, 7):
         check_nodes("etcd", n)
     with pytest.raises(BadInput):

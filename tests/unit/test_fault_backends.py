@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from zkjepsen.backends.etcd.service import EtcdSettings
 from zkjepsen.docker.cluster import Node
 from zkjepsen.errors import BadInput
 from zkjepsen.nemesis.faults import FAULTS, not_applicable
@@ -80,11 +81,10 @@ def test_a_go_recipe_on_an_etcd_without_its_driver_is_an_na_cell():
     """A 3.5 matrix over both etcd recipes runs the Python one and marks the Go one n/a, rather
     than refusing the whole matrix."""
     cells = [
-        (f"{r}|none", TestSpec(recipe=r, nemesis=["none"], etcd_version=v))
+        (f"{r}|none|{v}", TestSpec(recipe=r, nemesis=["none"], service=EtcdSettings(version=v)))
         for r in ("etcd-mutex-go", "etcd3-python")
         for v in ("3.4", "3.5")
     ]
-    cells = [(c + f"|{s.etcd_version}", s) for c, s in cells]
     na = findings.not_applicable_cells(cells)
     assert sorted(na) == ["etcd-mutex-go|none|3.5"]
     assert "Go driver is built against etcd 3.4's client" in na["etcd-mutex-go|none|3.5"]
@@ -201,6 +201,8 @@ def test_matrix_header_names_each_backends_own_service():
     assert findings.services_text(settings) == "ZooKeeper 3.8, PostgreSQL 15, Redis 7.0"
     # A manifest from before backends were recorded ran ZooKeeper.
     assert findings.services_text({"zk_versions": ["3.4", "3.9"]}) == "ZooKeeper 3.4, 3.9"
+    tables = {"services": {"zookeeper": {"version": ["3.4", "3.9"], "client_suite": None}}}
+    assert findings.services_text(tables) == "ZooKeeper 3.4, 3.9"
 
 
 def test_cluster_status_attaches_to_the_backend_its_containers_name():
@@ -219,7 +221,7 @@ def test_cluster_status_attaches_to_the_backend_its_containers_name():
     assert backend_of([NS(labels={"zkjepsen.node": "n1"})]) == "zookeeper"  # ZooKeeper's: none
     ens = make_backend(
         "etcd",
-        NS(nodes=3, tick_ms=None, params={}, zk_version=None),
+        NS(nodes=3, service=None, params={}),
         Path("store/x"),
         client=object(),
         engine="local",

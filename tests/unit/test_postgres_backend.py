@@ -11,7 +11,7 @@ import threading
 
 from zkjepsen.backends.postgres import probe
 from zkjepsen.backends.postgres.cluster import PgSettings
-from zkjepsen.backends.registry import BACKENDS, image_recipe
+from zkjepsen.backends.registry import backends, image_recipe
 from zkjepsen.docker.image import default_tag
 from zkjepsen.nemesis.faults import FAULTS, NEMESES
 from zkjepsen.recipes import RECIPES, resolve_backend
@@ -33,7 +33,7 @@ def test_settings_make_the_server_notice_a_dead_client_within_seconds():
 
 
 def test_backend_is_registered_with_one_server_and_its_own_image():
-    info = BACKENDS["postgres"]
+    info = backends()["postgres"]
     assert info.family == "postgres" and info.nodes == 1
     recipe = image_recipe("postgres")
     assert "postgresql-15" in recipe.packages and "iptables" in recipe.packages

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from stored_folder import stored_spec
 
 from zkjepsen.cli import folder_state, interrupted_message, main
 from zkjepsen.run.outcome import Teardown
@@ -19,6 +20,9 @@ from zkjepsen.store.writable import can_create_in
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_bad_input import assert_refused  # noqa: E402 - one sentence, 254, no store
+
+from zkjepsen.backends.etcd.service import EtcdSettings
+from zkjepsen.backends.zookeeper.service import ZooKeeperSettings
 
 # As root, os.access says /proc is writable; creating anything there fails all the same.
 UNWRITABLE = "/proc/zkj-nowhere"
@@ -78,9 +82,7 @@ def test_refused_before_anything_exists(args, words, here, capsys):
 def test_a_shrink_of_a_folder_it_cannot_write_into_is_refused(here, capsys, monkeypatch):
     run = here / "run"
     run.mkdir()
-    (run / "test.json").write_text(
-        json.dumps(TestSpec(nodes=3, clients=2, backend="zookeeper").to_json())
-    )
+    (run / "test.json").write_text(json.dumps(stored_spec(clients=2)))
     (run / "results.json").write_text(json.dumps({"valid": False}))
     (run / "minimal").write_text("a file where shrink writes its folder")
     code, _, err = run_cli(["shrink", str(run)], capsys)
@@ -118,7 +120,12 @@ def test_the_command_line_wins_over_a_valid_config(here):
     got = with_config(toml, {"clients": 2, "params": {"hold_s": 2}}, Path("t.toml"))
     assert got == {"clients": 2, "nodes": 5, "params": {"hold_s": 2, "resource": "plain"}}
     # tick_ms in the file makes the command line's session timeout legal: both sources valid.
-    assert with_config({"tick_ms": 100}, {"session_timeout_s": 1.0}, None)["tick_ms"] == 100
+    toml = {"zookeeper": {"tick_ms": 100}}
+    assert with_config(toml, {"session_timeout_s": 1.0}, None)["zookeeper"] == {"tick_ms": 100}
+    # A service's table from the file and one from the command line: the keys of both, the
+    # command line's winning.
+    cli = {"zookeeper": {"version": "3.9"}}
+    assert with_config(toml, cli, None)["zookeeper"] == {"tick_ms": 100, "version": "3.9"}
 
 
 def test_list_models_names_every_model_check_accepts(capsys):
@@ -152,7 +159,7 @@ def lock_history(n: int = 3) -> list[dict]:
 def interrupted_folder(root: Path) -> Path:
     run = root / "run"
     run.mkdir()
-    spec = TestSpec(nodes=3, clients=2, seed=1, backend="zookeeper").to_json()
+    spec = stored_spec(clients=2, seed=1, nemesis=["none"])
     (run / "test.json").write_text(json.dumps(spec))
     (run / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lock_history()))
     return run
@@ -217,8 +224,9 @@ def test_an_interrupted_matrix_says_where_its_finished_runs_are(here, capsys, mo
             signal.signal(s, h)
     assert code == 130
     assert err.strip().splitlines()[-1] == (
-        "zkjepsen: interrupted; 1 finished run is on record in m: `zkjepsen merge m` "
-        "renders them, the same matrix with --resume continues it."
+        "zkjepsen: interrupted; the matrix's 1 finished run is on record in "
+        "m/matrix-runs.json: `zkjepsen merge m` renders them, the same matrix command with "
+        "--resume continues it."
     )
     assert (here / "m" / "matrix-runs.json").exists()
 
@@ -255,14 +263,15 @@ def test_etcd_version_picks_the_suite_and_is_recorded():
     from zkjepsen.backends.etcd.image import etcd_image
     from zkjepsen.docker.image import default_tag
     from zkjepsen.run.resolve import validate_spec
-    from zkjepsen.run.spec import TestSpec
 
     spec = TestSpec(recipe="etcd3-python", workload="lock", nodes=3)
     validate_spec(spec)
-    assert spec.etcd_version == "3.4"  # test.json says what ran
-    spec = TestSpec(recipe="etcd3-python", workload="lock", nodes=3, etcd_version="3.5.16")
+    assert spec.service == EtcdSettings(version="3.4")  # test.json says what ran
+    spec = TestSpec(
+        recipe="etcd3-python", workload="lock", nodes=3, service=EtcdSettings(version="3.5.16")
+    )
     validate_spec(spec)
-    assert spec.etcd_version == "3.5"
+    assert spec.service == EtcdSettings(version="3.5")
     assert (etcd_image().suite, etcd_image("3.5").suite) == ("bookworm", "trixie")
     assert default_tag(etcd_image("3.4")) == default_tag(etcd_image())
     assert default_tag(etcd_image("3.5")) != default_tag(etcd_image())
@@ -274,14 +283,18 @@ def test_a_go_recipe_is_refused_on_an_etcd_without_its_driver(monkeypatch):
     from zkjepsen.errors import BadInput
     from zkjepsen.recipes import RECIPES
     from zkjepsen.run.resolve import validate_spec
-    from zkjepsen.run.spec import TestSpec
 
     go = replace(RECIPES["etcd3-python"], language="go")
     monkeypatch.setitem(RECIPES, "etcd-go-probe", go)
     validate_spec(TestSpec(recipe="etcd-go-probe", workload="lock", nodes=3))  # 3.4: built
     with pytest.raises(BadInput, match="Go driver is built against etcd 3.4"):
         validate_spec(
-            TestSpec(recipe="etcd-go-probe", workload="lock", nodes=3, etcd_version="3.5")
+            TestSpec(
+                recipe="etcd-go-probe",
+                workload="lock",
+                nodes=3,
+                service=EtcdSettings(version="3.5"),
+            )
         )
 
 
@@ -291,7 +304,6 @@ def test_zookeepers_tick_bounds_the_session_of_zookeeper_runs_only(recipe):
     a session timeout to [2, 20] ticks, so only a ZooKeeper run is refused it."""
     from zkjepsen.errors import BadInput
     from zkjepsen.run.resolve import validate_spec
-    from zkjepsen.run.spec import TestSpec
 
     spec = TestSpec(recipe=recipe, workload="lock", session_timeout_s=30.0)
     validate_spec(spec)
@@ -310,15 +322,16 @@ def test_scenario_run_pins_etcds_version_on_the_etcd_pairs_only(capsys):
 
     etcd, zk = get_scenario("etcd-lease-pause"), get_scenario("client-pause")
     pairs = [(etcd, r) for r in etcd.expect] + [(zk, next(iter(zk.expect)))]
-    plan = _scenario_plan(pairs, 1, "3.9", None, "3.5", None)
+    tables = {"zookeeper": {"version": "3.9"}, "etcd": {"version": "3.5"}}
+    plan = _scenario_plan(pairs, 1, tables, {})
     assert [(s.name, r, pin) for s, r, pin in plan] == [
-        ("etcd-lease-pause", "etcd3-python", {"etcd_version": "3.5"}),
-        ("client-pause", next(iter(zk.expect)), {"zk_version": "3.9"}),
+        ("etcd-lease-pause", "etcd3-python", EtcdSettings(version="3.5")),
+        ("client-pause", next(iter(zk.expect)), ZooKeeperSettings(version="3.9")),
     ]
     out = capsys.readouterr().err
     assert "n/a etcd-lease-pause with etcd-mutex-go: recipe etcd-mutex-go's Go driver" in out
     go_only = [(etcd, "etcd-mutex-go"), (etcd, "etcd-lock-rpc")]
     capsys.readouterr()
     with pytest.raises(BadInput, match="^nothing to run: recipe etcd-mutex-go's Go driver"):
-        _scenario_plan(go_only, 1, None, None, "3.5", None)
+        _scenario_plan(go_only, 1, {"etcd": {"version": "3.5"}}, {})
     assert capsys.readouterr().err == ""  # the refusal is the one sentence

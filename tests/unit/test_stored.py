@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from zkjepsen.backends.zookeeper.service import ZooKeeperSettings
 from zkjepsen.errors import BadInput
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.run.stored import StoredRun
@@ -32,11 +33,18 @@ def test_the_store_imports_no_run_and_no_nemesis():
 def test_a_saved_spec_table_loads_back_as_a_typed_run(tmp_path):
     d = RunDir(tmp_path)
     d.save_spec(
-        TestSpec(recipe="kazoo", clients=3, zk_version="3.8", backend="zookeeper").to_json()
+        TestSpec(
+            recipe="kazoo",
+            clients=3,
+            backend="zookeeper",
+            service=ZooKeeperSettings(version="3.8").settled(),
+        ).to_json()
     )
     d.schedule.write_text(json.dumps({"faults": []}))
     run = StoredRun.load(tmp_path)
-    assert run.spec.clients == 3 and run.spec.zk_version == "3.8" and run.schedule["faults"] == []
+    assert (
+        run.spec.clients == 3 and run.spec.service.version == "3.8" and run.schedule["faults"] == []
+    )
     d.schedule.write_text(json.dumps({"faults": [{"f": "no-such-fault"}]}))
     with pytest.raises(BadInput, match="fault 1 is not a replayable fault"):
         StoredRun.load(tmp_path)

@@ -57,6 +57,42 @@ def test_a_recorded_value_stored_as_null_is_refused(here, capsys):
     assert_refused(code, err, here, "'clients'", "null")
 
 
+@pytest.mark.parametrize("field", ["version", "tick_ms", "client_suite"])
+def test_a_stored_service_table_missing_a_field_is_refused(field, here, capsys):
+    run = make_run(here)
+    doc = stored_spec()
+    del doc["service"][field]
+    write_spec(run, doc)
+    code, err = run_cli(["analyze", str(run)], capsys)
+    assert_refused(code, err, here, "test.json", f"service.{field}")
+
+
+@pytest.mark.parametrize("field", ["version", "tick_ms"])
+def test_a_stored_service_setting_left_to_its_default_is_refused(field, here, capsys):
+    run = make_run(here)
+    doc = stored_spec()
+    doc["service"][field] = None
+    write_spec(run, doc)
+    code, err = run_cli(["replay", str(run)], capsys)
+    assert_refused(code, err, here, "test.json", f"service.{field}", "null")
+
+
+def test_a_run_stored_before_services_owned_their_settings_still_loads(here):
+    """Its flat keys (`zk_version`, `tick_ms`, ...) are read into `service` (run/spec.py's one
+    compat function); a missing one is refused like any field."""
+    from zkjepsen.errors import BadInput
+    from zkjepsen.run.stored import StoredRun
+
+    run = make_run(here)
+    doc = {k: v for k, v in stored_spec().items() if k != "service"}
+    old = {**doc, "zk_version": "3.4", "tick_ms": 500, "client_suite": None}
+    write_spec(run, {**old, "etcd_version": None})
+    assert StoredRun.load(run).spec.service.version == "3.4"
+    write_spec(run, {k: v for k, v in old.items() if k != "zk_version"})
+    with pytest.raises(BadInput, match="'zk_version'"):
+        StoredRun.load(run)
+
+
 def test_a_stored_spec_value_out_of_range_names_the_file(here, capsys):
     run = make_run(here)
     write_spec(run, {**stored_spec(), "nodes": 50})
@@ -77,8 +113,8 @@ def test_a_replay_runs_exactly_the_recorded_spec_and_says_so(here, monkeypatch):
     assert len(seen) == 2
     for job in seen:
         got = job.spec.to_json()
-        assert {k: got[k] for k in STORED_SPEC_FIELDS} == {
-            k: recorded[k] for k in STORED_SPEC_FIELDS
+        assert {k: got[k] for k in (*STORED_SPEC_FIELDS, "service")} == {
+            k: recorded[k] for k in (*STORED_SPEC_FIELDS, "service")
         }
     line = recorded_spec_line(run)
     assert "recorded spec" in line and "3 servers, 5 clients" in line and "seed 7" in line

@@ -12,6 +12,7 @@ import pytest
 from zkjepsen.backends.zookeeper import drivers, image
 from zkjepsen.backends.zookeeper import versions as zkversions
 from zkjepsen.backends.zookeeper.config import ZkSettings, zoo_cfg
+from zkjepsen.backends.zookeeper.service import ZooKeeperSettings
 from zkjepsen.cli import main
 from zkjepsen.errors import BadInput
 from zkjepsen.run.resolve import spec_from_json, validate_spec
@@ -63,15 +64,46 @@ def test_zoo_cfg_has_only_the_keys_the_version_knows(version):
 def test_the_spec_records_the_version_and_refuses_unknown_ones():
     spec = TestSpec()
     validate_spec(spec)
-    assert spec.zk_version == "3.8" and spec.to_json()["zk_version"] == "3.8"
-    assert TestSpec(zk_version="3.4", client_suite="trixie").client_suite == "trixie"
+    assert spec.service == ZooKeeperSettings(version="3.8", tick_ms=500)
+    assert spec.to_json()["service"] == {
+        "name": "zookeeper",
+        "version": "3.8",
+        "tick_ms": 500,
+        "client_suite": None,
+    }
+    assert TestSpec.from_json(spec.to_json()) == spec  # test.json round-trips
+    two = spec_from_json({"zookeeper": {"version": "3.4", "client_suite": "trixie"}})  # TOML
+    assert two.service == ZooKeeperSettings(version="3.4", client_suite="trixie")
     with pytest.raises(BadInput, match="unknown ZooKeeper version '3.5'"):
-        spec_from_json({"zk_version": "3.5"})  # a config, a stored test.json
+        spec_from_json({"zookeeper": {"version": "3.5"}})  # a config
     with pytest.raises(BadInput, match="unknown client suite 'sid'"):
-        validate_spec(TestSpec(client_suite="sid"))
-    redis = dataclasses.replace(TestSpec(recipe="redis-setnx"), zk_version="3.9")
-    with pytest.raises(BadInput, match="ZooKeeper's"):
+        spec_from_json({"zookeeper": {"client_suite": "sid"}})
+    with pytest.raises(BadInput, match=r"unknown \[zookeeper\] setting\(s\) vesion"):
+        spec_from_json({"zookeeper": {"vesion": "3.9"}})
+    with pytest.raises(BadInput, match="more than one service"):
+        spec_from_json({"zookeeper": {"version": "3.9"}, "etcd": {"version": "3.5"}})
+    redis = dataclasses.replace(
+        TestSpec(recipe="redis-setnx"), service=ZooKeeperSettings(version="3.9")
+    )
+    with pytest.raises(BadInput, match="--zk-version is ZooKeeper's; backend redis has none"):
         validate_spec(redis)
+
+
+def test_an_older_test_json_with_flat_service_keys_still_loads():
+    """Runs stored before each service owned its settings kept them flat, and every one of
+    them (Redis's too) carried ZooKeeper's tick: read back in one place (run/spec.py)."""
+    old_zk = {"recipe": "kazoo", "zk_version": "3.4", "client_suite": "trixie", "tick_ms": 500}
+    spec = spec_from_json(old_zk)
+    assert spec.service == ZooKeeperSettings(version="3.4", client_suite="trixie")
+    old_redis = {"recipe": "redis-setnx", "tick_ms": 500, "zk_version": None, "client_suite": None}
+    redis = spec_from_json({**old_redis, "etcd_version": None})
+    assert redis.service is None
+    validate_spec(redis)
+    assert redis.service.name == "redis"
+    old_etcd = spec_from_json({"recipe": "etcd3-python", "nodes": 3, "etcd_version": "3.5"})
+    assert old_etcd.service.name == "etcd" and old_etcd.service.version == "3.5"
+    odd_tick = spec_from_json({"recipe": "kazoo", "tick_ms": 100, "session_timeout_s": 1.0})
+    assert odd_tick.service == ZooKeeperSettings(tick_ms=100)
 
 
 def test_version_lists_are_checked():
@@ -133,27 +165,39 @@ def test_a_manifest_from_before_versions_merges_with_a_3_8_one():
     from zkjepsen.report import findings
 
     old = {"workload": "lock", "recipes": ["kazoo"], "nemeses": ["none"], "runs": 1}
-    new = {**old, "zk_versions": ["3.8"], "client_suite": None}
+    flat = {**old, "zk_versions": ["3.8"], "client_suite": None}  # before services had tables
+    new = {**old, "services": {"zookeeper": {"version": ["3.8"]}}}
     assert all(findings.same_setting(old, new, k) for k in findings.SAME)
-    assert not findings.same_setting(old, {**new, "zk_versions": ["3.4"]}, "zk_versions")
+    assert all(findings.same_setting(flat, new, k) for k in findings.SAME)
+    other = {**old, "services": {"zookeeper": {"version": ["3.4"]}}}
+    assert not findings.same_setting(old, other, "services")
 
 
 def test_a_matrix_of_several_services_gives_each_its_own_version():
     """--zk-version/--zk-versions are ZooKeeper's rows', --etcd-version etcd's: a matrix of four
     services takes them, and the other services' cells run as they are."""
-    from zkjepsen.cli.cells import cell_specs
-    from zkjepsen.cli.matrix import checked_cells, version_rows
+    from zkjepsen.cli.cells import axis_rows, cell_specs
+    from zkjepsen.cli.matrix import checked_cells
 
-    rows = version_rows(["kazoo", "redis-set-px", "etcd3-python"], None, ["3.4", "3.9"])
+    axes = {"zookeeper": ("version", ["3.4", "3.9"])}
+    rows = axis_rows(["kazoo", "redis-set-px", "etcd3-python"], axes)
     assert rows == ["kazoo zk3.4", "kazoo zk3.9", "redis-set-px", "etcd3-python"]
+    by_row = cell_specs([f"{r}|none" for r in rows], 1, 1, {}, {"workload": "lock"})
+    assert [s.service.version if s.service else None for _, s in by_row] == [
+        "3.4",
+        "3.9",
+        None,
+        None,
+    ]
     cells = [f"{r}|none" for r in ["kazoo", "redis-set-px", "etcd3-python"]]
-    versions = {"zookeeper": "3.9", "etcd": "3.5"}
-    specs = cell_specs(cells, 2, 1, versions, {"workload": "lock"})
-    got = {(c, s.zk_version, s.etcd_version) for c, s in specs}
+    tables = {"zookeeper": {"version": "3.9"}, "etcd": {"version": "3.5"}}
+    specs = cell_specs(cells, 2, 1, tables, {"workload": "lock"})
+    got = {(c, s.service.name if s.service else None, getattr(s.service, "version", None))
+           for c, s in specs}  # fmt: skip
     assert got == {
-        ("kazoo|none", "3.9", None),
+        ("kazoo|none", "zookeeper", "3.9"),
         ("redis-set-px|none", None, None),
-        ("etcd3-python|none", None, "3.5"),
+        ("etcd3-python|none", "etcd", "3.5"),
     }
     assert checked_cells(specs[: len(cells)]) == {}  # every spec passes the up-front checks
 
@@ -165,8 +209,8 @@ def test_the_matrix_builds_each_services_image_at_its_version_once(monkeypatch):
     asked = {}
     monkeypatch.setattr(cells, "prepare", lambda engine, **kw: asked.update(kw) or "engine")
     rows = ["kazoo|none", "etcd3-python|none", "redis-set-px|none"]
-    specs = cells.cell_specs(rows, 3, 1, {"etcd": "3.5"}, {"workload": "lock"})
+    specs = cells.cell_specs(rows, 3, 1, {"etcd": {"version": "3.5"}}, {"workload": "lock"})
     checked_cells(specs[: len(rows)])
-    assert cells.matrix_engine(None, specs, None, None, None, "3.5") == "engine"
-    assert asked["backends"] == ("zookeeper", "etcd", "redis")
-    assert asked["versions"] == {"etcd": "3.5"} and asked["zk_versions"] == ("3.8",)
+    assert cells.matrix_engine(None, specs) == "engine"
+    described = [(s.backend, s.service.describe()) for s in asked["specs"]][:3]
+    assert described == [("zookeeper", "ZooKeeper 3.8"), ("etcd", "etcd 3.5.16"), ("redis", "")]

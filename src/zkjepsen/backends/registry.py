@@ -1,123 +1,86 @@
-"""The backend registry: which servers a test runs against (`--backend`, TestSpec `backend`).
+"""The registry of lock services: one line per service, the rest is what each declares
+(`backends/<service>/service.py`, a `backends.plugin.Service`).
 
-Each backend is a name, a family (which recipes can run on it: a recipe declares the backends
-it needs in `recipes.RecipeInfo.backends`; `recipes.resolve_backend` picks one), the class that
-implements `backends.base.Backend` for it (imported lazily: spec validation and `list` must not
-import docker), the image recipe of its servers (`docker.image.ImageRecipe`; the ZooKeeper image
-when empty) and, for
-backends whose shape is fixed (one Redis master, five Redlock masters), the server count.
+A backend (`--backend`, TestSpec `backend`) is one shape of a service's servers: a name, its
+service (`family`: which recipes can run on it; a recipe declares the backends it needs in
+`recipes.RecipeInfo.backends`, `recipes.resolve_backend` picks one), the class that implements
+`backends.base.Backend` for it (imported lazily: spec validation and `list` must not import
+docker), its fixed server count where its shape has one, and its abilities (what faults may ask
+of it). Its service owns the settings, options and images.
 
-The client containers of every backend run zkjepsen's client image (the ZooKeeper node image:
-python3, libfaketime, the JVM and Go drivers), so a backend adds only its servers' image; a
-backend whose client libraries live in its own image (etcd: gRPC, its Go driver) says
-`own_clients`, and its clients run its servers' image.
-
-To add a backend: implement `Backend` (a subclass of `docker.servers.ServerCluster` is the
-short way: it brings the network, labels, teardown, faults on nodes and client endpoints) and
-a factory for it, add a `BackendInfo` below, and give its recipes `backends=(name, ...)`.
+To add a service: a package `backends/<name>/` with its `Backend` (a subclass of
+`docker.servers.ServerCluster` is the short way: it brings the network, labels, teardown, faults
+on nodes and client endpoints) and a `service.py` declaring its `Service`; one line below; its
+recipes give `backends=(name, ...)`.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.backends.plugin import (
+    SERVERS_IMAGE,
+    SHARED_CLIENTS,
+    BackendInfo,
+    Service,
+    ServiceSettings,
+)
 from zkjepsen.errors import BadInput
 
-
-@dataclass(frozen=True)
-class BackendInfo:
-    name: str
-    family: str  # zookeeper | redis | postgres: a recipe's backends name backends of one family
-    description: str
-    target: str  # "module:factory": (spec, store_dir, **make_backend's keywords) -> Backend
-    image: str = ""  # "module:function" returning the servers' ImageRecipe ("": ZooKeeper's)
-    nodes: int | None = None  # fixed number of servers; None: the spec's `nodes`
-    # Ready to serve within this many seconds after the containers start, or the run fails.
-    ready_timeout_s: float = 60.0
-    sizes: tuple[int, ...] = ()  # the server counts it runs (); any
-    own_clients: bool = False  # its clients run its servers' image (their libraries are there)
-    service: str = ""  # the server software and version, for tables ("": ZooKeeper's versions)
-
-
-_REDIS = "zkjepsen.backends.redis.cluster"
-BACKENDS: dict[str, BackendInfo] = {
-    "zookeeper": BackendInfo(
-        "zookeeper",
-        "zookeeper",
-        "a ZooKeeper ensemble of --nodes servers (3.8.0, Debian bookworm)",
-        "zkjepsen.backends.registry:zookeeper_backend",
-    ),
-    "redis": BackendInfo(
-        "redis",
-        "redis",
-        "one Redis 7.0 master (no replicas, no persistence)",
-        f"{_REDIS}:redis_backend",
-        image=f"{_REDIS}:redis_image",
-        nodes=1,
-        ready_timeout_s=30.0,
-        service="Redis 7.0",
-    ),
-    "redis-sentinel": BackendInfo(
-        "redis-sentinel",
-        "redis",
-        "a Redis 7.0 master, 2 replicas and 3 Sentinels (quorum 2): kill the master and a "
-        "replica is promoted",
-        f"{_REDIS}:redis_backend",
-        image=f"{_REDIS}:redis_image",
-        nodes=3,
-        ready_timeout_s=60.0,
-        service="Redis 7.0",
-    ),
-    "redlock": BackendInfo(
-        "redlock",
-        "redis",
-        "5 independent Redis 7.0 masters (Redlock)",
-        f"{_REDIS}:redis_backend",
-        image=f"{_REDIS}:redis_image",
-        nodes=5,
-        ready_timeout_s=30.0,
-        service="Redis 7.0",
-    ),
-    "postgres": BackendInfo(
-        "postgres",
-        "postgres",
-        "one PostgreSQL 15 server (Debian bookworm); TCP keepalives tuned so a cut-off client "
-        "is dropped within ~5 s",
-        "zkjepsen.backends.postgres.cluster:postgres_backend",
-        image="zkjepsen.backends.postgres.image:postgres_image",
-        nodes=1,
-        ready_timeout_s=60.0,
-        service="PostgreSQL 15",
-    ),
-    "etcd": BackendInfo(
-        "etcd",
-        "etcd",
-        "an etcd 3.4.23 cluster of --nodes (1, 3, 5 or 7) members (Debian bookworm)",
-        "zkjepsen.backends.etcd.cluster:etcd_backend",
-        image="zkjepsen.backends.etcd.image:etcd_image",
-        sizes=(1, 3, 5, 7),
-        own_clients=True,
-        service="etcd 3.4.23",
-    ),
-}
+SERVICE_MODULES = (  # one line per service; its `service.py` declares the rest
+    "zkjepsen.backends.zookeeper.service",
+    "zkjepsen.backends.redis.service",
+    "zkjepsen.backends.postgres.service",
+    "zkjepsen.backends.etcd.service",
+)
 DEFAULT_BACKEND = "zookeeper"
+# zkjepsen's client image (python3, libfaketime, the JVM and Go drivers): the ZooKeeper node
+# image, which the clients of a service without their own run.
+CLIENT_IMAGE_SERVICE = "zookeeper"
+
+
+@cache
+def services() -> dict[str, Service]:
+    out = {}
+    for module in SERVICE_MODULES:
+        svc: Service = importlib.import_module(module).SERVICE
+        out[svc.name] = svc
+    return out
+
+
+def service(name: str) -> Service:
+    found = services().get(name)
+    if found is None:
+        raise BadInput(f"unknown service {name!r}; choose from {', '.join(services())}")
+    return found
+
+
+@cache
+def backends() -> dict[str, BackendInfo]:
+    """Every backend of every service, by name."""
+    return {info.name: info for svc in services().values() for info in svc.backends}
 
 
 def backend_names() -> list[str]:
-    return sorted(BACKENDS)
+    return sorted(backends())
 
 
 def backend_info(name: str) -> BackendInfo:
-    info = BACKENDS.get(name)
+    info = backends().get(name)
     if info is None:
         raise BadInput(
             f"unknown backend {name!r}; choose from {', '.join(backend_names())} "
             "(`zkjepsen list backends`)"
         )
     return info
+
+
+def service_of(backend: str) -> Service:
+    """The service a backend's servers belong to."""
+    return service(backend_info(backend).family)
 
 
 def check_nodes(name: str, nodes: int) -> None:
@@ -130,20 +93,38 @@ def check_nodes(name: str, nodes: int) -> None:
         )
 
 
+def settings_for(backend: str, settings: ServiceSettings | None) -> ServiceSettings:
+    """`settings` settled for `backend`'s service (its defaults when None); refused when they
+    are another service's (`--zk-version` on an etcd run)."""
+    svc = service_of(backend)
+    if settings is None:
+        return svc.settings().settled()
+    if settings.name != svc.name:
+        raise BadInput(service(settings.name).refusal(settings, backend))
+    return settings.settled()
+
+
 def _load(target: str) -> Any:
     module, _, attr = target.partition(":")
     return getattr(importlib.import_module(module), attr)
 
 
-def image_recipe(name: str, zk_version: str | None = None, version: str | None = None):
-    """The ImageRecipe of backend `name`'s servers (harness.image), ZooKeeper's (of
-    `zk_version`, default 3.8) by default; `version`: another backend's own (etcd's)."""
-    info = backend_info(name)
-    if not info.image:
-        from zkjepsen.backends.zookeeper.image import zookeeper_recipe
+def image_recipe(backend: str, settings: ServiceSettings | None = None):
+    """The ImageRecipe of `backend`'s servers for `settings` (its service's defaults: None)."""
+    return service_of(backend).server_recipe(settings_for(backend, settings))
 
-        return zookeeper_recipe(zk_version)
-    return _load(info.image)(version) if version is not None else _load(info.image)()
+
+def client_recipe(backend: str, settings: ServiceSettings | None = None):
+    """The recipe of the image `backend`'s clients run; None: the servers' own image."""
+    svc = service_of(backend)
+    settled = settings_for(backend, settings)
+    if svc.clients == SERVERS_IMAGE:
+        return None
+    if svc.clients == SHARED_CLIENTS:
+        shared = service(CLIENT_IMAGE_SERVICE)
+        return shared.server_recipe(shared.settings().settled())
+    assert callable(svc.clients)
+    return svc.clients(settled)
 
 
 def make_backend(
@@ -156,7 +137,7 @@ def make_backend(
     server_image: str,
     client_image: str,
 ) -> Any:
-    """A Backend (not started) for a TestSpec-like `spec` (nodes, tick_ms, params, ...)."""
+    """A Backend (not started) for a TestSpec-like `spec` (nodes, service, params, ...)."""
     info = backend_info(name)
     return _load(info.target)(
         spec,
@@ -169,40 +150,57 @@ def make_backend(
     )
 
 
-def zookeeper_backend(
-    spec: Any, store_dir: Path, *, backend: BackendInfo, client, engine, server_image, client_image
-):
-    from zkjepsen.backends.zookeeper.config import ZkSettings
-    from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
-
-    settings = ZkSettings(
-        tick_ms=spec.tick_ms, zk_version=getattr(spec, "zk_version", None) or "3.8"
-    )
-    ens_spec = EnsembleSpec(
-        nodes=spec.nodes, image=server_image, client_image=client_image, settings=settings
-    )
-    return ZooKeeperEnsemble(ens_spec, store_dir, client=client, engine=engine)
-
-
 def provide_images(engine, spec: Any) -> tuple[str, str]:
-    """(server image, client image) of the spec's backend, present on `engine` (built
-    built there if missing). Clients always run zkjepsen's client image (the ZooKeeper node
-    image of `client_suite`, default the servers' version); `--image` names the servers'."""
-    from zkjepsen.backends.zookeeper import versions as zkversions
-    from zkjepsen.backends.zookeeper.image import zookeeper_recipe
+    """(server image, client image) of the spec's backend, present on `engine` (built there if
+    missing). `--image` names the servers'; the clients run what the service says (the
+    servers' image, zkjepsen's client image, or one of its own settings: ZooKeeper's suite)."""
     from zkjepsen.docker.engine import provide_image
 
-    clients = zkversions.client_suite(spec.client_suite, spec.zk_version).name
-    if not backend_info(spec.backend).image:
-        recipe = image_recipe(spec.backend, spec.zk_version)
-        server_image = provide_image([engine], spec.image, recipe=recipe)
-        if spec.client_suite is None:  # the servers' image runs the clients, as it always did
-            return server_image, server_image
-        return server_image, provide_image([engine], recipe=zookeeper_recipe(clients))
-    if backend_info(spec.backend).own_clients:
-        version = getattr(spec, "etcd_version", None)
-        recipe = image_recipe(spec.backend, version=version)
-        server_image = provide_image([engine], spec.image, recipe=recipe)
+    server_image = provide_image(
+        [engine], spec.image, recipe=image_recipe(spec.backend, spec.service)
+    )
+    recipe = client_recipe(spec.backend, spec.service)
+    if recipe is None:
         return server_image, server_image
-    client_image = provide_image([engine], recipe=zookeeper_recipe(clients))
-    return provide_image([engine], spec.image, recipe=image_recipe(spec.backend)), client_image
+    return server_image, provide_image([engine], recipe=recipe)
+
+
+def settings_from_table(table: dict[str, Any], where: str) -> ServiceSettings:
+    """A service's settings from test.json's `service` table (`{"name": "etcd", ...}`)."""
+    rest = dict(table)
+    name = rest.pop("name", None)
+    if not isinstance(name, str):
+        raise BadInput(f'{where} needs the name of its service (e.g. name = "zookeeper")')
+    return service(name).from_table(rest, f"[{name}]")
+
+
+def read_service(d: dict[str, Any]) -> dict[str, Any]:
+    """The one place every form of a service's settings is read into `service`: test.json's
+    `service` table, a config's `[zookeeper]` / `[etcd]` table (the command line's options come
+    in the same way), and the flat keys that runs stored before each service owned its settings
+    (`zk_version`, `etcd_version`, ...: each service names its own in `legacy`)."""
+    d = dict(d)
+    tables: dict[str, dict[str, Any]] = {}
+    for svc in services().values():
+        table = d.pop(svc.name, None)
+        if table is not None:
+            if not isinstance(table, dict):
+                raise BadInput(
+                    f"[{svc.name}] must be a table of {svc.label} settings, not {table!r}"
+                )
+            tables[svc.name] = dict(table)
+        for key, name in svc.legacy.items():
+            value = d.pop(key, None)
+            # Older runs stored ZooKeeper's tick (500) whatever their service: not a setting.
+            if value is not None and svc.legacy_ignored.get(key, object()) != value:
+                tables.setdefault(svc.name, {}).setdefault(name, value)
+    if not tables:
+        return d
+    if len(tables) > 1 or d.get("service") is not None:
+        named = sorted(tables) + (["service"] if d.get("service") is not None else [])
+        raise BadInput(
+            f"settings of more than one service ({', '.join(named)}); a test runs on one"
+        )
+    ((name, table),) = tables.items()
+    d["service"] = {"name": name, **table}
+    return d

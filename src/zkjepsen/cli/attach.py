@@ -1,5 +1,5 @@
 """Which backend a running cluster is (`cluster status|down` find it by its containers'
-labels), and the etcd-only option's check."""
+labels)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,6 @@ from pathlib import Path
 
 from zkjepsen.backends.zookeeper.ensemble import ZooKeeperEnsemble
 from zkjepsen.docker import resources
-from zkjepsen.errors import BadInput
-
-
-def only_etcd(etcd_version: str | None, backend: str) -> None:
-    """Bad input: --etcd-version for a backend other than etcd."""
-    from zkjepsen.backends.registry import backend_info
-
-    if etcd_version is not None and backend_info(backend).family != "etcd":
-        raise BadInput(f"--etcd-version is etcd's; backend {backend} has none")
 
 
 def backend_of(containers: list) -> str:
@@ -42,7 +33,7 @@ def attach(client, run_id: str):
     roles = [c for c in servers if c.labels.get(resources.ROLE_LABEL) == "server"]
     ens = make_backend(
         backend,
-        SimpleNamespace(nodes=len(roles), tick_ms=None, params={}, zk_version=None),
+        SimpleNamespace(nodes=len(roles), service=None, params={}),
         store,
         client=client,
         engine=resources.DEFAULT_ENGINE,

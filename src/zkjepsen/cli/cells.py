@@ -11,7 +11,6 @@ from zkjepsen.cli.engines import prepare
 from zkjepsen.run.spec import TestSpec
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
-ZK_ROW = " zk"  # a matrix row of one ZooKeeper version: "kazoo zk3.4"
 
 
 MANIFEST_COMMON = ("workload", "nodes", "clients", "time_limit_s", "session_timeout_s", "params")
@@ -49,26 +48,60 @@ def family_of(recipe_at_backend: str) -> str:
     return backend_info(resolve_backend(recipe, backend or None)).family
 
 
+def axis_rows(recipes: list[str], axes: dict[str, tuple[str, list]]) -> list[str]:
+    """The table's rows: a recipe, or with a service's axis (`--zk-versions`) one row of that
+    service's recipes per value ("kazoo zk3.4"; another service's recipe keeps one row)."""
+    from zkjepsen.backends.registry import service
+
+    rows = []
+    for rc in recipes:
+        family = family_of(rc)
+        if family not in axes:
+            rows.append(rc)
+            continue
+        field, values = axes[family]
+        tag = next(o.row_tag for o in service(family).options if o.axis and o.field == field)
+        rows += [f"{rc} {tag}{v}" for v in values]
+    return rows
+
+
+def row_settings(row: str, tables: dict[str, dict]) -> tuple[str, str, dict]:
+    """(recipe, backend, its service's settings table) of a matrix row: the options' table of
+    the row's service, with the row's axis value ("kazoo zk3.4": version 3.4)."""
+    from zkjepsen.backends.registry import service
+
+    recipe_at, _, suffix = row.partition(" ")
+    family = family_of(recipe_at)
+    table = dict(tables.get(family, {}))
+    for opt in service(family).options:
+        if suffix and opt.axis and opt.row_tag and suffix.startswith(opt.row_tag):
+            table[opt.field] = suffix[len(opt.row_tag) :]
+    recipe, _, backend = recipe_at.partition("@")
+    return recipe, backend, table
+
+
 def cell_specs(
-    cells: list[str], runs: int, seed: int, versions: dict[str, str | None], common: dict
+    cells: list[str], runs: int, seed: int, tables: dict[str, dict], common: dict
 ) -> list[tuple[str, TestSpec]]:
     """(cell, spec) of every run of the matrix: run k of a cell has seed + k - 1. Run-major:
     every cell's first run, then every cell's second... so a matrix cut short (a deadline, a
-    crash) leaves every cell partly filled, not the last rows empty. `versions`: a service's
-    version for its cells ({"zookeeper": "3.9", "etcd": "3.5"}); the other services' cells
-    run as they are (a matrix of four services takes --zk-version for its ZooKeeper rows)."""
+    crash) leaves every cell partly filled, not the last rows empty. `tables`: each service's
+    settings from the options ({"zookeeper": {"version": "3.9"}, "etcd": {...}}), for that
+    service's rows only (a matrix of four services takes --zk-version for its ZooKeeper rows)."""
+    from zkjepsen.backends.registry import service
+
     out = []
-    family = {c.split("|")[0]: family_of(c.split("|")[0].partition(ZK_ROW)[0]) for c in cells}
+    rows = {c.split("|")[0]: row_settings(c.split("|")[0], tables) for c in cells}
     for i in range(runs):
         for cell in cells:
             row, nemesis = cell.split("|")
-            recipe, _, version = row.partition(ZK_ROW)
-            own = versions.get(family[row])
+            recipe, backend, table = rows[row]
             spec = TestSpec(
-                recipe=recipe.partition("@")[0],
-                backend=recipe.partition("@")[2] or None,
-                zk_version=version or (own if family[row] == "zookeeper" else None),
-                etcd_version=own if family[row] == "etcd" else None,
+                recipe=recipe,
+                backend=backend or None,
+                service=service(family_of(row.partition(" ")[0])).settings(**table)
+                if table
+                else None,
                 nemesis=nemesis.split("+"),
                 seed=seed + i,
                 **common,
@@ -77,17 +110,14 @@ def cell_specs(
     return out
 
 
-def matrix_engine(engine, specs, zk_version, zk_versions, client_suite, etcd_version):
-    """The engine the runs go to, with the images the matrix's backends need."""
-    from zkjepsen.backends.zookeeper import versions as zkversions
+def matrix_engine(engine, specs):
+    """The engine the runs go to, with the images the matrix's cells need (the first run's
+    specs were checked, so their backend and settings are settled; the rest are copies)."""
+    return prepare(engine, specs=tuple(s for _, s in specs if s.backend))
 
-    # The first run's specs were checked (so their backend is settled); the rest are copies.
-    backends = tuple(dict.fromkeys(s.backend for _, s in specs if s.backend))
-    versions = [*(zk_versions or [zk_version or zkversions.DEFAULT])]
-    if client_suite:
-        versions.append(zkversions.client_suite(client_suite).name)
-    own = {"etcd": etcd_version} if etcd_version else {}
-    return prepare(engine, backends=backends, zk_versions=tuple(versions), versions=own)
+
+def _described(spec) -> str:
+    return spec.service.describe() if spec.service is not None else ""
 
 
 class Progress:
@@ -101,8 +131,7 @@ class Progress:
         console.print(
             f"[{i + 1}/{self.total}] {job.spec.recipe} x {'+'.join(job.spec.nemesis)} "
             f"seed {job.spec.seed}"
-            + (f" ZooKeeper {job.spec.zk_version}" if job.spec.zk_version else "")
-            + (f" etcd {job.spec.etcd_version}" if job.spec.etcd_version else "")
+            + (f" {said}" if (said := _described(job.spec)) else "")
             + (f" on {engine.name}" if self.width > 1 else ""),
             markup=False,
             highlight=False,

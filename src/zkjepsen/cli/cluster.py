@@ -11,9 +11,9 @@ from rich.table import Table
 
 from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
 from zkjepsen.backends.zookeeper.image import zookeeper_recipe
-from zkjepsen.cli.attach import attach, only_etcd
+from zkjepsen.cli.attach import attach
 from zkjepsen.cli.options import STORE_PATH, image_ref, not_empty, run_ids
-from zkjepsen.cli.versions import check_version, etcd_version_option, zk_version_option
+from zkjepsen.cli.versions import service_options, service_tables, settings_of
 from zkjepsen.docker import image as image_lib
 from zkjepsen.docker import resources, signals
 from zkjepsen.docker.image import ImageInfo, default_tag, image_exists
@@ -68,23 +68,13 @@ def backend_option(f):
 @image_group.command("build")
 @click.option("--force", is_flag=True, help="Rebuild even if the image for these inputs exists.")
 @backend_option
-@click.option(
-    "--zk-version",
-    default=None,
-    metavar="VERSION",
-    callback=check_version,
-    help="The ZooKeeper node image of this version: 3.4, 3.8 (default), 3.9.",
-)
-@etcd_version_option
-def image_build(
-    force: bool, backend: str, zk_version: str | None, etcd_version: str | None
-) -> None:
+@service_options("image")
+def image_build(force: bool, backend: str, **service_opts) -> None:
     """Build the node image (or a backend's server image) with debootstrap + docker import."""
     from zkjepsen.backends.registry import image_recipe
 
-    only_etcd(etcd_version, backend)
-    # ZooKeeper's: of zk_version, default 3.8; etcd's: of etcd_version, default 3.4.
-    recipe = image_recipe(backend, zk_version, etcd_version)
+    # Of the version its service's options name (ZooKeeper's default 3.8, etcd's 3.4...).
+    recipe = image_recipe(backend, settings_of(backend, service_tables("image", service_opts)))
     info = ensure_image(resources.docker_client(), None, force=force, recipe=recipe)
     click.echo(
         f"{info.tag}\t{info.size_bytes / 1e6:.0f} MB"
@@ -101,12 +91,12 @@ def image_build(
 
 @click.group("cluster")
 def cluster_group() -> None:
-    """Bring a ZooKeeper ensemble up, look at it, take it down."""
+    """Bring a cluster of any service up (ZooKeeper, etcd, Redis, PostgreSQL), look at it,
+    take it down."""
 
 
 @cluster_group.command("up")
 @click.option("--nodes", default=3, show_default=True, type=click.IntRange(1, 9))
-@click.option("--tick-ms", default=500, show_default=True, type=click.IntRange(50, 10000))
 @click.option(
     "--store",
     "store_root",
@@ -116,48 +106,36 @@ def cluster_group() -> None:
 )
 @image_option
 @backend_option
-@zk_version_option
-@etcd_version_option
+@service_options("cluster")
 def cluster_up(
-    nodes: int,
-    tick_ms: int,
-    store_root: Path | None,
-    image: str | None,
-    backend: str,
-    zk_version: str | None,
-    client_suite: str | None,
-    etcd_version: str | None,
+    nodes: int, store_root: Path | None, image: str | None, backend: str, **service_opts
 ) -> None:
-    """Start an ensemble (or another backend's servers) and leave it running (take it down
-    with `cluster down`)."""
+    """Start a cluster of any service's servers (ZooKeeper, etcd, Redis, PostgreSQL) and leave
+    it running (take it down with `cluster down`)."""
     from types import SimpleNamespace
 
-    from zkjepsen.backends.registry import backend_info, check_nodes, image_recipe, make_backend
-    from zkjepsen.backends.zookeeper import versions as zkversions
+    from zkjepsen.backends.registry import (
+        backend_info,
+        check_nodes,
+        client_recipe,
+        image_recipe,
+        make_backend,
+    )
 
     b = backend_info(backend)
-    if zk_version is not None and b.family != "zookeeper":
-        raise BadInput(f"--zk-version is ZooKeeper's; backend {backend} has none")
-    given = click.get_current_context().get_parameter_source("tick_ms")
-    if given is not click.core.ParameterSource.DEFAULT and b.family != "zookeeper":
-        raise BadInput(f"--tick-ms is ZooKeeper's tickTime; backend {backend} has none")
-    only_etcd(etcd_version, backend)
+    settings = settings_of(backend, service_tables("cluster", service_opts))
     nodes = b.nodes or nodes
     check_nodes(backend, nodes)
     check_root(store_root)
     client = resources.docker_client()
-    suite = zkversions.client_suite(client_suite, zk_version).name
-    own = image if not b.image and client_suite is None else None
-    recipe = image_recipe(backend, zk_version, etcd_version)
-    server_image = ensure_image(client, image, recipe=recipe).tag
+    server_image = ensure_image(client, image, recipe=image_recipe(backend, settings)).tag
+    clients = client_recipe(backend, settings)
     client_image = (
-        server_image
-        if b.own_clients
-        else ensure_image(client, own, recipe=zookeeper_recipe(suite)).tag
+        server_image if clients is None else ensure_image(client, None, recipe=clients).tag
     )
     ens = make_backend(
         backend,
-        SimpleNamespace(nodes=nodes, tick_ms=tick_ms, params={}, zk_version=zk_version),
+        SimpleNamespace(nodes=nodes, service=settings, params={}),
         new_run_dir("cluster", store_root).path,
         client=client,
         engine=resources.DEFAULT_ENGINE,
@@ -174,7 +152,7 @@ def cluster_up(
             ens.stop()
             raise
     leader = ens.leader()
-    what = f" (ZooKeeper {zkversions.get(zk_version).name})" if b.family == "zookeeper" else ""
+    what = f" ({settings.describe()})" if settings.describe() else ""
     console.print(
         f"{nodes} {backend} servers{what} serving in {time.monotonic() - t0:.1f} s"
         + (f"; leader {leader.name}" if leader else "")

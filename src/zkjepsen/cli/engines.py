@@ -68,21 +68,17 @@ def connect_cluster(address: str | None, engine: str | None = None, parallel: in
 
 
 def prepare(
-    texts: tuple[str, ...] | str | None,
-    image: str | None = None,
-    backends: tuple[str, ...] = (),
-    zk_versions: tuple[str, ...] = (),
-    versions: dict[str, str] | None = None,
+    texts: tuple[str, ...] | str | None, image: str | None = None, specs: tuple = ()
 ) -> Engine:
     """The `--engine` (one; several hosts are `--cluster`'s), checked with ZKJEPSEN_FILES (one
     sentence and exit 254 before anything exists), with the node image present on it (built if
-    missing, never pulled), with progress; and the server image of every other backend in
-    `backends` (of its service's version in `versions`, e.g. {"etcd": "3.5"}) and of every
-    ZooKeeper version in `zk_versions` (built once here, not by each of several parallel
-    runs)."""
-    from zkjepsen.backends.registry import backend_info, image_recipe
+    missing, never pulled), with progress; and every image the validated `specs` need (their
+    servers' and their clients', as their services say: built once here, not by each of
+    several parallel runs)."""
+    from zkjepsen.backends.registry import client_recipe, image_recipe
     from zkjepsen.backends.zookeeper.image import zookeeper_recipe
     from zkjepsen.docker import mounts
+    from zkjepsen.docker.image import default_tag
 
     mounts.files_mode()
     texts = (texts,) if isinstance(texts, str) else tuple(texts or ())
@@ -94,18 +90,16 @@ def prepare(
         )
     engine = engines[0]
     engine.require_local()
-    recipes = [(None, image, zookeeper_recipe())]
-    recipes += [
-        (f"the ZooKeeper {v} image", None, zookeeper_recipe(v)) for v in dict.fromkeys(zk_versions)
-    ]
-    own = versions or {}
-    recipes += [
-        (f"the {b} image", None, image_recipe(b, version=own.get(backend_info(b).family)))
-        for b in dict.fromkeys(backends)
-        if backend_info(b).image
-    ]
+    recipes = {"": (None, image, zookeeper_recipe())}
+    for spec in specs:
+        said = spec.service.describe() if spec.service is not None else ""
+        for recipe in (image_recipe(spec.backend, spec.service),
+                       client_recipe(spec.backend, spec.service)):  # fmt: skip
+            if recipe is not None:
+                what = f"the {spec.backend} image" + (f" ({said})" if said else "")
+                recipes.setdefault(default_tag(recipe), (what, None, recipe))
     with console.status(f"checking the node image on engine {engine.name}") as status:
-        for what, img, recipe in recipes:
+        for what, img, recipe in recipes.values():
             provide_image(
                 [engine],
                 img,

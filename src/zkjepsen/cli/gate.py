@@ -102,10 +102,7 @@ def gate_command(
     if dask is None:  # no engine is 255 here as for `test`, not three unknown rows
         from zkjepsen.cli.engines import prepare
 
-        s = specs[0]
-        prepare(
-            None, s.image, backends=(s.backend,), zk_versions=tuple(filter(None, [s.zk_version]))
-        )
+        prepare(None, specs[0].image, specs=(specs[0],))
     target = f"{100 * specs[0].until_power:g} %"
     console.print(
         f"gate: {specs[0].recipe} under {', '.join(names)}; each stops at the first violation "

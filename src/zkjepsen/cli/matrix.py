@@ -15,18 +15,17 @@ from rich.table import Table
 
 from zkjepsen.cli.cells import (
     MANIFEST_COMMON,
-    ZK_ROW,
     Progress,
+    axis_rows,
     cell_specs,
     cell_table,
     console,
-    family_of,
     matrix_engine,
     resume_note,
 )
 from zkjepsen.cli.engines import cluster_option, connect_cluster, engine_option, parallel_option
 from zkjepsen.cli.options import STORE_PATH, parse_params
-from zkjepsen.cli.versions import etcd_version_option, zk_version_option, zk_versions_option
+from zkjepsen.cli.versions import service_axes, service_options, service_tables
 from zkjepsen.errors import BadInput
 from zkjepsen.report.findings import cell_summary, markdown_table  # noqa: F401 - re-exported
 
@@ -62,9 +61,9 @@ def list_command(what: str) -> None:
 
         rows = [(n, get_workload(n).description) for n in sorted(WORKLOADS)]
     elif what == "backends":
-        from zkjepsen.backends.registry import BACKENDS
+        from zkjepsen.backends.registry import backends
 
-        rows = [(n, b.description) for n, b in sorted(BACKENDS.items())]
+        rows = [(n, b.description) for n, b in sorted(backends().items())]
     else:
         from zkjepsen.nemesis.faults import NEMESES
 
@@ -119,19 +118,6 @@ def table_out_option(help: str) -> Any:
     )
 
 
-def version_rows(recipes: list[str], zk_version: str | None, zk_versions: list[str]) -> list[str]:
-    """The table's rows: a recipe, or with --zk-versions a ZooKeeper recipe per version
-    ("kazoo zk3.4"; another service's recipe keeps one row)."""
-    if zk_version and zk_versions:
-        raise BadInput("give --zk-version (every run) or --zk-versions (an axis), not both")
-    rows = [
-        f"{rc}{ZK_ROW}{v}"
-        for rc in recipes
-        for v in (zk_versions if family_of(rc) == "zookeeper" else None) or [None]
-    ]
-    return [r.removesuffix(f"{ZK_ROW}None") for r in rows]
-
-
 def checked_cells(specs: list[tuple[str, Any]]) -> dict[str, str]:
     """The cells not to run, with why: a cell whose fault means nothing on its recipe's backend
     (no leader, no PostgreSQL...) is not run; the table says n/a and why, and the rest of the
@@ -182,11 +168,11 @@ def announce(
         console.print(f"n/a {cell.replace('|', ' x ')}: {why}", markup=False, highlight=False)
 
 
-def placement(cluster, engine, parallel: int, specs: list, images: tuple) -> tuple:
+def placement(cluster, engine, parallel: int, specs: list) -> tuple:
     """Where the runs go: a connected Dask client (`--cluster`), or this machine's engine with
-    the images the cells need (`images`: zk_version, zk_versions, client_suite, etcd_version)."""
+    the images the cells need."""
     dask = connect_cluster(cluster, engine, parallel)
-    return dask, (matrix_engine(engine, specs, *images) if dask is None else None)
+    return dask, (matrix_engine(engine, specs) if dask is None else None)
 
 
 def run_cells(
@@ -262,9 +248,7 @@ def run_cells(
     help="Continue the matrix on record in --store (same options; --runs may grow): runs "
     "already finished are kept, the rest run.",
 )
-@zk_version_option
-@zk_versions_option
-@etcd_version_option
+@service_options("matrix")
 @engine_option
 @parallel_option
 @cluster_option
@@ -287,27 +271,25 @@ def matrix_command(
     engine,
     parallel,
     cluster,
-    zk_version,
-    client_suite,
-    zk_versions,
-    etcd_version,
+    **service_opts,
 ) -> None:
     """Run every recipe x nemesis cell K times; print and write the verdict table. With
     --zk-versions, every recipe has a row per ZooKeeper version ("kazoo zk3.4")."""
     from zkjepsen.report import findings
+    from zkjepsen.report.services import services_settings
     from zkjepsen.run.fanout import Job
     from zkjepsen.store import DEFAULT_ROOT, check_root
 
     recipe_list, nemesis_list = _split(recipes, "recipes"), _split(nemeses, "nemeses")
     check_out(out)
     root = check_root(store_root)
-    rows = version_rows(recipe_list, zk_version, zk_versions)
+    tables, axes = service_tables("matrix", service_opts), service_axes("matrix", service_opts)
+    rows = axis_rows(recipe_list, axes)
     share = findings.parse_shard(shard)
     extra = parse_params(params)
     all_cells = [f"{rc}|{nm}" for rc in rows for nm in nemesis_list]
     mine = findings.cells_of_shard(all_cells, share)
     common = {
-        "client_suite": client_suite,
         "workload": workload,
         "nodes": nodes,
         "clients": clients,
@@ -317,17 +299,14 @@ def matrix_command(
         "recovery_s": 5.0,
         "interval_s": interval,
     }
-    versions = {"zookeeper": zk_version, "etcd": etcd_version}
-    specs = cell_specs(all_cells, runs, seed, versions, common)
+    specs = cell_specs(all_cells, runs, seed, tables, common)
     na = checked_cells(specs[: len(all_cells)])
     settings = {  # what a --resume must match, and the table's header
         **{k: common[k] for k in MANIFEST_COMMON},
         **{"runs": runs, "seed": seed, "interval_s": interval},
         **{"recipes": rows, "nemeses": nemesis_list, "not_applicable": na},
         "servers": findings.servers_per_backend(recipe_list, nodes),
-        "zk_versions": zk_versions or [zk_version or "3.8"],
-        "client_suite": client_suite,
-        **({"etcd_version": etcd_version} if etcd_version else {}),
+        "services": services_settings(recipe_list, tables, axes),
     }
     manifest_root = root if store_root else DEFAULT_ROOT
     jobs = [Job(s, None, cell) for cell, s in specs if cell in mine and cell not in na]
@@ -336,8 +315,7 @@ def matrix_command(
     if resume:
         jobs, finished, started = resumed(jobs, manifest_root, settings, share, started)
     previous = list(finished)
-    images = (zk_version, zk_versions, client_suite, etcd_version)
-    dask, where_runs = placement(cluster, engine, parallel, specs, images) if jobs else (None, None)
+    dask, where_runs = placement(cluster, engine, parallel, specs) if jobs else (None, None)
     announce(share, len(mine), len(all_cells), len(jobs), na)
     width = 2 if dask else parallel  # > 1: the progress lines say which run ended
     origin = {"started": started, "where": this_host(parallel, share, cluster if dask else None)}

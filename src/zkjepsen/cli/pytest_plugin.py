@@ -10,9 +10,11 @@ A lock in another language: `zkjepsen_run(client_cmd="java -cp 'lib/*:.' Zkjepse
 client_dir="build/", workload="lock", ...)` (a program speaking the client wire protocol,
 docs/client-protocol.md; `client_dir` is mounted read-only as its working directory).
 
-Options: `--zk-nodes N` (default 3), `--zk-image NAME` (default: zkjepsen's own image, built on
-first use), `--zk-version 3.4|3.8|3.9` (default 3.8; `zkjepsen_run(zk_version=...)` wins) and
-`--zk-client-suite SUITE` (the clients' Curator/go-zookeeper; default the servers').
+Options: `--zkjepsen-nodes N` (default 3), `--zkjepsen-image NAME` (default: zkjepsen's own
+image, built on first use), `--zkjepsen-store DIR`, and each service's own options, as `zkjepsen
+test` takes them (`--zk-version 3.4|3.8|3.9`, `--client-suite SUITE`, `--etcd-version 3.4|3.5`;
+what a test passes to `zkjepsen_run` wins). The old spellings `--zk-nodes`, `--zk-image`,
+`--zk-store` and `--zk-client-suite` still work for one release, with a deprecation line.
 Marker: `@pytest.mark.zkjepsen_faults(max_faults=N)` caps the faults a test may run.
 
 A gate that stops as soon as the answer is known: `zkjepsen_run(..., stop_on_violation=True)`
@@ -29,31 +31,62 @@ import pytest
 
 from zkjepsen.store import RunDir
 
+# The old spellings, from when ZooKeeper was the only service: kept one release, deprecated.
+RENAMED = {
+    "--zk-nodes": "--zkjepsen-nodes",
+    "--zk-image": "--zkjepsen-image",
+    "--zk-store": "--zkjepsen-store",
+    "--zk-client-suite": "--client-suite",
+}
+
+
+def _service_options() -> list:
+    from zkjepsen.backends.registry import services
+
+    return [o for svc in services().values() for o in svc.options if "test" in o.commands]
+
 
 def pytest_addoption(parser) -> None:
     group = parser.getgroup("zkjepsen")
-    group.addoption("--zk-nodes", type=int, default=3, help="ZooKeeper servers per ensemble")
-    group.addoption("--zk-image", default=None, help="use this local image for the servers")
-    group.addoption("--zk-store", default=None, help="store root for zkjepsen runs")
-    group.addoption("--zk-version", default=None, help="ZooKeeper version: 3.4, 3.8, 3.9")
-    group.addoption(
-        "--zk-client-suite", default=None, help="the clients' suite (bullseye, bookworm, trixie)"
-    )
+    old = {new: o for o, new in RENAMED.items()}
+    group.addoption("--zkjepsen-nodes", "--zk-nodes", type=int, default=3, dest="zkj_nodes",
+                    help="servers per cluster")  # fmt: skip
+    group.addoption("--zkjepsen-image", "--zk-image", default=None, dest="zkj_image",
+                    help="use this local image for the servers")  # fmt: skip
+    group.addoption("--zkjepsen-store", "--zk-store", default=None, dest="zkj_store",
+                    help="store root for zkjepsen runs")  # fmt: skip
+    for opt in _service_options():
+        names = [opt.flag, *([old[opt.flag]] if opt.flag in old else [])]
+        group.addoption(*names, default=None, dest=f"zkj_{opt.dest}", help=opt.help)
 
 
 def pytest_configure(config) -> None:
-    from zkjepsen.backends.zookeeper import versions as zkversions
     from zkjepsen.errors import BadInput
 
     try:
-        zkversions.get(config.getoption("--zk-version"))
-        if config.getoption("--zk-client-suite") is not None:
-            zkversions.client_suite(config.getoption("--zk-client-suite"))
+        for opt in _service_options():
+            value = config.getoption(f"zkj_{opt.dest}")
+            if value is not None:
+                opt.parse(value)
     except BadInput as e:
         raise pytest.UsageError(str(e)) from None
+    given = [a.split("=")[0] for a in config.invocation_params.args if isinstance(a, str)]
+    for old, new in RENAMED.items():
+        if old in given:
+            config.issue_config_time_warning(
+                pytest.PytestDeprecationWarning(f"{old} is deprecated; use {new}"), stacklevel=2
+            )
     config.addinivalue_line(
         "markers", "zkjepsen_faults(max_faults=N): a fault budget for zkjepsen_run in this test"
     )
+
+
+def _command_line_tables(config) -> dict[str, dict[str, Any]]:
+    """The services' settings tables the command line's options give."""
+    from zkjepsen.cli.versions import service_tables
+
+    values = {o.dest: config.getoption(f"zkj_{o.dest}") for o in _service_options()}
+    return service_tables("test", values)
 
 
 class ZkJepsenFailure(AssertionError):
@@ -107,23 +140,36 @@ class RunOutcome:
 @pytest.fixture(scope="session")
 def zk_ensemble(request, tmp_path_factory):
     """A running ensemble for the whole session (nodes and image from the command line)."""
-    from zkjepsen.backends.zookeeper.config import ZkSettings
-    from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
-    from zkjepsen.backends.zookeeper.image import zookeeper_recipe
+    from zkjepsen.backends.registry import image_recipe, service, settings_for
+    from zkjepsen.backends.zookeeper.ensemble import ZooKeeperEnsemble
+    from zkjepsen.backends.zookeeper.service import ensemble_spec
     from zkjepsen.docker import resources
     from zkjepsen.docker.image import ensure_image
 
     client = resources.docker_client()
-    version = request.config.getoption("--zk-version") or "3.8"
-    recipe = zookeeper_recipe(version)
-    image = ensure_image(client, request.config.getoption("--zk-image"), recipe=recipe).tag
-    spec = EnsembleSpec(
-        nodes=request.config.getoption("--zk-nodes"),
-        image=image,
-        settings=ZkSettings(zk_version=version),
-    )
+    table = _command_line_tables(request.config).get("zookeeper", {})
+    settings = settings_for("zookeeper", service("zookeeper").settings(**table))
+    recipe = image_recipe("zookeeper", settings)
+    image = ensure_image(client, request.config.getoption("zkj_image"), recipe=recipe).tag
+    spec = ensemble_spec(settings, request.config.getoption("zkj_nodes"), image)
     with ZooKeeperEnsemble(spec, tmp_path_factory.mktemp("zk_ensemble"), client=client) as ens:
         yield ens
+
+
+def _with_command_line(settings: dict[str, Any], config) -> dict[str, Any]:
+    """A test's own settings over the command line's service options (the test's win; its
+    service's settings may come as `service=`, a `zookeeper={...}` table or the old keys)."""
+    from zkjepsen.backends.registry import read_service
+
+    own = read_service(settings)
+    mine = own.get("service")
+    name = mine.name if hasattr(mine, "name") else (mine or {}).get("name")
+    for svc, table in _command_line_tables(config).items():
+        if name is None:
+            own["service"], name = {"name": svc, **table}, svc
+        elif name == svc and isinstance(mine, dict):
+            own["service"] = {**table, **mine}
+    return own
 
 
 @pytest.fixture
@@ -136,17 +182,15 @@ def zkjepsen_run(request):
     from zkjepsen.run.spec import TestSpec
 
     marker = request.node.get_closest_marker("zkjepsen_faults")
-    store = request.config.getoption("--zk-store")
+    store = request.config.getoption("zkj_store")
 
     def run(
         spec: TestSpec | None = None, schedule: dict | None = None, gen: Any = None, **settings: Any
     ) -> RunOutcome:
         if spec is None:
-            settings.setdefault("nodes", request.config.getoption("--zk-nodes"))
-            settings.setdefault("image", request.config.getoption("--zk-image"))
-            settings.setdefault("zk_version", request.config.getoption("--zk-version"))
-            settings.setdefault("client_suite", request.config.getoption("--zk-client-suite"))
-            spec = TestSpec(**settings)
+            settings.setdefault("nodes", request.config.getoption("zkj_nodes"))
+            settings.setdefault("image", request.config.getoption("zkj_image"))
+            spec = TestSpec.from_json(_with_command_line(settings, request.config))
         if marker is not None:
             budget = marker.kwargs.get("max_faults")
             if budget is not None:

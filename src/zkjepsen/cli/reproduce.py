@@ -18,7 +18,7 @@ from zkjepsen.cli.engines import (
 )
 from zkjepsen.cli.minimal import write_minimal
 from zkjepsen.cli.options import STORE_PATH
-from zkjepsen.cli.versions import etcd_version_option, zk_version_option, zk_versions_option
+from zkjepsen.cli.versions import service_axes, service_options, service_tables
 from zkjepsen.reproduce.replay import replay, violation_kinds
 from zkjepsen.reproduce.shrink import check_kinds, shrink
 from zkjepsen.run.stored import StoredRun
@@ -257,9 +257,7 @@ def scenario_list() -> None:
     help="Runs per scenario and recipe (seeds SEED, SEED+1, ...); each pair's rate is printed.",
 )
 @click.option("--store", "store_root", type=STORE_PATH, default=None)
-@zk_version_option
-@zk_versions_option
-@etcd_version_option
+@service_options("scenario")
 @cluster_option
 def scenario_run(
     names: tuple,
@@ -268,11 +266,8 @@ def scenario_run(
     seed: int,
     runs: int,
     store_root: Path | None,
-    zk_version: str | None,
-    client_suite: str | None,
-    zk_versions: list[str] | None,
-    etcd_version: str | None,
     cluster: str | None,
+    **service_opts,
 ) -> None:
     """Run scenarios end to end; exit 0 only if every outcome is as expected. With
     --zk-versions, each ZooKeeper scenario runs on every version, a row per version;
@@ -292,16 +287,15 @@ def scenario_run(
             f"--recipe {', '.join(unknown)}: not a recipe these scenarios apply to; "
             f"choose from {', '.join(sorted(named))} (`zkjepsen scenario list`)"
         )
-    if zk_version and zk_versions:
-        raise BadInput("give --zk-version (every run) or --zk-versions (a row each), not both")
+    tables, axes = service_tables("scenario", service_opts), service_axes("scenario", service_opts)
     pairs = [(s, r) for s in chosen for r in s.expect if not recipes or r in recipes]
-    plan = _scenario_plan(pairs, seed, zk_version, zk_versions, etcd_version, client_suite)
+    plan = _scenario_plan(pairs, seed, tables, axes)
     from zkjepsen.report.stats import rate_text
 
     dask = connect_cluster(cluster)
     outcomes, rates, folders = [], [], []
     try:
-        for s, r, v, results in _scenario_runs(plan, runs, seed, client_suite, store_root, dask):
+        for s, r, v, results in _scenario_runs(plan, runs, seed, store_root, dask):
             on = _on(v)
             console.print(f"[bold]{s.name}[/bold] with {r}{on}: expect {s.expect[r].describe()}")
             hits = 0
@@ -317,49 +311,51 @@ def scenario_run(
 
         note_many(e, folders, [])
         raise
-    if runs > 1 or zk_versions:
+    if runs > 1 or axes:
         click.echo("\n".join(rates))
     click.echo(f"{sum(outcomes)}/{len(outcomes)} scenario runs as expected")
     raise SystemExit(0 if all(outcomes) else 1)
 
 
-def _on(pin: dict) -> str:
-    """The label of a run on a pinned version: ' on ZooKeeper 3.4', ' on etcd 3.5', or ''."""
-    names = {"zk_version": "ZooKeeper", "etcd_version": "etcd"}
-    return "".join(f" on {names[k]} {v}" for k, v in pin.items() if v)
+def _on(settings) -> str:
+    """The label of a run on settings its service's options pinned: ' on ZooKeeper 3.4', ' on
+    etcd 3.5.16', or '' (None: as the scenario says)."""
+    said = settings.describe() if settings is not None else ""
+    return f" on {said}" if said else ""
 
 
-def _scenario_plan(pairs, seed, zk_version, zk_versions, etcd_version, client_suite) -> list:
-    """(scenario, recipe, the version it pins) per run to make, every spec checked: each
-    ZooKeeper pair once per --zk-versions entry ({"zk_version": v}), an etcd pair on
-    --etcd-version ({"etcd_version": v}), any other pair as it is ({}). A pair whose recipe
-    has no driver on the etcd version asked for is left out with a line saying why (as a
-    matrix's n/a cell); if that leaves nothing, the command is refused with its reason."""
+def _scenario_plan(pairs, seed, tables: dict, axes: dict) -> list:
+    """(scenario, recipe, the settings its service's options pin, None: none) per run to make,
+    every spec checked: a pair once per value of its service's axis (--zk-versions), on the
+    settings its service's options give (--etcd-version 3.5), any other pair as it is. A pair
+    whose recipe cannot run on the settings asked for (no driver on that etcd version) is left
+    out with a line saying why (as a matrix's n/a cell); if that leaves nothing, the command is
+    refused with its reason."""
     from dataclasses import replace
 
-    from zkjepsen.backends.registry import backend_info
+    from zkjepsen.backends.registry import service_of
     from zkjepsen.errors import BadInput
-    from zkjepsen.run.resolve import validate_spec
+    from zkjepsen.run.resolve import recipe_language, validate_spec
 
     plan, skipped = [], []
     for s, r in pairs:
         probe = s.spec(r, seed)
         validate_spec(probe)
-        family = backend_info(probe.backend).family
-        if family == "zookeeper":
-            pins = [{"zk_version": v} for v in zk_versions or [zk_version]]
-        elif family == "etcd" and etcd_version:
-            pins = [{"etcd_version": etcd_version}]
-        else:
-            pins = [{}]
-        for pin in pins:
+        svc = service_of(probe.backend)
+        own = s.spec(r, seed).service
+        given = own.given() if own is not None else {}
+        field, values = axes.get(svc.name, ("", [None]))
+        for v in values:
+            table = {**given, **tables.get(svc.name, {}), **({field: v} if field else {})}
+            pin = svc.settings(**table) if table != given else None
+            spec = replace(s.spec(r, seed), service=pin) if pin is not None else s.spec(r, seed)
             try:
-                validate_spec(replace(s.spec(r, seed), client_suite=client_suite, **pin))
+                if pin is not None:
+                    pin.settled().check(spec, recipe_language(r))
             except BadInput as e:
-                if "etcd_version" not in pin:
-                    raise
                 skipped.append((f"{s.name} with {r}", e))
                 continue
+            validate_spec(spec)
             plan.append((s, r, pin))
     if not plan:  # one sentence, as for any refusal: the first pair's reason
         raise BadInput(f"nothing to run: {skipped[0][1]}")
@@ -368,7 +364,7 @@ def _scenario_plan(pairs, seed, zk_version, zk_versions, etcd_version, client_su
     return plan
 
 
-def _scenario_runs(plan, runs: int, seed: int, client_suite, store_root, dask):
+def _scenario_runs(plan, runs: int, seed: int, store_root, dask):
     """(scenario, recipe, pinned version, its runs' results) of each planned pair: one after
     the other here, or all at once as tasks on the Dask cluster (`dask`, a client)."""
     from dataclasses import replace
@@ -377,7 +373,7 @@ def _scenario_runs(plan, runs: int, seed: int, client_suite, store_root, dask):
     from zkjepsen.run.many import run_jobs
 
     def spec(s, r, v, i):
-        return replace(s.spec(r, seed + i), client_suite=client_suite, **v)
+        return replace(s.spec(r, seed + i), service=v) if v is not None else s.spec(r, seed + i)
 
     if dask is None:
         for s, r, v in plan:

@@ -17,7 +17,7 @@ from zkjepsen.cli.options import (
     parse_params,
     rate,
 )
-from zkjepsen.cli.versions import etcd_version_option, zk_version_option
+from zkjepsen.cli.versions import service_options, service_tables
 from zkjepsen.errors import BadInput
 from zkjepsen.report.summary import power_line, summarise
 from zkjepsen.run.analysis import check_history
@@ -44,17 +44,29 @@ def print_verdict(run: RunResult) -> None:
     if early and early.get("stopped_early"):
         console.print(f"  stopped early, {early['after_main_start_s']:g}s into the main phase: "
                       f"{early['why']}")  # fmt: skip
+    for line in next_steps(run):
+        console.print(line, markup=False, highlight=False)
+
+
+def next_steps(run: RunResult) -> list[str]:
+    """What to run next on an INVALID run, as Hypothesis prints the failing example: does it
+    recur (replay its fault schedule), and what is the least of it that still breaks (shrink)."""
+    if run.valid is not False or (isinstance(run.results, dict) and run.results.get("error")):
+        return []
+    import shlex
+
+    where = shlex.quote(str(run.store_dir))
+    return [
+        "  next: does it recur?   zkjepsen replay " + where,
+        "        the least of it: zkjepsen shrink " + where,
+    ]
 
 
 def versions_text(spec) -> str:
-    """`  ZooKeeper 3.4 (clients: bookworm)` for a ZooKeeper run; '' for other backends."""
-    from zkjepsen.backends.zookeeper import versions as zkversions
-
-    if getattr(spec, "zk_version", None) is None:
-        return ""
-    clients = spec.client_suite
-    suite = f" (clients: {zkversions.client_suite(clients).suite})" if clients else ""
-    return f"  ZooKeeper {spec.zk_version}{suite}"
+    """What the servers run, in their service's words (`  ZooKeeper 3.4 (clients: bookworm)`);
+    '' when the service says nothing."""
+    said = spec.service.describe() if getattr(spec, "service", None) is not None else ""
+    return f"  {said}" if said else ""
 
 
 @click.command("test")
@@ -136,8 +148,7 @@ def versions_text(spec) -> str:
     help="Keep faulting until the upper bound on the per-fault violation rate is below RATE "
     "(0 < RATE < 1, e.g. 0.05), or the time limit.",
 )
-@zk_version_option
-@etcd_version_option
+@service_options("test")
 def test_command(
     recipe,
     workload,
@@ -158,9 +169,7 @@ def test_command(
     engine,
     stop_on_violation,
     until_power,
-    zk_version,
-    client_suite,
-    etcd_version,
+    **service_opts,
 ) -> None:
     """Run one test: ensemble up, faults, heal, final reads, teardown, check, report."""
     from zkjepsen.store import check_root
@@ -178,9 +187,7 @@ def test_command(
         "client_cmd": client_cmd,
         "client_dir": client_dir,
         "client_mode": client_mode,
-        "zk_version": zk_version,
-        "client_suite": client_suite,
-        "etcd_version": etcd_version,
+        **service_tables("test", service_opts),  # {"zookeeper": {"version": "3.9"}}
         "stop_on_violation": stop_on_violation,
         "until_power": rate(until_power, "--until-power") if until_power is not None else None,
     }
@@ -247,8 +254,9 @@ def with_config(toml: dict[str, Any], cli: dict[str, Any], path: Path | None) ->
     if file_error and "params" in cli and not isinstance(toml.get("params", {}), dict):
         raise BadInput(hidden)
     merged = {**toml, **cli}
-    if "params" in toml and "params" in cli:
-        merged["params"] = {**toml["params"], **cli["params"]}
+    for key, value in cli.items():  # params and a service's table: the command line's keys win
+        if isinstance(value, dict) and isinstance(toml.get(key), dict):
+            merged[key] = {**toml[key], **value}
     try:
         spec_from_json(merged)  # what will run
     except BadInput as e:

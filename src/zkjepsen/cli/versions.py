@@ -1,74 +1,94 @@
-"""`--zk-version`, `--zk-versions` and `--client-suite`: which ZooKeeper the servers run and
-which suite's client libraries (Curator, go-zookeeper) the clients run
-(backends/zookeeper/versions.py).
-Checked when parsed, so a bad value is one sentence and exit 254 before anything exists."""
+"""Each service's own command-line options (its versions, the clients' suite, tickTime...),
+registered from what the service declares (`backends/<service>/service.py`: `ServiceOption`s),
+so no command names a service. Checked when parsed, so a bad value is one sentence and exit
+254 before anything exists.
+
+A command takes them with `@service_options("test")` and `**service_opts`; `service_tables`
+turns the given ones into the services' settings tables (`{"zookeeper": {"version": "3.9"}}`,
+the same tables a TOML config gives as `[zookeeper]`), `service_axes` the axes of a matrix or
+a scenario run (`--zk-versions 3.4,3.9`: one row per version)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from zkjepsen.backends.zookeeper import versions as zkversions
+from zkjepsen.errors import BadInput
 
 
-def check_version(ctx, param, value):
-    return None if value is None else zkversions.get(value).name
+def _options(command: str) -> list[tuple[Any, Any]]:
+    from zkjepsen.backends.registry import services
+
+    return [
+        (svc, opt) for svc in services().values() for opt in svc.options if command in opt.commands
+    ]
 
 
-def _suite(ctx, param, value):
-    if value is not None:
-        zkversions.client_suite(value)
-    return value
+def _callback(parse):
+    def check(ctx, param, value):
+        return None if value is None else parse(value)
+
+    return check
 
 
-def _versions(ctx, param, value):
-    return None if value is None else zkversions.parse_list(value)
+def service_options(command: str):
+    """Add every service's options that `command` takes."""
+
+    def add(f):
+        for _svc, opt in reversed(_options(command)):
+            f = click.option(
+                opt.flag,
+                opt.dest,
+                default=None,
+                type=click.IntRange(*opt.int_range) if opt.int_range else None,
+                metavar=opt.metavar,
+                callback=_callback(opt.parse),
+                help=opt.help,
+            )(f)
+        return f
+
+    return add
 
 
-def zk_version_option(f):
-    f = click.option(
-        "--client-suite",
-        default=None,
-        metavar="SUITE",
-        callback=_suite,
-        help="The clients' Debian suite, i.e. their Curator and go-zookeeper: bullseye "
-        "(Curator 2.7.1), bookworm (5.4.0), trixie (5.7.1), or a ZooKeeper version naming "
-        "one. Default: the servers' own.",
-    )(f)
-    return click.option(
-        "--zk-version",
-        default=None,
-        metavar="VERSION",
-        callback=check_version,
-        help=f"ZooKeeper version of the servers: {', '.join(zkversions.VERSIONS)} "
-        f"(default {zkversions.DEFAULT}).",
-    )(f)
+def service_tables(command: str, values: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The services' settings tables of the options given (not the axes)."""
+    out: dict[str, dict[str, Any]] = {}
+    for svc, opt in _options(command):
+        if not opt.axis and values.get(opt.dest) is not None:
+            out.setdefault(svc.name, {})[opt.field] = values[opt.dest]
+    return out
 
 
-def zk_versions_option(f):
-    return click.option(
-        "--zk-versions",
-        default=None,
-        metavar="V1,V2,...",
-        callback=_versions,
-        help="Run every cell on each of these ZooKeeper versions (e.g. 3.4,3.8,3.9).",
-    )(f)
+def service_axes(command: str, values: dict[str, Any]) -> dict[str, tuple[str, list[Any]]]:
+    """service -> (field, its values) of the axis options given; an axis and the same field's
+    single option are refused together (`--zk-version` every run, or `--zk-versions` an axis)."""
+    out: dict[str, tuple[str, list[Any]]] = {}
+    for svc, opt in _options(command):
+        if opt.axis and values.get(opt.dest):
+            single = svc.option(opt.field)
+            if single is not None and values.get(single.dest) is not None:
+                raise BadInput(f"give {single.flag} (every run) or {opt.flag} (an axis), not both")
+            out[svc.name] = (opt.field, list(values[opt.dest]))
+    return out
 
 
-def _etcd_version(ctx, param, value):
-    from zkjepsen.backends.etcd import versions as etcd_versions
+def refuse_foreign(tables: dict[str, dict[str, Any]], backend: str) -> None:
+    """Bad input: options of a service other than `backend`'s (`--etcd-version` for Redis)."""
+    from zkjepsen.backends.registry import backend_info, service
 
-    return None if value is None else etcd_versions.get(value).name
+    family = backend_info(backend).family
+    for name, table in tables.items():
+        if name != family:
+            svc = service(name)
+            raise BadInput(svc.refusal(svc.settings(**table), backend))
 
 
-def etcd_version_option(f):
-    from zkjepsen.backends.etcd import versions as etcd_versions
+def settings_of(backend: str, tables: dict[str, dict[str, Any]]):
+    """`backend`'s service's settings from the given tables, settled; others refused."""
+    from zkjepsen.backends.registry import backend_info, service, settings_for
 
-    choices = ", ".join(f"{v.name} ({v.suite}'s {v.etcd})" for v in etcd_versions.VERSIONS.values())
-    return click.option(
-        "--etcd-version",
-        default=None,
-        metavar="VERSION",
-        callback=_etcd_version,
-        help=f"etcd version of the servers (and their clients): {choices}; default "
-        f"{etcd_versions.DEFAULT}.",
-    )(f)
+    refuse_foreign(tables, backend)
+    family = backend_info(backend).family
+    table = tables.get(family)
+    return settings_for(backend, service(family).settings(**table) if table else None)

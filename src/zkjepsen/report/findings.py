@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.errors import BadInput
+from zkjepsen.report.services import manifest_services, services_text, without_driver
 
 MANIFEST = "matrix-runs.json"
 # Settings every shard of one matrix must share; anything else is two different matrices.
@@ -30,15 +31,14 @@ SAME = (
     "interval_s",
     "recipes",
     "nemeses",
-    "zk_versions",
-    "client_suite",
+    "services",
 )
-# Manifests written before ZooKeeper versions existed have no such keys: they ran 3.8.
-LEGACY = {"zk_versions": ["3.8"]}
 
 
 def same_setting(a: dict, b: dict, k: str) -> bool:
-    return a.get(k, LEGACY.get(k)) == b.get(k, LEGACY.get(k))
+    if k == "services":
+        return manifest_services(a) == manifest_services(b)
+    return a.get(k) == b.get(k)
 
 
 def cell_summary(runs: list[dict]) -> dict:
@@ -93,22 +93,10 @@ def not_applicable_cells(cell_specs: list) -> dict[str, str]:
     for cell, spec in cell_specs:
         backend = resolve_backend(spec.recipe, spec.backend)
         whys = [w for n in spec.nemesis if (w := not_applicable(n, backend))]
-        whys += [w for w in [_without_driver(spec, backend)] if w]
+        whys += [w for w in [without_driver(spec, backend)] if w]
         if whys:
             out[cell] = "; ".join(whys)
     return out
-
-
-def _without_driver(spec: Any, backend: str) -> str | None:
-    """Why the cell's recipe has no driver on the cell's etcd version, or None."""
-    from zkjepsen.backends.etcd import versions
-    from zkjepsen.backends.registry import backend_info
-    from zkjepsen.recipes import RECIPES
-
-    if backend_info(backend).family != "etcd" or spec.recipe not in RECIPES:
-        return None
-    version = versions.get(getattr(spec, "etcd_version", None))
-    return versions.without_driver(version, spec.recipe, RECIPES[spec.recipe].language)
 
 
 def servers_per_backend(recipes: list[str], nodes: int) -> dict[str, int]:
@@ -361,25 +349,6 @@ def settings_header(
         + (f"faults every ~{s['interval_s']:g} s, " if s.get("interval_s", 10.0) != 10.0 else "")
         + f"{runs_per_cell_text(s['runs'], cells, n_cells)}; run {when} on {where}."
     )
-
-
-def services_text(s: dict[str, Any]) -> str:
-    """What the servers ran, each backend in its own words: `ZooKeeper 3.8` (its versions and
-    the clients' suite), `etcd 3.4.23`, `Redis 7.0`... Manifests from before backends: ZooKeeper."""
-    from zkjepsen.backends.registry import BACKENDS
-
-    out = []
-    for name in s.get("servers") or {"zookeeper": 0}:
-        info = BACKENDS.get(name)
-        if info is None or info.family == "zookeeper":
-            versions = s.get("zk_versions") or ["3.8"]  # manifests from before versions: 3.8
-            suite = f" (clients: {s['client_suite']})" if s.get("client_suite") else ""
-            text = f"ZooKeeper {', '.join(versions)}{suite}" if info else name
-        else:
-            text = info.service or name
-        if text not in out:
-            out.append(text)
-    return ", ".join(out)
 
 
 def _servers_text(s: dict[str, Any]) -> str:

@@ -273,14 +273,16 @@ def write_timeline(files: ReportFiles, records: list[dict], results: dict | None
 
 
 def _versions(test_json: Path) -> str:
-    """` (ZooKeeper 3.4, clients bullseye)` from the run's test.json; '' when it names none."""
+    """` (ZooKeeper 3.4 (clients: bullseye))` from the run's test.json, in its service's words;
+    '' when it says nothing (or cannot be read: the timeline is drawn anyway)."""
     import json
 
+    from zkjepsen.backends.registry import read_service, settings_from_table
+    from zkjepsen.errors import BadInput
+
     try:
-        spec = json.loads(test_json.read_text())
-    except (OSError, ValueError):
+        table = read_service(json.loads(test_json.read_text())).get("service")
+        said = settings_from_table(table, "service").describe() if table else ""
+    except (OSError, ValueError, BadInput, TypeError):
         return ""
-    if not isinstance(spec, dict) or not spec.get("zk_version"):
-        return ""
-    suite = f", clients {spec['client_suite']}" if spec.get("client_suite") else ""
-    return f" (ZooKeeper {spec['zk_version']}{suite})"
+    return f" ({said})" if said else ""

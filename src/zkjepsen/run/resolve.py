@@ -43,16 +43,10 @@ def default_clients(recipe: str) -> int:
 
 def settle(spec: TestSpec) -> TestSpec:
     """The checks of a spec's own fields that need a registry: the clients' default (the
-    recipe's), the ZooKeeper version (normalised: "3.8.4" -> "3.8") and the clients' suite.
-    In place; returns the spec. Cheap: what a config file or a stored test.json gets."""
-    from zkjepsen.backends.zookeeper import versions as zkversions
-
+    recipe's). In place; returns the spec. Cheap: what a config file or a stored test.json gets.
+    (The service's settings check their own fields as they are made.)"""
     if spec.clients is None:
         spec.clients = default_clients(spec.recipe)
-    if spec.zk_version is not None:
-        spec.zk_version = zkversions.get(spec.zk_version).name
-    if spec.client_suite is not None:
-        zkversions.client_suite(spec.client_suite)
     return spec
 
 
@@ -214,8 +208,9 @@ def _check_client_clock(spec: TestSpec, names: list[str]) -> None:
 
 
 def _settle_backend(spec: TestSpec, names: list[str]) -> None:
-    """The servers the recipe runs on, and what that backend allows (faults, shape, version)."""
-    from zkjepsen.backends.registry import backend_info, check_nodes
+    """The servers the recipe runs on, and what that backend allows (faults, shape, its
+    service's settings: settled, so test.json says what really ran)."""
+    from zkjepsen.backends.registry import backend_info, check_nodes, settings_for
     from zkjepsen.nemesis.faults import not_applicable
     from zkjepsen.recipes import resolve_backend
 
@@ -224,48 +219,23 @@ def _settle_backend(spec: TestSpec, names: list[str]) -> None:
     if info.nodes is not None:
         spec.nodes = info.nodes  # its shape is fixed: test.json says what really ran
     check_nodes(spec.backend, spec.nodes)
-    if spec.client_suite is not None and info.own_clients:
-        raise BadInput(f"--client-suite is ZooKeeper's; backend {spec.backend}'s clients have none")
+    spec.service = settings_for(spec.backend, spec.service)
     for n in names:
         why = not_applicable(n, spec.backend)
         if why:
             raise BadInput(why + f" (recipe {spec.recipe} runs on {spec.backend})")
-    if info.family == "zookeeper":
-        spec.zk_version = spec.zk_version or "3.8"  # test.json says what really ran
-    elif spec.zk_version is not None:
-        raise BadInput(f"--zk-version is ZooKeeper's; backend {spec.backend} has none")
-    if info.family == "etcd":
-        from zkjepsen.backends.etcd import versions as etcd_versions
-        from zkjepsen.recipes import RECIPES
-
-        version = etcd_versions.get(spec.etcd_version)
-        spec.etcd_version = version.name  # what really ran
-        language = RECIPES[spec.recipe].language if spec.recipe in RECIPES else ""
-        why = etcd_versions.without_driver(version, spec.recipe, language)
-        if why:
-            raise BadInput(why)
-    elif spec.etcd_version is not None:
-        raise BadInput(f"--etcd-version is etcd's; backend {spec.backend} has none")
-    _check_session(spec, info.family)
-    if spec.proxy and info.family != "zookeeper":
+    spec.service.check(spec, recipe_language(spec.recipe))
+    if spec.proxy and "zk-wire" not in info.abilities:
         raise BadInput(
             f"the wire proxy speaks ZooKeeper's protocol; backend {spec.backend} has none"
         )
 
 
-def _check_session(spec: TestSpec, family: str) -> None:
-    """ZooKeeper grants a session timeout within [2, 20] ticks and silently clamps one outside
-    it: the run would not test the timeout asked for. The other services' leases, TTLs and
-    connections take any length the spec allows (etcd's minimum lease, 2 s with its default
-    election timeout, is the recipe's to document)."""
-    if family != "zookeeper":
-        return
-    lo, hi = 2 * spec.tick_ms / 1000, 20 * spec.tick_ms / 1000
-    if not lo <= spec.session_timeout_s <= hi:
-        raise BadInput(
-            f"session timeout {spec.session_timeout_s:g}s is outside what the "
-            f"servers grant with tickTime {spec.tick_ms} ms ([{lo:g}s, {hi:g}s])"
-        )
+def recipe_language(recipe: str) -> str:
+    """The language a recipe's program is written in ('' for a user's program)."""
+    from zkjepsen.recipes import RECIPES
+
+    return RECIPES[recipe].language if recipe in RECIPES else ""
 
 
 def fault_generator(spec: TestSpec, names: list[str]) -> Gen | None:

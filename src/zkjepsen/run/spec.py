@@ -4,7 +4,9 @@ Every setting is validated here, before any directory, link or container exists:
 NaN, infinity or an out-of-range value is one sentence and exit 254, whichever way it came in
 (command line, a TOML config, a stored `test.json`, the pytest plugin). What needs a registry
 (a recipe's default clients, a ZooKeeper version, the names of recipes, workloads, faults and
-backends) is checked by run/resolve.py; this module imports nothing of zkjepsen but `errors`.
+backends) is checked by run/resolve.py; this module imports nothing of zkjepsen but `errors`
+and, to read a service's settings (one nested value, `service`), the services' declarations
+(backends/registry.py, import-light: no docker).
 """
 
 from __future__ import annotations
@@ -12,9 +14,12 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zkjepsen.errors import BadInput
+
+if TYPE_CHECKING:
+    from zkjepsen.backends.plugin import ServiceSettings
 
 MAX_TIME_S = 24 * 3600.0  # one run longer than a day is a typo, not a test
 # A Docker image reference: [registry/]name[:tag][@digest], lower-case path components.
@@ -95,7 +100,6 @@ class TestSpec:
     fault_duration_s: float = 8.0  # default fault length (pause faults: relative to the session)
     params: dict[str, Any] = field(default_factory=dict)  # workload/recipe parameters
     name: str | None = None
-    tick_ms: int = 500
     max_faults: int | None = None  # a fault budget (the pytest marker sets it)
     fault_target: str | None = None  # override every fault's default target (e.g. "random")
     # The program under test speaks the client wire protocol (docs/client-protocol.md):
@@ -107,13 +111,9 @@ class TestSpec:
     # What the servers are (backends/registry.py): zookeeper, redis, redis-sentinel, redlock,
     # ...; None: the recipe's own (validate_spec fills it in, so test.json records it).
     backend: str | None = None
-    # ZooKeeper servers' version (backends/zookeeper/versions.py: 3.4, 3.8, 3.9; None: 3.8, and
-    # validate_spec records it) and the clients' suite (bullseye/bookworm/trixie or a version:
-    # the Curator and go-zookeeper they run; None: the servers' own).
-    zk_version: str | None = None
-    client_suite: str | None = None
-    # etcd servers' version (backends/etcd/versions.py: 3.4, 3.5; None: 3.4, recorded).
-    etcd_version: str | None = None
+    # The service's own settings (its versions, tick, the clients' suite...: each service's
+    # `service.py` declares them); None: its defaults (validate_spec records them, settled).
+    service: ServiceSettings | None = None
     # Stop conditions of the main phase (run/online.py): at the first violation the online
     # checker confirms, or once the power bound on the per-opportunity violation rate falls
     # below `until_power` (a rate in (0, 1)); the time limit still caps it.
@@ -133,7 +133,6 @@ class TestSpec:
         _int("nodes", self.nodes, 1, 9)
         if self.clients is not None:  # None: the recipe's default (run/resolve.py settles it)
             _int("clients", self.clients, 1, 100)
-        _int("tick_ms", self.tick_ms, 50, 10_000)
         self.time_limit_s = _seconds("time limit", self.time_limit_s, 0, MAX_TIME_S)
         self.recovery_s = _seconds("recovery", self.recovery_s, 0, 3600, allow_zero=True)
         self.interval_s = _seconds("fault interval", self.interval_s, 0, MAX_TIME_S)
@@ -202,7 +201,12 @@ class TestSpec:
                 "give the per-fault violation rate to bound, e.g. --until-power 0.05"
             )
         _str("backend", self.backend, optional=True)
-        _str("etcd_version", self.etcd_version, optional=True)  # its name: run/resolve.py
+        if isinstance(self.service, dict):
+            from zkjepsen.backends.registry import settings_from_table
+
+            self.service = settings_from_table(self.service, "service")
+        elif self.service is not None and not hasattr(self.service, "settled"):
+            raise BadInput(f"service must be a table of a service's settings, not {self.service!r}")
 
     @property
     def test_name(self) -> str:
@@ -211,12 +215,19 @@ class TestSpec:
         ).replace("/", "_")
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["service"] = (
+            None if self.service is None else {"name": self.service.name, **self.service.to_json()}
+        )
+        return out
 
     @classmethod
     def from_json(cls, d: Any) -> TestSpec:
         if not isinstance(d, dict):
             raise BadInput(f"a test spec must be a table of settings, not {type(d).__name__}")
+        from zkjepsen.backends.registry import read_service
+
+        d = read_service(d)
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:

@@ -42,16 +42,12 @@ STORED_SPEC_FIELDS = (
     "interval_s",
     "fault_duration_s",
     "params",
-    "tick_ms",
     "max_faults",
     "fault_target",
     "client_cmd",
     "client_dir",
     "client_mode",
     "proxy",
-    "zk_version",
-    "client_suite",
-    "etcd_version",
     "stop_on_violation",
     "until_power",
     "fault_trigger",
@@ -59,6 +55,8 @@ STORED_SPEC_FIELDS = (
 # Of those, the ones a run records as settled values: null would mean "the default", which is
 # today's default, not necessarily the run's.
 STORED_NOT_NULL = ("clients", "backend")
+# The service's own settings (versions, tick, the clients' suite) are checked by
+# `check_stored_service`: from the fields its settings type declares, not from a list here.
 
 
 def check_stored_spec(raw: Any, path: Path) -> None:
@@ -70,16 +68,63 @@ def check_stored_spec(raw: Any, path: Path) -> None:
         )
     for name in STORED_SPEC_FIELDS:
         if name not in raw:
-            raise BadInput(
-                f"{path} has no field {name!r}, which changes what would run; a reproduction "
-                f"uses exactly the recorded spec, so give a {path.name} written by zkjepsen"
-            )
+            raise _missing(path, name)
     for name in STORED_NOT_NULL:
         if raw[name] is None:
-            raise BadInput(
-                f"{path}: field {name!r} is null, but a run records the value it ran with; "
-                f"give a {path.name} written by zkjepsen"
-            )
+            raise _null(path, name)
+    check_stored_service(raw, path)
+
+
+def _null(path: Path, name: str) -> BadInput:
+    return BadInput(
+        f"{path}: field {name!r} is null, but a run records the value it ran with; "
+        f"give a {path.name} written by zkjepsen"
+    )
+
+
+def _missing(path: Path, name: str) -> BadInput:
+    return BadInput(
+        f"{path} has no field {name!r}, which changes what would run; a reproduction uses "
+        f"exactly the recorded spec, so give a {path.name} written by zkjepsen"
+    )
+
+
+def check_stored_service(raw: dict[str, Any], path: Path) -> None:
+    """The run's service settings, recorded whole: test.json's `service` table has every field
+    its settings type declares, none left null for a default to fill in; a run stored before
+    each service owned its settings has a flat key (`Service.legacy`) for each setting a
+    default would otherwise fill in."""
+    from dataclasses import fields, is_dataclass
+
+    from zkjepsen.backends.registry import service_of, settings_from_table
+
+    try:
+        svc = service_of(raw["backend"])
+    except BadInput as e:
+        raise BadInput(f"{path}: {e}") from None
+    except (TypeError, AttributeError):  # not a name: TestSpec says so in its own words
+        return
+    if "service" not in raw:  # stored flat: each setting a default would fill is there
+        for name, value in svc.settings().settled().to_json().items():
+            keys = [k for k, f in svc.legacy.items() if f == name]
+            if value is not None and keys and not any(k in raw for k in keys):
+                raise _missing(path, keys[0])
+        return
+    table = raw["service"]
+    if table is None:
+        raise _null(path, "service")
+    if not isinstance(table, dict):
+        return  # TestSpec refuses it in its own words
+    for f in fields(svc.settings) if is_dataclass(svc.settings) else ():
+        if f.name not in table:
+            raise _missing(path, f"service.{f.name}")
+    try:
+        settled = settings_from_table(table, f"{path}: service").settled().to_json()
+    except BadInput as e:
+        raise BadInput(f"{path}: {e}") from None
+    for name, value in settled.items():
+        if table.get(name) is None and value is not None:
+            raise _null(path, f"service.{name}")
 
 
 def check_run_folder(path: Path) -> None:

@@ -1,0 +1,81 @@
+"""etcd as a lock service: its settings (the servers' version, whose image also runs the
+clients), its backend, its option and its images (backends/plugin.py)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from zkjepsen.backends.etcd import versions
+from zkjepsen.backends.plugin import SERVERS_IMAGE, BackendInfo, Service, ServiceOption
+from zkjepsen.errors import BadInput
+
+
+@dataclass(frozen=True)
+class EtcdSettings:
+    version: str | None = None  # 3.4 or 3.5 (versions.py); None: not given (3.4 when settled)
+    name = "etcd"
+
+    def __post_init__(self) -> None:
+        if self.version is not None:
+            object.__setattr__(self, "version", versions.get(self.version).name)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def given(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    def settled(self) -> EtcdSettings:
+        return replace(self, version=versions.get(self.version).name)
+
+    def check(self, spec: Any, language: str) -> None:
+        """A Go recipe needs a driver built for the version's client packages."""
+        why = versions.without_driver(versions.get(self.version), spec.recipe, language)
+        if why:
+            raise BadInput(why)
+
+    def describe(self) -> str:
+        return f"etcd {versions.get(self.version).etcd}"
+
+
+def _server_recipe(settings: Any):
+    from zkjepsen.backends.etcd.image import etcd_image
+
+    return etcd_image(settings.version)
+
+
+def _version(text: str) -> str:
+    return versions.get(text).name
+
+
+_CHOICES = ", ".join(f"{v.name} ({v.suite}'s {v.etcd})" for v in versions.VERSIONS.values())
+SERVICE = Service(
+    name="etcd",
+    label="etcd",
+    settings=EtcdSettings,
+    backends=(
+        BackendInfo(
+            "etcd",
+            "etcd",
+            "an etcd 3.4.23 cluster of --nodes (1, 3, 5 or 7) members (Debian bookworm)",
+            "zkjepsen.backends.etcd.cluster:etcd_backend",
+            sizes=(1, 3, 5, 7),
+            service="etcd 3.4.23",
+            abilities=frozenset({"peers", "leader"}),
+        ),
+    ),
+    server_recipe=_server_recipe,
+    clients=SERVERS_IMAGE,  # gRPC, the etcd3 client and its Go driver live in its image
+    options=(
+        ServiceOption(
+            "--etcd-version",
+            "version",
+            f"etcd version of the servers (and their clients): {_CHOICES}; default "
+            f"{versions.DEFAULT}.",
+            _version,
+            metavar="VERSION",
+        ),
+    ),
+    legacy={"etcd_version": "version"},
+)
