@@ -19,6 +19,18 @@ from zkjepsen.run.outcome import RunResult, Teardown, note_many
 from zkjepsen.run.spec import TestSpec
 
 
+@pytest.fixture(autouse=True)
+def signals_restored():
+    """An interrupted command ignores further signals on its way out (cli.exit_interrupted):
+    give the next tests their handlers back."""
+    import signal
+
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    yield
+    for s, h in saved.items():
+        signal.signal(s, h)
+
+
 def finished_run(spec, root: Path, name: str) -> RunResult:
     folder = make_run(root, name)
     return RunResult(spec, folder, True, {"valid": True}, {})
