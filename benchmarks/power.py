@@ -9,19 +9,27 @@ Variants (each `--time-limit` seconds of main phase, 3 servers, 3 clients):
 - `fenced-random`: the same lock, the standard `pause-client` schedule (a pause of the holder
   every `--interval` s);
 - `readme`: the README's CI example on kazoo (counter, 5 clients, session 3 s, at most 2
-  random pauses).
+  random pauses);
+- `gate`: the passing gate's three scenarios (`zkjepsen gate --recipe kazoo --param
+  resource=fenced --param property=effect --param writes=1`), all at once as the gate runs
+  them, each for the whole `--time-limit` (no power target, so the count is per minute and not
+  cut short): per scenario the landed opportunities per minute of main phase and the bound
+  they reach at 60 s (the gate's cap) at that rate.
 
     .venv/bin/python benchmarks/power.py [--runs 2]
         [--only fenced-triggered] [--time-limit 40] [--store DIR]
+    .venv/bin/python benchmarks/power.py --only gate --time-limit 60 --runs 1
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from pathlib import Path
 
+from zkjepsen.checker.bounds import upper_bound
 from zkjepsen.nemesis.generator import fault, on, sleep, steps
 from zkjepsen.nemesis.triggers import on_acquire
 from zkjepsen.report.summary import power_of_results
@@ -51,16 +59,55 @@ def variant(name: str, seed: int, limit: float, interval: float) -> tuple[TestSp
     return spec, one_pause_after_another() if name == "fenced-triggered" else None
 
 
+GATE_PARAMS = {"resource": "fenced", "property": "effect", "writes": 1}
+
+
+def gate_variant(seed: int, limit: float, store: Path | None) -> None:
+    """The gate's scenarios side by side, no power target: landed per minute and the bound at
+    60 s. (gate_specs needs a target; the smallest positive one is never reached.)"""
+    from dataclasses import replace
+
+    from zkjepsen.run.gate import gate_specs, run_gate, scenario_names
+
+    names = scenario_names(None)
+    settings = {"recipe": "kazoo", "seed": seed, "time_limit_s": limit, "params": GATE_PARAMS}
+    specs = [replace(s, until_power=None) for s in gate_specs(settings, names, 0.5)]
+    t0 = time.monotonic()
+    rows = run_gate(specs, names, len(names), store, run_all=True)
+    wall = time.monotonic() - t0
+    for row in rows:
+        results = json.loads((Path(row.store_dir) / "results.json").read_text())
+        p = power_of_results(results)
+        early = results.get("early_stop") or {}
+        main_s = early.get("after_main_start_s") if early.get("stopped_early") else limit
+        n = p.opportunities() if p else 0
+        per_min = 60 * n / main_s
+        at_60 = round(per_min)
+        bound_60 = upper_bound(min(p.violated() if p else 0, at_60), at_60)
+        print(
+            f"gate {row.scenario} seed {seed}: {row.valid}  {p.faults() if p else 0} faults, "
+            f"{n} landed in {main_s:g} s = {per_min:.1f} landed/min; bound at 60 s "
+            f"{100 * bound_60:.1f} %  "
+            f"({p.line() if p else 'no power part'})  {row.store_dir}",
+            flush=True,
+        )
+    print(f"gate seed {seed}: {wall:.0f} s wall, load {os.getloadavg()}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=2)
-    ap.add_argument("--only", choices=("fenced-triggered", "fenced-random", "readme"))
+    ap.add_argument("--only", choices=("fenced-triggered", "fenced-random", "readme", "gate"))
     ap.add_argument("--time-limit", type=float, default=40.0)
     ap.add_argument("--interval", type=float, default=4.0)
     ap.add_argument("--store", type=Path, default=None)
     a = ap.parse_args()
     names = [a.only] if a.only else ["fenced-triggered", "fenced-random", "readme"]
     print(f"load before: {os.getloadavg()}", flush=True)
+    if a.only == "gate":
+        for i in range(a.runs):
+            gate_variant(300 + i, a.time_limit, a.store)
+        return
     for name in names:
         for i in range(a.runs):
             spec, gen = variant(name, 200 + i, a.time_limit, a.interval)

@@ -17,7 +17,8 @@ import pytest
 from killed_runs import killed_then_cleaned, labelled
 
 from zkjepsen.backends.etcd import gateway
-from zkjepsen.backends.registry import backend_info, image_recipe, make_backend
+from zkjepsen.backends.plugin import SERVERS_IMAGE
+from zkjepsen.backends.registry import image_recipe, make_backend, service_of
 from zkjepsen.backends.session import Fenced
 from zkjepsen.docker import resources
 from zkjepsen.docker.image import ensure_image
@@ -52,7 +53,7 @@ def etcd3(docker_client, etcd_image, tmp_path_factory):
 
 
 def test_up_healthy_with_one_leader_from_etcds_own_status(etcd3):
-    assert backend_info("etcd").own_clients
+    assert service_of("etcd").clients == SERVERS_IMAGE  # its clients run its servers' image
     assert [n.name for n in etcd3.nodes] == ["n1", "n2", "n3"]
     assert all(gateway.health(n.address) for n in etcd3.nodes)
     statuses = etcd3.statuses()

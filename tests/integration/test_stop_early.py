@@ -4,9 +4,11 @@ stops at the split, heals, tears everything down and is checked offline as usual
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 
 from zkjepsen.docker import resources
 from zkjepsen.nemesis.generator import fault, on, sleep, steps
@@ -67,7 +69,7 @@ def test_stop_on_violation_ends_the_main_phase_at_the_split_and_leaves_nothing(
 ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 
 
-def gate(*argv: str, timeout: float = 240) -> tuple[int, str]:
+def gate(*argv: str, timeout: float = 240, env: dict | None = None) -> tuple[int, str]:
     """Exit code and what it printed (the console is stderr, as for `zkjepsen test`)."""
     r = subprocess.run(
         [*ZKJEPSEN, "gate", *argv],
@@ -75,20 +77,35 @@ def gate(*argv: str, timeout: float = 240) -> tuple[int, str]:
         stderr=subprocess.STDOUT,
         text=True,
         timeout=timeout,
+        env={**os.environ, **(env or {})},
     )
     return r.returncode, r.stdout
 
 
-def test_gate_fails_kazoos_lock_at_the_first_split(zk_image, store_root):
+def junit_cases(path) -> dict:
+    """scenario -> (its testcase, its suite's properties), from the XML read with xml.etree."""
+    root = ET.parse(path).getroot()
+    assert root.tag == "testsuites"
+    out = {}
+    for suite in root.findall("testsuite"):
+        (case,) = suite.findall("testcase")
+        props = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
+        out[case.get("name")] = (case, props)
+    return out
+
+
+def test_gate_fails_kazoos_lock_at_the_first_split(zk_image, store_root, tmp_path):
     """The pause splits kazoo's Lock within seconds; a leader kill seldom does. The gate's answer
     is known at the pause's split: the leader-kill scenario is asked to end its main phase then
-    (or has split by itself), not run to its 60 s cap."""
-    started = time.monotonic()
+    (or has split by itself), not run to its 60 s cap. CI reads it: the JUnit XML has the
+    failure with the violation, GitHub's step summary the table, an annotation per failure."""
+    xml, summary = tmp_path / "gate.xml", tmp_path / "summary.md"
     code, out = gate(
         "--recipe", "kazoo", "--scenarios", "client-pause,leader-kill", "--time-limit", "60s",
         "--parallel", "2", "--image", zk_image, "--store", str(store_root),
+        "--junit-xml", str(xml),
+        env={"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_ACTIONS": "true"},
     )  # fmt: skip
-    wall = time.monotonic() - started
     assert code == 1, out
     (line,) = [x for x in out.splitlines() if x.strip().startswith("client-pause")]
     # Whichever shows first stops it: a pair of believed holds, or a paused holder's stale write
@@ -101,17 +118,29 @@ def test_gate_fails_kazoos_lock_at_the_first_split(zk_image, store_root):
     assert "(another scenario failed)" in other or "INVALID" in other, out
     last = out.splitlines()[-1]  # the leader kill may have landed (valid) before it was asked
     assert last.startswith(("INVALID 0/2 scenarios valid", "INVALID 1/2 scenarios valid")), out
-    assert wall < 55, (wall, out)  # the main phases alone would take 60 s without the stops
+    cases = junit_cases(xml)
+    assert set(cases) == {"client-pause", "leader-kill"}
+    case, props = cases["client-pause"]
+    failure = case.find("failure")
+    assert failure is not None and failure.get("message").startswith("lock: "), out
+    assert props["store"] in failure.text and props["store"] in out.splitlines()[-1]
+    assert 0 < float(props["power_upper_bound"]) <= 1 and int(props["violations"]) >= 1
+    assert int(props["landed"]) >= 1 and props["seed"]
+    table = [x for x in summary.read_text().splitlines() if x.startswith("| kazoo on zookeeper")]
+    assert len(table) == 2 and "| INVALID |" in table[0], table
+    assert "::error title=zkjepsen gate%3A kazoo on zookeeper%3A client-pause::" in out, out
 
 
-def test_gate_judges_a_fenced_resource_with_its_bounds(zk_image, store_root):
+def test_gate_judges_a_fenced_resource_with_its_bounds(zk_image, store_root, tmp_path):
     """Fencing makes kazoo's split holders a near miss: judged on effects (property=effect, one
     write per hold, so no multi-step update to leave half done) the gate is not invalid, and
-    each scenario says how many faults landed and the bound they give."""
+    each scenario says how many faults landed and the bound they give (in the JUnit XML too)."""
+    xml = tmp_path / "good.xml"
     code, out = gate(
         "--recipe", "kazoo", "--scenarios", "client-pause,leader-kill", "--time-limit", "10s",
         "--parallel", "2", "--param", "resource=fenced", "--param", "property=effect",
         "--param", "writes=1", "--image", zk_image, "--store", str(store_root),
+        "--junit-xml", str(xml),
     )  # fmt: skip
     assert code in (0, 2), out
     rows = [x for x in out.splitlines() if x.startswith("  ")]
@@ -120,6 +149,13 @@ def test_gate_judges_a_fenced_resource_with_its_bounds(zk_image, store_root):
         assert "ran 10s" in row and ("≤" in row or "no fault landed" in row), row
     word = out.splitlines()[-1].split()[0]
     assert word == {0: "VALID", 2: "UNKNOWN"}[code], out
+    cases = junit_cases(xml)
+    assert set(cases) == {"client-pause", "leader-kill"}
+    for case, props in cases.values():
+        assert case.find("failure") is None, ET.tostring(case)
+        assert props["violations"] == "0" and props["verdict"] in ("VALID", "UNKNOWN")
+        landed, bound = int(props["landed"]), float(props["power_upper_bound"])
+        assert bound == 1.0 if not landed else 0 < bound < 1, props
 
 
 def test_gate_refuses_a_bad_power_target_before_anything_runs(store_root):

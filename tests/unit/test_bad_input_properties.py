@@ -105,6 +105,10 @@ KINDS: dict[tuple[str, str], str] = {
     ("gate", "image"): "image",
     ("gate", "cluster"): "cluster",
     ("gate", "store_root"): "store",
+    ("gate", "junit_xml"): "out",
+    ("test", "junit_xml"): "out",
+    ("matrix", "junit_xml"): "out",
+    ("scenario run", "junit_xml"): "out",
     ("image build", "backend"): "backend",
     ("image build", "zk_version"): "zk-version",
     ("image build", "etcd_version"): "etcd-version",
@@ -341,9 +345,9 @@ def names_of(what: str) -> set[str]:
 
         return set(WORKLOADS)
     if what == "nemesis":
-        from zkjepsen.nemesis.faults import NEMESES
+        from zkjepsen.nemesis.faults import KINDS
 
-        return set(NEMESES) | {"none"}
+        return set(KINDS)
     if what == "backend":
         from zkjepsen.backends.registry import backends
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import random
 import signal
+import xml.etree.ElementTree as ET
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from types import SimpleNamespace
@@ -228,8 +229,16 @@ def test_a_matrix_cut_short_resumes_where_it_stopped(tmp_path, monkeypatch):
         assert ran == [("kazoo|none", 1), ("blog|none", 1), ("kazoo|none", 2)]
         ran.clear()
         stop_after[0] = -1
-        assert exit_code("--runs", "3", "--resume") == 0
+        assert exit_code("--runs", "3", "--resume", "--junit-xml", "m.xml") == 0
         assert ran == [("blog|none", 2), ("kazoo|none", 3), ("blog|none", 3)]
+        # The runs of this invocation as JUnit test cases: a failure per invalid run.
+        cases = ET.parse(tmp_path / "m.xml").findall("testsuite/testcase")
+        assert [(c.get("classname"), c.get("name")) for c in cases] == [
+            ("blog on zookeeper", "none run 1"),
+            ("kazoo on zookeeper", "none run 1"),
+            ("blog on zookeeper", "none run 2"),
+        ]
+        assert [c.find("failure") is not None for c in cases] == [True, False, True]
         _, cells, _ = findings.merge([findings.read_manifest(tmp_path / "st")])
         assert {k: (c["runs"], c["invalid"]) for k, c in cells.items()} == {
             "kazoo|none": (3, 0),

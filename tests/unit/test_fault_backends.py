@@ -11,9 +11,11 @@ from types import SimpleNamespace
 import pytest
 
 from zkjepsen.backends.etcd.service import EtcdSettings
+from zkjepsen.backends.registry import backend_info
 from zkjepsen.docker.cluster import Node
 from zkjepsen.errors import BadInput
-from zkjepsen.nemesis.faults import FAULTS, not_applicable
+from zkjepsen.faultkinds import ABILITIES
+from zkjepsen.nemesis.faults import KINDS, not_applicable
 from zkjepsen.nemesis.redlock import PartitionRedlock
 from zkjepsen.report import findings
 from zkjepsen.run.resolve import validate_spec
@@ -40,8 +42,11 @@ from zkjepsen.run.spec import TestSpec
 def test_a_fault_applies_only_where_it_exercises_something(fault, backend, applies):
     why = not_applicable(fault, backend)
     assert (why is None) == applies, why
-    if why:
-        assert fault in why and backend in why and FAULTS[fault].why_not in why
+    lacking = KINDS[fault].needs - backend_info(backend).abilities
+    assert bool(lacking) == (not applies)
+    if why:  # one sentence naming the fault, the service and what it lacks
+        assert why.startswith(f"{fault} does not apply to backend {backend}: ")
+        assert all(ABILITIES[a] in why for a in lacking), why
 
 
 def test_a_single_test_refuses_a_fault_that_does_not_apply(monkeypatch):

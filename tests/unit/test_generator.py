@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zkjepsen.nemesis import generator as g
-from zkjepsen.nemesis.faults import FAULTS, NEMESES
+from zkjepsen.nemesis.faults import FAULTS, KINDS
 from zkjepsen.nemesis.partition import bridge, grudge_from_components, halves, majorities_ring
 from zkjepsen.nemesis.targets import current_holders
 
@@ -127,8 +127,8 @@ def test_registry_has_every_required_fault():
         "clock-strobe",
         "clock-rate-leader",
     }
-    assert required <= set(NEMESES) == set(FAULTS)
-    assert all(NEMESES[n] for n in NEMESES)
+    assert required <= set(KINDS) == set(FAULTS)
+    assert all(k.description for k in KINDS.values())
 
 
 NODES5 = ["n1", "n2", "n3", "n4", "n5"]

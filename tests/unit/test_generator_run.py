@@ -11,9 +11,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from zkjepsen.faultkinds import instant, kind
 from zkjepsen.nemesis import generator as g
 from zkjepsen.nemesis import schedule
-from zkjepsen.nemesis.faults import FAULTS, FaultKind
+from zkjepsen.nemesis.faults import FAULTS, BoundFault
 from zkjepsen.nemesis.targets import NemesisContext, resolve_servers
 from zkjepsen.store import RunDir
 
@@ -45,7 +46,9 @@ def fake(monkeypatch):
     fam = FakeFamily()
     healed: list[bool] = []
     for name in ("kill-one", "partition-one"):  # the kinds the plans below use
-        monkeypatch.setitem(FAULTS, name, FaultKind(name, "one", "fake", fam))
+        monkeypatch.setitem(
+            FAULTS, name, BoundFault(kind(name, "process", "one", "fake", instant()), fam)
+        )
     monkeypatch.setattr(
         schedule, "heal_context", lambda ctx, everything=False: healed.append(1) or []
     )
@@ -212,7 +215,11 @@ def test_a_triggered_fault_waits_for_its_event_and_hits_the_client_it_names(monk
     from zkjepsen.store import RunDir
 
     fam = AimRecorder()
-    monkeypatch.setitem(FAULTS, "pause-client", FaultKind("pause-client", "holder", "f", fam))
+    monkeypatch.setitem(
+        FAULTS,
+        "pause-client",
+        BoundFault(kind("pause-client", "process", "holder", "f", instant()), fam),
+    )
     monkeypatch.setattr(schedule, "heal_context", lambda ctx, everything=False: [])
     run_dir = RunDir(tmp_path / "run")
     hist = run_dir.client_history(2)
@@ -291,7 +298,11 @@ def test_a_triggered_fault_that_lands_after_the_hold_is_undone_and_re_armed(monk
     hist.write_text("")
     t0 = time.monotonic_ns()
     fam = LandsLate(hist, t0)
-    monkeypatch.setitem(FAULTS, "pause-client", FaultKind("pause-client", "holder", "f", fam))
+    monkeypatch.setitem(
+        FAULTS,
+        "pause-client",
+        BoundFault(kind("pause-client", "process", "holder", "f", instant()), fam),
+    )
     monkeypatch.setattr(schedule, "heal_context", lambda ctx, everything=False: [])
     pool = SimpleNamespace(run_dir=run_dir, handles=[])
     ens = SimpleNamespace(nodes=[], run_id="zkj-test", leader=lambda: None)
@@ -347,7 +358,11 @@ def test_a_triggered_fault_whose_apply_failed_is_re_armed(monkeypatch, tmp_path)
     hist.write_text("")
     t0 = time.monotonic_ns()
     fam = FailsFirst()
-    monkeypatch.setitem(FAULTS, "pause-client", FaultKind("pause-client", "holder", "f", fam))
+    monkeypatch.setitem(
+        FAULTS,
+        "pause-client",
+        BoundFault(kind("pause-client", "process", "holder", "f", instant()), fam),
+    )
     monkeypatch.setattr(schedule, "heal_context", lambda ctx, everything=False: [])
     pool = SimpleNamespace(run_dir=run_dir, handles=[])
     ens = SimpleNamespace(nodes=[], run_id="zkj-test", leader=lambda: None)

@@ -13,7 +13,7 @@ from zkjepsen.backends.postgres import probe
 from zkjepsen.backends.postgres.cluster import PgSettings
 from zkjepsen.backends.registry import backends, image_recipe
 from zkjepsen.docker.image import default_tag
-from zkjepsen.nemesis.faults import FAULTS, NEMESES
+from zkjepsen.nemesis.faults import KINDS
 from zkjepsen.recipes import RECIPES, resolve_backend
 
 
@@ -97,5 +97,4 @@ def test_pg_recipes_run_on_postgres_and_document_source_and_flaw():
 
 
 def test_terminate_fault_is_declared_and_aimed_at_the_holder():
-    assert "pg-terminate-holder" in NEMESES
-    assert FAULTS["pg-terminate-holder"].target == "holder"
+    assert KINDS["pg-terminate-holder"].target == "holder"

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from zkjepsen.errors import BadInput
+from zkjepsen.faultkinds import client_killers
 from zkjepsen.history import NEMESIS, Op
 from zkjepsen.history.stream import Record, records
 
@@ -104,7 +105,7 @@ def _mode(invoked: Any, granted: dict[str, Any]) -> str:
     return "write"
 
 
-CLIENT_DEATHS = frozenset({"kill-client"})  # nemesis ops that end a client process
+CLIENT_DEATHS = client_killers()  # nemesis ops that end a client process (as declared)
 
 
 def _client_number(target: Any) -> Any:

@@ -38,34 +38,11 @@ from typing import Any
 from zkjepsen.checker import Violation
 from zkjepsen.checker.bounds import upper_bound
 from zkjepsen.checker.lock_observe import observe
+from zkjepsen.faultkinds import UNKNOWN_RULE, client_killers, power_rule
 from zkjepsen.history import NEMESIS, History, Op
 
 S = 1_000_000_000
 
-SILENCE = frozenset(
-    "pause-client isolate-client proxy-hold-session proxy-drop-pings pause-server pause-leader "
-    "partition-one partition-leader partition-halves partition-ring partition-bridge packet-loss "
-    "partition-redlock partition-redlock-restart".split()
-)
-INSTANT = frozenset(
-    "kill-client pg-terminate-holder kill-one kill-leader kill-minority kill-majority "
-    "clock-bump".split()
-)
-DURING = frozenset(
-    "clock-strobe clock-rate-leader clock-skew-client clock-rate-client proxy-lose-create "
-    "proxy-drop-request proxy-close-after proxy-delay-reply".split()
-)
-NOT_FAULTS = frozenset({"none", "heal"})
-
-# How a kind reads in the power line: (one, many, the unit of the rate).
-NOUNS = {
-    "pause-client": ("client-pause", "client-pauses", "pause"),
-    "isolate-client": ("client-cut", "client-cuts", "cut"),
-    "kill-client": ("client-kill", "client-kills", "kill"),
-    "pg-terminate-holder": ("holder-termination", "holder-terminations", "termination"),
-    "kill-leader": ("leader-kill while held", "leader-kills while held", "kill"),
-    "pause-leader": ("leader-pause while held", "leader-pauses while held", "pause"),
-}
 # What broke, by the property judged: (one, many, the rate's word).
 PROPERTIES = {
     "belief": ("split holder", "split holders", "split rate"),
@@ -78,11 +55,9 @@ PROPERTY_KINDS = {"belief": frozenset({"belief"}), "effect": EFFECTS}
 
 
 def rule_of(kind: str) -> str:
-    """Which definition of an opportunity applies to a fault kind (module docstring)."""
-    for name, kinds in (("silence", SILENCE), ("instant", INSTANT)):
-        if kind in kinds:
-            return name
-    return "during"
+    """Which definition of an opportunity applies to a fault kind (module docstring): the one
+    its declaration names (zkjepsen.faultkinds), `during` for a kind none declares."""
+    return (power_rule(kind) or UNKNOWN_RULE).landed
 
 
 @dataclass(frozen=True)
@@ -103,7 +78,7 @@ class Opportunity:
 
 @dataclass(frozen=True)
 class FaultPower:
-    kind: str  # fault kind, e.g. "pause-client"
+    kind: str  # the fault kind's name (zkjepsen.faultkinds)
     opportunities: int  # faults that landed where the property could break
     violated: int  # opportunities followed by a violation
     upper: float  # one-sided upper bound on the per-opportunity violation rate
@@ -111,9 +86,7 @@ class FaultPower:
 
     def fragment(self, prop: str, confidence: float) -> str:
         one, many, rate = PROPERTIES.get(prop, PROPERTIES["any"])
-        k_one, k_many, unit = NOUNS.get(
-            self.kind, (f"{self.kind} fault", f"{self.kind} faults", "fault")
-        )
+        k_one, k_many, unit = (power_rule(self.kind) or UNKNOWN_RULE).nouns(self.kind)
         if not self.opportunities:
             some = k_one if self.faults == 1 else k_many
             return f"none of {self.faults} {some} landed where it could break"
@@ -295,7 +268,7 @@ def _faults(ops: list[Op], last: int) -> list[_Fault]:
     open_: dict[Any, _Fault] = {}
     out: list[_Fault] = []
     for op in ops:
-        if op.process != NEMESIS or op.type == "invoke" or op.f in NOT_FAULTS:
+        if op.process != NEMESIS or op.type == "invoke" or power_rule(op.f) is None:
             continue
         v = op.value if isinstance(op.value, dict) else {}
         if v.get("phase") == "start":
@@ -321,6 +294,7 @@ def _sessions_and_paths(
     paths: dict[Any, list[tuple[int, int]]] = {}
     began: dict[Any, int] = {}  # client -> when its current path began
     pending: dict[Any, str] = {}  # process -> the op it invoked
+    killers = client_killers()  # the fault kinds whose start ends their target clients
 
     def leave(c: Any, t: int) -> None:
         if c in began:
@@ -329,7 +303,7 @@ def _sessions_and_paths(
     for op in ops:
         v = op.value
         if op.process == NEMESIS:
-            if op.f == "kill-client" and isinstance(v, dict) and v.get("phase") == "start":
+            if op.f in killers and isinstance(v, dict) and v.get("phase") == "start":
                 for c in map(_client, v.get("targets") or ()):
                     leave(c, op.time)
             continue

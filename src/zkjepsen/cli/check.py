@@ -298,6 +298,9 @@ def check_file(
             f"unknown model {model_name!r}; choose from "
             f"{', '.join(sorted([*_models(), *OTHER_CHECKERS]))}"
         )
+    from zkjepsen.store.regular import check_path
+
+    check_path(history, "history")  # a named pipe or a device is refused, not read
     h = read_history(history, fmt)
     if model_name in OTHER_CHECKERS:
         module, _, cls = OTHER_CHECKERS[model_name].partition(":")

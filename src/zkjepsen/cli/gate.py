@@ -12,7 +12,7 @@ from rich.text import Text
 
 from zkjepsen.cli.display import console, verdict_word
 from zkjepsen.cli.engines import cluster_option, connect_cluster
-from zkjepsen.cli.options import STORE_PATH, parse_duration, parse_params, rate
+from zkjepsen.cli.options import STORE_PATH, junit_option, parse_duration, parse_params, rate
 
 
 def _row_text(row) -> Text:
@@ -56,6 +56,7 @@ def _row_text(row) -> Text:
 @click.option("--seed", type=int, default=None)
 @click.option("--image", default=None, metavar="NAME")
 @click.option("--store", "store_root", type=STORE_PATH, default=None)
+@junit_option
 def gate_command(
     recipe,
     client_cmd,
@@ -71,9 +72,11 @@ def gate_command(
     seed,
     image,
     store_root,
+    junit_xml,
 ) -> None:
     """Gate a lock in CI: client pause, client cut and leader kill, triggered on acquires."""
-    from zkjepsen.run.gate import gate_specs, run_gate, scenario_names, verdict
+    from zkjepsen.report.junit import publish
+    from zkjepsen.run.gate import gate_cases, gate_specs, run_gate, scenario_names, verdict
     from zkjepsen.store import check_root
 
     started = time.monotonic()
@@ -117,6 +120,7 @@ def gate_command(
             dask.close()
     for row in rows:
         console.print(_row_text(row))
+    publish(junit_xml, gate_cases(rows), "zkjepsen gate")
     overall = verdict(rows)
     word, style = verdict_word(overall)
     bad = [r for r in rows if r.valid is not True]

@@ -24,7 +24,7 @@ from zkjepsen.cli.cells import (
     resume_note,
 )
 from zkjepsen.cli.engines import cluster_option, connect_cluster, engine_option, parallel_option
-from zkjepsen.cli.options import STORE_PATH, parse_params
+from zkjepsen.cli.options import STORE_PATH, junit_option, parse_params
 from zkjepsen.cli.versions import service_axes, service_options, service_tables
 from zkjepsen.errors import BadInput
 from zkjepsen.report.findings import cell_summary, markdown_table  # noqa: F401 - re-exported
@@ -65,9 +65,9 @@ def list_command(what: str) -> None:
 
         rows = [(n, b.description) for n, b in sorted(backends().items())]
     else:
-        from zkjepsen.nemesis.faults import NEMESES
+        from zkjepsen.nemesis.faults import nemesis_lines
 
-        rows = sorted(NEMESES.items())
+        rows = nemesis_lines()
     width = max(len(n) for n, _ in rows)
     for name, desc in rows:
         click.echo(f"{name.ljust(width)}  {desc}")
@@ -252,6 +252,7 @@ def run_cells(
 @engine_option
 @parallel_option
 @cluster_option
+@junit_option
 def matrix_command(
     recipes,
     nemeses,
@@ -271,6 +272,7 @@ def matrix_command(
     engine,
     parallel,
     cluster,
+    junit_xml,
     **service_opts,
 ) -> None:
     """Run every recipe x nemesis cell K times; print and write the verdict table. With
@@ -325,6 +327,9 @@ def matrix_command(
     records = previous + [Progress.record(o) for o in outcomes]
     na_mine = {k: why for k, why in na.items() if k in mine}
     write_matrix(out, records, na_mine, progress.manifest, rows, nemesis_list, load0)
+    from zkjepsen.report.junit import matrix_cases, publish
+
+    publish(junit_xml, matrix_cases(outcomes, na_mine), "zkjepsen matrix")
     click.echo(f"{len(jobs)} runs in {time.monotonic() - t0:.0f} s; written {out}")
 
 

@@ -130,3 +130,23 @@ def image_ref(ctx, param, value):
             "zkjepsen/zookeeper:mytag"
         )
     return value
+
+
+def _junit_target(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    from zkjepsen.report.junit import check_target
+
+    check_target(value)  # one sentence before anything is created
+    return value
+
+
+def junit_option(f: Any) -> Any:
+    """`--junit-xml PATH` (report/junit.py); GitHub's step summary and annotations come with
+    its environment variables, with or without it."""
+    return click.option(
+        "--junit-xml",
+        "junit_xml",
+        default=None,
+        metavar="PATH",
+        callback=_junit_target,
+        help="Write the verdicts as JUnit XML (one test case per run) for CI.",
+    )(f)

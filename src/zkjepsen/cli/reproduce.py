@@ -17,7 +17,7 @@ from zkjepsen.cli.engines import (
     prepare,
 )
 from zkjepsen.cli.minimal import write_minimal
-from zkjepsen.cli.options import STORE_PATH
+from zkjepsen.cli.options import STORE_PATH, junit_option
 from zkjepsen.cli.versions import service_axes, service_options, service_tables
 from zkjepsen.reproduce.replay import replay, violation_kinds
 from zkjepsen.reproduce.shrink import check_kinds, shrink
@@ -259,6 +259,7 @@ def scenario_list() -> None:
 @click.option("--store", "store_root", type=STORE_PATH, default=None)
 @service_options("scenario")
 @cluster_option
+@junit_option
 def scenario_run(
     names: tuple,
     run_all: bool,
@@ -267,6 +268,7 @@ def scenario_run(
     runs: int,
     store_root: Path | None,
     cluster: str | None,
+    junit_xml: str | None,
     **service_opts,
 ) -> None:
     """Run scenarios end to end; exit 0 only if every outcome is as expected. With
@@ -293,7 +295,9 @@ def scenario_run(
     from zkjepsen.report.stats import rate_text
 
     dask = connect_cluster(cluster)
-    outcomes, rates, folders = [], [], []
+    from zkjepsen.report.junit import case_of, publish
+
+    outcomes, rates, cases, folders = [], [], [], []
     try:
         for s, r, v, results in _scenario_runs(plan, runs, seed, store_root, dask):
             on = _on(v)
@@ -305,6 +309,7 @@ def scenario_run(
                 hits += ok
                 folders.append(run.store_dir)
                 say(f"    {'as expected' if ok else 'NOT as expected'}: {why}  ({run.store_dir})")
+                cases.append(case_of(run, f"{s.name}{on}", expected=(ok, why)))
             rates.append(f"  {s.name} with {r}{on}: as expected in {rate_text(hits, runs)}")
     except BaseException as e:  # the earlier pairs' runs too, in the interrupt's last line
         from zkjepsen.run.outcome import note_many
@@ -314,6 +319,7 @@ def scenario_run(
     if runs > 1 or axes:
         click.echo("\n".join(rates))
     click.echo(f"{sum(outcomes)}/{len(outcomes)} scenario runs as expected")
+    publish(junit_xml, cases, "zkjepsen scenario run")
     raise SystemExit(0 if all(outcomes) else 1)
 
 

@@ -12,6 +12,7 @@ from rich.text import Text
 from zkjepsen.cli.display import LiveDisplay, console, verdict_word
 from zkjepsen.cli.options import (
     STORE_PATH,
+    junit_option,
     not_empty,
     parse_duration,
     parse_params,
@@ -149,6 +150,7 @@ def versions_text(spec) -> str:
     "(0 < RATE < 1, e.g. 0.05), or the time limit.",
 )
 @service_options("test")
+@junit_option
 def test_command(
     recipe,
     workload,
@@ -169,6 +171,7 @@ def test_command(
     engine,
     stop_on_violation,
     until_power,
+    junit_xml,
     **service_opts,
 ) -> None:
     """Run one test: ensemble up, faults, heal, final reads, teardown, check, report."""
@@ -212,6 +215,9 @@ def test_command(
         where = prepare(engine, spec.image)
     run = run_test(spec, store_root, display=LiveDisplay(), engine=where)
     print_verdict(run)
+    from zkjepsen.report.junit import case_of, publish
+
+    publish(junit_xml, [case_of(run, spec.test_name)], "zkjepsen test")
     raise SystemExit(run.exit_code)
 
 

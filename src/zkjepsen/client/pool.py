@@ -94,6 +94,7 @@ class ClientHandle:
     faketime_file: str = ""  # on the host: its program's libfaketime control file
     files: mounts.Files | None = None  # puts a rewritten control file into the containers
     proxy_token: str = ""  # its wire proxy obeys commands that carry it (nemesis/proxy.py)
+    shell: netns.NetnsShell | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -107,10 +108,17 @@ class ClientHandle:
 
     def kill(self) -> None:
         self.container.kill(signal="SIGKILL")
+        self.forget_netns()
 
     def restart(self) -> None:
         """A killed client comes back as a new process with a new session."""
+        self.forget_netns()  # and a new network namespace: the kept sidecar's is the old one
         self.container.start()
+
+    def forget_netns(self) -> None:
+        shell, self.shell = self.shell, None
+        if shell is not None:
+            shell.close()
 
     def status(self) -> str:
         self.container.reload()
@@ -138,9 +146,11 @@ class ClientHandle:
     def net_exec(self, argv: list[str]) -> tuple[int, str]:
         """argv in the client's network namespace with NET_ADMIN, from a sidecar: how the
         nemesis changes the client's iptables, which the client itself cannot."""
-        return netns.netns_exec(
-            self.container.client, self.container.id, self.image, argv, self.run_id
-        )
+        if self.shell is None:
+            self.shell = netns.NetnsShell(
+                self.container.client, self.container.id, self.image, self.run_id
+            )
+        return self.shell.exec(argv)
 
 
 class ClientPool:

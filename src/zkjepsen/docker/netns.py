@@ -12,7 +12,12 @@ Why a sidecar rather than `nsenter --net=/proc/<pid>/ns/net` on the host: nsente
 zkjepsen process to be root on the Docker host itself (not a user in the `docker` group, not a
 remote DOCKER_HOST, not Docker Desktop's VM); the sidecar needs only the Docker API that
 everything else uses, and the image's own iptables (the same binary and backend the servers
-use). It costs ~0.3-0.45 s per command (measured) instead of ~0.1 s for an exec.
+use). A one-shot sidecar costs ~0.3-0.45 s per command idle and 1-4 s on a loaded 2-core
+machine (a container created, started, waited for and removed). A triggered client cut must go
+in while its target still holds, so the nemesis keeps one sidecar per client for the run
+(`NetnsShell`: it sleeps, each command is a `docker exec` in it) and falls back to a one-shot
+sidecar when that one is gone. A kept sidecar is in the netns the client had when it was made:
+a client that is restarted gets a new one, so its handle drops the sidecar then.
 
 Limits: every container gets a memory and a pids limit, so a runaway client (or server) hits
 its own ceiling instead of the machine's. Sizes come from what the processes use (measured with
@@ -23,6 +28,7 @@ its own ceiling instead of the machine's. Sizes come from what the processes use
 from __future__ import annotations
 
 import re
+import threading
 
 from zkjepsen.docker import resources
 
@@ -80,3 +86,62 @@ def netns_exec(
             api.remove_container(cid, force=True)
         except Exception:  # noqa: BLE001 - labelled: `remove_run` at teardown takes it
             pass
+
+
+class NetnsShell:
+    """A sidecar kept in one container's network namespace (module docstring): commands are
+    execs in it. Made on the first command; `close()` removes it (teardown's label sweep takes
+    it too). Any failure of the kept one runs the command in a one-shot sidecar instead."""
+
+    def __init__(self, client, container_id: str, image: str, run_id: str) -> None:
+        self.client, self.target, self.image, self.run_id = client, container_id, image, run_id
+        self.cid: str | None = None
+        self.lock = threading.Lock()
+
+    def exec(self, argv: list[str]) -> tuple[int, str]:
+        try:
+            with self.lock:
+                if self.cid is None:
+                    self.cid = self._start()
+                cid = self.cid
+            api = self.client.api
+            exec_id = api.exec_create(cid, argv, stdout=True, stderr=True)["Id"]
+            out = api.exec_start(exec_id)
+            code = api.exec_inspect(exec_id)["ExitCode"]
+            if code is None:  # not finished (cannot happen for a non-detached exec): unsure
+                raise RuntimeError("exec still running")
+            return code, (out or b"").decode(errors="replace")
+        except Exception:  # noqa: BLE001 - the kept sidecar is gone or broken: one-shot
+            self.close()
+            return netns_exec(self.client, self.target, self.image, argv, self.run_id)
+
+    def _start(self) -> str:
+        api = self.client.api
+        host_config = api.create_host_config(
+            network_mode=f"container:{self.target}",
+            cap_add=["NET_ADMIN", "NET_RAW"],
+            init=True,  # sleep as PID 1 would not die on SIGTERM: removal stays quick
+            **limits(SIDECAR_MEMORY, SIDECAR_PIDS),
+        )
+        cid = api.create_container(
+            self.image,
+            entrypoint=["sleep"],
+            command=["infinity"],
+            labels=resources.labels(self.run_id, "sidecar"),
+            host_config=host_config,
+        )["Id"]
+        try:
+            api.start(cid)
+        except Exception:
+            api.remove_container(cid, force=True)
+            raise
+        return cid
+
+    def close(self) -> None:
+        with self.lock:
+            cid, self.cid = self.cid, None
+        if cid is not None:
+            try:
+                self.client.api.remove_container(cid, force=True)
+            except Exception:  # noqa: BLE001 - labelled: the run's teardown takes it
+                pass

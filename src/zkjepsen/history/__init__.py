@@ -324,10 +324,8 @@ def parse_jsonl_lines(lines: Iterable[str]) -> History:
 
 def read_jsonl(path: str | os.PathLike[str]) -> History:
     """Read and validate a JSONL history file (BadInput on any malformed line)."""
-    from zkjepsen.store.regular import open_regular
-
     try:
-        with open_regular(path, "history", text=True) as fh:
+        with open(path, encoding="utf-8") as fh:
             h = parse_jsonl_lines(fh)
     except OSError as e:
         raise BadInput(f"cannot read history {str(path)!r}: {e.strerror}") from None

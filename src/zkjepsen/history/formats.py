@@ -314,9 +314,11 @@ def _streamed(path: str | os.PathLike[str]) -> History:
     """A JSONL history read as it is iterated (history/stream.py): a million-record file is
     checked in one pass without holding its records."""
     from zkjepsen.history.stream import StreamedHistory
-    from zkjepsen.store.regular import check_path
 
-    check_path(path, "history")  # a missing file or a pipe is bad input now, not at the read
+    try:
+        open(path, "rb").close()  # a missing file is bad input now, not at the first read
+    except OSError as e:
+        raise BadInput(f"cannot read history {str(path)!r}: {e.strerror}") from None
     return StreamedHistory(path)
 
 
@@ -327,10 +329,8 @@ def read_history(path: str | os.PathLike[str], fmt: str = "auto") -> History:
         raise BadInput(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
     if fmt == "jsonl":
         return _streamed(path)
-    from zkjepsen.store.regular import open_regular
-
     try:
-        with open_regular(path, "history", text=True) as fh:
+        with open(path, encoding="utf-8") as fh:
             text = fh.read(1 << 16)
             if fmt == "auto":
                 fmt = detect_format(text)

@@ -2,13 +2,13 @@
 
 Three families, one module each: `partition` (iptables inside each container's own network
 namespace), `process` (SIGKILL/restart and cgroup-freezer pause of servers AND clients), `clock`
-(libfaketime control files of the ZooKeeper JVMs). `faults.FAULTS` declares every fault kind
-once, with its family's resolve/apply/undo. `schedule.run_nemesis` executes a seeded plan from
-`zkjepsen.nemesis.generator` and writes every fault to `nemesis.jsonl` (history ops) and
-`schedule.json` (replayable).
+(libfaketime control files of the ZooKeeper JVMs). Every fault kind is declared once in
+`zkjepsen.faultkinds`; `faults.FAULTS` binds each to its family's resolve/apply/undo.
+`schedule.run_nemesis` executes a seeded plan from `zkjepsen.nemesis.generator` and writes
+every fault to `nemesis.jsonl` (history ops) and `schedule.json` (replayable).
 
 The package and `faults` stay import-light (no docker): the CLI and the runner read
-`faults.NEMESES` to validate names before anything starts.
+the declarations through `faults` to validate names before anything starts.
 """
 
 from __future__ import annotations

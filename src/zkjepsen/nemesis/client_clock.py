@@ -53,8 +53,6 @@ def program_env(client: int, language: str) -> dict[str, str]:
 
 
 class ClientClock:
-    family = "clock"
-
     def __init__(self, kind: str) -> None:
         self.kind = kind  # "skew" | "rate"
 

@@ -48,8 +48,6 @@ class ClockFault:
     """What every clock kind shares: it skews servers only, marks them dirty until their
     clock is back on real time, and its end puts the offset back."""
 
-    family = "clock"
-
     def detail(self, params: dict[str, Any], rng: random.Random) -> dict[str, Any]:
         raise NotImplementedError
 

@@ -84,8 +84,6 @@ class IptablesFault:
     netns on apply, and exactly those rules come out on undo (others, e.g. a concurrent loss
     fault, stay)."""
 
-    family = "partition"
-
     def rules(
         self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]
     ) -> dict[str, list[list[str]]]:

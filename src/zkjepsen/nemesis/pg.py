@@ -28,8 +28,6 @@ SQL = (
 
 @dataclass(frozen=True)
 class TerminateHolder:
-    family = "process"
-
     def resolve(
         self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
     ) -> tuple[list[str], dict[str, Any]]:

@@ -28,7 +28,6 @@ class ProcessFault:
 
     action: str
     on: str
-    family = "process"
 
     def resolve(
         self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]

@@ -37,7 +37,6 @@ class ProxyFault:
     """One proxy command on one client (`holder`, `client:N`, `random`...)."""
 
     fault: str  # a key of COMMANDS
-    family = "proxy"
 
     def resolve(
         self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]

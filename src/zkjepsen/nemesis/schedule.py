@@ -218,12 +218,16 @@ def run_nemesis(
             if active is None:  # the time limit or a stop came first
                 break
             if schedule is not None:
-                hold_s = (p["end_ns"] - p["start_ns"]) / 1e9
+                hold_s, since_ns = (p["end_ns"] - p["start_ns"]) / 1e9, active["start_ns"]
             else:
                 client = next((t for t in active["targets"] if t.startswith("c")), None)
                 hold_s = env.seconds(p["duration"], ctx.session_timeout_of(client))
+                # A client fault's length is in units of its session: counted from when it went
+                # in, not from its start record (docker pause or a sidecar's iptables take
+                # 0.1-1 s, and a 1.5x pause must freeze for 1.5 T). Server faults as planned.
+                since_ns = (client and active.get("applied_ns")) or active["start_ns"]
             active["duration_s"] = round(hold_s, 6)
-            _wait_until(t0_ns + active["start_ns"] + int(hold_s * 1e9), stop)
+            _wait_until(t0_ns + since_ns + int(hold_s * 1e9), stop)
             executed.append(_done(nem.invoke({**active, "phase": "end"})))
             active = None
             _write_schedule(files.schedule, meta, executed)

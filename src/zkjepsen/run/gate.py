@@ -50,6 +50,14 @@ DEFAULTS: dict[str, Any] = {
     "time_limit_s": 60.0,
 }
 WORKLOADS = ("lock", "election")  # what `acquired` triggers on and a split holder means
+# The client faults' scenarios on ZooKeeper: the shortest session its servers grant at their
+# 500 ms tick (2 ticks). A client pause or cut lasts 1.5x / 2x the session, so the session sets
+# how many land per minute (docs/verdicts.md, "How much power a run gets"). Not for leader
+# kills (what makes one count is who held at the kill, not the session; a 1 s session under
+# back-to-back elections on a loaded machine lost every session and hung a client's write),
+# nor on other services (an etcd lease's TTL has a floor of its own).
+ZOOKEEPER_SESSION_S = 1.0
+SHORT_SESSION = frozenset({"client-pause", "client-cut"})
 DEFAULT_PARAMS = {"hold_s": 1.0}  # long enough for docker pause (0.1-1 s) to land in
 DEFAULT_POWER = 0.10
 REASONS = {"asked": "another scenario failed", "power": "power target reached"}
@@ -72,7 +80,8 @@ def scenario_names(text: str | None) -> list[str]:
 def gate_specs(settings: dict[str, Any], names: list[str], until_power: float) -> list[Any]:
     """One TestSpec per scenario: the user's settings over the gate's defaults, then the
     scenario's faults and the stop conditions."""
-    from zkjepsen.run.resolve import spec_from_json
+    from zkjepsen.backends.registry import backend_info
+    from zkjepsen.run.resolve import spec_from_json, validate_spec
 
     workload = settings.get("workload", DEFAULTS["workload"])
     if workload not in WORKLOADS:
@@ -86,7 +95,15 @@ def gate_specs(settings: dict[str, Any], names: list[str], until_power: float) -
         base["params"] = {**DEFAULT_PARAMS, **settings.get("params", {})}
         base.update(SCENARIOS[name][1])
         base.update(stop_on_violation=True, until_power=until_power, name=f"gate-{name}")
-        specs.append(spec_from_json(base))
+        spec = spec_from_json(base)
+        validate_spec(spec)  # names its backend
+        if (
+            name in SHORT_SESSION
+            and "session_timeout_s" not in settings
+            and backend_info(spec.backend).family == "zookeeper"
+        ):
+            spec.session_timeout_s = ZOOKEEPER_SESSION_S
+        specs.append(spec)
     return specs
 
 
@@ -96,10 +113,14 @@ class GateRow:
     valid: Any  # True, False or "unknown" (a run that failed with an error: unknown)
     line: str
     store_dir: str | None
+    run: Any = None  # the RunResult (for the CI reports: report/junit.py)
+    skipped: str = ""  # why it was not run to its own end: asked to stop, not run
 
 
 def row_of(scenario: str, run: Any) -> GateRow:
     """One scenario's line: its verdict, where it stopped and why, and its power."""
+    from zkjepsen.run.fanout import NOT_RUN
+
     results = run.results if isinstance(run.results, dict) else {}
     early = results.get("early_stop") or {}
     parts = []
@@ -123,7 +144,21 @@ def row_of(scenario: str, run: Any) -> GateRow:
         parts += reasons[:2]
     if results.get("error"):
         parts.append(str(results["error"]))
-    return GateRow(scenario, run.valid, "; ".join(p for p in parts if p), str(run.store_dir))
+    skipped = ""
+    if early.get("reason") == "asked":
+        skipped = f"stopped {early['after_main_start_s']:g}s in: {REASONS['asked']}"
+    elif results.get("error") == NOT_RUN:
+        skipped = NOT_RUN
+    line = "; ".join(p for p in parts if p)
+    return GateRow(scenario, run.valid, line, str(run.store_dir), run, skipped)
+
+
+def gate_cases(rows: list[GateRow]) -> list[Any]:
+    """The CI report's test cases (report/junit.py): one per scenario; a scenario asked to stop
+    or not run is skipped unless it found a violation."""
+    from zkjepsen.report.junit import case_of
+
+    return [case_of(r.run, r.scenario, skipped=r.skipped) for r in rows if r.run is not None]
 
 
 def verdict(rows: list[GateRow]) -> Any:

@@ -176,15 +176,15 @@ def validate_spec(spec: TestSpec) -> None:
 
 
 def _check_nemeses(spec: TestSpec, names: list[str]) -> None:
-    from zkjepsen.nemesis.faults import NEMESES
+    from zkjepsen.nemesis.faults import KINDS, WIRE_PROXY
 
     for n in names:
-        if n not in NEMESES:
+        if n not in KINDS:
             raise BadInput(
-                f"unknown nemesis {n!r}; choose from {', '.join(sorted(NEMESES))}"
+                f"unknown nemesis {n!r}; choose from {', '.join(sorted(KINDS))}"
                 " (`zkjepsen list nemeses`)"
             )
-    proxied = [n for n in names if n.startswith("proxy-")]
+    proxied = [n for n in names if WIRE_PROXY in KINDS[n].client_needs]
     if proxied and not spec.proxy:
         raise BadInput(
             f"{', '.join(proxied)} need the clients' wire proxy; set proxy = true in the test spec"
@@ -193,7 +193,9 @@ def _check_nemeses(spec: TestSpec, names: list[str]) -> None:
 
 def _check_client_clock(spec: TestSpec, names: list[str]) -> None:
     """Client clock faults need a program libfaketime can reach."""
-    if not any(n.endswith("-client") and n.startswith("clock-") for n in names):
+    from zkjepsen.nemesis.faults import CLIENT_CLOCK, KINDS
+
+    if not any(CLIENT_CLOCK in KINDS[n].client_needs for n in names):
         return
     plan = spec_program(spec)
     if plan is None or plan.language == "go":

@@ -15,16 +15,17 @@ from zkjepsen.run.resolve import spec_from_json
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.run.stored_checks import check_history_records, check_run_folder, check_stored_spec
 from zkjepsen.store import RunDir, check_verdicts, read_json
+from zkjepsen.store.regular import check_path
 
 
 def check_faults(faults: list[Any], source: Path) -> None:
     """Every executed fault in a schedule is replayable: a known fault name and a start and end
     (ns since the test's start) in order. Anything else is bad input, named by its position."""
-    from zkjepsen.nemesis.faults import NEMESES
+    from zkjepsen.nemesis.faults import KINDS
 
     for i, f in enumerate(faults, 1):
         try:
-            ExecutedFault.from_json(f, NEMESES)
+            ExecutedFault.from_json(f, KINDS)
         except NotAFault:
             raise BadInput(
                 f"{source}: fault {i} is not a replayable fault (it needs a known "
@@ -106,6 +107,7 @@ class StoredRun:
         from zkjepsen.history.stream import read_jsonl_all
 
         if os.path.lexists(self.dir.history):
+            check_path(self.dir.history, "history")  # a pipe or a device is refused, not read
             try:
                 h = read_jsonl_all(self.dir.history)
             except BadInput as e:  # "history line 4: ...": which history, too
@@ -121,6 +123,8 @@ class StoredRun:
                 f"{self.store_dir} has neither {self.dir.history.name} nor client histories; "
                 "the run stopped before any client started"
             )
+        for p in sources:
+            check_path(p, "client history")
         h = merge_files(sources)
         check_history_records(h, self.dir.clients)
         return h

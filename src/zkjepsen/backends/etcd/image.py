@@ -4,7 +4,7 @@ clients run: python3 with gRPC and protobuf from Debian and the `etcd3` PyPI cli
 and the Go driver (driver_build.py), compiled in a throwaway copy of the root filesystem as the
 ZooKeeper drivers are (backends/zookeeper/drivers.py), so its toolchain stays out.
 
-Unlike the other services, etcd's clients run in this image too (`BackendInfo.own_clients`):
+Unlike the other services, etcd's clients run in this image too (`Service.clients`):
 the etcd client libraries (gRPC, a compiled Go driver) live here, not in the ZooKeeper image.
 
 `etcd3` 0.12.0 (2020, its last release) is a source distribution only; it is pure Python, so

@@ -1,0 +1,406 @@
+"""Every fault kind, declared once: its name, family, default target and length, what it needs of
+the service and of the clients, and its power rule. Below both `nemesis/` (which binds each
+declaration to the implementation that resolves, applies and undoes it) and `checker/` (whose
+`power.py` reads the rules and names no fault), so neither repeats the other's table.
+
+A fault **needs** abilities: a service declares the ones it has (`BackendInfo.abilities`), and a
+fault needing one it lacks would exercise nothing there (no peer servers to cut, no leader, no
+libfaketime in the servers): `test` refuses it before anything is created, in one sentence
+(`unmet`), and `matrix` shows the cell as n/a with the same reason. Client needs are what the
+run's clients must offer (the wire proxy on, a program libfaketime reaches); `run/resolve.py`
+refuses those with the setting to change.
+
+Its **power rule** says what counts as a landed opportunity (checker/power.py): `silence` (the
+target stayed silent for a session timeout while at risk), `instant` (at risk at the fault's
+start) or `during` (at risk at some time in its window), and how it reads in the power line.
+
+Pure data and functions (the abilities' names in `abilities.py`): it imports nothing else of
+zkjepsen, and no dataclasses either (named tuples: `zkjepsen check --model lock` reads which
+kinds kill a client, and must start light).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import NamedTuple
+
+from zkjepsen.faultkinds.abilities import (
+    ABILITIES,
+    CLIENT_ABILITIES,
+    CLIENT_CLOCK,
+    INDEPENDENT_MASTERS,
+    LEADER,
+    PEERS,
+    SERVER_CLOCK,
+    TERMINATE_SESSION,
+    WIRE_PROXY,
+    ZK_WIRE,
+)
+
+FAMILIES = ("none", "partition", "process", "clock", "proxy")
+RULES = ("silence", "instant", "during")
+HEAL = "heal"  # the nemesis' op that ends every fault at once between phases: never a fault
+
+
+class PowerRule(NamedTuple):
+    """What counts as a landed opportunity of a kind (checker/power.py's docstring), and how it
+    reads in the power line: one, many ("client-pause", "client-pauses") and the rate's unit
+    ("per-pause"); unnamed, a kind reads "<kind> fault(s)", "per-fault"."""
+
+    landed: str  # silence | instant | during
+    one: str = ""
+    many: str = ""
+    unit: str = "fault"
+
+    def nouns(self, kind: str) -> tuple[str, str, str]:
+        """(one, many, unit) of `kind` in the power line."""
+        if self.one:
+            return self.one, self.many or self.one + "s", self.unit
+        return f"{kind} fault", f"{kind} faults", self.unit
+
+
+def silence(one: str = "", many: str = "", unit: str = "fault") -> PowerRule:
+    """Lands when an at-risk client stayed so for its session timeout within the fault."""
+    return PowerRule("silence", one, many, unit)
+
+
+def instant(one: str = "", many: str = "", unit: str = "fault") -> PowerRule:
+    """Lands when a client was at risk at the fault's start (a kill, a step)."""
+    return PowerRule("instant", one, many, unit)
+
+
+def during(one: str = "", many: str = "", unit: str = "fault") -> PowerRule:
+    """Lands when a client was at risk at some time in the fault's window."""
+    return PowerRule("during", one, many, unit)
+
+
+UNKNOWN_RULE = during()  # a kind no declaration knows (an old history's): the mildest rule
+
+
+class FaultKind(NamedTuple):
+    name: str
+    family: str  # none | partition | process | clock | proxy
+    target: str  # default target spec (see nemesis.targets)
+    description: str
+    power: PowerRule | None  # None: not a fault (the "none" baseline)
+    needs: frozenset[str] = frozenset()  # abilities of the service (ABILITIES)
+    client_needs: frozenset[str] = frozenset()  # abilities of the run's clients
+    # Default length: None = the schedule's fault duration; "1.5x" = 1.5 x the negotiated
+    # session timeout (of the target client when there is one).
+    duration: str | None = None
+    kills_clients: bool = False  # its start ends the target clients' processes (and holds)
+
+    def __post_init__(self) -> None:
+        unknown = sorted(
+            (set(self.needs) - set(ABILITIES)) | (set(self.client_needs) - set(CLIENT_ABILITIES))
+        )
+        if unknown or self.family not in FAMILIES:
+            raise ValueError(
+                f"fault {self.name}: unknown ability or family {unknown or self.family}"
+            )
+
+    def line(self) -> str:
+        """Its `zkjepsen list nemeses` line (after the name)."""
+        needs = f"  [needs: {', '.join(sorted(self.needs))}]" if self.needs else ""
+        clients = (
+            f"  [clients need: {', '.join(sorted(self.client_needs))}]" if self.client_needs else ""
+        )
+        return self.description + needs + clients
+
+
+def kind(
+    name: str,
+    family: str,
+    target: str,
+    description: str,
+    power: PowerRule | None,
+    *needs: str,
+    clients: tuple[str, ...] = (),
+    duration: str | None = None,
+    kills_clients: bool = False,
+) -> FaultKind:
+    """A declaration, checked: a family, abilities and a power rule this module knows (a typo
+    would otherwise make a fault apply nowhere, or everywhere)."""
+    unknown = sorted((set(needs) - set(ABILITIES)) | (set(clients) - set(CLIENT_ABILITIES)))
+    if unknown or family not in FAMILIES or (power is not None and power.landed not in RULES):
+        raise ValueError(f"fault kind {name}: unknown ability, family or rule {unknown or family}")
+    return FaultKind(
+        name,
+        family,
+        target,
+        description,
+        power,
+        frozenset(needs),
+        frozenset(clients),
+        duration,
+        kills_clients,
+    )
+
+
+_KINDS = [
+    kind("none", "none", "all", "no faults (a baseline run)", None),
+    kind(
+        "partition-one",
+        "partition",
+        "one",
+        "cut one random server off from the other servers",
+        silence(),
+        PEERS,
+    ),
+    kind(
+        "partition-leader",
+        "partition",
+        "leader",
+        "cut the current leader off from the other servers",
+        silence(),
+        PEERS,
+        LEADER,
+    ),
+    kind(
+        "partition-halves",
+        "partition",
+        "all",
+        "split the servers into a random minority and majority",
+        silence(),
+        PEERS,
+    ),
+    kind(
+        "partition-ring",
+        "partition",
+        "all",
+        "majorities ring: every server sees a majority, no two the same one (>= 5 nodes)",
+        silence(),
+        PEERS,
+    ),
+    kind(
+        "partition-bridge",
+        "partition",
+        "all",
+        "two halves joined only through one bridge server",
+        silence(),
+        PEERS,
+    ),
+    kind(
+        "isolate-client",
+        "partition",
+        "holder",
+        "drop every packet between one client (the lock holder if known) and all servers",
+        silence("client-cut", "client-cuts", "cut"),
+        duration="2x",
+    ),
+    kind(
+        "packet-loss",
+        "partition",
+        "all",
+        "drop a random fraction (default 10%) of packets to and from the target servers",
+        silence(),
+    ),
+    kind(
+        "kill-one", "process", "one", "SIGKILL one random server, restart it at the end", instant()
+    ),
+    kind(
+        "kill-leader",
+        "process",
+        "leader",
+        "SIGKILL the leader, restart it at the end",
+        instant("leader-kill while held", "leader-kills while held", "kill"),
+        LEADER,
+    ),
+    kind("kill-minority", "process", "minority", "SIGKILL a minority of servers", instant()),
+    kind(
+        "kill-majority",
+        "process",
+        "majority",
+        "SIGKILL a majority of servers (the ensemble stops serving)",
+        instant(),
+    ),
+    kind("pause-server", "process", "one", "freeze one random server (cgroup freezer)", silence()),
+    kind(
+        "pause-leader",
+        "process",
+        "leader",
+        "freeze the leader (cgroup freezer)",
+        silence("leader-pause while held", "leader-pauses while held", "pause"),
+        LEADER,
+    ),
+    kind(
+        "pause-client",
+        "process",
+        "holder",
+        "freeze one client (the lock holder if known) for 1.5x its session timeout",
+        silence("client-pause", "client-pauses", "pause"),
+        duration="1.5x",
+    ),
+    kind(
+        "kill-client",
+        "process",
+        "holder",
+        "SIGKILL one client (the lock holder if known); it restarts with a new session",
+        instant("client-kill", "client-kills", "kill"),
+        kills_clients=True,
+    ),
+    kind(
+        "clock-bump",
+        "clock",
+        "one",
+        "step one server's clock by +-1..60 s (libfaketime moves its monotonic clock too)",
+        instant(),
+        SERVER_CLOCK,
+    ),
+    kind(
+        "clock-strobe",
+        "clock",
+        "one",
+        "flip one server's clock between +d and 0 every ~1.2 s",
+        during(),
+        SERVER_CLOCK,
+    ),
+    kind(
+        "clock-rate-leader",
+        "clock",
+        "leader",
+        "run the leader's clock k x fast (default 4x): it expires sessions k x early",
+        during(),
+        SERVER_CLOCK,
+        LEADER,
+    ),
+    # On clients: libfaketime in the program under test, not in the recorder.
+    kind(
+        "clock-skew-client",
+        "clock",
+        "random",
+        "step one client program's clock (params: offset_s; default ahead by 2x its lock "
+        "TTL / session timeout); the recorder's stamps stay real",
+        during(),
+        clients=(CLIENT_CLOCK,),
+    ),
+    kind(
+        "clock-rate-client",
+        "clock",
+        "random",
+        "run one client program's clock k x fast (params: rate, default 4; Python: the wall "
+        "clock only)",
+        during(),
+        clients=(CLIENT_CLOCK,),
+    ),
+    kind(
+        "pg-terminate-holder",
+        "process",
+        "holder",
+        "PostgreSQL ends one client's lock connection (pg_terminate_backend); postgres backend",
+        instant("holder-termination", "holder-terminations", "termination"),
+        TERMINATE_SESSION,
+    ),
+    kind(
+        "partition-redlock",
+        "partition",
+        "all",
+        "cut half the clients (not the holder) from 2 of the 5 Redlock masters: each side "
+        "still sees a majority (the control for partition-redlock-restart)",
+        silence(),
+        INDEPENDENT_MASTERS,
+    ),
+    kind(
+        "partition-redlock-restart",
+        "partition",
+        "all",
+        "partition-redlock, then SIGKILL and restart (empty: no persistence) a master the cut "
+        "half holds the lock through, while it holds",
+        silence(),
+        INDEPENDENT_MASTERS,
+        duration="3x",
+    ),
+    # Through the wire proxy in the client's container (the run needs proxy = true).
+    kind(
+        "proxy-lose-create",
+        "proxy",
+        "holder",
+        "the server applies one client's next create (params: n), the client never gets "
+        "the reply (ConnectionLoss)",
+        during(),
+        ZK_WIRE,
+        clients=(WIRE_PROXY,),
+        duration="2x",
+    ),
+    kind(
+        "proxy-delay-reply",
+        "proxy",
+        "holder",
+        "delay one client's next reply (params: seconds, op) by 2 s",
+        during(),
+        ZK_WIRE,
+        clients=(WIRE_PROXY,),
+    ),
+    kind(
+        "proxy-drop-pings",
+        "proxy",
+        "holder",
+        "answer one client's pings in its proxy: the servers expire an idle session while "
+        "its connection stays healthy",
+        silence(),
+        ZK_WIRE,
+        clients=(WIRE_PROXY,),
+        duration="2x",
+    ),
+    kind(
+        "proxy-close-after",
+        "proxy",
+        "holder",
+        "close one client's connection right after the reply to its next op "
+        "(params: op, n; default create)",
+        during(),
+        ZK_WIRE,
+        clients=(WIRE_PROXY,),
+        duration="2x",
+    ),
+    kind(
+        "proxy-drop-request",
+        "proxy",
+        "holder",
+        "close one client's connection instead of forwarding its next op (params: op, n; "
+        "default delete): the server never sees it, the client sees ConnectionLoss",
+        during(),
+        ZK_WIRE,
+        clients=(WIRE_PROXY,),
+        duration="2x",
+    ),
+    kind(
+        "proxy-hold-session",
+        "proxy",
+        "holder",
+        "cut one client off from every server while its proxy keeps its session alive with its "
+        "own pings: the session and its ephemeral nodes outlive the client's view of them",
+        silence(),
+        ZK_WIRE,
+        clients=(WIRE_PROXY,),
+        duration="2x",
+    ),
+]
+
+# name -> declaration: THE table. `nemesis.faults` binds each to its implementation; spec
+# validation, `list nemeses`, the refusals and checker/power.py read it (live: a kind added
+# here, or by a test, is known to all of them at once).
+KINDS: dict[str, FaultKind] = {k.name: k for k in _KINDS}
+
+
+def unmet(kind: FaultKind, abilities: Collection[str], service: str) -> str | None:
+    """Why `kind` exercises nothing on `service`, which has `abilities` (None: it applies): one
+    sentence naming the fault, the service and what it lacks."""
+    lacking = [ABILITIES[a] for a in sorted(kind.needs) if a not in abilities]
+    if not lacking:
+        return None
+    return f"{kind.name} does not apply to backend {service}: {' and '.join(lacking)}"
+
+
+def power_rule(name: str) -> PowerRule | None:
+    """The power rule of the kind named `name` in a history; None for what is not a fault (the
+    baseline, a heal); `UNKNOWN_RULE` for a kind no declaration knows."""
+    if name == HEAL:
+        return None
+    k = KINDS.get(name)
+    return UNKNOWN_RULE if k is None else k.power
+
+
+def client_killers() -> frozenset[str]:
+    """The kinds whose start ends the target clients' processes."""
+    return frozenset(n for n, k in KINDS.items() if k.kills_clients)

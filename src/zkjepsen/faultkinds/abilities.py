@@ -1,0 +1,35 @@
+"""The abilities a service (and a run's clients) can have, that a fault kind may need: one name
+each, and the reason a fault needing it exercises nothing where it is lacking. A service lists
+its own in `BackendInfo.abilities` (its `backends/<service>/service.py`)."""
+
+from __future__ import annotations
+
+# What a service can do. Each: what a fault needing it exercises nothing without, the reason
+# a refusal and an n/a cell give ("kill-leader does not apply to backend redlock: <reason>").
+PEERS = "peers"  # several servers that replicate to each other
+LEADER = "leader"  # one server leads (the others follow, or there are none)
+SERVER_CLOCK = "server-clock"  # the servers' clocks can be skewed (libfaketime reaches them)
+ZK_WIRE = "zk-wire"  # speaks ZooKeeper's wire protocol (the clients' proxy understands it)
+TERMINATE_SESSION = "terminate-session"  # the server can end one holder's session
+INDEPENDENT_MASTERS = "independent-masters"  # Redlock's 5 masters, each on its own
+# Declared for the faults to come (disk faults, membership changes, clock faults by process).
+DATA_FILES = "data-files"  # the servers say where their data lives
+RECONFIGURE = "reconfigure"  # the membership can change while it runs
+SERVER_PROCESS = "server-process"  # the servers say which process is the server
+
+ABILITIES: dict[str, str] = {
+    PEERS: "its servers do not talk to each other",
+    LEADER: "it has no leader",
+    SERVER_CLOCK: "its servers run without libfaketime",
+    ZK_WIRE: "the wire proxy speaks ZooKeeper's protocol",
+    TERMINATE_SESSION: "its server cannot end a holder's session (no PostgreSQL)",
+    INDEPENDENT_MASTERS: "not Redlock's 5 masters",
+    DATA_FILES: "its servers name no data files",
+    RECONFIGURE: "its membership cannot change while it runs",
+    SERVER_PROCESS: "its servers name no server process",
+}
+
+# What the run's clients can offer (run/resolve.py refuses a lack with the setting to change).
+WIRE_PROXY = "wire-proxy"  # every client talks to the servers through its own wire proxy
+CLIENT_CLOCK = "client-clock"  # libfaketime reaches the program under test (not Go, not in-process)
+CLIENT_ABILITIES = (WIRE_PROXY, CLIENT_CLOCK)
