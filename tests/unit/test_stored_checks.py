@@ -50,11 +50,13 @@ def test_an_empty_stored_spec_is_refused_not_filled_with_defaults(cmd, here, cap
     assert_refused(code, err, here, f"{run / 'test.json'}", "'recipe'")
 
 
-def test_a_recorded_value_stored_as_null_is_refused(here, capsys):
+@pytest.mark.parametrize("field", ["recipe", "clients", "backend"])
+def test_a_recorded_value_stored_as_null_is_refused(field, here, capsys):
+    """null would mean today's default (for the recipe: kazoo), not what the run had."""
     run = make_run(here)
-    write_spec(run, {**stored_spec(), "clients": None})
-    code, err = run_cli(["analyze", str(run)], capsys)
-    assert_refused(code, err, here, "'clients'", "null")
+    write_spec(run, {**stored_spec(), field: None})
+    code, err = run_cli(["replay", str(run)], capsys)
+    assert_refused(code, err, here, f"'{field}'", "null")
 
 
 @pytest.mark.parametrize("field", ["version", "tick_ms", "client_suite"])

@@ -54,7 +54,7 @@ STORED_SPEC_FIELDS = (
 )
 # Of those, the ones a run records as settled values: null would mean "the default", which is
 # today's default, not necessarily the run's.
-STORED_NOT_NULL = ("clients", "backend")
+STORED_NOT_NULL = ("recipe", "clients", "backend")
 # The service's own settings (versions, tick, the clients' suite) are checked by
 # `check_stored_service`: from the fields its settings type declares, not from a list here.
 
