@@ -1,20 +1,43 @@
-"""Shared fixtures. Integration tests run against a real ZooKeeper ensemble in Docker; the
-image is built (with a progress line) the first time a test needs it."""
+"""Shared fixtures. Integration tests run against real services in Docker; the images they
+need are built in the background from the first test that needs one (tests/images.py).
+
+How the suite runs (pyproject.toml: `-n 2 --dist loadgroup`, pytest-xdist): the integration
+tests are one group, run in collection order by one worker (one cluster at a time, the
+module-scoped clusters shared as before); the unit tests run meanwhile on the other worker,
+grouped by module. On 2 cores the integration tests mostly wait (for sessions to expire, for
+Docker), so the unit tier's minutes come off the suite's."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+import images  # tests/images.py (pytest puts the conftest's folder on sys.path)
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+# Modules that need an image besides ZooKeeper's run after the others, so that those images
+# build in the background meanwhile: rank 1 one other image, rank 2 the other ZooKeeper versions.
+RANKS = {"etcd": 1, "redis": 1, "postgres": 1}
+
+
+def _rank(item) -> int:
+    keys = images.needed(getattr(item, "fixturenames", ()))
+    return max([RANKS.get(k, 2 if k.startswith("zookeeper-") else 0) for k in keys] or [0])
+
 
 def pytest_collection_modifyitems(config, items):
+    ranks: dict[str, int] = {}
     for item in items:
         if "/integration/" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
+            item.add_marker(pytest.mark.xdist_group("docker"))
+            module = str(item.fspath)
+            ranks[module] = max(ranks.get(module, 0), _rank(item))
+        else:  # one module's unit tests on one worker: its module-scoped fixtures set up once
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    order = {id(item): i for i, item in enumerate(items)}
+    items.sort(key=lambda it: (ranks.get(str(it.fspath), 3), order[id(it)]))  # unit tests last
 
 
 @pytest.fixture(scope="session")
@@ -29,23 +52,54 @@ def docker_client():
 
 
 @pytest.fixture(scope="session")
-def zk_image(docker_client) -> str:
-    """The node image, built now if this machine does not have it yet."""
-    from zkjepsen.backends.zookeeper.image import zookeeper_recipe
-    from zkjepsen.docker.image import build_image, default_tag, image_exists
+def image_builds(docker_client, request):
+    """Every image the session's tests need, ZooKeeper's first, then in the order the tests
+    run; each built once, if missing, by one background thread."""
+    from zkjepsen.docker import resources
 
-    recipe = zookeeper_recipe()
-    tag = default_tag(recipe)
-    if not image_exists(docker_client, tag):
-        print(f"\nbuilding {tag} (first run on this machine, ~1-2 min)...", file=sys.stderr)
-        info = build_image(
-            docker_client,
-            tag,
-            on_progress=lambda s: print(f"  {s}", file=sys.stderr, flush=True),
-            recipe=recipe,
-        )
-        print(f"built {tag} in {info.build_seconds:.0f} s", file=sys.stderr)
-    return tag
+    keys = [
+        k
+        for item in request.session.items
+        if "/integration/" in str(item.fspath)
+        for k in images.needed(getattr(item, "fixturenames", ()))
+    ]
+    builds = images.Builds(resources.docker_client, sorted(keys, key=lambda k: k != images.ZK))
+    yield builds
+    builds.close()  # the build under way finishes (and removes its folder); no other starts
+
+
+def _image(image_builds: images.Builds, key: str) -> str:
+    try:
+        return image_builds.tag(key)
+    except Exception as e:  # noqa: BLE001 - one sentence, in every test that needed it
+        pytest.fail(f"the {key} image could not be built: {e}")
+
+
+@pytest.fixture(scope="session")
+def zk_image(image_builds) -> str:
+    """ZooKeeper's node image (also every ZooKeeper-family client's)."""
+    return _image(image_builds, images.ZK)
+
+
+@pytest.fixture(scope="session")
+def etcd_image(image_builds) -> str:
+    return _image(image_builds, "etcd")
+
+
+@pytest.fixture(scope="session")
+def redis_image(image_builds) -> str:
+    return _image(image_builds, "redis")
+
+
+@pytest.fixture(scope="session")
+def pg_image(image_builds) -> str:
+    return _image(image_builds, "postgres")
+
+
+@pytest.fixture(scope="session")
+def zk_version_image(image_builds):
+    """ZooKeeper version v's node image: zk_version_image(v) -> its tag."""
+    return lambda v: _image(image_builds, f"{images.ZK}-{v}")
 
 
 @pytest.fixture
@@ -64,16 +118,50 @@ def store_root(tmp_path) -> Path:
     return tmp_path / "store"
 
 
-@pytest.fixture(scope="module")
-def ensemble3(docker_client, zk_image, tmp_path_factory):
-    """A 3-node ensemble shared by one test module (tests must leave it healthy)."""
+def _ensemble3(docker_client, zk_image, store: Path):
     from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
 
-    store = tmp_path_factory.mktemp("ens3")
-    with ZooKeeperEnsemble(
-        EnsembleSpec(nodes=3, image=zk_image), store, client=docker_client
-    ) as ens:
+    return ZooKeeperEnsemble(EnsembleSpec(nodes=3, image=zk_image), store, client=docker_client)
+
+
+@pytest.fixture(scope="session")
+def shared_ensemble3(docker_client, zk_image, tmp_path_factory):
+    """The one 3-node ensemble every module's `ensemble3` is (starting and removing one per
+    module took ~10 s each, nine modules)."""
+    with _ensemble3(docker_client, zk_image, tmp_path_factory.mktemp("ens3")) as ens:
         yield ens
+
+
+def _remove_all_but_servers(docker_client, run_id: str) -> None:
+    """What a module started on the ensemble's network beside its servers (clients, drivers,
+    sidecars, with the run's label): the next module's clients take the same names and IPs."""
+    from zkjepsen.docker import resources
+
+    flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
+    for c in docker_client.containers.list(all=True, filters=flt, ignore_removed=True):
+        if c.labels.get(resources.ROLE_LABEL) != "server":
+            c.remove(force=True)
+
+
+@pytest.fixture(scope="module")
+def ensemble3(shared_ensemble3, docker_client, zk_image, tmp_path_factory):
+    """A 3-node ensemble for one test module: serving with one leader when the module starts,
+    its servers' containers only (tests must leave it healthy; what else a module started on it
+    is removed after the module). If an earlier module left it broken (that module's own tests
+    say so), this module gets a fresh one of its own."""
+    from zkjepsen.errors import EnvironmentProblem
+
+    ens = shared_ensemble3
+    try:
+        _remove_all_but_servers(docker_client, ens.run_id)
+        ens.wait_for_quorum(60)
+    except EnvironmentProblem as e:
+        print(f"\nthe shared ensemble is broken ({e}): a fresh one for this module")
+        with _ensemble3(docker_client, zk_image, tmp_path_factory.mktemp("ens3")) as fresh:
+            yield fresh
+        return
+    yield ens
+    _remove_all_but_servers(docker_client, ens.run_id)
 
 
 pytest_plugins = ["pytester"]

@@ -22,15 +22,18 @@ def labelled(client, run_id: str) -> tuple[list, list]:
     )
 
 
-def new_run_with_members(client, before: set[str], timeout: float = 60) -> str | None:
-    """The id of a run not in `before` once it has a server or client container; not its
-    file-system probe, which the run removes itself as it starts, so it may be gone by the
-    time the test kills the process."""
+def new_run_with_members(client, proc: subprocess.Popen, timeout: float = 60) -> str | None:
+    """The id of the run `proc` started (its pid is the run's owner: on a shared engine other
+    users' runs start meanwhile) once it has a server or client container; not its file-system
+    probe, which the run removes itself as it starts, so it may be gone by the time the test
+    kills the process."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for rid, run in resources.find_runs(client).items():
+            if not any(o.split(":")[0] == str(proc.pid) for o in run.owners):
+                continue
             roles = [(c.get("Labels") or {}).get(resources.ROLE_LABEL) for c in run.containers]
-            if rid not in before and any(r != "probe" for r in roles):
+            if any(r != "probe" for r in roles):
                 return rid
         time.sleep(0.05)
     return None
@@ -43,9 +46,8 @@ def killed_then_cleaned(client, argv: list[str]) -> None:
     """Start `zkjepsen ARGV`, SIGKILL it once its run has a member (no chance to clean up after
     itself), and check that `zkjepsen cleanup RUN_ID` removes every container and network the
     run left."""
-    before = set(resources.find_runs(client))
     proc = subprocess.Popen([*ZKJEPSEN, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    run_id = new_run_with_members(client, before)
+    run_id = new_run_with_members(client, proc)
     assert run_id, "the subprocess never created a container"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()

@@ -11,18 +11,11 @@ import sys
 from pathlib import Path
 
 from zkjepsen.client.conformance import Conformance
+from zkjepsen.client.serverview import ZooKeeperView
 
 REPO = Path(__file__).resolve().parents[2]
 SUBJECTS = REPO / "tests" / "subjects"
 TEMPLATES = REPO / "docs" / "templates"
-
-
-def _connect(hosts: str):
-    from kazoo.client import KazooClient
-
-    zk = KazooClient(hosts=hosts, timeout=4.0)
-    zk.start(timeout=15)
-    return zk
 
 
 def test_conformance_passes_the_python_driver_and_the_template(ensemble3) -> None:
@@ -30,7 +23,8 @@ def test_conformance_passes_the_python_driver_and_the_template(ensemble3) -> Non
         [sys.executable, "-m", "zkjepsen.workloads.driver", "kazoo"],
         [sys.executable, str(TEMPLATES / "python_driver.py")],
     ):
-        report = Conformance(argv, ensemble3.connect_string(), connect=_connect).run()
+        hosts = ensemble3.connect_string()
+        report = Conformance(argv, hosts, view=ZooKeeperView(hosts)).run()
         assert report.ok, (argv, report.problems)
         assert not report.notes
 
@@ -41,7 +35,7 @@ def test_conformance_names_what_a_fake_lock_gets_wrong(ensemble3) -> None:
     report = Conformance(
         [sys.executable, str(SUBJECTS / "fake_program.py"), "good"],
         ensemble3.connect_string(),
-        connect=_connect,
+        view=ZooKeeperView(ensemble3.connect_string()),
     ).run()
     assert not report.ok
     text = "\n".join(report.problems)

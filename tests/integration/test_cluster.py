@@ -117,22 +117,26 @@ def test_a_matrix_over_both_workers_gives_the_parallel_table(cluster, tmp_path):
 def test_the_gate_runs_its_scenarios_as_tasks_and_the_first_split_ends_the_other(cluster, tmp_path):
     """kazoo's Lock: a holder pause splits it within seconds, a leader kill seldom does. Each
     scenario a task on its own worker; once the pause's split is in, the other run is asked
-    (through the cluster) to end its main phase; both folders come back into the local store."""
-    started = time.monotonic()
+    (through the cluster) to end its main phase; both folders come back into the local store.
+    How soon the other run ends is benchmarks/stop_early.py's figure, not an assertion here."""
     code, out = zkj(
         "gate", "--recipe", "kazoo", "--scenarios", "client-pause,leader-kill",
         "--time-limit", "60s", "--cluster", cluster.address, "--store", str(tmp_path / "g"),
     )  # fmt: skip
-    wall = time.monotonic() - started
     assert code == 1, out
     rows = {x.split()[0]: x for x in out.splitlines() if x.startswith("  ")}
     assert "INVALID" in rows["client-pause"] and "stopped" in rows["client-pause"], out
     assert "stopped" in rows["leader-kill"] and "ran 60s" not in rows["leader-kill"], out
-    assert wall < 60, (wall, out)
+    early = {}
     for name in ("client-pause", "leader-kill"):
         runs = (tmp_path / "g" / f"gate-{name}").iterdir()
         (run,) = [p for p in runs if p.is_dir() and not p.is_symlink()]
-        assert json.loads((run / "results.json").read_text())["early_stop"]["stopped_early"]
+        early[name] = json.loads((run / "results.json").read_text())["early_stop"]
+        assert early[name]["stopped_early"], early
+    # The pause's run stopped on the violation it confirmed; the leader kill's was asked to stop
+    # (the ask exists only once a violation is confirmed) or split by itself first.
+    assert early["client-pause"]["reason"] == "violation", early
+    assert early["leader-kill"]["reason"] in ("asked", "violation"), early
     assert nothing_left(cluster) == ([], [])
 
 

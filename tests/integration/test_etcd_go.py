@@ -18,19 +18,11 @@ from __future__ import annotations
 
 import pytest
 
-from zkjepsen.backends.registry import image_recipe
-from zkjepsen.docker.image import ensure_image
 from zkjepsen.history import read_jsonl
 from zkjepsen.run.runner import run_test
 from zkjepsen.run.spec import TestSpec
 
 RECIPES = ("etcd-mutex-go", "etcd-lock-rpc")
-
-
-@pytest.fixture(scope="module")
-def etcd_image(docker_client) -> str:
-    """Built now if this machine does not have it yet (~5 min: it compiles the Go driver)."""
-    return ensure_image(docker_client, None, recipe=image_recipe("etcd")).tag
 
 
 def lock_spec(recipe: str, **kw) -> TestSpec:

@@ -23,22 +23,26 @@ def _sigint_not_ignored():
     signal.signal(signal.SIGINT, old)
 
 
-def _wait_for_new_run(client, before: set[str], role: str, count: int, timeout: float = 90):
+def _wait_for_new_run(client, proc: subprocess.Popen, role: str, count: int, timeout: float = 90):
+    """The run `proc` started, once it has `count` `role` containers. Found by its owner (the
+    process's pid in the run's labels), never as "a new run": on a shared engine another
+    user's run may start meanwhile (this test once signalled, and once removed the servers of,
+    someone else's run)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
         for rid, run in resources.find_runs(client).items():
-            if rid in before:
+            if not any(o.split(":")[0] == str(proc.pid) for o in run.owners):
                 continue
             roles = [c["Labels"].get(resources.ROLE_LABEL) for c in run.containers]
             if roles.count(role) >= count:
                 return rid
         time.sleep(0.2)
-    pytest.fail(f"no new run with {count} {role} containers within {timeout}s")
+    pytest.fail(f"no run of pid {proc.pid} with {count} {role} containers within {timeout}s")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_during_a_faulty_run_removes_everything(sig, docker_client, zk_image, tmp_path):
-    before = set(resources.find_runs(docker_client))
     proc = subprocess.Popen(
         [
             *ZKJEPSEN,
@@ -62,7 +66,7 @@ def test_signal_during_a_faulty_run_removes_everything(sig, docker_client, zk_im
         stderr=subprocess.PIPE,
         text=True,
     )
-    run_id = _wait_for_new_run(docker_client, before, "client", 3)
+    run_id = _wait_for_new_run(docker_client, proc, "client", 3)
     time.sleep(4)  # into the main phase, clients running (a partition may be in place)
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
@@ -126,7 +130,6 @@ def test_a_second_signal_cannot_interrupt_the_teardown(
 def test_cluster_down_without_a_run_id_never_removes_a_test_run(docker_client, zk_image, tmp_path):
     import os
 
-    before = set(resources.find_runs(docker_client))
     cfg = tmp_path / "t.toml"
     cfg.write_text("recovery_s = 1.0\n")
     proc = subprocess.Popen(
@@ -152,7 +155,7 @@ def test_cluster_down_without_a_run_id_never_removes_a_test_run(docker_client, z
         stderr=subprocess.PIPE,
         text=True,
     )
-    run_id = _wait_for_new_run(docker_client, before, "client", 2)
+    run_id = _wait_for_new_run(docker_client, proc, "client", 2)
     # Another scratch root hides other users' `cluster up` clusters from this `cluster down`,
     # so the test can never take one of theirs down; the test run itself is on the engine.
     env = {**os.environ, "ZKJEPSEN_SCRATCH": str(tmp_path / "scratch")}
@@ -178,7 +181,6 @@ def test_cluster_down_without_a_run_id_never_removes_a_test_run(docker_client, z
 def test_a_run_whose_servers_vanish_ends_promptly_with_a_sentence(
     docker_client, zk_image, tmp_path
 ):
-    before = set(resources.find_runs(docker_client))
     cfg = tmp_path / "t.toml"
     cfg.write_text("recovery_s = 1.0\n")
     proc = subprocess.Popen(
@@ -204,17 +206,19 @@ def test_a_run_whose_servers_vanish_ends_promptly_with_a_sentence(
         stderr=subprocess.PIPE,
         text=True,
     )
-    run_id = _wait_for_new_run(docker_client, before, "client", 2)
+    run_id = _wait_for_new_run(docker_client, proc, "client", 2)
     # What someone else's `cluster down` did to a live test: its servers removed under it.
     for c in docker_client.containers.list(
         all=True,
         filters={"label": [f"{resources.RUN_LABEL}={run_id}", f"{resources.ROLE_LABEL}=server"]},
     ):
         c.remove(force=True)
-    t0 = time.monotonic()
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 255 and "removed from outside this run" in err, err
-    assert time.monotonic() - t0 < 60, "no hang in the final read"
+    # Promptly: it saw the removal, no phase ran into its deadline (the final read's would have
+    # logged "did not finish within"); how soon it ends is not asserted (load-dependent).
+    logs = [err, *(p.read_text() for p in (tmp_path / "store").rglob("run.log"))]
+    assert not [x for x in logs if "did not finish within" in x], logs
     flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
     assert docker_client.containers.list(all=True, filters=flt, ignore_removed=True) == []
     assert not (resources.SCRATCH_ROOT / run_id).exists()

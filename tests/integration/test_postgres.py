@@ -23,14 +23,6 @@ ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
 SPEC = SimpleNamespace(nodes=1, params={}, tick_ms=500)
 
 
-@pytest.fixture(scope="module")
-def pg_image(docker_client) -> str:
-    from zkjepsen.backends.postgres.image import postgres_image
-    from zkjepsen.docker.image import ensure_image
-
-    return ensure_image(docker_client, None, recipe=postgres_image()).tag
-
-
 def new_backend(docker_client, pg_image, zk_image, store):
     return make_backend(
         "postgres",
@@ -68,13 +60,12 @@ def test_up_serves_queries_and_down_leaves_nothing(docker_client, pg_image, zk_i
 
 
 def test_cluster_up_killed_mid_way_is_cleaned_up(docker_client, pg_image, tmp_path):
-    before = set(resources.find_runs(docker_client))
     proc = subprocess.Popen(
         [*ZKJEPSEN, "cluster", "up", "--backend", "postgres", "--store", str(tmp_path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    run_id = new_run_with_members(docker_client, before)
+    run_id = new_run_with_members(docker_client, proc)
     assert run_id, "the subprocess never created a container"
     os.kill(proc.pid, signal.SIGKILL)  # no chance to clean up after itself
     proc.wait()

@@ -129,9 +129,7 @@ def test_acquire_times_out_while_held(name, sessions, ensemble3):
     assert a.acquire(5) is not None
     zk_b = sessions()
     b = _recipe(name, zk_b, path, ensemble3)
-    t0 = time.monotonic()
-    assert b.acquire(0.5) is None
-    assert time.monotonic() - t0 < 3
+    assert b.acquire(0.5) is None  # timed out, holding nothing
     assert not b.holding()
     # a timed-out contender leaves no node behind to block the lock later
     a.release()

@@ -8,17 +8,10 @@ import json
 
 import pytest
 
-from zkjepsen.backends.registry import image_recipe
-from zkjepsen.docker.image import ensure_image
 from zkjepsen.run.runner import run_test
 from zkjepsen.run.spec import TestSpec
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def redis_image(docker_client) -> str:
-    return ensure_image(docker_client, None, recipe=image_recipe("redis")).tag
 
 
 def _run(store_root, seed: int):

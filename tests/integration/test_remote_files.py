@@ -152,14 +152,6 @@ def test_sigint_mid_run_leaves_nothing_on_it(remote, tmp_path):
     assert any(r.get("process", 0) >= 1 and r.get("f") == "acquire" for r in merged)
 
 
-@pytest.fixture(scope="module")
-def redis_image(docker_client) -> str:
-    from zkjepsen.backends.registry import image_recipe
-    from zkjepsen.docker.image import ensure_image
-
-    return ensure_image(docker_client, None, recipe=image_recipe("redis")).tag
-
-
 def test_a_client_clock_fault_reaches_a_client_on_it(remote, redis_image, store_root):
     """The SETNX lock judges expiry by each client's clock: a client whose clock jumps ahead
     steals a live lock. That happens only if the rewritten libfaketime control file reached the

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 
 from zkjepsen.docker import resources
@@ -36,12 +35,13 @@ def test_stop_on_violation_ends_the_main_phase_at_the_split_and_leaves_nothing(
         stop_on_violation=True,
     )
     gen = steps(sleep(2), on(on_acquire(retries=10), fault("pause-client", duration="1.5x")))
-    started = time.monotonic()
     r = run_test(spec, store_root, gen=gen)
-    wall = time.monotonic() - started
     early = r.results["early_stop"]
     assert early["stopped_early"] is True and early["reason"] == "violation", early
-    assert early["after_main_start_s"] < 25 and wall < 40, (early, wall)
+    # In this order: the violation's window opened, then the follower stopped the main phase
+    # (its history time; how soon is benchmarks/stop_early.py's figure).
+    assert early["violation"]["start"] is not None, early
+    assert early["violation"]["start"] <= early["history_ns"], early
     # The offline check, on the whole history, finds what the online one stopped on: the same
     # pair of believed holds, or the same stale write (a stale write may have several newer
     # ones; offline names the newest as its witness, online the first it saw).

@@ -79,6 +79,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("cleanup", "run_ids"): "run-id",
     ("client check", "cmd"): "command",
     ("client check", "recipe"): "recipe",
+    ("client check", "backend"): "backend",
     ("client check", "client_dir"): "dir-to-read",
     ("client check", "hosts"): "hosts",
     ("client check", "session_timeout"): "duration",
@@ -151,6 +152,8 @@ KINDS: dict[tuple[str, str], str] = {
     ("test", "nemesis"): "nemesis-list",
     ("test", "backend"): "backend",
     ("test", "time_limit"): "duration",
+    ("test", "interval"): "duration",
+    ("test", "fault_trigger"): "fault-trigger",
     ("test", "session_timeout"): "duration",
     ("test", "image"): "image",
     ("test", "params"): "param",
@@ -392,6 +395,10 @@ def bad_values(p: Param) -> st.SearchStrategy[Bad]:
         return strings(st.text(max_size=10).filter(lambda s: s not in p.choices))
     if k in ("recipe", "workload", "backend", "scenario", "model"):
         return strings(unknown(names_of(k)))
+    if k == "fault-trigger":
+        from zkjepsen.run.spec import FAULT_TRIGGERS
+
+        return strings(unknown(set(FAULT_TRIGGERS)))
     if k == "scenario-recipe":
         return strings(unknown(names_of("recipe")))
     if k in ("zk-version", "client-suite"):

@@ -18,6 +18,11 @@ from zkjepsen.checker.sweep import decide, sweep
 from zkjepsen.checker.wgl import in_sequence
 from zkjepsen.history import History, Op
 
+# A deadline only so that a broken checker cannot hang the suite: the tests assert verdicts,
+# and a busy machine (CI beside other work, the integration worker beside this one) is slow,
+# not wrong. Far above what any of these checks takes on an idle machine (well under 1 s).
+DECIDE_S = 300
+
 # ---------------------------------------------------------------- the models' semantics
 # judge(...) -> ("must" | "may" | "drop", step) where step(state) is the state after the op,
 # or NO when the op cannot take effect in that state. "must": it happened (ok, or a fail
@@ -315,7 +320,7 @@ def test_every_model_agrees_with_brute_force(model):
     for _ in range(1000):
         calls = random_calls(model, rng)
         want = brute_force(crashed_as_never_completed(calls), model)
-        got = Linearizable(make_model(model, CLI_INITIAL.get(model)), time_limit=10).check(
+        got = Linearizable(make_model(model, CLI_INITIAL.get(model)), time_limit=DECIDE_S).check(
             to_history(calls)
         )
         assert got.valid == want, (model, calls, got.details)

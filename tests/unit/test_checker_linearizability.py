@@ -13,6 +13,11 @@ from zkjepsen.errors import BadInput
 from zkjepsen.history import FaultWindow, History, Op
 from zkjepsen.report.counterexample import render
 
+# A deadline only so that a broken checker cannot hang the suite: the tests assert verdicts,
+# and a busy machine (CI beside other work, the integration worker beside this one) is slow,
+# not wrong. Far above what any of these checks takes on an idle machine (well under 1 s).
+DECIDE_S = 300
+
 
 def hist(*calls):
     """calls: (process, f, invoke value, start, end, completion type, completion value[, key])."""
@@ -312,7 +317,7 @@ def test_memory_budget_gives_unknown_with_reason():
     calls.append((99, "read", None, 20, 21, "ok", -1))
     model = make_model("register")
     verdict, _, reason = check_partitions(
-        prepare(hist(*calls), model), model, time_limit=30, memory_limit=1
+        prepare(hist(*calls), model), model, time_limit=DECIDE_S, memory_limit=1
     )
     assert verdict == "unknown" and "memory limit" in reason
 

@@ -3,8 +3,6 @@ recorded without its lock key ends the client's only hold; the time limit is hon
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from zkjepsen.checker.counter import CounterChecker
@@ -118,12 +116,13 @@ def test_a_keyless_release_of_one_of_several_locks_is_a_bad_line():
         LockChecker().check(h)
 
 
-def test_the_time_limit_is_honoured_within_a_second():
-    # 30 concurrent crashed writes and reads nobody can satisfy: an exponential search
+def test_an_exponential_search_ends_refuted_or_at_the_time_limit():
+    # 30 concurrent crashed writes and reads nobody can satisfy: an exponential search, unless
+    # a fast path refutes it first (read-from does: no write wrote -1). Either way a verdict or
+    # the time limit's unknown, with its reason (how soon: benchmarks/checker.py).
     cs = [(p, "write", None, p, 0, 1, "info", None, None) for p in range(30)]
     cs += [(100 + p, "read", None, None, 2 + p, 3 + p, "ok", -1 - p % 2, None) for p in range(5)]
-    t0 = time.monotonic()
     r = Linearizable(make_model("register"), time_limit=0.5).check(calls(*cs))
-    took = time.monotonic() - t0
-    assert r.valid in ("unknown", False)
-    assert took < 1.5, took
+    assert r.valid is False or (
+        r.valid == "unknown" and "time limit of 0.5 s" in r.details["reason"]
+    ), r.details

@@ -13,6 +13,11 @@ from zkjepsen.checker.lock import LockChecker
 from zkjepsen.checker.models import ILLEGAL, make_model
 from zkjepsen.history import History, Op
 
+# A deadline only so that a broken checker cannot hang the suite: the tests assert verdicts,
+# and a busy machine (CI beside other work, the integration worker beside this one) is slow,
+# not wrong. Far above what any of these checks takes on an idle machine (well under 1 s).
+DECIDE_S = 300
+
 # ---------------------------------------------------------------- histories from timed calls
 
 
@@ -308,7 +313,7 @@ def test_histories_from_sequential_executions_are_linearizable(model, seed, n, w
             }
         )
     initial = 0 if model == "cas-register" else None
-    result = Linearizable(make_model(model, initial), time_limit=20).check(build(calls))
+    result = Linearizable(make_model(model, initial), time_limit=DECIDE_S).check(build(calls))
     if result.valid == "unknown":
         # Only when no op constrains the model (e.g. nothing but nil reads): nothing tested.
         assert "nothing was tested" in result.details["reason"], result.details

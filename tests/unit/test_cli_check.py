@@ -146,10 +146,19 @@ def test_other_checkers_and_json_output(tmp_path, capsys):
         },
     ]
     h = write_jsonl(tmp_path / "h.jsonl", recs)
-    code, out, _ = run(["check", str(h), "--model", "lock", "--json"], capsys)
-    assert code == 1 and "1 belief overlap" in out
-    doc = json.loads(out[: out.rindex("}") + 1])
+    code, out, err = run(["check", str(h), "--model", "lock", "--json"], capsys)
+    assert code == 1 and "1 belief overlap" in err
+    doc = json.loads(out)  # stdout is the one JSON document, the human lines are on stderr
     assert doc["valid"] is False and doc["belief_overlaps"][0]["clients"] == [1, 2]
+
+
+def test_json_output_is_one_document_with_a_counterexample(tmp_path, capsys):
+    h = write_jsonl(tmp_path / "h.jsonl", REGISTER_BAD)
+    code, out, err = run(["check", str(h), "--model", "register", "--json"], capsys)
+    doc = json.loads(out)
+    assert code == 1 and doc["valid"] is False and doc["violations"]
+    assert doc["html"] == str(tmp_path / "h.jsonl.counterexample.html")
+    assert "NOT linearizable" in err and "counterexample: " in err
 
 
 @pytest.mark.parametrize(
@@ -217,7 +226,24 @@ def test_memory_limit_is_real_and_unknown(tmp_path):
     small = subprocess.run([*args, "--memory-limit", "20"], capture_output=True, text=True)
     assert small.returncode == 2, small.stdout + small.stderr
     assert "memory limit of 20 MiB" in small.stdout
+    quiet = subprocess.run(
+        [*args, "--memory-limit", "20", "--json"], capture_output=True, text=True
+    )  # with --json, even this answer is one JSON document on stdout
+    assert quiet.returncode == 2 and json.loads(quiet.stdout)["valid"] == "unknown"
+    assert "memory limit of 20 MiB" in quiet.stderr
     h2 = write_jsonl(tmp_path / "small.jsonl", recs[:200])
     args[4] = str(h2)
     enough = subprocess.run([*args, "--memory-limit", "20"], capture_output=True, text=True)
     assert enough.returncode == 0, enough.stdout + enough.stderr
+
+
+def test_the_help_speaks_of_every_service() -> None:
+    """`zkjepsen --help` and `cluster --help` name the four services (issue 40)."""
+    from click.testing import CliRunner
+
+    from zkjepsen.cli.app import cli
+
+    for args in (["--help"], ["cluster", "--help"]):
+        out = " ".join(CliRunner().invoke(cli, args).output.split())
+        for service in ("ZooKeeper", "etcd", "Redis", "PostgreSQL"):
+            assert service in out, (args, service, out)

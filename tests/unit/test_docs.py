@@ -123,3 +123,19 @@ def test_the_checks_catch_what_they_look_for(tmp_path):
         ]
     finally:
         REPO = saved
+
+
+def test_the_sample_config_loads_as_a_test() -> None:
+    """examples/etcd-pause.toml, which the README shows, is a valid test (names resolved too)."""
+    from zkjepsen.cli.run import read_config, with_config
+    from zkjepsen.run.resolve import spec_from_json, validate_spec
+
+    path = REPO / "examples" / "etcd-pause.toml"
+    spec = spec_from_json(with_config(read_config(path), {}, path))
+    validate_spec(spec)
+    assert (spec.backend, spec.nemesis, spec.fault_trigger) == (
+        "etcd",
+        ["pause-client"],
+        "acquired",
+    )
+    assert spec.params == {"resource": "fenced", "property": "effect"}

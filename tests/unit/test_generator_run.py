@@ -131,8 +131,9 @@ def test_replay_uses_recorded_targets_and_times(fake, tmp_path):
     )
     assert [(e["f"], e["targets"]) for e in b] == [(e["f"], e["targets"]) for e in a]
     for x, y in zip(a, b, strict=True):
-        # never early; late only by scheduling lag (generous: CI machines are loaded)
-        assert -0.005e9 < y["start_ns"] - x["start_ns"] < 0.25e9
+        # never early (late by scheduling lag: load-dependent, not asserted)
+        assert y["start_ns"] >= x["start_ns"] - 0.005e9, (x, y)
+    assert all(x["end_ns"] <= y["start_ns"] for x, y in zip(b, b[1:], strict=False)), b
 
 
 def test_failed_apply_is_recorded_not_hidden(fake, tmp_path):
@@ -171,11 +172,20 @@ def test_heals_on_exception_outside_a_fault(fake, tmp_path, monkeypatch):
 def test_stop_event_ends_the_fault_early(fake, tmp_path):
     _, healed, ens = fake
     stop = threading.Event()
-    threading.Timer(0.3, stop.set).start()
+    asked: list[int] = []
+    t0 = time.monotonic_ns()
+
+    def ask() -> None:
+        asked.append(time.monotonic_ns() - t0)
+        stop.set()
+
+    threading.Timer(0.3, ask).start()
     gen = g.phases(g.sleep(0.05), g.once(g.Fault("kill-one", duration=30)))
-    t = time.monotonic()
-    executed = _run(ens, tmp_path, gen=gen, stop_event=stop, time_limit_s=60)
-    assert time.monotonic() - t < 2 and len(executed) == 1 and healed == [1]
+    executed = _run(ens, tmp_path, gen=gen, stop_event=stop, time_limit_s=60, t0_ns=t0)
+    assert len(executed) == 1 and healed == [1]
+    # In this order: the fault started, the stop was asked, the fault ended; before its 30 s.
+    (f,) = executed
+    assert f["start_ns"] < asked[0] <= f["end_ns"] < f["start_ns"] + 30e9, (f, asked)
 
 
 def test_resolve_servers_sizes():

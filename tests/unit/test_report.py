@@ -174,3 +174,33 @@ def test_liveness_flags_a_stall_of_clients_that_keep_timing_out_and_asking_again
         for t, kind in ((t0, "invoke"), (t0 + 0.5, "fail"))
     ]
     assert LivenessChecker(grace_s=5).check(_ops(sorted(sparse, key=lambda r: r[0]))).valid
+
+
+def test_plots_of_a_run_with_no_completed_op_warn_nothing(tmp_path) -> None:
+    """An empty legend is a matplotlib UserWarning on the console of `test` (issue 40)."""
+    import warnings
+
+    from zkjepsen.report.plots import write_plots
+    from zkjepsen.store import RunDir
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        write_plots(RunDir(tmp_path), [])
+
+
+def test_an_image_build_says_each_phase_and_is_never_silent() -> None:
+    """docker/image.Heartbeat: a phase is a line at once; a tool's own output is not, but a
+    phase that lasts gets a `still ...` line with the latest of it (issue 40)."""
+    import time
+
+    from zkjepsen.docker.image import Detail, Heartbeat
+
+    lines: list[str] = []
+    with Heartbeat(lines.append, every_s=1.0) as progress:
+        progress("debootstrap bookworm")
+        progress(Detail("I: Retrieving Packages"))
+        assert len(lines) == 1 and lines[0].endswith("debootstrap bookworm")
+        deadline = time.monotonic() + 30  # a bounded wait: the beat comes after ~1-2 s
+        while len(lines) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    assert lines[1].endswith("still debootstrap bookworm: I: Retrieving Packages"), lines

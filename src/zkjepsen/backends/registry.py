@@ -150,19 +150,29 @@ def make_backend(
     )
 
 
-def provide_images(engine, spec: Any) -> tuple[str, str]:
+def provide_images(engine, spec: Any, say=None) -> tuple[str, str]:
     """(server image, client image) of the spec's backend, present on `engine` (built there if
-    missing). `--image` names the servers'; the clients run what the service says (the
+    missing; a build's phases go to `say` as lines, one at least every 15 s: a first etcd image
+    takes minutes). `--image` names the servers'; the clients run what the service says (the
     servers' image, zkjepsen's client image, or one of its own settings: ZooKeeper's suite)."""
+    from zkjepsen.docker.image import Heartbeat
+
+    if say is None:
+        return _provide_images(engine, spec, lambda line: None)
+    with Heartbeat(say) as progress:
+        return _provide_images(engine, spec, progress)
+
+
+def _provide_images(engine, spec: Any, on_build) -> tuple[str, str]:
     from zkjepsen.docker.engine import provide_image
 
     server_image = provide_image(
-        [engine], spec.image, recipe=image_recipe(spec.backend, spec.service)
+        [engine], spec.image, on_build, recipe=image_recipe(spec.backend, spec.service)
     )
     recipe = client_recipe(spec.backend, spec.service)
     if recipe is None:
         return server_image, server_image
-    return server_image, provide_image([engine], recipe=recipe)
+    return server_image, provide_image([engine], on_build=on_build, recipe=recipe)
 
 
 def settings_from_table(table: dict[str, Any], where: str) -> ServiceSettings:

@@ -45,6 +45,7 @@ from contextlib import nullcontext
 from typing import Any
 
 from zkjepsen.checker import Result, Violation
+from zkjepsen.checker.blame import blame
 from zkjepsen.checker.models import ILLEGAL, Model
 from zkjepsen.checker.partitions import build, builder, group, prepare
 from zkjepsen.checker.readfrom import decide as from_reads
@@ -281,6 +282,7 @@ class Linearizable:
         self.memory_limit = memory_limit
 
     def check(self, history: History) -> Result:
+        t0 = time.monotonic()
         try:
             # Pausing the collector pays off on long histories only: on a short one, the
             # collection that follows re-enabling it costs more than it saved.
@@ -328,7 +330,10 @@ class Linearizable:
             details["partitions_unread"] = unread
         violations, outcome = [], None
         if verdict is False:
-            violations, outcome = _refutation(details, done, paths, nemesis)
+            deadline = None if self.time_limit is None else t0 + self.time_limit
+            violations, outcome = _refutation(
+                details, done, paths, nemesis, (parts, self.model, deadline)
+            )
         elif verdict == "unknown":
             details["undecided"] = [k for k in groups if k not in done and k not in empty]
         return Result(verdict, details, violations, outcome=outcome)
@@ -349,9 +354,14 @@ def _built(
 
 
 def _refutation(
-    details: dict[str, Any], done: dict[Any, Outcome], paths: dict[Any, str], nemesis: list[Any]
+    details: dict[str, Any],
+    done: dict[Any, Outcome],
+    paths: dict[Any, str],
+    nemesis: list[Any],
+    blaming: tuple[dict[Any, list[LinOp]], Model, float | None],
 ) -> tuple[list[Violation], Outcome]:
-    """A refuted partition's details (added to `details`), its violation and its outcome."""
+    """A refuted partition's details (added to `details`), its violation and its outcome.
+    `blaming`: the partitions' ops, the model and the deadline, to name the op to blame."""
     key, out = next((k, o) for k, o in done.items() if not o.valid)
     details["partition"] = key
     details["refuted_by"] = paths.get(key, "search")
@@ -362,11 +372,12 @@ def _refutation(
         for i, s in list(zip(out.best, out.states, strict=True))[-PREFIX_SHOWN:]
     ]
     if out.stuck is not None:
-        stuck = out.ops[out.stuck]
-        details["cannot_place"] = _op_json(stuck)
-        windows = fault_windows(nemesis)  # (it reads only the nemesis ops)
-        details["faults"] = faults_during(windows, stuck.start, stuck.end)
-    where = details.get("cannot_place")
+        details["cannot_place"] = _op_json(out.ops[out.stuck])
+    _name_the_op(details, out, blaming)
+    where = details.get("blamed")
+    windows = fault_windows(nemesis)  # (it reads only the nemesis ops)
+    if where:
+        details["faults"] = faults_during(windows, where["start"], where["end"])
     violation = Violation(
         "not-linearizable",
         (where["actor"],) if where else (),
@@ -375,8 +386,30 @@ def _refutation(
         tuple(details.get("faults", ())),
         {
             "partition": key,
-            "cannot_place": where,
+            "cannot_place": details.get("cannot_place"),
+            "blamed": where,
             "longest_prefix_length": len(out.best),
         },
     )
     return [violation], out
+
+
+def _name_the_op(
+    details: dict[str, Any],
+    out: Outcome,
+    blaming: tuple[dict[Any, list[LinOp]], Model, float | None],
+) -> None:
+    """The op to blame (blame.py) as `details["blamed"]`: the one op whose removal makes the
+    refuted partition linearizable, else the op that cannot be placed; and
+    `details["blamed_because"]`, which of the two ("removal" or "cannot-place")."""
+    parts, model, deadline = blaming
+    part = parts.get(details["partition"])
+    found = None
+    if part is not None and details["refuted_by"] == "read-from":
+        found = blame(part, out, model, deadline)
+    if found is not None:
+        details["blamed"] = _op_json(found)
+        details["blamed_because"] = "removal"
+    elif "cannot_place" in details:
+        details["blamed"] = details["cannot_place"]
+        details["blamed_because"] = "cannot-place"

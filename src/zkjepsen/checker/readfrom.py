@@ -33,8 +33,11 @@ given). The argument, in the terms the code uses:
 - etcd's failed cas(old, new) reads "anything but old". Dropping read-only ops keeps a
   linearizable history linearizable, so a refutation found without them stands. For a valid
   verdict each is placed where the linearization above holds another value during its
-  interval (ops get the earliest linearization points their order allows); when that
-  linearization has no such place, another might: the search decides.
+  interval (ops get the earliest linearization points their order allows).
+- Guesses. That linearization is one of many: where blocks overlap in real time their order
+  is free, and a failed cas may be the one op that says which came first. One it has no
+  place for is made a read of a guessed value, and the partition decided again, ROUNDS times
+  at most (readfrom_cas.py argues why that finds the valid ones).
 
 Both answers are certified, so a flaw in this reasoning cannot turn into a wrong verdict. A
 valid verdict comes with its linearization, replayed through the model's transitions and
@@ -46,8 +49,8 @@ The core stands for the whole partition because values are unique (checked over 
 partition before anything is refuted): restrict any linearization of the partition to the
 core's ops, and each read still follows its own writer, which is in the core, with no write
 between; so were the partition linearizable, its core would be too.
-Where values repeat, an op is of another kind, or a certificate fails, the answer is None and
-the search decides.
+Where values repeat, an op is of another kind, a failed cas runs out of guesses, or a
+certificate fails, the answer is None and the search decides.
 """
 
 from __future__ import annotations
@@ -57,8 +60,10 @@ from typing import Any
 
 from zkjepsen.checker import readfrom_queue as queue
 from zkjepsen.checker.model_base import ILLEGAL, cas_value, read_not, read_value, write_value
-from zkjepsen.checker.readfrom_cas import INF, NO, place_failed_cas
+from zkjepsen.checker.readfrom_cas import INF, NO, candidates, guess, place_failed_cas
 from zkjepsen.checker.wgl import Outcome, run
+
+ROUNDS = 8  # decisions per partition, each after guessing what unplaced failed cas read
 
 
 class _Facts:
@@ -76,6 +81,7 @@ class _Facts:
         self.forced_by: dict[int, int] = {}  # kept crashed op -> the op that read its value
         self.reads: dict[int, list[int]] = {}  # epoch -> its pure reads
         self.block_keys: list[tuple[Any, Any]] = []  # per block: its place in a valid order
+        self.by_start: list[int] = []  # the writers (kept or not) in call order, once needed
 
     def load(self) -> bool:
         """Classify every op; False when the path does not apply (a value written twice, or
@@ -146,20 +152,42 @@ def decide(ops: list[Any], init: Any) -> tuple[bool, Outcome] | None:
     try:
         if not facts.load():
             return None
-        kept = _keep(facts)
-        if isinstance(kept, set):
-            return _refute(facts, kept)
-        chains = _chains(facts, kept)
-        if isinstance(chains, set):
-            return _refute(facts, chains)
-        bad = _conflict(facts, chains, kept)
-        if bad is not None:
-            return _refute(facts, bad)
-        if not _certify(facts, chains):
-            return None
+        return _rounds(facts)
     except TypeError:  # a value that does not hash: not this path's case
         return None
-    return True, Outcome(True, ops, [], [], None, len(ops))
+
+
+def _rounds(facts: _Facts) -> tuple[bool, Outcome] | None:
+    """Decide, giving each failed cas the linearization cannot place a value to read (see
+    "Guesses" in the module's docstring) and deciding again, for at most ROUNDS rounds."""
+    guesses: dict[int, list[Any]] = {}  # guessed failed cas -> the values left to try
+    for _ in range(ROUNDS):
+        kept = _keep(facts)
+        bad = kept if isinstance(kept, set) else None
+        if bad is None:
+            chains = _chains(facts, kept)
+            bad = chains if isinstance(chains, set) else _conflict(facts, chains, kept)
+        if bad is not None:
+            # A core with a guessed failed cas in it proves nothing: restricted to the core,
+            # a linearization loses the write that failed cas really saw (the guess may be
+            # wrong), so it may look stuck where the partition is not. One without is made of
+            # the history's own facts, and stands as the docstring argues.
+            core = set(facts.closure(bad))
+            wrong = [r for r in guesses if r in core]
+            if not wrong:
+                return _refute(facts, bad)
+            if not guess(facts, guesses, wrong):
+                return None
+            continue
+        seq, unplaced = _certify(facts, chains)
+        if not unplaced:
+            if not _replay(facts, seq):
+                return None
+            return True, Outcome(True, facts.ops, [], [], None, len(facts.ops))
+        guesses.update(candidates(facts, seq, unplaced))
+        if not guess(facts, guesses, unplaced):
+            return None
+    return None
 
 
 def _keep(facts: _Facts) -> list[int] | set[int]:
@@ -345,9 +373,9 @@ def _refute(facts: _Facts, seed: set[int]) -> tuple[bool, Outcome] | None:
     return None if out.valid else (False, out)
 
 
-def _certify(facts: _Facts, chains: list[list[int]]) -> bool:
-    """Build the linearization the docstring describes, place the failed cas ops in it, and
-    check it: every completed op once, each legal in the model, real time respected."""
+def _certify(facts: _Facts, chains: list[list[int]]) -> tuple[list[int], list[int]]:
+    """Build the linearization the docstring describes and place the failed cas ops in it:
+    the linearization, and the failed cas it has no place for (the caller replays it)."""
     keys, reads = facts.block_keys, facts.reads
     starts, n = facts.starts, facts.n
     seq: list[int] = []
@@ -359,12 +387,9 @@ def _certify(facts: _Facts, chains: list[list[int]]) -> bool:
             if r:
                 r.sort(key=starts.__getitem__)
                 seq.extend(r)
-    if facts.nots:
-        placed = place_failed_cas(facts, seq)
-        if placed is None:
-            return False
-        seq = placed
-    return _replay(facts, seq)
+    if not facts.nots:
+        return seq, []
+    return place_failed_cas(facts, seq)
 
 
 def _replay(facts: _Facts, seq: list[int]) -> bool:

@@ -95,7 +95,8 @@ def print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> N
     help="The version, and whether the checker is compiled.",
 )
 def cli() -> None:
-    """Show, with evidence, where ZooKeeper locks break atomicity."""
+    """Show, with evidence, where distributed locks break: ZooKeeper, etcd, Redis (one master,
+    Sentinel, Redlock) and PostgreSQL, in Docker, with faults on servers and clients."""
 
 
 @click.command(

@@ -189,15 +189,32 @@ def _summary(result: Any) -> str:
     if result.valid == "unknown":
         return f"unknown: {d.get('reason') or d.get('error') or 'undecided'}"
     if "cannot_place" in d:
-        stuck = d["cannot_place"]
-        of = " of the conflict (read-from path)" if d.get("refuted_by") == "read-from" else ""
-        return (
-            f"NOT linearizable: {stuck['op']} by process {stuck['process']} cannot be placed "
-            f"after a linearizable prefix of {d['longest_prefix_length']} ops{of}"
-            + (f" (partition {d['partition']!r})" if d.get("partition") is not None else "")
-        )
+        return "NOT linearizable: " + _not_linearizable(d)
     counts = {k[: -len("_count")]: v for k, v in d.items() if k.endswith("_count") and v}
     return "invalid: " + ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in counts.items())
+
+
+def _not_linearizable(d: dict[str, Any]) -> str:
+    """The headline of a refutation: the op to blame first (checker/blame.py), then, if it is
+    another, the op that cannot follow the counterexample's prefix."""
+
+    def named(op: dict[str, Any]) -> str:
+        return f"{op['op']} by process {op['process']}"
+
+    stuck = d["cannot_place"]
+    blamed = d.get("blamed") or stuck
+    of = " of the conflict (read-from path)" if d.get("refuted_by") == "read-from" else ""
+    placed = (
+        f"{named(stuck)} cannot be placed after a linearizable prefix of "
+        f"{d['longest_prefix_length']} ops{of}"
+    )
+    if blamed.get("invoke_index") != stuck.get("invoke_index"):
+        text = f"{named(blamed)}: without it the partition is linearizable ({placed})"
+    elif d.get("blamed_because") == "removal":
+        text = f"{placed}; without it the partition is linearizable"
+    else:
+        text = placed
+    return text + (f" (partition {d['partition']!r})" if d.get("partition") is not None else "")
 
 
 def _models() -> list[str]:
@@ -238,10 +255,13 @@ def run(argv: list[str]) -> int:
         )
         return EXIT_UNKNOWN
     except MemoryError:
-        _echo(
-            f"{a['history']}: unknown: the memory limit of {a['memory_limit']} MiB was "
-            "reached (raise it with --memory-limit)"
+        reason = (
+            f"the memory limit of {a['memory_limit']} MiB was reached "
+            "(raise it with --memory-limit)"
         )
+        if a["as_json"]:  # stdout stays one JSON document
+            _echo(json.dumps({"valid": "unknown", "reason": reason}, indent=2))
+        _echo(f"{a['history']}: unknown: {reason}", err=a["as_json"])
         return EXIT_UNKNOWN
 
 
@@ -339,11 +359,13 @@ def check_file(
                 result.details["html_error"] = (
                     f"counterexample not written to {out} ({e.strerror}); give --html PATH"
                 )
+    # With --json, stdout is the one JSON document (for jq and the like); the human lines
+    # go to stderr.
     if as_json:
         _echo(json.dumps(result.to_json(), indent=2, default=str))
-    _echo(f"{history}: {_summary(result)}")
+    _echo(f"{history}: {_summary(result)}", err=as_json)
     if "html" in result.details:
-        _echo(f"counterexample: {result.details['html']}")
+        _echo(f"counterexample: {result.details['html']}", err=as_json)
     elif "html_error" in result.details:
         _echo(result.details["html_error"], err=True)
     return {True: EXIT_VALID, False: EXIT_INVALID}.get(result.valid, EXIT_UNKNOWN)

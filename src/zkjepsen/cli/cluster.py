@@ -29,13 +29,10 @@ def ensure_image(client, image: str | None, force: bool = False, *, recipe) -> I
     if image or (image_exists(client, default_tag(recipe)) and not force):
         return image_lib.ensure_image(client, image, force=force, recipe=recipe)
     tag = default_tag(recipe)
-    with console.status(f"building {tag} (first time only, ~1-2 min)") as status:
+    console.print(f"building {tag} (first time only; docs/services.md has each image's time)")
+    with image_lib.Heartbeat(console.print) as progress:  # a line per phase, one every 15 s
         info = image_lib.ensure_image(
-            client,
-            None,
-            force=force,
-            on_progress=lambda s: status.update(f"building {tag}: {s}"),
-            recipe=recipe,
+            client, None, force=force, on_progress=progress, recipe=recipe
         )
     console.print(f"built {info.tag}: {info.size_bytes / 1e6:.0f} MB in {info.build_seconds:.0f} s")
     return info
@@ -53,7 +50,8 @@ def image_option(f):
 
 @click.group("image")
 def image_group() -> None:
-    """The ZooKeeper node image (built locally from Debian packages, no registry)."""
+    """The servers' images, built locally from Debian packages, no registry: ZooKeeper's node
+    image (also the client image), etcd's, Redis's, PostgreSQL's (--backend)."""
 
 
 def backend_option(f):
@@ -61,7 +59,8 @@ def backend_option(f):
         "--backend",
         default="zookeeper",
         show_default=True,
-        help="zookeeper, redis, redis-sentinel, redlock, ... (`zkjepsen list backends`).",
+        help="zookeeper, etcd, redis, redis-sentinel, redlock, postgres "
+        "(`zkjepsen list backends`).",
     )(f)
 
 
@@ -211,7 +210,7 @@ def cluster_status(run_id: str | None) -> None:
 @cluster_group.command("down")
 @click.argument("run_id", required=False, callback=run_ids)
 def cluster_down(run_id: str | None) -> None:
-    """Remove an ensemble's containers and network (its logs stay in the store)."""
+    """Remove a cluster's containers and network (its logs stay in the store)."""
     client = resources.docker_client()
     ens = attach(client, _pick_run(client, run_id, "down"))
     ens.stop()

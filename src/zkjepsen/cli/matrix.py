@@ -58,8 +58,13 @@ def list_command(what: str) -> None:
         )
     elif what == "workloads":
         from zkjepsen.workloads import WORKLOADS, get_workload
+        from zkjepsen.workloads.params import params_line
 
-        rows = [(n, get_workload(n).description) for n in sorted(WORKLOADS)]
+        rows = []  # each workload, then its --params with their defaults
+        for n in sorted(WORKLOADS):
+            rows.append((n, get_workload(n).description))
+            if params_line(n):
+                rows.append(("", f"  --param {params_line(n)}"))
     elif what == "backends":
         from zkjepsen.backends.registry import backends
 

@@ -221,7 +221,7 @@ def shrink_command(
 
 @click.group("scenario")
 def scenario_group() -> None:
-    """Named scenarios for known ZooKeeper lock failure modes."""
+    """Named scenarios for known lock failure modes (ZooKeeper, etcd, Redis, PostgreSQL)."""
 
 
 @scenario_group.command("list")

@@ -79,7 +79,7 @@ def versions_text(spec) -> str:
 @click.option(
     "--backend",
     default=None,
-    help="zookeeper, redis, redis-sentinel, redlock, ... (`zkjepsen list backends`); "
+    help="zookeeper, etcd, redis, redis-sentinel, redlock, postgres (`zkjepsen list backends`); "
     "default: the recipe's own.",
 )
 @click.option("--nodes", type=click.IntRange(1, 9), default=None)
@@ -90,6 +90,20 @@ def versions_text(spec) -> str:
     help="Client processes (default 10; 5 for pg-for-update, whose polling starves waiters).",
 )
 @click.option("--time-limit", default=None, help="Main phase length, e.g. 60 or 60s.")
+@click.option(
+    "--interval",
+    default=None,
+    help="Mean quiet time between faults, e.g. 5s (each gap is drawn from 0 to twice it; "
+    "default 10s).",
+)
+@click.option(
+    "--fault-trigger",
+    default=None,
+    metavar="WHEN",
+    help="acquired: each fault fires on whoever just acquired, re-armed until it lands in a "
+    "hold; time: at its scheduled time (default: acquired for faults aimed at the holder, "
+    "time for the others; docs/nemeses.md).",
+)
 @click.option("--session-timeout", default=None, help="Client session timeout, e.g. 4s.")
 @click.option("--seed", type=int, default=None)
 @click.option("--image", default=None, metavar="NAME")
@@ -159,6 +173,8 @@ def test_command(
     nodes,
     clients,
     time_limit,
+    interval,
+    fault_trigger,
     session_timeout,
     seed,
     image,
@@ -174,7 +190,8 @@ def test_command(
     junit_xml,
     **service_opts,
 ) -> None:
-    """Run one test: ensemble up, faults, heal, final reads, teardown, check, report."""
+    """Run one test: servers up (the recipe's service, or --backend), clients, faults, heal,
+    final reads, teardown, check, report."""
     from zkjepsen.store import check_root
 
     toml = read_config(config) if config else {}
@@ -199,11 +216,19 @@ def test_command(
         settings["nemesis"] = nemesis  # split and checked by TestSpec: "" is refused there
     if time_limit is not None:
         settings["time_limit_s"] = parse_duration(time_limit, "--time-limit")
+    if interval is not None:
+        settings["interval_s"] = parse_duration(interval, "--interval")
+    if fault_trigger is not None:
+        settings["fault_trigger"] = fault_trigger  # checked by TestSpec
     if session_timeout is not None:
         settings["session_timeout_s"] = parse_duration(session_timeout, "--session-timeout")
     if params:
         settings["params"] = parse_params(params)
     spec = spec_from_json(with_config(toml, settings, config))
+    if spec.fault_trigger is None:  # recorded in test.json, so a rerun fires the same way
+        from zkjepsen.run.resolve import default_fault_trigger
+
+        spec.fault_trigger = default_fault_trigger(spec)
     where = None
     if engine is None and toml.get("engine") is not None:
         engine = config_engine(toml["engine"], config)  # used, not only recorded

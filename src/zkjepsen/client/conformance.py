@@ -4,8 +4,9 @@ ensemble and say, one sentence each, what it got wrong (docs/client-protocol.md)
 Two instances, A and B, of the program: A takes the lock, reads and writes (fenced), B must time
 out on the lock, see `holding` false and have its fenced write refused; a write with a wrong
 version must be refused; after A's release B gets the lock; both close and exit. What the program
-answers is checked against what ZooKeeper shows (the token is its node's czxid, the node exists,
-the written version and data are there). A protocol fault (silence, junk, an answer out of order,
+answers is checked against what the service shows (client/serverview.py: on ZooKeeper the token
+is its node's czxid and the node exists; on every service the written version and data are
+there). A protocol fault (silence, junk, an answer out of order,
 death) ends the check: nothing after it could be trusted.
 """
 
@@ -14,12 +15,14 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from zkjepsen.client.program import Program
 from zkjepsen.client.protocol import VERSION, Event, ProtocolFault, Reply
+from zkjepsen.client.serverview import ServerView
 
 
 @dataclass
@@ -48,13 +51,17 @@ class Conformance:
         session_timeout_s: float = 4.0,
         init_timeout_s: float = 20.0,
         request_timeout_s: float = 15.0,
-        connect: Callable[[str], Any] | None = None,
+        view: ServerView | None = None,
+        log: Any = None,
+        log_dir: Path | None = None,
     ) -> None:
         self.argv, self.hosts, self.cwd, self.env = list(argv), hosts, cwd, env
         self.session_timeout_s = session_timeout_s
         self.init_timeout_s, self.request_timeout_s = init_timeout_s, request_timeout_s
-        self.connect = connect  # hosts -> a started KazooClient (to verify on the server)
-        self.zk: Any = None
+        self.view = view  # reads the service itself, to verify the answers
+        self.log = log or (lambda _msg: None)  # run.log: each request and its answer
+        self.log_dir = log_dir  # program-A.log, program-B.log: the programs' stderr
+        self.stderr: list[Any] = []
         base = f"/zkjepsen-check/{uuid.uuid4().hex[:8]}"
         self.lock_path, self.resource = f"{base}/lock", f"{base}/resource"
         self.report = Report()
@@ -65,27 +72,28 @@ class Conformance:
     def problem(self, sentence: str) -> None:
         self.report.problems.append(sentence)
 
-    def _server(self) -> Any:
-        if self.zk is None:
-            if self.connect is None:
-                raise _Abort()
-            self.zk = self.connect(self.hosts)
-        return self.zk
-
-    def _synced(self) -> Any:
-        """The checker's own session, caught up with the leader. Its server may be a follower
-        other than the program's, and a follower answers reads from what it has applied so far:
-        without the sync, a write the program was answered ok for can still be missing there
-        (seen once in CI: "the resource holds b'{}', not b'A1'")."""
-        zk = self._server()
-        zk.sync(self.lock_path.rsplit("/", 1)[0])
-        return zk
+    def verify(self, method: str, *args: Any) -> Any:
+        """Ask the service itself (the view's `method`); a service that cannot be read ends
+        the check with one sentence (e.g. --hosts names another service's servers)."""
+        if self.view is None:
+            raise _Abort()
+        try:
+            return getattr(self.view, method)(*args)
+        except Exception as e:  # noqa: BLE001 - any client library's error, said in a sentence
+            self.problem(
+                f"could not read {self.view.service} to verify the answers "
+                f"({type(e).__name__}: {e}); is it the service the program speaks to?"
+            )
+            raise _Abort() from None
 
     def call(self, who: str, op: str, timeout_s: float | None = None, **fields: Any) -> Reply:
         self.report.steps += 1
         try:
-            return self.programs[who].call(op, timeout_s or self.request_timeout_s, **fields)
+            r = self.programs[who].call(op, timeout_s or self.request_timeout_s, **fields)
+            self.log(f"{who} {op}: {r.type} {r.value!r}" + (f" ({r.error})" if r.error else ""))
+            return r
         except ProtocolFault as e:
+            self.log(f"{who} {op}: {e}")
             sentence = str(e)
             if op == "init" and "hung" in sentence:
                 sentence = f"init was never answered within {timeout_s:g} s"
@@ -103,12 +111,15 @@ class Conformance:
         return True
 
     def start(self, who: str) -> dict[str, Any]:
+        if self.log_dir is not None:
+            self.stderr.append((self.log_dir / f"program-{who}.log").open("ab"))
         p = Program(
             self.argv,
             cwd=self.cwd,
             env=self.env,
             on_event=lambda e: self.events[who].append(e),
             stop=threading.Event(),
+            stderr=self.stderr[-1] if self.log_dir is not None else None,
         )
         self.programs[who] = p
         try:
@@ -126,7 +137,7 @@ class Conformance:
             client=1 if who == "A" else 2,
             workload="lock",
             lock_path=self.lock_path,
-            params={"resource": "fenced"},
+            params={"resource": "fenced", **(self.view.params if self.view else {})},
         )
         if not self.expect(who, r, "ok", "init"):
             raise _Abort()
@@ -144,23 +155,20 @@ class Conformance:
         finally:
             for p in self.programs.values():
                 p.kill()
-            if self.zk is not None:
-                try:
-                    self.zk.delete(self.lock_path.rsplit("/", 1)[0], recursive=True)
-                    self.zk.stop()
-                    self.zk.close()
-                except Exception:  # noqa: BLE001 - best effort
-                    pass
+            if self.view is not None:
+                self.view.close(self.lock_path.rsplit("/", 1)[0])
+            for f in self.stderr:
+                f.close()
         return self.report
 
     def _script(self) -> None:
         self.start("A")
+        self.start("B")  # before A holds: a slow container start must not eat A's lock TTL
         r = self.call("A", "acquire", 5 + self.request_timeout_s, timeout_ms=5000)
         if not self.expect("A", r, "ok", "acquire of a free lock"):
             raise _Abort()
-        zk = self._server()
         self._check_token(r.value)
-        zk.create(self.resource, b"{}", makepath=True)
+        self.verify("create_resource", self.resource, b"{}")
         r = self.call("A", "holding")
         if r.type != "ok" or r.value is not True:
             self.problem(f"holding right after acquire answered {r.type} {r.value!r}, not ok true")
@@ -174,7 +182,6 @@ class Conformance:
             self._check_write(r.value, b"A1")
         r = self.call("A", "write", path=self.resource, data="A2", version=999, fenced=False)
         self.expect("A", r, "fail", "write with a wrong version (999)")
-        self.start("B")
         t = time.monotonic()
         r = self.call("B", "acquire", 1 + self.request_timeout_s, timeout_ms=1000)
         took = time.monotonic() - t
@@ -194,7 +201,7 @@ class Conformance:
             self.expect("B", r, "fail", "fenced write without the lock")
         r = self.call("A", "release")
         self.expect("A", r, "ok", "release by the holder")
-        if self._synced().exists(self._node or self.lock_path + "/none") is not None:
+        if self._node and self.verify("node_left", self._node) is False:
             self.problem(f"after release the lock node {self._node} still exists")
         r = self.call("A", "holding")
         if r.type != "ok" or r.value is not False:
@@ -205,7 +212,8 @@ class Conformance:
             self.call("B", "release")
         for who in ("A", "B"):
             self._close(who)
-        for who in ("A", "B"):
+        sessions = self.view is None or self.view.service == "ZooKeeper"  # others: no session
+        for who in ("A", "B") if sessions else ():
             states = [e.value for e in self.events[who] if e.name == "session-state"]
             if not states:
                 self.report.notes.append(
@@ -218,31 +226,25 @@ class Conformance:
         v = value if isinstance(value, dict) else {}
         node, token = v.get("node"), v.get("token")
         if not isinstance(node, str) or not isinstance(token, int):
-            self.problem(f"acquire answered ok with {value!r}, not {{token: czxid, node: path}}")
+            self.problem(f"acquire answered ok with {value!r}, not {{token: int, node: path}}")
             raise _Abort()
         self._node = node
         if not node.startswith(self.lock_path + "/"):
             self.problem(
                 f"acquire returned node {node}, which is not under the lock path {self.lock_path}"
             )
-        stat = self._synced().exists(node)
-        if stat is None:
-            self.problem(f"acquire returned node {node}, which does not exist")
-        elif stat.czxid != token:
-            self.problem(
-                f"acquire returned a token ({token}) that is not the czxid of its node "
-                f"({stat.czxid})"
-            )
+        sentence = self.verify("token_problem", self.lock_path, node, token)
+        if sentence:
+            self.problem(sentence)
 
     def _check_write(self, value: Any, data: bytes) -> None:
-        got, stat = self._synced().get(self.resource)
+        got, version = self.verify("resource", self.resource)
         v = value.get("version") if isinstance(value, dict) else None
         if got != data:
             self.problem(f"the write was answered ok but the resource holds {got!r}, not {data!r}")
-        if v != stat.version:
+        if v != version:
             self.problem(
-                f"write answered version {v!r}, but the resource's version after it "
-                f"is {stat.version}"
+                f"write answered version {v!r}, but the resource's version after it is {version}"
             )
 
     def _close(self, who: str) -> None:

@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 from zkjepsen.client.recorder import Recorder, RecordingContext
@@ -49,6 +50,29 @@ def await_start(
     return False
 
 
+def stop_at_deadline(path: Path, stop: threading.Event) -> threading.Thread:
+    """Set `stop` when the run's deadline passes (the start barrier's file says when), as the
+    runner's SIGTERM would: a request the program never answers, `init` included, then gets
+    the stop grace (3 s, client/program.py) instead of its own deadline and 5 restarts, which
+    held a 30 s run to 105 s (issue 40). The loop itself ends at the deadline either way."""
+
+    def watch() -> None:
+        while not stop.is_set():
+            try:
+                deadline = float(path.read_text())
+                break
+            except (OSError, ValueError):
+                stop.wait(0.1)
+        else:
+            return
+        stop.wait(max(0.0, deadline - time.monotonic()))
+        stop.set()
+
+    t = threading.Thread(target=watch, daemon=True, name="deadline")
+    t.start()
+    return t
+
+
 def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
     """The client wire protocol: the program under test is a child process; the recorder
     (client/loop.py, over client/lockclient.py) drives it and writes the history.
@@ -71,6 +95,8 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
         request_timeout_s=request_timeout,
         uid=spec.program_uid,
     )
+    if spec.start_file:
+        stop_at_deadline(Path(spec.start_file), stop)
     try:
         if not client.start():
             return 3

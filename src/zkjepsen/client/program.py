@@ -45,8 +45,10 @@ class Program:
         on_event: Callable[[Event], None] = lambda e: None,
         stop: threading.Event | None = None,
         uid: int | None = None,
+        stderr: Any = None,
     ) -> None:
         self.argv = list(argv)
+        self.stderr = stderr  # where the program's log goes (None: ours, as in a client)
         self.cwd, self.env = cwd, env
         # Run as this uid (its group the same, no supplementary group), not the recorder's:
         # client/seal.py. None: as we run (tests on the host).
@@ -67,7 +69,7 @@ class Program:
                 self.argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=None,
+                stderr=self.stderr,
                 cwd=self.cwd,
                 env=self.env,
                 start_new_session=True,

@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,6 +42,52 @@ JUNK = (
 )
 
 Progress = Callable[[str], None]
+
+
+class Detail(str):
+    """A line of a build tool's own output (debootstrap, apt, a compiler), as opposed to a
+    phase of the build: a `Progress` that prints lines shows phases and only samples these."""
+
+
+class Heartbeat:
+    """A build's progress as lines (for a log or a terminal alike): each phase as it begins,
+    and while one lasts, a line at least every `every_s` seconds with the tool's latest output,
+    so a 6-minute build is never silent (issue 40: the etcd image's 351 s printed nothing)."""
+
+    def __init__(self, say: Callable[[str], None], every_s: float = 15.0) -> None:
+        self.say, self.every_s = say, every_s
+        self.t0 = self.last = time.monotonic()
+        self.phase, self.detail = "starting", ""
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True, name="build-heartbeat")
+
+    def __call__(self, text: str) -> None:
+        with self.lock:
+            if isinstance(text, Detail):
+                self.detail = str(text)
+                return
+            self.phase, self.detail = str(text), ""
+            self._say(self.phase)
+
+    def _say(self, text: str) -> None:
+        self.last = time.monotonic()
+        self.say(f"[{self.last - self.t0:4.0f} s] {text}")
+
+    def _beat(self) -> None:
+        while not self.done.wait(1.0):
+            with self.lock:
+                if time.monotonic() - self.last >= self.every_s:
+                    latest = f": {self.detail}" if self.detail else ""
+                    self._say(f"still {self.phase}{latest}")
+
+    def __enter__(self) -> Heartbeat:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.done.set()
+        self.thread.join(timeout=5)
 
 
 @dataclass(frozen=True)
@@ -112,7 +159,7 @@ def _run_streaming(argv: list[str], on_line: Callable[[str], None], what: str) -
     for line in proc.stdout:
         line = line.rstrip()
         tail = (tail + [line])[-15:]
-        on_line(line)
+        on_line(Detail(line))
     if proc.wait() != 0:
         raise EnvironmentProblem(
             f"{what} failed (exit {proc.returncode}); last output: " + " | ".join(tail[-5:])
@@ -150,7 +197,7 @@ def run_in_root(root: Path, script: str, what: str, on_line: Callable[[str], Non
     )
     lines = proc.stdout.splitlines()
     for line in lines[-3:]:
-        on_line(line[:100])
+        on_line(Detail(line[:100]))
     if proc.returncode != 0:
         raise EnvironmentProblem(
             f"{what} failed (exit {proc.returncode}); last output: " + " | ".join(lines[-8:])
@@ -168,7 +215,7 @@ def _debootstrap(recipe: ImageRecipe, rootfs: Path, on_progress: Progress) -> No
             str(rootfs),
             debian_mirror(),
         ],
-        lambda line: on_progress(line[:100]),
+        lambda line: on_progress(Detail(line[:100])),
         "debootstrap",
     )
 

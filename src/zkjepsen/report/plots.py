@@ -96,7 +96,7 @@ def write_plots(files: ReportFiles, records: list[dict]) -> list[Path]:
     ax.set_xlabel("time since test start (s)")
     ax.set_ylabel("latency (ms)")
     ax.set_title("op latency")
-    ax.legend(loc="upper left", fontsize=7, ncol=4, markerscale=2)
+    _legend(ax, markerscale=2)
     fig.tight_layout()
     paths.append(files.latency_png)
     _save(fig, paths[-1])
@@ -124,9 +124,16 @@ def write_plots(files: ReportFiles, records: list[dict]) -> list[Path]:
     ax.set_xlabel("time since test start (s)")
     ax.set_ylabel("ops/s (by invocation)")
     ax.set_title("throughput")
-    ax.legend(loc="upper left", fontsize=7, ncol=4)
+    _legend(ax)
     fig.tight_layout()
     paths.append(files.rate_png)
     _save(fig, paths[-1])
     plt.close(fig)
     return paths
+
+
+def _legend(ax, **kw) -> None:
+    """A legend when something was drawn: matplotlib warns on stderr ("No artists with
+    labels found to put in legend") for an empty one, e.g. a run with no completed op."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left", fontsize=7, ncol=4, **kw)

@@ -41,7 +41,14 @@ def summarise(res: Result | Mapping[str, Any]) -> str:
     # the power part says its figures.
     if "per_kind" in r.details:
         return str(r.details.get("line") or "")
-    return str(r.details.get("note") or "")[:200]
+    note = str(r.details.get("note") or "")[:200]
+    near = r.details.get("belief_overlap_count") or 0
+    if near:  # valid with belief overlaps: the property was effect, and none reached the data
+        said = (
+            f"{near} belief overlaps, judged as near misses (property=effect: no write overlapped)"
+        )
+        return f"{said}; {note}" if note else said
+    return note
 
 
 def power_of_results(results: Result | Mapping[str, Any] | None) -> Power | None:

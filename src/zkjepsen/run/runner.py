@@ -107,10 +107,9 @@ def run_test(
     gen=None,
     engine=None,
 ) -> RunResult:
-    """Run one test end to end. `display` (optional) gets progress callbacks; `schedule`
-    replays an executed schedule instead of generating one; `gen` (a nemesis.generator
-    generator, e.g. a scenario's triggered `steps(...)`) replaces the spec's standard one;
-    `engine` (a harness.engine.Engine, default: the environment's) is where the run lives."""
+    """Run one test end to end. `display` (optional) gets progress callbacks and image builds'
+    lines; `schedule` replays an executed schedule; `gen` (a nemesis.generator generator, e.g.
+    a scenario's triggered `steps(...)`) replaces the spec's standard one."""
     import dataclasses
 
     from zkjepsen.backends.registry import provide_images
@@ -125,7 +124,7 @@ def run_test(
     spec = dataclasses.replace(spec, engine=engine.name)
     test = dataclasses.replace(test, spec=spec)
     client = engine.client()
-    server_image, client_image = provide_images(engine, spec)
+    server_image, client_image = provide_images(engine, spec, say=display and display.log)
     info = test.backend
     teardown: Teardown | None = None
     phase = ["setup"]  # where the run is: the watchdog's message, and an interrupt's
@@ -210,7 +209,8 @@ def _judge(test: ResolvedTest, run_dir: RunDir, records, stats, log, phase: list
         table["early_stop"] = stats["early_stop"]
     run_dir.save_results(table)
     stats.update(history_stats(records))
-    log(f"verdict: {result.valid} ({len(records)} history records)")
+    word = {True: "valid", False: "invalid"}.get(result.valid, "unknown")  # not a Python bool
+    log(f"checked {len(records)} history records: {word}")
     run = RunResult(spec, store_dir, result.valid, table, stats)
     phase[0] = "report"
     render_reports(run, history)

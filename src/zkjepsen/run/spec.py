@@ -28,7 +28,8 @@ IMAGE_REF = re.compile(
     r"(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$"
 )
 CLIENT_MODES = ("protocol", "in-process")
-FAULT_TRIGGERS = ("acquired",)  # run/resolve.py makes each a nemesis trigger
+# run/resolve.py makes "acquired" a nemesis trigger; "time": each fault at its scheduled time
+FAULT_TRIGGERS = ("acquired", "time")
 # What `fault_target` may name (nemesis/targets.py resolves each): a role, a client by number,
 # or servers by name. Anything else used to fall through to a random client without a word.
 FAULT_TARGETS = ("one", "leader", "minority", "majority", "all", "holder", "random")

@@ -183,3 +183,76 @@ def validate_params(params: dict[str, Any], *, user_recipe: bool) -> dict[str, A
             raise BadInput(f"unknown parameter {name!r}; known ones: {', '.join(sorted(KNOWN))}")
         out[name] = _coerce(name, p, v)
     return out
+
+
+# What each workload reads, with the default it uses when the parameter is not given: what
+# `zkjepsen list workloads` shows (tests/unit/test_workload_params.py holds the client loop to
+# these). Recipes' own parameters (lock_ttl_s, pg_*, unlock_*) are in KNOWN's help.
+_LOOP: tuple[tuple[str, Any], ...] = (
+    ("resource", "unguarded"),
+    ("hold_s", 0.2),
+    ("hold_fixed", False),
+    ("think_s", 0.05),
+    ("acquire_timeout_s", 10.0),
+    ("retry_writes", True),
+    ("request_timeout_s", 15.0),
+)
+WORKLOAD_PARAMS: dict[str, tuple[tuple[str, Any], ...]] = {
+    "lock": (
+        *_LOOP,
+        ("writes", 2),
+        ("property", "belief"),
+        ("nested", False),
+        ("ready_file", False),
+        ("lock_path", "/zkjepsen/lock"),
+        ("resource_path", "/zkjepsen/resource"),
+    ),
+    "election": (
+        *_LOOP,
+        ("writes", 2),
+        ("lock_path", "/zkjepsen/master_election"),
+        ("resource_path", "/zkjepsen/resource"),
+    ),
+    "counter": (
+        *_LOOP,
+        ("lock_path", "/zkjepsen/lock"),
+        ("counter_path", "/zkjepsen/counter"),
+    ),
+    "rwlock": (
+        ("read_frac", 0.6),
+        ("hold_s", 0.05),
+        ("think_s", 0.05),
+        ("acquire_timeout_s", 10.0),
+        ("lock_path", "/zkjepsen/shared_lock"),
+    ),
+    "register": (
+        ("keys", 3),
+        ("values", 5),
+        ("sync_reads", True),
+        ("read_frac", 0.4),
+        ("think_s", 0.01),
+        ("check_time_s", 120.0),
+    ),
+    "queue": (("enqueue_frac", 0.5), ("think_s", 0.02), ("queue_path", "/zkjepsen/queue_fifo")),
+    "barrier": (
+        ("members", "the clients"),
+        ("double", True),
+        ("work_s", 0.2),
+        ("think_s", 0.0),
+        ("pass_timeout_s", 30.0),
+        ("barrier_path", "/zkjepsen/queue_barrier"),
+    ),
+    "raw": (("lock_path", "/zkjepsen/raw"),),
+    "ping": (("think_s", 0.05),),
+}
+
+
+def params_line(workload: str) -> str:
+    """`name=default ...` of a workload's parameters (booleans as true/false, as typed)."""
+
+    def text(v: Any) -> str:
+        return (
+            str(v).lower() if isinstance(v, bool) else f"{v:g}" if isinstance(v, float) else str(v)
+        )
+
+    return " ".join(f"{n}={text(d)}" for n, d in WORKLOAD_PARAMS.get(workload, ()))

@@ -1,0 +1,257 @@
+"""Long etcd CAS-register histories with crashed ops whose effects land late, failed cas by
+the thousand and, optionally, one planted stale read: what `zkjepsen check` decides, how fast,
+in how much memory (issue 39). Prints figures, asserts nothing.
+
+The generator differs from stale_read.py's where the read-from path once fell off a cliff:
+- a crashed op (`info`) that took effect does so anywhere from its call to twenty times its
+  length after it (LATE) (a client that timed out does not know when its write lands), so crashed
+  writes overlap many later ops;
+- in the "-nocw" cases, crashed calls are cas and reads only (NO_CRASHED_WRITES): no crashed
+  write nobody read is around for the read-from path to explain a failed cas with;
+- 90 % of the cas name one of the last 8 values (HIT), so most fail, and etcd's failed
+  cas(old, new) says the register did not hold old;
+- every SHAPE_EVERY calls, in a quiet moment, the shape that made `_certify` give up: two
+  overlapping blind writes, and a failed cas that is the one op saying which came last
+  (`_shape`). It occurs by chance too, about once per 600 k calls of this generator.
+Values are unique (every write and cas writes a fresh number) or drawn from 0..4
+(`--values 5`). A planted stale read is a late read that returns the value the register held
+just before a write or cas that returned before the read was called.
+
+Each case is written as a Jepsen log and checked by a fresh `zkjepsen check --json` process
+(default limits: 60 s, 2 GiB), reporting its verdict, path, wall and CPU time (the process's,
+loading included), peak RSS, and whether the op named (`blamed`) is the planted read.
+
+    .venv/bin/python benchmarks/crash_cliff.py --rounds 3 [--case valid-5x1M ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from histories import write_jepsen_log  # noqa: E402
+
+from zkjepsen.history import History, Op  # noqa: E402
+
+HIT = 0.1  # share of the cas that name the current value (the others: one of the last 8)
+WEIGHTS = (1, 2, 2)  # read, write, cas
+SHORT = 0.7  # share of the calls lasting 1..5 (the others 6..59)
+CRASH_SHARE = {"read": 1.0, "write": 1.0, "cas": 1.0}  # x crash, per f ("-nocw" cases: below)
+NO_CRASHED_WRITES = {"read": 1.0, "write": 0.0, "cas": 2.0}  # still 10 % of all calls
+SHAPE_EVERY = 50_000  # calls between two of issue 39's shapes (see _shape)
+LATE = 1.0  # share of the crashed ops that took effect whose effect may land after their end
+CASES = [  # name, clients, ops, values (0: unique), plant a stale read
+    ("valid-5x150k", 5, 150_000, 0, False),
+    ("valid-5x200k", 5, 200_000, 0, False),
+    ("valid-5x1M", 5, 1_000_000, 0, False),
+    ("valid-nocw-5x20k", 5, 20_000, 0, False),
+    ("valid-nocw-5x150k", 5, 150_000, 0, False),
+    ("stale-20x1k", 20, 1_000, 0, True),
+    ("stale-5x10k", 5, 10_000, 0, True),
+    ("stale-5x100k", 5, 100_000, 0, True),
+    ("small-stale-5x10k", 5, 10_000, 5, True),
+    ("small-stale-20x1k", 20, 1_000, 5, True),
+]
+
+
+def _calls(
+    n: int, clients: int, rng: random.Random, crash: float, share: dict[str, float]
+) -> list[list]:
+    """Per call: [point, call, client, start, end, f, crashed, took effect, forced]."""
+    free, calls = [0] * clients, []
+    for k in range(n):
+        c = k % clients
+        if k % SHAPE_EVERY == SHAPE_EVERY - 1 and clients >= 2:
+            _shape(calls, free, k)
+            continue
+        start = free[c] + rng.randrange(1, 10)
+        dur = rng.randrange(1, 6) if rng.random() < SHORT else rng.randrange(6, 60)
+        free[c] = end = start + dur
+        f = rng.choices(("read", "write", "cas"), WEIGHTS)[0]
+        crashed = rng.random() < crash * share[f]
+        took = not crashed or rng.random() < 0.5
+        point = rng.uniform(start, end)
+        if crashed and took and rng.random() < LATE:
+            point = rng.uniform(start, end + 20 * dur)  # it landed after its client gave up
+        calls.append([point, len(calls), c, start, end, f, crashed, took, False])
+    return calls
+
+
+def _shape(calls: list[list], free: list[int], k: int) -> None:
+    """The shape of issue 39, in a quiet moment: a write of a (long) overlapping a write of b
+    (short, inside it), b written first; then a failed cas(b, ...) called after b's write
+    returned, which saw a. Only the failed cas says b came first. (Three calls for call k.)"""
+    t = max(free) + 60  # every crashed op has landed or never will (20 lengths of 59 at most)
+    shape = [  # (client, start, end, point, f, forced)
+        (0, t, t + 20, t + 12, "write", False),  # a
+        (1, t + 1, t + 10, t + 3, "write", False),  # b
+        (len(free) - 1, t + 11, t + 14, t + 13, "cas", True),  # fails: saw a, not b
+    ]
+    for c, start, end, point, f, forced in shape:
+        calls.append([point, len(calls), c, start, end, f, False, True, forced])
+    for c in range(len(free)):
+        free[c] = t + 21
+
+
+def history(
+    n: int,
+    clients: int,
+    values: int,
+    stale: bool,
+    seed: int = 1,
+    crash: float = 0.1,
+    share: dict[str, float] = CRASH_SHARE,
+) -> tuple[History, int | None]:
+    """The history and the index of the planted stale read's completion (None if none)."""
+    rng = random.Random(seed)
+    calls = _calls(n, clients, rng, crash, share)
+    fresh = iter(range(1, 1 << 62))
+    reg, recent = None, [None]
+    out: list[list] = [[]] * len(calls)  # f, invoke value, completion value, type
+    held: list[tuple[float, object]] = []  # (point, value after) of each op that took effect
+    for point, k, _, _, _, f, crashed, took, forced in sorted(calls):
+        new = next(fresh) if not values else rng.randrange(values)
+        old = reg if rng.random() < HIT else rng.choice(recent)
+        if forced:
+            old = recent[-2]  # the value the last write replaced
+        old = 0 if old is None else old  # (Porcupine's etcd parser: cas takes numbers)
+        if f == "read":
+            out[k] = ["read", None, reg, "ok" if took else "info"]
+        elif f == "write":
+            out[k] = ["write", new, new, "ok"]
+        else:
+            out[k] = ["cas", [old, new], [old, new], "ok" if reg == old else "fail"]
+        if took and f != "read" and out[k][3] == "ok":
+            reg = new
+            recent = (recent + [new])[-8:]
+        if took:
+            held.append((point, reg))
+        if crashed:
+            out[k][2:] = [out[k][1], "info"]
+    planted = _plant(calls, out, held) if stale else None
+    return _events(calls, out, clients, planted)
+
+
+def _plant(calls: list[list], out: list[list], held: list[tuple[float, object]]) -> int | None:
+    """A late read returns the value held just before the last write or cas (ok) that returned
+    before the read was called. Its call index."""
+    points = [p for p, _ in held]
+    for k in sorted(range(len(calls)), key=lambda k: calls[k][3])[int(0.9 * len(calls)) :]:
+        if out[k][0] != "read" or out[k][3] != "ok":
+            continue
+        start = calls[k][3]
+        done = [
+            j
+            for j in range(max(0, k - 40), k)
+            if calls[j][4] < start and out[j][0] != "read" and out[j][3] == "ok"
+        ]
+        if not done:
+            continue
+        j = max(done, key=lambda j: calls[j][4])
+        i = bisect.bisect_left(points, calls[j][0])
+        before = held[i - 1][1] if i > 0 else None
+        if before is not None and before != out[k][2]:
+            out[k][2] = before
+            return k
+    return None
+
+
+def _events(
+    calls: list[list], out: list[list], clients: int, planted: int | None
+) -> tuple[History, int | None]:
+    events, process, index = [], list(range(clients)), None
+    for _, k, c, start, end, *_ in calls:
+        f, arg, val, typ = out[k]
+        p = process[c]
+        if typ == "info":
+            process[c] += clients  # an info op retires its process
+        events.append((start, 0, k, Op(0, start, p, "invoke", f, None, arg, c)))
+        events.append((end, 1, k, Op(0, end, p, typ, f, None, val, c)))
+    events.sort(key=lambda e: (e[0], e[1]))
+    ops = [e[3] for e in events]
+    for i, (op, e) in enumerate(zip(ops, events, strict=True)):
+        op.index = i
+        if e[2] == planted and e[1] == 1:
+            index = i
+    return History(ops), index
+
+
+def check(path: str) -> dict:
+    """`zkjepsen check --json` on the file in a fresh process: its JSON, wall and CPU time
+    and peak RSS (from wait4: this child's alone)."""
+    exe = Path(sys.executable).parent / "zkjepsen"
+    argv = [str(exe), "check", path, "--model", "etcd-cas-register", "--format", "jepsen-log"]
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([*argv, "--json"], stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        doc = json.loads(out.read() or b"{}")
+    return {
+        "exit": proc.returncode,
+        "doc": doc,
+        "wall": wall,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "peak_mib": usage.ru_maxrss / 1024,
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=3, help="checks per case (median)")
+    ap.add_argument("--case", action="append", help="only these cases (repeatable)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--write", nargs=2, metavar=("CASE", "FILE"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.write:
+        name, clients, n, values, stale = next(c for c in CASES if c[0] == args.write[0])
+        share = NO_CRASHED_WRITES if "-nocw" in name else CRASH_SHARE
+        h, planted = history(n, clients, values, stale, seed=args.seed, share=share)
+        write_jepsen_log(h, args.write[1])
+        print(json.dumps(planted))
+        return 0
+    cases = [c for c in CASES if not args.case or c[0] in args.case]
+    if not cases:
+        print(f"no such case; choose from {', '.join(c[0] for c in CASES)}", file=sys.stderr)
+        return 254
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, *_ in cases:
+            path = str(Path(tmp) / f"{name}.log")
+            # Written by another process: a check forked from one holding the history would
+            # count its pages in the check's peak RSS.
+            me = [sys.executable, __file__, "--seed", str(args.seed), "--write", name, path]
+            planted = json.loads(subprocess.run(me, capture_output=True, check=True).stdout)
+            runs = [check(path) for _ in range(args.rounds)]
+            doc = runs[-1]["doc"]
+            blamed = doc.get("blamed") or {}
+            named = None if planted is None else blamed.get("complete_index") == planted
+            print(
+                f"{name}: {doc.get('valid')} by {doc.get('decided_by')} (refuted by "
+                f"{doc.get('refuted_by')}), wall median "
+                f"{statistics.median(r['wall'] for r in runs):.2f} s, cpu median "
+                f"{statistics.median(r['cpu'] for r in runs):.2f} s, peak "
+                f"{max(r['peak_mib'] for r in runs):.0f} MiB; named {blamed.get('op')!r} "
+                f"({doc.get('blamed_because')}), the planted read: {named}; "
+                f"reason: {doc.get('reason')}"
+            )
+            sys.stdout.flush()
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
