@@ -31,6 +31,9 @@ def interrupted_message(e: BaseException, what: str = "interrupted") -> str:
     td = getattr(e, "teardown", None) or getattr(e.__cause__, "teardown", None)
     # cli/matrix.py: the matrix's own store (click wraps a KeyboardInterrupt in an Abort)
     matrix = getattr(e, "matrix_note", None) or getattr(e.__cause__, "matrix_note", None)
+    many = getattr(e, "many", None) or getattr(e.__cause__, "many", None)
+    if many is not None:  # a command of many runs (run/outcome.py ManyCut)
+        return many_message(what, many, matrix)
     if td is None:
         return f"zkjepsen: {what}" + (f"; {matrix}." if matrix else ".")
     during = f" during the {td.phase}" if td.phase else ""
@@ -42,6 +45,25 @@ def interrupted_message(e: BaseException, what: str = "interrupted") -> str:
         engine = f"everything run {td.run_id} started was removed"
     run = f"zkjepsen: {what}{during}; {engine}; {folder_state(td)}"
     return f"{run}; {matrix}" if matrix else run
+
+
+def many_message(what: str, many, matrix: str | None) -> str:
+    """The last line of an interrupted command of many runs, as `test`'s is of one: how many
+    finished and where, each run cut short and what its folder holds, and how to go on."""
+    n = len(many.finished)
+    text = f"zkjepsen: {what}; {n} run{'' if n == 1 else 's'} finished"
+    if many.finished:
+        text += f" (folders: {', '.join(str(p) for p in many.finished)})"
+    for td in many.cut:
+        during = f" during the {td.phase}" if td.phase else ""
+        text += f"; a run cut short{during}: {folder_state(td)}"
+    left = [td for td in many.cut if td.left]
+    if left:
+        text += "; " + ", ".join(f"run {td.run_id} left {', '.join(td.left)}" for td in left)
+        text += " behind (`zkjepsen cleanup` removes them)"
+    elif many.cut:
+        text += "; everything those runs started was removed"
+    return text + (f"; {matrix}" if matrix else "") + "."
 
 
 def folder_state(td) -> str:

@@ -199,9 +199,16 @@ def run_cells(
             cluster=dask,
         )
     except BaseException as e:
-        if progress.finished:  # an interrupt's message says where the finished runs are
-            note = resume_note(len(progress.finished), progress.manifest[0])
-            e.matrix_note = note  # type: ignore[attr-defined]
+        # The matrix's record, even with no run finished (so --resume has it to go on), and
+        # the interrupt's last line says where it is and how to go on.
+        from zkjepsen.report import findings
+
+        try:
+            findings.write_manifest(*progress.manifest[:3], progress.finished, progress.manifest[3])
+        except OSError:
+            pass  # the store went away: the message still says what finished
+        note = resume_note(len(progress.finished), progress.manifest[0])
+        e.matrix_note = note  # type: ignore[attr-defined]
         raise
     finally:
         if dask is not None:

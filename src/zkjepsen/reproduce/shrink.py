@@ -244,8 +244,18 @@ class Judge:
     cluster: Any = None
     log: list[dict] = field(default_factory=list)
     wave_s: float = 0.0  # the longest wave so far
+    folders: list[Path] = field(default_factory=list)  # every replay's, for an interrupt's line
 
     def __call__(self, c: Candidate, budgeted: bool = True) -> int:
+        try:
+            return self._judge(c, budgeted)
+        except BaseException as e:  # the earlier candidates' replays too, in the last line
+            from zkjepsen.run.outcome import note_many
+
+            note_many(e, self.folders, [])
+            raise
+
+    def _judge(self, c: Candidate, budgeted: bool) -> int:
         hits = done = 0
         width = max(1, self.parallel)
         while done < self.tries and (
@@ -268,6 +278,7 @@ class Judge:
                 ok = self.target <= got
                 hits += ok
                 done += 1
+                self.folders.append(r.store_dir)
                 self.progress(
                     f"    try {done}/{self.tries}: {sorted(got) or 'valid'} -> "
                     f"{'reproduced' if ok else 'not reproduced'} ({r.store_dir})"
