@@ -170,6 +170,15 @@ def test_client_cannot_undo_its_isolation_or_write_others_histories(hostile):
         _assert_sealed(attacks, c)  # every round, through the fault too
         assert not {p for a in attacks for p in a["histories_seen"]}, "/out is closed to it"
         assert not any(a["foreign_writes"] for a in attacks), attacks[-1]
+    # /control is the client's own directory, and its program reads nothing in it but the
+    # clock libfaketime gives it (client/seal.py): no spec, no barrier, no other client's files.
+    for c in (1, 2):
+        view = _attacks(pool, c)[-1]["control"]
+        other = 3 - c
+        assert view["list"] in REFUSED, view
+        assert view[f"spec-c{c}.json"] in REFUSED and view["start"] in REFUSED, view
+        assert view[f"spec-c{other}.json"] == view[f"faketime-c{other}"] == "ENOENT", view
+        assert view[f"faketime-c{c}"] == "ok", view  # libfaketime reads it in its process
     # ...and on the host each history holds only its own client's records.
     for c in (1, 2):
         procs = {

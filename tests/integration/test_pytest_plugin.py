@@ -81,7 +81,7 @@ def test_gate_runs_a_users_program_given_by_client_cmd(pytester, zk_image, monke
     (spec,) = store.glob("*/latest/test.json")
     doc = json.loads(spec.read_text())
     assert (doc["recipe"], doc["client_cmd"]) == ("exec", "python3 python_driver.py")
-    (client,) = store.glob("*/latest/clients/control/spec-c1.json")
+    (client,) = store.glob("*/latest/clients/control/c1/spec-c1.json")
     client_doc = json.loads(client.read_text())
     assert client_doc["command"] == ["/bin/sh", "-c", "python3 python_driver.py"]
     assert client_doc["program_mount"] == str(templates)

@@ -145,6 +145,16 @@ def _command_proxy() -> str:
         return errno.errorcode.get(e.errno, str(e.errno)) if e.errno else type(e).__name__
 
 
+def _control_view() -> dict:
+    """What the program sees of /control: its listing, and each control file it might try
+    (its own and client 2's or 1's: only its own client's directory is mounted)."""
+    names = ("spec-c1.json", "spec-c2.json", "start", "faketime-c1", "faketime-c2")
+    view = {"list": _try(lambda: os.listdir("/control"))}
+    for name in names:
+        view[name] = _try(lambda n=name: _open_close(f"/control/{n}", "rb"))
+    return view
+
+
 def _caps() -> str:
     with open("/proc/self/status") as fh:
         return next(x.split()[1] for x in fh if x.startswith("CapEff:"))
@@ -165,6 +175,7 @@ def _attack(hosts: str, own: str) -> None:
             "reachable": _reachable(hosts),
             "histories_seen": found,
             "foreign_writes": written,
+            "control": _control_view(),
         }
         with open(ATTACK_LOG, "a") as fh:
             fh.write(json.dumps(rec) + "\n")

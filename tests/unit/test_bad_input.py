@@ -7,6 +7,7 @@ import json
 import os
 
 import pytest
+from stored_folder import stored_spec
 
 from zkjepsen.cli import main
 
@@ -111,13 +112,15 @@ def test_store_path_that_is_a_file(here, capsys):
     assert_refused(code, err, here, "store path", "is a file")
 
 
+SPEC = stored_spec(clients=2)
+
+
 def run_dir(here, **files) -> str:
     d = here / "run"
     d.mkdir()
-    spec = {"recipe": "kazoo", "workload": "lock", "nodes": 3, "clients": 2}
-    (d / "test.json").write_text(json.dumps(spec))
+    (d / "test.json").write_text(json.dumps(SPEC))
     (d / "results.json").write_text(json.dumps({"valid": False, "lock": {"valid": False}}))
-    for name, text in files.items():
+    for name, text in {"schedule_json": '{"faults": []}', **files}.items():
         (d / name.replace("_", ".", 1)).write_text(text)
     return str(d)
 
@@ -129,7 +132,9 @@ def run_dir(here, **files) -> str:
         ({"schedule_json": '{"faults": [{"f": "x"}]}'}, "replay", ["fault 1"]),
         ({"schedule_json": '{"faults": 3}'}, "shrink", ["schedule"]),
         ({"test_json": "[1, 2]"}, "analyze", ["test spec"]),
-        ({"test_json": '{"nodes": "many"}'}, "analyze", ["nodes"]),
+        ({"test_json": json.dumps({**SPEC, "nodes": "many"})}, "analyze", ["nodes"]),
+        ({"test_json": "{}"}, "analyze", ["test.json", "recipe"]),
+        ({"test_json": json.dumps({**SPEC, "clients": None})}, "analyze", ["clients", "null"]),
         ({"results_json": "{not json"}, "replay", ["results.json"]),
     ],
 )

@@ -8,6 +8,7 @@ import json
 import os
 
 import pytest
+from stored_folder import stored_spec
 from test_bad_input import assert_refused, run_cli
 
 from zkjepsen.errors import BadInput
@@ -65,7 +66,7 @@ def test_the_spec_the_pytest_plugin_builds_refuses_it_too():
 def run_dir(here, results: dict) -> str:
     d = here / "run"
     d.mkdir()
-    spec = {"recipe": "kazoo", "workload": "lock", "nodes": 3, "clients": 2}
+    spec = stored_spec(clients=2)
     (d / "test.json").write_text(json.dumps(spec))
     (d / "history.jsonl").write_text("")
     (d / "results.json").write_text(json.dumps(results))

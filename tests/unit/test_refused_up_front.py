@@ -11,9 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from stored_folder import stored_spec
 
 from zkjepsen.cli import folder_state, interrupted_message, main
 from zkjepsen.run.outcome import Phase, Teardown, stopped
+from zkjepsen.run.spec import TestSpec
 from zkjepsen.store.writable import can_create_in
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -80,7 +82,7 @@ def test_refused_before_anything_exists(args, words, here, capsys):
 def test_a_shrink_of_a_folder_it_cannot_write_into_is_refused(here, capsys, monkeypatch):
     run = here / "run"
     run.mkdir()
-    (run / "test.json").write_text(json.dumps({"recipe": "kazoo", "nodes": 3}))
+    (run / "test.json").write_text(json.dumps(stored_spec(clients=2)))
     (run / "results.json").write_text(json.dumps({"valid": False}))
     (run / "minimal").write_text("a file where shrink writes its folder")
     code, _, err = run_cli(["shrink", str(run)], capsys)
@@ -157,7 +159,7 @@ def lock_history(n: int = 3) -> list[dict]:
 def interrupted_folder(root: Path) -> Path:
     run = root / "run"
     run.mkdir()
-    spec = {"recipe": "kazoo", "workload": "lock", "nodes": 3, "clients": 2, "seed": 1}
+    spec = stored_spec(clients=2, seed=1, nemesis=["none"])
     (run / "test.json").write_text(json.dumps(spec))
     (run / "history.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lock_history()))
     return run
@@ -222,8 +224,9 @@ def test_an_interrupted_matrix_says_where_its_finished_runs_are(here, capsys, mo
             signal.signal(s, h)
     assert code == 130
     assert err.strip().splitlines()[-1] == (
-        "zkjepsen: interrupted; 1 finished run is on record in m: `zkjepsen merge m` "
-        "renders them, the same matrix with --resume continues it."
+        "zkjepsen: interrupted; the matrix's 1 finished run is on record in "
+        "m/matrix-runs.json: `zkjepsen merge m` renders them, the same matrix command with "
+        "--resume continues it."
     )
     assert (here / "m" / "matrix-runs.json").exists()
 
@@ -260,7 +263,6 @@ def test_etcd_version_picks_the_suite_and_is_recorded():
     from zkjepsen.backends.etcd.image import etcd_image
     from zkjepsen.docker.image import default_tag
     from zkjepsen.run.resolve import validate_spec
-    from zkjepsen.run.spec import TestSpec
 
     spec = TestSpec(recipe="etcd3-python", workload="lock", nodes=3)
     validate_spec(spec)
@@ -281,7 +283,6 @@ def test_a_go_recipe_is_refused_on_an_etcd_without_its_driver(monkeypatch):
     from zkjepsen.errors import BadInput
     from zkjepsen.recipes import RECIPES
     from zkjepsen.run.resolve import validate_spec
-    from zkjepsen.run.spec import TestSpec
 
     go = replace(RECIPES["etcd3-python"], language="go")
     monkeypatch.setitem(RECIPES, "etcd-go-probe", go)
@@ -303,7 +304,6 @@ def test_zookeepers_tick_bounds_the_session_of_zookeeper_runs_only(recipe):
     a session timeout to [2, 20] ticks, so only a ZooKeeper run is refused it."""
     from zkjepsen.errors import BadInput
     from zkjepsen.run.resolve import validate_spec
-    from zkjepsen.run.spec import TestSpec
 
     spec = TestSpec(recipe=recipe, workload="lock", session_timeout_s=30.0)
     validate_spec(spec)

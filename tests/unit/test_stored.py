@@ -26,13 +26,19 @@ def test_the_store_imports_no_run_and_no_nemesis():
     assert {m for m in mods if m.startswith("zkjepsen")} <= {
         "zkjepsen.errors",
         "zkjepsen.store.writable",
+        "zkjepsen.store.regular",
     }
 
 
 def test_a_saved_spec_table_loads_back_as_a_typed_run(tmp_path):
     d = RunDir(tmp_path)
     d.save_spec(
-        TestSpec(recipe="kazoo", clients=3, service=ZooKeeperSettings(version="3.8")).to_json()
+        TestSpec(
+            recipe="kazoo",
+            clients=3,
+            backend="zookeeper",
+            service=ZooKeeperSettings(version="3.8").settled(),
+        ).to_json()
     )
     d.schedule.write_text(json.dumps({"faults": []}))
     run = StoredRun.load(tmp_path)

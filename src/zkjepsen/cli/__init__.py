@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from zkjepsen.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, ZkJepsenError
 
 if TYPE_CHECKING:
-    from zkjepsen.run.outcome import Teardown
+    from zkjepsen.run.outcome import ManyCut, Teardown
 
 
 def exit_interrupted(message: str, code: int) -> None:
@@ -30,13 +30,17 @@ def exit_interrupted(message: str, code: int) -> None:
 def interrupted_message(e: BaseException, what: str = "interrupted") -> str:
     """What an interrupt left: the runner raises it as its typed twin (run/outcome.py's
     `Stopped`) carrying the teardown (run id, store, what the engine still has of the run,
-    asked after the teardown, and the phase), and cli/matrix.py the matrix's own store; the
-    run's folder says what in it is complete."""
+    asked after the teardown, and the phase), a command of many runs what finished and what
+    was cut (`many`), and cli/matrix.py the matrix's own store; the run's folder says what in
+    it is complete."""
     from zkjepsen.run.outcome import stopped_by  # not at the top: `check` never needs it
 
     carried = stopped_by(e)  # (click wraps a KeyboardInterrupt in an Abort)
     td = carried.teardown if carried else None
     matrix = carried.matrix_note if carried else None
+    many = carried.many if carried else None
+    if many is not None:  # a command of many runs (run/outcome.py ManyCut)
+        return many_message(what, many, matrix)
     if td is None:
         return f"zkjepsen: {what}" + (f"; {matrix}." if matrix else ".")
     during = f" during the {td.phase}" if td.phase else ""
@@ -48,6 +52,25 @@ def interrupted_message(e: BaseException, what: str = "interrupted") -> str:
         engine = f"everything run {td.run_id} started was removed"
     run = f"zkjepsen: {what}{during}; {engine}; {folder_state(td)}"
     return f"{run}; {matrix}" if matrix else run
+
+
+def many_message(what: str, many: ManyCut, matrix: str | None) -> str:
+    """The last line of an interrupted command of many runs, as `test`'s is of one: how many
+    finished and where, each run cut short and what its folder holds, and how to go on."""
+    n = len(many.finished)
+    text = f"zkjepsen: {what}; {n} run{'' if n == 1 else 's'} finished"
+    if many.finished:
+        text += f" (folders: {', '.join(str(p) for p in many.finished)})"
+    for td in many.cut:
+        during = f" during the {td.phase}" if td.phase else ""
+        text += f"; a run cut short{during}: {folder_state(td)}"
+    left = [td for td in many.cut if td.left]
+    if left:
+        text += "; " + ", ".join(f"run {td.run_id} left {', '.join(td.left)}" for td in left)
+        text += " behind (`zkjepsen cleanup` removes them)"
+    elif many.cut:
+        text += "; everything those runs started was removed"
+    return text + (f"; {matrix}" if matrix else "") + "."
 
 
 def folder_state(td: Teardown) -> str:

@@ -29,9 +29,13 @@ def cell_table(records: list[dict], na: dict[str, str]) -> dict:
 
 
 def resume_note(finished: int, root: Path) -> str:
+    from zkjepsen.report.findings import MANIFEST
+
     return (
-        f"{finished} finished run{'s are' if finished > 1 else ' is'} on record in {root}: "
-        f"`zkjepsen merge {root}` renders them, the same matrix with --resume continues it"
+        f"the matrix's {finished} finished run{'' if finished == 1 else 's'} "
+        f"{'is' if finished == 1 else 'are'} on record in {Path(root) / MANIFEST}: "
+        f"`zkjepsen merge {root}` renders them, the same matrix command with --resume "
+        "continues it"
     )
 
 

@@ -11,11 +11,13 @@ corpus of many small files costs little more than the checks themselves (`cli.ma
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import math
 import os
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from zkjepsen.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
@@ -237,15 +239,22 @@ def run(argv: list[str]) -> int:
         check_output_file(a["html_path"], "--html")
     limit_memory(a["memory_limit"])
     try:
-        return check_file(
-            a["history"],
-            a["model_name"],
-            a["fmt"],
-            a["initial"],
-            a["time_limit"],
-            a["html_path"],
-            a["as_json"],
+        with time_limit_guard(a["time_limit"]):
+            return check_file(
+                a["history"],
+                a["model_name"],
+                a["fmt"],
+                a["initial"],
+                a["time_limit"],
+                a["html_path"],
+                a["as_json"],
+            )
+    except OutOfTime:
+        _echo(
+            f"{a['history']}: unknown: the time limit of {a['time_limit']:g}s ran out before "
+            "the check finished (reading the history counts too; raise it with --time-limit)"
         )
+        return EXIT_UNKNOWN
     except MemoryError:
         reason = (
             f"the memory limit of {a['memory_limit']} MiB was reached "
@@ -255,6 +264,39 @@ def run(argv: list[str]) -> int:
             _echo(json.dumps({"valid": "unknown", "reason": reason}, indent=2))
         _echo(f"{a['history']}: unknown: {reason}", err=a["as_json"])
         return EXIT_UNKNOWN
+
+
+class OutOfTime(Exception):
+    """The whole check (reading included) outlived --time-limit."""
+
+
+# The search stops itself at the time limit and says unknown; the guard is for what the search's
+# own deadline does not cover (reading a slow file), so it fires a little after the limit.
+GUARD_GRACE_S = 1.0
+
+
+@contextlib.contextmanager
+def time_limit_guard(limit: Any) -> Iterator[None]:
+    """Raise OutOfTime if the block runs past `limit` + GUARD_GRACE_S (a real-time timer: it
+    interrupts a read blocked in the kernel too). Only in the main thread, where signals are."""
+    import signal
+    import threading
+
+    ok = isinstance(limit, (int, float)) and math.isfinite(limit) and limit > 0
+    if not ok or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def fire(signum: int, frame: Any) -> None:
+        raise OutOfTime
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, float(limit) + GUARD_GRACE_S)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def check_file(
@@ -277,6 +319,9 @@ def check_file(
             f"unknown model {model_name!r}; choose from "
             f"{', '.join(sorted([*_models(), *OTHER_CHECKERS]))}"
         )
+    from zkjepsen.store.regular import check_path
+
+    check_path(history, "history")  # a named pipe or a device is refused, not read
     h = read_history(history, fmt)
     if model_name in OTHER_CHECKERS:
         module, _, cls = OTHER_CHECKERS[model_name].partition(":")

@@ -102,6 +102,10 @@ def gate_command(
     for spec in specs:
         validate_spec(spec)  # every name checked before the first container
     dask = connect_cluster(cluster, None, parallel or 1)  # before anything is created
+    if dask is None:  # no engine is 255 here as for `test`, not three unknown rows
+        from zkjepsen.cli.engines import prepare
+
+        prepare(None, specs[0].image, specs=(specs[0],))
     target = f"{100 * specs[0].until_power:g} %"
     console.print(
         f"gate: {specs[0].recipe} under {', '.join(names)}; each stops at the first violation "

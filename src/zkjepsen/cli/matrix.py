@@ -200,11 +200,19 @@ def run_cells(
             cluster=dask,
         )
     except BaseException as e:
-        if progress.finished:  # an interrupt's message says where the finished runs are
-            note = resume_note(len(progress.finished), progress.manifest[0])
-            twin = stopped(e, matrix_note=note)
-            if twin is not None:
-                raise twin from e
+        # The matrix's record, even with no run finished (so --resume has it to go on), and
+        # the interrupt's last line says where it is and how to go on.
+        from zkjepsen.report import findings
+
+        try:
+            root, settings, shard, origin = progress.manifest
+            findings.write_manifest(root, settings, shard, progress.finished, origin)
+        except OSError:
+            pass  # the store went away: the message still says what finished
+        note = resume_note(len(progress.finished), progress.manifest[0])
+        twin = stopped(e, matrix_note=note)
+        if twin is not None:
+            raise twin from e
         raise
     finally:
         if dask is not None:

@@ -38,6 +38,15 @@ NONDETERMINISM = (
 )
 
 
+def recorded_spec_line(run: StoredRun) -> str:
+    """What a reproduction runs: exactly the spec its test.json recorded, said in one line."""
+    s = run.spec
+    return (
+        f"with the recorded spec of {run.dir.test_json}: {s.recipe} on {s.backend}, "
+        f"{s.nodes} servers, {s.clients} clients, workload {s.workload}, seed {s.seed}"
+    )
+
+
 @click.command("replay")
 @click.argument("store_dir", type=click.Path(path_type=Path))
 @click.option("--runs", type=click.IntRange(1, 100), default=3, show_default=True)
@@ -64,7 +73,8 @@ def replay_command(
     from zkjepsen.store import check_root
 
     check_root(store_root)
-    run = StoredRun.load(store_dir, need_results=True)
+    run = StoredRun.load(store_dir, need_results=True, need_schedule=True)
+    run.history()  # the evidence is checked before anything acts on it
     dask = connect_cluster(cluster, engine, parallel)
     where = prepare(engine, run.spec.image) if dask is None else None
     target = violation_kinds(run.results)
@@ -72,6 +82,7 @@ def replay_command(
         f"replaying {len(run.schedule.get('faults', []))} faults of {store_dir} "
         f"{runs}x; original violations: {sorted(target) or 'none (valid run)'}"
     )
+    say(recorded_spec_line(run))
     hits = 0
 
     def report(i, r):
@@ -154,15 +165,18 @@ def shrink_command(
         raise BadInput(f"--min-hits {min_hits} exceeds --tries {tries}")
     # Where it writes, and a budget of nan, 0 or less: refused before the run is read.
     from zkjepsen.cli.options import positive_duration
+    from zkjepsen.run.stored_checks import check_run_folder
     from zkjepsen.store import check_root
     from zkjepsen.store.writable import check_directory
 
     positive_duration(budget, "--budget")
     check_root(store_root)
+    check_run_folder(Path(store_dir))  # a folder to read, before one is made inside it
     check_directory(
         Path(store_dir) / "minimal", "shrink's output", "copy the run folder somewhere writable"
     )
-    run = StoredRun.load(store_dir, need_results=True)
+    run = StoredRun.load(store_dir, need_results=True, need_schedule=True)
+    run.history()  # the evidence is checked before anything acts on it
     budget_s = parse_duration(budget, "--budget")
     check_kinds(run, set(kinds) or None, not_in_run)  # before any engine is asked
     dask = connect_cluster(cluster, engine, parallel)
@@ -171,6 +185,7 @@ def shrink_command(
         from zkjepsen.run.dask_executor import slots
 
         parallel = slots(dask)  # a wave as wide as the cluster
+    say(recorded_spec_line(run))
     started = time.monotonic()
     res = shrink(
         run,
@@ -282,18 +297,24 @@ def scenario_run(
     dask = connect_cluster(cluster)
     from zkjepsen.report.junit import case_of, publish
 
-    outcomes, rates, cases = [], [], []
-    for s, r, v, results in _scenario_runs(plan, runs, seed, store_root, dask):
-        on = _on(v)
-        console.print(f"[bold]{s.name}[/bold] with {r}{on}: expect {s.expect[r].describe()}")
-        hits = 0
-        for run in results:
-            ok, why = s.expect[r].judge(run.valid, run.results)
-            outcomes.append(ok)
-            hits += ok
-            say(f"    {'as expected' if ok else 'NOT as expected'}: {why}  ({run.store_dir})")
-            cases.append(case_of(run, f"{s.name}{on}", expected=(ok, why)))
-        rates.append(f"  {s.name} with {r}{on}: as expected in {rate_text(hits, runs)}")
+    outcomes, rates, cases, folders = [], [], [], []
+    try:
+        for s, r, v, results in _scenario_runs(plan, runs, seed, store_root, dask):
+            on = _on(v)
+            console.print(f"[bold]{s.name}[/bold] with {r}{on}: expect {s.expect[r].describe()}")
+            hits = 0
+            for run in results:
+                ok, why = s.expect[r].judge(run.valid, run.results)
+                outcomes.append(ok)
+                hits += ok
+                folders.append(run.store_dir)
+                say(f"    {'as expected' if ok else 'NOT as expected'}: {why}  ({run.store_dir})")
+                cases.append(case_of(run, f"{s.name}{on}", expected=(ok, why)))
+            rates.append(f"  {s.name} with {r}{on}: as expected in {rate_text(hits, runs)}")
+    except BaseException as e:  # the earlier pairs' runs too, in the interrupt's last line
+        from zkjepsen.run.outcome import note_many, reraise
+
+        reraise(e, note_many(e, folders, []))
     if runs > 1 or axes:
         click.echo("\n".join(rates))
     click.echo(f"{sum(outcomes)}/{len(outcomes)} scenario runs as expected")

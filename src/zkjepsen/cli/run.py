@@ -229,6 +229,8 @@ def test_command(
 
         spec.fault_trigger = default_fault_trigger(spec)
     where = None
+    if engine is None and toml.get("engine") is not None:
+        engine = config_engine(toml["engine"], config)  # used, not only recorded
     if engine:
         from zkjepsen.cli.engines import prepare
         from zkjepsen.run.resolve import validate_spec
@@ -245,10 +247,26 @@ def test_command(
     raise SystemExit(run.exit_code)
 
 
-def read_config(path: Path) -> dict[str, Any]:
+def config_engine(value: Any, path: Path | None) -> str:
+    """A config's `engine`: the engine the run uses (as --engine), checked as --engine is."""
+    from zkjepsen.docker.engine import parse_engines
+
+    if not isinstance(value, str) or not value.strip():
+        raise BadInput(f"config {path}: engine must be a Docker context name or URL, not {value!r}")
     try:
-        return tomllib.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        parse_engines((value,))
+    except BadInput as e:
+        raise BadInput(f"config {path}: {e}") from None
+    return value
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    from zkjepsen.store.regular import read_text
+
+    text = read_text(path, "config")  # a named pipe or a device is refused, not read
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
         raise BadInput(f"cannot read config {path}: {e}") from None
 
 
@@ -288,7 +306,9 @@ def analyze_command(store_dir: Path) -> None:
     """Re-run the checkers on a stored history (no cluster needed). An interrupted run, which
     has no history.jsonl yet, is analyzed from its clients' own files."""
     from zkjepsen.run.stored import StoredRun
+    from zkjepsen.run.stored_checks import check_run_folder
 
+    check_run_folder(store_dir)  # a symlink loop is one sentence, before resolve() meets it
     stored = StoredRun.load(store_dir.resolve())
     history = stored.history()
     from zkjepsen.run.analysis import check_history  # (the reports: only `analyze` uses them)

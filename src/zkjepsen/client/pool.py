@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import os
+import json
 import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -133,13 +133,10 @@ class ClientHandle:
     def set_clock(self, spec: str) -> None:
         """Rewrite this client's libfaketime control file (nemesis/client_clock.py) atomically:
         the program reads it at most once a second and never half of it."""
-
         path = Path(self.faketime_file)
         if not path.parent.exists():
             return  # the run is gone: nothing left to skew
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(spec + "\n")
-        os.replace(tmp, path)
+        seal.write_control_file(path, spec + "\n", seal.FAKETIME_MODE)
         if self.files is not None:
             self.files.push(path)
 
@@ -197,11 +194,10 @@ class ClientPool:
 
     def release(self, deadline_monotonic: float) -> None:
         """Open the start barrier: clients run until `deadline_monotonic` (shared clock)."""
-        barrier = self.run_dir.start_barrier
-        tmp = barrier.with_name(f".{barrier.name}.tmp")
-        tmp.write_text(repr(deadline_monotonic))
-        tmp.replace(barrier)
-        self.files.push(barrier)
+        for h in self.handles:  # each in its own control directory (no client sees another's)
+            barrier = self.run_dir.start_barrier(h.index)
+            seal.write_control_file(barrier, repr(deadline_monotonic))
+            self.files.push(barrier)
 
     def wait_connected(self, timeout_s: float) -> list[int]:
         """Wait until every client recorded its session (or gave up); returns the laggards."""
@@ -221,20 +217,23 @@ class ClientPool:
         image = self.image or where.image
         d = self.run_dir
         if spec.start_file:
-            spec = dataclasses.replace(spec, start_file=f"{CONTROL_DIR}/{d.start_barrier.name}")
+            barrier = d.start_barrier(n).name
+            spec = dataclasses.replace(spec, start_file=f"{CONTROL_DIR}/{barrier}")
         spec = dataclasses.replace(spec, out=OUT_DIR)
         if spec.command:  # the program under test runs as another uid than the recorder's
             spec = dataclasses.replace(spec, program_uid=seal.PROGRAM_UID)
-        spec.save(d.client_spec(n))
+        control = d.client_control(n)
+        seal.seal_control_dir(control)
+        seal.write_control_file(d.client_spec(n), json.dumps(spec.to_json(), indent=1))
 
-        faketime = d.control / CONTROL_NAME.format(n=n)
-        if not faketime.exists():
-            faketime.write_text("+0 x1\n")  # real time until a client clock fault says more
+        faketime = control / CONTROL_NAME.format(n=n)
+        if not faketime.exists():  # real time until a client clock fault says more
+            seal.write_control_file(faketime, "+0 x1\n", seal.FAKETIME_MODE)
         seal.seal_out_dir(d.client_dir(n))
         binds = {
             **package_bind(),
             str(d.client_dir(n)): {"bind": OUT_DIR, "mode": "rw"},  # its own, nobody else's
-            str(d.control): {"bind": CONTROL_DIR, "mode": "ro"},
+            str(control): {"bind": CONTROL_DIR, "mode": "ro"},  # its own, nobody else's
         }
         code = {**client_library_binds(), **user_recipe_binds(spec.recipe)}
         binds.update(code)

@@ -22,6 +22,13 @@ not be able to rewrite what the recorder wrote, stop or trace the recorder, or u
   network namespace: it obeys only commands carrying the run's token, which reaches the
   recorder in its environment and is taken out of it before the program starts (client/main.py;
   the recorder's /proc environ is closed to the program's uid).
+- Each client container mounts only its own control directory at /control (`CONTROL_MODE`):
+  its spec and its start barrier (`CONTROL_FILE_MODE`) are the recorder's to read, by owner or
+  group as /out is; to the program's uid the directory cannot be listed and those files cannot
+  be opened, so it sees no spec (its own, with the host paths in it, or another client's).
+  Its libfaketime file (`FAKETIME_MODE`) must stay readable: libfaketime reads it inside the
+  program's own process, so the program can read the clock it is given (only its own), though
+  not list that it is there; a clock skew applied from outside the process would need no file.
 - The program can write only to small memory-backed scratch directories (`SCRATCH`: its HOME
   and TMPDIR are /tmp): nothing it writes reaches the disk the history is on, and it counts
   against the container's memory limit.
@@ -35,6 +42,7 @@ not a false one.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PROGRAM_UID = 65534  # nobody:nogroup
@@ -54,6 +62,25 @@ SCRATCH = {
     "/run/lock": "rw,nosuid,nodev,noexec,size=1m,mode=1777",
 }
 SHM_SIZE = "16m"
+CONTROL_MODE = 0o751  # owner and group list and read; others (the program) only pass through
+CONTROL_FILE_MODE = 0o640  # the spec, the start barrier: the recorder's
+FAKETIME_MODE = 0o644  # read by libfaketime in the program's process, by its name
+
+
+def seal_control_dir(path: Path) -> None:
+    """A client's own control directory, closed to its program but for what it must read."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(CONTROL_MODE)
+
+
+def write_control_file(path: Path, text: str, mode: int = CONTROL_FILE_MODE) -> None:
+    """A control file written whole (a reader never sees half of it) with its mode set before
+    it appears under its name."""
+
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.chmod(mode)
+    os.replace(tmp, path)
 
 
 def host_config(runs_program: bool, out_dir: Path | None = None) -> dict:

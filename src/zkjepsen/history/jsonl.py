@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from zkjepsen.history import History, Op
+from zkjepsen.history import History, check_record
 
 
 class Appender:
@@ -124,5 +124,8 @@ def merge_records(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any
 def merge_files(paths: Iterable[str | os.PathLike[str]]):
     """The merged history of several live files, as a validated `History`."""
 
-    h = History([Op.from_dict(r) for r in merge_records(paths)])
+    # Each record checked as a history line is (a client's file is evidence handed back too);
+    # its number is its place in the merged order.
+    h = History([check_record(r, n) for n, r in enumerate(merge_records(paths), 1)])
+    h.validate()
     return h

@@ -27,6 +27,7 @@ from zkjepsen.reproduce.replay import (
     replay,
     violation_kinds,
 )
+from zkjepsen.run.outcome import note_many, reraise
 from zkjepsen.run.resolve import reportable_kinds
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.run.stored import StoredRun
@@ -245,8 +246,15 @@ class Judge:
     cluster: Any = None
     log: list[dict] = field(default_factory=list)
     wave_s: float = 0.0  # the longest wave so far
+    folders: list[Path] = field(default_factory=list)  # every replay's, for an interrupt's line
 
     def __call__(self, c: Candidate, budgeted: bool = True) -> int:
+        try:
+            return self._judge(c, budgeted)
+        except BaseException as e:  # the earlier candidates' replays too, in the last line
+            reraise(e, note_many(e, self.folders, []))
+
+    def _judge(self, c: Candidate, budgeted: bool) -> int:
         hits = done = 0
         width = max(1, self.parallel)
         while done < self.tries and (
@@ -269,6 +277,7 @@ class Judge:
                 ok = self.target <= got
                 hits += ok
                 done += 1
+                self.folders.append(r.store_dir)
                 self.progress(
                     f"    try {done}/{self.tries}: {sorted(got) or 'valid'} -> "
                     f"{'reproduced' if ok else 'not reproduced'} ({r.store_dir})"

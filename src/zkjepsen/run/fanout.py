@@ -39,6 +39,7 @@ from zkjepsen.docker import signals
 from zkjepsen.docker.engine import Engine
 from zkjepsen.errors import EXIT_BAD_INPUT, BadInput, EnvironmentProblem, ZkJepsenError
 from zkjepsen.run import online
+from zkjepsen.run.outcome import Phase, Teardown, note_many, reraise, stopped_by
 from zkjepsen.run.runner import RunResult, run_test
 from zkjepsen.run.spec import TestSpec
 
@@ -88,26 +89,37 @@ def run_jobs(
     free = [engine or Engine()] * parallel
     if len(free) == 1:
         out: list[Outcome] = []
-        for i, job in enumerate(jobs):
-            if stop_when is not None and any(stop_when(o) for o in out):
-                out.append(Outcome(job, "", failed_run(job, NOT_RUN)))
-                continue
-            on_start(i, job, free[0])
-            try:
-                gen = scenario_faults(job.scenario)
-                run = run_test(job.spec, store_root, schedule=job.schedule, gen=gen, engine=free[0])
-            except (BadInput, signals.Terminated, KeyboardInterrupt):
-                raise
-            except Exception as e:
-                if not keep_going:
-                    raise
-                run = failed_run(job, f"{type(e).__name__}: {e}")
-            o = Outcome(job, free[0].name, run)
-            on_done(i, o)
-            out.append(o)
-        return out
+        try:
+            return _one_at_a_time(jobs, free[0], store_root, on_start, on_done, keep_going,
+                                  stop_when, out)  # fmt: skip
+        except BaseException as e:  # what it left, for the last line (cli: interrupted_message)
+            carried = stopped_by(e)
+            td = carried.teardown if carried else None
+            reraise(e, note_many(e, [o.run.store_dir for o in out], [td] if td is not None else []))
     pool = Pool(free, store_root, keep_going, ask_at_violation and stop_when is not None)
     return pool.run(jobs, on_start, on_done, stop_when)
+
+
+def _one_at_a_time(jobs, engine, store_root, on_start, on_done, keep_going, stop_when, out):
+    """run_jobs with one slot: each job in this process; `out` holds the outcomes so far."""
+    for i, job in enumerate(jobs):
+        if stop_when is not None and any(stop_when(o) for o in out):
+            out.append(Outcome(job, "", failed_run(job, NOT_RUN)))
+            continue
+        on_start(i, job, engine)
+        try:
+            gen = scenario_faults(job.scenario)
+            run = run_test(job.spec, store_root, schedule=job.schedule, gen=gen, engine=engine)
+        except (BadInput, signals.Terminated, KeyboardInterrupt):
+            raise
+        except Exception as e:
+            if not keep_going:
+                raise
+            run = failed_run(job, f"{type(e).__name__}: {e}")
+        o = Outcome(job, engine.name, run)
+        on_done(i, o)
+        out.append(o)
+    return out
 
 
 NOT_RUN = "not run: an earlier run of the same command failed"
@@ -173,9 +185,9 @@ class Pool:
                             done.update(self._ask_all_to_stop(pending))
                             pending = []
                         time.sleep(0.1)
-                except BaseException:
-                    self.stop_all()
-                    raise
+                except BaseException as e:
+                    cut = self.stop_all()
+                    reraise(e, note_many(e, [o.run.store_dir for o in done.values()], cut))
         finally:
             shutil.rmtree(self.tmp, ignore_errors=True)
         return [done[i] for i in sorted(done)]
@@ -223,8 +235,9 @@ class Pool:
         run = RunResult(spec, Path(res["store_dir"]), res["valid"], res["results"], res["stats"])
         return Outcome(job, engine.name, run, res.get("started_at"))
 
-    def stop_all(self) -> None:
-        """One SIGTERM to every running worker, then wait for each to tear its run down.
+    def stop_all(self) -> list[Teardown]:
+        """One SIGTERM to every running worker, then wait for each to tear its run down;
+        returns how each of their runs ended (those that had a folder).
         Signals are held back meanwhile: a second Ctrl-C must not abandon the waiting."""
         with signals.signals_deferred():
             for proc in self.running:
@@ -239,7 +252,9 @@ class Pool:
                 except subprocess.TimeoutExpired:
                     proc.kill()  # leaves resources of a dead owner: `cleanup` removes them
                     proc.wait()
+            cut = [td for p in self.running if (td := _cut_teardown(self.running[p][3]))]
             self.running.clear()
+        return cut
 
 
 # ---- the worker side --------------------------------------------------------------------------
@@ -270,6 +285,16 @@ def launch_worker(job: dict, tmp: Path, name: str, orphan_scratch: Path | None =
     )
     log.close()
     return proc
+
+
+def _cut_teardown(result_path: Path) -> Teardown | None:
+    """How a worker's run ended when the pool stopped it (its result file's `teardown`)."""
+    try:
+        td = json.loads(Path(result_path).read_text()).get("teardown")
+        phase = Phase(td["phase"]) if td["phase"] else None
+        return Teardown(td["run_id"], Path(td["store_dir"]), list(td["left"]), phase)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None  # stopped before its run had a folder, or killed before writing
 
 
 def _clear_pool_dir(job_file: Path) -> None:
@@ -361,6 +386,15 @@ def worker_main(argv: list[str] | None = None) -> None:
         result = {"ok": False, "error": str(e), "exit_code": e.exit_code}
     except signals.Terminated as e:
         result = {"ok": False, "error": f"stopped ({e})", "exit_code": 143}
+        carried = stopped_by(e)
+        td = carried.teardown if carried else None
+        if td is not None:  # where its folder is and what it holds: the parent's last line
+            result["teardown"] = {
+                "run_id": td.run_id,
+                "store_dir": str(td.store_dir),
+                "left": list(td.left),
+                "phase": td.phase,
+            }
     except Exception as e:  # noqa: BLE001 - reported by the parent as one sentence
         result = {
             "ok": False,

@@ -54,6 +54,7 @@ DEFAULTS: dict[str, Any] = {
     "interval_s": 1.0,
     "time_limit_s": 60.0,
 }
+WORKLOADS = ("lock", "election")  # what `acquired` triggers on and a split holder means
 # The client faults' scenarios on ZooKeeper: the shortest session its servers grant at their
 # 500 ms tick (2 ticks). A client pause or cut lasts 1.5x / 2x the session, so the session sets
 # how many land per minute (docs/verdicts.md, "How much power a run gets"). Not for leader
@@ -85,6 +86,12 @@ def gate_specs(settings: dict[str, Any], names: list[str], until_power: float) -
     """One TestSpec per scenario: the user's settings over the gate's defaults, then the
     scenario's faults and the stop conditions."""
 
+    workload = settings.get("workload", DEFAULTS["workload"])
+    if workload not in WORKLOADS:
+        raise BadInput(
+            f"the gate runs the {' or '.join(WORKLOADS)} workload, not {workload!r}: its "
+            "scenarios fault whoever just acquired, which only a lock-shaped workload has"
+        )
     specs = []
     for name in names:
         base = {**DEFAULTS, **settings}

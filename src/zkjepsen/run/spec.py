@@ -31,6 +31,10 @@ IMAGE_REF = re.compile(
 CLIENT_MODES = ("protocol", "in-process")
 # run/resolve.py makes "acquired" a nemesis trigger; "time": each fault at its scheduled time
 FAULT_TRIGGERS = ("acquired", "time")
+# What `fault_target` may name (nemesis/targets.py resolves each): a role, a client by number,
+# or servers by name. Anything else used to fall through to a random client without a word.
+FAULT_TARGETS = ("one", "leader", "minority", "majority", "all", "holder", "random")
+FAULT_TARGET_RE = re.compile(r"^(?:client:[0-9]{1,3}|n[1-9](?:,n[1-9])*)$")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}$")
 
 
@@ -82,7 +86,8 @@ class TestSpec:
     run/resolve.py (`validate_spec`, `resolve`)."""
 
     __test__ = False  # a spec, not a pytest test class
-    recipe: str = "kazoo"
+    # None: kazoo, or exec when client_cmd is given (so a recipe given is told from none given)
+    recipe: str = None  # type: ignore[assignment]  # a str once __post_init__ has run
     workload: str = "lock"
     nemesis: list[str] = field(default_factory=lambda: ["none"])
     nodes: int = 5
@@ -122,6 +127,8 @@ class TestSpec:
     fault_trigger: str | None = None
 
     def __post_init__(self) -> None:
+        if self.recipe is None:
+            self.recipe = "exec" if self.client_cmd is not None else "kazoo"
         _str("recipe", self.recipe)
         _str("workload", self.workload)
         self.nemesis = _fault_names(self.nemesis)
@@ -156,11 +163,20 @@ class TestSpec:
             )
         if self.max_faults is not None:
             _int("max_faults", self.max_faults, 0, 100_000)
-        _str("fault_target", self.fault_target, optional=True)
+        t = self.fault_target
+        if t is not None and not (
+            t in FAULT_TARGETS or (isinstance(t, str) and FAULT_TARGET_RE.match(t))
+        ):
+            raise BadInput(
+                f"fault_target {t!r} is not one of {', '.join(FAULT_TARGETS)}, client:N or "
+                "server names (n1,n3); leave it out for each fault's own target"
+            )
         _str("client_cmd", self.client_cmd, optional=True)
         _str("client_dir", self.client_dir, optional=True)
-        if self.client_cmd is not None and self.recipe == "kazoo":
-            self.recipe = "exec"  # --client-cmd names the program; the default recipe yields
+        if self.client_cmd is not None and self.recipe != "exec":
+            raise BadInput(  # whichever recipe it is: never one of the two silently dropped
+                f"give either a recipe ({self.recipe}) or a client command, not both"
+            )
         if self.client_mode not in CLIENT_MODES:
             raise BadInput(
                 f"client_mode must be one of {', '.join(CLIENT_MODES)}, not {self.client_mode!r}"

@@ -4,6 +4,7 @@ run needs the spec and the fault registry, which sit above it.)"""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,9 @@ from zkjepsen.nemesis.executed import ExecutedFault, NotAFault
 from zkjepsen.nemesis.faults import KINDS
 from zkjepsen.run.resolve import spec_from_json
 from zkjepsen.run.spec import TestSpec
+from zkjepsen.run.stored_checks import check_history_records, check_run_folder, check_stored_spec
 from zkjepsen.store import RunDir, check_verdicts, read_json
+from zkjepsen.store.regular import check_path
 
 
 def check_faults(faults: list[Any], source: Path) -> None:
@@ -53,28 +56,46 @@ class StoredRun:
         return [ExecutedFault.from_json(f) for f in self.schedule.get("faults", [])]
 
     @classmethod
-    def load(cls, store_dir: Path, need_results: bool = False) -> StoredRun:
+    def load(
+        cls, store_dir: Path, need_results: bool = False, need_schedule: bool = False
+    ) -> StoredRun:
+        """The run in `store_dir`, every file checked (run/stored_checks.py). `need_schedule`:
+        replay and shrink act on the schedule, so a missing one is refused, not read as no
+        faults."""
+        check_run_folder(Path(store_dir))
         d = RunDir(Path(store_dir))
-        if not d.test_json.exists():
+        if not os.path.lexists(d.test_json):
             raise BadInput(
                 f"{store_dir} has no {d.test_json.name}; give a run directory from the store "
                 "(e.g. store/<test>/latest)"
             )
-        if need_results and not d.results.exists():
+        if need_results and not os.path.lexists(d.results):
             raise BadInput(
                 f"{store_dir} has no {d.results.name} (the run did not finish); run "
                 f"`zkjepsen analyze {store_dir}` first"
             )
-        spec = spec_from_json(read_json(d.test_json, d.test_json.name))
-        schedule = read_json(d.schedule, d.schedule.name) if d.schedule.exists() else {}
-        if not isinstance(schedule, dict) or not isinstance(schedule.get("faults", []), list):
+        if need_schedule and not os.path.lexists(d.schedule):
+            raise BadInput(
+                f"{store_dir} has no {d.schedule.name}, so there is no fault schedule to replay "
+                "(it is not read as no faults); give a run directory written by zkjepsen"
+            )
+        raw = read_json(d.test_json, d.test_json.name)
+        check_stored_spec(raw, d.test_json)
+        try:
+            spec = spec_from_json(raw)
+        except BadInput as e:
+            raise BadInput(f"{d.test_json}: {e}") from None
+        schedule = read_json(d.schedule, d.schedule.name) if os.path.lexists(d.schedule) else None
+        if schedule is not None and (
+            not isinstance(schedule, dict) or not isinstance(schedule.get("faults"), list)
+        ):
             raise BadInput(
                 f"{d.schedule} is not a fault schedule (a table with a list of "
                 "faults); give a run directory written by zkjepsen"
             )
-        schedule.setdefault("faults", [])
+        schedule = schedule if schedule is not None else {"faults": []}
         check_faults(schedule["faults"], d.schedule)
-        results = read_json(d.results, d.results.name) if d.results.exists() else None
+        results = read_json(d.results, d.results.name) if os.path.lexists(d.results) else None
         if results is not None and not isinstance(results, dict):
             raise BadInput(f"{d.results} is not a results table; re-run `zkjepsen analyze`")
         if results is not None:
@@ -85,12 +106,25 @@ class StoredRun:
         """The run's history: the merged file (read by the block-decoding stream reader), or
         merged from the clients' files."""
 
-        if self.dir.history.exists():
-            return read_jsonl_all(self.dir.history)
-        sources = [p for p in self.dir.history_sources() if p.exists()]
+        if os.path.lexists(self.dir.history):
+            check_path(self.dir.history, "history")  # a pipe or a device is refused, not read
+            try:
+                h = read_jsonl_all(self.dir.history)
+            except BadInput as e:  # "history line 4: ...": which history, too
+                text = str(e)
+                raise BadInput(
+                    text if str(self.dir.history) in text else f"{self.dir.history}: {text}"
+                ) from None
+            check_history_records(h, self.dir.history)
+            return h
+        sources = [p for p in self.dir.history_sources() if os.path.lexists(p)]
         if not sources:
             raise BadInput(
                 f"{self.store_dir} has neither {self.dir.history.name} nor client histories; "
                 "the run stopped before any client started"
             )
-        return merge_files(sources)
+        for p in sources:
+            check_path(p, "client history")
+        h = merge_files(sources)
+        check_history_records(h, self.dir.clients)
+        return h

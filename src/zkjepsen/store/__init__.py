@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.errors import BadInput
+from zkjepsen.store.regular import read_text
 from zkjepsen.store.writable import check_directory
 
 DEFAULT_ROOT = Path(os.environ.get("ZKJEPSEN_STORE", "store"))
@@ -45,13 +46,20 @@ class RunDir:
     latency_png = property(lambda self: self.path / "latency.png")
     rate_png = property(lambda self: self.path / "rate.png")
     minimal = property(lambda self: self.path / "minimal")
-    # Mounted read-only into every client container: the start barrier and the client specs
-    # (what the runner tells a client; a client must not rewrite its own, or another's).
+    # The clients' control files, one directory per client (`client_control`), mounted
+    # read-only into that client's container only: its spec, its start barrier and its
+    # libfaketime file (what the runner tells a client; a client must not rewrite its own, and
+    # its program must not read another's, or what a fault will do to it: client/seal.py).
     control = property(lambda self: self.clients / "control")
-    start_barrier = property(lambda self: self.control / "start")
+
+    def client_control(self, client: int) -> Path:
+        return self.control / f"c{client}"
 
     def client_spec(self, client: int) -> Path:
-        return self.control / f"spec-c{client}.json"
+        return self.client_control(client) / f"spec-c{client}.json"
+
+    def start_barrier(self, client: int) -> Path:
+        return self.client_control(client) / "start"
 
     def client_dir(self, client: int) -> Path:
         """Client N's own output directory, mounted read-write into client N only (so no client
@@ -96,9 +104,12 @@ def _write_json(path: Path, doc: Any) -> None:
 
 
 def read_json(path: Path, what: str) -> Any:
+    """A JSON file of a run, read only if it is a regular file (store/regular.py)."""
+
+    text = read_text(path, what)
     try:
-        return json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as e:
+        return json.loads(text)
+    except (RecursionError, ValueError) as e:
         raise BadInput(
             f"{path} is not a readable {what} ({type(e).__name__}); give a run "
             "directory written by zkjepsen"

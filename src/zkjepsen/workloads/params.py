@@ -17,6 +17,23 @@ class Param:
     help: str
     choices: tuple[str, ...] = ()
     minimum: float | None = 0.0  # numbers: the smallest allowed value (None: any)
+    # numbers: the largest allowed value and why (a typo like hold_s=1e300 is refused, not run)
+    maximum: float | None = None
+    why_max: str = ""
+    positive: bool = False  # numbers: more than `minimum` (a timeout of 0 makes every op "hang")
+
+
+DAY_S = 24 * 3600.0  # the longest a run may be (run/spec.py MAX_TIME_S)
+LONGEST = "a run lasts at most a day"
+
+
+def seconds(help: str, positive: bool = False) -> Param:
+    """A length of time in seconds: at least 0 (more than 0: `positive`), at most a day."""
+    return Param(float, help, maximum=DAY_S, why_max=LONGEST, positive=positive)
+
+
+def fraction(help: str) -> Param:
+    return Param(float, help, maximum=1.0, why_max="a fraction")
 
 
 KNOWN: dict[str, Param] = {
@@ -28,10 +45,10 @@ KNOWN: dict[str, Param] = {
     "counter_path": Param(str, "znode of the counter"),
     "queue_path": Param(str, "znode of the queue"),
     "retry_writes": Param(bool, "retry protected writes with KazooRetry(ignore_expire)"),
-    "hold_s": Param(float, "mean time a holder keeps the lock"),
+    "hold_s": seconds("mean time a holder keeps the lock"),
     "hold_fixed": Param(bool, "hold exactly hold_s"),
-    "think_s": Param(float, "pause between operations"),
-    "acquire_timeout_s": Param(float, "how long acquire waits"),
+    "think_s": seconds("pause between operations"),
+    "acquire_timeout_s": seconds("how long acquire waits"),
     "abandon_unknown": Param(
         bool,
         "after an acquire with an unknown outcome, drop the lock object without closing "
@@ -47,22 +64,31 @@ KNOWN: dict[str, Param] = {
         "lock: the holder takes the lock again re-entrantly around its first write and "
         "releases that inner level before the rest (kazoo issue 291; client_mode in-process)",
     ),
-    "writes": Param(int, "protected writes per critical section"),
-    "read_frac": Param(float, "fraction of reads"),
-    "enqueue_frac": Param(float, "fraction of enqueues"),
-    "keys": Param(int, "register keys", minimum=1),
-    "values": Param(int, "distinct register values", minimum=1),
+    "writes": Param(
+        int,
+        "protected writes per critical section",
+        maximum=1000,
+        why_max="each is a round trip inside the hold",
+    ),
+    "read_frac": fraction("fraction of reads"),
+    "enqueue_frac": fraction("fraction of enqueues"),
+    "keys": Param(
+        int, "register keys", minimum=1, maximum=10_000, why_max="each key is checked on its own"
+    ),
+    "values": Param(
+        int, "distinct register values", minimum=1, maximum=1 << 30, why_max="a 32-bit value"
+    ),
     "sync_reads": Param(bool, "sync() before every read"),
-    "check_time_s": Param(float, "linearizability check budget"),
+    "check_time_s": seconds("linearizability check budget", positive=True),
     "mode": Param(str, "rwlock mode", ("read", "write")),
-    "request_timeout_s": Param(
-        float,
+    "request_timeout_s": seconds(
         "how long the recorder waits for a client program's answer "
         "(acquire: plus acquire_timeout_s)",
+        positive=True,
     ),
-    "lock_ttl_s": Param(
-        float,
+    "lock_ttl_s": seconds(
         "Redis locks: the lock's timeout/TTL in seconds (default: the session timeout)",
+        positive=True,
     ),
     "pg_keepalives": Param(
         str,
@@ -70,8 +96,8 @@ KNOWN: dict[str, Param] = {
         "tcp_user_timeout 5 s; os: the kernel's defaults, first probe after 2 h)",
         ("tuned", "os"),
     ),
-    "pg_idle_tx_timeout_s": Param(
-        float, "postgres server: idle_in_transaction_session_timeout (0: off, the default)"
+    "pg_idle_tx_timeout_s": seconds(
+        "postgres server: idle_in_transaction_session_timeout (0: off, the default)"
     ),
     "property": Param(
         str,
@@ -80,7 +106,11 @@ KNOWN: dict[str, Param] = {
         ("belief", "effect"),
     ),
     "unlock_timeout_ms": Param(
-        float, "etcd-mutex-go: the application's deadline on Unlock (default: the op timeout)"
+        float,
+        "etcd-mutex-go: the application's deadline on Unlock (default: the op timeout)",
+        maximum=DAY_S * 1000,
+        why_max=LONGEST,
+        positive=True,
     ),
     "unlock_retry": Param(
         str,
@@ -92,10 +122,15 @@ KNOWN: dict[str, Param] = {
     "ready_file": Param(bool, "lock: multi-step updates under the ready-file protocol"),
     "ready_path": Param(str, "lock: znode of the ready file (default <resource_path>-ready)"),
     "barrier_path": Param(str, "barrier: znode under which the barrier rounds live"),
-    "members": Param(int, "barrier: n, the members a round waits for (default: the clients)"),
+    "members": Param(
+        int,
+        "barrier: n, the members a round waits for (default: the clients)",
+        maximum=100,
+        why_max="the most clients a run has",
+    ),
     "double": Param(bool, "barrier: leave waits for everyone (double barrier; default true)"),
-    "work_s": Param(float, "barrier: work between passing and leaving"),
-    "pass_timeout_s": Param(float, "barrier: how long a member waits to pass or leave"),
+    "work_s": seconds("barrier: work between passing and leaving"),
+    "pass_timeout_s": seconds("barrier: how long a member waits to pass or leave", True),
 }
 
 
@@ -122,8 +157,13 @@ def _coerce(name: str, p: Param, v: Any) -> Any:
             raise wrong
         if not math.isfinite(x):
             raise wrong
-        if p.minimum is not None and x < p.minimum:
-            raise BadInput(f"--param {name}={v!r} is out of range; use at least {p.minimum:g}")
+        if p.minimum is not None and (x < p.minimum or (p.positive and x == p.minimum)):
+            least = "more than" if p.positive else "at least"
+            raise BadInput(f"--param {name}={v!r} is out of range; use {least} {p.minimum:g}")
+        if p.maximum is not None and x > p.maximum:
+            raise BadInput(
+                f"--param {name}={v!r} is out of range; use at most {p.maximum:g} ({p.why_max})"
+            )
         return x
     if not isinstance(v, str) or (p.choices and v not in p.choices):
         raise wrong

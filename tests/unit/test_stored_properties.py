@@ -1,0 +1,429 @@
+"""Property: a stored run folder with any one file corrupted is refused by `analyze`, `replay` and
+`shrink`: exit 254, exactly one line on stderr, no traceback, nothing written outside the
+folder, and no hang past BOUND_S (a real-time timer cuts the command; a cut is a failure).
+
+Every generated corruption is wrong, so 254 is the only right answer here (2 would be a
+judgement of evidence that should have been refused).
+The corruptions are generated (Hypothesis) per file, in the spirit of test_bad_input_properties:
+test.json (a field missing, of the wrong type or out of range, an unknown field, not a table,
+cut short), history.jsonl (a record's field of the wrong type or an impossible value, an index
+repeated or going back, an ok acquire granting no token, a record missing a field, an invoke
+dropped, lines swapped, a line cut short or not JSON), schedule.json and results.json (wrong
+shapes, cut short, a fault that cannot be replayed, a verdict that is none), and any of them as
+a named pipe, a directory, a symlink loop, a device or bytes that are not UTF-8. The base folder
+is well-formed: `analyze` judges it, and `replay` and `shrink` get past every check to the dead
+Docker engine (255), so a corruption they do not refuse shows as 255.
+
+The figures (corruptions tried, refused right) are printed at the end;
+ZKJEPSEN_STORED_EXAMPLES (default 150) and ZKJEPSEN_STORED_SEED (default: fixed) explore further.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import signal
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
+from stored_folder import jsonl, lock_records, make_run, stored_spec
+
+from zkjepsen.cli import main
+from zkjepsen.run.stored_checks import STORED_SPEC_FIELDS
+
+DEAD_ENGINE = "unix:///nonexistent/zkjepsen-stored-property.sock"
+BOUND_S = 20  # a refusal takes well under a second
+EXAMPLES = int(os.environ.get("ZKJEPSEN_STORED_EXAMPLES", "150"))
+SEED = os.environ.get("ZKJEPSEN_STORED_SEED")
+COMMANDS = ("analyze", "replay", "shrink")
+FAILING_RESULTS = {"valid": False, "lock": {"valid": False}}  # so `shrink` has a violation
+
+
+@dataclass(frozen=True)
+class Corruption:
+    file: str
+    what: str
+    apply: Callable[[Path], None]
+
+    def __repr__(self) -> str:
+        return f"{self.file}: {self.what}"
+
+
+# ---- test.json ----------------------------------------------------------------------------------
+NOT_INT = ["x", 1.5, True, [1], {}]
+NOT_SECONDS = ["x", True, None, -1, 0 - 1e-9, [], 1e12]
+NOT_STR = [3, [], {}, ""]
+NOT_BOOL = [2, "yes", None, 0.5]
+BAD_FIELD: dict[str, list[Any]] = {
+    "recipe": [*NOT_STR, None],
+    "workload": [*NOT_STR, None],
+    "backend": [*NOT_STR, None],
+    "nemesis": [[], 3, [""], "", [1], None],
+    "nodes": [*NOT_INT, 0, 10, None],
+    "clients": [*NOT_INT, 0, 101, None],
+    "time_limit_s": [*NOT_SECONDS, 0],
+    "recovery_s": NOT_SECONDS,
+    "session_timeout_s": [*NOT_SECONDS, 0],
+    "seed": [*NOT_INT, None],
+    "image": [3, "Not Valid", "", []],
+    "pin_clients": NOT_BOOL,
+    "interval_s": [*NOT_SECONDS, 0],
+    "fault_duration_s": [*NOT_SECONDS, 0],
+    "params": [[], "x", 3, None],
+    "max_faults": [*NOT_INT, -1],
+    "fault_target": ["moon", 3, "", "client:x"],
+    "client_cmd": [3, "", [], "true"],  # "true" with recipe kazoo: both given
+    "client_dir": [3, "", []],
+    "client_mode": ["x", 3, None],
+    "proxy": NOT_BOOL,
+    "service": [
+        None,
+        3,
+        [],
+        "zookeeper",
+        {"name": "zookeeper"},
+        {"name": "moon"},
+        {"name": "etcd", "version": "3.4"},
+        {"name": "zookeeper", "version": None, "tick_ms": 500, "client_suite": None},
+        {"name": "zookeeper", "version": "3.8", "tick_ms": None, "client_suite": None},
+        {"name": "zookeeper", "version": "9.9", "tick_ms": 500, "client_suite": None},
+        {"name": "zookeeper", "version": "3.8", "tick_ms": 10, "client_suite": None},
+        {"name": "zookeeper", "version": "3.8", "tick_ms": 500},
+        {"name": "zookeeper", "version": "3.8", "tick_ms": 500, "client_suite": 3},
+    ],
+    "stop_on_violation": NOT_BOOL,
+    "until_power": ["x", 0, 1, 2, True],
+    "fault_trigger": ["x", 3, ""],
+}
+
+
+def _spec_with(change: Callable[[dict], Any]) -> Callable[[Path], None]:
+    def apply(run: Path) -> None:
+        doc = stored_spec()
+        doc = change(doc) or doc
+        (run / "test.json").write_text(json.dumps(doc))
+
+    return apply
+
+
+def spec_corruptions() -> st.SearchStrategy[Corruption]:
+    missing = st.sampled_from(STORED_SPEC_FIELDS).map(
+        lambda f: Corruption("test.json", f"no {f}", _spec_with(lambda d, f=f: d.pop(f)))
+    )
+    wrong = st.sampled_from(sorted(BAD_FIELD)).flatmap(
+        lambda f: st.sampled_from(BAD_FIELD[f]).map(
+            lambda v, f=f: Corruption(
+                "test.json", f"{f} = {v!r}", _spec_with(lambda d: d.__setitem__(f, v))
+            )
+        )
+    )
+    extra = st.from_regex(r"[a-z_]{1,12}", fullmatch=True).filter(lambda k: k not in BAD_FIELD)
+    unknown = extra.map(
+        lambda k: Corruption("test.json", f"unknown {k}", _spec_with(lambda d: {**d, k: 1}))
+    )
+    shapes = st.sampled_from(["[]", "3", '"x"', "null", "{}"]).map(
+        lambda t: Corruption("test.json", f"is {t}", _write("test.json", t))
+    )
+    return st.one_of(missing, wrong, unknown, shapes, _cut("test.json", _spec_text()))
+
+
+def _spec_text() -> str:
+    return json.dumps(stored_spec(), indent=2)
+
+
+# ---- history.jsonl ------------------------------------------------------------------------------
+RECORDS = lock_records()
+GRANTS = [k for k, r in enumerate(RECORDS) if r["f"] == "acquire" and r["type"] == "ok"]
+INVOKES = [k for k, r in enumerate(RECORDS) if r["type"] == "invoke"]
+BAD_RECORD: dict[str, list[Any]] = {
+    "index": [-1, "abc", 1.5, None, True, "dup", "back"],
+    "time": [-1, "x", 1.5, None, True],
+    "process": [1.5, None, True, [1], {}],
+    "type": ["begin", 3, None, ""],
+    "f": [3, None, [], True],
+    "client": ["c1", 1.5, True, []],
+}
+BAD_GRANTS = ["tok", 3, [1], True, {"token": "tok"}, {"token": 1.5}, {"token": [1]}]
+
+
+def _history(records: list[dict]) -> Callable[[Path], None]:
+    return _write("history.jsonl", jsonl(records))
+
+
+def _with_field(k: int, name: str, v: Any) -> list[dict]:
+    out = [dict(r) for r in RECORDS]
+    if v == "dup" and name == "index":
+        v = out[k - 1]["index"]
+    elif v == "back" and name == "index":
+        v = max(0, out[k - 1]["index"] - 1)
+    out[k][name] = v
+    return out
+
+
+def history_corruptions() -> st.SearchStrategy[Corruption]:
+    at = st.integers(1, len(RECORDS) - 1)
+    field = st.tuples(at, st.sampled_from(sorted(BAD_RECORD))).flatmap(
+        lambda kf: st.sampled_from(BAD_RECORD[kf[1]]).map(
+            lambda v, k=kf[0], f=kf[1]: Corruption(
+                "history.jsonl", f"line {k + 1} {f} = {v!r}", _history(_with_field(k, f, v))
+            )
+        )
+    )
+    grant = st.tuples(st.sampled_from(GRANTS), st.sampled_from(BAD_GRANTS)).map(
+        lambda kv: Corruption(
+            "history.jsonl",
+            f"line {kv[0] + 1} grants {kv[1]!r}",
+            _history(_with_field(kv[0], "value", kv[1])),
+        )
+    )
+    gone = st.tuples(at, st.sampled_from(["index", "time", "process", "type", "f"])).map(
+        lambda kf: Corruption(
+            "history.jsonl",
+            f"line {kf[0] + 1} without {kf[1]}",
+            _history([r if i != kf[0] else _without(r, kf[1]) for i, r in enumerate(RECORDS)]),
+        )
+    )
+    dropped = st.sampled_from(INVOKES).map(
+        lambda k: Corruption(
+            "history.jsonl", f"invoke on line {k + 1} dropped", _history(_drop(RECORDS, k))
+        )
+    )
+    swapped = at.map(
+        lambda k: Corruption(
+            "history.jsonl", f"lines {k} and {k + 1} swapped", _history(_swap(RECORDS, k))
+        )
+    )
+    junk = st.tuples(at, st.sampled_from(["garbage", "[1, 2]", '"x"', "3", "{", "{} {}"])).map(
+        lambda kt: Corruption(
+            "history.jsonl",
+            f"line {kt[0] + 1} is {kt[1]}",
+            _write("history.jsonl", _replace_line(jsonl(RECORDS), kt[0], kt[1])),
+        )
+    )
+    return st.one_of(field, grant, gone, dropped, swapped, junk, _cut_line())
+
+
+def _without(r: dict, name: str) -> dict:
+    return {k: v for k, v in r.items() if k != name}
+
+
+def _drop(records: list[dict], k: int) -> list[dict]:
+    return records[:k] + records[k + 1 :]
+
+
+def _swap(records: list[dict], k: int) -> list[dict]:
+    out = list(records)
+    out[k - 1], out[k] = out[k], out[k - 1]
+    return out
+
+
+def _replace_line(text: str, k: int, line: str) -> str:
+    lines = text.splitlines()
+    lines[k] = line
+    return "\n".join(lines) + "\n"
+
+
+def _cut_line() -> st.SearchStrategy[Corruption]:
+    """The file cut inside a line (not at its end): that line is no longer JSON."""
+    text = jsonl(RECORDS)
+    starts = {i + 1 for i, c in enumerate(text) if c == "\n"}  # whole lines before: still JSON
+    cuts = [i for i in range(1, len(text)) if i not in starts and text[i - 1] != "}"]
+    return st.sampled_from(cuts).map(
+        lambda i: Corruption("history.jsonl", f"cut at byte {i}", _write("history.jsonl", text[:i]))
+    )
+
+
+# ---- schedule.json and results.json -------------------------------------------------------------
+GOOD_FAULT = {"fault_id": 1, "f": "kill", "start_ns": 1, "end_ns": 2}
+BAD_SCHEDULES = [
+    "[]",
+    "3",
+    "{}",
+    '{"faults": 3}',
+    '{"faults": null}',
+    '{"faults": [3]}',
+    json.dumps({"faults": [{**GOOD_FAULT, "f": "no-such-fault"}]}),
+    json.dumps({"faults": [{**GOOD_FAULT, "start_ns": 5}]}),
+    json.dumps({"faults": [_without(GOOD_FAULT, "f")]}),
+    json.dumps({"faults": [{**GOOD_FAULT, "start_ns": "x"}]}),
+]
+BAD_RESULTS = [
+    "[]",
+    "3",
+    "{}",
+    '{"valid": "maybe"}',
+    '{"valid": null}',
+    '{"valid": 1}',
+    '{"valid": false, "lock": {"valid": "yes"}}',
+]
+
+
+def table_corruptions() -> st.SearchStrategy[Corruption]:
+    sched = st.sampled_from(BAD_SCHEDULES).map(
+        lambda t: Corruption("schedule.json", t, _write("schedule.json", t))
+    )
+    results = st.sampled_from(BAD_RESULTS).map(
+        lambda t: Corruption("results.json", t, _write("results.json", t))
+    )
+    cut_s = _cut("schedule.json", json.dumps({"faults": [GOOD_FAULT]}))
+    cut_r = _cut("results.json", json.dumps(FAILING_RESULTS))
+    return st.one_of(sched, results, cut_s, cut_r)
+
+
+# ---- any file: not a regular file, not text -----------------------------------------------------
+def _kind(name: str, kind: str) -> Callable[[Path], None]:
+    def apply(run: Path) -> None:
+        p = run / name
+        p.unlink()
+        if kind == "fifo":
+            os.mkfifo(p)
+        elif kind == "dir":
+            p.mkdir()
+        elif kind == "loop":
+            p.symlink_to(name)
+        elif kind == "device":
+            p.symlink_to("/dev/zero")
+        elif kind == "dangling":
+            p.symlink_to("nowhere")
+        elif kind == "binary":
+            p.write_bytes(b"\xff\xfe\x00garbage\xc3")
+
+    return apply
+
+
+def kind_corruptions() -> st.SearchStrategy[Corruption]:
+    files = st.sampled_from(["test.json", "history.jsonl", "schedule.json", "results.json"])
+    kinds = st.sampled_from(["fifo", "dir", "loop", "device", "dangling", "binary"])
+    return st.tuples(files, kinds).map(lambda fk: Corruption(fk[0], fk[1], _kind(*fk)))
+
+
+def _write(name: str, text: str) -> Callable[[Path], None]:
+    return lambda run: (run / name).write_text(text)
+
+
+def _cut(name: str, text: str) -> st.SearchStrategy[Corruption]:
+    body = text.rstrip()
+    return st.integers(0, len(body) - 1).map(
+        lambda i: Corruption(name, f"cut at byte {i}", _write(name, body[:i]))
+    )
+
+
+CORRUPTIONS = st.one_of(
+    spec_corruptions(), history_corruptions(), table_corruptions(), kind_corruptions()
+)
+
+
+# ---- running one --------------------------------------------------------------------------------
+class Hung(BaseException):
+    """The command ran past BOUND_S (raised by the timer; a BaseException, so no `except
+    Exception` in the command can swallow it)."""
+
+
+def run_bounded(argv: list[str]) -> tuple[int | str, str]:
+    err = io.StringIO()
+
+    def fire(signum, frame):
+        raise Hung
+
+    old = signal.signal(signal.SIGALRM, fire)
+    signal.setitimer(signal.ITIMER_REAL, BOUND_S)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            try:
+                main(argv)
+                code: int | str = 0
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else 1
+            except Hung:
+                code = f"still running after {BOUND_S}s"
+            except BaseException as e:  # noqa: BLE001 - a traceback is the finding
+                code = f"raised {type(e).__name__}: {e}"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    return code, err.getvalue()
+
+
+def snapshot(root: Path, skip: Path) -> set[str]:
+    return {str(q) for q in root.rglob("*") if skip not in q.parents and q != skip}
+
+
+def judge(c: Corruption, command: str, code: int | str, err: str, created: set[str]) -> str | None:
+    lines = [x for x in err.splitlines() if x.strip()]
+    if not isinstance(code, int):
+        return code
+    if code != 254:  # every corruption here is wrong: none may be judged (0, 1, 2) or run
+        return f"exit {code}: {' | '.join(lines)[-300:]}"
+    if code == 254 and ("Traceback" in err or len(lines) != 1):
+        return f"{len(lines)} lines on stderr: {' | '.join(lines)[:300]}"
+    if created:
+        return f"wrote outside the folder: {sorted(created)[:5]}"
+    return None
+
+
+def test_the_base_folder_gets_past_every_check(tmp_path, monkeypatch):
+    """Without this, a refusal of the corrupted folder could be a refusal of the base one."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DOCKER_HOST", DEAD_ENGINE)
+    run = make_run(tmp_path)
+    (run / "results.json").write_text(json.dumps(FAILING_RESULTS))
+    assert run_bounded(["analyze", str(run)])[0] in (0, 1, 2)
+    for command in ("replay", "shrink"):
+        code, err = run_bounded([command, str(run)])
+        assert code == 255 and "cannot reach" in err, (command, code, err)
+
+
+def test_corrupted_stored_runs_are_refused(tmp_path, monkeypatch, request):
+    from zkjepsen import store
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DOCKER_HOST", DEAD_ENGINE)
+    for name in ("DOCKER_CONTEXT", "ZKJEPSEN_STORE", "ZKJEPSEN_FILES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(store, "DEFAULT_ROOT", Path("store"))
+    tried: Counter = Counter()
+    right: Counter = Counter()
+    failures: dict[str, str] = {}
+    count = iter(range(10**9))
+
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        derandomize=SEED is None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(CORRUPTIONS, st.sampled_from(COMMANDS))
+    def one(c: Corruption, command: str) -> None:
+        run = make_run(tmp_path / "runs", f"r{next(count)}")
+        (run / "results.json").write_text(json.dumps(FAILING_RESULTS))
+        c.apply(run)
+        before = snapshot(tmp_path, run)
+        code, err = run_bounded([command, str(run)])
+        why = judge(c, command, code, err, snapshot(tmp_path, run) - before)
+        tried[c.file] += 1
+        if why is None:
+            right[c.file] += 1
+        else:
+            failures.setdefault(f"zkjepsen {command} with {c!r}", why)
+
+    (seed(int(SEED))(one) if SEED is not None else one)()
+    total, ok = sum(tried.values()), sum(right.values())
+    per_file = ", ".join(f"{f} {right[f]}/{n}" for f, n in sorted(tried.items()))
+    summary = (
+        f"stored-run corruptions: {total} tried, {ok} refused right, {total - ok} not ({per_file})"
+    )
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
+        print(f"\n{summary}", flush=True)
+    assert not failures, (
+        summary + "\n" + "\n".join(f"{k}\n    -> {v}" for k, v in list(failures.items())[:60])
+    )
+    assert len(tried) == 4 and total >= EXAMPLES // 2
