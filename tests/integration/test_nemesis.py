@@ -15,7 +15,7 @@ from zkjepsen.backends.zookeeper.fourlw import four_letter
 from zkjepsen.client.pool import ClientPool
 from zkjepsen.client.spec import ClientSpec
 from zkjepsen.nemesis.partition import chain_name
-from zkjepsen.nemesis.schedule import FaultNemesis, NemesisLog, heal_all, run_nemesis
+from zkjepsen.nemesis.schedule import FaultNemesis, NemesisLog, NemesisPlan, heal_all, run_nemesis
 from zkjepsen.nemesis.targets import NemesisContext
 from zkjepsen.store import RunDir
 
@@ -346,13 +346,15 @@ def test_run_nemesis_records_schedule_and_replays(rig, tmp_path):
     executed = run_nemesis(
         ens,
         pool,
-        names,
-        seed=5,
-        time_limit_s=8,
-        interval_s=1,
-        fault_duration_s=1.5,
-        session_timeout_s=SESSION_S,
-        t0_ns=t0,
+        NemesisPlan(
+            names,
+            seed=5,
+            time_limit_s=8,
+            interval_s=1,
+            fault_duration_s=1.5,
+            session_timeout_s=SESSION_S,
+            t0_ns=t0,
+        ),
         files=RunDir(tmp_path / "a"),
     )
     assert executed and all(e["end_ns"] > e["start_ns"] for e in executed)
@@ -366,12 +368,8 @@ def test_run_nemesis_records_schedule_and_replays(rig, tmp_path):
     again = run_nemesis(
         ens,
         pool,
-        [],
-        seed=99,
-        time_limit_s=8,
-        t0_ns=t1,
+        NemesisPlan([], seed=99, time_limit_s=8, t0_ns=t1, schedule=sched),
         files=RunDir(tmp_path / "b"),
-        schedule=sched,
     )
     assert [(e["f"], e["targets"]) for e in again] == [(e["f"], e["targets"]) for e in executed]
     for a, b in zip(executed, again, strict=True):
@@ -401,13 +399,9 @@ def test_run_nemesis_heals_on_interrupt(rig, tmp_path):
     executed = run_nemesis(
         ens,
         pool,
-        [],
-        seed=1,
-        time_limit_s=60,
-        t0_ns=t0,
+        NemesisPlan([], seed=1, time_limit_s=60, t0_ns=t0, gen=gen),
         files=RunDir(tmp_path),
         stop_event=stop,
-        gen=gen,
     )
     # In this order: the fault started, the stop was asked, the fault was healed; and run_nemesis
     # returned once healed, not at the 30 s fault's end (asked is set before end_ns is recorded;

@@ -85,7 +85,9 @@ def _run(ens, tmp_path, **kw):
             g.final_heal(),
         ),
     )
-    return schedule.run_nemesis(ens, None, ["kill-one", "partition-one"], gen=gen, **args)
+    files, stop = args.pop("files"), args.pop("stop_event", None)
+    plan = schedule.NemesisPlan(["kill-one", "partition-one"], gen=gen, **args)
+    return schedule.run_nemesis(ens, None, plan, files=files, stop_event=stop)
 
 
 def test_records_pairs_and_schedule(fake, tmp_path):
@@ -122,12 +124,10 @@ def test_replay_uses_recorded_targets_and_times(fake, tmp_path):
     b = schedule.run_nemesis(
         ens,
         None,
-        [],
-        seed=999,
-        time_limit_s=1.0,
-        t0_ns=time.monotonic_ns(),
+        schedule.NemesisPlan(
+            [], seed=999, time_limit_s=1.0, t0_ns=time.monotonic_ns(), schedule=sched
+        ),
         files=RunDir(tmp_path / "b"),
-        schedule=sched,
     )
     assert [(e["f"], e["targets"]) for e in b] == [(e["f"], e["targets"]) for e in a]
     for x, y in zip(a, b, strict=True):
@@ -251,7 +251,10 @@ def test_a_triggered_fault_waits_for_its_event_and_hits_the_client_it_names(monk
         g.sleep(0.05), g.on(on_acquire(delay_s=0.1), g.fault("pause-client", duration=0.05))
     )
     executed = schedule.run_nemesis(
-        ens, pool, [], seed=1, time_limit_s=2.0, t0_ns=t0, files=RunDir(tmp_path), gen=gen
+        ens,
+        pool,
+        schedule.NemesisPlan([], seed=1, time_limit_s=2.0, t0_ns=t0, gen=gen),
+        files=RunDir(tmp_path),
     )
     assert fam.calls == [("apply", ("c2",)), ("undo", ("c2",))]
     (f,) = executed
@@ -266,12 +269,10 @@ def test_a_triggered_fault_waits_for_its_event_and_hits_the_client_it_names(monk
     again = schedule.run_nemesis(
         ens,
         pool,
-        [],
-        seed=1,
-        time_limit_s=0.5,
-        t0_ns=t0,
+        schedule.NemesisPlan(
+            [], seed=1, time_limit_s=0.5, t0_ns=t0, schedule={"faults": [{**f, "targets": None}]}
+        ),
         files=RunDir(tmp_path / "replay"),
-        schedule={"faults": [{**f, "targets": None}]},
     )
     assert again == [] and fam.calls == []
     meta = json.loads((tmp_path / "replay" / "schedule.json").read_text())
@@ -327,7 +328,10 @@ def test_a_triggered_fault_that_lands_after_the_hold_is_undone_and_re_armed(monk
     threading.Thread(target=acquire_twice).start()
     gen = g.steps(g.on(on_acquire(retries=3), g.fault("pause-client", duration=0.1)))
     executed = schedule.run_nemesis(
-        ens, pool, [], seed=1, time_limit_s=2.0, t0_ns=t0, files=RunDir(tmp_path), gen=gen
+        ens,
+        pool,
+        schedule.NemesisPlan([], seed=1, time_limit_s=2.0, t0_ns=t0, gen=gen),
+        files=RunDir(tmp_path),
     )
     # Missed once (the hold ended before the fault was in place): undone at once, re-armed,
     # and the second acquire's hold is where it landed.
@@ -387,7 +391,10 @@ def test_a_triggered_fault_whose_apply_failed_is_re_armed(monkeypatch, tmp_path)
     threading.Thread(target=acquire_twice).start()
     gen = g.steps(g.on(on_acquire(retries=3), g.fault("pause-client", duration=0.1)))
     (f,) = schedule.run_nemesis(
-        ens, pool, [], seed=1, time_limit_s=2.0, t0_ns=t0, files=RunDir(tmp_path), gen=gen
+        ens,
+        pool,
+        schedule.NemesisPlan([], seed=1, time_limit_s=2.0, t0_ns=t0, gen=gen),
+        files=RunDir(tmp_path),
     )
     assert f["attempt"] == 2 and f["landed"] is True and not f.get("error")
     assert len(f["missed"]) == 1

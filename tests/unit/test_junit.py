@@ -16,8 +16,8 @@ from zkjepsen.checker import Violation
 from zkjepsen.checker.power import FaultPower, Power
 from zkjepsen.report.junit import (
     Case,
-    annotations,
     case_of,
+    error_annotations,
     first_violation,
     matrix_cases,
     publish,
@@ -192,7 +192,7 @@ def test_github_gets_a_summary_table_and_an_annotation_per_failure(tmp_path):
     assert "`store/gate-client-pause/1`" in table[1]
     assert "| ≤ 9.5 % |" in table[3]
     lines = out.getvalue().splitlines()
-    assert lines == annotations(cases, "zkjepsen gate") and len(lines) == 1
+    assert lines == error_annotations(cases, "zkjepsen gate") and len(lines) == 1
     title = "zkjepsen gate%3A kazoo on zookeeper%3A client-pause"
     assert lines[0].startswith(f"::error title={title}::")
     assert "store/gate-client-pause/1" in lines[0]

@@ -15,7 +15,15 @@ from stored_folder import make_run
 
 from zkjepsen.cli import interrupted_message
 from zkjepsen.run import fanout
-from zkjepsen.run.outcome import RunResult, Teardown, note_many
+from zkjepsen.run.outcome import (
+    Phase,
+    RunResult,
+    Teardown,
+    TerminatedRun,
+    note_many,
+    stopped,
+    stopped_by,
+)
 from zkjepsen.run.spec import TestSpec
 
 
@@ -51,9 +59,7 @@ def test_the_one_slot_fan_out_says_what_finished_and_what_was_cut(tmp_path, monk
         calls.append(spec)
         if len(calls) == 1:
             return finished_run(spec, tmp_path, "first")
-        e = KeyboardInterrupt()
-        e.teardown = Teardown("zkj-2", cut, [], phase="main phase")
-        raise e
+        raise stopped(KeyboardInterrupt(), Teardown("zkj-2", cut, [], phase=Phase.MAIN))
 
     monkeypatch.setattr(fanout, "run_test", run_test)
     jobs = [fanout.Job(TestSpec(seed=i)) for i in range(3)]
@@ -68,32 +74,31 @@ def test_the_one_slot_fan_out_says_what_finished_and_what_was_cut(tmp_path, monk
 
 
 def test_earlier_batches_are_added_and_nothing_is_said_twice(tmp_path):
-    e = KeyboardInterrupt()
     a, b = make_run(tmp_path, "a"), make_run(tmp_path, "b")
-    note_many(e, [a], [])
-    note_many(e, [a, b, Path("")], [Teardown("zkj-9", Path(""), [], "setup")])
-    assert e.many.finished == [a, b] and e.many.cut == []
+    e = note_many(KeyboardInterrupt(), [a], [])
+    assert isinstance(e, KeyboardInterrupt)  # its typed twin: caught where a Ctrl-C is
+    assert note_many(e, [a, b, Path("")], [Teardown("zkj-9", Path(""), [], Phase.SETUP)]) is e
+    carried = stopped_by(e)
+    assert carried is not None and carried.many is not None
+    assert carried.many.finished == [a, b] and carried.many.cut == []
     assert interrupted_message(e, "received SIGTERM") == (
         f"zkjepsen: received SIGTERM; 2 runs finished (folders: {a}, {b})."
     )
 
 
 def test_a_run_cut_that_left_something_behind_says_so(tmp_path):
-    e = KeyboardInterrupt()
-    note_many(e, [], [Teardown("zkj-3", cut_folder(tmp_path), ["1 container"], "heal")])
+    td = Teardown("zkj-3", cut_folder(tmp_path), ["1 container"], Phase.RECOVERY)
+    e = note_many(KeyboardInterrupt(), [], [td])
     msg = interrupted_message(e)
     assert "0 runs finished" in msg and "run zkj-3 left 1 container behind" in msg
 
 
 def test_a_worker_stopped_by_its_parent_writes_where_its_folder_is(tmp_path, monkeypatch):
-    from zkjepsen.docker import signals
 
     cut = cut_folder(tmp_path)
 
     def run_test(*a, **k):
-        e = signals.Terminated("received signal 15")
-        e.teardown = Teardown("zkj-4", cut, [], phase="main phase")
-        raise e
+        raise TerminatedRun("received signal 15", Teardown("zkj-4", cut, [], phase=Phase.MAIN))
 
     monkeypatch.setattr(fanout, "run_test", run_test)
     monkeypatch.setattr(fanout, "_watch_parent", lambda parent: None)

@@ -14,7 +14,7 @@ import pytest
 from stored_folder import stored_spec
 
 from zkjepsen.cli import folder_state, interrupted_message, main
-from zkjepsen.run.outcome import Teardown
+from zkjepsen.run.outcome import Phase, Teardown, stopped
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.store.writable import can_create_in
 
@@ -167,7 +167,7 @@ def interrupted_folder(root: Path) -> Path:
 
 def test_the_interrupt_message_says_where_the_folder_is_and_what_is_complete(tmp_path):
     run = interrupted_folder(tmp_path)
-    td = Teardown("zkj-1", run, [], phase="report")
+    td = Teardown("zkj-1", run, [], phase=Phase.REPORT)
     (run / "results.json").write_text("{}")
     msg = interrupted_message(_with(td), "interrupted")
     assert msg == (
@@ -175,14 +175,14 @@ def test_the_interrupt_message_says_where_the_folder_is_and_what_is_complete(tmp
         f"its folder {run} has test.json, history.jsonl, results.json; `zkjepsen analyze "
         f"{run}` writes timeline.html, latency.png, rate.png"
     )
-    early = Teardown("zkj-1", run, ["1 container"], phase="main phase")
+    early = Teardown("zkj-1", run, ["1 container"], phase=Phase.MAIN)
     assert "history.jsonl (up to the interrupt)" in folder_state(early)
     assert "left 1 container behind" in interrupted_message(_with(early))
 
 
 def _with(td: Teardown) -> BaseException:
-    e = KeyboardInterrupt()
-    e.teardown = td  # type: ignore[attr-defined]
+    e = stopped(KeyboardInterrupt(), td)
+    assert isinstance(e, KeyboardInterrupt)  # caught where a Ctrl-C is
     return e
 
 
@@ -193,7 +193,7 @@ def test_analyze_finishes_an_interrupted_runs_report(here, capsys):
     for name in ("results.json", "timeline.html", "latency.png", "rate.png"):
         assert (run / name).stat().st_size > 0, name
     assert "written results.json, timeline.html, latency.png, rate.png" in err
-    assert folder_state(Teardown("zkj-1", run, [], phase="report")).endswith("(complete)")
+    assert folder_state(Teardown("zkj-1", run, [], phase=Phase.REPORT)).endswith("(complete)")
     code2, _, err2 = run_cli(["analyze", str(run)], capsys)
     assert code2 == code and "reproduced" in err2 and "written" not in err2
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from zkjepsen.docker.image import run_in_root
+from zkjepsen.errors import EnvironmentProblem
 
 DRIVERS_SRC = Path(__file__).resolve().parents[1] / "client" / "drivers"
 INSTALL_DIR = "/opt/zkjepsen/drivers"
@@ -33,8 +34,6 @@ def source_files(
         if not found:
             # An installed package without its package data (pyproject's package-data) would
             # otherwise name another image and fail deep in its build.
-            from zkjepsen.errors import EnvironmentProblem
-
             raise EnvironmentProblem(
                 f"the {lang} driver's sources are missing from {base / lang}: this "
                 "zkjepsen installation is incomplete; reinstall it (pip install .) from a "

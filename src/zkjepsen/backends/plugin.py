@@ -21,7 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from dataclasses import fields as dc_fields
 from typing import TYPE_CHECKING, Any, Protocol
+
+from zkjepsen.errors import BadInput
 
 if TYPE_CHECKING:
     from zkjepsen.docker.image import ImageRecipe
@@ -64,7 +67,7 @@ class ServiceOption:
     flag: str  # "--zk-version"
     field: str  # the settings field it sets ("version")
     help: str
-    parse: Callable[[str], Any]  # value -> the field's value (BadInput when wrong)
+    parse: Callable[[Any], Any]  # value -> the field's value (BadInput when wrong)
     metavar: str = "VALUE"
     commands: frozenset[str] = frozenset({"test", "cluster", "image", "matrix", "scenario"})
     # An axis (matrix, scenario run): a comma-separated list, one row per value of `field`.
@@ -109,10 +112,6 @@ class Service:
 
     def from_table(self, table: Any, where: str) -> ServiceSettings:
         """Its settings from a TOML/JSON table (`[zookeeper]`), unknown keys refused."""
-        from dataclasses import fields as dc_fields
-
-        from zkjepsen.errors import BadInput
-
         if not isinstance(table, dict):
             raise BadInput(f"{where} must be a table of {self.label} settings, not {table!r}")
         known = [f.name for f in dc_fields(self.settings) if f.name != "name"]  # type: ignore[arg-type]

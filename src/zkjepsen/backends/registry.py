@@ -155,6 +155,7 @@ def provide_images(engine, spec: Any, say=None) -> tuple[str, str]:
     missing; a build's phases go to `say` as lines, one at least every 15 s: a first etcd image
     takes minutes). `--image` names the servers'; the clients run what the service says (the
     servers' image, zkjepsen's client image, or one of its own settings: ZooKeeper's suite)."""
+    # here, not at the top: the services' declarations stay import-light (no docker)
     from zkjepsen.docker.image import Heartbeat
 
     if say is None:
@@ -164,6 +165,7 @@ def provide_images(engine, spec: Any, say=None) -> tuple[str, str]:
 
 
 def _provide_images(engine, spec: Any, on_build) -> tuple[str, str]:
+    # here, not at the top: the services' declarations stay import-light (no docker)
     from zkjepsen.docker.engine import provide_image
 
     server_image = provide_image(

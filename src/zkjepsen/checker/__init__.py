@@ -61,6 +61,12 @@ class Violation:
     """
 
     __slots__ = ("kind", "clients", "start", "end", "faults", "evidence")
+    kind: str
+    clients: tuple[Any, ...]
+    start: int | None
+    end: int | None
+    faults: tuple[dict[str, Any], ...]
+    evidence: Mapping[str, Any]
 
     def __init__(
         self,
@@ -90,7 +96,7 @@ class Violation:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self._fields() == other._fields()  # type: ignore[attr-defined]
+        return self._fields() == other._fields()
 
     def __hash__(self) -> int:
         return hash((self.kind, self.clients, self.start, self.end))
@@ -161,7 +167,7 @@ class Result:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self._fields() == other._fields()  # type: ignore[attr-defined]
+        return self._fields() == other._fields()
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -257,7 +263,8 @@ def _legacy_violations(
     for key, count_key, kind in LEGACY_KEYS:
         found = [x for x in d.get(key) or () if isinstance(x, dict)]
         for x in found:
-            w = x.get("window") if isinstance(x.get("window"), list) else [None, None]
+            window = x.get("window")
+            w = window if isinstance(window, list) else [None, None]
             out.append(
                 Violation(
                     kind,
@@ -302,6 +309,7 @@ def safe_check(checker: Checker, history: History) -> Result:
     try:
         r = checker.check(history)
     except Exception as e:  # noqa: BLE001 - a buggy checker must not take the run down
+        # here, not at the top: only a crashed checker needs it (it loads linecache, tokenize)
         import traceback
 
         return Result(

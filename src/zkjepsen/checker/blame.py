@@ -35,7 +35,7 @@ from zkjepsen.checker.wgl import LinOp, Outcome
 def candidates(out: Outcome) -> list[LinOp]:
     """The core's completed ops, in the order they are tried."""
     picked = [op for op in out.ops if op.end is not None]
-    picked.sort(key=lambda op: (not op.action[2], -op.end))
+    picked.sort(key=lambda op: (not op.action[2], -(op.end or 0)))  # (all completed)
     return picked
 
 

@@ -9,6 +9,7 @@ intervals; both are offered so a reader can compare.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 
 def upper_bound(violated: int, n: int, confidence: float = 0.95, method: str = "exact") -> float:
@@ -23,8 +24,6 @@ def upper_bound(violated: int, n: int, confidence: float = 0.95, method: str = "
         return 1.0
     alpha = 1 - confidence
     if method == "wilson":
-        from statistics import NormalDist
-
         z = NormalDist().inv_cdf(confidence)
         p = violated / n
         centre = p + z * z / (2 * n)

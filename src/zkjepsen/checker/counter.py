@@ -76,7 +76,7 @@ class CounterChecker:
         # bound before same-time add completions, read completions see the upper bound after
         # same-time add invokes.
         events: list[tuple[int, int, str, Any]] = []
-        reads = []
+        reads: list[dict[str, Any]] = []
         for call in history.calls(validate=False):
             inv, comp = call.invoke, call.complete
             status = call.status
@@ -85,9 +85,14 @@ class CounterChecker:
                     continue
                 v = inv.value if inv.value is not None else 1
                 events.append((inv.time, 0, "up", v))
-                if status == "ok":
+                if comp is not None and status == "ok":
                     events.append((comp.time, 2, "low", v))
-            elif inv.f == self.read and status == "ok" and comp.value is not None:
+            elif (
+                inv.f == self.read
+                and comp is not None
+                and status == "ok"
+                and comp.value is not None
+            ):
                 r = len(reads)
                 reads.append(
                     {

@@ -140,7 +140,9 @@ def release_failures(
     with no fault active). Failed: `fail` or `info`; a release still pending at the end is
     neither."""
     windows = [(w.start, None if w.end is None else w.end + grace_ns) for w in fault_windows(ops)]
-    done, during, outside = 0, [], []
+    done = 0
+    during: list[Any] = []
+    outside: list[Any] = []
     for actor_calls in _calls(ops, frozenset(release)).values():
         for start, c in actor_calls:
             if c is None:

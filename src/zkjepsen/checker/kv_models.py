@@ -102,7 +102,8 @@ class KVSingle(KV):
         if a is None:
             return None
         i = self._key_numbers.setdefault(key, len(self._key_numbers))
-        fn = {read_value: _kv_get, write_value: _kv_put, append_str: _kv_append}[a.fn]
+        ports: dict[Any, Any] = {read_value: _kv_get, write_value: _kv_put, append_str: _kv_append}
+        fn = ports[a.fn]
         return Action(fn, (i, a.arg), a.read_only, a.label)
 
     def describe_state(self, state: Any) -> str:

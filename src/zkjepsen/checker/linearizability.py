@@ -39,6 +39,7 @@ in another. A time limit and a memory limit (process RSS) stop the search with `
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
@@ -73,8 +74,6 @@ __all__ = [
 def _rss_bytes() -> int:
     try:
         with open("/proc/self/statm") as fh:
-            import os
-
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except OSError:
         return 0
@@ -126,7 +125,7 @@ def _fast_paths(
     on goes to WGL with the others."""
     look = model.lookahead()
     init, new = model.init, tuple.__new__
-    running = {}
+    running: dict[Any, Any] = {}
     for k, ops in parts:
         verdict, made = decide(ops, init(), deadline)
         if verdict:
@@ -328,7 +327,8 @@ class Linearizable:
         }
         if unread:  # a refutation came first: their ops were never read into the model
             details["partitions_unread"] = unread
-        violations, outcome = [], None
+        violations: list[Violation] = []
+        outcome = None
         if verdict is False:
             deadline = None if self.time_limit is None else t0 + self.time_limit
             violations, outcome = _refutation(

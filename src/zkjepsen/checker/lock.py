@@ -104,7 +104,7 @@ def out_of_version_order(ws: list[Write]) -> list[tuple[Write, Write, str]]:
     whose token is below the largest token accepted before it went in out of lock order."""
     out = []
     best: Write | None = None
-    for w in sorted(ws, key=lambda w: w.version):
+    for w in sorted(ws, key=lambda w: w.version or 0):  # every one set (see the caller)
         if best is not None and w.token < best.token:
             out.append((w, best, "stale-after-newer"))
         if best is None or w.token > best.token:
@@ -208,7 +208,8 @@ def _window(a: float, b: float) -> dict[str, Any]:
 def _belief_overlaps(holds: list[Hold], definite: list[Hold]) -> tuple[list[Any], ...]:
     """The belief overlaps (both holds definite), the possible ones (a maybe hold in them),
     and the careful belief overlaps, as reported records."""
-    belief, possible = [], []
+    belief: list[dict[str, Any]] = []
+    possible: list[dict[str, Any]] = []
     pairs = interval_overlaps(holds)
     for a, b in pairs:
         rec = {

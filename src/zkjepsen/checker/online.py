@@ -32,7 +32,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from zkjepsen.checker import OnlineFindings, Violation
+from zkjepsen.checker.counter import CounterChecker
+from zkjepsen.checker.fencing import FencingChecker
+from zkjepsen.checker.lock import LockChecker
 from zkjepsen.checker.lock_observe import CLIENT_DEATHS, INF
+from zkjepsen.checker.online_counter import OnlineCounterChecker
 from zkjepsen.history import NEMESIS
 
 ONLINE_KINDS = ("belief", "effect", "reused-token")
@@ -92,7 +96,8 @@ class OnlineLockChecker(OnlineFindings):
         p, t, typ, f = rec.get("process"), rec.get("time", 0), rec.get("type"), rec.get("f")
         if p == NEMESIS:
             self._mark(NEMESIS, t)
-            v = rec.get("value") if isinstance(rec.get("value"), dict) else {}
+            value = rec.get("value")
+            v = value if isinstance(value, dict) else {}
             if f in CLIENT_DEATHS and v.get("phase") == "start":
                 for c in {client_number(x) for x in v.get("targets") or ()}:
                     self.kills.setdefault(c, []).append(t)  # for holds fed after it, too
@@ -130,8 +135,8 @@ class OnlineLockChecker(OnlineFindings):
             self.open.pop((client, inv.get("key")), None)  # a maybe hold: judged offline only
         elif f in self.wr and typ == "ok":
             iv = inv.get("value")
-            v = iv if isinstance(iv, dict) else value
-            token = v.get("token") if isinstance(v, dict) else None
+            given = iv if isinstance(iv, dict) else value
+            token = given.get("token") if isinstance(given, dict) else None
             version = value.get("version") if isinstance(value, dict) else None
             if token is not None:
                 w = _Write(
@@ -225,14 +230,15 @@ class OnlineLockChecker(OnlineFindings):
             ):
                 left.append((a, b))
                 continue
-            if min(a.end, b.end) > at:
+            end = min(a.end, b.end)
+            if end > at:
                 first, second = (a, b) if a.start <= b.start else (b, a)
                 self.found.append(
                     Violation(
                         "belief",
                         (first.client, second.client),
                         at,
-                        None if min(a.end, b.end) == INF else min(a.end, b.end),
+                        None if end == INF else int(end),  # int: ns, INF the only float
                         evidence={
                             "key": a.key,
                             "tokens": [first.token, second.token],
@@ -305,10 +311,6 @@ def online_checker(checkers: Mapping[str, Any], clients: Iterable[Any] = ()) -> 
     overlaps (the kinds it fails on), the fencing checker's reused tokens, the counter's reads
     out of bounds (`clients`: the run's, whose files must all pass a read to bound it from
     above). None when no checker of the run can be followed online."""
-    from zkjepsen.checker.counter import CounterChecker
-    from zkjepsen.checker.fencing import FencingChecker
-    from zkjepsen.checker.lock import LockChecker
-    from zkjepsen.checker.online_counter import OnlineCounterChecker
 
     kinds: set[str] = set()
     names = None

@@ -18,7 +18,7 @@ try:  # the compiled fast path (_fastgroup.c), built with the package (setup.py)
     from zkjepsen.checker._fastgroup import group as _fast_group
     from zkjepsen.checker._fastgroup import setup as _fast_setup
 except ImportError:  # pragma: no cover - the pure-Python paths below give the same ops
-    _fast_build = _fast_group = None
+    _fast_build = _fast_group = None  # type: ignore[assignment]  # None: not built
 else:
     _fast_setup(Op)  # it reads an Op's fields from their slots
 
@@ -72,9 +72,9 @@ def group(
             else:
                 calls.append(pair)
         elif t != "event":
-            pair = pending.pop(op.process, None)
-            if pair is not None:  # (nemesis ops are never pending)
-                pair[1] = op
+            done = pending.pop(op.process, None)
+            if done is not None:  # (nemesis ops are never pending)
+                done[1] = op
     return parts
 
 

@@ -247,6 +247,7 @@ def power_of(
         grace = int(opp.timeout_s * S)
         hit = any(
             set(v.clients) & set(opp.clients)
+            and v.start is not None
             and v.start <= opp.end + grace
             and (v.end is None or v.end >= opp.start)
             for v in found
@@ -337,7 +338,7 @@ def _timeout(fault: _Fault, client: Any, timeouts: dict, default: float) -> floa
     of it (client faults), else the client's latest negotiated one before the fault, else the
     run's."""
     for v in (fault.end_value, fault.start_value):
-        d = v.get("detail") if isinstance(v.get("detail"), dict) else {}
+        d = v["detail"] if isinstance(v.get("detail"), dict) else {}
         if d.get("session_timeout_s") and [client] == [_client(t) for t in fault.targets]:
             return float(d["session_timeout_s"])
     seen = [s for t, s in timeouts.get(client, ()) if t <= fault.start]

@@ -104,13 +104,15 @@ class QueueChecker:
             inv, comp = call.invoke, call.complete
             status = call.status
             if inv.f == enq_f and status != "fail":
-                end = comp.time if status == "ok" else float("inf")
+                end = comp.time if comp is not None and status == "ok" else float("inf")
                 enq[freeze(inv.value)] = (inv.time, end, status)
-            elif status == "ok" and inv.f == deq_f:
+            elif comp is None or status != "ok":
+                continue
+            elif inv.f == deq_f:
                 v = freeze(comp.value)
                 takes[v] += 1
                 taken.setdefault(v, (inv.time, comp.time))
-            elif status == "ok" and inv.f == drain_f:
+            elif inv.f == drain_f:
                 drained = True
                 for x in comp.value or ():
                     v = freeze(x)

@@ -163,10 +163,12 @@ def _rounds(facts: _Facts) -> tuple[bool, Outcome] | None:
     guesses: dict[int, list[Any]] = {}  # guessed failed cas -> the values left to try
     for _ in range(ROUNDS):
         kept = _keep(facts)
-        bad = kept if isinstance(kept, set) else None
-        if bad is None:
-            chains = _chains(facts, kept)
-            bad = chains if isinstance(chains, set) else _conflict(facts, chains, kept)
+        chains: list[list[int]] = []
+        bad: set[int] | None = kept if isinstance(kept, set) else None
+        if not isinstance(kept, set):
+            found = _chains(facts, kept)
+            bad = found if isinstance(found, set) else _conflict(facts, found, kept)
+            chains = [] if isinstance(found, set) else found
         if bad is not None:
             # A core with a guessed failed cas in it proves nothing: restricted to the core,
             # a linearization loses the write that failed cas really saw (the guess may be
@@ -248,7 +250,9 @@ def _chains(facts: _Facts, kept: list[int]) -> list[list[int]] | set[int]:
     return chains
 
 
-def _epochs(facts: _Facts, kept: list[int]) -> tuple[list[Any], ...]:
+def _epochs(
+    facts: _Facts, kept: list[int]
+) -> tuple[list[Any], list[Any], list[int], list[int], dict[int, list[int]], list[set[int]]]:
     """Per epoch: earliest end and its op, latest start and its op, and its reads (pure
     readers, in call order). A read ending before its writer started is returned as the core
     instead, in the last slot."""

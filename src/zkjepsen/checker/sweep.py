@@ -50,7 +50,7 @@ try:  # the compiled fast path (_fastsweep.c), built with the package (setup.py)
     from zkjepsen.checker._fastsweep import decide as _fast_decide
     from zkjepsen.checker._fastsweep import setup as _fast_setup
 except ImportError:  # pragma: no cover - the pure-Python path below gives the same answers
-    _fast_decide = None
+    _fast_decide = None  # type: ignore[assignment]  # None: not built
 else:
     from zkjepsen.checker.kv_models import append_str
 

@@ -226,11 +226,11 @@ def _set_keys(
     for _, i in crashed_order:
         ident = (fns[i], args[i])
         try:
-            j = last_same.get(ident)
+            same = last_same.get(ident)
         except TypeError:  # unhashable argument: no symmetry pruning
             continue
-        if j is not None:
-            need[i] = cbit[j]
+        if same is not None:
+            need[i] = cbit[same]
         last_same[ident] = i
     return rank, cbit, crashed, need
 

@@ -8,9 +8,12 @@ a bare Python.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from zkjepsen.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, ZkJepsenError
-from zkjepsen.store import RUN_LOG
+
+if TYPE_CHECKING:
+    from zkjepsen.run.outcome import ManyCut, Teardown
 
 
 def exit_interrupted(message: str, code: int) -> None:
@@ -25,13 +28,17 @@ def exit_interrupted(message: str, code: int) -> None:
 
 
 def interrupted_message(e: BaseException, what: str = "interrupted") -> str:
-    """What an interrupt left: the runner attaches `.teardown` (run id, store, what the engine
-    still has of the run, asked after the teardown, and the phase) to the exception that ended
-    the run; the run's folder says what in it is complete."""
-    td = getattr(e, "teardown", None) or getattr(e.__cause__, "teardown", None)
-    # cli/matrix.py: the matrix's own store (click wraps a KeyboardInterrupt in an Abort)
-    matrix = getattr(e, "matrix_note", None) or getattr(e.__cause__, "matrix_note", None)
-    many = getattr(e, "many", None) or getattr(e.__cause__, "many", None)
+    """What an interrupt left: the runner raises it as its typed twin (run/outcome.py's
+    `Stopped`) carrying the teardown (run id, store, what the engine still has of the run,
+    asked after the teardown, and the phase), a command of many runs what finished and what
+    was cut (`many`), and cli/matrix.py the matrix's own store; the run's folder says what in
+    it is complete."""
+    from zkjepsen.run.outcome import stopped_by  # not at the top: `check` never needs it
+
+    carried = stopped_by(e)  # (click wraps a KeyboardInterrupt in an Abort)
+    td = carried.teardown if carried else None
+    matrix = carried.matrix_note if carried else None
+    many = carried.many if carried else None
     if many is not None:  # a command of many runs (run/outcome.py ManyCut)
         return many_message(what, many, matrix)
     if td is None:
@@ -47,7 +54,7 @@ def interrupted_message(e: BaseException, what: str = "interrupted") -> str:
     return f"{run}; {matrix}" if matrix else run
 
 
-def many_message(what: str, many, matrix: str | None) -> str:
+def many_message(what: str, many: ManyCut, matrix: str | None) -> str:
     """The last line of an interrupted command of many runs, as `test`'s is of one: how many
     finished and where, each run cut short and what its folder holds, and how to go on."""
     n = len(many.finished)
@@ -66,7 +73,7 @@ def many_message(what: str, many, matrix: str | None) -> str:
     return text + (f"; {matrix}" if matrix else "") + "."
 
 
-def folder_state(td) -> str:
+def folder_state(td: Teardown) -> str:
     """`its folder DIR has test.json, history.jsonl; `zkjepsen analyze DIR` writes
     results.json, ...`: where the run is and what in it is complete."""
     from zkjepsen.store import RunDir
@@ -114,6 +121,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from zkjepsen.cli.app import cli
     from zkjepsen.docker.signals import Terminated
+    from zkjepsen.store import RUN_LOG
 
     try:
         rv = cli.main(args=args, standalone_mode=False)

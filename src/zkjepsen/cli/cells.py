@@ -141,7 +141,8 @@ class Progress:
         from zkjepsen.report import findings
 
         self.finished.append(self.record(o))
-        findings.write_manifest(*self.manifest[:3], self.finished, self.manifest[3])
+        store_root, settings, shard, origin = self.manifest
+        findings.write_manifest(store_root, settings, shard, self.finished, origin)
         from zkjepsen.report.summary import power_line
 
         error = o.run.results.get("error")

@@ -18,7 +18,7 @@ import math
 import os
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from zkjepsen.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID, BadInput
 
@@ -48,7 +48,7 @@ def parser() -> argparse.ArgumentParser:
     import argparse
 
     class Parser(argparse.ArgumentParser):
-        def error(self, message: str) -> None:  # one sentence and 254, as every bad input
+        def error(self, message: str) -> NoReturn:  # one sentence and 254, as every bad input
             raise BadInput(f"check: {message} (see `zkjepsen check --help`)")
 
     ap = Parser(
@@ -137,9 +137,10 @@ def quick_parse(argv: list[str]) -> dict[str, Any] | None:
             a[attr] = True
             continue
         if not eq:
-            value = next(it, None)
-            if value is None or value.startswith("-"):
+            given = next(it, None)
+            if given is None or given.startswith("-"):
                 return None
+            value = given
         try:
             a[attr] = conv(value)
         except ValueError:

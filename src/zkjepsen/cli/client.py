@@ -92,7 +92,7 @@ def client_check(
         hosts = service_hosts(hosts, backend)
     if client_dir is not None and (not client_dir.strip() or not Path(client_dir).is_dir()):
         raise BadInput(f"--client-dir {client_dir!r} is not a directory")
-    argv = ["/bin/sh", "-c", cmd] if recipe is None else recipe_argv(recipe)
+    argv = ["/bin/sh", "-c", cmd or ""] if recipe is None else recipe_argv(recipe)
     in_image = in_image or recipe is not None  # a recipe's program runs in the client image
     label = f"recipe {recipe}" if recipe else repr(cmd)
     from zkjepsen.store import check_root, new_run_dir
@@ -172,10 +172,12 @@ class Check:
         try:
             argv = self.argv
             if in_image:
+                assert client_image is not None  # made above for an in-image check
                 _require_shared_files(docker, client_image, run_id)
                 argv = in_container(argv, client_image, run_id, client_dir)
             self.log(f"program: {' '.join(argv)}")
             if servers is None:
+                assert hosts is not None  # no servers of our own: the user's
                 self._check(argv, hosts, client_dir, None)
             else:
                 with self._serving(servers):

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 from rich.console import Console
 
 from zkjepsen.cli.options import not_empty
 from zkjepsen.docker.engine import Engine, parse_engines, provide_image
 from zkjepsen.errors import BadInput
+
+if TYPE_CHECKING:  # its module loads subprocess and the image builds: only the type here
+    from zkjepsen.docker.image import ImageRecipe
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 
@@ -90,7 +95,9 @@ def prepare(
         )
     engine = engines[0]
     engine.require_local()
-    recipes = {"": (None, image, zookeeper_recipe())}
+    recipes: dict[str, tuple[str | None, str | None, ImageRecipe]] = {
+        "": (None, image, zookeeper_recipe())
+    }
     for spec in specs:
         said = spec.service.describe() if spec.service is not None else ""
         for recipe in (image_recipe(spec.backend, spec.service),
@@ -99,11 +106,11 @@ def prepare(
                 what = f"the {spec.backend} image" + (f" ({said})" if said else "")
                 recipes.setdefault(default_tag(recipe), (what, None, recipe))
     with console.status(f"checking the node image on engine {engine.name}") as status:
-        for what, img, recipe in recipes.values():
-            provide_image(
-                [engine],
-                img,
-                recipe=recipe,
-                on_build=lambda s, w=what: status.update(f"building{' ' + w if w else ''}: {s}"),
-            )
+        for which, img, wanted in recipes.values():
+            label = f"building{' ' + which if which else ''}: "
+
+            def on_build(s: str, label: str = label) -> None:
+                status.update(label + s)
+
+            provide_image([engine], img, recipe=wanted, on_build=on_build)
     return engine

@@ -28,6 +28,7 @@ from zkjepsen.cli.options import STORE_PATH, junit_option, parse_params
 from zkjepsen.cli.versions import service_axes, service_options, service_tables
 from zkjepsen.errors import BadInput
 from zkjepsen.report.findings import cell_summary, markdown_table  # noqa: F401 - re-exported
+from zkjepsen.run.outcome import stopped
 
 
 @click.command("list")
@@ -204,11 +205,14 @@ def run_cells(
         from zkjepsen.report import findings
 
         try:
-            findings.write_manifest(*progress.manifest[:3], progress.finished, progress.manifest[3])
+            root, settings, shard, origin = progress.manifest
+            findings.write_manifest(root, settings, shard, progress.finished, origin)
         except OSError:
             pass  # the store went away: the message still says what finished
         note = resume_note(len(progress.finished), progress.manifest[0])
-        e.matrix_note = note  # type: ignore[attr-defined]
+        twin = stopped(e, matrix_note=note)
+        if twin is not None:
+            raise twin from e
         raise
     finally:
         if dask is not None:

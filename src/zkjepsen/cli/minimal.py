@@ -47,7 +47,7 @@ def emit_pytest(res, run: StoredRun, name: str) -> str:
     """A standalone pytest file (needs only zkjepsen installed) that fails while the bug exists.
     The schedule is written as the generator calls that make it (`steps(sleep(4),
     on(on_acquire(delay_s=0.1), fault("pause-client", ...)))`), not as data."""
-    from zkjepsen.nemesis.generator import TARGET_DETAIL, executed_items, item_text
+    from zkjepsen.nemesis.generator import TARGET_DETAIL, Fault, executed_items, item_text
 
     spec = {**res.best.spec.to_json(), "name": f"reproduce-{name}"}
     kinds = ", ".join(sorted(res.kinds or violation_kinds(run.results)))
@@ -57,7 +57,7 @@ def emit_pytest(res, run: StoredRun, name: str) -> str:
         {
             i.trigger.describe().split("(")[0]
             for i in items
-            if getattr(i, "trigger", None) is not None
+            if isinstance(i, Fault) and i.trigger is not None
         }
     )
     redrawn = sorted({f.f for f in res.best.faults if set(f.detail or {}) - TARGET_DETAIL})

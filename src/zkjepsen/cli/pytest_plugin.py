@@ -142,7 +142,7 @@ def zk_ensemble(request, tmp_path_factory):
     """A running ensemble for the whole session (nodes and image from the command line)."""
     from zkjepsen.backends.registry import image_recipe, service, settings_for
     from zkjepsen.backends.zookeeper.ensemble import ZooKeeperEnsemble
-    from zkjepsen.backends.zookeeper.service import ensemble_spec
+    from zkjepsen.backends.zookeeper.service import ZooKeeperSettings, ensemble_spec
     from zkjepsen.docker import resources
     from zkjepsen.docker.image import ensure_image
 
@@ -151,6 +151,7 @@ def zk_ensemble(request, tmp_path_factory):
     settings = settings_for("zookeeper", service("zookeeper").settings(**table))
     recipe = image_recipe("zookeeper", settings)
     image = ensure_image(client, request.config.getoption("zkj_image"), recipe=recipe).tag
+    assert isinstance(settings, ZooKeeperSettings)  # the zookeeper service's own type
     spec = ensemble_spec(settings, request.config.getoption("zkj_nodes"), image)
     with ZooKeeperEnsemble(spec, tmp_path_factory.mktemp("zk_ensemble"), client=client) as ens:
         yield ens
@@ -163,7 +164,7 @@ def _with_command_line(settings: dict[str, Any], config) -> dict[str, Any]:
 
     own = read_service(settings)
     mine = own.get("service")
-    name = mine.name if hasattr(mine, "name") else (mine or {}).get("name")
+    name = getattr(mine, "name", None) if hasattr(mine, "name") else (mine or {}).get("name")
     for svc, table in _command_line_tables(config).items():
         if name is None:
             own["service"], name = {"name": svc, **table}, svc

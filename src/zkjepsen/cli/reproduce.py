@@ -312,10 +312,9 @@ def scenario_run(
                 cases.append(case_of(run, f"{s.name}{on}", expected=(ok, why)))
             rates.append(f"  {s.name} with {r}{on}: as expected in {rate_text(hits, runs)}")
     except BaseException as e:  # the earlier pairs' runs too, in the interrupt's last line
-        from zkjepsen.run.outcome import note_many
+        from zkjepsen.run.outcome import note_many, reraise
 
-        note_many(e, folders, [])
-        raise
+        reraise(e, note_many(e, folders, []))
     if runs > 1 or axes:
         click.echo("\n".join(rates))
     click.echo(f"{sum(outcomes)}/{len(outcomes)} scenario runs as expected")

@@ -21,9 +21,8 @@ from zkjepsen.cli.options import (
 from zkjepsen.cli.versions import service_options, service_tables
 from zkjepsen.errors import BadInput
 from zkjepsen.report.summary import power_line, summarise
-from zkjepsen.run.analysis import check_history
+from zkjepsen.run.outcome import RunResult
 from zkjepsen.run.resolve import spec_from_json
-from zkjepsen.run.runner import RunResult, run_test
 
 
 def print_verdict(run: RunResult) -> None:
@@ -238,6 +237,8 @@ def test_command(
 
         validate_spec(spec)  # bad names before an image is built anywhere
         where = prepare(engine, spec.image)
+    from zkjepsen.run.runner import run_test  # the runner loads docker: only `test` runs it
+
     run = run_test(spec, store_root, display=LiveDisplay(), engine=where)
     print_verdict(run)
     from zkjepsen.report.junit import case_of, publish
@@ -310,6 +311,8 @@ def analyze_command(store_dir: Path) -> None:
     check_run_folder(store_dir)  # a symlink loop is one sentence, before resolve() meets it
     stored = StoredRun.load(store_dir.resolve())
     history = stored.history()
+    from zkjepsen.run.analysis import check_history  # (the reports: only `analyze` uses them)
+
     result = check_history(history, stored.spec, stored.store_dir)
     run = RunResult(stored.spec, stored.store_dir, result.valid, result.to_json(), {})
     print_verdict(run)

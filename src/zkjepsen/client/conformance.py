@@ -253,7 +253,7 @@ class Conformance:
         self.expect(who, r, "ok", "close")
         proc = p.proc
         try:
-            if proc is not None:
+            if proc is not None and proc.stdin is not None:
                 proc.stdin.close()
                 proc.wait(timeout=5)
         except Exception:  # noqa: BLE001 - subprocess.TimeoutExpired, a closed pipe

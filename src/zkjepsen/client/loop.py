@@ -91,7 +91,8 @@ class LockLoop:
         modes: dict[str, LockClient] | None = None,
     ) -> None:
         self.ctx, self.client, self.workload = ctx, client, workload
-        self.modes, self.mode = modes, None
+        self.modes = modes
+        self.mode: str | None = None
         p = ctx.params
         self.acquire_f, self.release_f = WORKLOADS[workload][:2]
         self.lock, self.resource = paths(workload, p)
@@ -114,8 +115,8 @@ class LockLoop:
         """The client of the next attempt: the rwlock's picks its mode first."""
         if self.modes is None:
             return self.client
-        self.mode = "read" if self.ctx.rng.random() < self.read_frac else "write"
-        return self.modes[self.mode]
+        self.mode = mode = "read" if self.ctx.rng.random() < self.read_frac else "write"
+        return self.modes[mode]
 
     def run(self) -> None:
         ctx = self.ctx

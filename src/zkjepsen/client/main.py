@@ -15,8 +15,13 @@ import threading
 import time
 from pathlib import Path
 
+from zkjepsen.client.lockclient import WireLockClient
+from zkjepsen.client.loop import LockLoop, paths
+from zkjepsen.client.program_client import ProgramClient
 from zkjepsen.client.recorder import Recorder, RecordingContext
+from zkjepsen.client.seal import PROGRAM_HOME
 from zkjepsen.client.spec import PROXY_TOKEN_ENV, ClientSpec
+from zkjepsen.client.zkproxy import ZkProxy
 
 
 def next_process(path: Path, client: int, nclients: int) -> int:
@@ -77,9 +82,6 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
     """The client wire protocol: the program under test is a child process; the recorder
     (client/loop.py, over client/lockclient.py) drives it and writes the history.
     docs/client-protocol.md."""
-    from zkjepsen.client.lockclient import WireLockClient
-    from zkjepsen.client.loop import LockLoop, paths
-    from zkjepsen.client.program_client import ProgramClient
 
     ctx = RecordingContext.of_spec(spec, rec, stop)
     request_timeout = float(spec.params.get("request_timeout_s", 15.0))
@@ -117,12 +119,9 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
 def program_environment(spec: ClientSpec) -> dict[str, str]:
     """The program's environment: ours and the spec's, and, when it runs as another uid, a HOME
     and TMPDIR it can write (ours, /root, it cannot; JVMs, Go and Python want one)."""
-    import os
 
     env = {**os.environ}
     if spec.program_uid is not None:
-        from zkjepsen.client.seal import PROGRAM_HOME
-
         env.update(HOME=PROGRAM_HOME, TMPDIR=PROGRAM_HOME)
     return {**env, **spec.env, **spec.program_env}
 
@@ -130,7 +129,6 @@ def program_environment(spec: ClientSpec) -> dict[str, str]:
 def start_proxy(hosts: str, out_dir: str, token: str = "") -> str:
     """Start a ZooKeeper wire proxy in this process (control port on every address, what it did
     appended to `<out_dir>/proxy-events.jsonl`) and return the connect string through it."""
-    from zkjepsen.client.zkproxy import ZkProxy
 
     events = open(Path(out_dir) / "proxy-events.jsonl", "a", buffering=1)  # noqa: SIM115
     lock = threading.Lock()

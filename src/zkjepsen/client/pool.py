@@ -18,11 +18,15 @@ the specs come read-only from the run's control directory (`/control`).
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import secrets
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import kazoo
 
@@ -30,10 +34,13 @@ import zkjepsen
 from zkjepsen.backends.base import Backend
 from zkjepsen.client import seal
 from zkjepsen.client.command import PROGRAM_DIR
-from zkjepsen.client.spec import CONTROL_DIR, OUT_DIR, PROXY_TOKEN_ENV, ClientSpec
+from zkjepsen.client.spec import CONTROL_DIR, CONTROL_NAME, OUT_DIR, PROXY_TOKEN_ENV, ClientSpec
 from zkjepsen.docker import mounts, netns, resources
 from zkjepsen.history.jsonl import Tailer
 from zkjepsen.store import RunDir
+
+if TYPE_CHECKING:  # docker's models load requests: only the type checker needs them here
+    from docker.models.containers import Container
 
 # Our package, wherever it is installed (a checkout's src/, or site-packages): mounted as it is,
 # not its parent, which in site-packages is every installed distribution (hundreds of MB to copy
@@ -64,7 +71,6 @@ def package_bind() -> dict[str, dict]:
 
 def client_library_binds() -> dict[str, dict]:
     """Host path -> bind of every top-level package or module of CLIENT_DISTRIBUTIONS."""
-    from importlib import metadata
 
     binds: dict[str, dict] = {}
     for name in CLIENT_DISTRIBUTIONS:
@@ -88,7 +94,7 @@ class ClientHandle:
     index: int  # logical client number, 1..N
     ip: str
     hosts: str
-    container: object  # docker Container
+    container: Container
     run_id: str = ""  # labels the sidecars, so teardown removes any left behind
     image: str = ""  # the sidecars' image: the client's own, so it has iptables
     faketime_file: str = ""  # on the host: its program's libfaketime control file
@@ -141,16 +147,21 @@ class ClientHandle:
             user=f"{seal.PROGRAM_UID}:{seal.PROGRAM_UID}",
             environment={PROXY_TOKEN_ENV: ""},  # its program could read it in /proc
         )
-        return res.exit_code, (res.output or b"").decode(errors="replace")
+        out = res.output if isinstance(res.output, bytes) else b""  # not streamed: bytes
+        return int(res.exit_code or 0), out.decode(errors="replace")
 
     def net_exec(self, argv: list[str]) -> tuple[int, str]:
         """argv in the client's network namespace with NET_ADMIN, from a sidecar: how the
         nemesis changes the client's iptables, which the client itself cannot."""
         if self.shell is None:
             self.shell = netns.NetnsShell(
-                self.container.client, self.container.id, self.image, self.run_id
+                self.container.client, self.container_id, self.image, self.run_id
             )
         return self.shell.exec(argv)
+
+    @property
+    def container_id(self) -> str:
+        return str(self.container.id)  # set: the container was created
 
 
 class ClientPool:
@@ -175,7 +186,6 @@ class ClientPool:
     def start(self, specs: list[ClientSpec]) -> list[ClientHandle]:
         """Start one container per spec, all at once. A client whose spec has a `start_file`
         connects, then waits at the start barrier until `release()`. Returns the handles."""
-        from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=8) as pool:
             self.handles = sorted(pool.map(self._start_one, specs), key=lambda h: h.index)
@@ -215,7 +225,6 @@ class ClientPool:
         control = d.client_control(n)
         seal.seal_control_dir(control)
         seal.write_control_file(d.client_spec(n), json.dumps(spec.to_json(), indent=1))
-        from zkjepsen.client.spec import CONTROL_NAME
 
         faketime = control / CONTROL_NAME.format(n=n)
         if not faketime.exists():  # real time until a client clock fault says more
@@ -297,7 +306,7 @@ class ClientPool:
                 pass
         self.wait(grace_s)
         # A copying engine: their histories, complete, into the store (once: they stopped).
-        self.files.collect([h.container.id for h in self.handles])
+        self.files.collect([h.container_id for h in self.handles])
         for h in self.handles:
             try:
                 self.run_dir.client_log(h.index).write_bytes(h.container.logs())
@@ -311,7 +320,6 @@ def user_recipe_binds(recipe: str) -> dict[str, dict]:
     user's top-level package (or single module) read-only next to ours."""
     if ":" not in recipe or recipe.startswith("exec:"):
         return {}
-    import importlib.util
 
     top = recipe.partition(":")[0].split(".")[0]
     spec = importlib.util.find_spec(top)

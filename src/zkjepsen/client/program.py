@@ -55,7 +55,7 @@ class Program:
         self.uid = uid
         self.on_event = on_event
         self.stop = stop or threading.Event()
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
         self._replies: queue.Queue = queue.Queue()
         self._next_id = 0
         self._wlock = threading.Lock()
@@ -63,7 +63,9 @@ class Program:
     # -- lifecycle --------------------------------------------------------------------------
     def start(self) -> None:
         self._replies = queue.Queue()
-        who = {} if self.uid is None else {"user": self.uid, "group": self.uid, "extra_groups": []}
+        who: dict[str, Any] = (
+            {} if self.uid is None else {"user": self.uid, "group": self.uid, "extra_groups": []}
+        )
         try:
             self.proc = subprocess.Popen(
                 self.argv,
@@ -101,7 +103,8 @@ class Program:
             pass
         for f in (p.stdin, p.stdout):
             try:
-                f.close()
+                if f is not None:
+                    f.close()
             except OSError:
                 pass
 
@@ -115,6 +118,7 @@ class Program:
         except ProtocolFault:
             return  # call() killed it
         p = self.proc
+        assert p is not None and p.stdin is not None  # alive, started with stdin=PIPE
         try:
             p.stdin.close()
             p.wait(timeout=timeout_s)
@@ -133,10 +137,12 @@ class Program:
             raise ProtocolFault("the program is not running")
         self._next_id += 1
         rid = self._next_id
+        stdin = self.proc.stdin
+        assert stdin is not None  # started with stdin=PIPE
         try:
             with self._wlock:
-                self.proc.stdin.write(encode(request(rid, op, **fields)))
-                self.proc.stdin.flush()
+                stdin.write(encode(request(rid, op, **fields)))
+                stdin.flush()
         except (OSError, ValueError):
             self._fault(
                 f"the program died before {op} (id {rid}) could be sent ({self.exit_note()})"
@@ -187,11 +193,13 @@ class Program:
             return "stdout closed"
         return f"killed by signal {-code}" if code < 0 else f"exit status {code}"
 
-    def _read(self, proc: subprocess.Popen, out: queue.Queue) -> None:
+    def _read(self, proc: subprocess.Popen[bytes], out: queue.Queue) -> None:
         """Reader thread: every stdout line becomes a Reply (queued), an Event (dispatched) or
         a ProtocolFault (queued; the reader stops)."""
+        stdout = proc.stdout
+        assert stdout is not None  # started with stdout=PIPE
         try:
-            for line in iter(lambda: proc.stdout.readline(MAX_LINE + 1), b""):
+            for line in iter(lambda: stdout.readline(MAX_LINE + 1), b""):
                 if len(line) > MAX_LINE:
                     out.put(ProtocolFault("the program sent a line longer than 1 MiB"))
                     return

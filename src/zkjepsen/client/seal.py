@@ -42,6 +42,7 @@ not a false one.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 PROGRAM_UID = 65534  # nobody:nogroup
@@ -75,7 +76,6 @@ def seal_control_dir(path: Path) -> None:
 def write_control_file(path: Path, text: str, mode: int = CONTROL_FILE_MODE) -> None:
     """A control file written whole (a reader never sees half of it) with its mode set before
     it appears under its name."""
-    import os
 
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text)

@@ -13,6 +13,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from kazoo.client import KazooClient
+
+from zkjepsen.backends.session import close_quietly, lock_node
+
 
 class ServerView(Protocol):
     service: str  # "ZooKeeper", "etcd", ...: named in the check's sentences
@@ -47,8 +51,6 @@ class ZooKeeperView:
         far: without the sync, a write the program was answered ok for can still be missing
         there (seen once in CI: "the resource holds b'{}', not b'A1'")."""
         if self.zk is None:
-            from kazoo.client import KazooClient
-
             self.zk = KazooClient(hosts=self.hosts, timeout=self.session_timeout_s)
             self.zk.start(timeout=15)
         self.zk.sync(path.rsplit("/", 1)[0] or "/")
@@ -112,7 +114,6 @@ class ServiceView:
         return data, stat.version
 
     def token_problem(self, lock_path: str, node: str, token: int) -> str | None:
-        from zkjepsen.backends.session import lock_node
 
         want = lock_node(lock_path, token)
         if node != want:
@@ -126,6 +127,5 @@ class ServiceView:
         return None
 
     def close(self, base: str) -> None:
-        from zkjepsen.backends.session import close_quietly
 
         close_quietly(self.session)

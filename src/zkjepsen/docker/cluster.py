@@ -130,6 +130,7 @@ class ContainerCluster:
         self.files = probe.result()
 
     def server_ip(self, index: int, offset: int = SERVER_IP_OFFSET) -> str:
+        assert self.subnet is not None, "the cluster's subnet is allocated when it starts"
         return str(self.subnet.network_address + offset + index)
 
     def stop(self) -> None:
@@ -246,6 +247,7 @@ class ContainerCluster:
             (d / "stdout.log").write_text(text)
 
     def _create_network(self) -> None:
+        # here, not at the top: the Docker SDK (requests, urllib3) only where Docker is used
         import docker.errors
         import docker.types
 

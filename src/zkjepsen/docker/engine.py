@@ -21,12 +21,14 @@ packages, docker/image.py); a user's `--image` must be on the engine already.
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from zkjepsen.docker.resources import docker_client
 from zkjepsen.errors import BadInput, EnvironmentProblem
 
 SCHEMES = ("unix", "tcp", "ssh")
@@ -58,6 +60,7 @@ class Engine:
             if scheme == "unix" and not urlsplit(text).path:
                 raise BadInput(f"--engine {text}: a unix:// URL needs a socket path")
             return cls(text, text)
+        # here, not at the top: the Docker SDK (requests, urllib3) only where Docker is used
         from docker.context import ContextAPI
 
         try:
@@ -73,7 +76,6 @@ class Engine:
 
     @property
     def url(self) -> str:
-        import os
 
         return self.host or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
 
@@ -106,9 +108,8 @@ class Engine:
     def client(self, timeout: int = 120):
         """A docker.DockerClient for this engine (pinged), or one sentence about why not."""
         if self.host is None:
-            from zkjepsen.docker.resources import docker_client
-
             return docker_client()
+        # here, not at the top: the Docker SDK (requests, urllib3) only where Docker is used
         import docker
 
         try:
@@ -169,6 +170,8 @@ def provide_image(
     image), or the user's `image`, present on every engine of `engines`; returns its tag.
     zkjepsen's own image is built on an engine that lacks it; a user's `--image` must be
     there already. Never pulled from a registry."""
+
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
     from zkjepsen.docker.image import default_tag, ensure_image, image_exists
 
     tag = image or default_tag(recipe)

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zkjepsen.errors import EnvironmentProblem
+from zkjepsen.errors import BadInput, EnvironmentProblem
 
 SUITE = "bookworm"
 LABEL = "zkjepsen.image"
@@ -167,6 +167,7 @@ def _run_streaming(argv: list[str], on_line: Callable[[str], None], what: str) -
 
 
 def image_exists(client, tag: str) -> bool:  # client: docker.DockerClient
+    # here, not at the top: the Docker SDK (requests, urllib3) only where Docker is used
     import docker.errors
 
     try:
@@ -314,7 +315,6 @@ def ensure_image(
 ) -> ImageInfo:
     """The image to run: the user's (`image`, must exist locally) or ours (`recipe`'s; built
     if missing, reporting each build step to `on_progress`)."""
-    from zkjepsen.errors import BadInput
 
     if image:
         if not image_exists(client, image):

@@ -41,9 +41,11 @@ import secrets
 import tarfile
 import threading
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from zkjepsen.docker import resources
+from zkjepsen.errors import BadInput
 
 MODE_ENV = "ZKJEPSEN_FILES"  # auto (default): probe the engine; copy: never bind; bind: always
 POLL_S = 0.1  # how often the clients' /out is fetched on a copying engine (the tailers' pace)
@@ -54,8 +56,6 @@ def files_mode() -> str:
     """ZKJEPSEN_FILES, checked: auto, copy or bind; anything else is bad input."""
     value = os.environ.get(MODE_ENV, "auto").strip().lower() or "auto"
     if value not in ("auto", "copy", "bind"):
-        from zkjepsen.errors import BadInput
-
         raise BadInput(
             f"{MODE_ENV}={os.environ[MODE_ENV]!r} is not one of auto, copy, bind (auto: bind "
             "mounts when the engine shares this machine's files, copies otherwise)"
@@ -65,6 +65,7 @@ def files_mode() -> str:
 
 def shares_filesystem(client, image: str, run_id: str, scratch: Path) -> bool:
     """Does the engine behind `client` see this machine's `scratch` dir as we do? (Above.)"""
+    # here, not at the top: the Docker SDK (requests, urllib3) only where Docker is used
     import docker.errors
     from docker.types import Mount
 
@@ -138,8 +139,8 @@ def tar_of(binds: Iterable[tuple[str, str]], files: dict[str, Path] | None = Non
         for host, cpath in binds:
             if Path(host).exists():
                 t.add(host, arcname=cpath.lstrip("/"), filter=_skip)
-        for cpath, host in (files or {}).items():
-            t.add(str(host), arcname=cpath.lstrip("/"), recursive=False)
+        for cpath, source in (files or {}).items():
+            t.add(str(source), arcname=cpath.lstrip("/"), recursive=False)
     return buf.getvalue()
 
 
@@ -262,8 +263,6 @@ class Files:
     def _follow(self) -> None:
         # One get_archive is ~10 ms on an idle engine but ~200 ms on a loaded one (measured at
         # load 32): fetch the clients at once, so a round takes the slowest one, not their sum.
-        from concurrent.futures import ThreadPoolExecutor
-
         with ThreadPoolExecutor(max_workers=8, thread_name_prefix="files-live") as pool:
             while not self._stop.wait(POLL_S):
                 with self._lock:
@@ -293,7 +292,6 @@ def _each(fn, items: list) -> None:
         for item in items:
             fn(item)
         return
-    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
         list(pool.map(fn, items))

@@ -62,7 +62,7 @@ def owner_alive(token: str) -> bool:
     return _proc_start(pid) == start
 
 
-def labels(run_id: str, role: str, **extra: str) -> dict[str, str]:
+def labels(run_id: str, role: str, **extra: object) -> dict[str, str]:
     return {
         RUN_LABEL: run_id,
         OWNER_LABEL: owner_token(),
@@ -112,6 +112,7 @@ def _scratch_owner(d: Path) -> tuple[str | None, bool]:
 
 def docker_client():
     """A Docker client, or one clear sentence about why there is none."""
+    # here, not at the top: the Docker SDK (requests, urllib3) only where Docker is used
     import docker
     import docker.errors
 
@@ -196,6 +197,7 @@ def remove_run(client, run_id: str) -> tuple[int, int]:
     Containers are paused by some faults: `remove(force=True)` kills paused containers too,
     and their network namespaces (with any iptables rules the nemesis put there) go with them.
     """
+    # here, not at the top: the Docker SDK (requests, urllib3) only where Docker is used
     import docker.errors
 
     flt = {"label": f"{RUN_LABEL}={run_id}"}

@@ -53,7 +53,7 @@ class _Deadline:
 
 class _State:
     guards = 0  # nesting depth of guarded regions: handlers installed while > 0
-    saved: dict[int, object] = {}
+    saved: dict[int, signal._HANDLER] = {}
     deferring = 0  # nesting depth of teardown sections
     pending: int | None = None  # a signal that arrived during a teardown section
     raised = False  # an interrupt already ended the run: later signals are ignored
@@ -196,7 +196,7 @@ def deadline(
         yield
         return
     d = _Deadline(make, fatal)
-    main = threading.main_thread().ident
+    main = threading.main_thread().ident or 0  # set: the main thread has started
     S.deadlines.append(d)
 
     def watch() -> None:

@@ -29,7 +29,7 @@ Net = ipaddress.IPv4Network
 
 def host_routes(path: Path = Path("/proc/net/route")) -> list[Net]:
     """Destinations of this machine's IPv4 routes (the default route excluded)."""
-    out = []
+    out: list[Net] = []
     try:
         lines = path.read_text().splitlines()[1:]
     except OSError:
@@ -42,7 +42,7 @@ def host_routes(path: Path = Path("/proc/net/route")) -> list[Net]:
         if mask == b"\0\0\0\0":
             continue
         out.append(
-            ipaddress.ip_network(
+            ipaddress.IPv4Network(
                 f"{ipaddress.IPv4Address(dest)}/{ipaddress.IPv4Address(mask)}", strict=False
             )
         )
@@ -55,7 +55,7 @@ def claimed(root: Path | None = None) -> list[Net]:
     out = []
     for f in root.glob(f"*/{SUBNET_FILE}"):
         try:
-            out.append(ipaddress.ip_network(f.read_text().strip()))
+            out.append(ipaddress.IPv4Network(f.read_text().strip()))
         except (OSError, ValueError):
             continue
     return out
@@ -74,7 +74,7 @@ def machine_lock() -> Iterator[None]:
 
 
 def candidate(rng: random.Random) -> Net:
-    return ipaddress.ip_network(f"10.{rng.randrange(60, 250)}.{rng.randrange(0, 256)}.0/24")
+    return ipaddress.IPv4Network(f"10.{rng.randrange(60, 250)}.{rng.randrange(0, 256)}.0/24")
 
 
 def allocate(

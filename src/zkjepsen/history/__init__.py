@@ -71,7 +71,7 @@ class Op:
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
             return NotImplemented
-        return self._fields() == other._fields()  # type: ignore[attr-defined]
+        return self._fields() == other._fields()
 
     __hash__ = None  # type: ignore[assignment] # mutable, as the dataclass was
 
@@ -294,7 +294,8 @@ class History:
         os.replace(tmp, path)
 
 
-_scan = json.JSONDecoder().scan_once  # the C scanner without json.loads' per-call wrapper
+# The C scanner without json.loads' per-call wrapper (an attribute typeshed does not declare).
+_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def parse_jsonl_lines(lines: Iterable[str]) -> History:

@@ -31,6 +31,7 @@ from typing import Any
 
 from zkjepsen.errors import BadInput
 from zkjepsen.history import History, Op
+from zkjepsen.history.stream import StreamedHistory
 
 FORMATS = ("auto", "jsonl", "jepsen-log", "porcupine-kv", "edn", "json")
 
@@ -256,7 +257,8 @@ def read_jepsen_log(text: str, source: str = "jepsen-log") -> History:
     skipped; any other line is junk and bad input, and so is a non-empty file without a single
     history line: a file that is not a Jepsen log must not pass as an empty, valid history.
     """
-    ops, lines = [], []
+    ops: list[Op] = []
+    lines: list[int] = []
     values: dict[str, Any] = {}  # raw EDN -> value: a log repeats a handful of values
     for n, line in enumerate(text.splitlines(), 1):
         if "jepsen.util - " not in line:
@@ -313,7 +315,6 @@ def detect_format(text: str) -> str:
 def _streamed(path: str | os.PathLike[str]) -> History:
     """A JSONL history read as it is iterated (history/stream.py): a million-record file is
     checked in one pass without holding its records."""
-    from zkjepsen.history.stream import StreamedHistory
 
     try:
         open(path, "rb").close()  # a missing file is bad input now, not at the first read

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.history import History, check_record
+
 
 class Appender:
     """Appends one compact JSON object per line, thread-safe, one write(2) each."""
@@ -121,7 +123,6 @@ def merge_records(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any
 
 def merge_files(paths: Iterable[str | os.PathLike[str]]):
     """The merged history of several live files, as a validated `History`."""
-    from zkjepsen.history import History, check_record
 
     # Each record checked as a history line is (a client's file is evidence handed back too);
     # its number is its place in the merged order.

@@ -19,15 +19,10 @@ from __future__ import annotations
 import gc
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from itertools import chain
 from typing import Any
-
-try:  # a C decoder several times faster than json's; json stays the reference (see below)
-    from orjson import loads as _fast_loads
-except ImportError:  # pragma: no cover - orjson is a dependency; json alone is still exact
-    _fast_loads = json.loads
 
 from zkjepsen.errors import BadInput
 from zkjepsen.history import NEMESIS, TYPES, History, Op, check_record
@@ -35,7 +30,8 @@ from zkjepsen.history import NEMESIS, TYPES, History, Op, check_record
 try:  # the compiled fast path (_fastjsonl.c), built with the package (setup.py) given a C compiler
     from zkjepsen.history._fastjsonl import scan as _scan
 except ImportError:  # pragma: no cover - the pure-Python path below gives the same records
-    _scan = None
+    _scan = None  # type: ignore[assignment]  # None: not built
+
 
 BLOCK = 1 << 22
 _KNOWN = frozenset(("index", "time", "process", "type", "f", "key", "value", "client"))
@@ -112,12 +108,25 @@ def _decode_lines(lines: list[bytes], first: int) -> tuple[list[Any], list[int]]
     return values, nums
 
 
+def _fast_loads() -> Callable[[bytes], Any]:
+    """orjson's decoder, several times faster than json's (json stays the reference, see
+    below). Imported on first use, not with the module: orjson imports dataclasses, datetime
+    and uuid, a third of `zkjepsen check`'s start-up, and the compiled scanner (_fastjsonl.c)
+    reads most files without it."""
+    try:
+        # here, not at the top: see the docstring (`zkjepsen check`'s start-up)
+        from orjson import loads
+    except ImportError:  # pragma: no cover - orjson is a dependency; json alone is still exact
+        return json.loads
+    return loads
+
+
 def _decode_block(lines: list[bytes], first: int) -> tuple[list[Any], range | list[int]]:
     """The block's values and their line numbers. Fast path: one decoder call, accepted only
     when it yields exactly one value per line (a blank line gives `[]`, two values `[a, b]`,
     a value spread over lines changes the count); anything else goes line by line."""
     try:
-        wrapped = _fast_loads(b"[[" + b"],[".join(lines) + b"]]")
+        wrapped = _fast_loads()(b"[[" + b"],[".join(lines) + b"]]")
         if len(wrapped) == len(lines):
             # unpacking `(v,)` raises ValueError on a line that gave no value or two
             return [v for (v,) in wrapped], range(first, first + len(lines))
@@ -135,7 +144,7 @@ Record = tuple[int, int, Any, str, str, Any, Any, Any]
 
 def iter_records(
     path: str | os.PathLike[str], fast: bool = True
-) -> Iterator[tuple[list[Any], list[Any], Any, bool]]:
+) -> Iterator[tuple[list[Record], list[Any], Any, bool]]:
     """The file a block at a time: (records as `Record` tuples, what the records' other fields
     come from, their 1-based line numbers, whether that is their extras). Every record and the
     pairing are validated on the way (BadInput naming the line).
@@ -242,7 +251,7 @@ def iter_blocks(path: str | os.PathLike[str]) -> Iterator[tuple[list[Op], list[i
     """The file's ops, a block at a time, with their 1-based line numbers (validated as
     `iter_records` does)."""
     for recs, values, nums, are_extras in iter_records(path):
-        ops = []
+        ops: list[Op] = []
         append = ops.append
         if are_extras:
             for r, extra in zip(recs, values, strict=True):
@@ -263,7 +272,7 @@ class StreamedHistory(History):
         self._ops: list[Op] | None = None
         self._lines: list[int] | None = None
 
-    def _load(self) -> None:
+    def _load(self) -> tuple[list[Op], list[int]]:
         ops: list[Op] = []
         lines: list[int] = []
         with paused_gc():
@@ -271,18 +280,24 @@ class StreamedHistory(History):
                 ops += block
                 lines += nums
         self._ops, self._lines = ops, lines
+        return ops, lines
 
-    @property  # type: ignore[override]
+    # Read on first use; writeable as History's attributes are (assigning one replaces it).
+    @property
     def ops(self) -> list[Op]:
-        if self._ops is None:
-            self._load()
-        return self._ops  # type: ignore[return-value]
+        return self._ops if self._ops is not None else self._load()[0]
 
-    @property  # type: ignore[override]
+    @ops.setter
+    def ops(self, value: list[Op]) -> None:
+        self._ops = value
+
+    @property
     def lines(self) -> list[int]:
-        if self._lines is None:
-            self._load()
-        return self._lines  # type: ignore[return-value]
+        return self._lines if self._lines is not None else self._load()[1]
+
+    @lines.setter
+    def lines(self, value: list[int]) -> None:
+        self._lines = value
 
     def __iter__(self) -> Iterator[Op]:
         if self._ops is not None:

@@ -22,8 +22,9 @@ def await_trigger(
     it names, when the fault starts after the delay) and `aim` (the target the event names,
     for a fault aimed at `trigger`); None if it never fired."""
     trigger = Trigger.from_json(p["trigger"])
-    if ctx.run_dir is None and trigger.kind != "leader-changed":
+    if ctx.run_dir is None:  # (a leader change too: the watch follows the clients' files)
         raise NemesisError(f"trigger {trigger.describe()} needs the clients' histories")
+    run_dir = ctx.run_dir
 
     def leader() -> str | None:
         try:
@@ -34,7 +35,7 @@ def await_trigger(
 
     armed_ns = now()
     queue = queue_watch(ctx, trigger)
-    watch = TriggerWatch(trigger, ctx.run_dir, leader=leader, now_ns=now)
+    watch = TriggerWatch(trigger, run_dir, leader=leader, now_ns=now)
     try:
         while True:
             fired = watch.poll()

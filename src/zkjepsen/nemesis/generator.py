@@ -24,6 +24,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from zkjepsen.nemesis.faults import FAULTS
+from zkjepsen.nemesis.triggers import Trigger
+
 
 @dataclass(frozen=True)
 class Sleep:
@@ -55,7 +58,6 @@ class Env:
     def duration_spec(self, item: Fault) -> float | str:
         if item.duration is not None:
             return item.duration
-        from zkjepsen.nemesis.faults import FAULTS
 
         kind = FAULTS.get(item.f)
         return kind.duration if kind is not None and kind.duration else self.fault_duration_s
@@ -260,7 +262,6 @@ def executed_items(faults: list[dict], origin_ns: int = 0) -> list[Item]:
     """An executed (or replay-ready) schedule as generator items: each timed fault after a
     sleep to its recorded start, aimed at its recorded target (or its role, when re-aimed),
     for its recorded length; a triggered fault armed when it was, on its trigger."""
-    from zkjepsen.nemesis.triggers import Trigger
 
     items: list[Item] = []
     t = 0.0

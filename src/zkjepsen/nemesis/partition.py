@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zkjepsen.nemesis import NemesisError
+from zkjepsen.nemesis.process import note_holding
 from zkjepsen.nemesis.targets import NemesisContext, resolve_client, resolve_servers
 
 DEFAULT_LOSS = 0.1
@@ -54,7 +55,7 @@ def bridge(names: list[str], rng: random.Random) -> dict[str, list[str]]:
     shuffled = rng.sample(names, len(names))
     mid = len(names) // 2
     a, b = shuffled[:mid], shuffled[mid + 1 :]
-    g = {n: [] for n in names}
+    g: dict[str, list[str]] = {n: [] for n in names}
     for x in a:
         g[x] = sorted(b)
     for y in b:
@@ -183,7 +184,6 @@ class IsolateClient(IptablesFault):
 
     def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
         super().apply(ctx, targets, detail)
-        from zkjepsen.nemesis.process import note_holding
 
         note_holding(ctx, targets[0], detail)
 

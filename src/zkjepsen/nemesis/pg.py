@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zkjepsen.nemesis import NemesisError
+from zkjepsen.nemesis.process import note_holding
 from zkjepsen.nemesis.targets import NemesisContext, resolve_client
 
 SQL = (
@@ -35,7 +36,6 @@ class TerminateHolder:
         return [client], {"chosen": how}
 
     def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
-        from zkjepsen.nemesis.process import note_holding
 
         primary = ctx.backend.nodes[0]
         argv = ["psql", "-h", "/tmp", "-U", "postgres", "-X", "-qAt", "-c"]

@@ -27,6 +27,7 @@ import random
 import time
 from typing import Any
 
+from zkjepsen.backends.redis.session import LOCK_PREFIX
 from zkjepsen.nemesis import NemesisError
 from zkjepsen.nemesis.partition import IptablesFault, drop_both_ways
 from zkjepsen.nemesis.targets import HolderTracker, NemesisContext, resolve_client, running_clients
@@ -98,7 +99,7 @@ def restart_under_holder(ctx: NemesisContext, cut: list[str], detail: dict[str, 
     holder = None
     while holder is None and time.monotonic() < deadline:
         fresh = {i: t for i, t in tracker.poll().items() if t > latest and i in cut_idx}
-        holder = max(fresh, key=fresh.get) if fresh else None
+        holder = max(fresh, key=lambda i: fresh[i]) if fresh else None
         # A cut client's lock taken just before its cut landed stays on the masters it no
         # longer sees until its TTL runs out, and blocks the other side's majority: wait
         # until it has expired (the other side's own keys there are passing attempts).
@@ -138,14 +139,14 @@ def _lock_values(ctx: NemesisContext, node) -> dict[str, str] | None:
     """The master's lock keys and their values (the holder's random value); None: the
     master does not answer (restarting). Asked from the host (a few ms; a docker exec would
     take 0.1-0.3 s of the holder's critical section)."""
+    # here, not at the top: a service's client library, loaded by runs of that service
     import redis
-
-    from zkjepsen.backends.redis.session import LOCK_PREFIX
 
     r = redis.Redis(host=node.ip, port=node.port, socket_timeout=0.5, socket_connect_timeout=0.5)
     try:
         keys = list(r.scan_iter(match=LOCK_PREFIX + "*"))
-        return {k.decode(): (r.get(k) or b"").decode(errors="replace") for k in keys}
+        # (bytes: the client is made without decode_responses)
+        return {k.decode(): bytes(r.get(k) or b"").decode(errors="replace") for k in keys}  # type: ignore[arg-type]
     except Exception:  # noqa: BLE001 - down or still starting
         return None
     finally:

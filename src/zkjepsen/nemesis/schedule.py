@@ -14,10 +14,12 @@ import os
 import random
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from zkjepsen.backends.base import Backend
+from zkjepsen.docker.signals import signals_deferred
 from zkjepsen.history.jsonl import Appender
 from zkjepsen.nemesis import Nemesis, NemesisError, clock, generator, partition, process
 from zkjepsen.nemesis.arming import MISS_FIELDS, await_trigger
@@ -151,26 +153,36 @@ def _wait_until(deadline_ns: int, stop: threading.Event) -> bool:
             return True
 
 
+@dataclass(frozen=True)
+class NemesisPlan:
+    """What the runner asks of the nemesis. `names`: the faults of the standard mix; `gen`: a
+    custom generator instead of it; `schedule`: an executed schedule (schedule.json's dict or
+    its "faults" list) to replay at its recorded times since `t0_ns` with its resolved
+    targets. Faults run until `time_limit_s` after the start."""
+
+    names: list[str]
+    seed: int
+    time_limit_s: float
+    t0_ns: int
+    interval_s: float = 10.0
+    fault_duration_s: float = 8.0
+    session_timeout_s: float = 4.0
+    schedule: Any = None
+    gen: generator.Gen | None = None
+
+
 def run_nemesis(
     backend: Backend,
     pool: Any,
-    names: list[str],
-    *,
-    seed: int,
-    time_limit_s: float,
-    interval_s: float = 10.0,
-    fault_duration_s: float = 8.0,
-    session_timeout_s: float = 4.0,
-    t0_ns: int,
+    plan: NemesisPlan,
     files: ScheduleFiles,
     stop_event: threading.Event | None = None,
-    schedule: Any = None,
-    gen: generator.Gen | None = None,
 ) -> list[dict]:
-    """Run faults until `time_limit_s` after the call (or `stop_event`), heal, return the
-    executed faults (as in schedule.json). `schedule`: an executed schedule (schedule.json's
-    dict or its "faults" list) to replay at its recorded times since t0 with its resolved
-    targets. `gen`: a custom generator instead of the standard mix of `names`."""
+    """Run `plan`'s faults until its time limit (or `stop_event`), heal, return the executed
+    faults (as in schedule.json)."""
+    names, seed, t0_ns, time_limit_s = plan.names, plan.seed, plan.t0_ns, plan.time_limit_s
+    interval_s, fault_duration_s = plan.interval_s, plan.fault_duration_s
+    session_timeout_s, schedule, gen = plan.session_timeout_s, plan.schedule, plan.gen
     files.path.mkdir(parents=True, exist_ok=True)
     stop = stop_event or threading.Event()
     log = NemesisLog(files.nemesis_log, t0_ns)
@@ -185,7 +197,7 @@ def run_nemesis(
         planned = generator.plan(g, seed, env)
         names = sorted(set(names) | {p["f"] for p in planned if p["f"] != "heal"})
     nem = FaultNemesis(ctx, [n for n in names if n != "none"], seed, log)
-    meta = {
+    meta: dict[str, Any] = {
         "seed": seed,
         "names": names,
         "time_limit_s": time_limit_s,
@@ -255,7 +267,7 @@ def _start_fault(
     ctx = nem.ctx
     misses: list[dict] = []
     while True:
-        extra: dict[str, Any] | None = {}
+        extra: dict[str, Any] = {}
         if p.get("trigger"):
             armed = (
                 t0_ns + p["armed_ns"]
@@ -264,12 +276,13 @@ def _start_fault(
             )
             if _wait_until(armed, stop):
                 return None
-            extra = await_trigger(ctx, p, log.now, stop, limit_ns)
-            if extra is None:  # the time limit or a stop came first: it never fired
+            fired = await_trigger(ctx, p, log.now, stop, limit_ns)
+            if fired is None:  # the time limit or a stop came first: it never fired
                 meta.setdefault("unfired", []).append(
                     {"fault_id": p.get("fault_id"), "f": p["f"], "trigger": p["trigger"]}
                 )
                 return None
+            extra = fired
             if _wait_until(t0_ns + extra["fired"]["start_at_ns"], stop):
                 return None
         elif _wait_until(
@@ -305,7 +318,6 @@ def _final_heal(
     files: ScheduleFiles,
 ) -> None:
     """End the fault still on (an interrupt), heal everything, write the final schedule."""
-    from zkjepsen.docker.signals import signals_deferred
 
     with signals_deferred():  # a second Ctrl-C must not stop the heal halfway
         active = active or nem.current

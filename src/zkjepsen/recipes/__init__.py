@@ -15,6 +15,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Any
 
+from zkjepsen.backends.registry import DEFAULT_BACKEND, backend_info
 from zkjepsen.errors import BadInput
 from zkjepsen.recipes.base import Recipe, Token
 
@@ -343,7 +344,6 @@ def recipe_backends(recipe: str) -> tuple[str, ...]:
 def resolve_backend(recipe: str, backend: str | None) -> str:
     """The backend a test of `recipe` runs on: the one asked for, which must suit the recipe,
     else the recipe's own default (ZooKeeper for the ZooKeeper recipes and users' own)."""
-    from zkjepsen.backends.registry import DEFAULT_BACKEND, backend_info
 
     suits = recipe_backends(recipe)
     if backend is None:

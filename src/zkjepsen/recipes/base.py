@@ -103,7 +103,7 @@ def seq_of(name: str) -> int | None:
 def sort_by_seq(children: list[str]) -> list[str]:
     """Children that carry a sequence suffix, in sequence order (names may carry a host or GUID
     prefix, so a plain string sort would be wrong)."""
-    return sorted((c for c in children if seq_of(c) is not None), key=lambda c: seq_of(c))
+    return sorted((c for c in children if seq_of(c) is not None), key=lambda c: seq_of(c) or 0)
 
 
 def token_for(zk: Any, node: str) -> Token:
@@ -122,8 +122,11 @@ def service_token(path: str, token: int) -> Token:
     return Token(token, token, lock_node(path, token))
 
 
-def delete_quietly(zk: Any, node: str) -> None:
-    """Delete one's own node; already gone (session expired, or deleted by someone) is fine."""
+def delete_quietly(zk: Any, node: str | None) -> None:
+    """Delete one's own node; already gone (session expired, or deleted by someone) is fine,
+    and so is none (None: never created)."""
+    if node is None:
+        return
     try:
         zk.delete(node)
     except NoNodeError:

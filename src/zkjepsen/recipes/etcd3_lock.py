@@ -31,6 +31,7 @@ from zkjepsen.recipes.base import RecipeBase, Token, param
 
 class Etcd3Lock(RecipeBase):
     def setup(self) -> None:
+        # here, not at the top: a service's client library, loaded by runs of that service
         import etcd3
 
         ttl_s = param(self.params, "lock_ttl_s", float(self.session.timeout))

@@ -49,7 +49,7 @@ class FifoQueue(PredecessorLock):
         return False, None
 
     def drain(self) -> list[Any]:
-        out = []
+        out: list[Any] = []
         while True:
             ok, v = self.get()
             if not ok:

@@ -33,6 +33,7 @@ CLOCK_DRIFT_FACTOR = 0.01
 
 class Redlock(RedisRecipe):
     def setup(self) -> None:
+        # here, not at the top: a service's client library, loaded by runs of that service
         import redis
         from redis.backoff import NoBackoff
         from redis.retry import Retry

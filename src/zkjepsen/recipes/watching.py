@@ -75,7 +75,7 @@ class FixedNodeRecipe(WatchingRecipe):
 
     def setup(self) -> None:
         super().setup()
-        self.node = f"{self.path}/{self.NAME}"
+        self.node = self.fixed = f"{self.path}/{self.NAME}"
         self.data = self.identifier.encode()
 
     def _watch(self) -> bool:
@@ -87,8 +87,8 @@ class FixedNodeRecipe(WatchingRecipe):
         while True:
             self._wake.clear()
             try:
-                _, stat = self.zk.create(self.node, self.data, ephemeral=True, include_data=True)
-                self._token = Token(stat.czxid, None, self.node)
+                _, stat = self.zk.create(self.fixed, self.data, ephemeral=True, include_data=True)
+                self._token = Token(stat.czxid, None, self.fixed)
                 return self._token
             except NodeExistsError:
                 pass

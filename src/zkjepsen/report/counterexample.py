@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.checker import Result
-from zkjepsen.checker.linearizability import Outcome
+from zkjepsen.checker.linearizability import Linearizable, Outcome
 from zkjepsen.checker.models import Model
-from zkjepsen.history import FaultWindow
+from zkjepsen.history import FaultWindow, fault_windows
 
 LANE_H, BAR_H, LEFT, WIDTH = 30, 20, 110, 1100
 _CSS = """
@@ -186,17 +186,15 @@ def write_failures(
     `store_dir`: `counterexample.html`, or `counterexample-<name>.html` when several could
     fail. `result` is the composed result (its parts carry each refutation's search outcome);
     `checkers` (name -> checker, as the workload returned them) give the models."""
-    from zkjepsen.checker.linearizability import Linearizable
-    from zkjepsen.history import fault_windows
 
     lin = {n: c for n, c in checkers.items() if isinstance(c, Linearizable)}
     faults = fault_windows(history) if history is not None else []
     out = []
     for name, c in lin.items():
         part = result.parts.get(name)
-        outcome = part.outcome if part is not None else None
-        if outcome is None or outcome.valid:
+        if part is None or part.outcome is None or part.outcome.valid:
             continue
+        outcome = part.outcome
         fname = "counterexample.html" if len(lin) == 1 else f"counterexample-{name}.html"
         out.append(
             write(

@@ -14,8 +14,14 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.backends.registry import backend_info
+from zkjepsen.checker import as_result
+from zkjepsen.checker.power import Power
 from zkjepsen.errors import BadInput
+from zkjepsen.recipes import resolve_backend
 from zkjepsen.report.services import manifest_services, services_text, without_driver
+from zkjepsen.report.stats import rate_text
+from zkjepsen.report.summary import power_of_results
 
 MANIFEST = "matrix-runs.json"
 # Settings every shard of one matrix must share; anything else is two different matrices.
@@ -44,8 +50,6 @@ def same_setting(a: dict, b: dict, k: str) -> bool:
 def cell_summary(runs: list[dict]) -> dict:
     """Counts for one recipe x fault cell: invalid runs, unknown runs, and runs with at least
     one belief / effect overlap violation."""
-    from zkjepsen.checker import as_result
-    from zkjepsen.report.stats import rate_text
 
     kinds = [{v.kind for _, v in as_result(r["results"]).named_violations()} for r in runs]
     invalid = sum(r["valid"] is False for r in runs)
@@ -67,8 +71,6 @@ def _cell_power(runs: list[dict]) -> dict:
     """The cell's runs' power pooled (checker/power.py): faults that landed where the lock could
     break, how many a violation followed, and the bound on the per-fault rate; nothing for a
     cell without faults or without a lock."""
-    from zkjepsen.checker.power import Power
-    from zkjepsen.report.summary import power_of_results
 
     powers = [p for r in runs if (p := power_of_results(r["results"])) is not None]
     if not powers:
@@ -86,8 +88,9 @@ def not_applicable_cells(cell_specs: list) -> dict[str, str]:
     """cell -> why it is not run: a fault of the cell exercises nothing on the backend its
     recipe runs on (nemesis.faults.not_applicable), or the service's version has no driver for
     the recipe's language. `cell_specs`: (cell, TestSpec) pairs."""
+
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
     from zkjepsen.nemesis.faults import not_applicable
-    from zkjepsen.recipes import resolve_backend
 
     out = {}
     for cell, spec in cell_specs:
@@ -102,7 +105,8 @@ def not_applicable_cells(cell_specs: list) -> dict[str, str]:
 def servers_per_backend(recipes: list[str], nodes: int) -> dict[str, int]:
     """backend -> its servers, for the backends the recipes (`NAME` or `NAME@BACKEND`) run on:
     a fixed shape (one Redis master, five Redlock masters) or the matrix's `--nodes`."""
-    from zkjepsen.backends.registry import backend_info
+
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
     from zkjepsen.recipes import resolve_backend
 
     out = {}
@@ -118,7 +122,6 @@ def cell_text(c: dict | None) -> str:
         return "-"
     if "na" in c:
         return "n/a (" + c["na"].split(": ", 1)[-1] + ")"
-    from zkjepsen.report.stats import rate_text
 
     text = f"{rate_text(c['invalid'], c['runs'])} invalid"
     if c["unknown"]:

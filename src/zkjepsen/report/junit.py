@@ -26,6 +26,7 @@ from typing import Any, TextIO
 
 from zkjepsen.checker import as_result
 from zkjepsen.report.summary import power_of_results, summarise
+from zkjepsen.store.writable import check_output_file
 
 WORDS = {True: "VALID", False: "INVALID"}  # anything else: UNKNOWN (as the console prints it)
 STATUSES = ("passed", "failed", "skipped", "error")
@@ -166,17 +167,20 @@ def _unknown_why(results: Mapping[str, Any]) -> str:
     return "; ".join(whys[:2]) or str(results.get("error") or res.reason or "verdict unknown")
 
 
-def matrix_cases(outcomes: Iterable[Any], not_applicable: Mapping[str, str] = ()) -> list[Case]:
+def matrix_cases(
+    outcomes: Iterable[Any], not_applicable: Mapping[str, str] | None = None
+) -> list[Case]:
     """A matrix's cases: one per cell run ("pause-client run 2" in suite "kazoo on
     zookeeper"), and one skipped case per n/a cell ("recipe|nemesis" -> why)."""
-    cases, seen = [], {}
+    cases: list[Case] = []
+    seen: dict[Any, int] = {}
     for o in outcomes:
         row, nemesis = str(o.job.tag).split("|", 1)
         k = seen[o.job.tag] = seen.get(o.job.tag, 0) + 1
         spec = o.job.spec
         suite = f"{row} on {getattr(spec, 'backend', None) or 'zookeeper'}"
         cases.append(case_of(o.run, f"{nemesis} run {k}", suite=suite, spec=spec))
-    for cell, why in dict(not_applicable).items():
+    for cell, why in dict(not_applicable or {}).items():
         row, nemesis = cell.split("|", 1)
         cases.append(Case(row, nemesis, "skipped", f"n/a: {why}"))
     return cases
@@ -224,17 +228,16 @@ def junit_tree(cases: list[Case], title: str) -> ET.Element:
 
 
 def write_junit(path: Path | str, cases: list[Case], title: str) -> None:
-    tree = ET.ElementTree(junit_tree(cases, title))
+    root = junit_tree(cases, title)
+    tree = ET.ElementTree(root)
     ET.indent(tree)
     Path(path).parent.mkdir(parents=True, exist_ok=True)  # checked creatable before the runs
-    Path(path).write_bytes(ET.tostring(tree.getroot(), encoding="utf-8", xml_declaration=True))
+    Path(path).write_bytes(ET.tostring(root, encoding="utf-8", xml_declaration=True))
 
 
 def check_target(path: Path | str | None) -> None:
     """Refuse, before anything is created, a --junit-xml path that cannot be written."""
     if path is not None:
-        from zkjepsen.store.writable import check_output_file
-
         check_output_file(path, "--junit-xml")
 
 
@@ -270,7 +273,7 @@ def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotations(cases: list[Case], title: str) -> list[str]:
+def error_annotations(cases: list[Case], title: str) -> list[str]:
     """One `::error title=…::message` workflow command per failing case."""
     return [
         f"::error title={_escape_property(f'{title}: {c.suite}: {c.name}')}::"
@@ -299,6 +302,6 @@ def publish(
             f.write(summary_table(cases, title) + "\n")
     if env.get("GITHUB_ACTIONS") == "true":
         stream = out or sys.stdout
-        for line in annotations(cases, title):
+        for line in error_annotations(cases, title):
             print(line, file=stream)
         stream.flush()

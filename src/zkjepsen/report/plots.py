@@ -66,9 +66,11 @@ def _save(fig, path: Path) -> None:
 
 
 def write_plots(files: ReportFiles, records: list[dict]) -> list[Path]:
+    # here, not at the top: matplotlib takes a second to load; only the plots need it
     import matplotlib
 
     matplotlib.use("Agg")
+    # here, not at the top: matplotlib takes a second to load; only the plots need it
     import matplotlib.pyplot as plt
 
     pairs = _pairs(records)
@@ -83,8 +85,10 @@ def write_plots(files: ReportFiles, records: list[dict]) -> list[Path]:
         for outcome, colour in OUTCOME_COLOUR.items():
             pts = [(t, lat) for ff, o, t, lat in pairs if ff == f and o == outcome]
             if pts:
+                xs, ys = zip(*pts, strict=True)
                 ax.scatter(
-                    *zip(*pts, strict=True),
+                    xs,
+                    ys,
                     s=6,
                     c=colour,
                     marker=markers.get(f, "o"),

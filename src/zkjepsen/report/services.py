@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from zkjepsen.backends.registry import backend_info, backends, service, services, settings_for
 from zkjepsen.errors import BadInput
+from zkjepsen.recipes import RECIPES, resolve_backend
 
 
 def manifest_services(settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """A manifest's `services` (each service's settings table, an axis as a list). Manifests
     from before services had tables kept ZooKeeper's flat (each service names its old keys in
     `legacy`); from before ZooKeeper versions, none: they ran ZooKeeper 3.8."""
-    from zkjepsen.backends.registry import services
 
     if "services" in settings:
         return settings["services"]
@@ -29,8 +30,6 @@ def manifest_services(settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def services_settings(recipes: list[str], tables: dict, axes: dict) -> dict[str, dict[str, Any]]:
     """The manifest's `services`: for each service the recipes (`NAME[@BACKEND]`) run on, its
     settings as a matrix gave them (settled defaults filled in), an axis as a list."""
-    from zkjepsen.backends.registry import service
-    from zkjepsen.recipes import resolve_backend
 
     out: dict[str, dict[str, Any]] = {}
     for rc in recipes:
@@ -44,7 +43,6 @@ def services_settings(recipes: list[str], tables: dict, axes: dict) -> dict[str,
 
 
 def _family(backend: str) -> str:
-    from zkjepsen.backends.registry import backend_info
 
     return backend_info(backend).family
 
@@ -52,8 +50,6 @@ def _family(backend: str) -> str:
 def without_driver(spec: Any, backend: str) -> str | None:
     """Why the cell cannot run with its service's settings (an etcd version without a driver
     for the recipe's language), or None."""
-    from zkjepsen.backends.registry import settings_for
-    from zkjepsen.recipes import RECIPES
 
     language = RECIPES[spec.recipe].language if spec.recipe in RECIPES else ""
     try:
@@ -66,7 +62,6 @@ def without_driver(spec: Any, backend: str) -> str | None:
 def services_text(s: dict[str, Any]) -> str:
     """What the servers ran, each backend in its own words: `ZooKeeper 3.8` (its versions and
     the clients' suite), `etcd 3.4.23`, `Redis 7.0`... Manifests from before backends: ZooKeeper."""
-    from zkjepsen.backends.registry import backends, service
 
     tables = manifest_services(s)
     out = []

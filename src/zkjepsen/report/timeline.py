@@ -15,7 +15,9 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from zkjepsen.backends.registry import read_service, settings_from_table
 from zkjepsen.checker import Result, Violation, as_result
+from zkjepsen.errors import BadInput
 from zkjepsen.report.summary import power_of_results
 
 if TYPE_CHECKING:
@@ -54,7 +56,7 @@ class _Lanes:
         self.end = max((r["time"] for r in records), default=1) or 1
         self.pending: dict[Any, dict] = {}  # process -> its invoke in flight
         self.holding: dict[Any, dict] = {}  # client -> the acquire ok (or info) it holds by
-        self.session: dict[Any, tuple[int, str]] = {}  # client -> (since, session state)
+        self.session: dict[Any, tuple[int, str | None]] = {}  # client -> (since, session state)
         self.fault_open: dict[Any, dict] = {}  # fault id -> its start record
         for r in records:
             p, typ = r.get("process"), r.get("type")
@@ -73,7 +75,7 @@ class _Lanes:
         self._close_at_end()
 
     def _fault(self, r: dict) -> None:
-        v = r.get("value") if isinstance(r.get("value"), dict) else {}
+        v = _fields(r)
         fid = v.get("fault_id", r.get("f"))
         if v.get("phase") == "end":
             start = self.fault_open.pop(fid, None)
@@ -140,7 +142,7 @@ class _Lanes:
 
     @staticmethod
     def _fault_label(r: dict) -> str:
-        v = r.get("value") if isinstance(r.get("value"), dict) else {}
+        v = _fields(r)
         return f"{r.get('f')} {_esc(v.get('targets', ''))}"
 
 
@@ -275,10 +277,6 @@ def write_timeline(files: ReportFiles, records: list[dict], results: dict | None
 def _versions(test_json: Path) -> str:
     """` (ZooKeeper 3.4 (clients: bullseye))` from the run's test.json, in its service's words;
     '' when it says nothing (or cannot be read: the timeline is drawn anyway)."""
-    import json
-
-    from zkjepsen.backends.registry import read_service, settings_from_table
-    from zkjepsen.errors import BadInput
 
     try:
         table = read_service(json.loads(test_json.read_text())).get("service")
@@ -286,3 +284,9 @@ def _versions(test_json: Path) -> str:
     except (OSError, ValueError, BadInput, TypeError):
         return ""
     return f" ({said})" if said else ""
+
+
+def _fields(r: dict) -> dict:
+    """A nemesis record's value, when it is a dict of fields (else none)."""
+    v = r.get("value")
+    return v if isinstance(v, dict) else {}

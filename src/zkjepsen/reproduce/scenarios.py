@@ -10,6 +10,8 @@ results only; the scenario never tells a checker what fault it injected.
 
 from __future__ import annotations
 
+from typing import Any
+
 from zkjepsen.errors import BadInput
 from zkjepsen.nemesis.generator import fault, on, sleep, steps
 from zkjepsen.nemesis.triggers import on_acquire, on_invoke, on_release
@@ -41,7 +43,7 @@ KILL_NEW_WAITER = steps(
 # `hold_fixed`) makes a kill that lands ~0.1 s after the holder was picked fall inside it.
 # In-process clients: the ready-file protocol creates and deletes a znode, which the client wire
 # protocol does not offer.
-MID_UPDATE_SETTINGS = {
+MID_UPDATE_SETTINGS: dict[str, Any] = {
     "workload": "lock",
     "nemesis": ["kill-client"],
     "clients": 3,

@@ -27,6 +27,7 @@ from zkjepsen.reproduce.replay import (
     replay,
     violation_kinds,
 )
+from zkjepsen.run.outcome import note_many, reraise
 from zkjepsen.run.resolve import reportable_kinds
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.run.stored import StoredRun
@@ -183,8 +184,9 @@ def candidates(run: StoredRun, current: Candidate) -> list[Candidate]:
                 replace(g, end_ns=g.start_ns + int(length * 0.75)) if g is f else g for g in faults
             ]
             out.append(_fit_time_limit(_with(current, f"{f.f} 25% shorter", shorter)))
-    if current.spec.clients > 2:
-        out.append(_with(current, "half the clients", clients=max(2, current.spec.clients // 2)))
+    clients = current.spec.clients or 0  # (set: a run's spec was resolved)
+    if clients > 2:
+        out.append(_with(current, "half the clients", clients=max(2, clients // 2)))
     return out
 
 
@@ -250,10 +252,7 @@ class Judge:
         try:
             return self._judge(c, budgeted)
         except BaseException as e:  # the earlier candidates' replays too, in the last line
-            from zkjepsen.run.outcome import note_many
-
-            note_many(e, self.folders, [])
-            raise
+            reraise(e, note_many(e, self.folders, []))
 
     def _judge(self, c: Candidate, budgeted: bool) -> int:
         hits = done = 0

@@ -6,8 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from zkjepsen.checker import Result, compose, merge_valid
+from zkjepsen.checker.lock import LockChecker
+from zkjepsen.checker.power import power_of
+from zkjepsen.report import render_run
+from zkjepsen.report.counterexample import write_failures
 from zkjepsen.run.spec import TestSpec
-from zkjepsen.store import RunDir
+from zkjepsen.store import REPORTS, RunDir
+from zkjepsen.store.writable import can_create_in
+from zkjepsen.workloads import get_workload
 
 if TYPE_CHECKING:
     from zkjepsen.checker import Result
@@ -19,16 +26,12 @@ def check_history(
     """Run the workload's checkers (or `checkers`, a resolved test's) on a history (also what
     `analyze` does); with `store_dir`, write a counterexample HTML for every refuted
     linearizability checker there."""
-    from zkjepsen.checker import compose
-    from zkjepsen.workloads import get_workload
 
     if checkers is None:
         checkers = get_workload(spec.workload).checkers(spec.params)
     checked = with_power(compose(checkers).check(history), history, spec, checkers)
     if store_dir is not None and checked.valid is not True:
         try:
-            from zkjepsen.report.counterexample import write_failures
-
             write_failures(checked, checkers, store_dir, history)
         except Exception as e:  # noqa: BLE001 - evidence, not the verdict
             checked.details["counterexample_error"] = f"{type(e).__name__}: {e}"
@@ -40,9 +43,6 @@ def with_power(checked: Result, history, spec: TestSpec, checkers: dict) -> Resu
     valid with its figures when some fault landed where the lock could break, unknown when none
     did (a VALID that tested no fault is worth nothing). Workloads without a lock checker, and
     runs with nemesis `none`, are left as they were."""
-    from zkjepsen.checker import Result, merge_valid
-    from zkjepsen.checker.lock import LockChecker
-    from zkjepsen.checker.power import power_of
 
     lock = next((c for c in checkers.values() if isinstance(c, LockChecker)), None)
     if lock is None or all(n == "none" for n in spec.nemesis):
@@ -78,10 +78,6 @@ def history_stats(records: list[dict]) -> dict[str, Any]:
 def render_reports(run, history) -> None:
     """timeline.html, latency.png and rate.png; a failing renderer never changes the verdict."""
     try:
-        from zkjepsen.report import render_run
-    except ImportError:
-        return
-    try:
         render_run(RunDir(run.store_dir), history, run.results)
     except Exception as e:  # noqa: BLE001 - reports are evidence, not the verdict
         with RunDir(run.store_dir).run_log.open("a") as f:
@@ -92,8 +88,6 @@ def finish_report(run, history) -> list[str]:
     """What an interrupted run's folder lacks, written now by `analyze`: results.json (only when
     there is none: a stored verdict is never overwritten, `analyze` compares with it) and the
     reports. Returns the names written; none when the folder is read-only (a corpus copy)."""
-    from zkjepsen.store import REPORTS
-    from zkjepsen.store.writable import can_create_in
 
     d = RunDir(run.store_dir)
     _, missing = d.inventory()

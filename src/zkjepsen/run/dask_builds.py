@@ -8,6 +8,7 @@ import functools
 import hashlib
 from pathlib import Path
 
+import zkjepsen
 from zkjepsen.errors import EnvironmentProblem
 
 RESOURCE = "docker"  # the worker resource a run asks for (run/dask_executor.py)
@@ -18,7 +19,6 @@ def build_id() -> str:
     """This installation of zkjepsen: its version and a digest of its package's sources (code,
     drivers, image recipes), so that a worker with another commit installed is told apart from
     one with the same version number."""
-    import zkjepsen
 
     root = Path(zkjepsen.__file__).parent
     digest = hashlib.sha256()

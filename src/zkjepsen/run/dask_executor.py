@@ -27,9 +27,11 @@ module is only what a run needs on top:
 from __future__ import annotations
 
 import io
+import json
 import queue
 import re
 import secrets
+import shutil
 import signal
 import socket
 import tarfile
@@ -41,10 +43,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.backends.registry import provide_images
 from zkjepsen.docker import signals
+from zkjepsen.docker.engine import Engine
 from zkjepsen.errors import EXIT_BAD_INPUT, BadInput, EnvironmentProblem, ZkJepsenError
 from zkjepsen.run.dask_builds import RESOURCE, check_builds
-from zkjepsen.run.fanout import NOT_RUN, Job, Outcome, failed_run
+from zkjepsen.run.fanout import NOT_RUN, Job, Outcome, failed_run, launch_worker
+from zkjepsen.run.outcome import RunResult
+from zkjepsen.run.resolve import validate_spec
+from zkjepsen.run.spec import TestSpec
+from zkjepsen.store import new_run_dir
 
 TOPIC = "zkjepsen-runs"
 POLL_S = 0.5
@@ -79,6 +87,7 @@ def connect(address: str, timeout: float = CONNECT_TIMEOUT_S):
     """A Dask client of the scheduler at `address`, with at least one worker that offers the
     `docker` resource; else one sentence (exit 255: the cluster, not the command, is wrong)."""
     try:
+        # here, not at the top: the optional [cluster] extra, only with --cluster
         from distributed import Client
     except ImportError:
         raise EnvironmentProblem(
@@ -186,6 +195,7 @@ def run_jobs_on_cluster(
 def _ask_to_stop(client, name: str, clear: bool = False) -> None:
     """Set (or, at the end, clear: the scheduler keeps an Event until then) the Event the runs
     of one command watch."""
+    # here, not at the top: the optional [cluster] extra, only with --cluster
     from distributed import Event
 
     event = Event(name, client=client)
@@ -220,8 +230,6 @@ def _cancel(client, futures: dict, events: queue.Queue, live: dict, on_start) ->
 
 
 def _collect(fut, job: Job, store_root: Path | None, keep_going: bool) -> Outcome:
-    from zkjepsen.run.outcome import RunResult
-    from zkjepsen.run.spec import TestSpec
 
     try:
         res = fut.result()
@@ -238,7 +246,6 @@ def _collect(fut, job: Job, store_root: Path | None, keep_going: bool) -> Outcom
         if keep_going:
             return Outcome(job, where, failed_run(job, f"on {where}: {res['error']}"))
         raise EnvironmentProblem(f"on {where}: {res['error']}")
-    from zkjepsen.store import new_run_dir
 
     local_dir = new_run_dir(job.spec.test_name, store_root).path
     with tarfile.open(fileobj=io.BytesIO(res["folder"]), mode="r:gz") as tar:
@@ -252,9 +259,8 @@ def _collect(fut, job: Job, store_root: Path | None, keep_going: bool) -> Outcom
 def run_on_worker(payload: dict) -> dict:
     """One run on this worker's host and engine, in a process of its own; its outcome, with
     its folder as a gzipped tar. Cancelled: the run's process gets SIGTERM and is waited for."""
+    # here, not at the top: the optional [cluster] extra, only with --cluster
     from distributed import get_worker
-
-    from zkjepsen.docker.engine import Engine
 
     worker = get_worker()
     key = worker.get_current_task()
@@ -272,8 +278,6 @@ def run_on_worker(payload: dict) -> dict:
         job = {**payload, "engine": "default", "store_root": str(scratch / "store")}
         job["ask_file"] = str(asked.file)
         job["tell_file"] = str(scratch / "told") if payload.get("tell") else None
-        from zkjepsen.run.fanout import launch_worker
-
         proc = launch_worker(job, scratch, "run", orphan_scratch=scratch)
         while proc.poll() is None:
             if _cancelled(worker, key):
@@ -284,8 +288,6 @@ def run_on_worker(payload: dict) -> dict:
             time.sleep(POLL_S)
         return {**_result(scratch, proc.returncode), "where": where}
     finally:
-        import shutil
-
         shutil.rmtree(scratch, ignore_errors=True)
         worker.log_event(TOPIC, {"event": "ended", "key": key, "where": where})
 
@@ -301,6 +303,7 @@ class _AskWatch:
     def poll(self) -> bool:
         if self.name is None or self.file.exists() or time.monotonic() < self.next:
             return self.file.exists()
+        # here, not at the top: the optional [cluster] extra, only with --cluster
         from distributed import Event
 
         self.next = time.monotonic() + ASK_EVERY_S
@@ -316,6 +319,7 @@ class _AskWatch:
         so the other runs of the command stop now rather than after this one's teardown."""
         if self.name is None or self.told or not told.exists():
             return
+        # here, not at the top: the optional [cluster] extra, only with --cluster
         from distributed import Event
 
         try:
@@ -327,9 +331,6 @@ class _AskWatch:
 
 def _provide_images(engine, payload: dict) -> dict | None:
     """The run's images on this host's engine, built here if missing; the error, if any."""
-    from zkjepsen.backends.registry import provide_images
-    from zkjepsen.run.resolve import validate_spec
-    from zkjepsen.run.spec import TestSpec
 
     spec = TestSpec.from_json(payload["spec"])
     try:
@@ -341,7 +342,7 @@ def _provide_images(engine, payload: dict) -> dict | None:
     return None
 
 
-def _cancelled(worker, key: str) -> bool:
+def _cancelled(worker, key: object) -> bool:
     """The scheduler released this task: cancelled, or its submitter went away."""
     ts = worker.state.tasks.get(key)
     return ts is None or ts.state in ("cancelled", "released", "forgotten")
@@ -360,7 +361,6 @@ def _stop(proc) -> None:
 
 
 def _result(scratch: Path, returncode: int) -> dict:
-    import json
 
     try:
         res = json.loads((scratch / "result-run.json").read_text())

@@ -19,8 +19,11 @@ With one slot in all, runs happen in this process, one after the other, exactly 
 
 from __future__ import annotations
 
+import ctypes
+import importlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -35,7 +38,8 @@ from typing import Any
 from zkjepsen.docker import signals
 from zkjepsen.docker.engine import Engine
 from zkjepsen.errors import EXIT_BAD_INPUT, BadInput, EnvironmentProblem, ZkJepsenError
-from zkjepsen.run.outcome import Teardown, note_many
+from zkjepsen.run import online
+from zkjepsen.run.outcome import Phase, Teardown, note_many, reraise, stopped_by
 from zkjepsen.run.runner import RunResult, run_test
 from zkjepsen.run.spec import TestSpec
 
@@ -47,7 +51,7 @@ PR_SET_PDEATHSIG = 1
 @dataclass
 class Job:
     spec: TestSpec
-    schedule: dict | None = None
+    schedule: dict | list[dict] | None = None
     tag: Any = None  # the caller's key for this run (a matrix cell, a try number...)
     scenario: str | None = None  # a scenario's name: its triggered faults drive the run
 
@@ -89,9 +93,9 @@ def run_jobs(
             return _one_at_a_time(jobs, free[0], store_root, on_start, on_done, keep_going,
                                   stop_when, out)  # fmt: skip
         except BaseException as e:  # what it left, for the last line (cli: interrupted_message)
-            td = getattr(e, "teardown", None)
-            note_many(e, [o.run.store_dir for o in out], [td] if td is not None else [])
-            raise
+            carried = stopped_by(e)
+            td = carried.teardown if carried else None
+            reraise(e, note_many(e, [o.run.store_dir for o in out], [td] if td is not None else []))
     pool = Pool(free, store_root, keep_going, ask_at_violation and stop_when is not None)
     return pool.run(jobs, on_start, on_done, stop_when)
 
@@ -129,7 +133,6 @@ def scenario_faults(name: str | None):
     cannot cross into a run's process, its name can."""
     if name is None:
         return None
-    import importlib
 
     return importlib.import_module(SCENARIOS).get_scenario(name).schedule
 
@@ -184,11 +187,8 @@ class Pool:
                         time.sleep(0.1)
                 except BaseException as e:
                     cut = self.stop_all()
-                    note_many(e, [o.run.store_dir for o in done.values()], cut)
-                    raise
+                    reraise(e, note_many(e, [o.run.store_dir for o in done.values()], cut))
         finally:
-            import shutil
-
             shutil.rmtree(self.tmp, ignore_errors=True)
         return [done[i] for i in sorted(done)]
 
@@ -291,7 +291,8 @@ def _cut_teardown(result_path: Path) -> Teardown | None:
     """How a worker's run ended when the pool stopped it (its result file's `teardown`)."""
     try:
         td = json.loads(Path(result_path).read_text()).get("teardown")
-        return Teardown(td["run_id"], Path(td["store_dir"]), list(td["left"]), td["phase"])
+        phase = Phase(td["phase"]) if td["phase"] else None
+        return Teardown(td["run_id"], Path(td["store_dir"]), list(td["left"]), phase)
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None  # stopped before its run had a folder, or killed before writing
 
@@ -337,8 +338,6 @@ _orphaned = threading.Event()
 
 def _die_with_parent(parent: int) -> None:
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     except (OSError, AttributeError):
@@ -364,8 +363,6 @@ def worker_main(argv: list[str] | None = None) -> None:
         _die_with_parent(job["parent"])
     _watch_parent(job["parent"])
     if job.get("ask_file"):
-        from zkjepsen.run import online
-
         online.listen_for_ask(Path(job["ask_file"]))
         if job.get("tell_file"):
             online.tell_violation_at(Path(job["tell_file"]))
@@ -389,7 +386,8 @@ def worker_main(argv: list[str] | None = None) -> None:
         result = {"ok": False, "error": str(e), "exit_code": e.exit_code}
     except signals.Terminated as e:
         result = {"ok": False, "error": f"stopped ({e})", "exit_code": 143}
-        td = getattr(e, "teardown", None)
+        carried = stopped_by(e)
+        td = carried.teardown if carried else None
         if td is not None:  # where its folder is and what it holds: the parent's last line
             result["teardown"] = {
                 "run_id": td.run_id,
@@ -406,8 +404,6 @@ def worker_main(argv: list[str] | None = None) -> None:
     orphaned = _orphaned.is_set() or os.getppid() != job["parent"]
     if orphaned and job.get("orphan_scratch"):
         # Nobody will collect this run: its folder goes with the scratch dir it is in.
-        import shutil
-
         shutil.rmtree(job["orphan_scratch"], ignore_errors=True)
         return
     if orphaned:  # a killed `matrix --parallel`: nobody reads results or removes the pool's dir

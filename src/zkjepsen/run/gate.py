@@ -17,7 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from zkjepsen.backends.registry import backend_info
 from zkjepsen.errors import BadInput
+from zkjepsen.report.junit import case_of
+from zkjepsen.run.fanout import NOT_RUN, Job
+from zkjepsen.run.many import run_jobs
+from zkjepsen.run.resolve import spec_from_json, validate_spec
 
 # name -> (what it does, the spec settings that make it)
 SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -80,8 +85,6 @@ def scenario_names(text: str | None) -> list[str]:
 def gate_specs(settings: dict[str, Any], names: list[str], until_power: float) -> list[Any]:
     """One TestSpec per scenario: the user's settings over the gate's defaults, then the
     scenario's faults and the stop conditions."""
-    from zkjepsen.backends.registry import backend_info
-    from zkjepsen.run.resolve import spec_from_json, validate_spec
 
     workload = settings.get("workload", DEFAULTS["workload"])
     if workload not in WORKLOADS:
@@ -100,6 +103,7 @@ def gate_specs(settings: dict[str, Any], names: list[str], until_power: float) -
         if (
             name in SHORT_SESSION
             and "session_timeout_s" not in settings
+            and spec.backend is not None
             and backend_info(spec.backend).family == "zookeeper"
         ):
             spec.session_timeout_s = ZOOKEEPER_SESSION_S
@@ -119,7 +123,6 @@ class GateRow:
 
 def row_of(scenario: str, run: Any) -> GateRow:
     """One scenario's line: its verdict, where it stopped and why, and its power."""
-    from zkjepsen.run.fanout import NOT_RUN
 
     results = run.results if isinstance(run.results, dict) else {}
     early = results.get("early_stop") or {}
@@ -156,7 +159,6 @@ def row_of(scenario: str, run: Any) -> GateRow:
 def gate_cases(rows: list[GateRow]) -> list[Any]:
     """The CI report's test cases (report/junit.py): one per scenario; a scenario asked to stop
     or not run is skipped unless it found a violation."""
-    from zkjepsen.report.junit import case_of
 
     return [case_of(r.run, r.scenario, skipped=r.skipped) for r in rows if r.run is not None]
 
@@ -184,8 +186,6 @@ def run_gate(
     `cluster` (a connected client) serves; rows in scenario order. The first invalid scenario
     ends the others' main phases (each is checked on what it ran, and says so) and the ones not
     started are not run; `run_all`: every scenario runs to its own end."""
-    from zkjepsen.run.fanout import Job
-    from zkjepsen.run.many import run_jobs
 
     jobs = [Job(spec, tag=name) for spec, name in zip(specs, names, strict=True)]
 

@@ -19,7 +19,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from zkjepsen.history import NEMESIS
+from zkjepsen.checker.online import online_checker
+from zkjepsen.checker.power import power_of
+from zkjepsen.history import NEMESIS, History, Op
+from zkjepsen.history.jsonl import DirTailer, client_of
 
 POLL_S = 0.1
 POWER_EVERY_S = 1.0  # power needs the whole history so far: a sort and one pass
@@ -89,8 +92,6 @@ class LiveFollower:
         session_timeout_s: float,
         clients: int = 0,
     ) -> None:
-        from zkjepsen.checker.online import online_checker
-        from zkjepsen.history.jsonl import DirTailer
 
         self.condition, self.t0_ns, self.stop = condition, t0_ns, stop
         self.session_timeout_s = session_timeout_s
@@ -98,7 +99,8 @@ class LiveFollower:
             online_checker(checkers, range(1, clients + 1)) if condition.stop_on_violation else None
         )
         names = getattr(self.online, "names", None)
-        self.acquire, self.release = (names[0], names[1]) if names else (("acquire",), ("release",))
+        self.acquire: tuple[str, ...] = names[0] if names else ("acquire",)
+        self.release: tuple[str, ...] = names[1] if names else ("release",)
         self.nemesis_log = run_dir.nemesis_log
         self.tail = DirTailer(run_dir.client_histories, extra=[self.nemesis_log])
         self.records: list[dict[str, Any]] = []  # everything read, for the power
@@ -140,7 +142,6 @@ class LiveFollower:
             self._done.wait(POLL_S)
 
     def _poll(self) -> dict[str, Any] | None:
-        from zkjepsen.history.jsonl import client_of
 
         now = self._now()
         for path, recs in self.tail.poll().items():
@@ -165,8 +166,6 @@ class LiveFollower:
         }
 
     def _power_reached(self) -> dict[str, Any] | None:
-        from zkjepsen.checker.power import power_of
-        from zkjepsen.history import History, Op
 
         recs = sorted(self.records, key=lambda r: r.get("time", 0))
         ops = [Op.from_dict({**r, "index": i}) for i, r in enumerate(recs)]

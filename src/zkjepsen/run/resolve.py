@@ -9,10 +9,12 @@ that needs a registry is here, so bad input is still refused before anything is 
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from zkjepsen.backends.registry import backend_info, check_nodes, make_backend, settings_for
 from zkjepsen.client.command import (
     PROGRAM_DIR,
     PROTOCOL_WORKLOADS,
@@ -22,7 +24,10 @@ from zkjepsen.client.command import (
     ProgramPlan,
 )
 from zkjepsen.errors import BadInput
+from zkjepsen.recipes import RECIPES, resolve_backend, validate_recipe
 from zkjepsen.run.spec import TestSpec
+from zkjepsen.workloads import get_workload
+from zkjepsen.workloads.params import validate_params
 
 if TYPE_CHECKING:
     from zkjepsen.backends.registry import BackendInfo
@@ -35,7 +40,6 @@ DEFAULT_CLIENTS = 10
 def default_clients(recipe: str) -> int:
     """How many clients a test of `recipe` runs unless told: the recipe's own default (an
     unfair lock has fewer, so a plain run exercises every client), else 10."""
-    from zkjepsen.recipes import RECIPES
 
     info = RECIPES.get(recipe)
     return (info.clients if info is not None else None) or DEFAULT_CLIENTS
@@ -64,11 +68,10 @@ def program_for(
 ) -> ProgramPlan | None:
     """Which program a client container runs (client/command.py says what each is); None: the
     in-process loop."""
-    from zkjepsen.recipes import RECIPES
 
     if recipe == "exec":
-        mount = str(Path(client_dir or os.getcwd()).resolve())
-        return ProgramPlan(("/bin/sh", "-c", client_cmd or ""), mount, PROGRAM_DIR, "user")
+        here = str(Path(client_dir or os.getcwd()).resolve())
+        return ProgramPlan(("/bin/sh", "-c", client_cmd or ""), here, PROGRAM_DIR, "user")
     if recipe.startswith("exec:"):
         path = Path(recipe[len("exec:") :]).resolve()
         mount = Path(client_dir).resolve() if client_dir else path.parent
@@ -97,7 +100,6 @@ def spec_program(spec: TestSpec) -> ProgramPlan | None:
 def is_foreign(recipe: str) -> bool:
     """A program zkjepsen cannot run in-process (the user's, another language's, or a Python
     recipe of another lock service, which runs only behind the wire protocol)."""
-    from zkjepsen.recipes import RECIPES
 
     info = RECIPES.get(recipe)
     return (
@@ -141,7 +143,6 @@ def validate_program(spec: TestSpec) -> None:
 
 def _open_to_others(path: Path) -> bool:
     """Can a user who is neither its owner nor in its group read (and enter, or run) it?"""
-    import stat
 
     need = stat.S_IROTH | stat.S_IXOTH
     try:
@@ -154,9 +155,6 @@ def validate_spec(spec: TestSpec) -> None:
     """Fail fast, before anything is created, on names that do not exist and parameters the
     workload or recipe cannot use. Fills in what the registries decide (clients, backend, a
     fixed shape's nodes, the ZooKeeper version, params), so test.json says what really ran."""
-    from zkjepsen.recipes import validate_recipe
-    from zkjepsen.workloads import get_workload
-    from zkjepsen.workloads.params import validate_params
 
     settle(spec)
     get_workload(spec.workload)
@@ -176,6 +174,8 @@ def validate_spec(spec: TestSpec) -> None:
 
 
 def _check_nemeses(spec: TestSpec, names: list[str]) -> None:
+
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
     from zkjepsen.nemesis.faults import KINDS, WIRE_PROXY
 
     for n in names:
@@ -193,6 +193,8 @@ def _check_nemeses(spec: TestSpec, names: list[str]) -> None:
 
 def _check_client_clock(spec: TestSpec, names: list[str]) -> None:
     """Client clock faults need a program libfaketime can reach."""
+
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
     from zkjepsen.nemesis.faults import CLIENT_CLOCK, KINDS
 
     if not any(CLIENT_CLOCK in KINDS[n].client_needs for n in names):
@@ -212,9 +214,9 @@ def _check_client_clock(spec: TestSpec, names: list[str]) -> None:
 def _settle_backend(spec: TestSpec, names: list[str]) -> None:
     """The servers the recipe runs on, and what that backend allows (faults, shape, its
     service's settings: settled, so test.json says what really ran)."""
-    from zkjepsen.backends.registry import backend_info, check_nodes, settings_for
+
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
     from zkjepsen.nemesis.faults import not_applicable
-    from zkjepsen.recipes import resolve_backend
 
     spec.backend = resolve_backend(spec.recipe, spec.backend)
     info = backend_info(spec.backend)
@@ -235,7 +237,6 @@ def _settle_backend(spec: TestSpec, names: list[str]) -> None:
 
 def recipe_language(recipe: str) -> str:
     """The language a recipe's program is written in ('' for a user's program)."""
-    from zkjepsen.recipes import RECIPES
 
     return RECIPES[recipe].language if recipe in RECIPES else ""
 
@@ -250,6 +251,8 @@ def default_fault_trigger(spec: TestSpec) -> str:
     """What `test` uses when neither --fault-trigger nor the config says: `acquired` when every
     fault is aimed at the holder (ON_ACQUIRE_BY_DEFAULT) and the workload acquires a lock,
     `time` otherwise (the standard schedule's times, as `matrix` and the findings use)."""
+
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
     from zkjepsen.client.loop import WORKLOADS as LOCK_SHAPED
 
     faults = {n for n in spec.nemesis if n != "none"}
@@ -261,14 +264,15 @@ def default_fault_trigger(spec: TestSpec) -> str:
 def fault_generator(spec: TestSpec, names: list[str]) -> Gen | None:
     """The standard schedule of `names`, aimed at `fault_target` and cut after `max_faults`
     faults when the spec says so; None when there is nothing to inject."""
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
+    from zkjepsen.nemesis import generator
+    from zkjepsen.nemesis.triggers import on_acquire
+
     if not names:
         return None
-    from zkjepsen.nemesis import generator
 
     gen = generator.standard(names, time_limit_s=spec.time_limit_s, interval_s=spec.interval_s)
     if spec.fault_trigger == "acquired":  # on whoever just acquired, until it lands in a hold
-        from zkjepsen.nemesis.triggers import on_acquire
-
         gen = generator.on(on_acquire(retries=10), gen)
     if spec.fault_target is not None:
         gen = generator.fault_target(spec.fault_target, gen)
@@ -294,7 +298,6 @@ class ResolvedTest:
 
     def make_backend(self, store_dir: Path, **docker: Any) -> Any:
         """The backend (not started) for this test; `docker`: client, engine and images."""
-        from zkjepsen.backends.registry import make_backend
 
         return make_backend(self.backend.name, self.spec, store_dir, **docker)
 
@@ -302,8 +305,6 @@ class ResolvedTest:
 def resolve(spec: TestSpec, gen: Gen | None = None) -> ResolvedTest:
     """Validate `spec` (in place, as `validate_spec`) and resolve it. `gen` replaces the
     spec's standard fault generator (a scenario's triggered `steps(...)`)."""
-    from zkjepsen.backends.registry import backend_info
-    from zkjepsen.workloads import get_workload
 
     validate_spec(spec)
     workload = get_workload(spec.workload)
@@ -321,7 +322,6 @@ def resolve(spec: TestSpec, gen: Gen | None = None) -> ResolvedTest:
 def reportable_kinds(spec: TestSpec) -> set[str]:
     """Every `checker:kind` label the run's workload can report (violation_kinds' labels); a
     checker that types no violation is named bare."""
-    from zkjepsen.workloads import get_workload
 
     out: set[str] = set()
     for name, checker in get_workload(spec.workload).checkers(spec.params).items():

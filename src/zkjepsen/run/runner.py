@@ -9,36 +9,50 @@ crashed runner still leaves every op that happened on disk.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zkjepsen import errors
+from zkjepsen.backends.base import Backend, HostSession
+from zkjepsen.backends.registry import provide_images
 from zkjepsen.client.recorder import Recorder
 from zkjepsen.client.spec import ClientSpec
+from zkjepsen.docker import mounts, resources, signals
+from zkjepsen.docker.engine import Engine
+from zkjepsen.history import History, Op
+from zkjepsen.history.jsonl import merge_records
+from zkjepsen.nemesis.client_clock import NAMES, program_env
 from zkjepsen.run import online
 from zkjepsen.run.analysis import check_history, history_stats, render_reports
-from zkjepsen.run.outcome import RunResult, Teardown
+from zkjepsen.run.outcome import Phase, RunResult, Teardown, stopped
 from zkjepsen.run.resolve import ResolvedTest, resolve
+from zkjepsen.run.seams import Display, RunLog, nemesis_plan, settled_clients
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.store import RunDir, check_root, new_run_dir
+from zkjepsen.workloads import Workload
 from zkjepsen.workloads.context import ClientContext
+
+if TYPE_CHECKING:  # docker's client: only its type (the engine makes it)
+    from docker import DockerClient
+
+    from zkjepsen.client.pool import ClientPool
+    from zkjepsen.nemesis.generator import Gen
 
 __all__ = ["RunResult", "Teardown", "TestSpec", "check_history", "run_test"]
 
 
-def client_specs(test: ResolvedTest, ens, t0_ns: int) -> list[ClientSpec]:
+def client_specs(test: ResolvedTest, ens: Backend, t0_ns: int) -> list[ClientSpec]:
     """One ClientSpec per logical client; each waits at the start barrier for the deadline."""
-    from zkjepsen.nemesis.client_clock import NAMES, program_env
-
     spec, plan = test.spec, test.program
     skewed = any(n in NAMES for n in spec.nemesis)  # libfaketime in the programs
     return [
         ClientSpec(
             client=i,
-            nclients=spec.clients,
+            nclients=settled_clients(spec),
             hosts=(
                 ens.nodes[(i - 1) % len(ens.nodes)].address
                 if spec.pin_clients
@@ -56,16 +70,19 @@ def client_specs(test: ResolvedTest, ens, t0_ns: int) -> list[ClientSpec]:
             proxy=spec.proxy,
             program_env=program_env(i, plan.language) if skewed and plan else {},
         )
-        for i in range(1, spec.clients + 1)
+        for i in range(1, settled_clients(spec) + 1)
     ]
 
 
-def _host_context(spec: TestSpec, ens, run_dir: RunDir, t0_ns: int, zk) -> ClientContext:
+def _host_context(
+    spec: TestSpec, ens: Backend, run_dir: RunDir, t0_ns: int, zk: HostSession
+) -> ClientContext:
     """Client 0: the runner's own session, for setup and the final reads."""
-    rec = Recorder(str(run_dir.client_history(0)), t0_ns, 0, max(1, spec.clients))
+    nclients = settled_clients(spec)
+    rec = Recorder(str(run_dir.client_history(0)), t0_ns, 0, max(1, nclients))
     return ClientContext(
         client=0,
-        nclients=spec.clients,
+        nclients=nclients,
         session=zk,
         hosts=ens.connect_string(),
         recipe=spec.recipe,
@@ -102,20 +119,14 @@ def watchdog_budget(spec: TestSpec, quorum_timeout_s: float) -> float:
 def run_test(
     spec: TestSpec,
     store_root: Path | None = None,
-    display=None,
-    schedule: list[dict] | None = None,
-    gen=None,
-    engine=None,
+    display: Display | None = None,
+    schedule: dict | list[dict] | None = None,
+    gen: Gen | None = None,
+    engine: Engine | None = None,
 ) -> RunResult:
     """Run one test end to end. `display` (optional) gets progress callbacks and image builds'
     lines; `schedule` replays an executed schedule; `gen` (a nemesis.generator generator, e.g.
     a scenario's triggered `steps(...)`) replaces the spec's standard one."""
-    import dataclasses
-
-    from zkjepsen.backends.registry import provide_images
-    from zkjepsen.docker import mounts, signals
-    from zkjepsen.docker.engine import Engine
-
     test = resolve(spec, gen)  # every name checked, once, before anything exists
     check_root(store_root)  # a file or unwritable --store: bad input, before any container
     mounts.files_mode()  # a bad ZKJEPSEN_FILES: one sentence, now
@@ -127,7 +138,7 @@ def run_test(
     server_image, client_image = provide_images(engine, spec, say=display and display.log)
     info = test.backend
     teardown: Teardown | None = None
-    phase = ["setup"]  # where the run is: the watchdog's message, and an interrupt's
+    phase = [Phase.SETUP]  # where the run is: the watchdog's message, and an interrupt's
     try:
         with signals.teardown_on_signals():
             run_dir = new_run_dir(spec.test_name, store_root)
@@ -153,7 +164,7 @@ def run_test(
                     ),
                     fatal=True,
                 ):
-                    _run_phases(test, ens, run_dir, log, display, schedule, stats, phase)
+                    _run_phases(test, ens, client, run_dir, log, display, schedule, stats, phase)
             except BaseException as e:
                 log(f"stopped in {phase[0]} by {type(e).__name__}: {e}".rstrip(": "))
                 raise
@@ -171,16 +182,18 @@ def run_test(
     except BaseException as e:
         if teardown is not None:
             teardown.phase = phase[0]
-            if phase[0] in ("check", "report"):
+            if phase[0] in (Phase.CHECK, Phase.REPORT):
                 log(f"stopped in {phase[0]} by {type(e).__name__}: {e}".rstrip(": "))
-        e.teardown = teardown  # type: ignore[attr-defined] - read by the CLI's message
-        raise
+        twin = stopped(e, teardown)  # an interrupt carries what it left to the CLI's message
+        if twin is None:
+            raise
+        raise twin from e
 
 
-def _tear_down(ens, client, teardown: Teardown, run_dir: RunDir, log) -> list[dict]:
+def _tear_down(
+    ens: Backend, client: DockerClient, teardown: Teardown, run_dir: RunDir, log: RunLog
+) -> list[dict]:
     """Remove the run's containers and merge the clients' histories: the records."""
-    from zkjepsen.docker import resources, signals
-
     # No signal interrupts this (a second Ctrl-C included); one that arrives is raised after
     # it. The engine, not our bookkeeping, says what is left.
     with signals.signals_deferred():
@@ -195,11 +208,16 @@ def _tear_down(ens, client, teardown: Teardown, run_dir: RunDir, log) -> list[di
         return _write_history(run_dir)
 
 
-def _judge(test: ResolvedTest, run_dir: RunDir, records, stats, log, phase: list[str]) -> RunResult:
+def _judge(
+    test: ResolvedTest,
+    run_dir: RunDir,
+    records: list[dict],
+    stats: dict[str, Any],
+    log: RunLog,
+    phase: list[Phase],
+) -> RunResult:
     """After the teardown: the verdict (results.json), then the reports."""
-    from zkjepsen.history import History, Op
-
-    phase[0] = "check"
+    phase[0] = Phase.CHECK
     history = History([Op.from_dict(r) for r in records])
     store_dir = run_dir.path
     spec = test.spec
@@ -209,18 +227,17 @@ def _judge(test: ResolvedTest, run_dir: RunDir, records, stats, log, phase: list
         table["early_stop"] = stats["early_stop"]
     run_dir.save_results(table)
     stats.update(history_stats(records))
-    word = {True: "valid", False: "invalid"}.get(result.valid, "unknown")  # not a Python bool
+    valid = result.valid
+    word = "valid" if valid is True else "invalid" if valid is False else "unknown"
     log(f"checked {len(records)} history records: {word}")
     run = RunResult(spec, store_dir, result.valid, table, stats)
-    phase[0] = "report"
+    phase[0] = Phase.REPORT
     render_reports(run, history)
     return run
 
 
-def _servers_gone(ens) -> bool:
-    from zkjepsen.docker import resources
-
-    return not ens.client.api.containers(
+def _servers_gone(ens: Backend, client: DockerClient) -> bool:
+    return not client.api.containers(
         all=True,
         filters={
             "label": [f"{resources.RUN_LABEL}={ens.run_id}", f"{resources.ROLE_LABEL}=server"]
@@ -229,46 +246,44 @@ def _servers_gone(ens) -> bool:
 
 
 def _write_history(run_dir: RunDir) -> list[dict]:
-    from zkjepsen.history import History, Op
-    from zkjepsen.history.jsonl import merge_records
-
     records = merge_records(p for p in run_dir.history_sources() if p.exists())
     History([Op.from_dict(r) for r in records]).to_jsonl(run_dir.history)  # atomic
     return records
 
 
-def _copies(ens) -> bool:
+def _copies(ens: Backend) -> bool:
     files = getattr(ens, "files", None)  # docker/mounts.py: bind mounts or API copies
     return files is not None and not files.shared
 
 
 def _run_phases(
     test: ResolvedTest,
-    ens,
+    ens: Backend,
+    client: DockerClient,
     run_dir: RunDir,
-    log,
-    display,
-    schedule,
+    log: RunLog,
+    display: Display | None,
+    schedule: dict | list[dict] | None,
     stats: dict[str, Any],
-    phase: list[str],
+    phase: list[Phase],
 ) -> None:
     """Everything between "nothing exists" and teardown; `phase[0]` says where it is."""
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
     from zkjepsen.client.pool import ClientPool
-    from zkjepsen.docker import signals
 
     spec, workload = test.spec, test.workload
-    phase[0] = "ensemble start"
+    phase[0] = Phase.ENSEMBLE_START
     _start_servers(spec, ens, log)
     t0_ns = time.monotonic_ns()
     zk = ens.host_session(spec.session_timeout_s)
-    phase[0] = "host session"
+    phase[0] = Phase.HOST_SESSION
     zk.start(timeout=15)
     host_ctx = _host_context(spec, ens, run_dir, t0_ns, zk)
-    pool = ClientPool(ens, run_dir, docker=ens.client)
+    pool = ClientPool(ens, run_dir, docker=client)
     stop = threading.Event()
     follower = None
     try:
-        phase[0] = "workload setup"
+        phase[0] = Phase.WORKLOAD_SETUP
         with signals.deadline(
             SETUP_TIMEOUT_S,
             lambda: signals.PhaseTimeout(
@@ -278,25 +293,25 @@ def _run_phases(
             workload.setup(host_ctx)
         # Containers start in parallel and connect; the main phase (and the clock of the
         # fault schedule) begins when all of them are ready, so every client sees it whole.
-        phase[0] = "client start"
+        phase[0] = Phase.CLIENT_START
         deadline = _start_clients(test, ens, pool, t0_ns, log)
         if display:
             display.attach(run_dir, t0_ns, spec)
-        phase[0] = "main phase"
+        phase[0] = Phase.MAIN
         follower = online.follow(test, run_dir, t0_ns, stop)
         executed = _main_phase(test, ens, pool, run_dir, schedule, stop, t0_ns)
         early = follower.end() if follower else None
-        _main_phase_over(spec, ens, run_dir, len(executed), early, stats, log)
-        phase[0] = "recovery"
+        _main_phase_over(spec, ens, client, run_dir, len(executed), early, stats, log)
+        phase[0] = Phase.RECOVERY
         if early and early["stopped_early"]:
             deadline = online.end_clients_early(spec.recovery_s, pool, CLIENT_GRACE_S)
         codes = pool.wait(max(0.0, deadline - time.monotonic()) + CLIENT_GRACE_S)
         stats["client_exit_codes"] = codes
         if any(c is None for c in codes.values()):
             log("some clients did not stop in time; stopping them")
-        phase[0] = "final read"
+        phase[0] = Phase.FINAL_READ
         _final_read(workload, host_ctx, log)
-        phase[0] = "teardown"
+        phase[0] = Phase.TEARDOWN
     finally:
         # Deferred too: a signal in the middle of this would leave kazoo's threads running.
         with signals.signals_deferred():
@@ -313,7 +328,14 @@ def _run_phases(
 
 
 def _main_phase_over(
-    spec: TestSpec, ens, run_dir: RunDir, faults: int, early, stats: dict[str, Any], log
+    spec: TestSpec,
+    ens: Backend,
+    client: DockerClient,
+    run_dir: RunDir,
+    faults: int,
+    early: dict[str, Any] | None,
+    stats: dict[str, Any],
+    log: RunLog,
 ) -> None:
     """Log how the main phase ended (and whether the online check stopped it early), and stop
     here if the servers were removed from outside the run."""
@@ -322,7 +344,7 @@ def _main_phase_over(
         stats["early_stop"] = early
         if early["stopped_early"]:
             log(f"main phase stopped {early['after_main_start_s']:g}s in: {early['why']}")
-    if _servers_gone(ens):
+    if _servers_gone(ens, client):
         # Someone removed them (`cluster down`, `docker rm`): waiting for clients and a final
         # read would only time out, and no verdict on what is left would mean anything.
         raise errors.EnvironmentProblem(
@@ -332,7 +354,7 @@ def _main_phase_over(
         )
 
 
-def _start_servers(spec: TestSpec, ens, log) -> None:
+def _start_servers(spec: TestSpec, ens: Backend, log: RunLog) -> None:
     log(f"run {ens.run_id}: starting {spec.nodes} {spec.backend} servers")
     ens.start()
     leader = ens.leader()
@@ -343,7 +365,9 @@ def _start_servers(spec: TestSpec, ens, log) -> None:
     )
 
 
-def _start_clients(test: ResolvedTest, ens, pool, t0_ns: int, log) -> float:
+def _start_clients(
+    test: ResolvedTest, ens: Backend, pool: ClientPool, t0_ns: int, log: RunLog
+) -> float:
     """Every client container started, connected (or given up on) and released together;
     returns when they stop (monotonic)."""
     spec = test.spec
@@ -361,7 +385,13 @@ def _start_clients(test: ResolvedTest, ens, pool, t0_ns: int, log) -> float:
 
 
 def _main_phase(
-    test: ResolvedTest, ens, pool, run_dir: RunDir, schedule, stop: threading.Event, t0_ns: int
+    test: ResolvedTest,
+    ens: Backend,
+    pool: ClientPool,
+    run_dir: RunDir,
+    schedule: dict | list[dict] | None,
+    stop: threading.Event,
+    t0_ns: int,
 ) -> list[dict]:
     """The clients run while the nemesis injects faults (or, without any, the time limit
     passes); returns the executed faults, all healed."""
@@ -369,29 +399,15 @@ def _main_phase(
     if not (test.faults or schedule or test.generator):
         stop.wait(spec.time_limit_s)
         return []
+    # here, not at the top: the nemesis loads every fault's module; only a run with faults needs it
     from zkjepsen.nemesis.schedule import run_nemesis
 
-    return run_nemesis(
-        ens,
-        pool,
-        test.faults,
-        seed=spec.seed,
-        time_limit_s=spec.time_limit_s,
-        interval_s=spec.interval_s,
-        fault_duration_s=spec.fault_duration_s,
-        session_timeout_s=spec.session_timeout_s,
-        t0_ns=t0_ns,
-        files=run_dir,
-        stop_event=stop,
-        schedule=schedule,
-        gen=test.generator,
-    )
+    plan = nemesis_plan(spec, test.faults, t0_ns, schedule, test.generator)
+    return run_nemesis(ens, pool, plan, files=run_dir, stop_event=stop)
 
 
-def _final_read(workload, host_ctx: ClientContext, log) -> None:
+def _final_read(workload: Workload, host_ctx: ClientContext, log: RunLog) -> None:
     """The workload's final reads, bounded: without them the verdict goes on what it has."""
-    from zkjepsen.docker import signals
-
     try:
         with signals.deadline(
             FINAL_TIMEOUT_S,
@@ -402,19 +418,3 @@ def _final_read(workload, host_ctx: ClientContext, log) -> None:
             workload.final(host_ctx)
     except signals.PhaseTimeout as e:
         log(f"{e}; the verdict goes without it")
-
-
-class RunLog:
-    """run.log in the store, mirrored to the live display when there is one."""
-
-    def __init__(self, path: Path, display=None) -> None:
-        self.path = path
-        self.display = display
-        self.t0 = time.monotonic()
-
-    def __call__(self, msg: str) -> None:
-        line = f"{time.strftime('%H:%M:%S')} +{time.monotonic() - self.t0:6.1f}s {msg}"
-        with self.path.open("a") as f:
-            f.write(line + "\n")
-        if self.display:
-            self.display.log(msg)

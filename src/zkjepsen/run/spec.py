@@ -16,6 +16,7 @@ import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from zkjepsen.backends.registry import read_service, settings_from_table
 from zkjepsen.errors import BadInput
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ class TestSpec:
 
     __test__ = False  # a spec, not a pytest test class
     # None: kazoo, or exec when client_cmd is given (so a recipe given is told from none given)
-    recipe: str = None  # type: ignore[assignment] - a str once __post_init__ has run
+    recipe: str = None  # type: ignore[assignment]  # a str once __post_init__ has run
     workload: str = "lock"
     nemesis: list[str] = field(default_factory=lambda: ["none"])
     nodes: int = 5
@@ -203,8 +204,6 @@ class TestSpec:
             )
         _str("backend", self.backend, optional=True)
         if isinstance(self.service, dict):
-            from zkjepsen.backends.registry import settings_from_table
-
             self.service = settings_from_table(self.service, "service")
         elif self.service is not None and not hasattr(self.service, "settled"):
             raise BadInput(f"service must be a table of a service's settings, not {self.service!r}")
@@ -226,7 +225,6 @@ class TestSpec:
     def from_json(cls, d: Any) -> TestSpec:
         if not isinstance(d, dict):
             raise BadInput(f"a test spec must be a table of settings, not {type(d).__name__}")
-        from zkjepsen.backends.registry import read_service
 
         d = read_service(d)
         known = {f.name for f in fields(cls)}

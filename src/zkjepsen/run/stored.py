@@ -10,7 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.errors import BadInput
+from zkjepsen.history.jsonl import merge_files
+from zkjepsen.history.stream import read_jsonl_all
 from zkjepsen.nemesis.executed import ExecutedFault, NotAFault
+from zkjepsen.nemesis.faults import KINDS
 from zkjepsen.run.resolve import spec_from_json
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.run.stored_checks import check_history_records, check_run_folder, check_stored_spec
@@ -21,7 +24,6 @@ from zkjepsen.store.regular import check_path
 def check_faults(faults: list[Any], source: Path) -> None:
     """Every executed fault in a schedule is replayable: a known fault name and a start and end
     (ns since the test's start) in order. Anything else is bad input, named by its position."""
-    from zkjepsen.nemesis.faults import KINDS
 
     for i, f in enumerate(faults, 1):
         try:
@@ -103,8 +105,6 @@ class StoredRun:
     def history(self):
         """The run's history: the merged file (read by the block-decoding stream reader), or
         merged from the clients' files."""
-        from zkjepsen.history.jsonl import merge_files
-        from zkjepsen.history.stream import read_jsonl_all
 
         if os.path.lexists(self.dir.history):
             check_path(self.dir.history, "history")  # a pipe or a device is refused, not read

@@ -18,9 +18,11 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.backends.registry import service_of, settings_from_table
 from zkjepsen.errors import BadInput
 
 # Every field of a stored spec that changes what a replay would run. A stored test.json written
@@ -94,9 +96,6 @@ def check_stored_service(raw: dict[str, Any], path: Path) -> None:
     its settings type declares, none left null for a default to fill in; a run stored before
     each service owned its settings has a flat key (`Service.legacy`) for each setting a
     default would otherwise fill in."""
-    from dataclasses import fields, is_dataclass
-
-    from zkjepsen.backends.registry import service_of, settings_from_table
 
     try:
         svc = service_of(raw["backend"])
@@ -115,9 +114,10 @@ def check_stored_service(raw: dict[str, Any], path: Path) -> None:
         raise _null(path, "service")
     if not isinstance(table, dict):
         return  # TestSpec refuses it in its own words
-    for f in fields(svc.settings) if is_dataclass(svc.settings) else ():
-        if f.name not in table:
-            raise _missing(path, f"service.{f.name}")
+    names: list[str] = [f.name for f in fields(svc.settings)] if is_dataclass(svc.settings) else []
+    for name in names:
+        if name not in table:
+            raise _missing(path, f"service.{name}")
     try:
         settled = settings_from_table(table, f"{path}: service").settled().to_json()
     except BadInput as e:

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.errors import BadInput
+from zkjepsen.store.regular import read_text
+from zkjepsen.store.writable import check_directory
 
 DEFAULT_ROOT = Path(os.environ.get("ZKJEPSEN_STORE", "store"))
 REPORTS = ("timeline.html", "latency.png", "rate.png")
@@ -103,7 +105,6 @@ def _write_json(path: Path, doc: Any) -> None:
 
 def read_json(path: Path, what: str) -> Any:
     """A JSON file of a run, read only if it is a regular file (store/regular.py)."""
-    from zkjepsen.store.regular import read_text
 
     text = read_text(path, what)
     try:
@@ -118,7 +119,6 @@ def read_json(path: Path, what: str) -> Any:
 def check_root(root: Path | None) -> Path:
     """The store root, usable: an existing directory we can write into, or creatable (tried
     with a probe file, not `os.access`, which says yes to root on /proc: store/writable.py)."""
-    from zkjepsen.store.writable import check_directory
 
     root = Path(root or DEFAULT_ROOT)
     check_directory(root, "store path", "give --store a directory you can write to")

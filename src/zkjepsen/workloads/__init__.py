@@ -13,18 +13,21 @@ client container imports only the workload it runs (stdlib + kazoo there; no mat
 from __future__ import annotations
 
 import importlib
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from zkjepsen.errors import BadInput
+
+if TYPE_CHECKING:  # the context imports the recipes' registry: only its type is needed here
+    from zkjepsen.workloads.context import ClientContext
 
 
 class Workload(Protocol):
     name: str
     description: str
 
-    def setup(self, ctx: Any) -> None: ...
-    def run_client(self, ctx: Any) -> None: ...
-    def final(self, ctx: Any) -> None: ...
+    def setup(self, ctx: ClientContext) -> None: ...
+    def run_client(self, ctx: ClientContext) -> None: ...
+    def final(self, ctx: ClientContext) -> None: ...
     def checkers(self, params: dict) -> dict[str, Any]: ...
 
 

@@ -24,6 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from zkjepsen.checker.barrier import BarrierChecker
+from zkjepsen.checker.exercised import Exercised
+from zkjepsen.recipes.barrier import DoubleBarrier, QueueBarrier
 from zkjepsen.recipes.base import param
 from zkjepsen.workloads.common import ensure, error_name, is_definite
 
@@ -46,7 +49,6 @@ def _barrier(ctx: Any, path: str) -> Any:
         b = ctx.make_recipe(path)
         if all(hasattr(b, m) for m in ("enter", "wait", "leave")):
             return b
-    from zkjepsen.recipes.barrier import DoubleBarrier, QueueBarrier
 
     cls = DoubleBarrier if param(ctx.params, "double", True) else QueueBarrier
     return cls(ctx.session, path, params=ctx.params)
@@ -128,8 +130,6 @@ class BarrierWorkload:
         pass
 
     def checkers(self, params: dict[str, Any]) -> dict[str, Any]:
-        from zkjepsen.checker.barrier import BarrierChecker
-        from zkjepsen.checker.exercised import Exercised
 
         return {
             "barrier": BarrierChecker(n=param(params, "members", 0) or None),

@@ -22,6 +22,7 @@ from kazoo.exceptions import (
     NoNodeError,
     RolledBackError,
 )
+from kazoo.retry import KazooRetry
 
 from zkjepsen.client.lockclient import Answer
 from zkjepsen.recipes.base import Token, param
@@ -68,7 +69,6 @@ def retrying(retry: bool) -> Any:
     real applications end up with lost updates after a pause."""
     if not retry:
         return lambda func, *a, **kw: func(*a, **kw)
-    from kazoo.retry import KazooRetry
 
     return KazooRetry(max_tries=10, delay=0.1, backoff=2, max_delay=1.0, ignore_expire=True)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zkjepsen.client.recorder import RecordingContext
+from zkjepsen.recipes import make_recipe
 
 
 @dataclass(kw_only=True)
@@ -21,7 +22,6 @@ class ClientContext(RecordingContext):
     recipe: str  # registry name or "package.module:Name"
 
     def make_recipe(self, path: str, session: Any = None) -> Any:
-        from zkjepsen.recipes import make_recipe
 
         return make_recipe(
             self.recipe,

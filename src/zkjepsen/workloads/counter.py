@@ -15,6 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from zkjepsen.checker.counter import CounterChecker
+from zkjepsen.checker.exercised import Exercised
+from zkjepsen.checker.liveness import LivenessChecker
+from zkjepsen.checker.lock import LockChecker
 from zkjepsen.recipes.base import param
 from zkjepsen.workloads.common import (
     ensure,
@@ -22,6 +26,7 @@ from zkjepsen.workloads.common import (
     read_resource,
     resource_mode,
 )
+from zkjepsen.workloads.inprocess import run_lock_loop
 
 
 class CounterWorkload:
@@ -42,7 +47,6 @@ class CounterWorkload:
         ensure(ctx.session, counter, b'{"value": 0}')
 
     def run_client(self, ctx: Any) -> None:
-        from zkjepsen.workloads.inprocess import run_lock_loop
 
         run_lock_loop(ctx, self.name)
 
@@ -58,10 +62,6 @@ class CounterWorkload:
         op.ok(int(doc.get("value", 0)))
 
     def checkers(self, params: dict[str, Any]) -> dict[str, Any]:
-        from zkjepsen.checker.counter import CounterChecker
-        from zkjepsen.checker.exercised import Exercised
-        from zkjepsen.checker.liveness import LivenessChecker
-        from zkjepsen.checker.lock import LockChecker
 
         return {
             "counter": CounterChecker(),

@@ -17,13 +17,17 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.retry import KazooRetry
 
 from zkjepsen.client.lockclient import Answer, Doc, LockClient
+from zkjepsen.client.loop import LockLoop, paths
 from zkjepsen.client.main import await_start, next_process, prepare
 from zkjepsen.client.recorder import Recorder
 from zkjepsen.client.spec import ClientSpec
 from zkjepsen.recipes.base import Token, param
+from zkjepsen.workloads import get_workload
 from zkjepsen.workloads.common import (
     acquire_answer,
     discard,
@@ -38,10 +42,6 @@ from zkjepsen.workloads.context import ClientContext
 
 
 def main_in_process(spec: ClientSpec) -> int:
-    from kazoo.client import KazooClient
-    from kazoo.retry import KazooRetry
-
-    from zkjepsen.workloads import get_workload
 
     n, nclients = spec.client, spec.nclients
     out = spec.history_file
@@ -201,6 +201,12 @@ class InProcessLockClient(LockClient):
     def release_nested(self) -> Answer:
         return release_answer(self.recipe)[0]
 
+    def alive(self) -> None:
+        """In process no program can die between calls: a broken session shows in the op."""
+
+    def note_fault(self) -> None:
+        """No ProtocolFault in process (see `alive`): nothing to record."""
+
     def close(self) -> None:
         for r in [*self.abandoned, *([self.recipe] if self.recipe is not None else [])]:
             discard(r)
@@ -210,12 +216,13 @@ class InProcessLockClient(LockClient):
 def run_lock_loop(ctx: ClientContext, workload: str) -> None:
     """`lock`, `election`, `counter` and `rwlock` in-process: the one client loop over this
     process's recipe object (the rwlock's: one for each mode)."""
-    from zkjepsen.client.loop import LockLoop, paths
 
     resource_mode(ctx.params)  # a bad mode fails before the first op
     lock = paths(workload, ctx.params)[0]
     if workload == "rwlock":
-        modes = {m: InProcessLockClient(ctx, lock, m) for m in ("read", "write")}
+        modes: dict[str, LockClient] = {
+            m: InProcessLockClient(ctx, lock, m) for m in ("read", "write")
+        }
         LockLoop(ctx, modes["write"], workload, modes).run()
     else:
         LockLoop(ctx, InProcessLockClient(ctx, lock), workload).run()

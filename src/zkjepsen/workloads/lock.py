@@ -24,8 +24,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from zkjepsen.checker.atomicity import AtomicityChecker
+from zkjepsen.checker.exercised import Exercised
+from zkjepsen.checker.fencing import FencingChecker
+from zkjepsen.checker.liveness import LivenessChecker
+from zkjepsen.checker.lock import LockChecker
 from zkjepsen.recipes.base import param
 from zkjepsen.workloads.common import ensure, resource_mode
+from zkjepsen.workloads.inprocess import run_lock_loop
 
 
 class LockWorkload:
@@ -59,7 +65,6 @@ class LockWorkload:
         ensure(ctx.session, resource, b"{}")
 
     def run_client(self, ctx: Any) -> None:
-        from zkjepsen.workloads.inprocess import run_lock_loop
 
         run_lock_loop(ctx, self.name)
 
@@ -71,12 +76,8 @@ class LockWorkload:
         return param(params, "writes", 2) > 0
 
     def checkers(self, params: dict[str, Any]) -> dict[str, Any]:
-        from zkjepsen.checker.exercised import Exercised
-        from zkjepsen.checker.fencing import FencingChecker
-        from zkjepsen.checker.liveness import LivenessChecker
-        from zkjepsen.checker.lock import LockChecker
 
-        names = dict(acquire=(self.acquire_f,), release=(self.release_f,))
+        names: dict[str, Any] = dict(acquire=(self.acquire_f,), release=(self.release_f,))
         # `property=effect`: a fenced resource is judged by what it accepted, and two beliefs
         # whose stale writes the fence refused are near misses, not violations.
         effect_only = param(params, "property", "belief") == "effect"
@@ -94,8 +95,6 @@ class LockWorkload:
         if self.writes_resource(params):  # no write, no order to judge: fencing says unknown
             checkers["fencing"] = FencingChecker(**names)
         if self.multi_step and param(params, "writes", 2) > 1:  # judge the update's atomicity
-            from zkjepsen.checker.atomicity import AtomicityChecker
-
             checkers["atomicity"] = AtomicityChecker(**names)
         return checkers
 

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from zkjepsen.checker.exercised import Exercised
+from zkjepsen.checker.queue import QueueChecker
 from zkjepsen.recipes.base import param
+from zkjepsen.recipes.queue import FifoQueue
 from zkjepsen.workloads.common import error_name, is_definite
 
 
@@ -23,8 +26,6 @@ def _queue(ctx: Any) -> Any:
     except Exception:  # noqa: BLE001 - not a queue-capable recipe name: use ours
         q = None
     if q is None or not all(hasattr(q, m) for m in ("put", "get", "drain")):
-        from zkjepsen.recipes.queue import FifoQueue
-
         q = FifoQueue(ctx.session, path)
     return q, path
 
@@ -85,8 +86,6 @@ class QueueWorkload:
         op.ok(values)
 
     def checkers(self, params: dict[str, Any]) -> dict[str, Any]:
-        from zkjepsen.checker.exercised import Exercised
-        from zkjepsen.checker.queue import QueueChecker
 
         return {
             "queue": QueueChecker(fifo=True),

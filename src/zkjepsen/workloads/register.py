@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from zkjepsen.checker.exercised import Exercised
+from zkjepsen.checker.linearizability import Linearizable
+from zkjepsen.checker.models import Register
 from zkjepsen.recipes.base import param
 from zkjepsen.workloads.common import ensure, error_name, is_definite
 
@@ -86,9 +89,6 @@ class RegisterWorkload:
         pass
 
     def checkers(self, params: dict[str, Any]) -> dict[str, Any]:
-        from zkjepsen.checker.exercised import Exercised
-        from zkjepsen.checker.linearizability import Linearizable
-        from zkjepsen.checker.models import Register
 
         return {
             "linearizable": Linearizable(

@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from zkjepsen.backends.etcd import gateway
+from zkjepsen.backends.etcd.session import EtcdSession
 from zkjepsen.docker.cluster import Node
 from zkjepsen.docker.servers import Container, ServerCluster
 from zkjepsen.errors import EnvironmentProblem
@@ -111,7 +112,6 @@ class EtcdBackend(ServerCluster):
         return ",".join(n.address for n in (nodes or self.nodes))
 
     def host_session(self, timeout_s: float):
-        from zkjepsen.backends.etcd.session import EtcdSession
 
         return EtcdSession(self.connect_string(), timeout=timeout_s)
 

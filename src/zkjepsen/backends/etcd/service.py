@@ -40,6 +40,7 @@ class EtcdSettings:
 
 
 def _server_recipe(settings: Any):
+    # here, not at the top: the services' declarations stay import-light (no docker)
     from zkjepsen.backends.etcd.image import etcd_image
 
     return etcd_image(settings.version)

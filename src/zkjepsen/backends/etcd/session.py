@@ -27,6 +27,8 @@ import random
 import time
 from typing import Any
 
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
 from zkjepsen.backends.etcd import gateway
 from zkjepsen.backends.etcd.gateway import b64, field, kv
 from zkjepsen.backends.session import BadVersion, Fenced, Stat, close_quietly
@@ -98,6 +100,7 @@ class EtcdSession:
         """An `etcd3` client over every member: gRPC's `ipv4:` target with pick_first, so a
         dead member's clients move on to the next (etcd3 0.12 itself takes one host)."""
         if self._etcd is None:
+            # here, not at the top: a service's client library, loaded by runs of that service
             import etcd3
 
             target = "ipv4:" + ",".join(self.endpoints)  # etcd3 joins f"{host}:{port}"
@@ -119,7 +122,6 @@ class EtcdSession:
         pass  # reads are linearizable (etcd's default): they go through the leader's quorum
 
     def create(self, path: str, value: bytes = b"") -> str:
-        from kazoo.exceptions import NodeExistsError
 
         key = self._key(path)
         out = self.txn([compare(key, "CREATE", 0)], [put(key, value)], [])
@@ -128,7 +130,6 @@ class EtcdSession:
         return path
 
     def get(self, path: str) -> tuple[bytes | None, Stat]:
-        from kazoo.exceptions import NoNodeError
 
         found = ranged(self.txn([], [get(self._key(path))], [])["responses"][0])
         if found is None:

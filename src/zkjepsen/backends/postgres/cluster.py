@@ -23,6 +23,8 @@ from typing import Any
 
 from zkjepsen.backends.postgres import probe
 from zkjepsen.backends.postgres.image import PG_USER
+from zkjepsen.backends.postgres.schema import SETUP_SQL
+from zkjepsen.backends.postgres.session import PostgresSession
 from zkjepsen.docker.cluster import Node
 from zkjepsen.docker.servers import Container, ServerCluster
 from zkjepsen.errors import EnvironmentProblem
@@ -118,7 +120,6 @@ class PostgresBackend(ServerCluster):
     def setup_schema(self) -> None:
         """The tables every client needs, once, before any client starts (concurrent
         `CREATE TABLE IF NOT EXISTS` is not safe)."""
-        from zkjepsen.backends.postgres.schema import SETUP_SQL
 
         self.psql(SETUP_SQL)
 
@@ -134,7 +135,6 @@ class PostgresBackend(ServerCluster):
         return "primary" if self.ready() else "not serving"
 
     def host_session(self, timeout_s: float):
-        from zkjepsen.backends.postgres.session import PostgresSession
 
         return PostgresSession(self.connect_string(), timeout=timeout_s)
 

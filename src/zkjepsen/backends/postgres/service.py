@@ -14,6 +14,7 @@ class PostgresSettings(NoSettings):
 
 
 def _server_recipe(settings: Any):
+    # here, not at the top: the services' declarations stay import-light (no docker)
     from zkjepsen.backends.postgres.image import postgres_image
 
     return postgres_image()

@@ -19,9 +19,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kazoo.exceptions import NodeExistsError, NoNodeError
+
 from zkjepsen.backends.session import BadVersion, Fenced, Stat, close_quietly
 
-CLIENT_CONNINFO = {
+CLIENT_CONNINFO: dict[str, Any] = {
     "user": "postgres",
     "dbname": "postgres",
     "connect_timeout": 3,
@@ -44,12 +46,13 @@ class PostgresSession:
     def __init__(self, hosts: str, timeout: float = 4.0, **_: Any) -> None:
         self.hosts = hosts
         self.timeout = timeout
-        host, _, port = hosts.split(",")[0].partition(":")
+        host, _sep, port = hosts.split(",")[0].partition(":")
         self.host, self.port = host, int(port or 5432)
         self.conn: Any = None
 
     def connect(self, role: str) -> Any:
         """A new autocommit connection named `zkjepsen-<role>` in pg_stat_activity."""
+        # here, not at the top: a service's client library, loaded by runs of that service
         import psycopg
 
         return psycopg.connect(
@@ -91,7 +94,6 @@ class PostgresSession:
         pass  # one server: every read sees every committed write
 
     def create(self, path: str, value: bytes = b"") -> str:
-        from kazoo.exceptions import NodeExistsError
 
         row = self._execute(
             "INSERT INTO zkjepsen_kv (path, data) VALUES (%s, %s) ON CONFLICT DO NOTHING "
@@ -103,7 +105,6 @@ class PostgresSession:
         return path
 
     def get(self, path: str) -> tuple[bytes | None, Stat]:
-        from kazoo.exceptions import NoNodeError
 
         row = self._execute("SELECT data, version FROM zkjepsen_kv WHERE path = %s", (path,))
         if row is None:
@@ -125,7 +126,6 @@ class PostgresSession:
 
     # -- helpers ----------------------------------------------------------------------------
     def _set(self, path: str, data: bytes, version: int, token: int | None, fenced: bool) -> Stat:
-        from kazoo.exceptions import NoNodeError
 
         args = {
             "path": path,

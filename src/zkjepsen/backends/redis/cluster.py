@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from zkjepsen.backends.redis.session import LOCK_PREFIX, RedisSession
 from zkjepsen.docker.cluster import Node
 from zkjepsen.docker.image import ImageRecipe
 from zkjepsen.docker.servers import Container, ServerCluster
@@ -127,12 +128,12 @@ class RedisBackend(ServerCluster):
         return "redis://" + ",".join(n.address for n in (nodes or self.nodes))
 
     def host_session(self, timeout_s: float):
-        from zkjepsen.backends.redis.session import RedisSession
 
         return RedisSession(self.connect_string(), timeout=timeout_s)
 
     # ---- asking the servers (from the host, which reaches every container by its IP) ------
     def _redis(self, node: Node, timeout: float = 0.5):
+        # here, not at the top: a service's client library, loaded by runs of that service
         import redis
 
         return redis.Redis(
@@ -183,7 +184,6 @@ class RedisBackend(ServerCluster):
         """Each server's role, replication offset (a master's `master_repl_offset`, a
         replica's `slave_repl_offset`: what it has applied) and lock keys with their values,
         read from the host in a few ms right before a kill (nemesis/process.py)."""
-        from zkjepsen.backends.redis.session import LOCK_PREFIX
 
         def one(node: Node) -> dict[str, Any]:
             r = self._redis(node)
@@ -204,8 +204,9 @@ class RedisBackend(ServerCluster):
         return {n.name: v for n, v in zip(self.nodes, self._pool.map(one, self.nodes), strict=True)}
 
     def ready(self) -> bool:
-        roles = [self._info(n, "replication") for n in self.nodes]
-        if not all(roles):
+        answers = [self._info(n, "replication") for n in self.nodes]
+        roles = [r for r in answers if r]
+        if len(roles) < len(answers):
             return False
         if not self.sentinel:
             return all(r.get("role") == "master" for r in roles)

@@ -15,6 +15,7 @@ class RedisSettings(NoSettings):
 
 
 def _server_recipe(settings: Any):
+    # here, not at the top: the services' declarations stay import-light (no docker)
     from zkjepsen.backends.redis.cluster import redis_image
 
     return redis_image()

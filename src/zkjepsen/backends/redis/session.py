@@ -21,6 +21,8 @@ import os
 import time
 from typing import Any
 
+from kazoo.exceptions import NodeExistsError
+
 from zkjepsen.backends.session import BadVersion, Fenced, Stat, close_quietly
 
 OP_TIMEOUT_S = float(os.environ.get("ZKJEPSEN_REDIS_OP_TIMEOUT_S", "2.0"))
@@ -60,6 +62,7 @@ def parse_hosts(hosts: str) -> tuple[str, str | None, list[tuple[str, int]]]:
 
 
 def _options() -> dict[str, Any]:
+    # here, not at the top: a service's client library, loaded by runs of that service
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
@@ -85,9 +88,11 @@ class RedisSession:
 
     # -- lifecycle (kazoo-shaped) -----------------------------------------------------------
     def start(self, timeout: float = 15) -> None:
+        # here, not at the top: a service's client library, loaded by runs of that service
         import redis
 
         if self.kind == "redis-sentinel":
+            # here, not at the top: a service's client library, loaded by runs of that service
             from redis.sentinel import Sentinel
 
             self.sentinel = Sentinel(self.addrs, sentinel_kwargs=_options(), **_options())
@@ -127,7 +132,6 @@ class RedisSession:
         pass  # reads go to the master that takes the writes
 
     def create(self, path: str, value: bytes = b"") -> str:
-        from kazoo.exceptions import NodeExistsError
 
         key = RESOURCE_PREFIX + path
         if not self.redis.hsetnx(key, "data", value):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from zkjepsen.backends.zookeeper.versions import get
 from zkjepsen.errors import BadInput
 
 CLIENT_PORT = 2181
@@ -53,7 +54,6 @@ class ZkSettings:
 
 
 def zoo_cfg(my_id: int, ips: list[str], s: ZkSettings) -> str:
-    from zkjepsen.backends.zookeeper.versions import get
 
     v = get(s.zk_version)
     lo, hi = s.session_bounds

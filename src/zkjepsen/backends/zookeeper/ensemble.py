@@ -12,9 +12,17 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from zkjepsen.backends.zookeeper.config import CLIENT_PORT, LOG4J_PROPERTIES, ZkSettings, zoo_cfg
+from zkjepsen.backends.zookeeper.config import (
+    CLIENT_PORT,
+    LOG4J_PROPERTIES,
+    ZkSettings,
+    parse_four_letter,
+    zoo_cfg,
+)
 from zkjepsen.backends.zookeeper.fourlw import four_letter
+from zkjepsen.backends.zookeeper.image import zookeeper_tag
 from zkjepsen.docker import netns, resources
 from zkjepsen.docker.cluster import ContainerCluster, Node, faketime_env
 from zkjepsen.errors import BadInput, EnvironmentProblem
@@ -49,7 +57,6 @@ class ZooKeeperEnsemble(ContainerCluster):
     # ---- lifecycle -------------------------------------------------------------------------
     @property
     def image(self) -> str:
-        from zkjepsen.backends.zookeeper.image import zookeeper_tag
 
         return self.spec.image or zookeeper_tag(self.spec.settings.zk_version)
 
@@ -108,7 +115,6 @@ class ZooKeeperEnsemble(ContainerCluster):
         out = four_letter(node.ip, node.port, "srvr", timeout)
         if out is None or "Mode:" not in out:
             return None
-        from zkjepsen.backends.zookeeper.config import parse_four_letter
 
         return parse_four_letter(out)
 
@@ -142,6 +148,8 @@ class ZooKeeperEnsemble(ContainerCluster):
         return list(self._pool.map(one, self.nodes))
 
     def host_session(self, timeout_s: float):
+
+        # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
         from kazoo.client import KazooClient
 
         return KazooClient(hosts=self.connect_string(), timeout=timeout_s)
@@ -155,7 +163,7 @@ class ZooKeeperEnsemble(ContainerCluster):
     def wait_for_quorum(self, timeout_s: float) -> float:
         """Block until every server serves and exactly one leads; returns the seconds waited."""
         t0 = time.monotonic()
-        last: list[dict] = []
+        last: list[tuple[Any, dict[str, str] | None]] = []
         while time.monotonic() - t0 < timeout_s:
             last = list(self._pool.map(lambda n: (n, self.srvr(n)), self.nodes))
             modes = [a.get("Mode") if a else None for _, a in last]

@@ -70,6 +70,7 @@ class ZooKeeperSettings:
 
 
 def _server_recipe(settings: Any):
+    # here, not at the top: the services' declarations stay import-light (no docker)
     from zkjepsen.backends.zookeeper.image import zookeeper_recipe
 
     return zookeeper_recipe(settings.version)
@@ -77,6 +78,7 @@ def _server_recipe(settings: Any):
 
 def _client_recipe(settings: Any):
     """The clients run the servers' image unless a client suite is asked for."""
+    # here, not at the top: the services' declarations stay import-light (no docker)
     from zkjepsen.backends.zookeeper.image import zookeeper_recipe
 
     return zookeeper_recipe(settings.suite().name) if settings.client_suite else None
@@ -86,6 +88,7 @@ def ensemble_spec(
     settings: ZooKeeperSettings | None, nodes: int, image: str, client_image: str | None = None
 ):
     """The ensemble's own spec (zoo.cfg's knobs) for a test's settings."""
+    # here, not at the top: the services' declarations stay import-light (no docker)
     from zkjepsen.backends.zookeeper.config import ZkSettings
     from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec
 
@@ -102,6 +105,7 @@ def ensemble_spec(
 def zookeeper_backend(
     spec: Any, store_dir: Path, *, backend: BackendInfo, client, engine, server_image, client_image
 ):
+    # here, not at the top: the services' declarations stay import-light (no docker)
     from zkjepsen.backends.zookeeper.ensemble import ZooKeeperEnsemble
 
     ens_spec = ensemble_spec(spec.service, spec.nodes, server_image, client_image)

@@ -27,6 +27,7 @@ class AdvisoryLock(ConnectionLock):
     """Its connection is autocommit: the session, not a transaction, holds the lock."""
 
     def acquire(self, timeout: float | None) -> Token | None:
+        # here, not at the top: a service's client library, loaded by runs of that service
         import psycopg.errors as pe
 
         if not self.connected():

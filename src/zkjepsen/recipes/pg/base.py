@@ -19,6 +19,7 @@ def lock_connection(session: Any, identifier: str) -> Any | None:
     """The lock's own connection, or None when the server cannot be reached right now: the
     acquire that needed it then certainly acquired nothing (a definite "not acquired", as a
     timeout), instead of a lock object that cannot even be made (a recipe-error)."""
+    # here, not at the top: a service's client library, loaded by runs of that service
     import psycopg
 
     try:

@@ -38,6 +38,7 @@ class ForUpdateLock(ConnectionLock):
         self.conn.autocommit = False
 
     def acquire(self, timeout: float | None) -> Token | None:
+        # here, not at the top: a service's client library, loaded by runs of that service
         import psycopg.errors as pe
 
         if not self.connected():

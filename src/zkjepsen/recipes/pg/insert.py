@@ -33,6 +33,7 @@ class InsertLock(ConnectionLock):
         self.owner = f"{self.identifier}-{os.urandom(6).hex()}"  # this lock object, no other
 
     def acquire(self, timeout: float | None) -> Token | None:
+        # here, not at the top: a service's client library, loaded by runs of that service
         import psycopg.errors as pe
 
         if not self.connected():

@@ -16,7 +16,21 @@ import sys
 import threading
 from typing import Any, BinaryIO
 
+from kazoo.client import KazooClient
+from kazoo.exceptions import RolledBackError
+from kazoo.retry import KazooRetry
+
 from zkjepsen.client.protocol import ProtocolFault, encode, reply
+from zkjepsen.recipes import make_recipe
+from zkjepsen.recipes.base import param
+from zkjepsen.workloads.common import (
+    acquire_answer,
+    discard,
+    error_name,
+    is_definite,
+    release_answer,
+    retrying,
+)
 
 NAMES = {
     "BadVersionError": "BadVersion",
@@ -71,8 +85,6 @@ class PythonDriver:
 
     # -- ops ---------------------------------------------------------------------------------
     def op_init(self, req: dict[str, Any]) -> tuple[str, Any, str | None]:
-        from kazoo.client import KazooClient
-        from kazoo.retry import KazooRetry
 
         self.init = req
         # As client/main.py: bounded command retries, so an op under a partition ends.
@@ -115,8 +127,6 @@ class PythonDriver:
                 )
 
     def op_acquire(self, req: dict[str, Any]) -> tuple[str, Any, str | None]:
-        from zkjepsen.recipes import make_recipe
-        from zkjepsen.workloads.common import acquire_answer, error_name
 
         if self.recipe is not None and (self.init.get("params") or {}).get("fresh_lock"):
             # The application makes a new lock object for every attempt and drops the old one
@@ -143,7 +153,6 @@ class PythonDriver:
         return answer.type, answer.value, answer.error
 
     def op_release(self, req: dict[str, Any]) -> tuple[str, Any, str | None]:
-        from zkjepsen.workloads.common import release_answer
 
         if self.recipe is None:
             return "ok", None, None
@@ -179,8 +188,6 @@ class PythonDriver:
         )
 
     def op_write(self, req: dict[str, Any]) -> tuple[str, Any, str | None]:
-        from zkjepsen.recipes.base import param
-        from zkjepsen.workloads.common import is_definite, retrying
 
         path, data = req["path"], req["data"].encode()
         version = req.get("version", -1)
@@ -196,7 +203,6 @@ class PythonDriver:
         return "ok", {"version": stat.version}, None
 
     def _fenced_set(self, path: str, data: bytes, version: int) -> Any:
-        from kazoo.exceptions import RolledBackError
 
         if self.node is None:
             raise Fenced("no lock node to fence with")
@@ -216,7 +222,6 @@ class PythonDriver:
         return "ok", None, None
 
     def discard(self) -> None:
-        from zkjepsen.workloads.common import discard
 
         if self.recipe is not None:
             discard(self.recipe)

@@ -17,14 +17,14 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from zkjepsen.backends.registry import backend_info
 from zkjepsen.backends.session import BadVersion, Fenced, session_class
+from zkjepsen.recipes import RECIPES
 from zkjepsen.workloads.driver.server import PythonDriver
 from zkjepsen.workloads.driver.server import main as serve_main
 
 
 def recipe_family(recipe: str) -> str:
-    from zkjepsen.backends.registry import backend_info
-    from zkjepsen.recipes import RECIPES
 
     return backend_info(RECIPES[recipe].backends[0]).family
 

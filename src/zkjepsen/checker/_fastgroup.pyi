@@ -1,0 +1,9 @@
+# Types of the compiled grouping (_fastgroup.c) for the type checker; partitions.py has the
+# pure-Python paths that give the same ops.
+from typing import Any
+
+def setup(op_class: type, /) -> None: ...
+def group(ops: list[Any], nemesis: Any, nemesis_ops: list[Any] | None, /) -> Any: ...
+def build(
+    calls: list[Any], action_of: Any, linop: type, call: type, action: type, table: Any, /
+) -> Any: ...
