@@ -75,7 +75,9 @@ class Cluster:
             ]  # fmt: skip
         self._spawn(name, argv, env)
 
-    def wait_for_workers(self, n: int, timeout: float = 60) -> None:
+    # A bound against a hang, not a timing: two workers start in seconds on an idle machine and
+    # took more than 60 s beside the unit tests and an image build (CI, 2026-11-26).
+    def wait_for_workers(self, n: int, timeout: float = 300) -> None:
         from distributed import Client
 
         with Client(self.address, timeout=30, set_as_default=False) as c:

@@ -87,7 +87,7 @@ def test_broken_recipe_exits_1_naming_the_violation(tmp_path, zk_image):
         (["test", "--session-timeout", "60s"], "outside what the servers grant"),
         (["test", "--param", "novalue"], "not KEY=VALUE"),
         (["test", "--recipe", "no_such_pkg.mod:Lock"], "cannot import recipe module"),
-        (["analyze", "/nonexistent/run"], "has no test.json"),
+        (["analyze", "/nonexistent/run"], "is not a run directory"),
         (["list", "things"], "Invalid value"),
     ],
 )

@@ -112,7 +112,10 @@ def test_gate_fails_kazoos_lock_at_the_first_split(zk_image, store_root, tmp_pat
     # landing after its successor's (both are the split; which comes first is timing).
     assert "INVALID" in line and "stopped" in line, out
     assert "belief:" in line or "effect:" in line, out
-    assert "landed client-pause" in line and "≤" in line, line  # its power: what it rests on
+    # Its power is on the line, what the verdict rests on. Whether this pause counts as landed
+    # depends on when the stop healed it (a pause cut short at the violation may end, in the
+    # record, before its session timeout): the machine's pace decides that, so it is not asserted.
+    assert "landed" in line, line
     (other,) = [x for x in out.splitlines() if x.strip().startswith("leader-kill")]
     assert "stopped" in other and "ran 60s" not in other, out
     assert "(another scenario failed)" in other or "INVALID" in other, out
@@ -125,7 +128,8 @@ def test_gate_fails_kazoos_lock_at_the_first_split(zk_image, store_root, tmp_pat
     assert failure is not None and failure.get("message").startswith("lock: "), out
     assert props["store"] in failure.text and props["store"] in out.splitlines()[-1]
     assert 0 < float(props["power_upper_bound"]) <= 1 and int(props["violations"]) >= 1
-    assert int(props["landed"]) >= 1 and props["seed"]
+    assert int(props["landed"]) >= 0 and props["seed"]
+    assert (int(props["landed"]) == 0) == ("no fault landed" in line), line  # the same power
     table = [x for x in summary.read_text().splitlines() if x.startswith("| kazoo on zookeeper")]
     assert len(table) == 2 and "| INVALID |" in table[0], table
     assert "::error title=zkjepsen gate%3A kazoo on zookeeper%3A client-pause::" in out, out
