@@ -6,6 +6,7 @@ the interrupt cut short and what its folder holds, and for a matrix its record
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -125,7 +126,10 @@ def test_the_pool_collects_how_each_stopped_run_ended(tmp_path):
     td = {"run_id": "zkj-5", "store_dir": str(cut), "left": [], "phase": "recovery"}
     result.write_text(json.dumps({"ok": False, "teardown": td}))
     pool.running[proc] = (0, fanout.Job(TestSpec()), fanout.Engine(), result)
-    got = pool.stop_all()
+    try:
+        got = pool.stop_all()
+    finally:
+        shutil.rmtree(pool.tmp, ignore_errors=True)  # run() removes it; this test never runs
     assert proc.returncode is not None and not pool.running
     assert [(t.run_id, t.store_dir, t.phase) for t in got] == [("zkj-5", cut, "recovery")]
 
