@@ -93,6 +93,9 @@ class BackendInfo:
     sizes: tuple[int, ...] = ()  # the server counts it runs (); any
     service: str = ""  # the server software and version, for tables ("": its settings say)
     abilities: frozenset[str] = frozenset()  # what faults may ask of it (faultkinds' names)
+    # How long its servers may take to serve the lock again after a heal (a leader elected, a
+    # restarted server back): with the session (lease) timeout, the bound liveness judges by.
+    election_s: float = 5.0
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,14 @@ followed by the next within `retry_gap_s`). An orphan node blocks waiters that a
 heal and never ask again, or times out every attempt of those that retry; only a harness timeout
 (or the end of the run) frees them, and the grants that follow must not hide the stall.
 
+**The bound.** A service declares how long a lock may stay unavailable after a heal: its
+session (or lease) timeout, the life of a dead holder's node, plus its election time (a new
+leader, a restarted server serving again; `BackendInfo.election_s`). After the last heal every
+client that still wants the lock must get it within that bound, not counting the time other
+clients held it (a queue is not a hang): a client that waited longer while nobody held the lock
+is stuck, named with how long it waited (`bound_s`; the verdict line prints the bound). Stuck
+but safe is a finding: liveness INVALID, whatever the safety checkers say.
+
 Fairness is reported, not judged: the details carry `fairness` (acquisitions and longest wait
 per client, and who starved; see fairness.py), and starvation is noted in the verdict line.
 """
@@ -44,6 +52,7 @@ class LivenessChecker:
         min_quiet_s: float = 3.0,
         stall_s: float = 15.0,
         retry_gap_s: float = 1.0,
+        bound: tuple[float, float] | None = None,
     ) -> None:
         self.stall_ns = int(stall_s * S)
         self.acquire = frozenset(acquire)
@@ -52,6 +61,13 @@ class LivenessChecker:
         # A client that gives up after a short timeout and asks again within this counts as
         # waiting all along (a lock stuck behind an orphan node times every attempt out).
         self.retry_gap_ns = int(retry_gap_s * S)
+        # (session or lease timeout, election time) in seconds: the service's declared bound
+        self.bound = bound
+
+    def with_bound(self, session_s: float, election_s: float) -> LivenessChecker:
+        """This checker judging every waiter by the bound session_s + election_s."""
+        self.bound = (session_s, election_s)
+        return self
 
     def check(self, history: History | list[Op]) -> Result:
         ops = history.ops if isinstance(history, History) else list(history)
@@ -83,6 +99,15 @@ class LivenessChecker:
         )
         if stall is not None:
             return _stuck(details, stall)
+        if self.bound is not None:
+            details["bound_s"] = sum(self.bound)
+            details["bound"] = bound_text(self.bound)
+            over = self._over_bound(history, healed, quiet_end)
+            if over is not None:
+                return _stuck(details, over)
+            details["note"] = "; ".join(
+                x for x in (details.get("note"), f"every waiter within {details['bound']}") if x
+            )
         if not waiting:
             return Result(True, {**details, "reason": "no acquire attempted after the heal"})
         if quiet_end - quiet_start < self.min_quiet_ns:
@@ -159,6 +184,71 @@ class LivenessChecker:
                 }
         return None
 
+    def _over_bound(
+        self, history: History | list[Op], healed: int, end: int
+    ) -> dict[str, Any] | None:
+        """The client that waited longest past the bound after the heal, not counting the
+        time others held the lock; None if every waiter got it within the bound."""
+        assert self.bound is not None
+        bound_ns = int(sum(self.bound) * S)
+        hist = history if isinstance(history, History) else History(history)
+        calls = hist.calls(validate=False)
+        held = _holds(calls, self.acquire, end)
+        asking = [c for c in calls if c.invoke.f in self.acquire]
+        worst: tuple[int, Any, int, int] | None = None
+        for actor, lo, hi in _asking(asking, end, self.retry_gap_ns):
+            lo = max(lo, healed)
+            if hi <= lo:
+                continue
+            others = [(a, b) for who, a, b in held if who != actor]
+            free = (hi - lo) - _covered(others, lo, hi)
+            if free > bound_ns and (worst is None or free > worst[0]):
+                worst = (free, actor, lo, hi)
+        if worst is None:
+            return None
+        free, actor, lo, hi = worst
+        return {
+            "clients": [actor],
+            "start": lo,
+            "end": hi,
+            "waited_s": round((hi - lo) / S, 1),
+            "bound": bound_text(self.bound),
+            "reason": f"client {actor} waited {(hi - lo) / S:.1f} s after the last heal "
+            f"without the lock ({free / S:.1f} s of it while nobody held it), past the bound "
+            f"of {bound_text(self.bound)}",
+        }
+
+
+def bound_text(bound: tuple[float, float]) -> str:
+    """'15.5 s (session 3 s + election 12.5 s)'"""
+    session, election = bound
+    return f"{session + election:g} s (session {session:g} s + election {election:g} s)"
+
+
+def _holds(calls: list, acquire: frozenset[str], end: int) -> list[tuple[Any, int, int]]:
+    """(actor, from, to): who may have held the lock when: from each acquire that did not
+    fail (ok, or unknown) to that client's next call (its release), or `end`."""
+    by_actor: dict[Any, list] = {}
+    for c in calls:
+        by_actor.setdefault(c.invoke.actor, []).append(c)
+    out = []
+    for actor, cs in by_actor.items():
+        for c, nxt in zip(cs, [*cs[1:], None], strict=True):
+            if c.invoke.f in acquire and c.complete is not None and c.complete.type != "fail":
+                out.append((actor, c.complete.time, nxt.invoke.time if nxt else end))
+    return out
+
+
+def _covered(spans: list[tuple[int, int]], lo: int, hi: int) -> int:
+    """How much of [lo, hi] the union of spans covers."""
+    total, reach = 0, lo
+    for a, b in sorted(spans):
+        a, b = max(a, reach), min(b, hi)
+        if b > a:
+            total += b - a
+            reach = b
+    return total
+
 
 def _stuck(details: dict[str, Any], stuck: dict[str, Any]) -> Result:
     """The verdict on a lock stuck (or stalled) over stuck's window, for its clients."""
@@ -171,7 +261,7 @@ def _stuck(details: dict[str, Any], stuck: dict[str, Any]) -> Result:
                 tuple(stuck["clients"]),
                 stuck["start"],
                 stuck["end"],
-                evidence={"reason": stuck["reason"]},
+                evidence={k: stuck[k] for k in ("reason", "bound", "waited_s") if k in stuck},
             )
         ],
     )

@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from zkjepsen.backends.registry import backends
 from zkjepsen.checker import Result, compose, merge_valid
+from zkjepsen.checker.liveness import LivenessChecker
 from zkjepsen.checker.lock import LockChecker
 from zkjepsen.checker.power import power_of
 from zkjepsen.report import render_run
@@ -28,7 +30,7 @@ def check_history(
     linearizability checker there."""
 
     if checkers is None:
-        checkers = get_workload(spec.workload).checkers(spec.params)
+        checkers = checkers_for(spec)
     checked = with_power(compose(checkers).check(history), history, spec, checkers)
     if store_dir is not None and checked.valid is not True:
         try:
@@ -36,6 +38,17 @@ def check_history(
         except Exception as e:  # noqa: BLE001 - evidence, not the verdict
             checked.details["counterexample_error"] = f"{type(e).__name__}: {e}"
     return checked
+
+
+def checkers_for(spec: TestSpec) -> dict[str, Any]:
+    """The workload's checkers for a test, liveness bound by what its service declares: the
+    session (lease) timeout plus the backend's election time (`BackendInfo.election_s`)."""
+    checkers = get_workload(spec.workload).checkers(spec.params)
+    info = backends().get(spec.backend or "")
+    for checker in checkers.values():
+        if isinstance(checker, LivenessChecker) and info is not None:
+            checker.with_bound(spec.session_timeout_s, info.election_s)
+    return checkers
 
 
 def with_power(checked: Result, history, spec: TestSpec, checkers: dict) -> Result:

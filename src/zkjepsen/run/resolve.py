@@ -25,6 +25,7 @@ from zkjepsen.client.command import (
 )
 from zkjepsen.errors import BadInput
 from zkjepsen.recipes import RECIPES, resolve_backend, validate_recipe
+from zkjepsen.run.analysis import checkers_for
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.workloads import get_workload
 from zkjepsen.workloads.params import validate_params
@@ -315,7 +316,7 @@ def resolve(spec: TestSpec, gen: Gen | None = None) -> ResolvedTest:
         workload=workload,
         program=spec_program(spec),
         generator=gen or fault_generator(spec, names),
-        checkers=workload.checkers(spec.params),
+        checkers=checkers_for(spec),
     )
 
 

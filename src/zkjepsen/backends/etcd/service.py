@@ -64,6 +64,8 @@ SERVICE = Service(
             sizes=(1, 3, 5, 7),
             service="etcd 3.4.23",
             abilities=frozenset({"peers", "leader"}),
+            # election timeout 1 s (etcd's default) + a restarted member replaying its WAL
+            election_s=5.0,
         ),
     ),
     server_recipe=_server_recipe,

@@ -45,6 +45,8 @@ SERVICE = Service(
             _TARGET,
             nodes=3,
             ready_timeout_s=60.0,
+            # down-after 2 s + failover-timeout 6 s (cluster.py), then the clients find it
+            election_s=10.0,
             service="Redis 7.0",
             abilities=frozenset({"peers", "leader"}),
         ),

@@ -9,6 +9,7 @@ from typing import Any
 
 from zkjepsen.backends.plugin import BackendInfo, Service, ServiceOption
 from zkjepsen.backends.zookeeper import versions
+from zkjepsen.backends.zookeeper.config import ZkSettings
 from zkjepsen.errors import BadInput
 
 DEFAULT_TICK_MS = 500
@@ -132,6 +133,8 @@ SERVICE = Service(
             "a ZooKeeper ensemble of --nodes servers (3.8.0, Debian bookworm)",
             "zkjepsen.backends.zookeeper.service:zookeeper_backend",
             abilities=frozenset({"peers", "leader", "server-clock", "zk-wire"}),
+            # (initLimit + syncLimit) ticks + 5 s at tick 500 ms: 12.5 s (a restarted JVM too)
+            election_s=ZkSettings().election_limit_s,
         ),
     ),
     server_recipe=_server_recipe,

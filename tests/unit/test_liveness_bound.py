@@ -1,0 +1,63 @@
+"""The liveness bound (checker/liveness.py): after the last heal, a client that waits longer
+than the service's session timeout plus election time while nobody holds the lock is stuck,
+named with how long it waited; waiting behind other holders is a queue, not a hang."""
+
+from zkjepsen.checker.liveness import LivenessChecker
+from zkjepsen.history import Op
+from zkjepsen.report.summary import summarise
+
+S = 1_000_000_000
+FAULT = {"fault_id": 1, "phase": "start", "targets": ["c1"]}
+
+
+def _ops(recs):
+    return [
+        Op.from_dict({"index": i, "time": int(t * S), "process": p, "type": ty, "f": f, "value": v})
+        for i, (t, p, ty, f, v) in enumerate(sorted(recs, key=lambda r: r[0]))
+    ]
+
+
+def _history(holder_until=None):
+    """Client 2 asks at 5 s (the heal was at 4 s) and gets the lock at 15 s; client 1 holds
+    from 4.5 s to `holder_until` (None: it does not)."""
+    recs = [
+        (0, 1, "invoke", "acquire", None),
+        (0.5, 1, "ok", "acquire", None),
+        (1, 1, "invoke", "release", None),
+        (1.1, 1, "ok", "release", None),
+        (2, "nemesis", "info", "kill", FAULT),
+        (4, "nemesis", "info", "kill", {**FAULT, "phase": "end"}),
+        (5, 2, "invoke", "acquire", None),
+        (15, 2, "ok", "acquire", None),
+        (15.5, 2, "invoke", "release", None),
+        (15.6, 2, "ok", "release", None),
+        (20, 3, "invoke", "acquire", None),
+        (20.1, 3, "ok", "acquire", None),
+    ]
+    if holder_until is not None:
+        recs += [
+            (4.4, 1, "invoke", "acquire", None),
+            (4.5, 1, "ok", "acquire", None),
+            (holder_until, 1, "invoke", "release", None),
+            (holder_until + 0.05, 1, "ok", "release", None),
+        ]
+    return _ops(recs)
+
+
+def test_a_waiter_past_the_bound_with_the_lock_free_is_stuck_and_named():
+    unbound = LivenessChecker(grace_s=5).check(_history())
+    assert unbound.valid is True  # the old rules alone see a grant after the heal
+    res = LivenessChecker(grace_s=5).with_bound(3.0, 2.0).check(_history())
+    assert res.valid is False and res.violations[0].kind == "stuck"
+    stuck = res.details["stuck"][0]
+    assert stuck["clients"] == [2] and stuck["waited_s"] == 10.0
+    line = summarise(res)
+    assert "client 2 waited 10.0 s" in line and "5 s (session 3 s + election 2 s)" in line
+
+
+def test_waiting_behind_another_holder_is_a_queue_not_a_hang():
+    res = LivenessChecker(grace_s=5).with_bound(3.0, 2.0).check(_history(holder_until=14.9))
+    assert res.valid is True and res.details["bound_s"] == 5.0
+    assert "within 5 s (session 3 s + election 2 s)" in summarise(res)
+    # a longer bound covers the free 10 s too
+    assert LivenessChecker(grace_s=5).with_bound(3.0, 8.0).check(_history()).valid is True
