@@ -48,6 +48,7 @@ class LivenessChecker:
     def __init__(
         self,
         acquire: Iterable[str] = ("acquire",),
+        release: Iterable[str] = ("release",),
         grace_s: float = 5.0,
         min_quiet_s: float = 3.0,
         stall_s: float = 15.0,
@@ -56,6 +57,7 @@ class LivenessChecker:
     ) -> None:
         self.stall_ns = int(stall_s * S)
         self.acquire = frozenset(acquire)
+        self.release = frozenset(release)
         self.grace_ns = int(grace_s * S)
         self.min_quiet_ns = int(min_quiet_s * S)
         # A client that gives up after a short timeout and asks again within this counts as
@@ -193,10 +195,10 @@ class LivenessChecker:
         bound_ns = int(sum(self.bound) * S)
         hist = history if isinstance(history, History) else History(history)
         calls = hist.calls(validate=False)
-        held = _holds(calls, self.acquire, end)
+        held = _holds(calls, self.acquire, self.release, end)
         asking = [c for c in calls if c.invoke.f in self.acquire]
         worst: tuple[int, Any, int, int] | None = None
-        for actor, lo, hi in _asking(asking, end, self.retry_gap_ns):
+        for actor, lo, hi in _waits(asking, end, self.retry_gap_ns):
             lo = max(lo, healed)
             if hi <= lo:
                 continue
@@ -225,17 +227,56 @@ def bound_text(bound: tuple[float, float]) -> str:
     return f"{session + election:g} s (session {session:g} s + election {election:g} s)"
 
 
-def _holds(calls: list, acquire: frozenset[str], end: int) -> list[tuple[Any, int, int]]:
+def _holds(
+    calls: list, acquire: frozenset[str], release: frozenset[str], end: int
+) -> list[tuple[Any, int, int]]:
     """(actor, from, to): who may have held the lock when: from each acquire that did not
-    fail (ok, or unknown) to that client's next call (its release), or `end`."""
+    fail (ok, or unknown) to the end of that client's next release (a failed release: to its
+    next acquire), or `end`."""
     by_actor: dict[Any, list] = {}
+    for c in calls:
+        if c.invoke.f in acquire or c.invoke.f in release:
+            by_actor.setdefault(c.invoke.actor, []).append(c)
+    out = []
+    for actor, cs in by_actor.items():
+        start: int | None = None
+        for c in cs:
+            done = c.complete.time if c.complete is not None else end
+            if c.invoke.f in acquire:
+                if start is not None:  # asking again: the last hold ended by then
+                    out.append((actor, start, c.invoke.time))
+                ok = c.complete is not None and c.complete.type != "fail"
+                start = done if ok else None
+            elif start is not None and c.complete is not None and c.complete.type == "ok":
+                out.append((actor, start, done))
+                start = None
+        if start is not None:
+            out.append((actor, start, end))
+    return out
+
+
+def _waits(calls: list, end: int, gap_ns: int) -> list[tuple[Any, int, int]]:
+    """(actor, from, to): each client's waits for the lock: its acquire attempts joined where
+    the next began within gap_ns of the last one's end, each wait ending at a grant (or a
+    pending call's `end`)."""
+    by_actor: dict[Any, list[Any]] = {}
     for c in calls:
         by_actor.setdefault(c.invoke.actor, []).append(c)
     out = []
     for actor, cs in by_actor.items():
-        for c, nxt in zip(cs, [*cs[1:], None], strict=True):
-            if c.invoke.f in acquire and c.complete is not None and c.complete.type != "fail":
-                out.append((actor, c.complete.time, nxt.invoke.time if nxt else end))
+        lo: int | None = None
+        hi = 0
+        for c in sorted(cs, key=lambda c: c.invoke.time):
+            if lo is not None and c.invoke.time - hi > gap_ns:
+                out.append((actor, lo, hi))
+                lo = None
+            lo = c.invoke.time if lo is None else lo
+            hi = c.complete.time if c.complete is not None else end
+            if c.complete is not None and c.complete.type == "ok":
+                out.append((actor, lo, hi))
+                lo = None
+        if lo is not None:
+            out.append((actor, lo, hi))
     return out
 
 

@@ -85,7 +85,7 @@ class LockWorkload:
             "lock": LockChecker(
                 **names, fail_on=("effect",) if effect_only else ("belief", "effect")
             ),
-            "liveness": LivenessChecker(acquire=(self.acquire_f,)),
+            "liveness": LivenessChecker(acquire=(self.acquire_f,), release=(self.release_f,)),
             # every client that asked for the lock got it at least once (or starved cleanly),
             # no errors, and releases that worked (see checker/fairness.py)
             "exercised": Exercised(

@@ -1,0 +1,113 @@
+"""Catalogue scenarios for lock failures reported since 2022 (Curator's LeaderLatch, kazoo's
+Lock after the servers die, etcd's sessions), each run against the versions Debian ships.
+
+Read at their source: CURATOR-696 (apache/curator#1211, fixed by PR 500 in Curator 5.7.0: the
+latch checks that its node's ephemeral owner is its own session before leading); kazoo #282
+(open: `Lock.acquire` hanging after the servers were `kill -9`ed and restarted); etcd #17470
+(a `concurrency.Session`'s lease "kept alive after the client unexpectedly exits").
+"""
+
+from __future__ import annotations
+
+from zkjepsen.nemesis.generator import fault, on, sleep, steps
+from zkjepsen.nemesis.triggers import on_acquire, on_invoke
+from zkjepsen.reproduce.scenario import Scenario
+from zkjepsen.reproduce.scenario import expect as _x
+
+BELIEF = _x(("lock:belief",))
+LIVE = _x(absent=("liveness:stuck",))
+CLEAN = _x(absent=("lock:belief", "liveness:stuck"))
+
+# CURATOR-696's steps, the waiter's side: a latch waits behind the leader; ZooKeeper goes away
+# for it past its session (its proxy keeps the old session, and the old node, alive on the
+# servers meanwhile); Curator gives the session up on its own clock after SUSPENDED has lasted
+# a session timeout, and reconnects at the heal with a new one. LeaderLatch before 5.7.0 answers
+# RECONNECTED with getChildren and checkLeadership on its old path: first in line (the leader
+# released meanwhile), it leads; the servers expire the old session a session timeout later,
+# delete the node, and the other latch leads too.
+LATCH_696 = {
+    "workload": "election",
+    "nemesis": ["proxy-hold-session"],
+    "proxy": True,
+    "clients": 2,
+    "time_limit_s": 30.0,
+    "recovery_s": 5.0,
+    "params": {
+        "resource": "unguarded",
+        "hold_s": 6.0,
+        "hold_fixed": True,
+        "acquire_timeout_s": 30.0,
+        "request_timeout_s": 30.0,
+    },
+}
+WAITER_GONE_696 = steps(
+    sleep(3),
+    on(on_invoke("elected", delay_s=0.3, retries=10), fault("proxy-hold-session", duration=7.0)),
+)
+CURATOR_696 = "CURATOR-696 (https://github.com/apache/curator/issues/1211), fixed by PR 500"
+
+REPORTS = [
+    Scenario(
+        "curator-696-latch-old-path",
+        "LeaderLatch leads on its expired session's node after a reconnect (CURATOR-696)",
+        "1. Two LeaderLatch clients (Curator 5.4.0, bookworm); holds of 6 s. 2. The latch that "
+        "has waited 0.3 s is cut off from ZooKeeper for 7 s (its proxy keeps its old session "
+        "alive). 3. Curator expires the session itself after 3 s of SUSPENDED and reconnects "
+        "with a new one at the heal. 4. The latch finds its old node first in line and leads. "
+        "5. The servers expire the old session and delete that node; the other latch leads "
+        "beside it: two leaders.",
+        LATCH_696,
+        {"curator-java-latch": BELIEF},
+        source=CURATOR_696,
+        schedule=WAITER_GONE_696,
+    ),
+    Scenario(
+        "curator-696-latch-old-path-fixed",
+        "the same reconnect on Curator 5.7.1 (trixie), after the fix",
+        "The schedule of curator-696-latch-old-path on Curator 5.7.1: the latch checks that its "
+        "node's ephemeral owner is its new session before leading, finds the old one, resets "
+        "and queues again: one leader at a time.",
+        {**LATCH_696, "service": {"name": "zookeeper", "client_suite": "trixie"}},
+        {"curator-java-latch": _x(absent=("lock:belief",))},
+        source=CURATOR_696,
+        schedule=WAITER_GONE_696,
+    ),
+    Scenario(
+        "kazoo-282-servers-killed",
+        "kazoo's Lock after a majority of the servers is kill -9ed and restarted (kazoo #282)",
+        "1. Five kazoo clients contend for the Lock. 2. At 5 s two of the three servers are "
+        "SIGKILLed: the ensemble stops serving for 8 s. 3. They restart. 4. Within the "
+        "liveness bound (the session timeout plus ZooKeeper's election time) every client "
+        "still asking gets the lock: kazoo 2.9 reconnects its sessions and its waiters re-list "
+        "(no acquire hangs).",
+        {
+            "workload": "lock",
+            "nemesis": ["kill-majority"],
+            "time_limit_s": 35.0,
+            "params": {"resource": "unguarded", "hold_s": 0.4},
+        },
+        {"kazoo": LIVE},
+        source="kazoo issue 282 (https://github.com/python-zk/kazoo/issues/282)",
+        schedule=steps(sleep(5), fault("kill-majority", duration=8.0)),
+    ),
+    Scenario(
+        "etcd-17470-dead-holder-lease",
+        "the lock holder's process dies: its session's lease must not outlive it (etcd#17470)",
+        "1. Five clients take concurrency.Mutex (or the Lock RPC) on a Session with a 2 s "
+        "lease. 2. The holder is SIGKILLed as it acquires. 3. Nothing keeps its lease alive: "
+        "etcd expires it, deletes the lock key, and the next waiter acquires within the "
+        "liveness bound (lease + election time). The report's lease that lived on needs a "
+        "client that outlives its lock's user (a goroutine gone, the process alive); a process "
+        "that dies takes its keep-alives with it.",
+        {
+            "session_timeout_s": 2.0,
+            "time_limit_s": 20.0,
+            "workload": "lock",
+            "nemesis": ["kill-client"],
+            "params": {"resource": "unguarded", "hold_s": 0.4},
+        },
+        {"etcd-mutex-go": CLEAN, "etcd-lock-rpc": CLEAN},
+        source="https://github.com/etcd-io/etcd/issues/17470",
+        schedule=steps(sleep(4), on(on_acquire(retries=10), fault("kill-client", duration=3.0))),
+    ),
+]
