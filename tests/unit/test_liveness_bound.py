@@ -61,3 +61,17 @@ def test_waiting_behind_another_holder_is_a_queue_not_a_hang():
     assert "within 5 s (session 3 s + election 2 s)" in summarise(res)
     # a longer bound covers the free 10 s too
     assert LivenessChecker(grace_s=5).with_bound(3.0, 8.0).check(_history()).valid is True
+
+
+def test_the_bound_is_the_session_timeout_plus_what_the_backend_declares():
+    from zkjepsen.backends.registry import backends
+    from zkjepsen.run.analysis import checkers_for
+    from zkjepsen.run.resolve import validate_spec
+    from zkjepsen.run.spec import TestSpec
+
+    for recipe, backend in (("kazoo", "zookeeper"), ("etcd-mutex-go", "etcd")):
+        spec = TestSpec(recipe=recipe, session_timeout_s=3.0)
+        validate_spec(spec)
+        live = checkers_for(spec)["liveness"]
+        assert live.bound == (3.0, backends()[backend].election_s)
+    assert backends()["zookeeper"].election_s == 12.5  # (10 + 5) ticks of 500 ms + 5 s

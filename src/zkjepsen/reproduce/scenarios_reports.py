@@ -94,7 +94,7 @@ REPORTS = [
     Scenario(
         "etcd-17470-dead-holder-lease",
         "the lock holder's process dies: its session's lease must not outlive it (etcd#17470)",
-        "1. Five clients take concurrency.Mutex (or the Lock RPC) on a Session with a 2 s "
+        "1. Five clients take concurrency.Mutex on a Session with a 2 s "
         "lease. 2. The holder is SIGKILLed as it acquires. 3. Nothing keeps its lease alive: "
         "etcd expires it, deletes the lock key, and the next waiter acquires within the "
         "liveness bound (lease + election time). The report's lease that lived on needs a "
@@ -107,7 +107,7 @@ REPORTS = [
             "nemesis": ["kill-client"],
             "params": {"resource": "unguarded", "hold_s": 0.4},
         },
-        {"etcd-mutex-go": CLEAN, "etcd-lock-rpc": CLEAN},
+        {"etcd-mutex-go": CLEAN},
         source="https://github.com/etcd-io/etcd/issues/17470",
         schedule=steps(sleep(4), on(on_acquire(retries=10), fault("kill-client", duration=3.0))),
     ),
