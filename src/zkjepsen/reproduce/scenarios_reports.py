@@ -89,7 +89,9 @@ REPORTS = [
         {"kazoo": LIVE},
         source="kazoo issue 282 (https://github.com/python-zk/kazoo/issues/282)",
         # whoever acquires first after 5 s: the kill lands among holds and waits
-        schedule=steps(sleep(5), on(on_acquire(), fault("kill-majority", duration=8.0))),
+        schedule=steps(
+            sleep(5), on(on_acquire(), fault("kill-majority", target="majority", duration=8.0))
+        ),
     ),
     Scenario(
         "etcd-17470-dead-holder-lease",
