@@ -76,10 +76,10 @@ REPORTS = [
         "kazoo-282-servers-killed",
         "kazoo's Lock after a majority of the servers is kill -9ed and restarted (kazoo #282)",
         "1. Five kazoo clients contend for the Lock. 2. At the first grant after 5 s two of "
-        "the three servers are SIGKILLed: the ensemble stops serving for 8 s. 3. They restart. 4. Within the "
-        "liveness bound (the session timeout plus ZooKeeper's election time) every client "
-        "still asking gets the lock: kazoo 2.9 reconnects its sessions and its waiters re-list "
-        "(no acquire hangs).",
+        "the three servers are SIGKILLed: the ensemble stops serving for 8 s. 3. They "
+        "restart. 4. Within the liveness bound (the session timeout plus ZooKeeper's "
+        "election time) every client still asking gets the lock: kazoo 2.11 reconnects its "
+        "sessions and its waiters re-list (no acquire hangs).",
         {
             "workload": "lock",
             "nemesis": ["kill-majority"],
