@@ -2,6 +2,8 @@
 than the service's session timeout plus election time while nobody holds the lock is stuck,
 named with how long it waited; waiting behind other holders is a queue, not a hang."""
 
+import re
+
 from zkjepsen.checker.liveness import LivenessChecker
 from zkjepsen.history import Op
 from zkjepsen.report.summary import summarise
@@ -75,3 +77,27 @@ def test_the_bound_is_the_session_timeout_plus_what_the_backend_declares():
         live = checkers_for(spec)["liveness"]
         assert live.bound == (3.0, backends()[backend].election_s)
     assert backends()["zookeeper"].election_s == 12.5  # (10 + 5) ticks of 500 ms + 5 s
+
+
+def test_the_reports_since_2022_are_in_the_catalogue_with_their_sources():
+    from zkjepsen.reproduce.scenarios import SCENARIOS
+
+    assert len(SCENARIOS) >= 24
+    sources = {
+        "curator-696-latch-old-path": "CURATOR-696",
+        "curator-696-latch-old-path-fixed": "CURATOR-696",
+        "kazoo-282-servers-killed": "kazoo/issues/282",
+        "etcd-17470-dead-holder-lease": "etcd/issues/17470",
+    }
+    for name, ticket in sources.items():
+        # readable steps: "1. ... 2. ..."
+        assert ticket in SCENARIOS[name].source and re.search(r"\d\. [A-Z]", SCENARIOS[name].why)
+    # before the fix two leaders, after it none, on the same schedule
+    before, after = (
+        SCENARIOS["curator-696-latch-old-path"],
+        SCENARIOS["curator-696-latch-old-path-fixed"],
+    )
+    assert before.schedule is after.schedule
+    assert after.spec("curator-java-latch").service.given() == {"client_suite": "trixie"}
+    assert "lock:belief" in before.expect["curator-java-latch"].present
+    assert "lock:belief" in after.expect["curator-java-latch"].absent

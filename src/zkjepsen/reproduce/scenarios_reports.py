@@ -64,9 +64,10 @@ REPORTS = [
     Scenario(
         "curator-696-latch-old-path-fixed",
         "the same reconnect on Curator 5.7.1 (trixie), after the fix",
-        "The schedule of curator-696-latch-old-path on Curator 5.7.1: the latch checks that its "
-        "node's ephemeral owner is its new session before leading, finds the old one, resets "
-        "and queues again: one leader at a time.",
+        "Steps 1-3 of curator-696-latch-old-path on Curator 5.7.1 (trixie). 4. The latch "
+        "checks that its node's ephemeral owner is its new session before leading, finds the "
+        "old session's, resets and queues again. 5. The other latch leads; one leader at a "
+        "time.",
         {**LATCH_696, "service": {"name": "zookeeper", "client_suite": "trixie"}},
         {"curator-java-latch": _x(absent=("lock:belief",))},
         source=CURATOR_696,
