@@ -81,6 +81,7 @@ class _Facts:
         self.forced_by: dict[int, int] = {}  # kept crashed op -> the op that read its value
         self.reads: dict[int, list[int]] = {}  # epoch -> its pure reads
         self.block_keys: list[tuple[Any, Any]] = []  # per block: its place in a valid order
+        self.bounds: tuple[Any, ...] = ()  # the last round's (ef, es, bf, bs, chains), for guesses
         self.by_start: list[int] = []  # the writers (kept or not) in call order, once needed
 
     def load(self) -> bool:
@@ -299,6 +300,7 @@ def _conflict(facts: _Facts, chains: list[list[int]], kept: list[int]) -> set[in
         bf.append(lo)
         bs.append(top)
     facts.block_keys = [(min(f, s), max(f, s)) for f, s in zip(bf, bs, strict=True)]
+    facts.bounds = (ef, es, bf, bs, chains)
     pair = _two_cycle(bf, bs)
     if pair is None:
         return None
