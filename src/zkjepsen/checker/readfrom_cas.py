@@ -14,11 +14,17 @@ valid with each failed cas made a read of the value it saw there, and with those
 read-from path (complete for reads) finds a linearization, replayed with the failed cas as it
 is. The value is guessed: those just before and after old in the linearization, then those
 written last before the failed cas returned (a crashed write nobody read included: the read
-then keeps it). readfrom.py decides again after each guess; a conflict refutes only when the
-search confirms its core (with the failed cas as it is), otherwise the guesses in its core (or
-all) move on. (Until 2026-11-26 the path gave up at the first such failed cas, about one per
-150 k ops in 5-client histories with crashes: every long valid history fell to the search and
-ended unknown; issue 39.)"""
+then keeps it), those the last round's blocks have room for by real time first (`_Fit`).
+readfrom.py decides again after each guess. A core with a guessed failed cas in it proves
+nothing: restricted to the core, a linearization loses the write that failed cas really saw
+(the guess may be wrong), so it may look stuck where the partition is not; one without is
+made of the history's own facts and refutes (the search confirms it, with each failed cas as
+it is). Otherwise one guess of the core moves on to its next value: the one moved least, the
+earliest guessed of those (moving them all at once dropped right guesses with the wrong).
+(Until 2026-11-26 the path gave up at the first such failed cas, about one per 150 k ops in
+5-client histories with crashes: every long valid history fell to the search and ended
+unknown; issue 39. Until the guesses were ranked by `_Fit` and moved on one at a time, those
+whose crashed ops are all cas and reads still did: benchmarks/crash_cliff.py's "-nocw".)"""
 
 from __future__ import annotations
 
@@ -104,6 +110,7 @@ def guess(facts: Any, guesses: dict[int, list[Any]], which: list[int]) -> bool:
         if not left:
             return False
         facts.rv[r] = left.pop(0)
+        facts.tried[r] = facts.tried.get(r, 0) + 1
     gone = set(which)
     facts.nots = [r for r in facts.nots if r not in gone]
     return True
