@@ -244,6 +244,29 @@ _OTHER_LOG_LINE = re.compile(
 )
 
 
+def _int(tok: str) -> int | None:
+    """A plain decimal integer as EDN reads it (no sign but '-', no leading zero), or None."""
+    digits = tok[1:] if tok[:1] == "-" else tok
+    if digits.isdigit() and digits.isascii() and (digits[0] != "0" or digits == "0"):
+        return int(tok)
+    return None
+
+
+def _quick_value(raw: str) -> Any:
+    """What parse_edn makes of the values a register's log is made of (an integer, or a
+    vector of two, as a cas's), without it; _atoms_miss for anything else."""
+    v = _int(raw)
+    if v is not None:
+        return v
+    if raw[:1] == "[" and raw[-1:] == "]":
+        pair = raw[1:-1].split(" ")
+        if len(pair) == 2:
+            a, b = _int(pair[0]), _int(pair[1])
+            if a is not None and b is not None:
+                return [a, b]
+    return _atoms_miss
+
+
 def read_jepsen_log(text: str, source: str = "jepsen-log") -> History:
     """Jepsen log lines `jepsen.util - <process> :<type> :<f> <edn value>`.
 
@@ -260,27 +283,43 @@ def read_jepsen_log(text: str, source: str = "jepsen-log") -> History:
     ops: list[Op] = []
     lines: list[int] = []
     values: dict[str, Any] = {}  # raw EDN -> value: a log repeats a handful of values
+    fields: dict[tuple[str, str], tuple[str, str]] = {}  # (":ok", ":cas") -> ("ok", "cas")
     for n, line in enumerate(text.splitlines(), 1):
-        if "jepsen.util - " not in line:
+        at = line.find("jepsen.util - ")
+        if at < 0:
             if line.strip() and not line[0].isspace() and not _OTHER_LOG_LINE.match(line):
                 raise BadInput(f"{source} line {n}: not a Jepsen log line: {line[:60]!r}")
             continue
-        m = _JEPSEN_LINE.search(line)
-        if m is None:
-            raise BadInput(f"{source} line {n}: not a '<process> :<type> :<f> <value>' record")
-        proc, typ, f, raw = m.groups()
-        if typ not in ("invoke", "ok", "fail", "info"):
-            raise BadInput(f"{source} line {n}: unknown type :{typ}")
-        if proc.lstrip("-").isdigit():
+        # The usual line, `<process>\t:<type>\t:<f>\t<value>`, split on its tabs; any
+        # other spacing goes through the regular expression (same fields either way).
+        parts = line[at + 14 :].split("\t")
+        tf = fields.get((parts[1], parts[2])) if len(parts) == 4 else None
+        if tf is not None and (parts[0].isdigit() or parts[0].split() == [parts[0]]):
+            typ, f = tf
+            proc, raw = parts[0], parts[3].lstrip()
+        else:
+            m = _JEPSEN_LINE.search(line)
+            if m is None:
+                raise BadInput(f"{source} line {n}: not a '<process> :<type> :<f> <value>' record")
+            proc, typ, f, raw = m.groups()
+            if typ not in ("invoke", "ok", "fail", "info"):
+                raise BadInput(f"{source} line {n}: unknown type :{typ}")
+            if len(parts) == 4 and parts[1] == ":" + typ and parts[2] == ":" + f:
+                fields[parts[1], parts[2]] = (typ, f)
+        if proc.isdigit() and proc.isascii():
             process: int | str = int(proc)
+        elif proc.lstrip("-").isdigit():
+            process = int(proc)
         else:
             process = proc.lstrip(":")
         value = values.get(raw, _atoms_miss)
         if value is _atoms_miss:
-            vals = parse_edn(raw, source, n) if raw.strip() else [None]
-            value = vals[0] if len(vals) == 1 else vals
-            if value is None or isinstance(value, (int, str)):
-                values[raw] = value  # only immutable values are shared between ops
+            value = _quick_value(raw)
+            if value is _atoms_miss:
+                vals = parse_edn(raw, source, n) if raw.strip() else [None]
+                value = vals[0] if len(vals) == 1 else vals
+                if value is None or isinstance(value, (int, str)):
+                    values[raw] = value  # only immutable values are shared between ops
         pos = len(ops)
         ops.append(Op(pos, pos, process, typ, f, None, value))
         lines.append(n)
