@@ -131,6 +131,7 @@ def test_jepsen_log_usual_lines_read_as_every_other_line():
         "INFO  jepsen.util - 3\t:ok\t:cas\t[1 4]", "INFO  jepsen.util - 0\t:invoke\t:write\t-0",
         "INFO  jepsen.util - 12\t:ok\t:read\tnil", "INFO  jepsen.util - 1\t:ok\t:read\t007",
         "INFO  jepsen.util - 1 :ok :read 5", "INFO  jepsen.util - 2\t:info\t:write\t:timed-out",
+        "INFO  jepsen.util - 2\t:info\t:write\t:timed-outx",
         "INFO  jepsen.util - :nemesis\t:info\t:start\tnil",
         "INFO  jepsen.util - 4\t:ok\t:cas\t[1  4]",
         "INFO  jepsen.util - 4\t:fail\t:cas\t[-1 20]", "INFO  jepsen.util - 5\t:ok\t:read\t3 ",

@@ -244,16 +244,16 @@ _OTHER_LOG_LINE = re.compile(
 )
 
 
-# A Jepsen log's usual line (`INFO  jepsen.util - 3\t:ok\t:cas\t[1 4]`, a number, a pair of
-# numbers or nil) in one regular expression run over the whole text, or any other line whole
-# (the last group), which read_jepsen_log then reads as it reads every line. The usual line
-# holds no 'j' before `jepsen.util - ` and no character str.splitlines splits on, so it is
-# one line of text.splitlines() and _JEPSEN_LINE reads the same fields from it.
+# A Jepsen log's usual line (`INFO  jepsen.util - 3\t:ok\t:cas\t[1 4]`: a number, a pair of
+# numbers, nil or :timed-out) in one regular expression run over the whole text, or any other
+# line whole (the last group), which read_jepsen_log then reads as it reads every line. The
+# usual line holds no 'j' before `jepsen.util - ` and no character str.splitlines splits on,
+# so it is one line of text.splitlines() and _JEPSEN_LINE reads the same fields from it.
 _SEP = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 _NUM = "-?(?:0|[1-9][0-9]*)"
 _USUAL_LINE = re.compile(
     rf"^(?:[^\tj{_SEP}]*jepsen\.util - ([0-9]+)\t:(invoke|ok|fail|info)\t:([\w-]+)\t"
-    rf"(?:({_NUM})|\[({_NUM}) ({_NUM})\]|nil)(?=\n|\Z)|([^\n]*))\n?",
+    rf"(?:({_NUM})|\[({_NUM}) ({_NUM})\]|nil|(:timed-out))(?=\n|\Z)|([^\n]*))\n?",
     re.M,
 )
 
@@ -276,11 +276,13 @@ def read_jepsen_log(text: str, source: str = "jepsen-log") -> History:
     values: dict[str, Any] = {}  # raw EDN -> value: a log repeats a handful of values
     n = 0
     append, new = ops.append, Op
-    for proc, typ, f, num, a, b, other in _USUAL_LINE.findall(text):
+    names: dict[str, str] = {}  # each type and f once, not once per op
+    for proc, typ, f, num, a, b, out, other in _USUAL_LINE.findall(text):
         n += 1
         if typ:
-            value = int(num) if num else [int(a), int(b)] if a else None
+            value = int(num) if num else [int(a), int(b)] if a else "timed-out" if out else None
             pos = len(ops)
+            typ, f = names.setdefault(typ, typ), names.setdefault(f, f)
             append(new(pos, pos, int(proc), typ, f, None, value))
             lines.append(n)
             continue
