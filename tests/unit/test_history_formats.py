@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from zkjepsen.errors import BadInput
+from zkjepsen.history import formats
 from zkjepsen.history.formats import (
     detect_format,
     parse_edn,
@@ -118,3 +121,36 @@ def test_json_array_and_detection(tmp_path):
     assert read_history(p).ops[0].f == "acquire"
     with pytest.raises(BadInput, match="unknown format"):
         read_history(p, "yaml")
+
+
+def test_jepsen_log_usual_lines_read_as_every_other_line():
+    """The one-regex path for usual lines (formats._USUAL_LINE) gives the ops and line
+    numbers that reading each line on its own gives, on random mixes of usual lines and
+    near misses (spacing, leading zeros, other separators, other loggers' lines)."""
+    pieces = [
+        "INFO  jepsen.util - 3\t:ok\t:cas\t[1 4]", "INFO  jepsen.util - 0\t:invoke\t:write\t-0",
+        "INFO  jepsen.util - 12\t:ok\t:read\tnil", "INFO  jepsen.util - 1\t:ok\t:read\t007",
+        "INFO  jepsen.util - 1 :ok :read 5", "INFO  jepsen.util - 2\t:info\t:write\t:timed-out",
+        "INFO  jepsen.util - 2\t:info\t:write\t:timed-outx",
+        "INFO  jepsen.util - :nemesis\t:info\t:start\tnil",
+        "INFO  jepsen.util - 4\t:ok\t:cas\t[1  4]",
+        "INFO  jepsen.util - 4\t:fail\t:cas\t[-1 20]", "INFO  jepsen.util - 5\t:ok\t:read\t3 ",
+        "jj INFO  jepsen.util - 6\t:ok\t:read\t3", "INFO  jepsen.util - 7\t:ok\t:read\t3\r",
+        "INFO  jepsen.util - 8\t:ok\t:read\t3\x85INFO  jepsen.util - 9\t:ok\t:read\t4",
+        "2017-01-01 INFO some.other - thing", "", "   at trace",
+        "INFO  jepsen.util - 1\t:ok\t:w-x\t1",
+    ]  # fmt: skip
+    rng = random.Random("jepsen-usual")
+    for _ in range(300):
+        text = "\n".join(rng.choice(pieces) for _ in range(rng.randrange(1, 12)))
+        text += rng.choice(["", "\n", "\r\n"])
+        ops: list = []
+        lines: list = []
+        for n, line in enumerate(text.splitlines(), 1):
+            formats._other_line(line, n, "x", ops, lines, {})
+        want = [(o.process, o.type, o.f, o.value) for o in ops]
+        if not ops:
+            continue
+        got = read_jepsen_log(text)
+        assert [(o.process, o.type, o.f, o.value) for o in got.ops] == want, text
+        assert got.lines == lines, text

@@ -63,7 +63,7 @@ from zkjepsen.checker.model_base import ILLEGAL, cas_value, read_not, read_value
 from zkjepsen.checker.readfrom_cas import INF, NO, candidates, guess, place_failed_cas
 from zkjepsen.checker.wgl import Outcome, run
 
-ROUNDS = 8  # decisions per partition, each after guessing what unplaced failed cas read
+ROUNDS = 12  # decisions per partition, each after guessing what unplaced failed cas read
 
 
 class _Facts:
@@ -81,6 +81,8 @@ class _Facts:
         self.forced_by: dict[int, int] = {}  # kept crashed op -> the op that read its value
         self.reads: dict[int, list[int]] = {}  # epoch -> its pure reads
         self.block_keys: list[tuple[Any, Any]] = []  # per block: its place in a valid order
+        self.bounds: tuple[Any, ...] = ()  # the last round's (ef, es, bf, bs, chains), for guesses
+        self.tried: dict[int, int] = {}  # guessed failed cas -> values it was given
         self.by_start: list[int] = []  # the writers (kept or not) in call order, once needed
 
     def load(self) -> bool:
@@ -170,15 +172,12 @@ def _rounds(facts: _Facts) -> tuple[bool, Outcome] | None:
             bad = found if isinstance(found, set) else _conflict(facts, found, kept)
             chains = [] if isinstance(found, set) else found
         if bad is not None:
-            # A core with a guessed failed cas in it proves nothing: restricted to the core,
-            # a linearization loses the write that failed cas really saw (the guess may be
-            # wrong), so it may look stuck where the partition is not. One without is made of
-            # the history's own facts, and stands as the docstring argues.
+            # A core with a guess in it proves nothing (readfrom_cas.py): one guess moves on.
             core = set(facts.closure(bad))
             wrong = [r for r in guesses if r in core]
             if not wrong:
                 return _refute(facts, bad)
-            if not guess(facts, guesses, wrong):
+            if not guess(facts, guesses, [min(wrong, key=facts.tried.__getitem__)]):
                 return None
             continue
         seq, unplaced = _certify(facts, chains)
@@ -299,6 +298,7 @@ def _conflict(facts: _Facts, chains: list[list[int]], kept: list[int]) -> set[in
         bf.append(lo)
         bs.append(top)
     facts.block_keys = [(min(f, s), max(f, s)) for f, s in zip(bf, bs, strict=True)]
+    facts.bounds = (ef, es, bf, bs, chains)
     pair = _two_cycle(bf, bs)
     if pair is None:
         return None

@@ -14,11 +14,17 @@ valid with each failed cas made a read of the value it saw there, and with those
 read-from path (complete for reads) finds a linearization, replayed with the failed cas as it
 is. The value is guessed: those just before and after old in the linearization, then those
 written last before the failed cas returned (a crashed write nobody read included: the read
-then keeps it). readfrom.py decides again after each guess; a conflict refutes only when the
-search confirms its core (with the failed cas as it is), otherwise the guesses in its core (or
-all) move on. (Until 2026-11-26 the path gave up at the first such failed cas, about one per
-150 k ops in 5-client histories with crashes: every long valid history fell to the search and
-ended unknown; issue 39.)"""
+then keeps it), those the last round's blocks have room for by real time first (`_Fit`).
+readfrom.py decides again after each guess. A core with a guessed failed cas in it proves
+nothing: restricted to the core, a linearization loses the write that failed cas really saw
+(the guess may be wrong), so it may look stuck where the partition is not; one without is
+made of the history's own facts and refutes (the search confirms it, with each failed cas as
+it is). Otherwise one guess of the core moves on to its next value: the one moved least, the
+earliest guessed of those (moving them all at once dropped right guesses with the wrong).
+(Until 2026-11-26 the path gave up at the first such failed cas, about one per 150 k ops in
+5-client histories with crashes: every long valid history fell to the search and ended
+unknown; issue 39. Until the guesses were ranked by `_Fit` and moved on one at a time, those
+whose crashed ops are all cas and reads still did: benchmarks/crash_cliff.py's "-nocw".)"""
 
 from __future__ import annotations
 
@@ -60,9 +66,13 @@ def place_failed_cas(facts: Any, seq: list[int]) -> tuple[list[int], list[int]]:
         old = facts.ops[r].action[1]
         a, b = max(floor, win.earliest(starts[r])), win.latest(ends[r])
         g = a if value[a] != old else next_w[a] + 1
+        if g in win.used and wv[win.used[g]] == old:  # a crashed write made it old here
+            g = next_w[g] + 1
         if g > b:
             g = next_w[a]
-            w = None if g > b or (g < m and rv[seq[g]] is not NO) else win.spare(g, value[g])
+            w = None
+            if g <= b and (g == m or rv[seq[g]] is NO):
+                w = win.spare(g, value[g], ends[r])
             if w is None:
                 unplaced.append(r)
                 continue
@@ -70,6 +80,18 @@ def place_failed_cas(facts: Any, seq: list[int]) -> tuple[list[int], list[int]]:
                 inserts.append((g, 0, -INF, w))
         inserts.append((g, 1, starts[r], r))
         heappush(returned, (ends[r], g))
+    # At a gap given a crashed write, a failed cas that does not need it (its old is not the
+    # value there) goes before it if called before the first that does, or if it returned
+    # before the crashed write was called.
+    need: dict[int, Any] = {}
+    for g, one, start, r in inserts:
+        if one and g in win.used and value[g] == facts.ops[r].action[1]:
+            need[g] = min(need.get(g, INF), start)
+    for k, (g, one, start, r) in enumerate(inserts):
+        w = win.used.get(g)
+        if one and w is not None and value[g] != facts.ops[r].action[1]:
+            if start < need.get(g, INF) or ends[r] < starts[w]:
+                inserts[k] = (g, -1, start, r)
     inserts.sort()
     out: list[int] = []
     k = 0
@@ -88,6 +110,7 @@ def guess(facts: Any, guesses: dict[int, list[Any]], which: list[int]) -> bool:
         if not left:
             return False
         facts.rv[r] = left.pop(0)
+        facts.tried[r] = facts.tried.get(r, 0) + 1
     gone = set(which)
     facts.nots = [r for r in facts.nots if r not in gone]
     return True
@@ -106,6 +129,7 @@ def candidates(facts: Any, seq: list[int], unplaced: list[int]) -> dict[int, lis
     keys = [starts[i] for i in by_start]
     pos = {i: k for k, i in enumerate(seq)}
     out: dict[int, list[Any]] = {}
+    fit = _Fit(facts)
     for r in unplaced:
         old = facts.ops[r].action[1]
         near: list[Any] = []
@@ -124,8 +148,83 @@ def candidates(facts: Any, seq: list[int], unplaced: list[int]) -> dict[int, lis
         for v in near:
             if v != old and v not in values and (v == facts.init or v in facts.writer):
                 values.append(v)
+        # Those the last round's blocks have room for first (a stable sort: likeliest first
+        # within each kind): a guess the real-time bounds rule out only costs a round.
+        values.sort(key=lambda v: fit.fits(v, r))
         out[r] = values[:CANDIDATES]
     return out
+
+
+class _Fit:
+    """Whether a failed cas r, made a read of u, fits the last round's blocks by real time
+    alone (readfrom.py's _conflict on one epoch): u's epoch, with r's interval in it, must not
+    end before an earlier epoch of its chain started nor start after a later one ended, and its
+    block must not then make a two-cycle with another block. Only an order for guesses: a
+    guess that fits may still conflict with another, one that does not is tried last.
+    `fits` says 0 (fits), 1 (not judged) or 2 (does not fit)."""
+
+    def __init__(self, facts: Any) -> None:
+        self.facts = facts
+        ef, es, self.bf, self.bs, chains = facts.bounds
+        self.at: dict[int, tuple[int, Any, Any]] = {}  # epoch -> block, top before, low after
+        self.top: list[Any] = []  # per block: the latest start of its ops
+        for b, chain in enumerate(chains):
+            low = INF
+            after = []
+            for e in reversed(chain):
+                after.append(low)
+                low = min(low, ef[e])
+            top = -INF
+            for e, lo in zip(chain, reversed(after), strict=True):
+                self.at[e] = (b, top, lo)
+                top = max(top, es[e])
+            self.top.append(top)
+        self.last = {chain[-1] for chain in chains}
+        self.ef, self.es = ef, es
+        self.order = sorted(range(len(self.bf)), key=self.bf.__getitem__)
+        self.fs = [self.bf[b] for b in self.order]
+        self.best: list[tuple[int, int]] = [(-1, -1)]  # two blocks of largest s, by f
+        bs = self.bs
+        for b in self.order:
+            b1, b2 = self.best[-1]
+            if b1 < 0 or bs[b] > bs[b1]:
+                b1, b2 = b, b1
+            elif b2 < 0 or bs[b] > bs[b2]:
+                b2 = b
+            self.best.append((b1, b2))
+
+    def fits(self, u: Any, r: int) -> int:
+        facts = self.facts
+        start, end = facts.starts[r], facts.ends[r]
+        e = facts.writer.get(u, facts.n)
+        if facts.starts[e] > end:
+            return 2
+        start = max(start, facts.starts[e])
+        where = self.at.get(e)
+        if where is not None:
+            b, top, low = where
+            if end < top or start > low:
+                return 2
+            return self._alone(b, min(self.bf[b], end), max(self.bs[b], start))
+        if facts.rv[e] is NO:  # a crashed blind write nobody read: a block of its own
+            return self._alone(-1, end, start)
+        # A crashed cas nobody read: its epoch would end the chain of the value it reads.
+        v = facts.rv[e]
+        w = facts.writer.get(v, facts.n if v == facts.init else -1)
+        if w not in self.at:
+            return 1
+        if w not in self.last:
+            return 2  # (two cas would read one value)
+        b = self.at[w][0]
+        if end < self.top[b]:
+            return 2
+        return self._alone(b, min(self.bf[b], end), max(self.bs[b], start))
+
+    def _alone(self, b: int, f: Any, s: Any) -> int:
+        """Whether a block b with f and s makes no two-cycle with another block."""
+        b1, b2 = self.best[bisect_left(self.fs, s)]
+        y = b2 if b1 == b else b1
+        return 0 if y < 0 or not self.bs[y] > f else 2
 
 
 class _Windows:
@@ -165,13 +264,13 @@ class _Windows:
         """The last gap before every op that starts after `end`."""
         return self.before[bisect_right(self.start_keys, end)]
 
-    def spare(self, g: int, value: Any) -> int | None:
-        """A crashed write nothing read that may go at gap g (where the register holds
-        `value`): -1 if one is there already, None if none may."""
+    def spare(self, g: int, value: Any, end: Any) -> int | None:
+        """A crashed write nothing read, called before `end`, that may go at gap g (where the
+        register holds `value`): -1 if one is there already, None if none may."""
         if g in self.used:
-            return -1
+            return -1 if self.starts[self.used[g]] < end else None
         for pool in (self.blind, self.cas.get(value, [])):  # each in call order
-            if pool and self.earliest(self.starts[pool[0]]) <= g:
+            if pool and self.starts[pool[0]] < end and self.earliest(self.starts[pool[0]]) <= g:
                 self.used[g] = w = pool.pop(0)
                 return w
         return None

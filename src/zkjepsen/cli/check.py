@@ -250,10 +250,13 @@ def run(argv: list[str]) -> int:
                 a["as_json"],
             )
     except OutOfTime:
-        _echo(
-            f"{a['history']}: unknown: the time limit of {a['time_limit']:g}s ran out before "
-            "the check finished (reading the history counts too; raise it with --time-limit)"
+        reason = (
+            f"the time limit of {a['time_limit']:g}s ran out before the check finished "
+            "(reading the history counts too; raise it with --time-limit)"
         )
+        if a["as_json"]:  # stdout stays one JSON document
+            _echo(json.dumps({"valid": "unknown", "reason": reason}, indent=2))
+        _echo(f"{a['history']}: unknown: {reason}", err=a["as_json"])
         return EXIT_UNKNOWN
     except MemoryError:
         reason = (
