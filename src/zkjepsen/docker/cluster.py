@@ -83,6 +83,7 @@ class ContainerCluster:
         self.client = client or resources.docker_client()
         self.network_name = self.run_id
         self.nodes: list[Node] = []
+        self.retired: list[Node] = []  # members taken out (membership faults): logs kept
         self.subnet: ipaddress.IPv4Network | None = None
         self._containers: dict[str, object] = {}
         self.files = mounts.Files(self.client)  # bind mounts until start() asks the engine
@@ -140,7 +141,7 @@ class ContainerCluster:
             # let them finish first, or one created after the removal below would outlive us.
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="ensemble")
-            for node in self.nodes:
+            for node in [*self.nodes, *self.retired]:
                 self._save_stdout(node)
             self.files.collect()  # an engine that shares no files: fetch them before removal
             resources.remove_run(self.client, self.run_id)
@@ -213,6 +214,25 @@ class ContainerCluster:
 
     def faketime_file(self, node: Node) -> Path:
         return self.faketime_dir(node) / "timestamp"
+
+    # ---- membership (a service's own reconfiguration adds and retires servers) --------------
+    def new_node(self) -> Node:
+        """A server never used in this run: the next index (its address is never reused, the
+        retired one's container stays until teardown)."""
+        index = max(n.id for n in [*self.nodes, *self.retired]) + 1
+        return Node(f"n{index}", index, self.server_ip(index), self.nodes[0].port)
+
+    def retire(self, node: Node) -> None:
+        """Take `node` out of `nodes` (the service has removed it) and stop its server; its
+        container, labelled with the run id, is removed at teardown with its log saved."""
+        self.nodes = [n for n in self.nodes if n.name != node.name]
+        self.retired.append(node)
+        c = self._container(node)
+        if c is not None:
+            try:
+                c.kill(signal="SIGKILL")
+            except Exception:  # noqa: BLE001 - already exited (etcd exits once removed)
+                pass
 
     # ---- helpers ------------------------------------------------------------------------------
     def _container(self, node: Node):

@@ -17,12 +17,15 @@ from typing import Any
 from zkjepsen.backends.zookeeper.config import (
     CLIENT_PORT,
     LOG4J_PROPERTIES,
+    SUPER_AUTH,
     ZkSettings,
     parse_four_letter,
+    server_line,
     zoo_cfg,
 )
 from zkjepsen.backends.zookeeper.fourlw import four_letter
 from zkjepsen.backends.zookeeper.image import zookeeper_tag
+from zkjepsen.backends.zookeeper.versions import get as zk_version
 from zkjepsen.docker import netns, resources
 from zkjepsen.docker.cluster import ContainerCluster, Node, faketime_env
 from zkjepsen.errors import BadInput, EnvironmentProblem
@@ -182,7 +185,58 @@ class ZooKeeperEnsemble(ContainerCluster):
             f"serving); its log ends: " + self._tail(bad)
         )
 
-    def _write_node_files(self, node: Node, ips: list[str]) -> None:
+    # ---- membership: ZooKeeper's own dynamic reconfiguration (3.5+) ----------------------------
+    def membership(self) -> dict[str, Any]:
+        """The ensemble's configuration as its servers agree on it (`/zookeeper/config`): its
+        version (hex, as ZooKeeper writes it) and its members' names."""
+        data = self._reconfig(lambda zk: zk.get("/zookeeper/config")[0])
+        return parse_config(data.decode(), self)
+
+    def remove_member(self, node: Node) -> None:
+        """`reconfig -remove` `node` (asked of another member), then stop it and wait until the
+        rest serve with a leader."""
+        others = [n for n in self.nodes if n.name != node.name]
+        self._reconfig(lambda zk: zk.reconfig(None, str(node.id), None), others)
+        self.retire(node)
+        self.wait_for_quorum(self.spec.quorum_timeout_s)
+
+    def add_member(self) -> Node:
+        """A fresh server (empty data directory) started with the current members and itself,
+        serving once it has synced as a non-voting follower, then `reconfig -add`-ed; returns
+        once every member serves and one leads."""
+        node = self.new_node()
+        members = {n.id: n.ip for n in self.nodes} | {node.id: node.ip}
+        self._write_node_files(node, members)
+        self._create_server(node)
+        self.nodes.append(node)
+        deadline = time.monotonic() + self.spec.quorum_timeout_s
+        while self.srvr(node) is None:
+            if time.monotonic() > deadline or self._exited([node]):
+                raise EnvironmentProblem(
+                    f"the new member {node.name} did not sync; its log ends: " + self._tail(node)
+                )
+            time.sleep(0.1)
+        line = f"{server_line(node.id, node.ip)}:participant;{CLIENT_PORT}"
+        self._reconfig(lambda zk: zk.reconfig(line, None, None), self.nodes[:-1])
+        self.wait_for_quorum(self.spec.quorum_timeout_s)
+        return node
+
+    def _reconfig(self, fn, nodes: list[Node] | None = None):
+        """`fn(kazoo client)` as the harness's super user, connected to `nodes` (not to one
+        being removed: its answer might be lost)."""
+        if not zk_version(self.spec.settings.zk_version).reconfig:
+            raise EnvironmentProblem(f"ZooKeeper {self.spec.settings.zk_version} has no reconfig")
+        # KazooClient's class through host_session: no kazoo import here (start-up stays light)
+        cls = type(self.host_session(10))
+        zk = cls(hosts=self.connect_string(nodes), timeout=10, auth_data=[SUPER_AUTH])
+        zk.start(timeout=15)
+        try:
+            return fn(zk)
+        finally:
+            zk.stop()
+            zk.close()
+
+    def _write_node_files(self, node: Node, ips: list[str] | dict[int, str]) -> None:
         conf = self.scratch / "nodes" / node.name / "conf"
         data = self.scratch / "nodes" / node.name / "data"
         logd = self.store_dir / "nodes" / node.name
@@ -201,8 +255,10 @@ class ZooKeeperEnsemble(ContainerCluster):
         return env
 
     def _create_server(self, node: Node) -> None:
+        # reconfig rewrites zoo.cfg and writes zoo.cfg.dynamic.<version> beside it (3.5+)
+        conf = "rw" if zk_version(self.spec.settings.zk_version).reconfig else "ro"
         binds = {
-            str(self.scratch / "nodes" / node.name / "conf"): {"bind": "/zk/conf", "mode": "ro"},
+            str(self.scratch / "nodes" / node.name / "conf"): {"bind": "/zk/conf", "mode": conf},
             str(self.scratch / "nodes" / node.name / "data"): {"bind": "/zk/data", "mode": "rw"},
             str((self.store_dir / "nodes" / node.name).resolve()): {
                 "bind": "/zk/log",
@@ -221,3 +277,17 @@ class ZooKeeperEnsemble(ContainerCluster):
             missing_image="run `zkjepsen image build` (or pass --image NAME)",
             out=("/zk/log",),
         )
+
+
+def parse_config(text: str, ens: ContainerCluster) -> dict[str, Any]:
+    """`/zookeeper/config` (`server.N=ip:...` lines, `version=<hex>`) as {version, members}."""
+    version, members = None, []
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key == "version":
+            version = value.strip()
+        elif key.startswith("server."):
+            ip = value.split(":", 1)[0]
+            name = next((n.name for n in ens.nodes if n.ip == ip), f"server.{key[7:]}")
+            members.append(name)
+    return {"version": version, "members": sorted(members, key=lambda m: (len(m), m))}
