@@ -1,10 +1,11 @@
 """Membership faults through each service's own reconfiguration (issue 35), on real ZooKeeper
 3.8 and etcd 3.4 in Docker: after `member-replace` the cluster has the run's size, a leader
 and a new member (empty data directory at its start) that holds the data written before it
-joined; the configuration before and after is in the fault's detail; teardown leaves nothing
-of the added or removed members. ZooKeeper 3.4 with a membership fault is refused (254)
-before anything is created. One cluster of each, of their own (the session's shared ensemble
-must keep n1..n3)."""
+joined; the configuration before and after is in the fault's detail; a rolling restart then
+restarts every server in turn, the leader last, each step recording every server's version;
+teardown leaves nothing of the added or removed members. (ZooKeeper 3.4 with a membership
+fault is refused, 254, before anything is created: tests/unit/test_bad_input.py.) One cluster
+of each, of their own (the session's shared ensemble must keep n1..n3)."""
 
 from __future__ import annotations
 
@@ -25,12 +26,27 @@ from zkjepsen.nemesis.targets import NemesisContext
 pytestmark = pytest.mark.integration
 
 
-def _replace(backend, target: str) -> tuple[list[str], dict]:
-    fault, ctx = FAULTS["member-replace"], NemesisContext(backend)
+def _fault(backend, name: str, target: str) -> tuple[list[str], dict]:
+    fault, ctx = FAULTS[name], NemesisContext(backend)
     targets, detail = fault.resolve(ctx, target, random.Random(35), {})
     fault.apply(ctx, targets, detail)
     fault.undo(ctx, targets, detail)
     return targets, detail
+
+
+def _replace(backend, target: str) -> tuple[list[str], dict]:
+    return _fault(backend, "member-replace", target)
+
+
+def _rolling_restart(backend) -> None:
+    """Every server restarted in turn (the leader last), each step's versions recorded."""
+    leader = backend.leader().name
+    targets, detail = _fault(backend, "rolling-restart", "all")
+    assert targets[-1] == leader and sorted(targets) == sorted(n.name for n in backend.nodes)
+    assert "failed" not in detail, detail
+    assert [s["node"] for s in detail["steps"]] == targets
+    assert all(v for s in detail["steps"] for v in s["versions"].values()), detail
+    assert detail["versions_at_end"] == detail["versions"] and backend.leader() is not None
 
 
 def test_zookeeper_member_replace_of_the_leader(docker_client, zk_image, tmp_path):
@@ -54,6 +70,7 @@ def test_zookeeper_member_replace_of_the_leader(docker_client, zk_image, tmp_pat
         only_new.start(timeout=15)  # the new member alone answers with the data
         assert only_new.get("/i35")[0] == b"before the change"
         only_new.stop()
+        _rolling_restart(ens)
     assert labelled(docker_client, ens.run_id) == ([], [])
 
 
@@ -79,4 +96,5 @@ def test_etcd_member_replace_of_a_follower(docker_client, etcd_image, tmp_path):
         local = {"key": gateway.b64("i35"), "serializable": True}  # from n4's own store
         got = gateway.call(b.node("n4").address, "v3/kv/range", local, timeout=5)
         assert gateway.unb64(got["kvs"][0]["value"]) == b"before the change"
+        _rolling_restart(b)
     assert labelled(docker_client, b.run_id) == ([], [])

@@ -234,6 +234,18 @@ class ContainerCluster:
             except Exception:  # noqa: BLE001 - already exited (etcd exits once removed)
                 pass
 
+    def discard(self, node: Node, step: int) -> None:
+        """Remove `node`'s container (a rolling restart makes a new one on the same data),
+        its stdout kept as `nodes/<name>/stdout.<step>.log`."""
+        text = self._docker_logs(node)
+        d = self.store_dir / "nodes" / node.name
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"stdout.{step}.log").write_text(text)
+        c = self._container(node)
+        self._containers.pop(node.name, None)
+        if c is not None:
+            c.remove(force=True)
+
     # ---- helpers ------------------------------------------------------------------------------
     def _container(self, node: Node):
         return self._containers.get(node.name)
@@ -308,11 +320,13 @@ class ContainerCluster:
         missing_image: str,
         command: list[str] | None = None,
         out: tuple[str, ...] = (),
+        image: str | None = None,
     ) -> None:
         """Create and start `node`'s container at its fixed address. Servers keep NET_ADMIN:
         the nemesis's partitions exec iptables in them (~0.1 s, a sidecar costs ~0.4 s); the
         server is not the program that could fight its faults. `missing_image`: the sentence
-        that says how to build the image if the engine has none."""
+        that says how to build the image if the engine has none; `image`: another than the
+        servers' (a rolling upgrade's next version)."""
         api = self.client.api
         host_config = api.create_host_config(
             binds=self.files.binds(binds),
@@ -325,7 +339,7 @@ class ContainerCluster:
         )
         try:
             cid = api.create_container(
-                self.image,
+                image or self.image,
                 command=command,
                 name=f"{self.run_id}-{node.name}",
                 hostname=node.name,
@@ -337,7 +351,7 @@ class ContainerCluster:
         except Exception as e:
             if "No such image" in str(e):
                 raise EnvironmentProblem(
-                    f"image {self.image} is not built; {missing_image}"
+                    f"image {image or self.image} is not built; {missing_image}"
                 ) from None
             raise
         self.files.attach(cid, binds, out=out)

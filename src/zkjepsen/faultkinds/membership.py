@@ -24,3 +24,18 @@ MEMBERSHIP = (
         "(empty data directory) in its place",
     ),
 )
+
+# One server at a time, each step waiting for every server to serve and one to lead.
+ROLLING = (
+    (
+        "rolling-restart",
+        "all",
+        "restart every server in turn (followers first, the leader last) on its own data",
+    ),
+    (
+        "rolling-upgrade",
+        "all",
+        "restart every server in turn on the next version's image (ZooKeeper 3.8 -> 3.9, etcd "
+        "3.4 -> 3.5), followers first, the leader last; it stays upgraded",
+    ),
+)

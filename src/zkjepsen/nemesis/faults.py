@@ -16,7 +16,7 @@ from zkjepsen.faultkinds import CLIENT_CLOCK, KINDS, WIRE_PROXY, FaultKind, unme
 from zkjepsen.nemesis import NemesisError
 from zkjepsen.nemesis.client_clock import ClientClock
 from zkjepsen.nemesis.clock import Bump, Rate, Strobe
-from zkjepsen.nemesis.membership import MemberFault
+from zkjepsen.nemesis.membership import MemberFault, RollingFault
 from zkjepsen.nemesis.partition import Cut, IsolateClient, PacketLoss
 from zkjepsen.nemesis.pg import TerminateHolder
 from zkjepsen.nemesis.process import ProcessFault
@@ -107,6 +107,8 @@ IMPLEMENTATIONS: dict[str, FaultImpl] = {
     "member-remove": MemberFault("remove"),
     "member-add": MemberFault("add"),
     "member-replace": MemberFault("replace"),
+    "rolling-restart": RollingFault(upgrade=False),
+    "rolling-upgrade": RollingFault(upgrade=True),
 }
 
 

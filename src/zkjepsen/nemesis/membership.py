@@ -109,3 +109,72 @@ def _add(be: Reconfigurable, detail: dict[str, Any], key: str = "added") -> None
     node = be.add_member()
     detail[key] = node.name
     detail[f"{key}_ready_s"] = round(time.monotonic() - t0, 3)
+
+
+class Restartable(Protocol):
+    """What a backend gives for rolling restarts and upgrades (ZooKeeperEnsemble, EtcdBackend)."""
+
+    nodes: list[Node]
+
+    def leader(self) -> Node | None: ...
+    def server_version(self, node: Node) -> str | None: ...
+    def upgrade_image(self) -> str: ...
+    def restart_server(self, node: Node, image: str | None, step: int) -> None: ...
+    def logs(self, node: Node) -> str: ...
+
+
+@dataclass(frozen=True)
+class RollingFault:
+    """One server at a time, followers first and the leader last: a new container on the
+    server's own data (`upgrade`: on the next version's image), each step waiting until every
+    server serves and one leads. Every step records every server's version as the server says
+    it; a server that does not come back ends the roll with its log's end in `failed` (a
+    finding of the run, not a crash of the tool). Its end changes nothing: an upgrade stays."""
+
+    upgrade: bool
+
+    def resolve(
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
+    ) -> tuple[list[str], dict[str, Any]]:
+        if not hasattr(ctx.backend, "restart_server"):
+            raise NemesisError("this backend cannot restart its servers one by one")
+        leader = ctx.backend.leader()
+        names = [n.name for n in ctx.backend.nodes]
+        order = [n for n in names if leader is None or n != leader.name]
+        return order + ([leader.name] if leader else []), {
+            "leader": leader.name if leader else None
+        }
+
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        be = cast(Restartable, ctx.backend)
+        detail["versions"] = _versions(be)
+        image = None
+        if self.upgrade:
+            t0 = time.monotonic()
+            image = be.upgrade_image()
+            detail.update(image=image, image_s=round(time.monotonic() - t0, 3))
+        steps: list[dict[str, Any]] = detail.setdefault("steps", [])
+        for step, name in enumerate(targets, start=1):
+            node, t0 = ctx.node(name), time.monotonic()
+            try:
+                be.restart_server(node, image, step)
+            except Exception as e:  # noqa: BLE001 - the finding: which server, its own words
+                tail = " | ".join(be.logs(node).strip().splitlines()[-8:])
+                detail["failed"] = {"node": name, "error": f"{type(e).__name__}: {e}", "log": tail}
+                return
+            leader = be.leader()
+            steps.append(
+                {
+                    "node": name,
+                    "s": round(time.monotonic() - t0, 3),
+                    "leader": leader.name if leader else None,
+                    "versions": _versions(be),
+                }
+            )
+
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        detail["versions_at_end"] = _versions(cast(Restartable, ctx.backend))
+
+
+def _versions(be: Restartable) -> dict[str, str | None]:
+    return {n.name: be.server_version(n) for n in be.nodes}

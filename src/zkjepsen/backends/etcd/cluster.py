@@ -23,13 +23,16 @@ import time
 from typing import Any
 
 from zkjepsen.backends.etcd import gateway
+from zkjepsen.backends.etcd.image import etcd_image
 from zkjepsen.backends.etcd.session import EtcdSession
 from zkjepsen.docker.cluster import Node
+from zkjepsen.docker.image import ensure_image
 from zkjepsen.docker.servers import Container, ServerCluster
 from zkjepsen.errors import EnvironmentProblem
 
 CLIENT_PORT = gateway.CLIENT_PORT
 PEER_PORT = 2380
+UPGRADES = {"3.4": "3.5"}  # a rolling upgrade's next version
 SIZES = (1, 3, 5, 7)  # odd: an even member adds no fault tolerance (etcd's FAQ)
 
 
@@ -112,11 +115,15 @@ class EtcdBackend(ServerCluster):
     # ---- membership: etcd's own `member add/remove` (through the JSON gateway) ---------------
     def membership(self) -> dict[str, Any]:
         """The members as the cluster lists them (names; a started-less one by its id) and the
-        raft index the list was read at (etcd has no configuration version)."""
+        raft index and term the list was read at (etcd has no configuration version)."""
         out = self._ask("v3/cluster/member/list", {})
         names = [gateway.field(m, "name") or f"id {m.get('ID')}" for m in out.get("members", [])]
-        index = gateway.num(out.get("header"), "raft_index") or None
-        return {"version": index, "members": sorted(names, key=lambda m: (len(m), m))}
+        header = out.get("header")
+        return {
+            "version": gateway.num(header, "raft_index") or None,  # 3.5+ fills it in
+            "raft_term": gateway.num(header, "raft_term"),
+            "members": sorted(names, key=lambda m: (len(m), m)),
+        }
 
     def remove_member(self, node: Node) -> None:
         """`member remove` `node` (asked of another member; it then stops itself), then wait
@@ -145,6 +152,27 @@ class EtcdBackend(ServerCluster):
         self.nodes.append(node)
         self.wait_ready(self.info.ready_timeout_s)
         return node
+
+    # ---- rolling restarts and upgrades -------------------------------------------------------
+    def server_version(self, node: Node) -> str | None:
+        """What the member says it runs (`GET /version`: etcdserver); None: no answer."""
+        return gateway.version(node.address)
+
+    def upgrade_image(self) -> str:
+        """The next version's image (built if missing), from the version the members run."""
+        now = next((v for n in self.nodes if (v := self.server_version(n))), None)
+        nxt = UPGRADES.get(".".join((now or "").split(".")[:2]))
+        if nxt is None:
+            raise EnvironmentProblem(f"no upgrade from etcd {now}; {', '.join(UPGRADES)} has")
+        return ensure_image(self.client, None, recipe=etcd_image(nxt)).tag
+
+    def restart_server(self, node: Node, image: str | None, step: int) -> None:
+        """A new container for `node` on its own data directory (`image`: another version's),
+        then wait until every member serves and they agree on a leader."""
+        self.discard(node, step)
+        args = member_args(node, self.nodes, self.run_id, state="existing")
+        self._create(Container(node, args), image)
+        self.wait_ready(self.info.ready_timeout_s)
 
     def _ask(self, path: str, body: dict[str, Any], avoid: Node | None = None) -> dict[str, Any]:
         """`path` asked of the first member that answers (not `avoid`). etcd refuses a member

@@ -24,12 +24,14 @@ from zkjepsen.backends.zookeeper.config import (
     zoo_cfg,
 )
 from zkjepsen.backends.zookeeper.fourlw import four_letter
-from zkjepsen.backends.zookeeper.image import zookeeper_tag
+from zkjepsen.backends.zookeeper.image import zookeeper_recipe, zookeeper_tag
 from zkjepsen.backends.zookeeper.versions import get as zk_version
 from zkjepsen.docker import netns, resources
 from zkjepsen.docker.cluster import ContainerCluster, Node, faketime_env
+from zkjepsen.docker.image import ensure_image
 from zkjepsen.errors import BadInput, EnvironmentProblem
 
+UPGRADES = {"3.8": "3.9"}  # a rolling upgrade's next version (their images' zoo.cfg keys agree)
 # A one-server "ensemble" runs standalone: it serves every write itself, so it is the leader.
 LEADING = ("leader", "standalone")
 
@@ -146,6 +148,7 @@ class ZooKeeperEnsemble(ContainerCluster):
                 "mode": a.get("Mode") if a else "not serving",
                 "position": f"zxid {a['Zxid']}" if a and a.get("Zxid") else None,
                 "connections": int(a["Connections"]) if a and "Connections" in a else None,
+                "version": served_version(a),
             }
 
         return list(self._pool.map(one, self.nodes))
@@ -196,7 +199,22 @@ class ZooKeeperEnsemble(ContainerCluster):
         """`reconfig -remove` `node` (asked of another member), then stop it and wait until the
         rest serve with a leader."""
         others = [n for n in self.nodes if n.name != node.name]
-        self._reconfig(lambda zk: zk.reconfig(None, str(node.id), None), others)
+        deadline = time.monotonic() + self.spec.quorum_timeout_s
+        while True:
+            try:
+                self._reconfig(lambda zk: zk.reconfig(None, str(node.id), None), others)
+                break
+            except Exception as e:  # noqa: BLE001 - kazoo's ConnectionLoss: did it commit?
+                # Removing the leader: it steps down as it commits, and the member that
+                # forwarded the request may drop the connection before it answers.
+                if time.monotonic() > deadline:
+                    raise EnvironmentProblem(f"reconfig -remove {node.name}: {e!r}") from None
+                time.sleep(0.5)
+                try:
+                    if node.name not in self.membership()["members"]:
+                        break
+                except Exception:  # noqa: BLE001 - mid-election: ask again
+                    pass
         self.retire(node)
         self.wait_for_quorum(self.spec.quorum_timeout_s)
 
@@ -220,6 +238,26 @@ class ZooKeeperEnsemble(ContainerCluster):
         self._reconfig(lambda zk: zk.reconfig(line, None, None), self.nodes[:-1])
         self.wait_for_quorum(self.spec.quorum_timeout_s)
         return node
+
+    # ---- rolling restarts and upgrades -------------------------------------------------------
+    def server_version(self, node: Node) -> str | None:
+        """The version `node`'s server says it runs (`srvr`); None: it does not serve."""
+        return served_version(self.srvr(node, timeout=1.0))
+
+    def upgrade_image(self) -> str:
+        """The next version's image (built if missing), from the version the servers run."""
+        now = next((v for n in self.nodes if (v := self.server_version(n))), None)
+        nxt = UPGRADES.get(".".join((now or "").split(".")[:2]))
+        if nxt is None:
+            raise EnvironmentProblem(f"no upgrade from ZooKeeper {now}; {', '.join(UPGRADES)} has")
+        return ensure_image(self.client, None, recipe=zookeeper_recipe(nxt)).tag
+
+    def restart_server(self, node: Node, image: str | None, step: int) -> None:
+        """A new container for `node` on its own data and configuration (`image`: another
+        version's), then wait until every server serves and one leads."""
+        self.discard(node, step)
+        self._create_server(node, image)
+        self.wait_for_quorum(self.spec.quorum_timeout_s)
 
     def _reconfig(self, fn, nodes: list[Node] | None = None):
         """`fn(kazoo client)` as the harness's super user, connected to `nodes` (not to one
@@ -254,7 +292,7 @@ class ZooKeeperEnsemble(ContainerCluster):
             env |= faketime_env("/zk/faketime/timestamp")
         return env
 
-    def _create_server(self, node: Node) -> None:
+    def _create_server(self, node: Node, image: str | None = None) -> None:
         # reconfig rewrites zoo.cfg and writes zoo.cfg.dynamic.<version> beside it (3.5+)
         conf = "rw" if zk_version(self.spec.settings.zk_version).reconfig else "ro"
         binds = {
@@ -276,6 +314,7 @@ class ZooKeeperEnsemble(ContainerCluster):
             env=self._env(),
             missing_image="run `zkjepsen image build` (or pass --image NAME)",
             out=("/zk/log",),
+            image=image,
         )
 
 
@@ -291,3 +330,9 @@ def parse_config(text: str, ens: ContainerCluster) -> dict[str, Any]:
             name = next((n.name for n in ens.nodes if n.ip == ip), f"server.{key[7:]}")
             members.append(name)
     return {"version": version, "members": sorted(members, key=lambda m: (len(m), m))}
+
+
+def served_version(srvr: dict[str, str] | None) -> str | None:
+    """`3.8.0` of srvr's `Zookeeper version: 3.8.0-<commit>, built on ...`."""
+    text = (srvr or {}).get("Zookeeper version")
+    return text.split(",")[0].split("-")[0].strip() if text else None
