@@ -53,6 +53,8 @@ def assert_refused(code: int, err: str, here, *words: str) -> None:
         (["--nemesis", "pause-everything"], ["unknown nemesis"]),
         (["--nemesis", "partition-redlock"], ["does not apply to backend zookeeper"]),
         (["--recipe", "redlock", "--nemesis", "kill-leader"], ["no leader"]),
+        (["--nemesis", "member-replace", "--zk-version", "3.4"], ["3.4 has no dynamic reconf"]),
+        (["--recipe", "redis-setnx", "--nemesis", "member-add"], ["membership cannot change"]),
         (["--workload", "nosuch"], ["unknown workload"]),
         (["--recipe", "exec"], ["--client-cmd"]),
         (["--recipe", "blog", "--client-cmd", "true"], ["not both"]),

@@ -194,12 +194,12 @@ def _owner_pids(run: resources.RunResources) -> str:
 @cluster_group.command("status")
 @click.argument("run_id", required=False, callback=run_ids)
 def cluster_status(run_id: str | None) -> None:
-    """Show each node's mode, log position (ZooKeeper's zxid, etcd's raft term and index) and
-    connection count."""
+    """Show each node's mode, log position (ZooKeeper's zxid, etcd's raft term and index),
+    connection count and the version its server says it runs."""
     client = resources.docker_client()
     ens = attach(client, _pick_run(client, run_id, "status"))
     table = Table(title=f"{ens.run_id}  {ens.connect_string()}")
-    columns = ("node", "ip", "container", "mode", "position", "connections")
+    columns = ("node", "ip", "container", "mode", "position", "connections", "version")
     for col in columns:
         table.add_column(col)
     for row in ens.status():

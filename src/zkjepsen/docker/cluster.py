@@ -83,6 +83,7 @@ class ContainerCluster:
         self.client = client or resources.docker_client()
         self.network_name = self.run_id
         self.nodes: list[Node] = []
+        self.retired: list[Node] = []  # members taken out (membership faults): logs kept
         self.subnet: ipaddress.IPv4Network | None = None
         self._containers: dict[str, object] = {}
         self.files = mounts.Files(self.client)  # bind mounts until start() asks the engine
@@ -140,7 +141,7 @@ class ContainerCluster:
             # let them finish first, or one created after the removal below would outlive us.
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="ensemble")
-            for node in self.nodes:
+            for node in [*self.nodes, *self.retired]:
                 self._save_stdout(node)
             self.files.collect()  # an engine that shares no files: fetch them before removal
             resources.remove_run(self.client, self.run_id)
@@ -213,6 +214,37 @@ class ContainerCluster:
 
     def faketime_file(self, node: Node) -> Path:
         return self.faketime_dir(node) / "timestamp"
+
+    # ---- membership (a service's own reconfiguration adds and retires servers) --------------
+    def new_node(self) -> Node:
+        """A server never used in this run: the next index (its address is never reused, the
+        retired one's container stays until teardown)."""
+        index = max(n.id for n in [*self.nodes, *self.retired]) + 1
+        return Node(f"n{index}", index, self.server_ip(index), self.nodes[0].port)
+
+    def retire(self, node: Node) -> None:
+        """Take `node` out of `nodes` (the service has removed it) and stop its server; its
+        container, labelled with the run id, is removed at teardown with its log saved."""
+        self.nodes = [n for n in self.nodes if n.name != node.name]
+        self.retired.append(node)
+        c = self._container(node)
+        if c is not None:
+            try:
+                c.kill(signal="SIGKILL")
+            except Exception:  # noqa: BLE001 - already exited (etcd exits once removed)
+                pass
+
+    def discard(self, node: Node, step: int) -> None:
+        """Remove `node`'s container (a rolling restart makes a new one on the same data),
+        its stdout kept as `nodes/<name>/stdout.<step>.log`."""
+        text = self._docker_logs(node)
+        d = self.store_dir / "nodes" / node.name
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"stdout.{step}.log").write_text(text)
+        c = self._container(node)
+        self._containers.pop(node.name, None)
+        if c is not None:
+            c.remove(force=True)
 
     # ---- helpers ------------------------------------------------------------------------------
     def _container(self, node: Node):
@@ -288,11 +320,13 @@ class ContainerCluster:
         missing_image: str,
         command: list[str] | None = None,
         out: tuple[str, ...] = (),
+        image: str | None = None,
     ) -> None:
         """Create and start `node`'s container at its fixed address. Servers keep NET_ADMIN:
         the nemesis's partitions exec iptables in them (~0.1 s, a sidecar costs ~0.4 s); the
         server is not the program that could fight its faults. `missing_image`: the sentence
-        that says how to build the image if the engine has none."""
+        that says how to build the image if the engine has none; `image`: another than the
+        servers' (a rolling upgrade's next version)."""
         api = self.client.api
         host_config = api.create_host_config(
             binds=self.files.binds(binds),
@@ -305,7 +339,7 @@ class ContainerCluster:
         )
         try:
             cid = api.create_container(
-                self.image,
+                image or self.image,
                 command=command,
                 name=f"{self.run_id}-{node.name}",
                 hostname=node.name,
@@ -317,7 +351,7 @@ class ContainerCluster:
         except Exception as e:
             if "No such image" in str(e):
                 raise EnvironmentProblem(
-                    f"image {self.image} is not built; {missing_image}"
+                    f"image {image or self.image} is not built; {missing_image}"
                 ) from None
             raise
         self.files.attach(cid, binds, out=out)

@@ -176,12 +176,17 @@ class ServerCluster(ContainerCluster):
                 "mode": self.role_of(node),
                 "position": self.position_of(node),
                 "connections": None,
+                "version": self.server_version(node),
             }
 
         return [one(n) for n in [*self.nodes, *self.helpers]]
 
     def role_of(self, node: Node) -> str:
         return "server"
+
+    def server_version(self, node: Node) -> str | None:
+        """The version the node's server says it runs (None: unknown)."""
+        return None
 
     def position_of(self, node: Node) -> str | None:
         """How far the node's replicated log is, in the service's own terms (None: unknown)."""
@@ -200,7 +205,7 @@ class ServerCluster(ContainerCluster):
             return {}
         return faketime_env("/srv/faketime/timestamp")
 
-    def _create(self, c: Container) -> None:
+    def _create(self, c: Container, image: str | None = None) -> None:
         base = self.scratch / "nodes" / c.node.name
         binds = {
             str(base / "conf"): {"bind": "/srv/conf", "mode": "ro"},
@@ -222,4 +227,5 @@ class ServerCluster(ContainerCluster):
             env={**self._env(), **c.env},
             missing_image=f"run `zkjepsen image build --backend {self.info.name}`",
             command=c.command,
+            image=image,
         )

@@ -31,11 +31,13 @@ from zkjepsen.faultkinds.abilities import (
     INDEPENDENT_MASTERS,
     LEADER,
     PEERS,
+    RECONFIGURE,
     SERVER_CLOCK,
     TERMINATE_SESSION,
     WIRE_PROXY,
     ZK_WIRE,
 )
+from zkjepsen.faultkinds.membership import MEMBERSHIP, ROLLING
 
 FAMILIES = ("none", "partition", "process", "clock", "proxy")
 RULES = ("silence", "instant", "during")
@@ -376,6 +378,10 @@ _KINDS = [
         duration="2x",
     ),
 ]
+
+# Through the service's own reconfiguration (membership.py): at risk at some time in the window.
+_KINDS += [kind(n, "process", t, d, during(), PEERS, LEADER, RECONFIGURE) for n, t, d in MEMBERSHIP]
+_KINDS += [kind(n, "process", t, d, during(), PEERS, LEADER) for n, t, d in ROLLING]
 
 # name -> declaration: THE table. `nemesis.faults` binds each to its implementation; spec
 # validation, `list nemeses`, the refusals and checker/power.py read it (live: a kind added

@@ -16,6 +16,7 @@ from zkjepsen.faultkinds import CLIENT_CLOCK, KINDS, WIRE_PROXY, FaultKind, unme
 from zkjepsen.nemesis import NemesisError
 from zkjepsen.nemesis.client_clock import ClientClock
 from zkjepsen.nemesis.clock import Bump, Rate, Strobe
+from zkjepsen.nemesis.membership import MemberFault, RollingFault
 from zkjepsen.nemesis.partition import Cut, IsolateClient, PacketLoss
 from zkjepsen.nemesis.pg import TerminateHolder
 from zkjepsen.nemesis.process import ProcessFault
@@ -102,6 +103,12 @@ IMPLEMENTATIONS: dict[str, FaultImpl] = {
     "proxy-close-after": ProxyFault("proxy-close-after"),
     "proxy-drop-request": ProxyFault("proxy-drop-request"),
     "proxy-hold-session": ProxyFault("proxy-hold-session"),
+    # Through the service's own reconfiguration (nemesis/membership.py).
+    "member-remove": MemberFault("remove"),
+    "member-add": MemberFault("add"),
+    "member-replace": MemberFault("replace"),
+    "rolling-restart": RollingFault(upgrade=False),
+    "rolling-upgrade": RollingFault(upgrade=True),
 }
 
 

@@ -217,7 +217,7 @@ def _settle_backend(spec: TestSpec, names: list[str]) -> None:
     service's settings: settled, so test.json says what really ran)."""
 
     # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
-    from zkjepsen.nemesis.faults import not_applicable
+    from zkjepsen.nemesis.faults import KINDS, not_applicable
 
     spec.backend = resolve_backend(spec.recipe, spec.backend)
     info = backend_info(spec.backend)
@@ -229,6 +229,12 @@ def _settle_backend(spec: TestSpec, names: list[str]) -> None:
         why = not_applicable(n, spec.backend)
         if why:
             raise BadInput(why + f" (recipe {spec.recipe} runs on {spec.backend})")
+    lacks: dict[str, str] = getattr(
+        spec.service, "lacks", dict
+    )()  # what this version of the service lacks
+    for n in names:
+        if lacking := sorted(set(KINDS[n].needs) & set(lacks)):
+            raise BadInput(f"{n} does not apply: {lacks[lacking[0]]}")
     spec.service.check(spec, recipe_language(spec.recipe))
     if spec.proxy and "zk-wire" not in info.abilities:
         raise BadInput(

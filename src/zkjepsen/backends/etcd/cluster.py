@@ -19,21 +19,26 @@ without it and the clock faults declare themselves not applicable (nemesis/fault
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from zkjepsen.backends.etcd import gateway
+from zkjepsen.backends.etcd.image import etcd_image
 from zkjepsen.backends.etcd.session import EtcdSession
 from zkjepsen.docker.cluster import Node
+from zkjepsen.docker.image import ensure_image
 from zkjepsen.docker.servers import Container, ServerCluster
 from zkjepsen.errors import EnvironmentProblem
 
 CLIENT_PORT = gateway.CLIENT_PORT
 PEER_PORT = 2380
+UPGRADES = {"3.4": "3.5"}  # a rolling upgrade's next version
 SIZES = (1, 3, 5, 7)  # odd: an even member adds no fault tolerance (etcd's FAQ)
 
 
-def member_args(node: Node, peers: list[Node], token: str) -> list[str]:
-    """The `etcd` flags of one member of a new cluster of `peers`."""
+def member_args(node: Node, peers: list[Node], token: str, state: str = "new") -> list[str]:
+    """The `etcd` flags of one member of a cluster of `peers`: a new one, or (`state`
+    "existing") one the member joins after `member add`."""
     return [
         f"--name={node.name}",
         "--data-dir=/srv/data/etcd",
@@ -42,7 +47,7 @@ def member_args(node: Node, peers: list[Node], token: str) -> list[str]:
         f"--listen-peer-urls=http://0.0.0.0:{PEER_PORT}",
         f"--initial-advertise-peer-urls=http://{node.ip}:{PEER_PORT}",
         "--initial-cluster=" + ",".join(f"{p.name}=http://{p.ip}:{PEER_PORT}" for p in peers),
-        "--initial-cluster-state=new",
+        f"--initial-cluster-state={state}",
         f"--initial-cluster-token={token}",
         "--logger=zap",
         "--log-outputs=stderr",
@@ -106,6 +111,91 @@ class EtcdBackend(ServerCluster):
     def position_of(self, node: Node) -> str | None:
         s = gateway.status(node.address)
         return None if s is None else f"term {s['raft_term']}, index {s['raft_index']}"
+
+    # ---- membership: etcd's own `member add/remove` (through the JSON gateway) ---------------
+    def membership(self) -> dict[str, Any]:
+        """The members as the cluster lists them (names; a started-less one by its id) and the
+        raft index and term the list was read at (etcd has no configuration version)."""
+        out = self._ask("v3/cluster/member/list", {})
+        names = [gateway.field(m, "name") or f"id {m.get('ID')}" for m in out.get("members", [])]
+        header = out.get("header")
+        return {
+            "version": gateway.num(header, "raft_index") or None,  # 3.5+ fills it in
+            "raft_term": gateway.num(header, "raft_term"),
+            "members": sorted(names, key=lambda m: (len(m), m)),
+        }
+
+    def remove_member(self, node: Node) -> None:
+        """`member remove` `node` (asked of another member; it then stops itself), then wait
+        until the rest serve with one leader."""
+        ids = {s["member_id"]: n for n, s in self.statuses().items() if s}
+        mid = next((i for i, name in ids.items() if name == node.name), None)
+        if mid is None:
+            raise EnvironmentProblem(f"etcd {node.name} does not answer: its member id is unknown")
+        self._ask("v3/cluster/member/remove", {"ID": mid}, avoid=node)
+        self.retire(node)
+        self.wait_ready(self.info.ready_timeout_s)
+
+    def add_member(self) -> Node:
+        """`member add` a fresh member, then start it (empty data directory,
+        `--initial-cluster-state existing`); returns once every member serves and agrees."""
+        node = self.new_node()
+        peer = f"http://{node.ip}:{PEER_PORT}"
+        self._ask("v3/cluster/member/add", {"peerURLs": [peer]})
+        for d in ("conf", "data"):
+            (self.scratch / "nodes" / node.name / d).mkdir(parents=True, exist_ok=True)
+        self.faketime_dir(node).mkdir(parents=True, exist_ok=True)
+        self.faketime_file(node).write_text("+0 x1\n")
+        (self.store_dir / "nodes" / node.name).mkdir(parents=True, exist_ok=True)
+        args = member_args(node, [*self.nodes, node], self.run_id, state="existing")
+        self._create(Container(node, args))
+        self.nodes.append(node)
+        self.wait_ready(self.info.ready_timeout_s)
+        return node
+
+    # ---- rolling restarts and upgrades -------------------------------------------------------
+    def server_version(self, node: Node) -> str | None:
+        """What the member says it runs (`GET /version`: etcdserver); None: no answer."""
+        return gateway.version(node.address)
+
+    def upgrade_image(self) -> str:
+        """The next version's image (built if missing), from the version the members run."""
+        now = next((v for n in self.nodes if (v := self.server_version(n))), None)
+        nxt = UPGRADES.get(".".join((now or "").split(".")[:2]))
+        if nxt is None:
+            raise EnvironmentProblem(f"no upgrade from etcd {now}; {', '.join(UPGRADES)} has")
+        return ensure_image(self.client, None, recipe=etcd_image(nxt)).tag
+
+    def restart_server(self, node: Node, image: str | None, step: int) -> None:
+        """A new container for `node` on its own data directory (`image`: another version's),
+        then wait until every member serves and they agree on a leader."""
+        self.discard(node, step)
+        args = member_args(node, self.nodes, self.run_id, state="existing")
+        self._create(Container(node, args), image)
+        self.wait_ready(self.info.ready_timeout_s)
+
+    def _ask(self, path: str, body: dict[str, Any], avoid: Node | None = None) -> dict[str, Any]:
+        """`path` asked of the first member that answers (not `avoid`). etcd refuses a member
+        change as "unhealthy cluster" until its members have been connected for 5 s (its
+        strict reconfiguration check): asked again for up to the ready timeout."""
+        deadline = time.monotonic() + self.info.ready_timeout_s
+        while True:
+            try:
+                return self._ask_once(path, body, avoid)
+            except RuntimeError as e:
+                if "unhealthy cluster" not in str(e) or time.monotonic() > deadline:
+                    raise EnvironmentProblem(str(e)) from None
+            time.sleep(0.5)
+
+    def _ask_once(self, path: str, body: dict[str, Any], avoid: Node | None) -> dict[str, Any]:
+        last: Exception | None = None
+        for n in self.nodes:
+            if n != avoid:
+                try:
+                    return gateway.call(n.address, path, body, timeout=5)
+                except gateway.Unreachable as e:
+                    last = e
+        raise EnvironmentProblem(f"no etcd member answered {path}: {last}")
 
     # ---- Backend ----------------------------------------------------------------------------
     def connect_string(self, nodes: list[Node] | None = None) -> str:

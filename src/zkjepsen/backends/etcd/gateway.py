@@ -72,6 +72,15 @@ def health(address: str, timeout: float = 0.5) -> bool:
         return False
 
 
+def version(address: str, timeout: float = 0.5) -> str | None:
+    """`GET /version`'s etcdserver ("3.4.23"); None when the member does not answer."""
+    try:
+        with urllib.request.urlopen(f"http://{address}/version", timeout=timeout) as resp:
+            return json.loads(resp.read()).get("etcdserver")
+    except (OSError, ValueError):
+        return None
+
+
 def status(address: str, timeout: float = 0.5) -> dict[str, Any] | None:
     """`Maintenance.Status` (what `etcdctl endpoint status` shows): member_id, leader,
     raft_term, ...; None when the member does not answer."""

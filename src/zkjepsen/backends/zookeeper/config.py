@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from dataclasses import dataclass
 
 from zkjepsen.backends.zookeeper.versions import get
@@ -10,6 +12,10 @@ from zkjepsen.errors import BadInput
 CLIENT_PORT = 2181
 QUORUM_PORT = 2888
 ELECTION_PORT = 3888
+# The harness's own ZooKeeper user for `reconfig` (3.5+ allows it to an authorised user only):
+# the super user, its digest set in zoo.cfg (ZooKeeper makes an unknown key a system property).
+SUPER_AUTH = ("digest", "super:zkjepsen")
+SUPER_DIGEST = "super:" + base64.b64encode(hashlib.sha1(b"super:zkjepsen").digest()).decode()
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,13 @@ class ZkSettings:
         return (self.init_limit + self.sync_limit) * self.tick_ms / 1000 + 5.0
 
 
-def zoo_cfg(my_id: int, ips: list[str], s: ZkSettings) -> str:
+def server_line(my_id: int, ip: str) -> str:
+    """One member's line (`reconfig -add` takes the same)."""
+    return f"server.{my_id}={ip}:{QUORUM_PORT}:{ELECTION_PORT}"
+
+
+def zoo_cfg(my_id: int, ips: list[str] | dict[int, str], s: ZkSettings) -> str:
+    """`ips`: the members' addresses by index from 1, or {id: ip} (a membership with gaps)."""
 
     v = get(s.zk_version)
     lo, hi = s.session_bounds
@@ -82,10 +94,15 @@ def zoo_cfg(my_id: int, ips: list[str], s: ZkSettings) -> str:
         # Listen on all addresses so a server is reachable by its container IP from the host.
         "quorumListenOnAllIPs=true",
     ]
+    if v.reconfig:  # the membership faults change the ensemble through `reconfig`
+        lines += [
+            "reconfigEnabled=true",
+            f"DigestAuthenticationProvider.superDigest={SUPER_DIGEST}",
+        ]
     if v.admin_server:  # 3.5+ (no standaloneEnabled in 3.4: one server line is standalone)
         lines.append("standaloneEnabled=false" if len(ips) > 1 else "standaloneEnabled=true")
-    for i, ip in enumerate(ips, start=1):
-        lines.append(f"server.{i}={ip}:{QUORUM_PORT}:{ELECTION_PORT}")
+    members = ips if isinstance(ips, dict) else dict(enumerate(ips, start=1))
+    lines += [server_line(i, ip) for i, ip in sorted(members.items())]
     return "\n".join(lines) + "\n"
 
 

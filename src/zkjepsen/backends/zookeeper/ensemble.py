@@ -17,16 +17,21 @@ from typing import Any
 from zkjepsen.backends.zookeeper.config import (
     CLIENT_PORT,
     LOG4J_PROPERTIES,
+    SUPER_AUTH,
     ZkSettings,
     parse_four_letter,
+    server_line,
     zoo_cfg,
 )
 from zkjepsen.backends.zookeeper.fourlw import four_letter
-from zkjepsen.backends.zookeeper.image import zookeeper_tag
+from zkjepsen.backends.zookeeper.image import zookeeper_recipe, zookeeper_tag
+from zkjepsen.backends.zookeeper.versions import get as zk_version
 from zkjepsen.docker import netns, resources
 from zkjepsen.docker.cluster import ContainerCluster, Node, faketime_env
+from zkjepsen.docker.image import ensure_image
 from zkjepsen.errors import BadInput, EnvironmentProblem
 
+UPGRADES = {"3.8": "3.9"}  # a rolling upgrade's next version (their images' zoo.cfg keys agree)
 # A one-server "ensemble" runs standalone: it serves every write itself, so it is the leader.
 LEADING = ("leader", "standalone")
 
@@ -143,6 +148,7 @@ class ZooKeeperEnsemble(ContainerCluster):
                 "mode": a.get("Mode") if a else "not serving",
                 "position": f"zxid {a['Zxid']}" if a and a.get("Zxid") else None,
                 "connections": int(a["Connections"]) if a and "Connections" in a else None,
+                "version": served_version(a),
             }
 
         return list(self._pool.map(one, self.nodes))
@@ -182,7 +188,93 @@ class ZooKeeperEnsemble(ContainerCluster):
             f"serving); its log ends: " + self._tail(bad)
         )
 
-    def _write_node_files(self, node: Node, ips: list[str]) -> None:
+    # ---- membership: ZooKeeper's own dynamic reconfiguration (3.5+) ----------------------------
+    def membership(self) -> dict[str, Any]:
+        """The ensemble's configuration as its servers agree on it (`/zookeeper/config`): its
+        version (hex, as ZooKeeper writes it) and its members' names."""
+        data = self._reconfig(lambda zk: zk.get("/zookeeper/config")[0])
+        return parse_config(data.decode(), self)
+
+    def remove_member(self, node: Node) -> None:
+        """`reconfig -remove` `node` (asked of another member), then stop it and wait until the
+        rest serve with a leader."""
+        others = [n for n in self.nodes if n.name != node.name]
+        deadline = time.monotonic() + self.spec.quorum_timeout_s
+        while True:
+            try:
+                self._reconfig(lambda zk: zk.reconfig(None, str(node.id), None), others)
+                break
+            except Exception as e:  # noqa: BLE001 - kazoo's ConnectionLoss: did it commit?
+                # Removing the leader: it steps down as it commits, and the member that
+                # forwarded the request may drop the connection before it answers.
+                if time.monotonic() > deadline:
+                    raise EnvironmentProblem(f"reconfig -remove {node.name}: {e!r}") from None
+                time.sleep(0.5)
+                try:
+                    if node.name not in self.membership()["members"]:
+                        break
+                except Exception:  # noqa: BLE001 - mid-election: ask again
+                    pass
+        self.retire(node)
+        self.wait_for_quorum(self.spec.quorum_timeout_s)
+
+    def add_member(self) -> Node:
+        """A fresh server (empty data directory) started with the current members and itself,
+        serving once it has synced as a non-voting follower, then `reconfig -add`-ed; returns
+        once every member serves and one leads."""
+        node = self.new_node()
+        members = {n.id: n.ip for n in self.nodes} | {node.id: node.ip}
+        self._write_node_files(node, members)
+        self._create_server(node)
+        self.nodes.append(node)
+        deadline = time.monotonic() + self.spec.quorum_timeout_s
+        while self.srvr(node) is None:
+            if time.monotonic() > deadline or self._exited([node]):
+                raise EnvironmentProblem(
+                    f"the new member {node.name} did not sync; its log ends: " + self._tail(node)
+                )
+            time.sleep(0.1)
+        line = f"{server_line(node.id, node.ip)}:participant;{CLIENT_PORT}"
+        self._reconfig(lambda zk: zk.reconfig(line, None, None), self.nodes[:-1])
+        self.wait_for_quorum(self.spec.quorum_timeout_s)
+        return node
+
+    # ---- rolling restarts and upgrades -------------------------------------------------------
+    def server_version(self, node: Node) -> str | None:
+        """The version `node`'s server says it runs (`srvr`); None: it does not serve."""
+        return served_version(self.srvr(node, timeout=1.0))
+
+    def upgrade_image(self) -> str:
+        """The next version's image (built if missing), from the version the servers run."""
+        now = next((v for n in self.nodes if (v := self.server_version(n))), None)
+        nxt = UPGRADES.get(".".join((now or "").split(".")[:2]))
+        if nxt is None:
+            raise EnvironmentProblem(f"no upgrade from ZooKeeper {now}; {', '.join(UPGRADES)} has")
+        return ensure_image(self.client, None, recipe=zookeeper_recipe(nxt)).tag
+
+    def restart_server(self, node: Node, image: str | None, step: int) -> None:
+        """A new container for `node` on its own data and configuration (`image`: another
+        version's), then wait until every server serves and one leads."""
+        self.discard(node, step)
+        self._create_server(node, image)
+        self.wait_for_quorum(self.spec.quorum_timeout_s)
+
+    def _reconfig(self, fn, nodes: list[Node] | None = None):
+        """`fn(kazoo client)` as the harness's super user, connected to `nodes` (not to one
+        being removed: its answer might be lost)."""
+        if not zk_version(self.spec.settings.zk_version).reconfig:
+            raise EnvironmentProblem(f"ZooKeeper {self.spec.settings.zk_version} has no reconfig")
+        # KazooClient's class through host_session: no kazoo import here (start-up stays light)
+        cls = type(self.host_session(10))
+        zk = cls(hosts=self.connect_string(nodes), timeout=10, auth_data=[SUPER_AUTH])
+        zk.start(timeout=15)
+        try:
+            return fn(zk)
+        finally:
+            zk.stop()
+            zk.close()
+
+    def _write_node_files(self, node: Node, ips: list[str] | dict[int, str]) -> None:
         conf = self.scratch / "nodes" / node.name / "conf"
         data = self.scratch / "nodes" / node.name / "data"
         logd = self.store_dir / "nodes" / node.name
@@ -200,9 +292,11 @@ class ZooKeeperEnsemble(ContainerCluster):
             env |= faketime_env("/zk/faketime/timestamp")
         return env
 
-    def _create_server(self, node: Node) -> None:
+    def _create_server(self, node: Node, image: str | None = None) -> None:
+        # reconfig rewrites zoo.cfg and writes zoo.cfg.dynamic.<version> beside it (3.5+)
+        conf = "rw" if zk_version(self.spec.settings.zk_version).reconfig else "ro"
         binds = {
-            str(self.scratch / "nodes" / node.name / "conf"): {"bind": "/zk/conf", "mode": "ro"},
+            str(self.scratch / "nodes" / node.name / "conf"): {"bind": "/zk/conf", "mode": conf},
             str(self.scratch / "nodes" / node.name / "data"): {"bind": "/zk/data", "mode": "rw"},
             str((self.store_dir / "nodes" / node.name).resolve()): {
                 "bind": "/zk/log",
@@ -220,4 +314,25 @@ class ZooKeeperEnsemble(ContainerCluster):
             env=self._env(),
             missing_image="run `zkjepsen image build` (or pass --image NAME)",
             out=("/zk/log",),
+            image=image,
         )
+
+
+def parse_config(text: str, ens: ContainerCluster) -> dict[str, Any]:
+    """`/zookeeper/config` (`server.N=ip:...` lines, `version=<hex>`) as {version, members}."""
+    version, members = None, []
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key == "version":
+            version = value.strip()
+        elif key.startswith("server."):
+            ip = value.split(":", 1)[0]
+            name = next((n.name for n in ens.nodes if n.ip == ip), f"server.{key[7:]}")
+            members.append(name)
+    return {"version": version, "members": sorted(members, key=lambda m: (len(m), m))}
+
+
+def served_version(srvr: dict[str, str] | None) -> str | None:
+    """`3.8.0` of srvr's `Zookeeper version: 3.8.0-<commit>, built on ...`."""
+    text = (srvr or {}).get("Zookeeper version")
+    return text.split(",")[0].split("-")[0].strip() if text else None

@@ -61,6 +61,13 @@ class ZooKeeperSettings:
                 f"servers grant with tickTime {tick} ms ([{lo:g}s, {hi:g}s])"
             )
 
+    def lacks(self) -> dict[str, str]:
+        """Abilities the backend declares that this version has not (ability -> why)."""
+        v = versions.get(self.version)
+        if v.reconfig:
+            return {}
+        return {"reconfigure": f"ZooKeeper {v.name} has no dynamic reconfiguration (3.5+ has)"}
+
     def describe(self) -> str:
         suite = f" (clients: {self.suite().suite})" if self.client_suite else ""
         return f"ZooKeeper {versions.get(self.version).name}{suite}"
@@ -132,7 +139,7 @@ SERVICE = Service(
             "zookeeper",
             "a ZooKeeper ensemble of --nodes servers (3.8.0, Debian bookworm)",
             "zkjepsen.backends.zookeeper.service:zookeeper_backend",
-            abilities=frozenset({"peers", "leader", "server-clock", "zk-wire"}),
+            abilities=frozenset({"peers", "leader", "server-clock", "zk-wire", "reconfigure"}),
             # (initLimit + syncLimit) ticks + 5 s at tick 500 ms: 12.5 s (a restarted JVM too)
             election_s=ZkSettings().election_limit_s,
         ),

@@ -50,6 +50,7 @@ class ZkVersion:
     java_release: str  # javac --release for the Java driver: the suite's default JDK
     four_lw_whitelist: bool = True  # zoo.cfg needs `4lw.commands.whitelist=*` (3.5+)
     admin_server: bool = True  # zoo.cfg must switch the admin server off (3.5+)
+    reconfig: bool = True  # dynamic reconfiguration (3.5+: `reconfig -add/-remove`)
     extra_packages: tuple[str, ...] = ()  # runtime packages the suite's packages forget
     extra_jars: tuple[str, ...] = ()  # jars the server's classpath needs beyond its manifest
     curator_shim: str = ""  # client/drivers/<dir> overriding the driver's newer-API parts
@@ -66,6 +67,7 @@ VERSIONS: dict[str, ZkVersion] = {
         java_release="11",
         four_lw_whitelist=False,
         admin_server=False,
+        reconfig=False,
         extra_packages=("libguava-java", "openjdk-11-jre-headless"),
         extra_jars=("slf4j-api.jar",),
         curator_shim="curator2",

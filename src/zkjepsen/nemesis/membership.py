@@ -1,0 +1,180 @@
+"""Membership faults through the service's own reconfiguration (ZooKeeper 3.5+ `reconfig`,
+etcd `member add/remove`): remove a member, add a fresh one (empty data directory), or replace
+one. Each records the configuration before and after it (version, members) in its detail, so
+in `schedule.json`, and its end brings the cluster back to the run's size.
+
+A removed server is stopped and kept (its container, labelled with the run id, and its log go
+at teardown); an added one gets the next unused index and address (`n4` in a 3-server run).
+The clients' connect strings are not rewritten: they name servers that come and go, as in
+production. A member change that fails (a server that does not join) is recorded as the
+fault's error with the service's own words, not raised out of the run.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
+
+from zkjepsen.docker.cluster import Node
+from zkjepsen.nemesis import NemesisError
+from zkjepsen.nemesis.targets import NemesisContext
+
+
+class Reconfigurable(Protocol):
+    """What a backend with the "reconfigure" ability gives (ZooKeeperEnsemble, EtcdBackend)."""
+
+    nodes: list[Node]
+
+    def leader(self) -> Node | None: ...
+    def membership(self) -> dict[str, Any]: ...
+    def remove_member(self, node: Node) -> None: ...
+    def add_member(self) -> Node: ...
+
+
+def _members(ctx: NemesisContext) -> Reconfigurable:
+    if not hasattr(ctx.backend, "add_member"):
+        raise NemesisError("this backend cannot change its membership")
+    return cast(Reconfigurable, ctx.backend)
+
+
+def _config(be: Reconfigurable) -> dict[str, Any]:
+    try:
+        return be.membership()
+    except Exception as e:  # noqa: BLE001 - recorded: the config could not be read then
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+@dataclass(frozen=True)
+class MemberFault:
+    """`action`: "remove" (its end adds a fresh member), "add" (its end removes the added one)
+    or "replace" (remove, then add, at the start; its end changes nothing)."""
+
+    action: str
+
+    def resolve(
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
+    ) -> tuple[list[str], dict[str, Any]]:
+        be = _members(ctx)
+        if self.action == "add":
+            return [], {}
+        leader = be.leader()
+        detail: dict[str, Any] = {"leader": leader.name if leader else None}
+        if target == "leader" and leader is not None:
+            return [leader.name], detail
+        if target not in ("one", "leader", "random", "all"):
+            return [target.split(",")[0]], detail
+        followers = [n.name for n in be.nodes if leader is None or n.name != leader.name]
+        return [rng.choice(followers)], detail
+
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        be = _members(ctx)
+        detail["size"] = len(be.nodes)
+        detail["before"] = _config(be)
+        try:
+            if self.action in ("remove", "replace"):
+                _remove(ctx, be, targets[0], detail)
+            if self.action in ("add", "replace"):
+                _add(be, detail)
+        finally:
+            detail["after"] = _config(be)
+
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        be = _members(ctx)
+        size = detail.get("size") or len(be.nodes)
+        try:
+            while len(be.nodes) < size:  # a removal (or a replacement that did not add)
+                _add(be, detail, "healed_with")
+            if self.action == "add" and detail.get("added") and len(be.nodes) > size:
+                _remove(ctx, be, detail["added"], detail, "healed_by_removing")
+        finally:
+            detail["healed"] = _config(be)
+
+
+def _remove(
+    ctx: NemesisContext, be: Reconfigurable, name: str, detail: dict[str, Any], key: str = "removed"
+) -> None:
+    node = ctx.node(name)
+    t0 = time.monotonic()
+    be.remove_member(node)
+    detail[key] = name
+    detail[f"{key}_s"] = round(time.monotonic() - t0, 3)
+
+
+def _add(be: Reconfigurable, detail: dict[str, Any], key: str = "added") -> None:
+    """Add a fresh member; `<key>_ready_s`: from the request until every member serves and
+    one leads (the new member caught up with the data)."""
+    t0 = time.monotonic()
+    node = be.add_member()
+    detail[key] = node.name
+    detail[f"{key}_ready_s"] = round(time.monotonic() - t0, 3)
+
+
+class Restartable(Protocol):
+    """What a backend gives for rolling restarts and upgrades (ZooKeeperEnsemble, EtcdBackend)."""
+
+    nodes: list[Node]
+
+    def leader(self) -> Node | None: ...
+    def server_version(self, node: Node) -> str | None: ...
+    def upgrade_image(self) -> str: ...
+    def restart_server(self, node: Node, image: str | None, step: int) -> None: ...
+    def logs(self, node: Node) -> str: ...
+
+
+@dataclass(frozen=True)
+class RollingFault:
+    """One server at a time, followers first and the leader last: a new container on the
+    server's own data (`upgrade`: on the next version's image), each step waiting until every
+    server serves and one leads. Every step records every server's version as the server says
+    it; a server that does not come back ends the roll with its log's end in `failed` (a
+    finding of the run, not a crash of the tool). Its end changes nothing: an upgrade stays."""
+
+    upgrade: bool
+
+    def resolve(
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
+    ) -> tuple[list[str], dict[str, Any]]:
+        if not hasattr(ctx.backend, "restart_server"):
+            raise NemesisError("this backend cannot restart its servers one by one")
+        leader = ctx.backend.leader()
+        names = [n.name for n in ctx.backend.nodes]
+        order = [n for n in names if leader is None or n != leader.name]
+        return order + ([leader.name] if leader else []), {
+            "leader": leader.name if leader else None
+        }
+
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        be = cast(Restartable, ctx.backend)
+        detail["versions"] = _versions(be)
+        image = None
+        if self.upgrade:
+            t0 = time.monotonic()
+            image = be.upgrade_image()
+            detail.update(image=image, image_s=round(time.monotonic() - t0, 3))
+        steps: list[dict[str, Any]] = detail.setdefault("steps", [])
+        for step, name in enumerate(targets, start=1):
+            node, t0 = ctx.node(name), time.monotonic()
+            try:
+                be.restart_server(node, image, step)
+            except Exception as e:  # noqa: BLE001 - the finding: which server, its own words
+                tail = " | ".join(be.logs(node).strip().splitlines()[-8:])
+                detail["failed"] = {"node": name, "error": f"{type(e).__name__}: {e}", "log": tail}
+                return
+            leader = be.leader()
+            steps.append(
+                {
+                    "node": name,
+                    "s": round(time.monotonic() - t0, 3),
+                    "leader": leader.name if leader else None,
+                    "versions": _versions(be),
+                }
+            )
+
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        detail["versions_at_end"] = _versions(cast(Restartable, ctx.backend))
+
+
+def _versions(be: Restartable) -> dict[str, str | None]:
+    return {n.name: be.server_version(n) for n in be.nodes}
