@@ -217,9 +217,41 @@ def test_acquired_each_is_refused_for_faults_not_aimed_at_the_holder():
 def test_the_gate_faults_each_client_on_its_own_acquires_and_waits_for_a_whole_ensemble():
     names = scenario_names(None)
     specs = dict(zip(names, gate_specs({"recipe": "kazoo"}, names, 0.1), strict=True))
-    assert specs["client-pause"].fault_trigger == "acquired-each"
-    assert specs["client-cut"].fault_trigger == "acquired-each"
+    for name in ("client-pause", "client-cut"):  # two locks of three clients each
+        assert specs[name].fault_trigger == "acquired-each"
+        assert specs[name].clients == 6 and specs[name].params["locks"] == 2
+    # What the user sets wins: one client, one lock.
+    (one,) = gate_specs({"recipe": "kazoo", "clients": 1}, ["client-cut"], 0.1)
+    assert one.clients == 1 and one.params["locks"] == 1
     kill = specs["leader-kill"]
     assert kill.fault_trigger == "acquired" and kill.fault_target == "leader"
     planned = g.plan(fault_generator(kill, kill.nemesis), seed=1)
     assert planned[0]["trigger"]["settled"] is True
+
+
+def test_with_several_locks_each_client_takes_its_own_lock_and_resource():
+    from zkjepsen.client.loop import all_paths, client_params
+
+    params = {"locks": 2, "resource": "fenced"}
+    assert all_paths("lock", params) == [
+        ("/zkjepsen/lock-0", "/zkjepsen/resource-0"),
+        ("/zkjepsen/lock-1", "/zkjepsen/resource-1"),
+    ]
+    mine = [client_params("lock", params, c) for c in (1, 2, 3, 4)]
+    assert [(m["lock_path"], m["resource_path"]) for m in mine] == [
+        ("/zkjepsen/lock-0", "/zkjepsen/resource-0"),
+        ("/zkjepsen/lock-1", "/zkjepsen/resource-1"),
+        ("/zkjepsen/lock-0", "/zkjepsen/resource-0"),
+        ("/zkjepsen/lock-1", "/zkjepsen/resource-1"),
+    ]
+    assert client_params("lock", mine[0], 1) == mine[0]  # taken twice: the same
+    assert client_params("lock", {"resource": "fenced"}, 3) == {"resource": "fenced"}
+    assert all_paths("counter", params) == [("/zkjepsen/lock", "/zkjepsen/counter")]
+
+
+def test_several_locks_are_refused_where_they_would_not_be_independent():
+    with pytest.raises(BadInput, match="locks=2 needs the lock or election workload"):
+        validate_spec(_spec(workload="counter", params={"locks": 2}))
+    with pytest.raises(BadInput, match="at least as many"):
+        validate_spec(_spec(clients=1, params={"locks": 2}))
+    validate_spec(_spec(params={"locks": 3}))

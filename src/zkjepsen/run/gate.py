@@ -68,6 +68,10 @@ WORKLOADS = ("lock", "election")  # what `acquired` triggers on and a split hold
 # nor on other services (an etcd lease's TTL has a floor of its own).
 ZOOKEEPER_SESSION_S = 1.0
 SHORT_SESSION = frozenset({"client-pause", "client-cut"})
+# The client scenarios fault each client on its own acquires (a trigger per client), so a lock
+# goes from one faulted holder to the next as fast as the service expires a session; two
+# independent locks of three clients each double that (`--param locks`, `--clients` win).
+CLIENT_LOCKS = {"locks": 2, "clients_per_lock": 3}
 # A hold of exactly 1.5 s: a fault aimed at whoever just acquired must go in before the hold
 # ends (docker pause 0.1-1 s, a sidecar's iptables up to ~1.8 s at load 20) or it misses and is
 # re-armed; a hold drawn from [0, 2 x 1 s) ended under a third of the cuts first.
@@ -104,6 +108,11 @@ def gate_specs(settings: dict[str, Any], names: list[str], until_power: float) -
     for name in names:
         base = {**DEFAULTS, **settings}
         base["params"] = {**DEFAULT_PARAMS, **settings.get("params", {})}
+        if name in SHORT_SESSION and "locks" not in base["params"]:
+            locks = CLIENT_LOCKS["locks"]
+            if "clients" not in settings:
+                base["clients"] = locks * CLIENT_LOCKS["clients_per_lock"]
+            base["params"]["locks"] = min(locks, base["clients"])
         base.update(SCENARIOS[name][1])
         base.update(stop_on_violation=True, until_power=until_power, name=f"gate-{name}")
         spec = spec_from_json(base)

@@ -167,6 +167,12 @@ def validate_spec(spec: TestSpec) -> None:
     spec.params = validate_params(
         spec.params, user_recipe=":" in spec.recipe or spec.recipe == "exec"
     )
+    locks = spec.params.get("locks", 1)
+    if locks > 1 and (spec.workload not in ("lock", "election") or locks > (spec.clients or 1)):
+        raise BadInput(
+            f"param locks={locks} needs the lock or election workload and at least as many "
+            f"clients (workload {spec.workload}, {spec.clients} clients)"
+        )
     if spec.params.get("nested") and spec.client_mode != "in-process":
         # The wire protocol's loops (client/loop.py) never nest: such a run would test
         # nothing it claims to.
