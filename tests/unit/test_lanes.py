@@ -247,6 +247,8 @@ def test_with_several_locks_each_client_takes_its_own_lock_and_resource():
     assert client_params("lock", mine[0], 1) == mine[0]  # taken twice: the same
     assert client_params("lock", {"resource": "fenced"}, 3) == {"resource": "fenced"}
     assert all_paths("counter", params) == [("/zkjepsen/lock", "/zkjepsen/counter")]
+    for other in ("ping", "register", "queue", "counter"):  # no lock path of theirs to split
+        assert client_params(other, params, 2) == params
 
 
 def test_several_locks_are_refused_where_they_would_not_be_independent():

@@ -84,9 +84,9 @@ def all_paths(workload: str, params: dict[str, Any]) -> list[tuple[str, str]]:
 def client_params(workload: str, params: dict[str, Any], client: int) -> dict[str, Any]:
     """Client `client`'s own parameters (taken once, where a client's context is made): with
     `locks` = n > 1 it takes lock (client - 1) mod n, and writes that lock's resource."""
+    if workload not in MANY_LOCKS or param(params, "locks", 1) <= 1:
+        return params  # (also every workload without a lock path: ping, register, queue ...)
     every = all_paths(workload, params)
-    if len(every) == 1:
-        return params
     lock, res = every[(client - 1) % len(every)]
     return {**params, "lock_path": lock, WORKLOADS[workload][3]: res, "locks": 1}
 
