@@ -229,10 +229,13 @@ def test_kill_leader_is_replaced_and_restarts(rig):
     t = time.monotonic()
     op = start(nem, "kill-leader")
     assert op["targets"] == [old.name]
+    assert not ens.whole()  # a server down: the next kill must wait (nemesis/arming.py)
     new = _wait(lambda: (lambda ld: ld if ld and ld != old else None)(ens.leader()), 20)
     print(f"\nkill-leader: {new.name} leads {time.monotonic() - t:.1f}s after the kill")
     assert new is not None
+    assert not ens.whole()  # a new leader, but the killed server is still down
     end(nem, op)
+    assert _wait(ens.whole, 30)  # restarted, rejoined and synced: whole again
     _healed(ens, pool)
 
 

@@ -108,3 +108,53 @@ def test_a_re_armed_pause_lands_inside_a_hold_and_says_where_each_attempt_landed
     assert [e["landed"] for e in ends] == [False] * (len(ends) - 1) + [True]
     # Judged from the clients' history alone: the frozen holder's belief outlived its session.
     assert "lock" in r.results and r.results["lock"]["valid"] is False, r.results["lock"]
+
+
+def test_a_trigger_per_client_faults_each_client_on_its_own_acquires_side_by_side(
+    zk_image, store_root
+):
+    """`fault_trigger = "acquired-each"` and `locks` (the gate's client scenarios): one lane
+    per client, each pausing its own client whenever it acquires, on two independent locks.
+    While one holder is frozen past its session, another client is granted a lock and is paused
+    in its own lane, which one nemesis (one fault after another) never does."""
+    spec = TestSpec(
+        recipe="kazoo",
+        workload="lock",
+        nemesis=["pause-client"],
+        fault_trigger="acquired-each",
+        nodes=3,
+        clients=4,
+        time_limit_s=14,
+        recovery_s=2,
+        session_timeout_s=3,
+        interval_s=0.5,
+        seed=2,
+        image=zk_image,
+        params={"resource": "fenced", "property": "effect", "writes": 1, "hold_s": 1.5,
+                "hold_fixed": True, "locks": 2},
+    )  # fmt: skip
+    r = run_test(spec, store_root)
+    for c in (1, 2, 3, 4):  # client c took lock (c-1) mod 2 and wrote that lock's resource
+        recs = _records(r.store_dir / "clients" / f"c{c}" / f"client-{c}.jsonl")
+        keys = {x["key"] for x in recs if x.get("f") in ("acquire", "write") and "key" in x}
+        k = (c - 1) % 2
+        assert keys == {f"/zkjepsen/lock-{k}", f"/zkjepsen/resource-{k}"}, (c, keys)
+    faults = json.loads((r.store_dir / "schedule.json").read_text())["faults"]
+    assert faults, r.results
+    for f in faults:  # lane i fires on client i+1's acquires and hits that client only
+        client = f.get("lane", 0) + 1
+        assert f["trigger"]["client"] == client and f["targets"] == [f"c{client}"], f
+    assert len({f.get("lane", 0) for f in faults}) >= 2, faults
+    # Another client was granted the lock while one was frozen (its session expired after
+    # T, the pause lasts 1.5 T), and that acquire fired its own lane's trigger, armed before the
+    # frozen one's pause ended: one nemesis arms the next fault only after the last has ended.
+    overlapping = [
+        (a["fault_id"], b["fault_id"])
+        for a in faults
+        for b in faults
+        if a.get("lane", 0) != b.get("lane", 0)
+        and b["fired"]["armed_ns"] < a["end_ns"]
+        and a["start_ns"] < b["fired"]["event_ns"] < a["end_ns"]
+    ]
+    assert overlapping, [(f["fault_id"], f["start_ns"], f["end_ns"]) for f in faults]
+    assert r.valid is not False, r.results  # kazoo's fenced resource keeps lock order

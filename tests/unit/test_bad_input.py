@@ -42,7 +42,7 @@ def assert_refused(code: int, err: str, here, *words: str) -> None:
         (["--time-limit", "inf"], ["finite"]),
         (["--time-limit", "0"], ["time limit"]),
         (["--interval", "soon"], ["--interval"]),
-        (["--fault-trigger", "released"], ["fault_trigger", "acquired, time"]),
+        (["--fault-trigger", "released"], ["fault_trigger", "acquired, acquired-each, time"]),
         (["--session-timeout", "-3"], ["session timeout"]),
         (["--param", "resource=bogus"], ["resource", "fenced"]),
         (["--param", "hold_s=fast"], ["hold_s"]),

@@ -100,7 +100,8 @@ def versions_text(spec) -> str:
     default=None,
     metavar="WHEN",
     help="acquired: each fault fires on whoever just acquired, re-armed until it lands in a "
-    "hold; time: at its scheduled time (default: acquired for faults aimed at the holder, "
+    "hold; acquired-each: the same with a trigger per client, the clients' faults side by "
+    "side; time: at its scheduled time (default: acquired for faults aimed at the holder, "
     "time for the others; docs/nemeses.md).",
 )
 @click.option("--session-timeout", default=None, help="Client session timeout, e.g. 4s.")

@@ -68,6 +68,29 @@ def paths(workload: str, params: dict[str, Any]) -> tuple[str, str]:
     return param(params, "lock_path", lock), param(params, res_param, res)
 
 
+MANY_LOCKS = ("lock", "election")  # the workloads whose `locks` param may exceed 1
+
+
+def all_paths(workload: str, params: dict[str, Any]) -> list[tuple[str, str]]:
+    """Every lock's (lock path, resource path): one, or with `locks` = n > 1 the lock and
+    resource paths suffixed -0 .. -(n-1), each lock with a resource of its own."""
+    lock, res = paths(workload, params)
+    n = param(params, "locks", 1)
+    if n <= 1 or workload not in MANY_LOCKS:
+        return [(lock, res)]
+    return [(f"{lock}-{k}", f"{res}-{k}") for k in range(n)]
+
+
+def client_params(workload: str, params: dict[str, Any], client: int) -> dict[str, Any]:
+    """Client `client`'s own parameters (taken once, where a client's context is made): with
+    `locks` = n > 1 it takes lock (client - 1) mod n, and writes that lock's resource."""
+    if workload not in MANY_LOCKS or param(params, "locks", 1) <= 1:
+        return params  # (also every workload without a lock path: ping, register, queue ...)
+    every = all_paths(workload, params)
+    lock, res = every[(client - 1) % len(every)]
+    return {**params, "lock_path": lock, WORKLOADS[workload][3]: res, "locks": 1}
+
+
 def ready_path(params: dict[str, Any], resource: str) -> str | None:
     """The ready node's path when the ready-file protocol is on (above)."""
     if not param(params, "ready_file", False):

@@ -91,7 +91,7 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
         servers=spec.hosts,
         session_timeout_s=spec.session_timeout_s,
         workload=spec.workload,
-        lock_path=paths(spec.workload, spec.params)[0],
+        lock_path=paths(spec.workload, ctx.params)[0],  # the client's own (`locks`)
         cwd=spec.program_cwd,
         env=program_environment(spec),
         request_timeout_s=request_timeout,

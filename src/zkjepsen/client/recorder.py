@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from zkjepsen.client.loop import client_params
 from zkjepsen.history.jsonl import Appender
 
 if TYPE_CHECKING:
@@ -118,7 +119,7 @@ class RecordingContext:
         return cls(
             client=spec.client,
             nclients=spec.nclients,
-            params=spec.params,
+            params=client_params(spec.workload, spec.params, spec.client),
             recorder=recorder,
             deadline=spec.deadline_monotonic,
             rng=random.Random(f"{spec.seed}:{spec.client}:{recorder.process}"),

@@ -25,6 +25,12 @@ def await_trigger(
     if ctx.run_dir is None:  # (a leader change too: the watch follows the clients' files)
         raise NemesisError(f"trigger {trigger.describe()} needs the clients' histories")
     run_dir = ctx.run_dir
+    settled: dict[str, int] = {}
+    if trigger.settled:
+        began_ns = now()
+        if not await_settled(ctx, stop, limit_ns):
+            return None
+        settled = {"settle_began_ns": began_ns, "settled_ns": now()}
 
     def leader() -> str | None:
         try:
@@ -58,12 +64,29 @@ def await_trigger(
             "node": fired.node,
             "start_at_ns": max(seen_ns, fired.at_ns + int(trigger.delay_s * 1e9)),
             **(queued or {}),
+            **settled,
         }
     }
     if p.get("target") == "trigger":
         out["aim"] = f"client:{fired.client}" if fired.client is not None else fired.node
         out["targets"] = out["detail"] = None  # resolved afresh from the event
     return out
+
+
+def await_settled(ctx: NemesisContext, stop: threading.Event, limit_ns: int) -> bool:
+    """Wait until the service is whole (its backend's `whole()`: every server serves, one
+    leads); False if the time limit or a stop came first. A backend that cannot say is taken
+    as whole."""
+    whole = getattr(ctx.backend, "whole", None)
+    while whole is not None:
+        try:
+            if whole():
+                return True
+        except Exception:  # noqa: BLE001 - a server mid-restart: not whole yet
+            pass
+        if time.monotonic_ns() >= limit_ns or stop.wait(0.1):
+            return False
+    return True
 
 
 QUEUE_WAIT_S = 3.0  # a create takes ~10 ms idle, up to ~1 s on a loaded 2-core machine

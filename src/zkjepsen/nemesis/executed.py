@@ -78,6 +78,8 @@ class ExecutedFault:
         """The nemesis's schedule input for a replay of it: `replay_fields`, and when it is
         triggered its trigger and when that was armed."""
         table = self.replay_fields()
+        if self.extra.get("lane"):  # a fault of a lane (generator.lanes) replays in its lane
+            table["lane"] = self.extra["lane"]
         if self.trigger:
             table["trigger"] = copy.deepcopy(self.trigger)
             table["armed_ns"] = self.armed_ns

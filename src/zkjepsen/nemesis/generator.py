@@ -31,6 +31,7 @@ from zkjepsen.nemesis.triggers import Trigger
 @dataclass(frozen=True)
 class Sleep:
     seconds: float
+    lane: int = 0  # the timeline it belongs to (`lanes`); lane 0 unless told
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,9 @@ class Fault:
     duration: float | str | None = None  # None: the fault's default, else env.fault_duration_s
     params: dict[str, Any] = field(default_factory=dict, hash=False)
     trigger: Any = None  # a nemesis.triggers.Trigger: start on its event, not at a time
+    # Its timeline (`lanes`): the nemesis runs each lane's faults one after another, and the
+    # lanes side by side, so faults of different lanes may overlap. Lane 0 unless told.
+    lane: int = 0
 
 
 @dataclass(frozen=True)
@@ -217,6 +221,27 @@ def on(trigger: Any, g: Gen) -> Gen:
     return gen
 
 
+def lanes(*gens: Gen) -> Gen:
+    """Each generator on a timeline of its own, run side by side by the nemesis: lane i's
+    faults follow each other, but may overlap lane j's (a trigger per client: each client is
+    faulted on its own acquires, whatever the others' faults). Items are taken in turn, one
+    from each lane still going, so fault ids are numbered the same on every run."""
+
+    def gen(rng: random.Random, env: Env) -> Iterator[Item]:
+        live = [(i, g(rng, env)) for i, g in enumerate(gens)]
+        while live:
+            for entry in list(live):
+                i, it = entry
+                try:
+                    item = next(it)
+                except StopIteration:
+                    live.remove(entry)
+                    continue
+                yield dataclasses.replace(item, lane=i) if not isinstance(item, Heal) else item
+
+    return gen
+
+
 def steps(*gens: Gen) -> Gen:
     """The first item of each generator, in order: a readable fixed schedule, e.g.
     `steps(sleep(4), on(on_acquire(delay_s=0.1), fault("pause-client", duration=4.5)))`."""
@@ -264,12 +289,14 @@ def executed_items(faults: list[dict], origin_ns: int = 0) -> list[Item]:
     for its recorded length; a triggered fault armed when it was, on its trigger."""
 
     items: list[Item] = []
-    t = 0.0
+    clock: dict[int, float] = {}  # lane -> where its timeline is (faults of `lanes` overlap)
     for f in sorted(faults, key=lambda f: f.get("armed_ns") or f["start_ns"]):
+        lane = int(f.get("lane") or 0)
+        t = clock.get(lane, 0.0)
         start = (f.get("armed_ns") if f.get("trigger") else None) or f["start_ns"]
         start_s = max(0.0, (start - origin_ns) / 1e9)
         if start_s > t + 1e-3:
-            items.append(Sleep(round(start_s - t, 3)))
+            items.append(Sleep(round(start_s - t, 3), lane))
         hold = round((f["end_ns"] - f["start_ns"]) / 1e9, 3)
         targets = f.get("targets")
         if f.get("target") == "trigger" or not targets:
@@ -279,18 +306,31 @@ def executed_items(faults: list[dict], origin_ns: int = 0) -> list[Item]:
         else:
             target = ",".join(targets)
         trig = Trigger.from_json(f["trigger"]) if f.get("trigger") else None
-        items.append(Fault(f["f"], target, hold, dict(f.get("params") or {}), trig))
-        t = max(start_s, (f["end_ns"] - origin_ns) / 1e9)
+        items.append(Fault(f["f"], target, hold, dict(f.get("params") or {}), trig, lane))
+        clock[lane] = max(start_s, (f["end_ns"] - origin_ns) / 1e9)
     return items
 
 
-def standard(names: list[str], *, time_limit_s: float, interval_s: float) -> Gen:
+def standard(
+    names: list[str],
+    *,
+    time_limit_s: float,
+    interval_s: float,
+    lane_triggers: list[Trigger] | None = None,
+) -> Gen:
     """The default schedule: random faults from `names`, staggered, for the time limit, then a
-    final heal. Each fault lasts its own default (`1.5x` for pause-client) or env's duration."""
+    final heal. Each fault lasts its own default (`1.5x` for pause-client) or env's duration.
+    `lane_triggers`: one such schedule per trigger (e.g. one client's acquires), fired `on` it,
+    each in its own lane (`lanes`), then one final heal."""
     faults = [fault(n) for n in names if n != "none"]
     if not faults:
         return final_heal()
-    return phases(time_limit(time_limit_s, stagger(interval_s, mix(*faults))), final_heal())
+    if lane_triggers is None:
+        return phases(time_limit(time_limit_s, stagger(interval_s, mix(*faults))), final_heal())
+    each = [
+        on(t, time_limit(time_limit_s, stagger(interval_s, mix(*faults)))) for t in lane_triggers
+    ]
+    return phases(lanes(*each), final_heal())
 
 
 # ---- planning -----------------------------------------------------------------------------------
@@ -300,15 +340,16 @@ def plan(gen: Gen, seed: int, env: Env | None = None, max_items: int = 100_000) 
     env = env or Env()
     rng = random.Random(seed)
     out: list[dict] = []
-    t = 0.0
+    clock: dict[int, float] = {0: 0.0}  # lane -> its planned time (each lane its own timeline)
     fid = 0
     for n, item in enumerate(gen(rng, env)):
         if n >= max_items:
             raise ValueError("generator produced too many items; bound it with time_limit")
         if isinstance(item, Sleep):
-            t += item.seconds
+            clock[item.lane] = clock.get(item.lane, 0.0) + item.seconds
         elif isinstance(item, Fault):
             fid += 1
+            t = clock.get(item.lane, 0.0)
             spec = env.duration_spec(item)
             d = env.seconds(spec)
             planned = {
@@ -322,10 +363,12 @@ def plan(gen: Gen, seed: int, env: Env | None = None, max_items: int = 100_000) 
             }
             if item.trigger is not None:  # at_s: when it is armed at the earliest
                 planned["trigger"] = item.trigger.to_json()
+            if item.lane:  # (lane 0 unsaid: a one-lane plan reads as it always did)
+                planned["lane"] = item.lane
             out.append(planned)
-            t += d
-        elif isinstance(item, Heal):
-            out.append({"f": "heal", "at_s": round(t, 6)})
+            clock[item.lane] = t + d
+        elif isinstance(item, Heal):  # after every lane's faults so far
+            out.append({"f": "heal", "at_s": round(max(clock.values()), 6)})
     return out
 
 

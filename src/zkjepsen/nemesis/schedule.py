@@ -14,7 +14,7 @@ import os
 import random
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,8 @@ class FaultNemesis(Nemesis):
         if unknown:
             raise NemesisError(f"unknown fault(s) {', '.join(unknown)}")
         self.ctx, self.names, self.seed, self.log = ctx, names, seed, log
-        self.current: dict[str, Any] | None = None  # the started, not yet ended, fault
+        # The started, not yet ended, faults by fault id (lanes overlap: several at once).
+        self.current: dict[Any, dict[str, Any]] = {}
         self.heal_problems: list[str] = []  # what the last teardown could not heal
 
     def setup(self) -> None:
@@ -80,7 +81,7 @@ class FaultNemesis(Nemesis):
                 )
             op["start_ns"] = self._now()
             self._record(op, "start")
-            self.current = op  # an interrupt inside apply still gets this fault ended
+            self.current[op["fault_id"]] = op  # an interrupt inside apply still ends it
             try:
                 kind.apply(self.ctx, op["targets"], op.get("detail") or {})
             except Exception as e:  # noqa: BLE001 - recorded; the end undoes what went in
@@ -93,7 +94,7 @@ class FaultNemesis(Nemesis):
                 op["end_error"] = f"{type(e).__name__}: {e}"
             op["end_ns"] = self._now()
             self._record(op, "end")
-            self.current = None
+            self.current.pop(op["fault_id"], None)
         return op
 
     def teardown(self) -> None:
@@ -140,6 +141,8 @@ def _load_replay(schedule: Any) -> list[dict]:
         if f.get("f") == "heal" or "start_ns" not in f:
             continue
         out.append({k: f.get(k) for k in (*FAULT_FIELDS, "trigger", "armed_ns")})
+        if f.get("lane"):
+            out[-1]["lane"] = f["lane"]
     return sorted(out, key=lambda f: f["start_ns"])
 
 
@@ -210,43 +213,110 @@ def run_nemesis(
         "run_id": backend.run_id,
     }
     executed: list[dict] = []
-    active: dict | None = None
     nem.setup()
     try:
+        lanes = _lanes(planned)
+        run = _Lane(nem, log, meta, executed, files, env, schedule is not None, t0_ns, origin_ns,
+                    origin_ns + int(time_limit_s * 1e9))  # fmt: skip
+        if len(lanes) == 1:
+            run(lanes[0], stop)
+        else:
+            _side_by_side(run, lanes, stop)
+        _wait_until(origin_ns + int(time_limit_s * 1e9), stop)
+    finally:
+        _final_heal(nem, log, meta, executed, files)
+    return executed
+
+
+def _lanes(planned: list[dict]) -> list[list[dict]]:
+    """The plan by lane (generator.lanes), each in its order; heals go with lane 0."""
+    by: dict[int, list[dict]] = {}
+    for p in planned:
+        by.setdefault(int(p.get("lane") or 0), []).append(p)
+    return [by[k] for k in sorted(by)] or [[]]
+
+
+def _side_by_side(run: Any, lanes: list[list[dict]], stop: threading.Event) -> None:
+    """Each lane in a thread of its own until all have ended. A stop (or an interrupt of this
+    thread) halts every lane; the first error of a lane is raised here once all have ended,
+    so the heal that follows never races a lane still starting a fault."""
+    halt = threading.Event()
+    errors: list[BaseException] = []
+
+    def one(lane: list[dict]) -> None:
+        try:
+            run(lane, halt)
+        except BaseException as e:  # noqa: BLE001 - raised in the caller's thread below
+            errors.append(e)
+            halt.set()
+
+    threads = [threading.Thread(target=one, args=(lane,), daemon=True) for lane in lanes]
+    for t in threads:
+        t.start()
+    try:
+        while any(t.is_alive() for t in threads):
+            if stop.wait(0.05):
+                halt.set()
+            for t in threads:
+                t.join(0.01)
+    finally:
+        halt.set()
+        for t in threads:
+            t.join()
+    if errors:
+        raise errors[0]
+
+
+@dataclass
+class _Lane:
+    """Runs one lane's planned faults, one after another (the nemesis's one loop)."""
+
+    nem: FaultNemesis
+    log: NemesisLog
+    meta: dict
+    executed: list[dict]
+    files: ScheduleFiles
+    env: generator.Env
+    replay: bool
+    t0_ns: int
+    origin_ns: int
+    limit_ns: int
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, planned: list[dict], stop: threading.Event) -> None:
+        nem, ctx, log = self.nem, self.nem.ctx, self.log
         for i, p in enumerate(planned):
             if p["f"] == "none":
                 continue
             if p["f"] == "heal":
                 # A heal between phases runs now; the last one is the teardown's, below.
-                if i < len(planned) - 1 and not _wait_until(origin_ns + int(p["at_s"] * 1e9), stop):
-                    meta.setdefault("heals", []).append(
+                at = self.origin_ns + int(p["at_s"] * 1e9)
+                if i < len(planned) - 1 and not _wait_until(at, stop):
+                    self.meta.setdefault("heals", []).append(
                         {"start_ns": log.now(), "problems": heal_context(ctx), "end_ns": log.now()}
                     )
                 continue
             active = _start_fault(
-                nem, p, log, stop, meta, replay=schedule is not None, t0_ns=t0_ns,
-                origin_ns=origin_ns, limit_ns=origin_ns + int(time_limit_s * 1e9),
+                nem, p, log, stop, self.meta, replay=self.replay, t0_ns=self.t0_ns,
+                origin_ns=self.origin_ns, limit_ns=self.limit_ns,
             )  # fmt: skip
             if active is None:  # the time limit or a stop came first
                 break
-            if schedule is not None:
+            if self.replay:
                 hold_s, since_ns = (p["end_ns"] - p["start_ns"]) / 1e9, active["start_ns"]
             else:
                 client = next((t for t in active["targets"] if t.startswith("c")), None)
-                hold_s = env.seconds(p["duration"], ctx.session_timeout_of(client))
+                hold_s = self.env.seconds(p["duration"], ctx.session_timeout_of(client))
                 # A client fault's length is in units of its session: counted from when it went
                 # in, not from its start record (docker pause or a sidecar's iptables take
                 # 0.1-1 s, and a 1.5x pause must freeze for 1.5 T). Server faults as planned.
                 since_ns = (client and active.get("applied_ns")) or active["start_ns"]
             active["duration_s"] = round(hold_s, 6)
-            _wait_until(t0_ns + since_ns + int(hold_s * 1e9), stop)
-            executed.append(_done(nem.invoke({**active, "phase": "end"})))
-            active = None
-            _write_schedule(files.schedule, meta, executed)
-        _wait_until(origin_ns + int(time_limit_s * 1e9), stop)
-    finally:
-        _final_heal(nem, log, meta, executed, active, files)
-    return executed
+            _wait_until(self.t0_ns + since_ns + int(hold_s * 1e9), stop)
+            ended = _done(nem.invoke({**active, "phase": "end"}))
+            with self.lock:
+                self.executed.append(ended)
+                _write_schedule(self.files.schedule, self.meta, self.executed)
 
 
 def _start_fault(
@@ -310,18 +380,12 @@ def _start_fault(
 
 
 def _final_heal(
-    nem: FaultNemesis,
-    log: NemesisLog,
-    meta: dict,
-    executed: list[dict],
-    active: dict | None,
-    files: ScheduleFiles,
+    nem: FaultNemesis, log: NemesisLog, meta: dict, executed: list[dict], files: ScheduleFiles
 ) -> None:
-    """End the fault still on (an interrupt), heal everything, write the final schedule."""
+    """End the faults still on (an interrupt), heal everything, write the final schedule."""
 
     with signals_deferred():  # a second Ctrl-C must not stop the heal halfway
-        active = active or nem.current
-        if active is not None:
+        for active in list(nem.current.values()):
             executed.append(_done(nem.invoke({**active, "phase": "end", "interrupted": True})))
         heal_start, problems = log.now(), ["heal interrupted"]
         try:

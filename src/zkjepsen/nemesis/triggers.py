@@ -42,6 +42,10 @@ class Trigger:
     # (a child whose data is its identifier `client-N`, made after arming, not the lowest): a
     # waiter killed before its create landed (0.4 s on a loaded machine) leaves nothing behind.
     waiting_in: str | None = None
+    # Armed only once the service is whole again (every server serves, one leads: a server
+    # restarted by the previous fault has synced): kills back to back otherwise hit a
+    # restarted server mid-sync or leave no quorum. Backends that cannot say: armed at once.
+    settled: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -88,7 +92,11 @@ class Trigger:
 
     def to_json(self) -> dict[str, Any]:
         # retries only when set: schedules written before it existed read back the same
-        return {k: v for k, v in asdict(self).items() if v is not None and (k != "retries" or v)}
+        return {
+            k: v
+            for k, v in asdict(self).items()
+            if v is not None and (k not in ("retries", "settled") or v)
+        }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Trigger:
@@ -100,7 +108,7 @@ class Trigger:
         args = [
             f"{k}={v!r}"
             for k, v in self.to_json().items()
-            if k != "kind" and v != {"k": 1, "delay_s": 0.0, "retries": 0}.get(k)
+            if k != "kind" and v != {"k": 1, "delay_s": 0.0, "retries": 0, "settled": False}.get(k)
         ]
         name = {
             "acquired": "on_acquire",
@@ -192,9 +200,15 @@ class QueueWatch:
 
 
 def on_acquire(
-    client: int | None = None, k: int = 1, delay_s: float = 0.0, retries: int = 0
+    client: int | None = None,
+    k: int = 1,
+    delay_s: float = 0.0,
+    retries: int = 0,
+    settled: bool = False,
 ) -> Trigger:
-    return Trigger("acquired", client=client, k=k, delay_s=delay_s, retries=retries)
+    return Trigger(
+        "acquired", client=client, k=k, delay_s=delay_s, retries=retries, settled=settled
+    )
 
 
 def on_release(client: int | None = None, k: int = 1, delay_s: float = 0.0) -> Trigger:

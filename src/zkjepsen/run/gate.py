@@ -27,20 +27,25 @@ from zkjepsen.run.resolve import spec_from_json, validate_spec
 # name -> (what it does, the spec settings that make it)
 SCENARIOS: dict[str, tuple[str, dict[str, Any]]] = {
     "client-pause": (
-        "the client that just acquired is frozen for 1.5x its session timeout",
-        {"nemesis": ["pause-client"], "fault_trigger": "acquired"},
+        "each client, the moment it acquires, is frozen for 1.5x its session timeout",
+        {"nemesis": ["pause-client"], "fault_trigger": "acquired-each"},
     ),
     "client-cut": (
-        "the client that just acquired is cut off from every server for 2x its session timeout",
-        {"nemesis": ["isolate-client"], "fault_trigger": "acquired"},
+        "each client, the moment it acquires, is cut off from every server for 2x its session "
+        "timeout",
+        {"nemesis": ["isolate-client"], "fault_trigger": "acquired-each"},
     ),
     "leader-kill": (
-        "the leader is killed (restarted 2 s later) just after a client acquired",
+        "once every server serves, the leader is killed (restarted 1 s later) just after a "
+        "client acquired",
         {
             "nemesis": ["kill-leader"],
             "fault_trigger": "acquired",
             "fault_target": "leader",
-            "fault_duration_s": 2.0,
+            # What makes a kill count is who held at the kill (the instant rule), not how long
+            # the server stays down: the others elect a leader within ~0.5 s, before the killed
+            # JVM is back. The next kill waits for every server to serve (nemesis/arming.py).
+            "fault_duration_s": 1.0,
         },
     ),
 }
@@ -63,7 +68,14 @@ WORKLOADS = ("lock", "election")  # what `acquired` triggers on and a split hold
 # nor on other services (an etcd lease's TTL has a floor of its own).
 ZOOKEEPER_SESSION_S = 1.0
 SHORT_SESSION = frozenset({"client-pause", "client-cut"})
-DEFAULT_PARAMS = {"hold_s": 1.0}  # long enough for docker pause (0.1-1 s) to land in
+# The client scenarios fault each client on its own acquires (a trigger per client), so a lock
+# goes from one faulted holder to the next as fast as the service expires a session; two
+# independent locks of three clients each double that (`--param locks`, `--clients` win).
+CLIENT_LOCKS = {"locks": 2, "clients_per_lock": 3}
+# A hold of exactly 1.5 s: a fault aimed at whoever just acquired must go in before the hold
+# ends (docker pause 0.1-1 s, a sidecar's iptables up to ~1.8 s at load 20) or it misses and is
+# re-armed; a hold drawn from [0, 2 x 1 s) ended under a third of the cuts first.
+DEFAULT_PARAMS = {"hold_s": 1.5, "hold_fixed": True}
 DEFAULT_POWER = 0.10
 REASONS = {"asked": "another scenario failed", "power": "power target reached"}
 
@@ -96,6 +108,11 @@ def gate_specs(settings: dict[str, Any], names: list[str], until_power: float) -
     for name in names:
         base = {**DEFAULTS, **settings}
         base["params"] = {**DEFAULT_PARAMS, **settings.get("params", {})}
+        if name in SHORT_SESSION and "locks" not in base["params"]:
+            locks = CLIENT_LOCKS["locks"]
+            if "clients" not in settings:
+                base["clients"] = locks * CLIENT_LOCKS["clients_per_lock"]
+            base["params"]["locks"] = min(locks, base["clients"])
         base.update(SCENARIOS[name][1])
         base.update(stop_on_violation=True, until_power=until_power, name=f"gate-{name}")
         spec = spec_from_json(base)

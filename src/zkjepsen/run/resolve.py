@@ -168,6 +168,12 @@ def validate_spec(spec: TestSpec) -> None:
     spec.params = validate_params(
         spec.params, user_recipe=":" in spec.recipe or spec.recipe == "exec"
     )
+    locks = spec.params.get("locks", 1)
+    if locks > 1 and (spec.workload not in ("lock", "election") or locks > (spec.clients or 1)):
+        raise BadInput(
+            f"param locks={locks} needs the lock or election workload and at least as many "
+            f"clients (workload {spec.workload}, {spec.clients} clients)"
+        )
     if spec.params.get("nested") and spec.client_mode != "in-process":
         # The wire protocol's loops (client/loop.py) never nest: such a run would test
         # nothing it claims to.
@@ -185,6 +191,12 @@ def _check_nemeses(spec: TestSpec, names: list[str]) -> None:
                 f"unknown nemesis {n!r}; choose from {', '.join(sorted(KINDS))}"
                 " (`zkjepsen list nemeses`)"
             )
+    if spec.fault_trigger == "acquired-each" and not set(names) <= ON_ACQUIRE_BY_DEFAULT:
+        raise BadInput(
+            "fault_trigger acquired-each faults each client on its own acquires, side by side: "
+            f"only faults aimed at the holder ({', '.join(sorted(ON_ACQUIRE_BY_DEFAULT))}), "
+            f"not {', '.join(sorted(set(names) - ON_ACQUIRE_BY_DEFAULT))}"
+        )
     proxied = [n for n in names if WIRE_PROXY in KINDS[n].client_needs]
     if proxied and not spec.proxy:
         raise BadInput(
@@ -278,9 +290,18 @@ def fault_generator(spec: TestSpec, names: list[str]) -> Gen | None:
     if not names:
         return None
 
-    gen = generator.standard(names, time_limit_s=spec.time_limit_s, interval_s=spec.interval_s)
+    each = None
+    if spec.fault_trigger == "acquired-each":  # each client on its own acquires, side by side
+        clients = spec.clients or default_clients(spec.recipe)
+        each = [on_acquire(client=c, retries=10) for c in range(1, clients + 1)]
+    gen = generator.standard(
+        names, time_limit_s=spec.time_limit_s, interval_s=spec.interval_s, lane_triggers=each
+    )
     if spec.fault_trigger == "acquired":  # on whoever just acquired, until it lands in a hold
-        gen = generator.on(on_acquire(retries=10), gen)
+        # A fault on servers is armed only once they are whole again (every server serves,
+        # one leads): back to back, a kill would hit a server still syncing or leave no quorum.
+        settled = not set(names) <= ON_ACQUIRE_BY_DEFAULT
+        gen = generator.on(on_acquire(retries=10, settled=settled), gen)
     if spec.fault_target is not None:
         gen = generator.fault_target(spec.fault_target, gen)
     if spec.max_faults is not None:

@@ -30,7 +30,7 @@ IMAGE_REF = re.compile(
 )
 CLIENT_MODES = ("protocol", "in-process")
 # run/resolve.py makes "acquired" a nemesis trigger; "time": each fault at its scheduled time
-FAULT_TRIGGERS = ("acquired", "time")
+FAULT_TRIGGERS = ("acquired", "acquired-each", "time")
 # What `fault_target` may name (nemesis/targets.py resolves each): a role, a client by number,
 # or servers by name. Anything else used to fall through to a random client without a word.
 FAULT_TARGETS = ("one", "leader", "minority", "majority", "all", "holder", "random")
@@ -123,7 +123,9 @@ class TestSpec:
     until_power: float | None = None
     # Every fault of the standard schedule fires on this event instead of at its time
     # (nemesis/triggers.py): "acquired" hits whoever just acquired (re-armed until it lands
-    # inside a hold), the fault's own target when `fault_target` names one.
+    # inside a hold), the fault's own target when `fault_target` names one; "acquired-each":
+    # a trigger per client, each client faulted on its own acquires, side by side (its faults
+    # may overlap another client's: nemesis/generator.lanes).
     fault_trigger: str | None = None
 
     def __post_init__(self) -> None:

@@ -29,6 +29,7 @@ from zkjepsen.checker.exercised import Exercised
 from zkjepsen.checker.fencing import FencingChecker
 from zkjepsen.checker.liveness import LivenessChecker
 from zkjepsen.checker.lock import LockChecker
+from zkjepsen.client.loop import all_paths
 from zkjepsen.recipes.base import param
 from zkjepsen.workloads.common import ensure, resource_mode
 from zkjepsen.workloads.inprocess import run_lock_loop
@@ -52,17 +53,11 @@ class LockWorkload:
             else "stand for election -> lead (write the resource) -> resign; at most one leader"
         )
 
-    def _paths(self, params: dict[str, Any]) -> tuple[str, str]:
-        return (
-            param(params, "lock_path", self.default_path),
-            param(params, "resource_path", "/zkjepsen/resource"),
-        )
-
     def setup(self, ctx: Any) -> None:
-        lock, resource = self._paths(ctx.params)
         resource_mode(ctx.params)  # a bad mode fails here, on the host, not in every client
-        ctx.session.ensure_path(lock)
-        ensure(ctx.session, resource, b"{}")
+        for lock, resource in all_paths(self.name, ctx.params):  # each lock (`locks`)
+            ctx.session.ensure_path(lock)
+            ensure(ctx.session, resource, b"{}")
 
     def run_client(self, ctx: Any) -> None:
 

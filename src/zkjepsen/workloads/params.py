@@ -42,6 +42,14 @@ KNOWN: dict[str, Param] = {
     ),
     "resource_path": Param(str, "znode of the protected resource"),
     "lock_path": Param(str, "znode under which the lock lives"),
+    "locks": Param(
+        int,
+        "lock/election: independent locks; client i takes lock (i-1) mod locks (its lock and "
+        "resource paths suffixed -k), so several holders can be faulted at once",
+        minimum=1,
+        maximum=100,
+        why_max="a lock per client at most",
+    ),
     "counter_path": Param(str, "znode of the counter"),
     "queue_path": Param(str, "znode of the queue"),
     "retry_writes": Param(bool, "retry protected writes with KazooRetry(ignore_expire)"),
@@ -206,10 +214,12 @@ WORKLOAD_PARAMS: dict[str, tuple[tuple[str, Any], ...]] = {
         ("ready_file", False),
         ("lock_path", "/zkjepsen/lock"),
         ("resource_path", "/zkjepsen/resource"),
+        ("locks", 1),
     ),
     "election": (
         *_LOOP,
         ("writes", 2),
+        ("locks", 1),
         ("lock_path", "/zkjepsen/master_election"),
         ("resource_path", "/zkjepsen/resource"),
     ),

@@ -137,6 +137,12 @@ class ZooKeeperEnsemble(ContainerCluster):
         ]
         return max(leaders, key=lambda t: t[0])[1] if leaders else None
 
+    def whole(self) -> bool:
+        """Every server serves and exactly one leads (one round of `srvr`, ~ms): after a server
+        fault, the restarted server has rejoined and synced (nemesis/arming.await_settled)."""
+        modes = [a.get("Mode") if a else None for a in self._pool.map(self.srvr, self.nodes)]
+        return all(modes) and sum(m in LEADING for m in modes) == 1
+
     def status(self) -> list[dict]:
         def one(node: Node) -> dict:
             state = self._container(node).status if self._container(node) else "missing"
