@@ -175,12 +175,12 @@ class ContainerCluster:
     def logs(self, node: Node) -> str:
         return self._docker_logs(node)
 
-    def power(self, node: Node, what: str) -> dict[str, int]:
-        """Ask the node's power-loss layer `what` (stat, drop, torn: docker/powerfs.py); its
-        counts ({} when the node runs without the layer)."""
+    def power(self, node: Node, what: str, age_s: float = 0.0) -> dict[str, int]:
+        """Ask the node's power-loss layer `what` (stat, sync, drop, torn: docker/powerfs.py);
+        its counts ({} when the node runs without the layer)."""
         if not self.power_layer:
             return {}
-        _, out = self.exec(node, powerfs.command(what))
+        _, out = self.exec(node, powerfs.command(what, age_s))
         return powerfs.parse(out)
 
     def client_endpoint(self, index: int) -> ClientEndpoint:

@@ -16,7 +16,10 @@
  * lets the newest pending write survive in part: its first half lands again.
  *
  *   powerfs BACKING TRASH SOCKET MOUNTPOINT [fuse options]   serve
- *   powerfs ctl SOCKET stat|drop|torn                        ask; prints one JSON line
+ *   powerfs ctl SOCKET stat|sync|drop [AGE_S]|torn [AGE_S]   ask; prints one JSON line
+ *
+ * sync commits everything pending (sync(1)); drop and torn with AGE_S keep what is older than
+ * AGE_S seconds, as the kernel's writeback would have written it (dirty_expire: 30 s).
  *
  * Written for zkjepsen (issue 34) on libfuse3's high-level API; Jepsen's use of LazyFS was read
  * for the idea of the commands, none of its code is here.
@@ -34,6 +37,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <time.h>
 #include <sys/statvfs.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -53,6 +58,7 @@ struct rec {
     char *path, *path2, *trash; /* names, relative to the backing directory and the trash */
     int isdir;
     mode_t mode;
+    double at; /* CLOCK_MONOTONIC seconds when it was made */
 };
 
 static int bfd = -1, tfd = -1;  /* the backing and trash directories */
@@ -72,6 +78,12 @@ static const char *rel(const char *path) {
     return *path ? path : ".";
 }
 
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 static struct rec *push(enum kind k) {
     if (nrecs == caprecs) {
         caprecs = caprecs ? caprecs * 2 : 1024;
@@ -82,6 +94,7 @@ static struct rec *push(enum kind k) {
     memset(r, 0, sizeof *r);
     r->kind = k;
     r->fd = -1;
+    r->at = now_s();
     return r;
 }
 
@@ -243,12 +256,13 @@ static void undo(struct rec *r) {
 }
 
 /* The power loss: undo every pending record, newest first. Returns the JSON answer. */
-static void power_loss(int torn, char *out, size_t outlen) {
+static void power_loss(int torn, double age, char *out, size_t outlen) {
     unsigned long long lost = 0, writes = 0, names = 0, kept = 0;
     struct rec *lastw = last_rec >= 0 && !recs[last_rec].committed ? &recs[last_rec] : NULL;
+    double cut = age > 0 ? now_s() - age : -1; /* older: written back by the kernel already */
     for (size_t i = nrecs; i-- > 0;) {
         struct rec *r = &recs[i];
-        if (r->committed) continue;
+        if (r->committed || r->at < cut) continue;
         undo(r);
         if (r->kind == WRITE) {
             lost += r->written;
@@ -311,8 +325,15 @@ static void owned(const char *p) {
     fchownat(bfd, p, c->uid, c->gid, AT_SYMLINK_NOFOLLOW);
 }
 
+static int ctl_fd = -1;  /* the control socket, bound before the mount */
+static void *control(void *arg);
+
 static void *pf_init(struct fuse_conn_info *conn, struct fuse_config *cfg) {
     (void)conn;
+    /* Here, not in main: fuse_main forks into the background after parsing, and a thread
+     * started before the fork would not be in the daemon. */
+    pthread_t th;
+    pthread_create(&th, NULL, control, (void *)(intptr_t)ctl_fd);
     cfg->use_ino = 1;
     cfg->nullpath_ok = 1;
     cfg->hard_remove = 1;
@@ -642,11 +663,16 @@ static void *control(void *arg) {
         if (n < 0) n = 0;
         cmd[n] = 0;
         pthread_mutex_lock(&mu);
+        double age = cmd[4] == ' ' ? atof(cmd + 5) : 0;
         if (!strncmp(cmd, "drop", 4))
-            power_loss(0, out, sizeof out);
+            power_loss(0, age, out, sizeof out);
         else if (!strncmp(cmd, "torn", 4))
-            power_loss(1, out, sizeof out);
-        else
+            power_loss(1, age, out, sizeof out);
+        else if (!strncmp(cmd, "sync", 4)) { /* as sync(1): everything pending is on disk */
+            for (size_t i = 0; i < nrecs; i++) recs[i].committed = 1;
+            compact();
+            stat_line(out, sizeof out);
+        } else
             stat_line(out, sizeof out);
         pthread_mutex_unlock(&mu);
         if (write(c, out, strlen(out)) < 0) perror("powerfs: control");
@@ -656,17 +682,21 @@ static void *control(void *arg) {
 }
 
 static int ctl_main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: powerfs ctl SOCKET stat|drop|torn\n");
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: powerfs ctl SOCKET stat|sync|drop [AGE_S]|torn [AGE_S]\n");
         return 2;
     }
     struct sockaddr_un a;
     int s = ctl_socket(argv[2], &a);
+    struct timeval tv = {10, 0}; /* a layer that does not answer is an error, not a hang */
+    if (s >= 0) setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a) < 0) {
         perror("powerfs: connect");
         return 1;
     }
-    if (write(s, argv[3], strlen(argv[3])) < 0) return 1;
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "%s%s%s", argv[3], argc == 5 ? " " : "", argc == 5 ? argv[4] : "");
+    if (write(s, cmd, strlen(cmd)) < 0) return 1;
     shutdown(s, SHUT_WR);
     char buf[512];
     ssize_t n;
@@ -693,8 +723,7 @@ int main(int argc, char **argv) {
         perror("powerfs: control socket");
         return 1;
     }
-    pthread_t th;
-    pthread_create(&th, NULL, control, (void *)(intptr_t)s);
+    ctl_fd = s;
     umask(0);
     /* argv[0] and the mountpoint onward go to libfuse */
     argv[3] = argv[0];

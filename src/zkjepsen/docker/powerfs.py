@@ -74,9 +74,10 @@ def host_config() -> dict[str, object]:
     return {"devices": ["/dev/fuse:/dev/fuse:rwm"], "cap_add": ["SYS_ADMIN"]}
 
 
-def command(what: str) -> list[str]:
-    """The argv, in a server container, that asks the layer `what` (stat, drop, torn)."""
-    return [BIN, "ctl", CONTROL, what]
+def command(what: str, age_s: float = 0.0) -> list[str]:
+    """The argv, in a server container, that asks the layer `what`: stat, sync (all pending is
+    on disk), drop or torn (what is older than `age_s` > 0 the kernel had written back)."""
+    return [BIN, "ctl", CONTROL, what, *([f"{age_s:g}"] if age_s > 0 else [])]
 
 
 def parse(output: str) -> dict[str, int]:

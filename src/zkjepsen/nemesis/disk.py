@@ -3,7 +3,8 @@
 A power loss asks each target's power-loss layer (docker/powerfs.py) to drop what was written
 since the last fsync (it counts the bytes: `lost_bytes` per server in the schedule) and from
 then on to fail every disk operation, then SIGKILLs the container; the end boots it again, on
-what had been fsynced. `torn-write` lets the newest un-fsynced write survive in part.
+what had been fsynced (what the servers wrote while starting is settled on disk first:
+`settle`). `torn-write` lets the newest un-fsynced write survive in part.
 `corrupt-file` stops one server, flips bits in (or truncates) the newest of the data files its
 service declares (`data_files`, globs under its data directory), and boots it at the end.
 
@@ -34,7 +35,8 @@ class PowerLoss:
     def resolve(
         self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
     ) -> tuple[list[str], dict[str, Any]]:
-        detail: dict[str, Any] = {}
+        # writeback_s: what is older the kernel had written back (Linux: 30 s); 0: nothing.
+        detail: dict[str, Any] = {"writeback_s": float(params.get("writeback_s", 0))}
         if target == "leader":
             leader = ctx.backend.leader()
             detail["leader"] = leader.name if leader else None
@@ -45,7 +47,7 @@ class PowerLoss:
 
         def one(name: str) -> tuple[str, dict[str, int]]:
             node = ctx.node(name)
-            counts = ctx.backend.power(node, self.mode)
+            counts = ctx.backend.power(node, self.mode, detail.get("writeback_s", 0.0))
             ctx.backend.kill(node)
             return name, counts
 
@@ -61,6 +63,12 @@ class PowerLoss:
 
     def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
         boot(ctx, targets, detail)
+
+
+def settle(ctx: NemesisContext) -> None:
+    """At the main phase's start: what the servers wrote while starting is on disk (a machine
+    that has run a while), so a power loss takes only what the test's own traffic left."""
+    ctx.each(lambda node: ctx.backend.power(node, "sync"), list(ctx.backend.nodes))
 
 
 def boot(ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
