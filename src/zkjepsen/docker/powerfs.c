@@ -460,9 +460,16 @@ static int pf_utimens(const char *path, const struct timespec tv[2], struct fuse
     RET(r < 0 ? -errno : 0);
 }
 
+/* The backing file is opened for reading too (the undo records read what a write overwrites)
+ * and without O_APPEND (an undo writes at its offset; pf_write appends itself). */
+static int backing_flags(int flags) {
+    flags &= ~(O_TRUNC | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND);
+    return (flags & O_ACCMODE) == O_WRONLY ? (flags & ~O_ACCMODE) | O_RDWR : flags;
+}
+
 static int pf_open(const char *path, struct fuse_file_info *fi) {
     LOCK();
-    int flags = fi->flags & ~(O_TRUNC | O_CREAT | O_EXCL | O_NOFOLLOW);
+    int flags = backing_flags(fi->flags);
     int fd = openat(bfd, rel(path), flags);
     if (fd < 0) RET(-errno);
     if (fi->flags & O_TRUNC) {
@@ -481,7 +488,7 @@ static int pf_create(const char *path, mode_t mode, struct fuse_file_info *fi) {
     struct stat st;
     int existed = fstatat(bfd, rel(path), &st, AT_SYMLINK_NOFOLLOW) == 0;
     if (existed && (fi->flags & O_EXCL)) RET(-EEXIST);
-    int fd = openat(bfd, rel(path), (fi->flags | O_CREAT) & ~O_TRUNC, mode);
+    int fd = openat(bfd, rel(path), backing_flags(fi->flags) | O_CREAT, mode);
     if (fd < 0) RET(-errno);
     if (!existed) {
         owned(rel(path));

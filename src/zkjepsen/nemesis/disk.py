@@ -28,15 +28,20 @@ BOOT_WATCH_S = 8.0  # a server still down this long after its boot is a finding
 
 @dataclass(frozen=True)
 class PowerLoss:
-    """`mode`: drop (every un-fsynced write is gone) or torn (the newest survives in part)."""
+    """`mode`: drop (every un-fsynced write is gone) or torn (the newest survives in part);
+    `servers`: whom it hits when a trigger aims it at a client (the kind's default target: a
+    power loss on an acquire hits the servers, the acquire says only when)."""
 
     mode: str = "drop"
+    servers: str = "one"
 
     def resolve(
         self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
     ) -> tuple[list[str], dict[str, Any]]:
         # writeback_s: what is older the kernel had written back (Linux: 30 s); 0: nothing.
         detail: dict[str, Any] = {"writeback_s": float(params.get("writeback_s", 0))}
+        if target.startswith("client:") or target == "holder":
+            detail["when"], target = f"{target} acquired", self.servers
         if target == "leader":
             leader = ctx.backend.leader()
             detail["leader"] = leader.name if leader else None
@@ -97,6 +102,8 @@ class CorruptFile:
     def resolve(
         self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
     ) -> tuple[list[str], dict[str, Any]]:
+        if target.startswith("client:") or target == "holder":
+            target = "one"  # on a trigger's client: when, not whom
         mode = str(params.get("mode", "flip"))
         if mode not in ("flip", "truncate"):
             raise NemesisError(f"corrupt-file's mode is flip or truncate, not {mode!r}")

@@ -105,8 +105,8 @@ IMPLEMENTATIONS: dict[str, FaultImpl] = {
     "proxy-drop-request": ProxyFault("proxy-drop-request"),
     "proxy-hold-session": ProxyFault("proxy-hold-session"),
     # Disk faults (disk.py): the runs that ask for one boot their servers under the layer.
-    **{name: PowerLoss("drop") for name in POWER_LOSS},
-    "torn-write": PowerLoss("torn"),
+    **{name: PowerLoss("drop", KINDS[name].target) for name in POWER_LOSS},
+    "torn-write": PowerLoss("torn", "one"),
     "corrupt-file": CorruptFile(),
 }
 
