@@ -97,6 +97,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("matrix", "fsync"): "fsync",
     ("scenario run", "fsync"): "fsync",
     ("test", "fsync"): "fsync",
+    ("gate", "fsync"): "fsync",
     ("demo", "time_limit"): "seconds",
     ("demo", "image"): "image",
     ("gate", "recipe"): "recipe",
