@@ -17,6 +17,7 @@ from zkjepsen.nemesis.generator import fault, on, sleep, steps
 from zkjepsen.nemesis.triggers import on_acquire, on_invoke, on_release
 from zkjepsen.reproduce.scenario import Expectation, Scenario
 from zkjepsen.reproduce.scenario import expect as _x
+from zkjepsen.reproduce.scenarios_disk import DISK
 from zkjepsen.reproduce.scenarios_etcd import ETCD
 from zkjepsen.reproduce.scenarios_services import REDIS
 from zkjepsen.reproduce.scenarios_sessions import SESSIONS
@@ -312,6 +313,7 @@ SCENARIOS: dict[str, Scenario] = {
         *SESSIONS,
         *REDIS,
         *ETCD,
+        *DISK,
     ]
 }
 
