@@ -93,6 +93,11 @@ KINDS: dict[tuple[str, str], str] = {
     ("cluster up", "zk_version"): "zk-version",
     ("cluster up", "etcd_version"): "etcd-version",
     ("cluster up", "client_suite"): "client-suite",
+    ("cluster up", "fsync"): "fsync",
+    ("matrix", "fsync"): "fsync",
+    ("scenario run", "fsync"): "fsync",
+    ("test", "fsync"): "fsync",
+    ("gate", "fsync"): "fsync",
     ("demo", "time_limit"): "seconds",
     ("demo", "image"): "image",
     ("gate", "recipe"): "recipe",
@@ -401,6 +406,8 @@ def bad_values(p: Param) -> st.SearchStrategy[Bad]:
         return strings(unknown(set(FAULT_TRIGGERS)))
     if k == "scenario-recipe":
         return strings(unknown(names_of("recipe")))
+    if k == "fsync":  # a durability preset: strict or relaxed
+        return strings(unknown({"strict", "relaxed"}))
     if k in ("zk-version", "client-suite"):
         return strings(unknown(names_of(k)) | st.from_regex(r"[0-9]\.[0-9]{1,2}", fullmatch=True))
     if k == "etcd-version":

@@ -135,7 +135,7 @@ def test_a_declaration_with_an_unknown_ability_or_family_is_refused():
     with pytest.raises(ValueError, match="unknown ability"):
         kind("k", "process", "one", "d", instant(), "pears")
     with pytest.raises(ValueError, match="k"):
-        kind("k", "disk", "one", "d", instant())
+        kind("k", "floppy", "one", "d", instant())
 
 
 def test_every_service_declares_abilities_the_faults_know():

@@ -64,12 +64,13 @@ def test_zoo_cfg_has_only_the_keys_the_version_knows(version):
 def test_the_spec_records_the_version_and_refuses_unknown_ones():
     spec = TestSpec()
     validate_spec(spec)
-    assert spec.service == ZooKeeperSettings(version="3.8", tick_ms=500)
+    assert spec.service == ZooKeeperSettings(version="3.8", tick_ms=500, fsync="strict")
     assert spec.to_json()["service"] == {
         "name": "zookeeper",
         "version": "3.8",
         "tick_ms": 500,
         "client_suite": None,
+        "fsync": "strict",
     }
     assert TestSpec.from_json(spec.to_json()) == spec  # test.json round-trips
     two = spec_from_json({"zookeeper": {"version": "3.4", "client_suite": "trixie"}})  # TOML

@@ -51,6 +51,9 @@ class Backend(Protocol):
         """A libfaketime spec (`+5`, `+0 x4`, `+0`) for the node's server process."""
 
     def logs(self, node: Node) -> str: ...
+    def power(self, node: Node, what: str, age_s: float = 0.0) -> dict[str, int]:
+        """Ask the node's power-loss layer (docker/powerfs.py): stat, sync, drop or torn."""
+
     def client_endpoint(self, index: int) -> ClientEndpoint: ...
     def start(self) -> None:
         """Create the servers and return once they serve (raise EnvironmentProblem if not)."""

@@ -17,6 +17,7 @@ import subprocess
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+from zkjepsen.docker import powerfs
 from zkjepsen.docker.image import run_in_root
 from zkjepsen.errors import EnvironmentProblem
 
@@ -96,3 +97,22 @@ def build_in_copy(
             shutil.copytree(build / "drivers-out" / out, target / out, dirs_exist_ok=True)
     finally:
         shutil.rmtree(build, ignore_errors=True)
+
+
+def build_powerfs(rootfs: Path, work: Path, on_progress: Callable[[str], None]) -> None:
+    """The power-loss layer (docker/powerfs.c), compiled in a throwaway copy of `rootfs` and
+    installed in it with its boot script (docker/powerfs.py says how it is used)."""
+    build_in_copy(
+        rootfs,
+        work,
+        sources=[(powerfs.SOURCE, Path("powerfs/powerfs.c"))],
+        packages=powerfs.BUILD_PACKAGES,
+        script=powerfs.BUILD_SCRIPT,
+        outputs=["powerfs"],
+        what="the power-loss layer (powerfs)",
+        on_progress=on_progress,
+    )
+    src = rootfs / INSTALL_DIR.lstrip("/") / "powerfs" / "powerfs"
+    dest = rootfs / powerfs.BIN.lstrip("/")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(src, dest)

@@ -38,6 +38,7 @@ from typing import Any
 
 from zkjepsen.checker import Result, Violation
 from zkjepsen.checker.lock_observe import INF, Hold, Write, observe
+from zkjepsen.faultkinds import KINDS
 from zkjepsen.history import History, Op, fault_windows, faults_during
 from zkjepsen.history.stream import paused_gc
 
@@ -155,6 +156,7 @@ class LockChecker:
             for rec in found_list[:cap]:  # only what is reported: faults cost a scan each
                 if "faults" not in rec:
                     rec["faults"] = faults_during(faults, rec["start"], rec["end"])
+                    rec.update(_disk_fault_before(faults, rec["start"]))
         violations = [
             _violation(kind, rec)
             for kind in ("belief", "careful", "effect")
@@ -253,6 +255,15 @@ def _effect_overlaps(writes: list[Write]) -> list[dict[str, Any]]:
             }
         )
     return effects
+
+
+def _disk_fault_before(faults: list, start: int) -> dict[str, Any]:
+    """The last disk fault (a power loss, a torn write, a corrupt file) that began before a
+    violation: what it took outlives its window, so the verdict names it (issue 34)."""
+    disk = [
+        w for w in faults if w.start <= start and getattr(KINDS.get(w.f), "family", "") == "disk"
+    ]
+    return {"after_disk_fault": disk[-1]._asdict()} if disk else {}
 
 
 def _violation(kind: str, rec: dict[str, Any]) -> Violation:

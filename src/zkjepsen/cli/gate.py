@@ -13,6 +13,7 @@ from rich.text import Text
 from zkjepsen.cli.display import console, verdict_word
 from zkjepsen.cli.engines import cluster_option, connect_cluster
 from zkjepsen.cli.options import STORE_PATH, junit_option, parse_duration, parse_params, rate
+from zkjepsen.cli.versions import service_options, service_tables
 
 
 def _row_text(row) -> Text:
@@ -57,6 +58,7 @@ def _row_text(row) -> Text:
 @click.option("--image", default=None, metavar="NAME")
 @click.option("--store", "store_root", type=STORE_PATH, default=None)
 @junit_option
+@service_options("gate")
 def gate_command(
     recipe,
     client_cmd,
@@ -73,6 +75,7 @@ def gate_command(
     image,
     store_root,
     junit_xml,
+    **service_opts,
 ) -> None:
     """Gate a lock in CI: client pause, client cut and leader kill, triggered on acquires."""
     from zkjepsen.report.junit import publish
@@ -96,6 +99,7 @@ def gate_command(
     }
     settings["time_limit_s"] = parse_duration(time_limit, "--time-limit")
     settings["params"] = parse_params(params)
+    settings.update(service_tables("gate", service_opts))  # {"zookeeper": {"fsync": "relaxed"}}
     specs = gate_specs(settings, names, rate(until_power, "--until-power"))
     from zkjepsen.run.resolve import validate_spec
 

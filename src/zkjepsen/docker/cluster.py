@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from zkjepsen.docker import mounts, netns, resources, signals, subnets
+from zkjepsen.docker import mounts, netns, powerfs, resources, signals, subnets
 from zkjepsen.errors import BadInput, EnvironmentProblem
 
 SERVER_IP_OFFSET = 10  # n1 = .11, n2 = .12, ...; clients get .101 and up
@@ -66,7 +66,12 @@ def faketime_env(timestamp_file: str) -> dict[str, str]:
 class ContainerCluster:
     """Server containers on the run's own network. Use as a context manager: leaving it always
     removes everything. A subclass gives `image`, `client_image`, `start` (which begins with
-    `_open()` and creates its servers with `_run_server`) and, if it has them, `logs`."""
+    `_open()` and creates its servers with `_run_server`) and, if it has them, `logs`.
+    `data_dir`: where its servers keep their data (in the container), the directory the
+    power-loss layer covers when a run sets `power_layer` (docker/powerfs.py)."""
+
+    data_dir = ""
+    power_layer = False  # the run asks for disk faults: servers boot under docker/powerfs
 
     def __init__(
         self,
@@ -170,6 +175,14 @@ class ContainerCluster:
 
     def logs(self, node: Node) -> str:
         return self._docker_logs(node)
+
+    def power(self, node: Node, what: str, age_s: float = 0.0) -> dict[str, int]:
+        """Ask the node's power-loss layer `what` (stat, sync, drop, torn: docker/powerfs.py);
+        its counts ({} when the node runs without the layer)."""
+        if not self.power_layer:
+            return {}
+        _, out = self.exec(node, powerfs.command(what, age_s))
+        return powerfs.parse(out)
 
     def client_endpoint(self, index: int) -> ClientEndpoint:
         """Clients share the servers' network, at .101 and up."""
@@ -328,12 +341,19 @@ class ContainerCluster:
         that says how to build the image if the engine has none; `image`: another than the
         servers' (a rolling upgrade's next version)."""
         api = self.client.api
+        layer = self.power_layer and self.data_dir
+        extra = powerfs.host_config() if layer else {}
         host_config = api.create_host_config(
             binds=self.files.binds(binds),
-            cap_add=["NET_ADMIN", "NET_RAW"],
+            cap_add=["NET_ADMIN", "NET_RAW", *extra.pop("cap_add", [])],  # type: ignore[misc]
             init=False,
+            **extra,
             **netns.limits(memory, netns.SERVER_PIDS),
         )
+        entry = None
+        if layer:  # the image's own entrypoint, booted under the layer
+            config = self.client.images.get(self.image).attrs.get("Config") or {}
+            entry = powerfs.entrypoint(self.data_dir, list(config.get("Entrypoint") or []))
         net = api.create_networking_config(
             {self.network_name: api.create_endpoint_config(ipv4_address=node.ip)}
         )
@@ -341,6 +361,7 @@ class ContainerCluster:
             cid = api.create_container(
                 image or self.image,
                 command=command,
+                entrypoint=entry,
                 name=f"{self.run_id}-{node.name}",
                 hostname=node.name,
                 labels=labels,

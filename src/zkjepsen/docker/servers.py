@@ -41,6 +41,7 @@ class Container:
 
 class ServerCluster(ContainerCluster):
     port = 0  # the servers' port
+    data_dir = "/srv/data"
     faketime = True  # libfaketime preloaded in the servers (clock faults on them)
     no_faketime = ""  # why not, when faketime is False
 

@@ -28,6 +28,7 @@ from zkjepsen.faultkinds.abilities import (
     ABILITIES,
     CLIENT_ABILITIES,
     CLIENT_CLOCK,
+    DATA_FILES,
     INDEPENDENT_MASTERS,
     LEADER,
     PEERS,
@@ -38,8 +39,9 @@ from zkjepsen.faultkinds.abilities import (
     ZK_WIRE,
 )
 from zkjepsen.faultkinds.membership import MEMBERSHIP, ROLLING
+from zkjepsen.faultkinds.disk import DISK_KINDS
 
-FAMILIES = ("none", "partition", "process", "clock", "proxy")
+FAMILIES = ("none", "partition", "process", "clock", "proxy", "disk")
 RULES = ("silence", "instant", "during")
 HEAL = "heal"  # the nemesis' op that ends every fault at once between phases: never a fault
 
@@ -81,7 +83,7 @@ UNKNOWN_RULE = during()  # a kind no declaration knows (an old history's): the m
 
 class FaultKind(NamedTuple):
     name: str
-    family: str  # none | partition | process | clock | proxy
+    family: str  # none | partition | process | clock | proxy | disk
     target: str  # default target spec (see nemesis.targets)
     description: str
     power: PowerRule | None  # None: not a fault (the "none" baseline)
@@ -377,6 +379,8 @@ _KINDS = [
         clients=(WIRE_PROXY,),
         duration="2x",
     ),
+    # Disk faults (faultkinds/disk.py): at risk when the power goes, as a kill.
+    *(kind(n, "disk", t, d, instant(), DATA_FILES, *more) for n, t, d, more in DISK_KINDS),
 ]
 
 # Through the service's own reconfiguration (membership.py): at risk at some time in the window.

@@ -13,10 +13,12 @@ from typing import Any, Protocol
 
 from zkjepsen.backends.registry import backend_info
 from zkjepsen.faultkinds import CLIENT_CLOCK, KINDS, WIRE_PROXY, FaultKind, unmet
+from zkjepsen.faultkinds.disk import POWER_LOSS
 from zkjepsen.nemesis import NemesisError
 from zkjepsen.nemesis.client_clock import ClientClock
 from zkjepsen.nemesis.clock import Bump, Rate, Strobe
 from zkjepsen.nemesis.membership import MemberFault, RollingFault
+from zkjepsen.nemesis.disk import CorruptFile, PowerLoss
 from zkjepsen.nemesis.partition import Cut, IsolateClient, PacketLoss
 from zkjepsen.nemesis.pg import TerminateHolder
 from zkjepsen.nemesis.process import ProcessFault
@@ -109,6 +111,10 @@ IMPLEMENTATIONS: dict[str, FaultImpl] = {
     "member-replace": MemberFault("replace"),
     "rolling-restart": RollingFault(upgrade=False),
     "rolling-upgrade": RollingFault(upgrade=True),
+    # Disk faults (disk.py): the runs that ask for one boot their servers under the layer.
+    **{name: PowerLoss("drop", KINDS[name].target) for name in POWER_LOSS},
+    "torn-write": PowerLoss("torn", "one"),
+    "corrupt-file": CorruptFile(),
 }
 
 

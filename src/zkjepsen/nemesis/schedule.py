@@ -21,7 +21,7 @@ from typing import Any
 from zkjepsen.backends.base import Backend
 from zkjepsen.docker.signals import signals_deferred
 from zkjepsen.history.jsonl import Appender
-from zkjepsen.nemesis import Nemesis, NemesisError, clock, generator, partition, process
+from zkjepsen.nemesis import Nemesis, NemesisError, clock, disk, generator, partition, process
 from zkjepsen.nemesis.arming import MISS_FIELDS, await_trigger
 from zkjepsen.nemesis.arming import landed as fault_landed
 from zkjepsen.nemesis.executed import FAULT_FIELDS
@@ -65,7 +65,10 @@ class FaultNemesis(Nemesis):
         self.heal_problems: list[str] = []  # what the last teardown could not heal
 
     def setup(self) -> None:
-        pass  # nothing to prepare: every fault acts on containers the harness already made
+        # Every fault acts on containers the harness already made; the disk faults' layer
+        # first settles what the servers wrote while starting (nemesis/disk.py).
+        if any(FAULTS[n].family == "disk" for n in self.names):
+            disk.settle(self.ctx)
 
     def fs(self) -> list[str]:
         return list(self.names)

@@ -17,6 +17,7 @@ from zkjepsen.nemesis.generator import fault, on, sleep, steps
 from zkjepsen.nemesis.triggers import on_acquire, on_invoke, on_release
 from zkjepsen.reproduce.scenario import Expectation, Scenario
 from zkjepsen.reproduce.scenario import expect as _x
+from zkjepsen.reproduce.scenarios_disk import DISK
 from zkjepsen.reproduce.scenarios_etcd import ETCD
 from zkjepsen.reproduce.scenarios_reports import REPORTS
 from zkjepsen.reproduce.scenarios_services import REDIS
@@ -314,6 +315,7 @@ SCENARIOS: dict[str, Scenario] = {
         *REDIS,
         *ETCD,
         *REPORTS,
+        *DISK,
     ]
 }
 

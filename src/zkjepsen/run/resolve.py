@@ -327,7 +327,12 @@ class ResolvedTest:
     def make_backend(self, store_dir: Path, **docker: Any) -> Any:
         """The backend (not started) for this test; `docker`: client, engine and images."""
 
-        return make_backend(self.backend.name, self.spec, store_dir, **docker)
+        from zkjepsen.nemesis.faults import KINDS  # as validate_spec's (import-light)
+
+        backend = make_backend(self.backend.name, self.spec, store_dir, **docker)
+        if any(n in KINDS and KINDS[n].family == "disk" for n in self.spec.nemesis):
+            backend.power_layer = True  # the servers boot under docker/powerfs.py
+        return backend
 
 
 def resolve(spec: TestSpec, gen: Gen | None = None) -> ResolvedTest:

@@ -13,6 +13,7 @@ Checkers: counter (bounds + lost updates), lock (belief overlap).
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from zkjepsen.checker.counter import CounterChecker
@@ -27,6 +28,8 @@ from zkjepsen.workloads.common import (
     resource_mode,
 )
 from zkjepsen.workloads.inprocess import run_lock_loop
+
+FINAL_RETRY_S = 40.0  # within the runner's 60 s bound on the final reads
 
 
 class CounterWorkload:
@@ -53,12 +56,21 @@ class CounterWorkload:
     def final(self, ctx: Any) -> None:
         _, counter = self._paths(ctx.params)
         op = ctx.invoke("read", key=counter)
-        try:
-            ctx.session.sync(counter)
-            doc, _ = read_resource(ctx.session, counter)
-        except Exception as e:  # noqa: BLE001 - a read has no effect: fail
-            op.fail(error=error_name(e))
-            return
+        # Retried for a while: a power loss of every server expires the runner's own session
+        # too, and its client takes a new one only after (a read has no effect: safe to retry).
+        give_up = time.monotonic() + FINAL_RETRY_S
+        for attempt in range(1000):
+            try:
+                ctx.session.sync(counter)
+                doc, _ = read_resource(ctx.session, counter)
+                break
+            except Exception as e:  # noqa: BLE001 - a read has no effect: fail
+                if time.monotonic() >= give_up:
+                    op.fail(error=error_name(e))
+                    return
+                if attempt % 10 == 2 and hasattr(ctx.session, "restart"):
+                    ctx.session.restart()  # kazoo: a new session now, not after its backoff
+                time.sleep(1.0)
         op.ok(int(doc.get("value", 0)))
 
     def checkers(self, params: dict[str, Any]) -> dict[str, Any]:

@@ -30,6 +30,7 @@ class ZkSettings:
     max_session_ms: int | None = None  # default: 20 ticks
     heap: str = "128m"
     zk_version: str = "3.8"  # harness.zkversions: which zoo.cfg keys the servers know
+    force_sync: bool = True  # forceSync=no: a txn is acked before its log is fsynced
 
     def __post_init__(self) -> None:
         if self.tick_ms < 50:
@@ -91,6 +92,7 @@ def zoo_cfg(my_id: int, ips: list[str] | dict[int, str], s: ZkSettings) -> str:
         # Session and watch counts are what we measure; no connection limit per client IP.
         "maxClientCnxns=0",
         "autopurge.purgeInterval=0",
+        *([] if s.force_sync else ["forceSync=no"]),
         # Listen on all addresses so a server is reachable by its container IP from the host.
         "quorumListenOnAllIPs=true",
     ]

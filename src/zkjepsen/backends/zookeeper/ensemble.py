@@ -54,6 +54,9 @@ class ZooKeeperEnsemble(ContainerCluster):
     """ZooKeeper's `Backend` (backends/base.py). Use as a context manager: leaving it always
     removes everything."""
 
+    data_dir = "/zk/data"  # dataDir (config.py): version-2/ holds the logs and snapshots
+    data_files = ("version-2/log.*", "version-2/snapshot.*")  # corrupt-file's choice
+
     def __init__(self, spec: EnsembleSpec, store_dir: Path, *args, **kwargs) -> None:
         """`args`, `kwargs`: ContainerCluster's (run_id, client, engine, engine_local)."""
         self.spec = spec

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import re
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
+from zkjepsen.backends import buildroot
 from zkjepsen.backends.zookeeper import drivers
 from zkjepsen.backends.zookeeper import versions as zkversions
-from zkjepsen.docker.image import SUITE, ImageRecipe, default_tag
+from zkjepsen.docker import powerfs
+from zkjepsen.docker.image import SUITE, ImageRecipe, Progress, default_tag
 
 IMAGE_REPO = "zkjepsen/zookeeper"
 # Headless JRE only: Debian's `zookeeper` package pulls the full GUI JRE (~930 MB vs ~450 MB).
@@ -29,6 +32,7 @@ PACKAGES = (
     "procps",
     "python3",  # client processes run in containers of this same image
     *drivers.RUNTIME_PACKAGES,  # Curator's jars for the Java driver (the JRE is above)
+    *powerfs.RUNTIME_PACKAGES,  # the power-loss layer (docker/powerfs.py), for disk faults
 )
 # Bumped when the build steps below change in a way the other inputs do not show.
 BUILD_RECIPE_VERSION = "4"
@@ -60,10 +64,11 @@ def zookeeper_recipe(zk_version: str | None = None) -> ImageRecipe:
             entry_script=ENTRYPOINT,
             version=BUILD_RECIPE_VERSION,
             suite=SUITE,
-            hash_parts=lambda: [*EXTRA_JARS, *drivers.hash_parts()],
-            prepare=drivers.build_drivers,
+            hash_parts=lambda: [*EXTRA_JARS, *drivers.hash_parts(), *powerfs.hash_parts()],
+            prepare=_prepare(None),
             files=lambda rootfs: {
-                "/usr/local/bin/zk-node": ENTRYPOINT.replace("@CLASSPATH@", _classpath(rootfs))
+                "/usr/local/bin/zk-node": ENTRYPOINT.replace("@CLASSPATH@", _classpath(rootfs)),
+                **powerfs.files(),
             },
         )
     jars = (*EXTRA_JARS, *v.extra_jars)
@@ -77,12 +82,28 @@ def zookeeper_recipe(zk_version: str | None = None) -> ImageRecipe:
         entry_script=ENTRYPOINT,
         version=BUILD_RECIPE_VERSION,
         suite=v.suite,
-        hash_parts=lambda: [f"zookeeper {v.name}", *jars, *drivers.hash_parts(v)],
-        prepare=lambda rootfs, work, progress: drivers.build_drivers(rootfs, work, progress, v),
+        hash_parts=lambda: [
+            f"zookeeper {v.name}",
+            *jars,
+            *drivers.hash_parts(v),
+            *powerfs.hash_parts(),
+        ],
+        prepare=_prepare(v),
         files=lambda rootfs: {
-            "/usr/local/bin/zk-node": ENTRYPOINT.replace("@CLASSPATH@", _classpath(rootfs, jars))
+            "/usr/local/bin/zk-node": ENTRYPOINT.replace("@CLASSPATH@", _classpath(rootfs, jars)),
+            **powerfs.files(),
         },
     )
+
+
+def _prepare(v: zkversions.ZkVersion | None) -> Callable[[Path, Path, Progress], None]:
+    """The drivers, then the power-loss layer, each compiled in a throwaway build root."""
+
+    def prepare(rootfs: Path, work: Path, progress: Progress) -> None:
+        drivers.build_drivers(rootfs, work, progress, v)
+        buildroot.build_powerfs(rootfs, work, progress)
+
+    return prepare
 
 
 def zookeeper_tag(zk_version: str | None = None) -> str:

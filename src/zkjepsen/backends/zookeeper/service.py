@@ -13,6 +13,7 @@ from zkjepsen.backends.zookeeper.config import ZkSettings
 from zkjepsen.errors import BadInput
 
 DEFAULT_TICK_MS = 500
+FSYNC = ("strict", "relaxed")  # --fsync: the durability preset (forceSync yes / no)
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,8 @@ class ZooKeeperSettings:
     # tickTime: 500 ms makes failover fast and bounds session timeouts to [2, 20] ticks.
     tick_ms: int | None = None
     client_suite: str | None = None  # the clients' suite or a version naming one; None: servers'
+    # strict: forceSync=yes (each txn fsynced before its ack); relaxed: forceSync=no.
+    fsync: str | None = None
     name = "zookeeper"
 
     def __post_init__(self) -> None:
@@ -36,6 +39,8 @@ class ZooKeeperSettings:
             raise BadInput(f"tick_ms must be a whole number from 50 to 10000, not {self.tick_ms!r}")
         if self.client_suite is not None:
             versions.client_suite(self.client_suite)
+        if self.fsync is not None and self.fsync not in FSYNC:
+            raise BadInput(f"fsync must be strict or relaxed, not {self.fsync!r}")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -48,6 +53,7 @@ class ZooKeeperSettings:
             self,
             version=self.version or versions.DEFAULT,
             tick_ms=self.tick_ms or DEFAULT_TICK_MS,
+            fsync=self.fsync or "strict",
         )
 
     def check(self, spec: Any, language: str) -> None:
@@ -70,7 +76,8 @@ class ZooKeeperSettings:
 
     def describe(self) -> str:
         suite = f" (clients: {self.suite().suite})" if self.client_suite else ""
-        return f"ZooKeeper {versions.get(self.version).name}{suite}"
+        relaxed = " forceSync=no" if self.fsync == "relaxed" else ""
+        return f"ZooKeeper {versions.get(self.version).name}{relaxed}{suite}"
 
     def suite(self) -> versions.ZkVersion:
         """The version whose image runs the clients."""
@@ -106,7 +113,11 @@ def ensemble_spec(
         nodes=nodes,
         image=image,
         client_image=client_image,
-        settings=ZkSettings(tick_ms=settled.tick_ms, zk_version=settled.version),
+        settings=ZkSettings(
+            tick_ms=settled.tick_ms,
+            zk_version=settled.version,
+            force_sync=settled.fsync != "relaxed",
+        ),
     )
 
 
@@ -125,6 +136,10 @@ def _suite(text: str) -> str:
     return text
 
 
+def _fsync(text: str) -> str:
+    return ZooKeeperSettings(fsync=text).fsync or text
+
+
 def _tick(tick: int) -> int:
     return ZooKeeperSettings(tick_ms=tick).tick_ms or tick
 
@@ -139,7 +154,9 @@ SERVICE = Service(
             "zookeeper",
             "a ZooKeeper ensemble of --nodes servers (3.8.0, Debian bookworm)",
             "zkjepsen.backends.zookeeper.service:zookeeper_backend",
-            abilities=frozenset({"peers", "leader", "server-clock", "zk-wire", "reconfigure"}),
+            abilities=frozenset(
+                {"peers", "leader", "server-clock", "zk-wire", "reconfigure", "data-files"}
+            ),
             # (initLimit + syncLimit) ticks + 5 s at tick 500 ms: 12.5 s (a restarted JVM too)
             election_s=ZkSettings().election_limit_s,
         ),
@@ -174,6 +191,16 @@ SERVICE = Service(
             _suite,
             metavar="SUITE",
             commands=frozenset({"test", "cluster", "matrix", "scenario"}),
+        ),
+        ServiceOption(
+            "--fsync",
+            "fsync",
+            "Durability preset: strict (forceSync=yes, the default) or relaxed (forceSync=no: "
+            "a txn is acked before it is fsynced). Shows with the disk faults (power-loss-*).",
+            _fsync,
+            metavar="strict|relaxed",
+            commands=frozenset({"test", "cluster", "matrix", "scenario", "gate"}),
+            owner="ZooKeeper's fsync preset",
         ),
         ServiceOption(
             "--tick-ms",

@@ -1,0 +1,150 @@
+"""Disk faults: power loss (the servers lose what they had not fsynced) and corrupt files.
+
+A power loss asks each target's power-loss layer (docker/powerfs.py) to drop what was written
+since the last fsync (it counts the bytes: `lost_bytes` per server in the schedule) and from
+then on to fail every disk operation, then SIGKILLs the container; the end boots it again, on
+what had been fsynced (what the servers wrote while starting is settled on disk first:
+`settle`). `torn-write` lets the newest un-fsynced write survive in part.
+`corrupt-file` stops one server, flips bits in (or truncates) the newest of the data files its
+service declares (`data_files`, globs under its data directory), and boots it at the end.
+
+A server that cannot boot again (its log says why: ZooKeeper refusing a torn log) is a finding
+of the run, recorded in the fault's end (`failed_to_start`), not an error of the tool.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from zkjepsen.nemesis import NemesisError
+from zkjepsen.nemesis.targets import NemesisContext, current_holders, resolve_servers
+
+BOOT_WATCH_S = 8.0  # a server still down this long after its boot is a finding
+
+
+@dataclass(frozen=True)
+class PowerLoss:
+    """`mode`: drop (every un-fsynced write is gone) or torn (the newest survives in part);
+    `servers`: whom it hits when a trigger aims it at a client (the kind's default target: a
+    power loss on an acquire hits the servers, the acquire says only when)."""
+
+    mode: str = "drop"
+    servers: str = "one"
+
+    def resolve(
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
+    ) -> tuple[list[str], dict[str, Any]]:
+        # writeback_s: what is older the kernel had written back (Linux: 30 s); 0: nothing.
+        detail: dict[str, Any] = {"writeback_s": float(params.get("writeback_s", 0))}
+        if target.startswith("client:") or target == "holder":
+            detail["when"], target = f"{target} acquired", self.servers
+        if target == "leader":
+            leader = ctx.backend.leader()
+            detail["leader"] = leader.name if leader else None
+        return resolve_servers(ctx, target, rng), detail
+
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        detail["holders_at_power_loss"] = [f"c{i}" for i in current_holders(ctx.run_dir)]
+
+        def one(name: str) -> tuple[str, dict[str, int]]:
+            node = ctx.node(name)
+            counts = ctx.backend.power(node, self.mode, detail.get("writeback_s", 0.0))
+            ctx.backend.kill(node)
+            return name, counts
+
+        results = ctx.each(one, targets)
+        detail["lost_bytes"] = {n: c.get("lost_bytes", 0) for n, c in results}
+        detail["lost"] = dict(results)
+        missing = [n for n, c in results if not c]
+        if missing:
+            raise NemesisError(
+                f"{', '.join(missing)} answered no power-loss counts (the layer is not running "
+                "there): killed without dropping anything"
+            )
+
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        boot(ctx, targets, detail)
+
+
+def settle(ctx: NemesisContext) -> None:
+    """At the main phase's start: what the servers wrote while starting is on disk (a machine
+    that has run a while), so a power loss takes only what the test's own traffic left."""
+    ctx.each(lambda node: ctx.backend.power(node, "sync"), list(ctx.backend.nodes))
+
+
+def boot(ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    """Start each target again; one still down after `BOOT_WATCH_S` is recorded with the end
+    of its log (`failed_to_start`)."""
+    ctx.each(lambda name: ctx.backend.restart(ctx.node(name)), targets)
+    deadline = time.monotonic() + BOOT_WATCH_S
+    down: dict[str, str] = {}
+    while time.monotonic() < deadline:
+        down = {n: s for n in targets if (s := ctx.backend.state(ctx.node(n)) or "") != "running"}
+        if down:
+            break
+        time.sleep(0.5)
+    if down:
+        detail["failed_to_start"] = {n: _tail(ctx.backend.logs(ctx.node(n))) for n in sorted(down)}
+
+
+def _tail(log: str, lines: int = 12) -> str:
+    return "\n".join(log.splitlines()[-lines:])
+
+
+@dataclass(frozen=True)
+class CorruptFile:
+    """Stop one server, damage the newest of its data files, boot it at the end."""
+
+    def resolve(
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
+    ) -> tuple[list[str], dict[str, Any]]:
+        if target.startswith("client:") or target == "holder":
+            target = "one"  # on a trigger's client: when, not whom
+        mode = str(params.get("mode", "flip"))
+        if mode not in ("flip", "truncate"):
+            raise NemesisError(f"corrupt-file's mode is flip or truncate, not {mode!r}")
+        return resolve_servers(ctx, target, rng), {"mode": mode, "seed": rng.randrange(2**31)}
+
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        for name in targets:
+            ctx.backend.kill(ctx.node(name))
+            path = newest_data_file(ctx, name)
+            if path is None:
+                raise NemesisError(f"{name} has none of its data files yet")
+            detail["file"] = str(path.name)
+            detail.update(corrupt(path, detail["mode"], random.Random(detail["seed"])))
+
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        boot(ctx, targets, detail)
+
+
+def newest_data_file(ctx: NemesisContext, name: str) -> Path | None:
+    """The newest file matching the backend's `data_files` in the server's data directory (on
+    this host: the run's scratch; under the power-loss layer, its live files)."""
+    backend: Any = ctx.backend
+    base = Path(backend.scratch) / "nodes" / name / "data"
+    if (base / ".powerfs-live").is_dir():
+        base = base / ".powerfs-live"
+    found = [p for g in getattr(backend, "data_files", ()) for p in base.glob(g) if p.is_file()]
+    return max(found, key=lambda p: (p.stat().st_mtime_ns, p.name)) if found else None
+
+
+def corrupt(path: Path, mode: str, rng: random.Random, flips: int = 16) -> dict[str, Any]:
+    """Flip `flips` random bytes of the file's written part (up to its last non-zero byte:
+    logs are preallocated with zeros), or cut that part in half."""
+    data = path.read_bytes()
+    end = len(data.rstrip(b"\0")) or len(data)
+    if mode == "truncate":
+        with path.open("r+b") as f:
+            f.truncate(end // 2)
+        return {"size": len(data), "truncated_to": end // 2}
+    buf = bytearray(data)
+    offsets = sorted(rng.randrange(end) for _ in range(flips)) if end else []
+    for off in offsets:
+        buf[off] ^= 0xFF
+    path.write_bytes(bytes(buf))
+    return {"size": len(data), "flipped_offsets": offsets}

@@ -1,0 +1,50 @@
+"""Catalogue scenarios for disk faults (issue 34): a power loss of every ZooKeeper server, with
+and without forceSync, when a client acquires after 4 s (nemesis/disk.py, the power-loss layer
+of docker/powerfs.py). docs/findings.md ("Power loss") has the runs behind them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zkjepsen.nemesis.generator import fault, on, sleep, steps
+from zkjepsen.nemesis.triggers import on_acquire
+from zkjepsen.reproduce.scenario import Scenario
+from zkjepsen.reproduce.scenario import expect as _x
+
+POWER_LOSS_ON_ACQUIRE = steps(
+    sleep(4), on(on_acquire(retries=10), fault("power-loss-all", duration=8.0))
+)
+
+
+def _settings(fsync: str) -> dict[str, Any]:
+    return {
+        "workload": "counter",
+        "nemesis": ["power-loss-all"],
+        "time_limit_s": 30.0,
+        "session_timeout_s": 4.0,
+        "service": {"name": "zookeeper", "fsync": fsync},
+    }
+
+
+DISK = [
+    Scenario(
+        "power-loss-relaxed",
+        "every ZooKeeper server loses power; forceSync=no acked what it had not fsynced",
+        "With forceSync=no a server acks a txn once it is written, not fsynced: a power loss "
+        "of every server takes the txns since the last fsync from all of them, and the "
+        "ensemble comes back with an older counter (acknowledged increments lost).",
+        _settings("relaxed"),
+        {"kazoo-careful": _x(("counter:lost",))},
+        source="ZooKeeper's forceSync; Jepsen's LazyFS power-loss faults (NATS 2.12.1, 2025)",
+        schedule=POWER_LOSS_ON_ACQUIRE,
+    ),
+    Scenario(
+        "power-loss-strict",
+        "the same power loss with forceSync=yes (ZooKeeper's default)",
+        "Each txn is fsynced before its ack: the power loss takes nothing acknowledged.",
+        _settings("strict"),
+        {"kazoo-careful": _x(absent=("counter:lost",))},
+        source="ZooKeeper's forceSync (the control for power-loss-relaxed)",
+        schedule=POWER_LOSS_ON_ACQUIRE,
+    ),
+]
