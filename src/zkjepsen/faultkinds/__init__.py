@@ -38,8 +38,8 @@ from zkjepsen.faultkinds.abilities import (
     WIRE_PROXY,
     ZK_WIRE,
 )
-from zkjepsen.faultkinds.membership import MEMBERSHIP, ROLLING
 from zkjepsen.faultkinds.disk import DISK_KINDS
+from zkjepsen.faultkinds.membership import MEMBERSHIP, ROLLING
 
 FAMILIES = ("none", "partition", "process", "clock", "proxy", "disk")
 RULES = ("silence", "instant", "during")

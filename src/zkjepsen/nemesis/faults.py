@@ -17,8 +17,8 @@ from zkjepsen.faultkinds.disk import POWER_LOSS
 from zkjepsen.nemesis import NemesisError
 from zkjepsen.nemesis.client_clock import ClientClock
 from zkjepsen.nemesis.clock import Bump, Rate, Strobe
-from zkjepsen.nemesis.membership import MemberFault, RollingFault
 from zkjepsen.nemesis.disk import CorruptFile, PowerLoss
+from zkjepsen.nemesis.membership import MemberFault, RollingFault
 from zkjepsen.nemesis.partition import Cut, IsolateClient, PacketLoss
 from zkjepsen.nemesis.pg import TerminateHolder
 from zkjepsen.nemesis.process import ProcessFault
