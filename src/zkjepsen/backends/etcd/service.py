@@ -63,7 +63,7 @@ SERVICE = Service(
             "zkjepsen.backends.etcd.cluster:etcd_backend",
             sizes=(1, 3, 5, 7),
             service="etcd 3.4.23",
-            abilities=frozenset({"peers", "leader"}),
+            abilities=frozenset({"peers", "leader", "server-clock"}),
         ),
     ),
     server_recipe=_server_recipe,

@@ -35,7 +35,7 @@ SERVICE = Service(
             nodes=1,
             ready_timeout_s=30.0,
             service="Redis 7.0",
-            abilities=frozenset({"leader"}),
+            abilities=frozenset({"leader", "server-clock"}),
         ),
         BackendInfo(
             "redis-sentinel",
@@ -46,7 +46,7 @@ SERVICE = Service(
             nodes=3,
             ready_timeout_s=60.0,
             service="Redis 7.0",
-            abilities=frozenset({"peers", "leader"}),
+            abilities=frozenset({"peers", "leader", "server-clock"}),
         ),
         BackendInfo(
             "redlock",
@@ -56,7 +56,7 @@ SERVICE = Service(
             nodes=5,
             ready_timeout_s=30.0,
             service="Redis 7.0",
-            abilities=frozenset({"independent-masters"}),
+            abilities=frozenset({"independent-masters", "server-clock"}),
         ),
     ),
     server_recipe=_server_recipe,
