@@ -3,6 +3,7 @@ when a C compiler is here (the same build the images run; no Docker)."""
 
 from __future__ import annotations
 
+import random
 import shutil
 import subprocess
 import threading
@@ -12,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from zkjepsen.docker import timewarp as tw
+from zkjepsen.nemesis import generator as g
+from zkjepsen.nemesis.clock import Bump, Rate
 
 S = 1_000_000_000
 REAL = [tw.IDENTITY] * 3
@@ -112,3 +115,12 @@ def test_the_launcher_refuses_a_file_that_is_not_a_control_file(built, tmp_path)
         [str(built / "zkj-timewarp"), str(bad), "true"], capture_output=True, text=True
     )
     assert run.returncode == 254 and "not a clock control file" in run.stderr
+
+
+def test_a_clock_fault_takes_its_magnitude_from_the_runs_params():
+    env = g.Env(fault_params={"offset_s": 3600.0})
+    gen = g.standard(["clock-bump"], time_limit_s=30, interval_s=5)
+    planned = [p for p in g.plan(gen, 1, env) if p["f"] == "clock-bump"]
+    assert planned and all(p["params"] == {"offset_s": 3600.0} for p in planned)
+    assert Bump().detail(planned[0]["params"], random.Random(1)) == {"offset_s": 3600}
+    assert Rate().detail({"rate": 2.5}, random.Random(1)) == {"rate": 2.5}
