@@ -70,13 +70,19 @@ def test_validate_spec_records_the_backend_and_its_fixed_shape():
     assert (spec.backend, spec.nodes) == ("zookeeper", 3)
 
 
-def test_what_a_redis_lock_cannot_do_is_refused_before_anything_starts():
+def test_what_a_redis_lock_cannot_do_is_refused_before_anything_starts(monkeypatch):
     with pytest.raises(BadInput, match="serves the lock, counter, election workloads"):
         validate_spec(TestSpec(recipe="redis-set-px", workload="queue"))
     with pytest.raises(BadInput, match="wire proxy speaks ZooKeeper"):
         validate_spec(TestSpec(recipe="redis-set-px", proxy=True))
-    with pytest.raises(BadInput, match="Go program reads the clock without libc"):
-        validate_spec(TestSpec(recipe="go-zk", nemesis=["clock-skew-client"]))
+    go = TestSpec(recipe="go-zk", nemesis=["clock-skew-client"])
+    validate_spec(go)  # zkj-timewarp reaches a Go program (x86_64)
+    with monkeypatch.context() as m:
+        m.setattr("platform.machine", lambda: "aarch64")
+        with pytest.raises(BadInput, match="cannot reach the go program .*aarch64"):
+            validate_spec(TestSpec(recipe="go-zk", nemesis=["clock-skew-client"]))
+        with pytest.raises(BadInput, match="cannot reach the redis servers"):
+            validate_spec(TestSpec(recipe="redis-set-px", nemesis=["clock-bump"]))
     with pytest.raises(BadInput, match="not --client-mode in-process"):
         validate_spec(
             TestSpec(recipe="kazoo", nemesis=["clock-rate-client"], client_mode="in-process")

@@ -31,7 +31,7 @@ ETCD = ["test", "--recipe", "etcd3-python", "--workload", "lock"]
         (["--nodes", "9"], ["not 9"]),
         (["--nodes", "3", "--zk-version", "3.9"], ["--zk-version is ZooKeeper's"]),
         (["--nodes", "3", "--client-suite", "3.9"], ["--client-suite is ZooKeeper's"]),
-        (["--nodes", "3", "--nemesis", "clock-bump"], ["does not apply to backend etcd"]),
+        (["--nodes", "3", "--nemesis", "partition-redlock"], ["does not apply to backend etcd"]),
         (["--nodes", "3", "--backend", "redis"], ["runs on etcd, not on backend redis"]),
         (["--nodes", "3", "--nemesis", "pg-terminate-holder"], ["no PostgreSQL"]),
     ],

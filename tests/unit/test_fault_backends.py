@@ -31,7 +31,10 @@ from zkjepsen.run.spec import TestSpec
         ("kill-leader", "redis-sentinel", True),
         ("partition-halves", "redis", False),  # one server: no peer to cut
         ("partition-halves", "redis-sentinel", True),
-        ("clock-bump", "redis", False),  # no libfaketime in redis-server
+        ("clock-bump", "redis", True),  # zkj-timewarp patches redis-server's vDSO
+        ("clock-bump", "postgres", False),  # PostgreSQL's locks read no server clock
+        ("clock-rate-leader", "etcd", True),
+        ("clock-rate-leader", "redlock", False),  # nobody leads
         ("pg-terminate-holder", "zookeeper", False),
         ("pg-terminate-holder", "postgres", True),
         ("partition-redlock-restart", "redlock", True),

@@ -123,11 +123,12 @@ def test_unmet_names_every_ability_it_lacks_in_one_sentence():
     k = kind("k", "clock", "leader", "d", during(), "server-clock", "leader")
     assert unmet(k, {"leader", "server-clock", "peers"}, "zookeeper") is None
     assert unmet(k, {"leader"}, "redis") == (
-        "k does not apply to backend redis: its servers run without libfaketime"
+        "k does not apply to backend redis: its servers run under neither libfaketime nor "
+        "zkj-timewarp"
     )
     assert unmet(k, (), "redlock") == (
-        "k does not apply to backend redlock: it has no leader and its servers run without "
-        "libfaketime"
+        "k does not apply to backend redlock: it has no leader and its servers run under "
+        "neither libfaketime nor zkj-timewarp"
     )
 
 

@@ -116,3 +116,43 @@ def build_powerfs(rootfs: Path, work: Path, on_progress: Callable[[str], None]) 
     dest = rootfs / powerfs.BIN.lstrip("/")
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(src, dest)
+
+
+# zkj-timewarp (client/drivers/timewarp/, C; docker/timewarp.py says why), compiled by Debian's
+# gcc in the same kind of throwaway build root: a static binary, so it runs in any image.
+TIMEWARP_DIR = "timewarp"
+TIMEWARP_PACKAGES = ("gcc", "libc6-dev")
+TIMEWARP_SUFFIXES = (".c", ".h", ".sh")
+
+
+def timewarp_script() -> str:
+    """Compile /drivers-src/timewarp into /drivers-out/timewarp (the launcher, the C probe)."""
+    return f"sh /drivers-src/{TIMEWARP_DIR}/build.sh /drivers-out/{TIMEWARP_DIR}\n"
+
+
+def timewarp_sources() -> list[tuple[Path, Path]]:
+    found = source_files(DRIVERS_SRC, (TIMEWARP_DIR,), TIMEWARP_SUFFIXES)
+    return [(p, p.relative_to(DRIVERS_SRC)) for p in found]
+
+
+def timewarp_hash_parts() -> list[str]:
+    parts = [*TIMEWARP_PACKAGES, timewarp_script()]
+    for path, rel in timewarp_sources():
+        parts += [str(rel), path.read_text()]
+    return parts
+
+
+def build_timewarp(
+    rootfs: Path, work: Path, on_progress: Callable[[str], None] = lambda s: None
+) -> None:
+    """Compile zkj-timewarp alone into `rootfs` (an `ImageRecipe.prepare`)."""
+    build_in_copy(
+        rootfs,
+        work,
+        sources=timewarp_sources(),
+        packages=TIMEWARP_PACKAGES,
+        script=timewarp_script(),
+        outputs=(TIMEWARP_DIR,),
+        what="zkj-timewarp",
+        on_progress=on_progress,
+    )

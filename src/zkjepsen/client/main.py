@@ -20,7 +20,7 @@ from zkjepsen.client.loop import LockLoop, paths
 from zkjepsen.client.program_client import ProgramClient
 from zkjepsen.client.recorder import Recorder, RecordingContext
 from zkjepsen.client.seal import PROGRAM_HOME
-from zkjepsen.client.spec import PROXY_TOKEN_ENV, ClientSpec
+from zkjepsen.client.spec import PROXY_TOKEN_ENV, WARP_LAUNCHER, ClientSpec
 from zkjepsen.client.zkproxy import ZkProxy
 
 
@@ -85,9 +85,11 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
 
     ctx = RecordingContext.of_spec(spec, rec, stop)
     request_timeout = float(spec.params.get("request_timeout_s", 15.0))
+    # Under zkj-timewarp, the program (never the recorder) reads the skewed clocks.
+    warp = [WARP_LAUNCHER, spec.program_warp] if spec.program_warp else []
     client = ProgramClient(
         ctx,
-        spec.command,
+        [*warp, *spec.command],
         servers=spec.hosts,
         session_timeout_s=spec.session_timeout_s,
         workload=spec.workload,

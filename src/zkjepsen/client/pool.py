@@ -34,8 +34,15 @@ import zkjepsen
 from zkjepsen.backends.base import Backend
 from zkjepsen.client import seal
 from zkjepsen.client.command import PROGRAM_DIR
-from zkjepsen.client.spec import CONTROL_DIR, CONTROL_NAME, OUT_DIR, PROXY_TOKEN_ENV, ClientSpec
-from zkjepsen.docker import mounts, netns, resources
+from zkjepsen.client.spec import (
+    CONTROL_DIR,
+    CONTROL_NAME,
+    OUT_DIR,
+    PROXY_TOKEN_ENV,
+    WARP_NAME,
+    ClientSpec,
+)
+from zkjepsen.docker import mounts, netns, resources, timewarp
 from zkjepsen.history.jsonl import Tailer
 from zkjepsen.store import RunDir
 
@@ -100,6 +107,7 @@ class ClientHandle:
     faketime_file: str = ""  # on the host: its program's libfaketime control file
     files: mounts.Files | None = None  # puts a rewritten control file into the containers
     proxy_token: str = ""  # its wire proxy obeys commands that carry it (nemesis/proxy.py)
+    warp_file: str = ""  # on the host: its program's zkj-timewarp control file, if it has one
     shell: netns.NetnsShell | None = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
@@ -133,6 +141,10 @@ class ClientHandle:
     def set_clock(self, spec: str) -> None:
         """Rewrite this client's libfaketime control file (nemesis/client_clock.py) atomically:
         the program reads it at most once a second and never half of it."""
+        if self.warp_file:  # rewritten in place: the program maps it (docker/timewarp.py)
+            if Path(self.warp_file).exists():
+                timewarp.apply(Path(self.warp_file), spec)
+            return
         path = Path(self.faketime_file)
         if not path.parent.exists():
             return  # the run is gone: nothing left to skew
@@ -229,6 +241,9 @@ class ClientPool:
         faketime = control / CONTROL_NAME.format(n=n)
         if not faketime.exists():  # real time until a client clock fault says more
             seal.write_control_file(faketime, "+0 x1\n", seal.FAKETIME_MODE)
+        warp = control / WARP_NAME.format(n=n)
+        if spec.program_warp and not warp.exists():  # a restarted client keeps its clock
+            timewarp.blank(warp)
         seal.seal_out_dir(d.client_dir(n))
         binds = {
             **package_bind(),
@@ -275,7 +290,16 @@ class ClientPool:
         api.start(cid)
         c = self.docker.containers.get(cid)
         return ClientHandle(
-            n, where.ip, spec.hosts, c, run_id, image, str(faketime), self.files, self.proxy_token
+            n,
+            where.ip,
+            spec.hosts,
+            c,
+            run_id,
+            image,
+            str(faketime),
+            self.files,
+            self.proxy_token,
+            warp_file=str(warp) if spec.program_warp else "",
         )
 
     def handle(self, index: int) -> ClientHandle:

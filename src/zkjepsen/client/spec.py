@@ -18,6 +18,12 @@ CONTROL_DIR = "/control"  # the run's control files (start barrier, specs), read
 PROXY_TOKEN_ENV = "ZKJEPSEN_PROXY_TOKEN"
 # Client N's libfaketime control file in CONTROL_DIR (nemesis/client_clock.py writes it).
 CONTROL_NAME = "faketime-c{n}"
+# Client N's zkj-timewarp control file in CONTROL_DIR (docker/timewarp.py): for programs
+# libfaketime cannot reach (Go, any other language but Python and Java).
+WARP_NAME = "timewarp-c{n}"
+# zkj-timewarp in the client images (docker/timewarp.LAUNCHER; spelled here too, since the
+# recorder inside a container imports no docker code).
+WARP_LAUNCHER = "/opt/zkjepsen/drivers/timewarp/zkj-timewarp"
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,9 @@ class ClientSpec:
     # Extra environment of the program under test only, never of the recorder beside it:
     # libfaketime (client clock faults) skews the program's clocks, not the history's stamps.
     program_env: dict[str, str] = field(default_factory=dict)
+    # zkj-timewarp (client clock faults on a program libfaketime cannot reach): the program
+    # starts under the launcher, reading its clocks through this control file; "": it does not.
+    program_warp: str = ""
     # The program under test (client wire protocol): argv in the container; empty: in-process.
     command: list[str] = field(default_factory=list)
     program_mount: str | None = None  # host dir mounted read-only at client.command.PROGRAM_DIR

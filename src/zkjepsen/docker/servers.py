@@ -8,8 +8,10 @@ helpers such as Sentinels that are not fault targets), when the service is ready
 leads (`leader()`), and how the runner talks to it (`host_session()`).
 
 Files: each container gets its own config directory read-only at /srv/conf, a data directory
-at /srv/data and its libfaketime control file at /srv/faketime/timestamp (preloaded, as for
-ZooKeeper: clock faults on servers work the same way). Its stdout goes to the store as
+at /srv/data and its clock control file in /srv/faketime: libfaketime's `timestamp`
+(preloaded, as for ZooKeeper), or, for a service libfaketime cannot reach (etcd, Redis),
+`timewarp`, which the image's entrypoint hands to zkj-timewarp (docker/timewarp.py): clock
+faults on servers work the same way, through `set_clock`. Its stdout goes to the store as
 `nodes/<name>/stdout.log` at teardown.
 """
 
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zkjepsen.docker import resources
+from zkjepsen.docker import resources, timewarp
 from zkjepsen.docker.cluster import ContainerCluster, Node, faketime_env
 from zkjepsen.errors import EnvironmentProblem
 
@@ -44,6 +46,7 @@ class ServerCluster(ContainerCluster):
     data_dir = "/srv/data"
     faketime = True  # libfaketime preloaded in the servers (clock faults on them)
     no_faketime = ""  # why not, when faketime is False
+    timewarp = False  # the servers run under zkj-timewarp instead (docker/timewarp.py)
 
     def __init__(
         self,
@@ -135,6 +138,8 @@ class ServerCluster(ContainerCluster):
             for name, text in c.files.items():
                 (conf / name).write_text(text)
             self.faketime_file(c.node).write_text("+0 x1\n")
+            if self.timewarp and c.role == "server":
+                timewarp.blank(self.timewarp_file(c.node))
             (self.store_dir / "nodes" / c.node.name).mkdir(parents=True, exist_ok=True)
         list(self._pool.map(self._create, plan))
         self.wait_ready(self.info.ready_timeout_s)
@@ -194,7 +199,15 @@ class ServerCluster(ContainerCluster):
         return None
 
     # ---- helpers ------------------------------------------------------------------------------
+    def timewarp_file(self, node: Node) -> Path:
+        return self.faketime_dir(node) / "timewarp"
+
     def set_clock(self, node: Node, spec: str) -> None:
+        if self.timewarp:
+            path = self.timewarp_file(node)
+            if path.exists():  # gone: the run's scratch dir is torn down, nothing to skew
+                timewarp.apply(path, spec)
+            return
         if not self.faketime:
             raise EnvironmentProblem(
                 f"clock faults on {self.info.name} servers are not available: {self.no_faketime}"

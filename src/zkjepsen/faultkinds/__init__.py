@@ -247,7 +247,8 @@ _KINDS = [
         "clock-bump",
         "clock",
         "one",
-        "step one server's clock by +-1..60 s (libfaketime moves its monotonic clock too)",
+        "step one server's clock by +-1..60 s (params: offset_s; libfaketime, on ZooKeeper, "
+        "steps its monotonic clock too; zkj-timewarp, on etcd and Redis, the wall clock only)",
         instant(),
         SERVER_CLOCK,
     ),
@@ -263,12 +264,13 @@ _KINDS = [
         "clock-rate-leader",
         "clock",
         "leader",
-        "run the leader's clock k x fast (default 4x): it expires sessions k x early",
+        "run the leader's clock k x fast (params: rate, default 4): it expires sessions k x early",
         during(),
         SERVER_CLOCK,
         LEADER,
     ),
-    # On clients: libfaketime in the program under test, not in the recorder.
+    # On clients: libfaketime (Python, Java) or zkj-timewarp (Go, any other) in the program
+    # under test, never in the recorder.
     kind(
         "clock-skew-client",
         "clock",

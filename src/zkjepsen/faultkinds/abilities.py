@@ -8,7 +8,7 @@ from __future__ import annotations
 # a refusal and an n/a cell give ("kill-leader does not apply to backend redlock: <reason>").
 PEERS = "peers"  # several servers that replicate to each other
 LEADER = "leader"  # one server leads (the others follow, or there are none)
-SERVER_CLOCK = "server-clock"  # the servers' clocks can be skewed (libfaketime reaches them)
+SERVER_CLOCK = "server-clock"  # the servers' clocks can be skewed (libfaketime or zkj-timewarp)
 ZK_WIRE = "zk-wire"  # speaks ZooKeeper's wire protocol (the clients' proxy understands it)
 TERMINATE_SESSION = "terminate-session"  # the server can end one holder's session
 INDEPENDENT_MASTERS = "independent-masters"  # Redlock's 5 masters, each on its own
@@ -20,7 +20,7 @@ SERVER_PROCESS = "server-process"  # the servers say which process is the server
 ABILITIES: dict[str, str] = {
     PEERS: "its servers do not talk to each other",
     LEADER: "it has no leader",
-    SERVER_CLOCK: "its servers run without libfaketime",
+    SERVER_CLOCK: "its servers run under neither libfaketime nor zkj-timewarp",
     ZK_WIRE: "the wire proxy speaks ZooKeeper's protocol",
     TERMINATE_SESSION: "its server cannot end a holder's session (no PostgreSQL)",
     INDEPENDENT_MASTERS: "not Redlock's 5 masters",

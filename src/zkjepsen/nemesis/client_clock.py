@@ -15,8 +15,12 @@ What each language gets (measured, libfaketime 0.9.10 in the client image):
   `FAKETIME_DONT_FAKE_MONOTONIC=1` its timed waits break), on JDK 17/21. Curator 2.7.1
   (bullseye) runs on JDK 11, whose nanoTime escapes libfaketime: its wall clock and timed
   waits move, its nanoTime does not (backends/zookeeper/versions.py says why it cannot run on 17).
-- Go (go-zookeeper): a static binary that reads the clock through the vDSO, not libc:
-  libfaketime cannot reach it, so these faults are refused for Go programs.
+- Go (go-zookeeper, the etcd drivers) and any other program (`--client-cmd`): libfaketime
+  cannot reach a static binary that reads the clock through the vDSO, so these run under
+  zkj-timewarp (docker/timewarp.py) instead: the program starts under the launcher, which
+  patches its vDSO at exec and reads `/control/timewarp-cN`; REALTIME, MONOTONIC and BOOTTIME
+  all move (a skew steps the wall clock only; a rate runs all three). Python and Java keep
+  libfaketime, whose behaviour there is measured (above).
 
 Faults: `clock-skew-client` steps one client's clock by `offset_s` (default: ahead by twice the
 client's lock TTL / session timeout, rounded up), `clock-rate-client` runs it `rate` x fast
@@ -31,16 +35,35 @@ import platform
 import random
 from typing import Any
 
-from zkjepsen.client.spec import CONTROL_DIR, CONTROL_NAME
+from zkjepsen.client.spec import CONTROL_DIR, CONTROL_NAME, WARP_NAME
 from zkjepsen.nemesis.targets import NemesisContext, resolve_client
 
 REAL = "+0"
 NORMAL_RATE = "+0 x1"
 NAMES = ("clock-skew-client", "clock-rate-client")
+FAKETIME_LANGUAGES = ("python", "java")  # measured under libfaketime; the rest: zkj-timewarp
+
+
+def program_warp(client: int, language: str) -> str:
+    """The zkj-timewarp control file client `client`'s program reads ("": libfaketime's)."""
+    if language in FAKETIME_LANGUAGES:
+        return ""
+    return f"{CONTROL_DIR}/{WARP_NAME.format(n=client)}"
+
+
+def program_clock(client: int, language: str) -> dict[str, Any]:
+    """The `ClientSpec` fields that put client `client`'s program on a clock of its own."""
+    return {
+        "program_env": program_env(client, language),
+        "program_warp": program_warp(client, language),
+    }
 
 
 def program_env(client: int, language: str) -> dict[str, str]:
-    """The environment that preloads libfaketime into client `client`'s program."""
+    """The environment that preloads libfaketime into client `client`'s program (none for a
+    program under zkj-timewarp)."""
+    if program_warp(client, language):
+        return {}
     env = {
         "LD_PRELOAD": f"/usr/lib/{platform.machine()}-linux-gnu/faketime/libfaketime.so.1",
         "FAKETIME_TIMESTAMP_FILE": f"{CONTROL_DIR}/{CONTROL_NAME.format(n=client)}",

@@ -1,4 +1,7 @@
-"""Clock faults through libfaketime, preloaded in every ZooKeeper JVM from its start.
+"""Clock faults on servers: libfaketime, preloaded in every ZooKeeper JVM from its start, or,
+for etcd and Redis, zkj-timewarp (docker/timewarp.py, which reads the same specs; below is
+libfaketime's side). ZooKeeper keeps libfaketime: its JVM behaviour there is measured (below)
+and its image needs nothing new for it; zkj-timewarp would reach it too.
 
 Each server reads its own control file (bind-mounted read-only) at most once a second
 (FAKETIME_CACHE_DURATION=1); `Backend.set_clock` rewrites it atomically (temp file + rename) on

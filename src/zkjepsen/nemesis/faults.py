@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from zkjepsen.backends.registry import backend_info
-from zkjepsen.faultkinds import CLIENT_CLOCK, KINDS, WIRE_PROXY, FaultKind, unmet
+from zkjepsen.faultkinds import CLIENT_CLOCK, KINDS, SERVER_CLOCK, WIRE_PROXY, FaultKind, unmet
 from zkjepsen.faultkinds.disk import POWER_LOSS
 from zkjepsen.nemesis import NemesisError
-from zkjepsen.nemesis.client_clock import ClientClock
+from zkjepsen.nemesis.client_clock import ClientClock, program_warp
 from zkjepsen.nemesis.clock import Bump, Rate, Strobe
 from zkjepsen.nemesis.disk import CorruptFile, PowerLoss
 from zkjepsen.nemesis.membership import MemberFault, RollingFault
@@ -149,9 +149,11 @@ __all__ = [
     "FAULTS",
     "IMPLEMENTATIONS",
     "KINDS",
+    "SERVER_CLOCK",
     "WIRE_PROXY",
     "BoundFault",
     "FaultImpl",
     "not_applicable",
     "nemesis_lines",
+    "program_warp",
 ]

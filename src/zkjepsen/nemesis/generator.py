@@ -58,6 +58,8 @@ Item = Sleep | Fault | Heal
 class Env:
     session_timeout_s: float = 4.0
     fault_duration_s: float = 8.0
+    # the run's --param values a fault reads (FAULT_PARAMS); an item's own params win
+    fault_params: dict[str, Any] = field(default_factory=dict)
 
     def duration_spec(self, item: Fault) -> float | str:
         if item.duration is not None:
@@ -71,6 +73,7 @@ class Env:
 
 
 Gen = Callable[[random.Random, Env], Iterator[Item]]
+FAULT_PARAMS = ("offset_s", "rate")  # the clock faults' magnitudes (workloads/params.py)
 
 
 def resolve_duration(spec: float | str, session_timeout_s: float) -> float:
@@ -359,7 +362,7 @@ def plan(gen: Gen, seed: int, env: Env | None = None, max_items: int = 100_000) 
                 "duration": spec,
                 "duration_s": round(d, 6),
                 "at_s": round(t, 6),
-                "params": dict(item.params),
+                "params": {**env.fault_params, **item.params},
             }
             if item.trigger is not None:  # at_s: when it is armed at the earliest
                 planned["trigger"] = item.trigger.to_json()

@@ -159,6 +159,9 @@ def _wait_until(deadline_ns: int, stop: threading.Event) -> bool:
             return True
 
 
+FAULT_PARAMS = generator.FAULT_PARAMS  # for the runner, which loads the nemesis lazily
+
+
 @dataclass(frozen=True)
 class NemesisPlan:
     """What the runner asks of the nemesis. `names`: the faults of the standard mix; `gen`: a
@@ -175,6 +178,7 @@ class NemesisPlan:
     session_timeout_s: float = 4.0
     schedule: Any = None
     gen: generator.Gen | None = None
+    fault_params: dict[str, Any] = field(default_factory=dict)  # generator.FAULT_PARAMS
 
 
 def run_nemesis(
@@ -194,7 +198,7 @@ def run_nemesis(
     log = NemesisLog(files.nemesis_log, t0_ns)
     ctx = NemesisContext(backend, pool, session_timeout_s=session_timeout_s)
     origin_ns = time.monotonic_ns()
-    env = generator.Env(session_timeout_s=session_timeout_s, fault_duration_s=fault_duration_s)
+    env = generator.Env(session_timeout_s, fault_duration_s, plan.fault_params)
     if schedule is not None:
         planned = _load_replay(schedule)
         names = sorted({p["f"] for p in planned})

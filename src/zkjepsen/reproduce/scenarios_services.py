@@ -42,4 +42,22 @@ REDIS = [
         {"redis-set-px": FENCED_NO_EFFECT, "redis-setnx": BELIEF},
         source="M. Kleppmann, 'How to do distributed locking' (2016)",
     ),
+    Scenario(
+        "set-px-server-clock-jump",
+        "the Redis server's clock jumps forward past the lock's TTL while a client holds it",
+        "Kleppmann's argument against timing-based Redis locks: Redis expires a key by its own "
+        "wall clock (mstime). A jump forward (+60 s, past the 4 s TTL) on the server, through "
+        "zkj-timewarp in redis-server, expires the holder's key at once; a waiting client SETs "
+        "it and holds beside the first, who still believes. Redlock's five masters outvote one "
+        "jumping master: a second holder needs the jump and a cut together (his full case).",
+        {
+            "workload": "lock",
+            "nemesis": ["clock-bump"],
+            "time_limit_s": 25.0,
+            "interval_s": 4.0,
+            "params": {"offset_s": 60.0, "hold_s": 1.0},
+        },
+        {"redis-set-px": BELIEF, "redlock": _x(valid=True)},
+        source="M. Kleppmann, 'How to do distributed locking' (2016), 'the clock jumps forward'",
+    ),
 ]

@@ -9,6 +9,7 @@ that needs a registry is here, so bad input is still refused before anything is 
 from __future__ import annotations
 
 import os
+import platform
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -205,22 +206,31 @@ def _check_nemeses(spec: TestSpec, names: list[str]) -> None:
 
 
 def _check_client_clock(spec: TestSpec, names: list[str]) -> None:
-    """Client clock faults need a program libfaketime can reach."""
+    """Client clock faults need a program of its own (libfaketime or zkj-timewarp reaches it;
+    the recorder beside it stays on real time)."""
 
     # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
-    from zkjepsen.nemesis.faults import CLIENT_CLOCK, KINDS
+    from zkjepsen.nemesis.faults import CLIENT_CLOCK, KINDS, program_warp
 
     if not any(CLIENT_CLOCK in KINDS[n].client_needs for n in names):
         return
     plan = spec_program(spec)
-    if plan is None or plan.language == "go":
+    if plan is None:
         raise BadInput(
-            "client clock faults skew the program under test through libfaketime: "
-            + (
-                "a Go program reads the clock without libc, libfaketime cannot reach it"
-                if plan
-                else "run the recipe through the wire protocol (not --client-mode in-process)"
-            )
+            "client clock faults skew the program under test, never the recorder: run the "
+            "recipe through the wire protocol (not --client-mode in-process)"
+        )
+    if program_warp(1, plan.language):
+        check_warp_arch(f"the {plan.language or 'client'} program {plan.argv[0]}")
+
+
+def check_warp_arch(process: str) -> None:
+    """zkj-timewarp patches x86_64's vDSO only: elsewhere a clock fault it would carry is
+    refused, never a silent no-op."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        raise BadInput(
+            f"clock faults cannot reach {process}: zkj-timewarp patches the vDSO of x86_64 "
+            f"only, and this machine is {platform.machine()}"
         )
 
 
@@ -229,7 +239,7 @@ def _settle_backend(spec: TestSpec, names: list[str]) -> None:
     service's settings: settled, so test.json says what really ran)."""
 
     # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
-    from zkjepsen.nemesis.faults import KINDS, not_applicable
+    from zkjepsen.nemesis.faults import KINDS, SERVER_CLOCK, not_applicable
 
     spec.backend = resolve_backend(spec.recipe, spec.backend)
     info = backend_info(spec.backend)
@@ -247,6 +257,10 @@ def _settle_backend(spec: TestSpec, names: list[str]) -> None:
     for n in names:
         if lacking := sorted(set(KINDS[n].needs) & set(lacks)):
             raise BadInput(f"{n} does not apply: {lacks[lacking[0]]}")
+    if spec.backend not in ZOOKEEPER_BACKENDS and any(
+        SERVER_CLOCK in KINDS[n].needs for n in names
+    ):
+        check_warp_arch(f"the {spec.backend} servers")  # libfaketime serves only ZooKeeper
     spec.service.check(spec, recipe_language(spec.recipe))
     if spec.proxy and "zk-wire" not in info.abilities:
         raise BadInput(

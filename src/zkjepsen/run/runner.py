@@ -25,7 +25,7 @@ from zkjepsen.docker import mounts, resources, signals
 from zkjepsen.docker.engine import Engine
 from zkjepsen.history import History, Op
 from zkjepsen.history.jsonl import merge_records
-from zkjepsen.nemesis.client_clock import NAMES, program_env
+from zkjepsen.nemesis.client_clock import NAMES, program_clock
 from zkjepsen.run import online
 from zkjepsen.run.analysis import check_history, history_stats, render_reports
 from zkjepsen.run.outcome import Phase, RunResult, Teardown, stopped
@@ -48,7 +48,7 @@ __all__ = ["RunResult", "Teardown", "TestSpec", "check_history", "run_test"]
 def client_specs(test: ResolvedTest, ens: Backend, t0_ns: int) -> list[ClientSpec]:
     """One ClientSpec per logical client; each waits at the start barrier for the deadline."""
     spec, plan = test.spec, test.program
-    skewed = any(n in NAMES for n in spec.nemesis)  # libfaketime in the programs
+    skewed = any(n in NAMES for n in spec.nemesis)  # libfaketime or zkj-timewarp
     return [
         ClientSpec(
             client=i,
@@ -68,7 +68,7 @@ def client_specs(test: ResolvedTest, ens: Backend, t0_ns: int) -> list[ClientSpe
             program_mount=plan.mount if plan else None,
             program_cwd=plan.cwd if plan else None,
             proxy=spec.proxy,
-            program_env=program_env(i, plan.language) if skewed and plan else {},
+            **(program_clock(i, plan.language) if skewed and plan else {}),
         )
         for i in range(1, settled_clients(spec) + 1)
     ]

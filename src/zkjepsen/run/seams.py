@@ -37,7 +37,7 @@ def nemesis_plan(
 ) -> NemesisPlan:
     """The spec's fault settings as the nemesis takes them (`schedule`: one to replay)."""
     # here, not at the top: the nemesis loads every fault's module; only a run with faults needs it
-    from zkjepsen.nemesis.schedule import NemesisPlan
+    from zkjepsen.nemesis.schedule import FAULT_PARAMS, NemesisPlan
 
     return NemesisPlan(
         faults,
@@ -49,6 +49,7 @@ def nemesis_plan(
         session_timeout_s=spec.session_timeout_s,
         schedule=schedule,
         gen=gen,
+        fault_params={k: v for k, v in spec.params.items() if k in FAULT_PARAMS},
     )
 
 

@@ -37,6 +37,22 @@ def fraction(help: str) -> Param:
 
 
 KNOWN: dict[str, Param] = {
+    # The clock faults' magnitudes (nemesis/clock.py, nemesis/client_clock.py).
+    "offset_s": Param(
+        float,
+        "clock-bump, clock-strobe, clock-skew-client: how far the clock steps ahead (s; "
+        "negative: behind)",
+        minimum=-DAY_S,
+        maximum=DAY_S,
+        why_max="a day",
+    ),
+    "rate": Param(
+        float,
+        "clock-rate-leader, clock-rate-client: how fast the clock runs (x real time)",
+        maximum=1000.0,
+        why_max="the injector's limit",
+        positive=True,
+    ),
     "resource": Param(
         str, "how the protected resource is written", ("unguarded", "fenced", "token")
     ),

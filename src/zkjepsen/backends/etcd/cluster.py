@@ -59,6 +59,7 @@ class EtcdBackend(ServerCluster):
     # Measured (docs/findings.md): etcd, a Go program, reads its clocks through the vDSO, so
     # LD_PRELOAD=libfaketime changes nothing it sees.
     faketime = False
+    timewarp = True  # zkj-timewarp patches its vDSO at exec (docker/timewarp.py)
     no_faketime = "etcd is a Go program: it reads the clock through the vDSO, not libc"
 
     def __init__(self, *args: Any, **kw: Any) -> None:

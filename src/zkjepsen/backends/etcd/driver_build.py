@@ -27,7 +27,14 @@ MODES = ("mutex", "rpc")
 
 # Only in the throwaway build root; apt brings their dependencies (the Go libraries the etcd
 # source imports are all dependencies of golang-etcd-server-dev).
-BUILD_PACKAGES: tuple[str, ...] = ("golang-go", "golang-etcd-server-dev")
+BUILD_PACKAGES: tuple[str, ...] = (
+    "golang-go",
+    "golang-etcd-server-dev",
+    *buildroot.TIMEWARP_PACKAGES,
+)
+# Built beside the driver: the Go clock probe (client/drivers/clockprobe: what a Go program
+# reads through the vDSO) and zkj-timewarp (buildroot.py), which skews etcd's clocks.
+PROBE_DIR = "clockprobe"
 
 
 def build_script() -> str:
@@ -39,7 +46,10 @@ export HOME=/tmp GOCACHE=/tmp/gocache GOPATH=/usr/share/gocode GO111MODULE=off G
 mkdir -p /drivers-out/{LANG_DIR}
 cd /drivers-src/{LANG_DIR}
 "$GOROOT/bin/go" build -trimpath -ldflags='-s -w' -o /drivers-out/{LANG_DIR}/{BINARY} .
-"""
+mkdir -p /drivers-out/{PROBE_DIR}
+cd /drivers-src/{PROBE_DIR}
+"$GOROOT/bin/go" build -trimpath -ldflags='-s -w' -o /drivers-out/{PROBE_DIR}/clockprobe .
+{buildroot.timewarp_script()}"""
 
 
 def hash_parts() -> list[str]:
@@ -47,7 +57,8 @@ def hash_parts() -> list[str]:
     return [
         *BUILD_PACKAGES,
         build_script(),
-        *buildroot.source_hash_parts(buildroot.DRIVERS_SRC, (LANG_DIR,)),
+        *buildroot.source_hash_parts(buildroot.DRIVERS_SRC, (LANG_DIR, PROBE_DIR)),
+        *buildroot.timewarp_hash_parts(),
     ]
 
 
@@ -60,10 +71,16 @@ def build_driver(
     buildroot.build_in_copy(
         rootfs,
         work,
-        sources=[(p, p.relative_to(base)) for p in buildroot.source_files(base, (LANG_DIR,))],
+        sources=[
+            *(
+                (p, p.relative_to(base))
+                for p in buildroot.source_files(base, (LANG_DIR, PROBE_DIR))
+            ),
+            *buildroot.timewarp_sources(),
+        ],
         packages=BUILD_PACKAGES,
         script=build_script(),
-        outputs=(LANG_DIR,),
+        outputs=(LANG_DIR, PROBE_DIR, buildroot.TIMEWARP_DIR),
         what="the etcd (Go) driver",
         on_progress=on_progress,
     )

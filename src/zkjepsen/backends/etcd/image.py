@@ -25,6 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from zkjepsen.backends import buildroot
 from zkjepsen.backends.etcd import driver_build
 from zkjepsen.backends.etcd import versions as etcd_versions
 from zkjepsen.backends.etcd.versions import EtcdVersion
@@ -50,13 +51,18 @@ PYPI = ("etcd3==0.12.0", "tenacity==6.3.1")
 SITE = "usr/lib/python3/dist-packages"  # on the path of every Debian python3
 ENV = ("LANG=C.UTF-8",)
 # Bumped when the build steps below change in a way the other inputs do not show.
-BUILD_RECIPE_VERSION = "1"
+BUILD_RECIPE_VERSION = "2"
 
 ENTRYPOINT = r"""#!/bin/sh
 # etcd-node: run one etcd member with the flags the harness passes (the container command).
 # The data directory is bind-mounted at /srv/data, so a killed member restarts with its data.
 # etcd is PID 1's only child (exec), so SIGSTOP/SIGKILL reach it.
 set -e
+# Clock faults: etcd (Go) reads its clocks through the vDSO; zkj-timewarp patches it at exec
+# (docker/timewarp.py) when the harness gave this server a control file.
+if [ -f /srv/faketime/timewarp ]; then
+  exec /opt/zkjepsen/drivers/timewarp/zkj-timewarp /srv/faketime/timewarp etcd "$@"
+fi
 exec etcd "$@"
 """
 
@@ -91,12 +97,16 @@ def _prepare(rootfs: Path, work: Path, on_progress: Progress, v: EtcdVersion) ->
         )
     _pip_install(rootfs, on_progress)
     if v.go_driver:
-        # the Go driver, in a throwaway build root (driver_build.py, backends/buildroot.py)
+        # the Go driver, in a throwaway build root (driver_build.py, backends/buildroot.py),
+        # with zkj-timewarp (the servers' clock faults) and the Go clock probe beside it
         driver_build.build_driver(rootfs, work, on_progress)
+    else:
+        buildroot.build_timewarp(rootfs, work, on_progress)
 
 
 def _hash_parts(v: EtcdVersion) -> list[str]:
-    parts = [v.etcd, *PYPI, SITE, *ENV, *(driver_build.hash_parts() if v.go_driver else [])]
+    built = driver_build.hash_parts() if v.go_driver else buildroot.timewarp_hash_parts()
+    parts = [v.etcd, *PYPI, SITE, *ENV, *built]
     return parts + [f"apt:{p}" for p in v.apt_packages]
 
 

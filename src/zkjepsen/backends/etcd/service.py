@@ -63,7 +63,7 @@ SERVICE = Service(
             "zkjepsen.backends.etcd.cluster:etcd_backend",
             sizes=(1, 3, 5, 7),
             service="etcd 3.4.23",
-            abilities=frozenset({"peers", "leader", "reconfigure"}),
+            abilities=frozenset({"peers", "leader", "reconfigure", "server-clock"}),
             # election timeout 1 s (etcd's default) + a restarted member replaying its WAL
             election_s=5.0,
         ),

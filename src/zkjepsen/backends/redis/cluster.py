@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from zkjepsen.backends import buildroot
 from zkjepsen.backends.redis.session import LOCK_PREFIX, RedisSession
 from zkjepsen.docker.cluster import Node
 from zkjepsen.docker.image import ImageRecipe
@@ -32,13 +33,18 @@ FAILOVER_TIMEOUT_MS = 6000
 ENTRYPOINT = r"""#!/bin/sh
 # redis-node server|sentinel: run one Redis server or Sentinel from the config the harness
 # bind-mounted at /srv/conf. Both rewrite their config at run time (Sentinel's failovers), so
-# they run from a writable copy in /srv/data. The server is PID 1's only child (exec).
+# they run from a writable copy in /srv/data. The server is PID 1's only child (exec), or
+# zkj-timewarp's when the harness gave it a clock control file (docker/timewarp.py).
 set -e
+warp=
+if [ -f /srv/faketime/timewarp ]; then
+  warp="/opt/zkjepsen/drivers/timewarp/zkj-timewarp /srv/faketime/timewarp"
+fi
 case "$1" in
   sentinel) cp /srv/conf/sentinel.conf /srv/data/sentinel.conf
             exec redis-sentinel /srv/data/sentinel.conf ;;
   *)        cp /srv/conf/redis.conf /srv/data/redis.conf
-            exec redis-server /srv/data/redis.conf ;;
+            exec $warp redis-server /srv/data/redis.conf ;;
 esac
 """
 
@@ -51,9 +57,11 @@ def redis_image() -> ImageRecipe:
             "redis-sentinel",
             "iptables",  # the nemesis drops packets inside a server's own network namespace
             "iproute2",
-            "libfaketime",  # kept for clock faults once they work there (see faketime below)
             "procps",
         ),
+        # zkj-timewarp, compiled in a throwaway build root: the servers' clock faults
+        hash_parts=buildroot.timewarp_hash_parts,
+        prepare=buildroot.build_timewarp,
         entrypoint="/usr/local/bin/redis-node",
         entry_script=ENTRYPOINT,
     )
@@ -98,6 +106,7 @@ class RedisBackend(ServerCluster):
     # Measured: redis-server 7.0.15 under LD_PRELOAD=libfaketime 0.9.10 dies at start-up
     # ("unexpected recursive calls to clock_gettime()", with or without monotonic faking).
     faketime = False
+    timewarp = True  # zkj-timewarp patches its vDSO at exec (docker/timewarp.py)
     no_faketime = "libfaketime 0.9.10 breaks redis-server 7.0's start-up (recursive clock_gettime)"
 
     @property

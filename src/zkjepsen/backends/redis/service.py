@@ -35,7 +35,7 @@ SERVICE = Service(
             nodes=1,
             ready_timeout_s=30.0,
             service="Redis 7.0",
-            abilities=frozenset({"leader"}),
+            abilities=frozenset({"leader", "server-clock"}),
         ),
         BackendInfo(
             "redis-sentinel",
@@ -48,7 +48,7 @@ SERVICE = Service(
             # down-after 2 s + failover-timeout 6 s (cluster.py), then the clients find it
             election_s=10.0,
             service="Redis 7.0",
-            abilities=frozenset({"peers", "leader"}),
+            abilities=frozenset({"peers", "leader", "server-clock"}),
         ),
         BackendInfo(
             "redlock",
@@ -58,7 +58,7 @@ SERVICE = Service(
             nodes=5,
             ready_timeout_s=30.0,
             service="Redis 7.0",
-            abilities=frozenset({"independent-masters"}),
+            abilities=frozenset({"independent-masters", "server-clock"}),
         ),
     ),
     server_recipe=_server_recipe,

@@ -32,7 +32,12 @@ CURATOR_MODES = ("mutex", "careful", "semaphore", "latch")
 # In the runtime image: Curator and what it needs at run time (guava, slf4j, ZooKeeper 3.8.0).
 RUNTIME_PACKAGES = ("libcurator-recipes-java",)
 # Only in the throwaway build root.
-BUILD_PACKAGES = ("default-jdk-headless", "golang-go", "golang-github-samuel-go-zookeeper-dev")
+BUILD_PACKAGES = (
+    "default-jdk-headless",
+    "golang-go",
+    "golang-github-samuel-go-zookeeper-dev",
+    *buildroot.TIMEWARP_PACKAGES,  # zkj-timewarp: clock faults on Go client programs
+)
 JAVA_DIR = "/usr/share/java"
 CURATOR_CLASSPATH = (
     "curator-recipes.jar",
@@ -80,7 +85,7 @@ mkdir -p /drivers-out/curator /drivers-out/gozk /tmp/classes
   --manifest /drivers-src/MANIFEST.MF -C /tmp/classes .
 cd /drivers-src/gozk
 "$GOROOT/bin/go" build -trimpath -ldflags='-s -w' -o /drivers-out/gozk/zk-lock .
-"""
+{buildroot.timewarp_script()}"""
 
 
 CURATOR_RUN_SCRIPT = run_script()
@@ -139,6 +144,7 @@ def hash_parts(v: ZkVersion | None = None) -> list[str]:
     """What the image tag must change with: every driver source and every build step."""
     scripts = [run_script(v), build_script(v)]
     parts = [*RUNTIME_PACKAGES, *BUILD_PACKAGES, *scripts, manifest()]
+    parts += buildroot.timewarp_hash_parts()
     for path in source_files(v):
         parts.append(str(path.relative_to(DRIVERS_SRC)))
         parts.append(path.read_text())
@@ -161,6 +167,7 @@ def build_drivers(
         if v is not None and v.curator_shim and rel.parts[0] == v.curator_shim:
             rel = Path("curator", *rel.parts[1:])  # compiled with the driver's classes
         sources.append((path, rel))
+    sources += buildroot.timewarp_sources()
 
     def edit(src: Path) -> None:
         if v is not None and v.curator_shim:
@@ -175,7 +182,7 @@ def build_drivers(
         sources=sources,
         packages=BUILD_PACKAGES,
         script=build_script(v),
-        outputs=LANG_DIRS,
+        outputs=(*LANG_DIRS, buildroot.TIMEWARP_DIR),
         what="the Curator (Java) and go-zookeeper (Go) drivers",
         on_progress=on_progress,
         edit_sources=edit,
