@@ -247,3 +247,22 @@ def test_the_help_speaks_of_every_service() -> None:
         out = " ".join(CliRunner().invoke(cli, args).output.split())
         for service in ("ZooKeeper", "etcd", "Redis", "PostgreSQL"):
             assert service in out, (args, service, out)
+
+
+@pytest.mark.parametrize("fails", ["time", "memory"])
+def test_json_output_stays_one_document_when_the_check_cannot_finish(
+    tmp_path, capsys, monkeypatch, fails
+):
+    # The limits themselves are the machine's; what is asserted is what --json prints when
+    # one is reached: stdout one document saying unknown, the sentence on stderr.
+    import zkjepsen.cli.check as check_cli
+
+    def out_of_it(*args, **kwargs):
+        raise check_cli.OutOfTime if fails == "time" else MemoryError
+
+    monkeypatch.setattr(check_cli, "check_file", out_of_it)
+    h = write_jsonl(tmp_path / "h.jsonl", REGISTER_BAD)
+    code, out, err = run(["check", str(h), "--model", "register", "--json"], capsys)
+    doc = json.loads(out)
+    assert code == 2 and doc["valid"] == "unknown" and fails in doc["reason"]
+    assert f"{h}: unknown: " in err

@@ -254,19 +254,22 @@ def run(argv: list[str]) -> int:
             f"the time limit of {a['time_limit']:g}s ran out before the check finished "
             "(reading the history counts too; raise it with --time-limit)"
         )
-        if a["as_json"]:  # stdout stays one JSON document
-            _echo(json.dumps({"valid": "unknown", "reason": reason}, indent=2))
-        _echo(f"{a['history']}: unknown: {reason}", err=a["as_json"])
-        return EXIT_UNKNOWN
+        return _unknown(a, reason)
     except MemoryError:
         reason = (
             f"the memory limit of {a['memory_limit']} MiB was reached "
             "(raise it with --memory-limit)"
         )
-        if a["as_json"]:  # stdout stays one JSON document
-            _echo(json.dumps({"valid": "unknown", "reason": reason}, indent=2))
-        _echo(f"{a['history']}: unknown: {reason}", err=a["as_json"])
-        return EXIT_UNKNOWN
+        return _unknown(a, reason)
+
+
+def _unknown(a: dict[str, Any], reason: str) -> int:
+    """A check that could not finish: `unknown` with its reason (stdout stays one JSON
+    document under --json; the sentence goes to stderr then)."""
+    if a["as_json"]:
+        _echo(json.dumps({"valid": "unknown", "reason": reason}, indent=2))
+    _echo(f"{a['history']}: unknown: {reason}", err=a["as_json"])
+    return EXIT_UNKNOWN
 
 
 class OutOfTime(Exception):
