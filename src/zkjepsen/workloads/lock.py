@@ -61,7 +61,8 @@ class LockWorkload:
     def setup(self, ctx: Any) -> None:
         lock, resource = self._paths(ctx.params)
         resource_mode(ctx.params)  # a bad mode fails here, on the host, not in every client
-        ctx.session.ensure_path(lock)
+        if param(ctx.params, "make_lock_path", True):  # false: Curator makes a container node
+            ctx.session.ensure_path(lock)
         ensure(ctx.session, resource, b"{}")
 
     def run_client(self, ctx: Any) -> None:

@@ -42,6 +42,9 @@ KNOWN: dict[str, Param] = {
     ),
     "resource_path": Param(str, "znode of the protected resource"),
     "lock_path": Param(str, "znode under which the lock lives"),
+    "make_lock_path": Param(
+        bool, "create lock_path before the run (default true; false: the recipe creates it)"
+    ),
     "counter_path": Param(str, "znode of the counter"),
     "queue_path": Param(str, "znode of the queue"),
     "retry_writes": Param(bool, "retry protected writes with KazooRetry(ignore_expire)"),

@@ -18,6 +18,7 @@ from zkjepsen.backends.zookeeper.config import (
     CLIENT_PORT,
     LOG4J_PROPERTIES,
     ZkSettings,
+    jvm_flags,
     parse_four_letter,
     zoo_cfg,
 )
@@ -196,6 +197,8 @@ class ZooKeeperEnsemble(ContainerCluster):
 
     def _env(self) -> dict[str, str]:
         env = {"ZK_HEAP": self.spec.settings.heap}
+        if flags := jvm_flags(self.spec.settings):
+            env["JAVA_TOOL_OPTIONS"] = flags  # read by every JVM at its start
         if self.spec.faketime:
             env |= faketime_env("/zk/faketime/timestamp")
         return env

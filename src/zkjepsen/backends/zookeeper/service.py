@@ -23,7 +23,11 @@ class ZooKeeperSettings:
     # tickTime: 500 ms makes failover fast and bounds session timeouts to [2, 20] ticks.
     tick_ms: int | None = None
     client_suite: str | None = None  # the clients' suite or a version naming one; None: servers'
+    # how often the servers delete empty container nodes, ms (None: ZooKeeper's 60 s)
+    container_check_ms: int | None = None
     name = "zookeeper"
+    # added after runs were stored: one stored without it ran with ZooKeeper's own interval
+    absent_means_default = ("container_check_ms",)
 
     def __post_init__(self) -> None:
         if self.version is not None:
@@ -36,6 +40,9 @@ class ZooKeeperSettings:
             raise BadInput(f"tick_ms must be a whole number from 50 to 10000, not {self.tick_ms!r}")
         if self.client_suite is not None:
             versions.client_suite(self.client_suite)
+        c = self.container_check_ms
+        if c is not None and (isinstance(c, bool) or not isinstance(c, int) or not 100 <= c):
+            raise BadInput(f"container_check_ms must be a whole number of at least 100, not {c!r}")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -99,7 +106,11 @@ def ensemble_spec(
         nodes=nodes,
         image=image,
         client_image=client_image,
-        settings=ZkSettings(tick_ms=settled.tick_ms, zk_version=settled.version),
+        settings=ZkSettings(
+            tick_ms=settled.tick_ms,
+            zk_version=settled.version,
+            container_check_ms=settled.container_check_ms,
+        ),
     )
 
 
