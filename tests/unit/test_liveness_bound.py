@@ -89,6 +89,7 @@ def test_the_reports_since_2022_are_in_the_catalogue_with_their_sources():
         "kazoo-282-servers-killed": "kazoo/issues/282",
         "etcd-17470-dead-holder-lease": "etcd/issues/17470",
         "curator-724-latch-parent-gone": "CURATOR-724",
+        "curator-724-latch-parent-gone-curator2": "CURATOR-724",
     }
     for name, ticket in sources.items():
         # readable steps: "1. ... 2. ..."
@@ -113,3 +114,8 @@ def test_curator_724_leaves_the_latch_parent_to_curator_and_fast_container_reapi
     assert spec.params["make_lock_path"] is False
     assert ensemble_spec(spec.service, 3, "img").settings.container_check_ms == 1000
     assert "liveness:stuck" in sc.expect["curator-java-latch"].present
+    old = SCENARIOS["curator-724-latch-parent-gone-curator2"]  # Curator 2.7.1: before PR 430
+    assert (
+        old.schedule is sc.schedule and old.spec("x").service.given()["client_suite"] == "bullseye"
+    )
+    assert "liveness:stuck" in old.expect["curator-java-latch"].absent

@@ -53,13 +53,14 @@ CURATOR_696 = "CURATOR-696 (https://github.com/apache/curator/issues/1211), fixe
 # NONODE: the waiting latch never makes a node again. The leader resigns inside the cut (its
 # 8 s hold outlasts a cut landing up to 4 s late at load) and does not stand again (a think of
 # up to two hours): the waiter is the only one left asking.
+SERVICE_724 = {"name": "zookeeper", "container_check_ms": 1000}
 LATCH_724 = {
     "workload": "election",
     "nemesis": ["isolate-client"],
     "clients": 2,
     "time_limit_s": 30.0,
     "recovery_s": 5.0,
-    "service": {"name": "zookeeper", "container_check_ms": 1000},
+    "service": SERVICE_724,
     "params": {
         "resource": "unguarded",
         "make_lock_path": False,  # the latch's parent is Curator's container node
@@ -119,6 +120,18 @@ REPORTS = [
         "stuck past the bound, with nobody holding.",
         LATCH_724,
         {"curator-java-latch": _x(("liveness:stuck",))},
+        source=CURATOR_724,
+        schedule=ALL_CUT_724,
+    ),
+    Scenario(
+        "curator-724-latch-parent-gone-curator2",
+        "the same cut on Curator 2.7.1 (bullseye), before the change that brought the bug",
+        "Steps 1-3 of curator-724-latch-parent-gone on Curator 2.7.1 (bullseye), which makes "
+        "the parent persistent (no container: nothing is deleted). 4. At the heal the latch "
+        "resets on RECONNECTED (as before PR 430): a new node, and the waiter leads within "
+        "the bound.",
+        {**LATCH_724, "service": {**SERVICE_724, "client_suite": "bullseye"}},
+        {"curator-java-latch": _x(absent=("liveness:stuck",))},
         source=CURATOR_724,
         schedule=ALL_CUT_724,
     ),
