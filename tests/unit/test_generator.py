@@ -218,6 +218,20 @@ def test_isolate_client_rules_live_in_the_client_only():
     assert list(rules) == ["c1"] and len(rules["c1"]) == 6
 
 
+def test_isolate_client_all_cuts_every_running_client():
+    from types import SimpleNamespace
+
+    ctx = _fake_ctx()
+    ctx.pool.handles.append(SimpleNamespace(index=2, name="c2", ip="10.0.0.102"))
+    for h in ctx.pool.handles:
+        h.status = lambda: "running"
+    kind = FAULTS["isolate-client"]
+    targets, detail = kind.resolve(ctx, "all", random.Random(0), {})
+    rules = kind.impl.rules(ctx, targets, detail)
+    assert targets == ["c1", "c2"] and detail["chosen"] == "all"
+    assert rules["c1"] == rules["c2"] and len(rules["c2"]) == 6
+
+
 def test_fault_target_and_max_faults_combinators():
     base = g.standard(["kill-client", "pause-client"], time_limit_s=120, interval_s=5)
     plain = g.plan(base, 7)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from zkjepsen.backends.zookeeper.config import ZkSettings, parse_four_letter, zoo_cfg
+from zkjepsen.backends.zookeeper.config import ZkSettings, jvm_flags, parse_four_letter, zoo_cfg
 from zkjepsen.backends.zookeeper.image import zookeeper_recipe
+from zkjepsen.backends.zookeeper.service import ZooKeeperSettings
 from zkjepsen.docker.image import inputs_hash
 from zkjepsen.errors import BadInput
 from zkjepsen.store import new_run_dir
@@ -63,3 +64,23 @@ def test_store_dirs_are_distinct_and_latest_follows(tmp_path):
     b = new_run_dir("t", tmp_path).path
     assert a != b
     assert (tmp_path / "t" / "latest").resolve() == b.resolve()
+
+
+def test_container_reaping_interval_reaches_the_jvm_only_when_asked():
+    assert jvm_flags(ZkSettings()) == ""
+    assert jvm_flags(ZkSettings(container_check_ms=1000)) == (
+        "-Dznode.container.checkIntervalMs=1000"
+    )
+    for bad in (0, 50, True, "1000"):
+        with pytest.raises(BadInput):
+            ZooKeeperSettings(container_check_ms=bad)
+
+
+def test_a_run_stored_before_the_container_interval_still_loads(tmp_path):
+    from zkjepsen.run.stored_checks import check_stored_service
+
+    old = {"name": "zookeeper", "version": "3.8", "tick_ms": 500, "client_suite": None}
+    check_stored_service({"backend": "zookeeper", "service": old}, tmp_path / "test.json")
+    with pytest.raises(BadInput, match="service.tick_ms"):
+        short = {k: v for k, v in old.items() if k != "tick_ms"}
+        check_stored_service({"backend": "zookeeper", "service": short}, tmp_path / "test.json")

@@ -88,6 +88,8 @@ def test_the_reports_since_2022_are_in_the_catalogue_with_their_sources():
         "curator-696-latch-old-path-fixed": "CURATOR-696",
         "kazoo-282-servers-killed": "kazoo/issues/282",
         "etcd-17470-dead-holder-lease": "etcd/issues/17470",
+        "curator-724-latch-parent-gone": "CURATOR-724",
+        "curator-724-latch-parent-gone-curator2": "CURATOR-724",
     }
     for name, ticket in sources.items():
         # readable steps: "1. ... 2. ..."
@@ -101,3 +103,19 @@ def test_the_reports_since_2022_are_in_the_catalogue_with_their_sources():
     assert after.spec("curator-java-latch").service.given() == {"client_suite": "trixie"}
     assert "lock:belief" in before.expect["curator-java-latch"].present
     assert "lock:belief" in after.expect["curator-java-latch"].absent
+
+
+def test_curator_724_leaves_the_latch_parent_to_curator_and_fast_container_reaping():
+    from zkjepsen.backends.zookeeper.service import ensemble_spec
+    from zkjepsen.reproduce.scenarios import SCENARIOS
+
+    sc = SCENARIOS["curator-724-latch-parent-gone"]
+    spec = sc.spec("curator-java-latch")
+    assert spec.params["make_lock_path"] is False
+    assert ensemble_spec(spec.service, 3, "img").settings.container_check_ms == 1000
+    assert "liveness:stuck" in sc.expect["curator-java-latch"].present
+    old = SCENARIOS["curator-724-latch-parent-gone-curator2"]  # Curator 2.7.1: before PR 430
+    assert (
+        old.schedule is sc.schedule and old.spec("x").service.given()["client_suite"] == "bullseye"
+    )
+    assert "liveness:stuck" in old.expect["curator-java-latch"].absent

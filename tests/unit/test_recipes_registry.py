@@ -126,3 +126,18 @@ def test_the_curator_port_makes_no_zookeeper_call_when_built():
 
     lock = make_recipe("curator", Expired(), "/zkjepsen/lock", identifier="c1")
     assert not lock.holding()
+
+
+def test_election_setup_can_leave_the_lock_path_to_the_recipe():
+    """make_lock_path false: the setup makes only the resource; Curator then makes the latch's
+    parent itself, as a container node the servers delete once empty (CURATOR-724)."""
+    made: list[str] = []
+    session = types.SimpleNamespace(
+        ensure_path=made.append, create=lambda path, data=b"": made.append(path)
+    )
+    for flag, lock_made in ((True, True), (False, False)):
+        made.clear()
+        ctx = types.SimpleNamespace(session=session, params={"make_lock_path": flag})
+        get_workload("election").setup(ctx)
+        assert ("/zkjepsen/master_election" in made) is lock_made
+        assert "/zkjepsen/resource" in made

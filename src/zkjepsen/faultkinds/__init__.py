@@ -188,7 +188,8 @@ _KINDS = [
         "isolate-client",
         "partition",
         "holder",
-        "drop every packet between one client (the lock holder if known) and all servers",
+        "drop every packet between one client (the lock holder if known; target all: every "
+        "client) and all servers",
         silence("client-cut", "client-cuts", "cut"),
         duration="2x",
     ),

@@ -27,7 +27,12 @@ from typing import Any
 
 from zkjepsen.nemesis import NemesisError
 from zkjepsen.nemesis.process import note_holding
-from zkjepsen.nemesis.targets import NemesisContext, resolve_client, resolve_servers
+from zkjepsen.nemesis.targets import (
+    NemesisContext,
+    resolve_client,
+    resolve_servers,
+    running_clients,
+)
 
 DEFAULT_LOSS = 0.1
 
@@ -169,18 +174,24 @@ class Cut(IptablesFault):
 
 
 class IsolateClient(IptablesFault):
-    """Every packet between one client and every server, dropped in the client's netns."""
+    """Every packet between one client and every server, dropped in the client's netns; target
+    `all`: every running client at once (the servers keep serving, and expiring sessions)."""
 
     def resolve(
         self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
     ) -> tuple[list[str], dict[str, Any]]:
+        servers = [n.name for n in ctx.backend.nodes]
+        if target == "all":  # every client at once: the ensemble gone for all, its servers up
+            every = [f"c{h.index}" for h in running_clients(ctx)]
+            return every, {"chosen": "all", "servers": servers}
         client, how = resolve_client(ctx, target, rng)
-        return [client], {"chosen": how, "servers": [n.name for n in ctx.backend.nodes]}
+        return [client], {"chosen": how, "servers": servers}
 
     def rules(
         self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]
     ) -> dict[str, list[list[str]]]:
-        return {targets[0]: drop_both_ways([ctx.node(n).ip for n in detail["servers"]])}
+        cut = drop_both_ways([ctx.node(n).ip for n in detail["servers"]])
+        return {t: cut for t in targets}
 
     def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
         super().apply(ctx, targets, detail)

@@ -46,6 +46,40 @@ WAITER_GONE_696 = steps(
 )
 CURATOR_696 = "CURATOR-696 (https://github.com/apache/curator/issues/1211), fixed by PR 500"
 
+# CURATOR-724's steps: every client loses ZooKeeper while the servers run on, so the servers
+# expire every session, delete the latch nodes and then (every second here, not every minute)
+# the empty container node Curator made for the latch. LeaderLatch from 5.4.0 (PR 430) until
+# the fix in 5.8.0 (PR 515) answers RECONNECTED with getChildren on that parent and ignores
+# NONODE: the waiting latch never makes a node again. The leader resigns inside the cut (its
+# 8 s hold outlasts a cut landing up to 4 s late at load) and does not stand again (a think of
+# up to two hours): the waiter is the only one left asking.
+SERVICE_724 = {"name": "zookeeper", "container_check_ms": 1000}
+LATCH_724 = {
+    "workload": "election",
+    "nemesis": ["isolate-client"],
+    "clients": 2,
+    "time_limit_s": 30.0,
+    "recovery_s": 5.0,
+    "service": SERVICE_724,
+    "params": {
+        "resource": "unguarded",
+        "make_lock_path": False,  # the latch's parent is Curator's container node
+        "writes": 0,
+        "hold_s": 8.0,
+        "hold_fixed": True,
+        "think_s": 3600.0,
+        "acquire_timeout_s": 40.0,
+        "request_timeout_s": 45.0,
+    },
+}
+ALL_CUT_724 = steps(
+    on(on_acquire(delay_s=1.0), fault("isolate-client", target="all", duration=8.0))
+)
+CURATOR_724 = (
+    "CURATOR-724 (https://github.com/apache/curator/issues/1239), fixed by PR 515 "
+    "(https://github.com/apache/curator/pull/515) in Curator 5.8.0"
+)
+
 REPORTS = [
     Scenario(
         "curator-696-latch-old-path",
@@ -72,6 +106,34 @@ REPORTS = [
         {"curator-java-latch": _x(absent=("lock:belief",))},
         source=CURATOR_696,
         schedule=WAITER_GONE_696,
+    ),
+    Scenario(
+        "curator-724-latch-parent-gone",
+        "LeaderLatch never leads again once its parent node is gone at a reconnect (CURATOR-724)",
+        "1. Two LeaderLatch clients (Curator 5.4.0, bookworm); the latch's parent is left to "
+        "Curator, which makes it a container node; the servers delete empty containers every "
+        "1 s. 2. 1 s into the first 8 s hold, both clients are cut off from every server for "
+        "8 s; the leader resigns meanwhile and does not stand again. 3. The servers expire "
+        "both sessions (3 s), delete both latch nodes, then the empty parent. 4. At the heal "
+        "the waiting latch reconnects with a new session and lists the parent: NONODE, which "
+        "LeaderLatch before 5.8.0 ignores. 5. With no node and no watch it never leads: "
+        "stuck past the bound, with nobody holding.",
+        LATCH_724,
+        {"curator-java-latch": _x(("liveness:stuck",))},
+        source=CURATOR_724,
+        schedule=ALL_CUT_724,
+    ),
+    Scenario(
+        "curator-724-latch-parent-gone-curator2",
+        "the same cut on Curator 2.7.1 (bullseye), before the change that brought the bug",
+        "Steps 1-3 of curator-724-latch-parent-gone on Curator 2.7.1 (bullseye), which makes "
+        "the parent persistent (no container: nothing is deleted). 4. At the heal the latch "
+        "resets on RECONNECTED (as before PR 430): a new node, and the waiter leads within "
+        "the bound.",
+        {**LATCH_724, "service": {**SERVICE_724, "client_suite": "bullseye"}},
+        {"curator-java-latch": _x(absent=("liveness:stuck",))},
+        source=CURATOR_724,
+        schedule=ALL_CUT_724,
     ),
     Scenario(
         "kazoo-282-servers-killed",

@@ -115,8 +115,9 @@ def check_stored_service(raw: dict[str, Any], path: Path) -> None:
     if not isinstance(table, dict):
         return  # TestSpec refuses it in its own words
     names: list[str] = [f.name for f in fields(svc.settings)] if is_dataclass(svc.settings) else []
+    later = getattr(svc.settings, "absent_means_default", ())
     for name in names:
-        if name not in table:
+        if name not in table and name not in later:
             raise _missing(path, f"service.{name}")
     try:
         settled = settings_from_table(table, f"{path}: service").settled().to_json()

@@ -55,8 +55,10 @@ class LockWorkload:
 
     def setup(self, ctx: Any) -> None:
         resource_mode(ctx.params)  # a bad mode fails here, on the host, not in every client
+        make_path = param(ctx.params, "make_lock_path", True)  # false: Curator makes a container
         for lock, resource in all_paths(self.name, ctx.params):  # each lock (`locks`)
-            ctx.session.ensure_path(lock)
+            if make_path:
+                ctx.session.ensure_path(lock)
             ensure(ctx.session, resource, b"{}")
 
     def run_client(self, ctx: Any) -> None:

@@ -66,6 +66,9 @@ KNOWN: dict[str, Param] = {
         maximum=100,
         why_max="a lock per client at most",
     ),
+    "make_lock_path": Param(
+        bool, "create lock_path before the run (default true; false: the recipe creates it)"
+    ),
     "counter_path": Param(str, "znode of the counter"),
     "queue_path": Param(str, "znode of the queue"),
     "retry_writes": Param(bool, "retry protected writes with KazooRetry(ignore_expire)"),

@@ -31,6 +31,9 @@ class ZkSettings:
     heap: str = "128m"
     zk_version: str = "3.8"  # harness.zkversions: which zoo.cfg keys the servers know
     force_sync: bool = True  # forceSync=no: a txn is acked before its log is fsynced
+    # How often the leader deletes empty container nodes (JVM property
+    # znode.container.checkIntervalMs; ZooKeeper's own default: 60 s). None: the default.
+    container_check_ms: int | None = None
 
     def __post_init__(self) -> None:
         if self.tick_ms < 50:
@@ -58,6 +61,13 @@ class ZkSettings:
     def election_limit_s(self) -> float:
         """A generous bound on how long a leader election may take with these settings."""
         return (self.init_limit + self.sync_limit) * self.tick_ms / 1000 + 5.0
+
+
+def jvm_flags(s: ZkSettings) -> str:
+    """System properties for the servers' JVM (no zoo.cfg key sets these): JAVA_TOOL_OPTIONS."""
+    if s.container_check_ms is None:
+        return ""
+    return f"-Dznode.container.checkIntervalMs={s.container_check_ms}"
 
 
 def server_line(my_id: int, ip: str) -> str:

@@ -19,6 +19,7 @@ from zkjepsen.backends.zookeeper.config import (
     LOG4J_PROPERTIES,
     SUPER_AUTH,
     ZkSettings,
+    jvm_flags,
     parse_four_letter,
     server_line,
     zoo_cfg,
@@ -297,6 +298,8 @@ class ZooKeeperEnsemble(ContainerCluster):
 
     def _env(self) -> dict[str, str]:
         env = {"ZK_HEAP": self.spec.settings.heap}
+        if flags := jvm_flags(self.spec.settings):
+            env["JAVA_TOOL_OPTIONS"] = flags  # read by every JVM at its start
         if self.spec.faketime:
             env |= faketime_env("/zk/faketime/timestamp")
         return env

@@ -26,7 +26,11 @@ class ZooKeeperSettings:
     client_suite: str | None = None  # the clients' suite or a version naming one; None: servers'
     # strict: forceSync=yes (each txn fsynced before its ack); relaxed: forceSync=no.
     fsync: str | None = None
+    # how often the servers delete empty container nodes, ms (None: ZooKeeper's 60 s)
+    container_check_ms: int | None = None
     name = "zookeeper"
+    # added after runs were stored: one stored without it ran with ZooKeeper's own interval
+    absent_means_default = ("container_check_ms",)
 
     def __post_init__(self) -> None:
         if self.version is not None:
@@ -41,6 +45,9 @@ class ZooKeeperSettings:
             versions.client_suite(self.client_suite)
         if self.fsync is not None and self.fsync not in FSYNC:
             raise BadInput(f"fsync must be strict or relaxed, not {self.fsync!r}")
+        c = self.container_check_ms
+        if c is not None and (isinstance(c, bool) or not isinstance(c, int) or not 100 <= c):
+            raise BadInput(f"container_check_ms must be a whole number of at least 100, not {c!r}")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -117,6 +124,7 @@ def ensemble_spec(
             tick_ms=settled.tick_ms,
             zk_version=settled.version,
             force_sync=settled.fsync != "relaxed",
+            container_check_ms=settled.container_check_ms,
         ),
     )
 
