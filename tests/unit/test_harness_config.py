@@ -76,7 +76,7 @@ def test_container_reaping_interval_reaches_the_jvm_only_when_asked():
             ZooKeeperSettings(container_check_ms=bad)
 
 
-def test_a_run_stored_before_the_container_interval_still_loads(tmp_path):
+def test_a_run_stored_before_the_container_interval_and_fsync_still_loads(tmp_path):
     from zkjepsen.run.stored_checks import check_stored_service
 
     old = {"name": "zookeeper", "version": "3.8", "tick_ms": 500, "client_suite": None}

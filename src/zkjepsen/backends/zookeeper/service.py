@@ -29,8 +29,9 @@ class ZooKeeperSettings:
     # how often the servers delete empty container nodes, ms (None: ZooKeeper's 60 s)
     container_check_ms: int | None = None
     name = "zookeeper"
-    # added after runs were stored: one stored without it ran with ZooKeeper's own interval
-    absent_means_default = ("container_check_ms",)
+    # added after runs were stored: one stored without them ran with forceSync=yes (strict)
+    # and ZooKeeper's own container interval, which are the defaults
+    absent_means_default = ("fsync", "container_check_ms")
 
     def __post_init__(self) -> None:
         if self.version is not None:
