@@ -124,6 +124,8 @@ def check_stored_service(raw: dict[str, Any], path: Path) -> None:
     except BadInput as e:
         raise BadInput(f"{path}: {e}") from None
     for name, value in settled.items():
+        if name in later and name not in table:
+            continue  # stored before the field existed: it ran with the default settled() fills
         if table.get(name) is None and value is not None:
             raise _null(path, f"service.{name}")
 
