@@ -26,6 +26,16 @@ BIN = f"{INSTALL_DIR}/powerfs"
 BOOT = "/usr/local/bin/powerfs-boot"
 CONTROL = "/run/powerfs/ctl"
 RUNTIME_PACKAGES = ("libfuse3-3",)
+# libfuse3's runtime package is named for its soname: libfuse3-3 in bullseye and bookworm,
+# libfuse3-4 in trixie (fuse 3.17; checked in the suites' package indexes, 2026-11-26).
+RUNTIME_BY_SUITE = {"trixie": ("libfuse3-4",)}
+
+
+def runtime_packages(suite: str) -> tuple[str, ...]:
+    """The layer's runtime library, as the Debian `suite` names it."""
+    return RUNTIME_BY_SUITE.get(suite, RUNTIME_PACKAGES)
+
+
 BUILD_PACKAGES = ("gcc", "libc6-dev", "libfuse3-dev", "pkg-config")
 BUILD_SCRIPT = """set -e
 mkdir -p /drivers-out/powerfs

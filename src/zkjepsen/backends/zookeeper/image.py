@@ -72,10 +72,12 @@ def zookeeper_recipe(zk_version: str | None = None) -> ImageRecipe:
             },
         )
     jars = (*EXTRA_JARS, *v.extra_jars)
+    fuse = powerfs.RUNTIME_PACKAGES  # named per suite (trixie's is libfuse3-4)
     return ImageRecipe(
         repo=IMAGE_REPO,
         packages=(
-            *(v.jre if p == "default-jre-headless" else p for p in PACKAGES),
+            *(v.jre if p == "default-jre-headless" else p for p in PACKAGES if p not in fuse),
+            *powerfs.runtime_packages(v.suite),
             *v.extra_packages,
         ),
         entrypoint="/usr/local/bin/zk-node",
