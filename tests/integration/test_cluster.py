@@ -115,28 +115,32 @@ def test_a_matrix_over_both_workers_gives_the_parallel_table(cluster, tmp_path):
 
 
 def test_the_gate_runs_its_scenarios_as_tasks_and_the_first_split_ends_the_other(cluster, tmp_path):
-    """kazoo's Lock: a holder pause splits it within seconds, a leader kill seldom does. Each
-    scenario a task on its own worker; once the pause's split is in, the other run is asked
+    """kazoo's Lock: a holder pause splits it within seconds, and so, since the gate's leader
+    kills wait for a whole ensemble and land on fresh holders, can a leader kill. Each scenario
+    a task on its own worker; whichever split is confirmed first, the other run is asked
     (through the cluster) to end its main phase; both folders come back into the local store.
-    How soon the other run ends is benchmarks/stop_early.py's figure, not an assertion here."""
+    Which one splits first is a race this test does not assert; how soon the other run ends is
+    benchmarks/stop_early.py's figure, not an assertion here."""
     code, out = zkj(
         "gate", "--recipe", "kazoo", "--scenarios", "client-pause,leader-kill",
         "--time-limit", "60s", "--cluster", cluster.address, "--store", str(tmp_path / "g"),
     )  # fmt: skip
     assert code == 1, out
     rows = {x.split()[0]: x for x in out.splitlines() if x.startswith("  ")}
-    assert "INVALID" in rows["client-pause"] and "stopped" in rows["client-pause"], out
-    assert "stopped" in rows["leader-kill"] and "ran 60s" not in rows["leader-kill"], out
     early = {}
     for name in ("client-pause", "leader-kill"):
+        assert "stopped" in rows[name] and "ran 60s" not in rows[name], out
         runs = (tmp_path / "g" / f"gate-{name}").iterdir()
         (run,) = [p for p in runs if p.is_dir() and not p.is_symlink()]
         early[name] = json.loads((run / "results.json").read_text())["early_stop"]
         assert early[name]["stopped_early"], early
-    # The pause's run stopped on the violation it confirmed; the leader kill's was asked to stop
-    # (the ask exists only once a violation is confirmed) or split by itself first.
-    assert early["client-pause"]["reason"] == "violation", early
-    assert early["leader-kill"]["reason"] in ("asked", "violation"), early
+        assert early[name]["reason"] in ("asked", "violation"), early
+    # The ask exists only once some run confirmed a violation: so at least one run stopped on
+    # its own violation, and its row is INVALID with that violation named.
+    split = [name for name, e in early.items() if e["reason"] == "violation"]
+    assert split, early
+    for name in split:
+        assert "INVALID" in rows[name] and early[name]["violation"]["kind"] in rows[name], out
     assert nothing_left(cluster) == ([], [])
 
 

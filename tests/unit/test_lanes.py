@@ -13,7 +13,7 @@ import pytest
 
 from zkjepsen.errors import BadInput
 from zkjepsen.faultkinds import instant, kind
-from zkjepsen.nemesis import arming, schedule
+from zkjepsen.nemesis import NoTargets, arming, schedule
 from zkjepsen.nemesis import generator as g
 from zkjepsen.nemesis.executed import ExecutedFault
 from zkjepsen.nemesis.faults import FAULTS, BoundFault
@@ -264,3 +264,32 @@ def test_several_locks_are_refused_where_they_would_not_be_independent():
     with pytest.raises(BadInput, match="at least as many"):
         validate_spec(_spec(clients=1, params={"locks": 2}))
     validate_spec(_spec(params={"locks": 3}))
+
+
+def test_a_fault_with_nothing_to_act_on_is_recorded_and_the_lane_goes_on(clock, tmp_path):
+    """A fault whose clients had exited at its time (NoTargets) is not a crash of the run: it
+    is listed as unresolved in schedule.json and the lane's next fault still runs."""
+    fam, healed, ens = clock
+    resolve = fam.resolve
+
+    def some_gone(ctx, target, rng, params):
+        if target == "gone":
+            raise NoTargets("no running client to target")
+        return resolve(ctx, target, rng, params)
+
+    fam.resolve = some_gone
+    gen = g.phases(
+        g.steps(
+            g.once(g.Fault("kill-one", target="gone", duration=0.1)),
+            g.sleep(0.1),
+            g.once(g.Fault("kill-one", target="n2", duration=0.1)),
+        ),
+        g.final_heal(),
+    )
+    executed = _nemesis(ens, tmp_path, gen, limit=2.0)
+    assert [e["targets"] for e in executed] == [["n2"]]
+    assert [c[:2] for c in fam.calls] == [("apply", "n2"), ("undo", "n2")]
+    sched = json.loads((tmp_path / "schedule.json").read_text())
+    (skipped,) = sched["unresolved"]
+    assert skipped["fault_id"] == 1 and "no running client" in skipped["why"], skipped
+    assert healed == [1]

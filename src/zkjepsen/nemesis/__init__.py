@@ -28,3 +28,9 @@ class Nemesis(Protocol):
 
 class NemesisError(Exception):
     """A fault could not be applied or undone (Docker refused, iptables failed)."""
+
+
+class NoTargets(NemesisError):
+    """A fault found nothing to act on at its time (its clients had exited or were not yet
+    running): the run records it as unresolved and goes on, as Jepsen records a nemesis op that
+    could not happen, rather than ending a run whose history is sound."""

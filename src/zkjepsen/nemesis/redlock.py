@@ -28,7 +28,7 @@ import time
 from typing import Any
 
 from zkjepsen.backends.redis.session import LOCK_PREFIX
-from zkjepsen.nemesis import NemesisError
+from zkjepsen.nemesis import NemesisError, NoTargets
 from zkjepsen.nemesis.partition import IptablesFault, drop_both_ways
 from zkjepsen.nemesis.targets import HolderTracker, NemesisContext, resolve_client, running_clients
 
@@ -50,7 +50,7 @@ class PartitionRedlock(IptablesFault):
             raise NemesisError(f"{len(masters)} servers: these faults need Redlock's 5 masters")
         live = sorted(f"c{h.index}" for h in running_clients(ctx))
         if len(live) < 2:
-            raise NemesisError("these faults need two running clients (two sides)")
+            raise NoTargets("these faults need two running clients (two sides)")
         # The current holder stays on the side that sees every master: its release then clears
         # all five, and the cut half's next lock sits on exactly its three masters.
         holder, how = resolve_client(ctx, "holder", rng)

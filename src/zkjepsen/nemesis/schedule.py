@@ -21,7 +21,16 @@ from typing import Any
 from zkjepsen.backends.base import Backend
 from zkjepsen.docker.signals import signals_deferred
 from zkjepsen.history.jsonl import Appender
-from zkjepsen.nemesis import Nemesis, NemesisError, clock, disk, generator, partition, process
+from zkjepsen.nemesis import (
+    Nemesis,
+    NemesisError,
+    NoTargets,
+    clock,
+    disk,
+    generator,
+    partition,
+    process,
+)
 from zkjepsen.nemesis.arming import MISS_FIELDS, await_trigger
 from zkjepsen.nemesis.arming import landed as fault_landed
 from zkjepsen.nemesis.executed import FAULT_FIELDS
@@ -303,10 +312,18 @@ class _Lane:
                         {"start_ns": log.now(), "problems": heal_context(ctx), "end_ns": log.now()}
                     )
                 continue
-            active = _start_fault(
-                nem, p, log, stop, self.meta, replay=self.replay, t0_ns=self.t0_ns,
-                origin_ns=self.origin_ns, limit_ns=self.limit_ns,
-            )  # fmt: skip
+            try:
+                active = _start_fault(
+                    nem, p, log, stop, self.meta, replay=self.replay, t0_ns=self.t0_ns,
+                    origin_ns=self.origin_ns, limit_ns=self.limit_ns,
+                )  # fmt: skip
+            except NoTargets as e:  # nothing to act on now (e.g. the clients had exited)
+                with self.lock:
+                    self.meta.setdefault("unresolved", []).append(
+                        {"fault_id": p.get("fault_id"), "f": p["f"], "at_ns": log.now(),
+                         "why": str(e)}
+                    )  # fmt: skip
+                continue
             if active is None:  # the time limit or a stop came first
                 break
             if self.replay:

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from zkjepsen.backends.base import Backend
 from zkjepsen.docker.cluster import Node
 from zkjepsen.history.jsonl import DirTailer, client_of, read_records
-from zkjepsen.nemesis import NemesisError
+from zkjepsen.nemesis import NemesisError, NoTargets
 
 
 class ClientFiles(Protocol):
@@ -140,7 +140,7 @@ def resolve_client(ctx: NemesisContext, spec: str, rng: random.Random) -> tuple[
         return f"c{int(spec.split(':', 1)[1])}", "explicit"
     live = running_clients(ctx)  # docker round trips: done once, before the holder watch
     if not live:
-        raise NemesisError("no running client to target")
+        raise NoTargets("no running client to target")
     live_idx = {h.index for h in live}
     if spec == "holder" and ctx.run_dir is not None:
         tracker = ctx.state.setdefault("holders", HolderTracker(ctx.run_dir))
