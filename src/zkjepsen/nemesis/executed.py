@@ -88,3 +88,17 @@ class ExecutedFault:
     def replay_fields(self) -> dict[str, Any]:
         """What a replay of it starts from: its kind, times and resolved targets."""
         return copy.deepcopy({k: getattr(self, k) for k in FAULT_FIELDS})
+
+
+def replay_plan(schedule: Any) -> list[dict]:
+    """The faults to replay from an executed schedule (schedule.json's dict or its "faults"
+    list), in the order they started, each with its resolved targets and recorded times."""
+    faults = schedule.get("faults", []) if isinstance(schedule, dict) else list(schedule)
+    out = []
+    for f in faults:
+        if f.get("f") == "heal" or "start_ns" not in f:
+            continue
+        out.append({k: f.get(k) for k in (*FAULT_FIELDS, "trigger", "armed_ns")})
+        if f.get("lane"):
+            out[-1]["lane"] = f["lane"]
+    return sorted(out, key=lambda f: f["start_ns"])

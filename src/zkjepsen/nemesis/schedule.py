@@ -33,7 +33,7 @@ from zkjepsen.nemesis import (
 )
 from zkjepsen.nemesis.arming import MISS_FIELDS, await_trigger
 from zkjepsen.nemesis.arming import landed as fault_landed
-from zkjepsen.nemesis.executed import FAULT_FIELDS
+from zkjepsen.nemesis.executed import replay_plan
 from zkjepsen.nemesis.faults import FAULTS
 from zkjepsen.nemesis.targets import NemesisContext, ScheduleFiles
 from zkjepsen.nemesis.triggers import Trigger
@@ -146,18 +146,6 @@ def heal_all(backend: Backend, pool: Any = None) -> list[str]:
     return heal_context(NemesisContext(backend, pool), everything=True)
 
 
-def _load_replay(schedule: Any) -> list[dict]:
-    faults = schedule.get("faults", []) if isinstance(schedule, dict) else list(schedule)
-    out = []
-    for f in faults:
-        if f.get("f") == "heal" or "start_ns" not in f:
-            continue
-        out.append({k: f.get(k) for k in (*FAULT_FIELDS, "trigger", "armed_ns")})
-        if f.get("lane"):
-            out[-1]["lane"] = f["lane"]
-    return sorted(out, key=lambda f: f["start_ns"])
-
-
 def _wait_until(deadline_ns: int, stop: threading.Event) -> bool:
     """Sleep until the monotonic deadline; True if stopped first."""
     while True:
@@ -209,7 +197,7 @@ def run_nemesis(
     origin_ns = time.monotonic_ns()
     env = generator.Env(session_timeout_s, fault_duration_s, plan.fault_params)
     if schedule is not None:
-        planned = _load_replay(schedule)
+        planned = replay_plan(schedule)
         names = sorted({p["f"] for p in planned})
     else:
         g = gen or generator.standard(names, time_limit_s=time_limit_s, interval_s=interval_s)
@@ -318,11 +306,9 @@ class _Lane:
                     origin_ns=self.origin_ns, limit_ns=self.limit_ns,
                 )  # fmt: skip
             except NoTargets as e:  # nothing to act on now (e.g. the clients had exited)
+                skipped = {"fault_id": p.get("fault_id"), "f": p["f"], "why": str(e)}
                 with self.lock:
-                    self.meta.setdefault("unresolved", []).append(
-                        {"fault_id": p.get("fault_id"), "f": p["f"], "at_ns": log.now(),
-                         "why": str(e)}
-                    )  # fmt: skip
+                    self.meta.setdefault("unresolved", []).append({**skipped, "at_ns": log.now()})
                 continue
             if active is None:  # the time limit or a stop came first
                 break
@@ -407,7 +393,6 @@ def _final_heal(
     nem: FaultNemesis, log: NemesisLog, meta: dict, executed: list[dict], files: ScheduleFiles
 ) -> None:
     """End the faults still on (an interrupt), heal everything, write the final schedule."""
-
     with signals_deferred():  # a second Ctrl-C must not stop the heal halfway
         for active in list(nem.current.values()):
             executed.append(_done(nem.invoke({**active, "phase": "end", "interrupted": True})))
