@@ -4,14 +4,20 @@ The layer itself is proven against ZooKeeper in tests/integration/test_power_los
 
 from __future__ import annotations
 
+import json
 import random
+from types import SimpleNamespace
 
+import pytest
 from test_checker_lock import H
 
+from zkjepsen.backends.postgres.service import PostgresSettings
 from zkjepsen.backends.registry import backend_info
 from zkjepsen.checker.lock import LockChecker
 from zkjepsen.docker import powerfs
+from zkjepsen.errors import BadInput
 from zkjepsen.faultkinds import KINDS, unmet
+from zkjepsen.nemesis import disk
 from zkjepsen.nemesis.disk import corrupt
 
 
@@ -58,3 +64,58 @@ def test_disk_faults_apply_only_where_the_servers_name_their_data():
         assert KINDS[name].family == "disk"
         assert unmet(KINDS[name], backend_info("zookeeper").abilities, "zookeeper") is None
         assert "name no data files" in (unmet(KINDS[name], frozenset(), "redis") or "")
+
+
+class _Files:
+    """A run's client histories (ClientFiles), written by the test."""
+
+    def __init__(self, root):
+        self.root = root
+
+    def client_history(self, client):
+        return self.root / f"c{client}" / f"client-{client}.jsonl"
+
+    def client_histories(self):
+        return sorted(self.root.glob("c*/client-*.jsonl"))
+
+
+def _history(files, client, records):
+    path = files.client_history(client)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+
+def test_a_power_loss_on_an_acquire_waits_for_the_acquirers_acknowledged_write(
+    tmp_path, monkeypatch
+):
+    files = _Files(tmp_path)
+    ctx = SimpleNamespace(run_dir=files)
+    _history(
+        files,
+        3,
+        [
+            {"time": 5, "f": "add", "type": "ok", "process": 3},  # before the acquire
+            {"time": 10, "f": "acquire", "type": "ok", "process": 3},
+            {"time": 11, "f": "add", "type": "invoke", "process": 3},
+            {"time": 12, "f": "read", "type": "ok", "process": 3},
+            {"time": 13, "f": "add", "type": "ok", "process": 3},
+        ],
+    )
+    assert disk._acquirer(ctx, "client:3") == (3, 10)
+    assert disk._acquirer(ctx, "holder") == (3, 10)
+    assert disk._acquirer(ctx, "client:4") is None  # not holding: nothing to wait for
+    assert disk.await_ack(ctx, 3, 10) == {"client": "c3", "f": "add", "ok_ns": 13}
+    monkeypatch.setattr(disk, "ACK_WAIT_S", 0.05)
+    assert disk.await_ack(ctx, 3, 13) is None  # none after it: bounded, then lands anyway
+
+
+def test_postgres_presets_and_the_targets_one_server_cannot_mean():
+    assert PostgresSettings().settled().server_args()[-1] == "synchronous_commit=on"
+    assert PostgresSettings(fsync="relaxed").server_args()[-1] == "synchronous_commit=off"
+    with pytest.raises(BadInput, match="strict or relaxed"):
+        PostgresSettings(fsync="off")
+    for name in ("power-loss-majority", "power-loss-leader"):
+        with pytest.raises(BadInput, match="its one server is the majority"):
+            PostgresSettings().check(SimpleNamespace(nemesis=[name]), "python")
+    PostgresSettings().check(SimpleNamespace(nemesis=["power-loss-all"]), "python")
+    assert unmet(KINDS["power-loss-all"], backend_info("postgres").abilities, "postgres") is None

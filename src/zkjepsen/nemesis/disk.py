@@ -5,6 +5,9 @@ since the last fsync (it counts the bytes: `lost_bytes` per server in the schedu
 then on to fail every disk operation, then SIGKILLs the container; the end boots it again, on
 what had been fsynced (what the servers wrote while starting is settled on disk first:
 `settle`). `torn-write` lets the newest un-fsynced write survive in part.
+A power loss on an acquire lands right after the acquirer's next acknowledged write (its
+increment: `await_ack`), so there is acknowledged state among what it may take: on the acquire
+itself it could take only sessions and lock nodes (the first acquire after the layer's sync).
 `corrupt-file` stops one server, flips bits in (or truncates) the newest of the data files its
 service declares (`data_files`, globs under its data directory), and boots it at the end.
 
@@ -20,10 +23,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.history.jsonl import read_records
 from zkjepsen.nemesis import NemesisError
-from zkjepsen.nemesis.targets import NemesisContext, current_holders, resolve_servers
+from zkjepsen.nemesis.targets import (
+    ACQUIRE_FS,
+    RELEASE_FS,
+    HolderTracker,
+    NemesisContext,
+    current_holders,
+    resolve_servers,
+)
 
 BOOT_WATCH_S = 8.0  # a server still down this long after its boot is a finding
+# A holder's write is acknowledged ~0.05 s after its acquire idle, ~0.3-1 s on this loaded
+# 2-core machine: 5 s is several times that. None within it: the power loss lands anyway.
+ACK_WAIT_S = 5.0
+NOT_WRITES = (*ACQUIRE_FS, *RELEASE_FS, "read", "session", "session-state")
 
 
 @dataclass(frozen=True)
@@ -48,6 +63,9 @@ class PowerLoss:
         return resolve_servers(ctx, target, rng), detail
 
     def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        acquirer = _acquirer(ctx, str(detail["when"]).split()[0]) if detail.get("when") else None
+        if acquirer is not None:
+            detail["after_ack"] = await_ack(ctx, *acquirer)
         detail["holders_at_power_loss"] = [f"c{i}" for i in current_holders(ctx.run_dir)]
 
         def one(name: str) -> tuple[str, dict[str, int]]:
@@ -68,6 +86,35 @@ class PowerLoss:
 
     def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
         boot(ctx, targets, detail)
+
+
+def _acquirer(ctx: NemesisContext, target_client: str) -> tuple[int, int] | None:
+    """(client, its acquire's history time) of the acquire a triggered power loss follows:
+    `client:N`'s, or for `holder` the latest holder's; None when nobody holds."""
+    if ctx.run_dir is None:
+        return None
+    holds = HolderTracker(ctx.run_dir).poll()
+    if target_client.startswith("client:"):
+        idx = int(target_client.split(":", 1)[1])
+        return (idx, holds[idx]) if idx in holds else None
+    return max(((i, t) for i, t in holds.items()), key=lambda h: h[1], default=None)
+
+
+def await_ack(ctx: NemesisContext, client: int, since_ns: int) -> dict[str, Any] | None:
+    """Wait (at most ACK_WAIT_S) for `client`'s first write acknowledged after `since_ns`
+    (history time: its acquire); what it was, or None if none came in time."""
+    if ctx.run_dir is None:
+        return None
+    path = ctx.run_dir.client_history(client)
+    deadline = time.monotonic() + ACK_WAIT_S
+    while True:
+        for r in read_records(path):
+            at, f = r.get("time", 0), r.get("f")
+            if at > since_ns and r.get("type") == "ok" and f not in NOT_WRITES:
+                return {"client": f"c{client}", "f": f, "ok_ns": at}
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.02)
 
 
 def settle(ctx: NemesisContext) -> None:

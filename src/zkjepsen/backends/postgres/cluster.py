@@ -14,6 +14,10 @@ unacknowledged data): the server drops a cut-off client within about 5 s of its 
 the same order as the ZooKeeper session timeouts the other backends run with. Connections and
 disconnections are logged with millisecond times (`nodes/n1/stdout.log`), so the log shows when
 the server gave up on a client ("could not receive data from client: Connection timed out").
+
+Durability (`--fsync`, service.py): strict is fsync=on, synchronous_commit=on; relaxed is
+synchronous_commit=off. A run with disk faults boots the server through the power-loss layer
+over its data directory (docker/powerfs.py); its WAL (`pg_wal/`) is its declared data.
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from zkjepsen.backends.postgres import probe
-from zkjepsen.backends.postgres.image import PG_USER
+from zkjepsen.backends.postgres.image import DATA_DIR, PG_USER
 from zkjepsen.backends.postgres.schema import SETUP_SQL
+from zkjepsen.backends.postgres.service import PostgresSettings
 from zkjepsen.backends.postgres.session import PostgresSession
 from zkjepsen.docker.cluster import Node
 from zkjepsen.docker.servers import Container, ServerCluster
@@ -83,15 +88,45 @@ class PostgresBackend(ServerCluster):
     # there would test nothing; libfaketime is not preloaded into PostgreSQL.
     faketime = False
     no_faketime = "PostgreSQL's locks read no server clock; libfaketime is not preloaded"
+    data_dir = DATA_DIR  # in the container (initdb'd in the image): the power-loss layer's
+    data_files = ("pg_wal/0*",)  # the WAL segments: what a commit's durability rests on
 
-    def __init__(self, *args: Any, settings: PgSettings | None = None, **kw: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        settings: PgSettings | None = None,
+        service: PostgresSettings | None = None,
+        **kw: Any,
+    ) -> None:
         super().__init__(*args, **kw)
         self.settings = settings or PgSettings.from_params(self.params)
+        self.service = (service or PostgresSettings()).settled()
+
+    @classmethod
+    def for_spec(
+        cls, spec: Any, store_dir: Any, *, backend, client, engine, server_image, client_image
+    ):
+        """As every server cluster's, with the run's durability preset (`--fsync`)."""
+        out = super().for_spec(
+            spec,
+            store_dir,
+            backend=backend,
+            client=client,
+            engine=engine,
+            server_image=server_image,
+            client_image=client_image,
+        )
+        if isinstance(spec.service, PostgresSettings):
+            out.service = spec.service.settled()
+        return out
+
+    def args(self) -> list[str]:
+        return self.settings.args() + self.service.server_args()
 
     def plan(self) -> list[Container]:
         if len(self.nodes) != 1:
             raise EnvironmentProblem("the postgres backend runs exactly one server")
-        return [Container(self.nodes[0], self.settings.args())]
+        return [Container(self.nodes[0], self.args())]
 
     def ready(self) -> bool:
         n = self.nodes[0]
@@ -99,9 +134,7 @@ class PostgresBackend(ServerCluster):
 
     def start(self) -> None:
         super().start()
-        (self.store_dir / "nodes" / "n1" / "postgres.args").write_text(
-            " ".join(self.settings.args()) + "\n"
-        )
+        (self.store_dir / "nodes" / "n1" / "postgres.args").write_text(" ".join(self.args()) + "\n")
         self.setup_schema()
 
     def psql(self, sql: str, node: Node | None = None, tcp: bool = False) -> str:

@@ -5,8 +5,9 @@
 database cluster created at build time (`initdb` in the root filesystem, as the postgres user),
 so a container serves in about a second instead of running `initdb` first. Authentication is
 `trust` from anywhere: the server lives on a per-run private network and holds nothing but the
-test's own rows. Clients do not run here: they run zkjepsen's client image with psycopg
-mounted (client/pool.py), as every backend's clients do.
+test's own rows. The power-loss layer (docker/powerfs.py) is compiled in too: a run with disk
+faults boots the server through it, over the data directory. Clients do not run here: they run
+zkjepsen's client image with psycopg mounted (client/pool.py), as every backend's clients do.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from zkjepsen.backends import buildroot
+from zkjepsen.docker import powerfs
 from zkjepsen.docker.image import ImageRecipe
 from zkjepsen.errors import EnvironmentProblem
 
@@ -28,6 +31,7 @@ PACKAGES = (
     "iptables",  # the nemesis drops packets inside a server's own network namespace
     "iproute2",
     "procps",
+    *powerfs.RUNTIME_PACKAGES,  # the power-loss layer (docker/powerfs.py), for disk faults
 )
 # Every address may connect, without a password: a private per-run network, test rows only.
 HBA = """local all all trust
@@ -82,6 +86,12 @@ def _initdb(rootfs: Path, work: Path, on_progress: Callable[[str], None]) -> Non
     shutil.rmtree(rootfs / "var/lib/postgresql" / PG_MAJOR, ignore_errors=True)
 
 
+def _prepare(rootfs: Path, work: Path, on_progress: Callable[[str], None]) -> None:
+    """The database cluster, then the power-loss layer (compiled in a throwaway build root)."""
+    _initdb(rootfs, work, on_progress)
+    buildroot.build_powerfs(rootfs, work, on_progress)
+
+
 def postgres_image() -> ImageRecipe:
     return ImageRecipe(
         repo="zkjepsen/postgres",
@@ -89,6 +99,12 @@ def postgres_image() -> ImageRecipe:
         entrypoint=ENTRYPOINT_PATH,
         entry_script=ENTRYPOINT,
         version="1",
-        hash_parts=lambda: [HBA, DATA_DIR, "initdb --auth=trust --encoding=UTF8 --locale=C"],
-        prepare=_initdb,
+        hash_parts=lambda: [
+            HBA,
+            DATA_DIR,
+            "initdb --auth=trust --encoding=UTF8 --locale=C",
+            *powerfs.hash_parts(),
+        ],
+        prepare=_prepare,
+        files=lambda rootfs: powerfs.files(),
     )

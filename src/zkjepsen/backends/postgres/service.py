@@ -1,16 +1,60 @@
-"""PostgreSQL as a lock service: one server, no settings of its own yet (backends/plugin.py)."""
+"""PostgreSQL as a lock service: one server; its one setting is the durability preset
+(`fsync`: strict or relaxed; TOML `[postgres] fsync = "relaxed"`) (backends/plugin.py). The
+`--fsync` flag is ZooKeeper's alone until one flag can serve several services."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from zkjepsen.backends.plugin import BackendInfo, NoSettings, Service
+from zkjepsen.backends.plugin import BackendInfo, Service
+from zkjepsen.errors import BadInput
+
+# --fsync: strict is PostgreSQL's durable default (fsync=on, synchronous_commit=on: a commit is
+# acknowledged once its WAL is flushed); relaxed is synchronous_commit=off (the commit is
+# acknowledged at once, the WAL writer flushes it within ~3 x wal_writer_delay, 200 ms).
+FSYNC = ("strict", "relaxed")
+# The disk faults whose target means nothing distinct on one server (it is all of them).
+ONE_SERVER_REFUSED = ("power-loss-majority", "power-loss-leader")
 
 
 @dataclass(frozen=True)
-class PostgresSettings(NoSettings):
+class PostgresSettings:
+    fsync: str | None = None  # None: not given (strict when settled)
     name = "postgres"
+    # added after runs were stored: one stored without it ran PostgreSQL's defaults (strict)
+    absent_means_default = ("fsync",)
+
+    def __post_init__(self) -> None:
+        if self.fsync is not None and self.fsync not in FSYNC:
+            raise BadInput(f"fsync must be strict or relaxed, not {self.fsync!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def given(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    def settled(self) -> PostgresSettings:
+        return replace(self, fsync=self.fsync or "strict")
+
+    def check(self, spec: Any, language: str) -> None:
+        """A power loss of a majority or of the leader is that of the one server: refused,
+        so no run claims to have tested what it could not."""
+        asked = [n for n in getattr(spec, "nemesis", ()) if n in ONE_SERVER_REFUSED]
+        if asked:
+            raise BadInput(
+                f"{asked[0]} does not apply to PostgreSQL: its one server is the majority and "
+                "the leader (use power-loss-one or power-loss-all)"
+            )
+
+    def describe(self) -> str:
+        return "PostgreSQL 15 synchronous_commit=off" if self.fsync == "relaxed" else ""
+
+    def server_args(self) -> list[str]:
+        """The preset as `postgres -c name=value` arguments."""
+        commit = "off" if self.fsync == "relaxed" else "on"
+        return ["-c", "fsync=on", "-c", f"synchronous_commit={commit}"]
 
 
 def _server_recipe(settings: Any):
@@ -34,7 +78,7 @@ SERVICE = Service(
             nodes=1,
             ready_timeout_s=60.0,
             service="PostgreSQL 15",
-            abilities=frozenset({"leader", "terminate-session"}),
+            abilities=frozenset({"leader", "terminate-session", "data-files"}),
         ),
     ),
     server_recipe=_server_recipe,
