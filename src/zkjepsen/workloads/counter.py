@@ -29,7 +29,7 @@ from zkjepsen.workloads.common import (
 )
 from zkjepsen.workloads.inprocess import run_lock_loop
 
-FINAL_RETRY_S = 40.0  # within the runner's 60 s bound on the final reads
+FINAL_RETRY_S = 40.0  # within the runner's 60 s bound on the final reads (a restart: 15 s)
 
 
 class CounterWorkload:
@@ -58,8 +58,14 @@ class CounterWorkload:
         op = ctx.invoke("read", key=counter)
         # Retried for a while: a power loss of every server expires the runner's own session
         # too, and its client takes a new one only after (a read has no effect: safe to retry).
+        # A session not connected is restarted before each try (kazoo: a new one, which waits
+        # up to 15 s to connect): kazoo's own reconnects back off to minutes once the servers
+        # refused it for a while (they refuse a client that has seen a zxid they lost), and a
+        # read queued on such a session waits for that backoff.
         give_up = time.monotonic() + FINAL_RETRY_S
-        for attempt in range(1000):
+        for _ in range(1000):
+            if not getattr(ctx.session, "connected", True) and hasattr(ctx.session, "restart"):
+                _restart(ctx.session)
             try:
                 ctx.session.sync(counter)
                 doc, _ = read_resource(ctx.session, counter)
@@ -68,8 +74,6 @@ class CounterWorkload:
                 if time.monotonic() >= give_up:
                     op.fail(error=error_name(e))
                     return
-                if attempt % 10 == 2 and hasattr(ctx.session, "restart"):
-                    ctx.session.restart()  # kazoo: a new session now, not after its backoff
                 time.sleep(1.0)
         op.ok(int(doc.get("value", 0)))
 
@@ -83,6 +87,15 @@ class CounterWorkload:
                 need=("acquire", "add", "read"), per_client=("acquire",), release=("release",)
             ),
         }
+
+
+def _restart(session: Any) -> None:
+    """A new session (kazoo: stop, then start, which waits up to 15 s to connect); one that
+    cannot connect yet is left for the next try."""
+    try:
+        session.restart()
+    except Exception:  # noqa: BLE001 - no server serves yet: the next try says
+        pass
 
 
 COUNTER = CounterWorkload()
