@@ -197,6 +197,12 @@ class ContainerCluster:
     def restart(self, node: Node) -> None:
         self._container(node).start()
 
+    def halt(self, node: Node) -> None:
+        """SIGSTOP to the server process (the container's PID 1) only: a power loss's first
+        instant (it acknowledges nothing more), while the power-loss layer, a process of its
+        own, still answers (a `pause` would freeze it too)."""
+        self._container(node).kill(signal="SIGSTOP")
+
     def pause(self, node: Node) -> None:
         self._container(node).pause()
 

@@ -1,8 +1,11 @@
 """Disk faults: power loss (the servers lose what they had not fsynced) and corrupt files.
 
-A power loss asks each target's power-loss layer (docker/powerfs.py) to drop what was written
-since the last fsync (it counts the bytes: `lost_bytes` per server in the schedule) and from
-then on to fail every disk operation, then SIGKILLs the container; the end boots it again, on
+A power loss first stops every target's server process at once (SIGSTOP: it acknowledges
+nothing more; asking the layers one by one takes seconds on a loaded machine, during which the
+servers not yet asked went on acknowledging), then asks each target's power-loss layer
+(docker/powerfs.py) to drop what was written since the last fsync (it counts the bytes:
+`lost_bytes` per server in the schedule) and from then on to fail every disk operation, then
+SIGKILLs the container; the end boots it again, on
 what had been fsynced (what the servers wrote while starting is settled on disk first:
 `settle`). `torn-write` lets the newest un-fsynced write survive in part.
 A power loss on an acquire lands right after the acquirer's next acknowledged write (its
@@ -67,6 +70,9 @@ class PowerLoss:
         if acquirer is not None:
             detail["after_ack"] = await_ack(ctx, *acquirer)
         detail["holders_at_power_loss"] = [f"c{i}" for i in current_holders(ctx.run_dir)]
+        halt = getattr(ctx.backend, "halt", None)
+        if halt is not None:  # every target stops at once, then each layer drops: all at once
+            ctx.each(lambda name: halt(ctx.node(name)), targets)
 
         def one(name: str) -> tuple[str, dict[str, int]]:
             node = ctx.node(name)

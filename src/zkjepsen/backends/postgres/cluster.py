@@ -116,7 +116,7 @@ class PostgresBackend(ServerCluster):
             server_image=server_image,
             client_image=client_image,
         )
-        if isinstance(spec.service, PostgresSettings):
+        if isinstance(getattr(spec, "service", None), PostgresSettings):
             out.service = spec.service.settled()
         return out
 
