@@ -1,6 +1,7 @@
-"""Catalogue scenarios for disk faults (issue 34): a power loss of every ZooKeeper server with
-forceSync on, when a client acquires after 4 s (nemesis/disk.py, the power-loss layer
-of docker/powerfs.py). docs/findings.md ("Power loss") has the runs behind them."""
+"""Catalogue scenarios for disk faults (issue 34): a power loss of every ZooKeeper server, with
+and without forceSync, when a client acquires after 4 s and its increment is acknowledged
+(nemesis/disk.py, the power-loss layer of docker/powerfs.py). docs/findings.md ("Power loss")
+has the runs behind them."""
 
 from __future__ import annotations
 
@@ -26,12 +27,19 @@ def _settings(fsync: str) -> dict[str, Any]:
     }
 
 
-# The relaxed twin (forceSync=no: acknowledged increments lost) is not in the catalogue: the
-# catalogue is a regression gate, every scenario as declared in every run, and the relaxed loss
-# showed in 3 of 5 runs (issue 34's seeds 0-4) and in none of 1 in a `scenario run --all` of
-# 2026-11-26, where each server dropped 6.6 KB and no acknowledged increment was among it.
-# docs/findings.md ("Power loss") has the runs; it comes back once it repeats.
 DISK = [
+    Scenario(
+        "power-loss-relaxed",
+        "every ZooKeeper server loses power; forceSync=no acked what it had not fsynced",
+        "With forceSync=no a server acks a txn once it is written, not fsynced: a power loss "
+        "of every server, right after the acquirer's increment was acknowledged, takes the "
+        "txns since the last fsync from all of them, and the ensemble comes back with an "
+        "older counter (acknowledged increments lost).",
+        _settings("relaxed"),
+        {"kazoo-careful": _x(("counter:lost",))},
+        source="ZooKeeper's forceSync; Jepsen's LazyFS power-loss faults (NATS 2.12.1, 2025)",
+        schedule=POWER_LOSS_ON_ACQUIRE,
+    ),
     Scenario(
         "power-loss-strict",
         "every ZooKeeper server loses power with forceSync=yes (ZooKeeper's default)",
