@@ -200,7 +200,9 @@ class ContainerCluster:
     def halt(self, node: Node) -> None:
         """SIGSTOP to the server process (the container's PID 1) only: a power loss's first
         instant (it acknowledges nothing more), while the power-loss layer, a process of its
-        own, still answers (a `pause` would freeze it too)."""
+        own, still answers (a `pause` would freeze it too). PostgreSQL's PID 1 is its
+        postmaster: its backends go on until the layer drops (one server: nothing to stop at
+        the same instant as)."""
         self._container(node).kill(signal="SIGSTOP")
 
     def pause(self, node: Node) -> None:
