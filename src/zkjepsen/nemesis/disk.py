@@ -70,9 +70,7 @@ class PowerLoss:
         if acquirer is not None:
             detail["after_ack"] = await_ack(ctx, *acquirer)
         detail["holders_at_power_loss"] = [f"c{i}" for i in current_holders(ctx.run_dir)]
-        halt = getattr(ctx.backend, "halt", None)
-        if halt is not None:  # every target stops at once, then each layer drops: all at once
-            ctx.each(lambda name: halt(ctx.node(name)), targets)
+        ctx.each(lambda name: _halt(ctx, name), targets)  # all at once, then each layer drops
 
         def one(name: str) -> tuple[str, dict[str, int]]:
             node = ctx.node(name)
@@ -92,6 +90,18 @@ class PowerLoss:
 
     def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
         boot(ctx, targets, detail)
+
+
+def _halt(ctx: NemesisContext, name: str) -> None:
+    """Stop the server process (SIGSTOP) where the backend can; one that is not running (it
+    died already) is left to the drop and the kill, which say so."""
+    halt = getattr(ctx.backend, "halt", None)
+    if halt is None:
+        return
+    try:
+        halt(ctx.node(name))
+    except Exception:  # noqa: BLE001 - not running: nothing more to stop
+        return
 
 
 def power_off(ctx: NemesisContext, node: Any) -> None:
