@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 # Modules that need an image besides ZooKeeper's run after the others, so that those images
 # build in the background meanwhile: rank 1 one other image, rank 2 the other ZooKeeper versions.
-RANKS = {"etcd": 1, "redis": 1, "postgres": 1}
+RANKS = {"etcd": 1, "etcd-3.5": 1, "redis": 1, "postgres": 1}
 
 
 def _rank(item) -> int:
@@ -84,6 +84,12 @@ def zk_image(image_builds) -> str:
 @pytest.fixture(scope="session")
 def etcd_image(image_builds) -> str:
     return _image(image_builds, "etcd")
+
+
+@pytest.fixture(scope="session")
+def etcd_next_image(image_builds) -> str:
+    """etcd 3.5's image (trixie): what a rolling upgrade from 3.4 moves to."""
+    return _image(image_builds, "etcd-3.5")
 
 
 @pytest.fixture(scope="session")

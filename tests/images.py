@@ -24,6 +24,7 @@ ZK = "zookeeper"
 FIXTURE_IMAGES: dict[str, tuple[str, ...]] = {
     "zk_image": (ZK,),
     "etcd_image": ("etcd",),
+    "etcd_next_image": ("etcd-3.5",),  # a rolling upgrade's target (test_membership.py)
     "redis_image": ("redis",),
     "pg_image": ("postgres",),
 }
@@ -45,6 +46,7 @@ def needed(fixturenames: Iterable[str]) -> list[str]:
 
 
 def recipe_of(key: str) -> Any:
+    from zkjepsen.backends.etcd.image import etcd_image
     from zkjepsen.backends.registry import image_recipe
     from zkjepsen.backends.zookeeper.image import zookeeper_recipe
 
@@ -52,6 +54,8 @@ def recipe_of(key: str) -> Any:
         return zookeeper_recipe()
     if key.startswith(f"{ZK}-"):
         return zookeeper_recipe(key.removeprefix(f"{ZK}-"))
+    if key.startswith("etcd-"):
+        return etcd_image(key.removeprefix("etcd-"))
     return image_recipe(key)
 
 

@@ -3,7 +3,9 @@
 and a new member (empty data directory at its start) that holds the data written before it
 joined; the configuration before and after is in the fault's detail; a rolling restart then
 restarts every server in turn, the leader last, each step recording every server's version;
-teardown leaves nothing of the added or removed members. (ZooKeeper 3.4 with a membership
+teardown leaves nothing of the added or removed members. On etcd the restarts are a rolling
+upgrade to 3.5 (each member's 3.4 data directory carried over), each step's versions showing
+the servers moved so far. (ZooKeeper 3.4 with a membership
 fault is refused, 254, before anything is created: tests/unit/test_bad_input.py.) One cluster
 of each, of their own (the session's shared ensemble must keep n1..n3)."""
 
@@ -49,6 +51,20 @@ def _rolling_restart(backend) -> None:
     assert detail["versions_at_end"] == detail["versions"] and backend.leader() is not None
 
 
+def _rolling_upgrade(backend, to: str) -> None:
+    """Every server moved to version `to` in turn, on its own data (the leader last), each
+    step recording every server's version: the earlier steps' servers already on `to`."""
+    leader = backend.leader().name
+    targets, detail = _fault(backend, "rolling-upgrade", "all")
+    assert targets[-1] == leader and "failed" not in detail, detail
+    assert not any(v.startswith(to) for v in detail["versions"].values()), detail
+    for i, step in enumerate(detail["steps"], start=1):
+        done = {s["node"] for s in detail["steps"][:i]}
+        assert all(v.startswith(to) == (n in done) for n, v in step["versions"].items()), step
+    assert all(v.startswith(to) for v in detail["versions_at_end"].values()), detail
+    assert backend.leader() is not None
+
+
 def test_zookeeper_member_replace_of_the_leader(docker_client, zk_image, tmp_path):
     ens = ZooKeeperEnsemble(EnsembleSpec(nodes=3, image=zk_image), tmp_path, client=docker_client)
     with ens:
@@ -74,7 +90,7 @@ def test_zookeeper_member_replace_of_the_leader(docker_client, zk_image, tmp_pat
     assert labelled(docker_client, ens.run_id) == ([], [])
 
 
-def test_etcd_member_replace_of_a_follower(docker_client, etcd_image, tmp_path):
+def test_etcd_member_replace_of_a_follower(docker_client, etcd_image, etcd_next_image, tmp_path):
     b = make_backend(
         "etcd",
         SimpleNamespace(nodes=3, tick_ms=500, params={}),
@@ -96,5 +112,7 @@ def test_etcd_member_replace_of_a_follower(docker_client, etcd_image, tmp_path):
         local = {"key": gateway.b64("i35"), "serializable": True}  # from n4's own store
         got = gateway.call(b.node("n4").address, "v3/kv/range", local, timeout=5)
         assert gateway.unb64(got["kvs"][0]["value"]) == b"before the change"
-        _rolling_restart(b)
+        _rolling_upgrade(b, "3.5")  # a rolling restart, each member on 3.5's image
+        got = gateway.call(b.node("n4").address, "v3/kv/range", local, timeout=5)
+        assert gateway.unb64(got["kvs"][0]["value"]) == b"before the change"  # 3.4's data
     assert labelled(docker_client, b.run_id) == ([], [])

@@ -13,6 +13,12 @@ MEMBERSHIP = (
         "fresh server (empty data directory) back to the run's size",
     ),
     (
+        "member-remove-leader",
+        "leader",
+        "member-remove aimed at the leader (a name of its own, so that a matrix column or a "
+        "nemesis list can combine it with faults aimed elsewhere, e.g. pause-client)",
+    ),
+    (
         "member-add",
         "all",
         "add a fresh server (empty data directory) to the membership; its end removes it again",

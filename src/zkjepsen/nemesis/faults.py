@@ -107,6 +107,7 @@ IMPLEMENTATIONS: dict[str, FaultImpl] = {
     "proxy-hold-session": ProxyFault("proxy-hold-session"),
     # Through the service's own reconfiguration (nemesis/membership.py).
     "member-remove": MemberFault("remove"),
+    "member-remove-leader": MemberFault("remove"),
     "member-add": MemberFault("add"),
     "member-replace": MemberFault("replace"),
     "rolling-restart": RollingFault(upgrade=False),
