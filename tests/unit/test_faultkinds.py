@@ -43,7 +43,7 @@ NEW = "disk-corrupt"
 @pytest.fixture
 def declared(monkeypatch):
     """One new kind, in one declaration: it needs peers and the servers' data files, which
-    only ZooKeeper is made to have here (no service declares data files yet)."""
+    only ZooKeeper is made to have here (etcd's and Redis's taken away)."""
     new = kind(
         NEW,
         "process",
@@ -57,6 +57,10 @@ def declared(monkeypatch):
     zk = registry.backend_info("zookeeper")
     more = dataclasses.replace(zk, abilities=zk.abilities | {DATA_FILES})
     monkeypatch.setitem(registry.backends(), "zookeeper", more)
+    for name in ("etcd", "redis"):
+        info = registry.backend_info(name)
+        less = dataclasses.replace(info, abilities=info.abilities - {DATA_FILES})
+        monkeypatch.setitem(registry.backends(), name, less)
     return new
 
 

@@ -21,6 +21,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.backends import shared
 from zkjepsen.backends.plugin import (
     SERVERS_IMAGE,
     SHARED_CLIENTS,
@@ -100,7 +101,10 @@ def settings_for(backend: str, settings: ServiceSettings | None) -> ServiceSetti
     if settings is None:
         return svc.settings().settled()
     if settings.name != svc.name:
-        raise BadInput(service(settings.name).refusal(settings, backend))
+        carried = shared.carry(settings, svc, services())  # --fsync given for any service
+        if carried is None:
+            raise BadInput(service(settings.name).refusal(settings, backend))
+        settings = carried
     return settings.settled()
 
 
@@ -208,6 +212,7 @@ def read_service(d: dict[str, Any]) -> dict[str, Any]:
                 tables.setdefault(svc.name, {}).setdefault(name, value)
     if not tables:
         return d
+    tables = shared.fold(tables, services())  # one flag several services declare: --fsync
     if len(tables) > 1 or d.get("service") is not None:
         named = sorted(tables) + (["service"] if d.get("service") is not None else [])
         raise BadInput(

@@ -42,8 +42,10 @@ RENAMED = {
 
 def _service_options() -> list:
     from zkjepsen.backends.registry import services
+    from zkjepsen.backends.shared import unique
 
-    return [o for svc in services().values() for o in svc.options if "test" in o.commands]
+    pairs = [(svc, o) for svc in services().values() for o in svc.options if "test" in o.commands]
+    return [o for _, o in unique(pairs)]  # a flag several services declare (--fsync): once
 
 
 def pytest_addoption(parser) -> None:

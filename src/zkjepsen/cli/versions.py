@@ -35,8 +35,10 @@ def _callback(parse):
 def service_options(command: str):
     """Add every service's options that `command` takes."""
 
+    from zkjepsen.backends.shared import unique
+
     def add(f):
-        for _svc, opt in reversed(_options(command)):
+        for _svc, opt in reversed(unique(_options(command))):
             f = click.option(
                 opt.flag,
                 opt.dest,
@@ -75,10 +77,11 @@ def service_axes(command: str, values: dict[str, Any]) -> dict[str, tuple[str, l
 
 def refuse_foreign(tables: dict[str, dict[str, Any]], backend: str) -> None:
     """Bad input: options of a service other than `backend`'s (`--etcd-version` for Redis)."""
-    from zkjepsen.backends.registry import backend_info, service
+    from zkjepsen.backends.registry import backend_info, service, services
+    from zkjepsen.backends.shared import fold
 
     family = backend_info(backend).family
-    for name, table in tables.items():
+    for name, table in fold(tables, services(), family).items():
         if name != family:
             svc = service(name)
             raise BadInput(svc.refusal(svc.settings(**table), backend))
@@ -90,5 +93,5 @@ def settings_of(backend: str, tables: dict[str, dict[str, Any]]):
 
     refuse_foreign(tables, backend)
     family = backend_info(backend).family
-    table = tables.get(family)
+    table = tables.get(family)  # a flag several services declare (--fsync) is in each's
     return settings_for(backend, service(family).settings(**table) if table else None)

@@ -202,7 +202,9 @@ def newest_data_file(ctx: NemesisContext, name: str) -> Path | None:
     base = Path(backend.scratch) / "nodes" / name / "data"
     if (base / ".powerfs-live").is_dir():
         base = base / ".powerfs-live"
-    found = [p for g in getattr(backend, "data_files", ()) for p in base.glob(g) if p.is_file()]
+    # corrupt_files: the globs corrupt-file chooses among, when narrower (etcd: its WAL)
+    globs = getattr(backend, "corrupt_files", None) or getattr(backend, "data_files", ())
+    found = [p for g in globs for p in base.glob(g) if p.is_file()]
     return max(found, key=lambda p: (p.stat().st_mtime_ns, p.name)) if found else None
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from zkjepsen.backends.etcd import gateway
 from zkjepsen.backends.etcd.image import etcd_image
+from zkjepsen.backends.etcd.service import EtcdSettings
 from zkjepsen.backends.etcd.session import EtcdSession
 from zkjepsen.docker.cluster import Node
 from zkjepsen.docker.image import ensure_image
@@ -36,9 +37,11 @@ UPGRADES = {"3.4": "3.5"}  # a rolling upgrade's next version
 SIZES = (1, 3, 5, 7)  # odd: an even member adds no fault tolerance (etcd's FAQ)
 
 
-def member_args(node: Node, peers: list[Node], token: str, state: str = "new") -> list[str]:
+def member_args(
+    node: Node, peers: list[Node], token: str, state: str = "new", relaxed: bool = False
+) -> list[str]:
     """The `etcd` flags of one member of a cluster of `peers`: a new one, or (`state`
-    "existing") one the member joins after `member add`."""
+    "existing") one the member joins after `member add`; `relaxed`: `--fsync relaxed`."""
     return [
         f"--name={node.name}",
         "--data-dir=/srv/data/etcd",
@@ -51,11 +54,17 @@ def member_args(node: Node, peers: list[Node], token: str, state: str = "new") -
         f"--initial-cluster-token={token}",
         "--logger=zap",
         "--log-outputs=stderr",
+        *(["--unsafe-no-fsync"] if relaxed else []),
     ]
 
 
 class EtcdBackend(ServerCluster):
     port = CLIENT_PORT
+    # its data files under /srv/data (the raft WAL, the snapshots and bbolt's db); corrupt-file
+    # damages the newest WAL segment (the db changes with every apply, so would be newest)
+    data_files = ("etcd/member/wal/*.wal", "etcd/member/snap/*")
+    corrupt_files = ("etcd/member/wal/*.wal",)
+    settings = EtcdSettings().settled()
     # Measured (docs/findings.md): etcd, a Go program, reads its clocks through the vDSO, so
     # LD_PRELOAD=libfaketime changes nothing it sees.
     faketime = False
@@ -71,7 +80,17 @@ class EtcdBackend(ServerCluster):
             raise EnvironmentProblem(
                 f"the etcd backend runs {', '.join(map(str, SIZES))} members, not {len(self.nodes)}"
             )
-        return [Container(n, member_args(n, self.nodes, self.run_id)) for n in self.nodes]
+        return [Container(n, self._args(n, self.nodes)) for n in self.nodes]
+
+    @classmethod
+    def for_spec(cls, spec: Any, store_dir: Any, **kw: Any) -> EtcdBackend:
+        backend = super().for_spec(spec, store_dir, **kw)
+        backend.settings = (spec.service or EtcdSettings()).settled()
+        return backend
+
+    def _args(self, node: Node, peers: list[Node], state: str = "new") -> list[str]:
+        relaxed = self.settings.fsync == "relaxed"
+        return member_args(node, peers, self.run_id, state, relaxed=relaxed)
 
     # ---- asking the members (from the host, which reaches every container by its IP) -------
     def statuses(self, timeout: float = 0.5) -> dict[str, dict[str, Any] | None]:
@@ -148,7 +167,7 @@ class EtcdBackend(ServerCluster):
         self.faketime_dir(node).mkdir(parents=True, exist_ok=True)
         self.faketime_file(node).write_text("+0 x1\n")
         (self.store_dir / "nodes" / node.name).mkdir(parents=True, exist_ok=True)
-        args = member_args(node, [*self.nodes, node], self.run_id, state="existing")
+        args = self._args(node, [*self.nodes, node], state="existing")
         self._create(Container(node, args))
         self.nodes.append(node)
         self.wait_ready(self.info.ready_timeout_s)
@@ -171,7 +190,7 @@ class EtcdBackend(ServerCluster):
         """A new container for `node` on its own data directory (`image`: another version's),
         then wait until every member serves and they agree on a leader."""
         self.discard(node, step)
-        args = member_args(node, self.nodes, self.run_id, state="existing")
+        args = self._args(node, self.nodes, state="existing")
         self._create(Container(node, args), image)
         self.wait_ready(self.info.ready_timeout_s)
 

@@ -29,6 +29,7 @@ from zkjepsen.backends import buildroot
 from zkjepsen.backends.etcd import driver_build
 from zkjepsen.backends.etcd import versions as etcd_versions
 from zkjepsen.backends.etcd.versions import EtcdVersion
+from zkjepsen.docker import powerfs
 from zkjepsen.docker.image import ImageRecipe, Progress, run_in_root
 from zkjepsen.errors import EnvironmentProblem
 
@@ -102,11 +103,12 @@ def _prepare(rootfs: Path, work: Path, on_progress: Progress, v: EtcdVersion) ->
         driver_build.build_driver(rootfs, work, on_progress)
     else:
         buildroot.build_timewarp(rootfs, work, on_progress)
+    buildroot.build_powerfs(rootfs, work, on_progress)  # the power-loss layer, for disk faults
 
 
 def _hash_parts(v: EtcdVersion) -> list[str]:
     built = driver_build.hash_parts() if v.go_driver else buildroot.timewarp_hash_parts()
-    parts = [v.etcd, *PYPI, SITE, *ENV, *built]
+    parts = [v.etcd, *PYPI, SITE, *ENV, *built, *powerfs.hash_parts()]
     return parts + [f"apt:{p}" for p in v.apt_packages]
 
 
@@ -115,7 +117,10 @@ def etcd_image(version: str | None = None) -> ImageRecipe:
     v = etcd_versions.get(version)
     return ImageRecipe(
         repo=IMAGE_REPO,
-        packages=tuple(p for p in PACKAGES if p not in v.apt_packages),
+        packages=(
+            *(p for p in PACKAGES if p not in v.apt_packages),
+            *powerfs.runtime_packages(v.suite),  # the power-loss layer (docker/powerfs.py)
+        ),
         entrypoint="/usr/local/bin/etcd-node",
         entry_script=ENTRYPOINT,
         version=BUILD_RECIPE_VERSION,
@@ -123,4 +128,5 @@ def etcd_image(version: str | None = None) -> ImageRecipe:
         hash_parts=lambda: _hash_parts(v),
         prepare=lambda root, work, progress: _prepare(root, work, progress, v),
         env=ENV,
+        files=lambda rootfs: powerfs.files(),
     )

@@ -10,15 +10,30 @@ from zkjepsen.backends.etcd import versions
 from zkjepsen.backends.plugin import SERVERS_IMAGE, BackendInfo, Service, ServiceOption
 from zkjepsen.errors import BadInput
 
+FSYNC = ("strict", "relaxed")  # --fsync: as shipped, or --unsafe-no-fsync
+
 
 @dataclass(frozen=True)
 class EtcdSettings:
     version: str | None = None  # 3.4 or 3.5 (versions.py); None: not given (3.4 when settled)
+    # strict: etcd as shipped (the WAL fsynced before a write is acked); relaxed:
+    # --unsafe-no-fsync (nothing fsynced; etcd 3.5+). None: not given (strict when settled).
+    fsync: str | None = None
     name = "etcd"
+    # added after runs were stored: one stored without it ran etcd as shipped (strict)
+    absent_means_default = ("fsync",)
 
     def __post_init__(self) -> None:
         if self.version is not None:
             object.__setattr__(self, "version", versions.get(self.version).name)
+        if self.fsync is not None and self.fsync not in FSYNC:
+            raise BadInput(f"fsync must be strict or relaxed, not {self.fsync!r}")
+        if self.fsync == "relaxed" and not versions.get(self.version).unsafe_no_fsync:
+            v = versions.get(self.version)
+            raise BadInput(
+                f"--fsync relaxed is etcd's --unsafe-no-fsync, which etcd {v.etcd} lacks "
+                "(3.5 has it): add --etcd-version 3.5"
+            )
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -27,7 +42,7 @@ class EtcdSettings:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
     def settled(self) -> EtcdSettings:
-        return replace(self, version=versions.get(self.version).name)
+        return replace(self, version=versions.get(self.version).name, fsync=self.fsync or "strict")
 
     def check(self, spec: Any, language: str) -> None:
         """A Go recipe needs a driver built for the version's client packages."""
@@ -36,7 +51,8 @@ class EtcdSettings:
             raise BadInput(why)
 
     def describe(self) -> str:
-        return f"etcd {versions.get(self.version).etcd}"
+        relaxed = " --unsafe-no-fsync" if self.fsync == "relaxed" else ""
+        return f"etcd {versions.get(self.version).etcd}{relaxed}"
 
 
 def _server_recipe(settings: Any):
@@ -48,6 +64,12 @@ def _server_recipe(settings: Any):
 
 def _version(text: str) -> str:
     return versions.get(text).name
+
+
+def _fsync(text: str) -> str:
+    if text not in FSYNC:
+        raise BadInput(f"fsync must be strict or relaxed, not {text!r}")
+    return text
 
 
 _CHOICES = ", ".join(f"{v.name} ({v.suite}'s {v.etcd})" for v in versions.VERSIONS.values())
@@ -63,7 +85,7 @@ SERVICE = Service(
             "zkjepsen.backends.etcd.cluster:etcd_backend",
             sizes=(1, 3, 5, 7),
             service="etcd 3.4.23",
-            abilities=frozenset({"peers", "leader", "reconfigure", "server-clock"}),
+            abilities=frozenset({"peers", "leader", "reconfigure", "server-clock", "data-files"}),
             # election timeout 1 s (etcd's default) + a restarted member replaying its WAL
             election_s=5.0,
         ),
@@ -78,6 +100,16 @@ SERVICE = Service(
             f"{versions.DEFAULT}.",
             _version,
             metavar="VERSION",
+        ),
+        ServiceOption(
+            "--fsync",
+            "fsync",
+            "strict (as shipped: the WAL fsynced before an ack, the default) or relaxed "
+            "(--unsafe-no-fsync, etcd 3.5+).",
+            _fsync,
+            metavar="strict|relaxed",
+            commands=frozenset({"test", "cluster", "matrix", "scenario", "gate"}),
+            owner="etcd's fsync preset",
         ),
     ),
     legacy={"etcd_version": "version"},

@@ -26,12 +26,19 @@ class EtcdVersion:
     # (go.etcd.io/etcd/clientv3); 3.5 moved them (go.etcd.io/etcd/client/v3), so the trixie
     # image has no Go driver and the Go recipes are refused on it.
     go_driver: bool = True
+    # --unsafe-no-fsync (`--fsync relaxed`) came with etcd 3.5; 3.4.23's etcd has no such flag
+    unsafe_no_fsync: bool = False
 
 
 VERSIONS: dict[str, EtcdVersion] = {
     "3.4": EtcdVersion("3.4", "bookworm", "3.4.23"),
     "3.5": EtcdVersion(
-        "3.5", "trixie", "3.5.16", ("python3-grpcio", "python3-protobuf"), go_driver=False
+        "3.5",
+        "trixie",
+        "3.5.16",
+        ("python3-grpcio", "python3-protobuf"),
+        go_driver=False,
+        unsafe_no_fsync=True,
     ),
 }
 DEFAULT = "3.4"

@@ -7,20 +7,25 @@ into `zkjepsen/redis:<content hash>` with no registry (docker/image.py), in thre
   Sentinels promote a replica; clients find the master through the Sentinels;
 - `redlock`: five independent masters (n1..n5).
 
-No persistence anywhere (`save ""`, no AOF): a killed server comes back empty, which is how
-Redis is commonly run for locks and what Redlock's authors warn about. Servers log to stdout
+No persistence anywhere (`save ""`, no AOF) unless the run gives `--fsync`: a killed server
+comes back empty, which is how Redis is commonly run for locks and what Redlock's authors warn
+about. `--fsync strict` turns the AOF on with `appendfsync always` (each write fsynced before
+its reply), `relaxed` with `appendfsync everysec` (up to about a second of acknowledged writes
+lost with the power). Servers log to stdout
 (`nodes/<n>/stdout.log`). `leader()` is the current master (for `kill-leader`,
 `partition-leader`): n1 for one master, whom the Sentinels name for Sentinel, none for Redlock.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from zkjepsen.backends import buildroot
 from zkjepsen.backends.redis.session import LOCK_PREFIX, RedisSession
+from zkjepsen.docker import powerfs
 from zkjepsen.docker.cluster import Node
-from zkjepsen.docker.image import ImageRecipe
+from zkjepsen.docker.image import ImageRecipe, Progress
 from zkjepsen.docker.servers import Container, ServerCluster
 
 REDIS_PORT = 6379
@@ -58,22 +63,36 @@ def redis_image() -> ImageRecipe:
             "iptables",  # the nemesis drops packets inside a server's own network namespace
             "iproute2",
             "procps",
+            *powerfs.RUNTIME_PACKAGES,  # the power-loss layer (docker/powerfs.py), disk faults
         ),
-        # zkj-timewarp, compiled in a throwaway build root: the servers' clock faults
-        hash_parts=buildroot.timewarp_hash_parts,
-        prepare=buildroot.build_timewarp,
+        # zkj-timewarp (the servers' clock faults) and the power-loss layer, each compiled in
+        # a throwaway build root
+        hash_parts=lambda: [*buildroot.timewarp_hash_parts(), *powerfs.hash_parts()],
+        prepare=_prepare,
         entrypoint="/usr/local/bin/redis-node",
         entry_script=ENTRYPOINT,
+        files=lambda rootfs: powerfs.files(),
     )
 
 
-def redis_conf(replica_of: str | None = None) -> str:
+def _prepare(rootfs: Path, work: Path, progress: Progress) -> None:
+    buildroot.build_timewarp(rootfs, work, progress)
+    buildroot.build_powerfs(rootfs, work, progress)
+
+
+# --fsync (service.py): the AOF and how often it is fsynced; "off" (not given): none at all
+APPENDFSYNC = {"strict": "always", "relaxed": "everysec"}
+
+
+def redis_conf(replica_of: str | None = None, fsync: str | None = None) -> str:
+    every = APPENDFSYNC.get(fsync or "")
     lines = [
         "bind 0.0.0.0",
         f"port {REDIS_PORT}",
         "protected-mode no",
         'save ""',
-        "appendonly no",
+        "appendonly yes" if every else "appendonly no",
+        *([f"appendfsync {every}"] if every else []),
         "dir /srv/data",
         'logfile ""',
     ]
@@ -103,11 +122,22 @@ def sentinel_conf(master_ip: str) -> str:
 
 class RedisBackend(ServerCluster):
     port = REDIS_PORT
+    # its data files under /srv/data: the AOF (Redis 7: appendonlydir/ with a manifest, base
+    # and incremental files) and an RDB snapshot (none unless a rewrite or SAVE makes one)
+    data_files = ("appendonlydir/*", "dump.rdb")
+    corrupt_files = ("appendonlydir/*.incr.aof", "dump.rdb")
+    fsync: str | None = None  # the run's --fsync (service.py's RedisSettings): None, no AOF
     # Measured: redis-server 7.0.15 under LD_PRELOAD=libfaketime 0.9.10 dies at start-up
     # ("unexpected recursive calls to clock_gettime()", with or without monotonic faking).
     faketime = False
     timewarp = True  # zkj-timewarp patches its vDSO at exec (docker/timewarp.py)
     no_faketime = "libfaketime 0.9.10 breaks redis-server 7.0's start-up (recursive clock_gettime)"
+
+    @classmethod
+    def for_spec(cls, spec: Any, store_dir: Path, **kw: Any) -> RedisBackend:
+        backend = super().for_spec(spec, store_dir, **kw)
+        backend.fsync = getattr(spec.service, "fsync", None)
+        return backend
 
     @property
     def sentinel(self) -> bool:
@@ -119,7 +149,7 @@ class RedisBackend(ServerCluster):
             Container(
                 n,
                 ["server"],
-                {"redis.conf": redis_conf(master if self.sentinel and i else None)},
+                {"redis.conf": redis_conf(master if self.sentinel and i else None, self.fsync)},
             )
             for i, n in enumerate(self.nodes)
         ]

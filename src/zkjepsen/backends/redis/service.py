@@ -1,17 +1,48 @@
 """Redis as a lock service: three shapes of servers (one master; a master, replicas and
-Sentinels; Redlock's five masters), no settings of its own yet (backends/plugin.py)."""
+Sentinels; Redlock's five masters) and one setting, the durability preset (backends/plugin.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from zkjepsen.backends.plugin import BackendInfo, NoSettings, Service
+from zkjepsen.backends.plugin import BackendInfo, Service, ServiceOption
+from zkjepsen.errors import BadInput
+
+# --fsync: strict (AOF, appendfsync always), relaxed (AOF, appendfsync everysec); "off" (no
+# AOF, no RDB: how Redis is commonly run for locks) is what runs when --fsync is not given.
+FSYNC = ("strict", "relaxed")
+OFF = "off"
 
 
 @dataclass(frozen=True)
-class RedisSettings(NoSettings):
+class RedisSettings:
+    # None: not given; settled: "off" (no persistence, as before --fsync existed)
+    fsync: str | None = None
     name = "redis"
+    # added after runs were stored: one stored without it ran without persistence ("off")
+    absent_means_default = ("fsync",)
+
+    def __post_init__(self) -> None:
+        if self.fsync is not None and self.fsync not in (*FSYNC, OFF):
+            raise BadInput(f"fsync must be strict or relaxed, not {self.fsync!r}")
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def given(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    def settled(self) -> RedisSettings:
+        return replace(self, fsync=self.fsync or OFF)
+
+    def check(self, spec: Any, language: str) -> None:
+        pass
+
+    def describe(self) -> str:
+        return {"strict": "AOF appendfsync always", "relaxed": "AOF appendfsync everysec"}.get(
+            self.fsync or OFF, ""
+        )
 
 
 def _server_recipe(settings: Any):
@@ -21,7 +52,14 @@ def _server_recipe(settings: Any):
     return redis_image()
 
 
+def _fsync(text: str) -> str:
+    if text not in FSYNC:
+        raise BadInput(f"fsync must be strict or relaxed, not {text!r}")
+    return text
+
+
 _TARGET = "zkjepsen.backends.redis.cluster:redis_backend"
+_DISK = "data-files"  # the power-loss layer under /srv/data (its AOF and dump.rdb)
 SERVICE = Service(
     name="redis",
     label="Redis",
@@ -30,12 +68,12 @@ SERVICE = Service(
         BackendInfo(
             "redis",
             "redis",
-            "one Redis 7.0 master (no replicas, no persistence)",
+            "one Redis 7.0 master (no replicas; no persistence unless --fsync)",
             _TARGET,
             nodes=1,
             ready_timeout_s=30.0,
             service="Redis 7.0",
-            abilities=frozenset({"leader", "server-clock"}),
+            abilities=frozenset({"leader", "server-clock", _DISK}),
         ),
         BackendInfo(
             "redis-sentinel",
@@ -48,7 +86,7 @@ SERVICE = Service(
             # down-after 2 s + failover-timeout 6 s (cluster.py), then the clients find it
             election_s=10.0,
             service="Redis 7.0",
-            abilities=frozenset({"peers", "leader", "server-clock"}),
+            abilities=frozenset({"peers", "leader", "server-clock", _DISK}),
         ),
         BackendInfo(
             "redlock",
@@ -58,8 +96,20 @@ SERVICE = Service(
             nodes=5,
             ready_timeout_s=30.0,
             service="Redis 7.0",
-            abilities=frozenset({"independent-masters", "server-clock"}),
+            abilities=frozenset({"independent-masters", "server-clock", _DISK}),
         ),
     ),
     server_recipe=_server_recipe,
+    options=(
+        ServiceOption(
+            "--fsync",
+            "fsync",
+            "strict (AOF, appendfsync always: each write fsynced before its reply) or relaxed "
+            "(AOF, appendfsync everysec); not given: no AOF, no RDB, as before.",
+            _fsync,
+            metavar="strict|relaxed",
+            commands=frozenset({"test", "cluster", "matrix", "scenario", "gate"}),
+            owner="Redis's fsync preset",
+        ),
+    ),
 )

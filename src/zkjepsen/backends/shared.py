@@ -1,0 +1,100 @@
+"""Flags several services declare alike (`--fsync strict|relaxed`: ZooKeeper's forceSync,
+etcd's `--unsafe-no-fsync`, Redis's appendfsync): one command-line option, whose value belongs
+to the run's service, whichever that is.
+
+Each declaring service owns its field (its settings check the value and record it), so the
+command line gives the value to every service that declares the flag (`service_tables`: a
+matrix's rows take their own service's). A run has one service: `fold` keeps, of those
+tables, the one its other settings name (or the first, when only the shared value is given),
+and `carry` moves settings holding only shared fields to the backend's service once the
+backend is known (`registry.settings_for`). Pure functions of the services' declarations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from zkjepsen.backends.plugin import Service, ServiceOption, ServiceSettings
+
+
+def flag_of(svc: Service, field: str) -> str | None:
+    opt = svc.option(field)
+    return opt.flag if opt is not None else None
+
+
+def shared_flags(services: Mapping[str, Service]) -> set[str]:
+    """The flags more than one service declares."""
+    seen: dict[str, int] = {}
+    for svc in services.values():
+        for opt in svc.options:
+            if not opt.axis:
+                seen[opt.flag] = seen.get(opt.flag, 0) + 1
+    return {f for f, n in seen.items() if n > 1}
+
+
+def is_shared(services: Mapping[str, Service], name: str, field: str) -> bool:
+    svc = services.get(name)
+    return svc is not None and flag_of(svc, field) in shared_flags(services)
+
+
+def unique(pairs: list[tuple[Service, ServiceOption]]) -> list[tuple[Service, ServiceOption]]:
+    """One (service, option) per flag (the first declarer's), its help naming what the flag
+    means to each service that declares it."""
+    by_flag: dict[str, list[tuple[Service, ServiceOption]]] = {}
+    for svc, opt in pairs:
+        by_flag.setdefault(opt.flag, []).append((svc, opt))
+    out = []
+    for group in by_flag.values():
+        svc, opt = group[0]
+        if len(group) > 1:
+            text = " ".join(f"{s.label}: {o.help}" for s, o in group)
+            opt = ServiceOption(**{**opt.__dict__, "help": text})
+        out.append((svc, opt))
+    return out
+
+
+def fold(
+    tables: dict[str, dict[str, Any]], services: Mapping[str, Service], family: str | None = None
+) -> dict[str, dict[str, Any]]:
+    """`tables` with the shared values folded into one service's: `family`'s when known, else
+    the only table with settings of its own, else (all are the same shared values) the
+    first. Anything else is left for the caller to refuse (settings of two services)."""
+    if len(tables) < 2:
+        return tables
+    only_shared = {n for n, t in tables.items() if t and all(is_shared(services, n, f) for f in t)}
+    own = [n for n in tables if n not in only_shared]
+    if family is None:
+        if len(own) == 1:
+            family = own[0]
+        elif not own and len({tuple(sorted(t.items())) for t in tables.values()}) == 1:
+            family = next(iter(tables))
+        else:
+            return tables
+    out = {family: dict(tables.get(family, {}))}
+    target = services.get(family)
+    for name, table in tables.items():
+        if name == family:
+            continue
+        takes = target is not None and name in only_shared
+        takes = takes and all(flag_of(target, f) == flag_of(services[name], f) for f in table)
+        if takes:
+            for f, v in table.items():
+                out[family].setdefault(f, v)
+        else:
+            out[name] = table
+    return out
+
+
+def carry(
+    settings: ServiceSettings, to: Service, services: Mapping[str, Service]
+) -> ServiceSettings | None:
+    """`settings` (of another service) as `to`'s, when they hold only values of flags both
+    declare; None otherwise."""
+    given = settings.given()
+    src = services.get(settings.name)
+    if not given or src is None:
+        return None
+    if all(flag_of(src, f) is not None and flag_of(src, f) == flag_of(to, f) for f in given):
+        return to.settings(**given)
+    return None
