@@ -1,0 +1,81 @@
+"""`--fsync strict|relaxed` on etcd and Redis (issue 34): one flag several services declare,
+its value going to the run's service; what each preset runs; the refusals. Pure: no engine."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from zkjepsen.backends.etcd.cluster import member_args
+from zkjepsen.backends.etcd.service import EtcdSettings
+from zkjepsen.backends.redis.cluster import redis_conf
+from zkjepsen.backends.registry import services, settings_for
+from zkjepsen.backends.shared import carry, fold
+from zkjepsen.docker.cluster import Node
+from zkjepsen.errors import BadInput
+from zkjepsen.run.resolve import validate_spec
+from zkjepsen.run.spec import TestSpec
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_bad_input import assert_refused, here, run_cli  # noqa: E402, F401 - fixtures
+
+
+def _spec(**kw) -> TestSpec:
+    spec = TestSpec.from_json(kw)
+    validate_spec(spec)
+    return spec
+
+
+def test_fsync_given_alone_goes_to_the_run_s_service_and_is_recorded():
+    tables = {s: {"fsync": "relaxed"} for s in ("zookeeper", "redis", "etcd")}  # the CLI's
+    spec = _spec(recipe="redis-set-px", **tables)
+    assert spec.service.name == "redis" and spec.service.fsync == "relaxed"
+    assert spec.to_json()["service"] == {"name": "redis", "fsync": "relaxed"}
+    spec = _spec(recipe="etcd3-python", etcd={"version": "3.5"}, zookeeper={"fsync": "relaxed"})
+    assert spec.service == EtcdSettings(version="3.5", fsync="relaxed")
+    assert _spec(recipe="kazoo", **tables).service.fsync == "relaxed"
+
+
+def test_without_fsync_each_service_keeps_its_default():
+    assert _spec(recipe="redis-set-px").service.fsync == "off"  # no persistence, as before
+    assert _spec(recipe="etcd3-python").service.fsync == "strict"  # as shipped
+    assert _spec(recipe="kazoo").service.fsync == "strict"  # forceSync=yes
+
+
+def test_fold_and_carry_move_only_shared_values():
+    svcs = services()
+    both = {"etcd": {"version": "3.5"}, "zookeeper": {"fsync": "relaxed"}}
+    assert fold(both, svcs) == {"etcd": {"version": "3.5", "fsync": "relaxed"}}
+    two_own = {"etcd": {"version": "3.5"}, "zookeeper": {"version": "3.9"}}
+    assert fold(two_own, svcs) == two_own  # left for the caller to refuse
+    differ = {"redis": {"fsync": "strict"}, "zookeeper": {"fsync": "relaxed"}}
+    assert fold(differ, svcs) == differ
+    zk = svcs["zookeeper"].settings(version="3.9")
+    assert carry(zk, svcs["etcd"], svcs) is None  # --zk-version is not etcd's
+    with pytest.raises(BadInput, match="--zk-version is"):
+        settings_for("etcd", zk)
+
+
+def test_what_each_preset_runs():
+    n = Node("n1", 1, "10.0.0.11", 2379)
+    assert "--unsafe-no-fsync" not in member_args(n, [n], "t")
+    assert member_args(n, [n], "t", relaxed=True)[-1] == "--unsafe-no-fsync"
+    assert "appendonly no" in redis_conf() and "appendfsync" not in redis_conf()
+    assert "appendonly yes\nappendfsync always\n" in redis_conf(fsync="strict")
+    assert "appendonly yes\nappendfsync everysec\n" in redis_conf(fsync="relaxed")
+
+
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        (["--recipe", "etcd3-python", "--fsync", "relaxed"], ["3.4.23 lacks", "--etcd-version 3.5"]),
+        (["--recipe", "redis-set-px", "--fsync", "off"], ["strict or relaxed, not 'off'"]),
+        (["--backend", "redlock", "--recipe", "redlock", "--nemesis", "power-loss-leader"],
+         ["power-loss-leader does not apply to backend redlock"]),
+    ],
+)  # fmt: skip
+def test_fsync_refusals_are_one_sentence(args, words, here, capsys):  # noqa: F811
+    code, err = run_cli(["test", *args], capsys)
+    assert_refused(code, err, here, *words)
