@@ -70,7 +70,7 @@ def test_what_each_preset_runs():
 @pytest.mark.parametrize(
     "args,words",
     [
-        (["--recipe", "etcd3-python", "--fsync", "relaxed"], ["3.4.23 lacks", "--etcd-version 3.5"]),
+        (["--recipe", "etcd3-python", "--fsync", "relaxed"], ["3.4.23 lacks", "3.5"]),
         (["--recipe", "redis-set-px", "--fsync", "off"], ["strict or relaxed, not 'off'"]),
         (["--backend", "redlock", "--recipe", "redlock", "--nemesis", "power-loss-leader"],
          ["power-loss-leader does not apply to backend redlock"]),
