@@ -42,6 +42,7 @@ BOOT_WATCH_S = 8.0  # a server still down this long after its boot is a finding
 # 2-core machine: 5 s is several times that. None within it: the power loss lands anyway.
 ACK_WAIT_S = 5.0
 NOT_WRITES = (*ACQUIRE_FS, *RELEASE_FS, "read", "session", "session-state")
+LOG_SETTLE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -161,6 +162,9 @@ def boot(ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> Non
             break
         time.sleep(0.5)
     if down:
+        # the engine copies a container's last lines after it exits: read them a moment later
+        # (etcd's fatal "walpb: crc mismatch" was missing from the tail read at once)
+        time.sleep(LOG_SETTLE_S)
         detail["failed_to_start"] = {n: _tail(ctx.backend.logs(ctx.node(n))) for n in sorted(down)}
 
 
