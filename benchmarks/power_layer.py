@@ -43,18 +43,14 @@ def one(layer: bool, strict: bool, seconds: float, store: Path) -> tuple[float, 
     return rate, pending
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=15.0)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--fsync", choices=("strict", "relaxed"), default="strict")
-    args = ap.parse_args()
-    strict = args.fsync == "strict"
+def alternate(run_one, repeat: int, label: str) -> None:
+    """`run_one(layer, store)` -> (ops/s, the layer's counts), without and with the layer,
+    `repeat` times, alternating; each run and the medians printed."""
     rates: dict[bool, list[float]] = {False: [], True: []}
     with tempfile.TemporaryDirectory(prefix="zkj-bench-power-") as tmp:
-        for i in range(args.repeat):
+        for i in range(repeat):
             for layer in (False, True):
-                rate, pending = one(layer, strict, args.seconds, Path(tmp) / f"{i}-{layer}")
+                rate, pending = run_one(layer, Path(tmp) / f"{i}-{layer}")
                 rates[layer].append(rate)
                 extra = f"  (n1 pending at the end: {pending})" if layer else ""
                 print(f"run {i + 1} layer={'on ' if layer else 'off'} {rate:8.1f} ops/s{extra}")
@@ -62,10 +58,28 @@ def main() -> None:
     for layer in (False, True):
         r = rates[layer]
         print(
-            f"fsync={args.fsync} layer={'on ' if layer else 'off'}: "
+            f"{label} layer={'on ' if layer else 'off'}: "
             f"median {statistics.median(r):.1f}"
             f" ops/s (min {min(r):.1f}, max {max(r):.1f}, {len(r)} runs); load {load:.1f}"
         )
+
+
+def parse_args(doc: str) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--seconds", type=float, default=15.0)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--fsync", choices=("strict", "relaxed"), default="strict")
+    return ap.parse_args()
+
+
+def main() -> None:
+    args = parse_args(__doc__ or "")
+    strict = args.fsync == "strict"
+    alternate(
+        lambda layer, store: one(layer, strict, args.seconds, store),
+        args.repeat,
+        f"fsync={args.fsync}",
+    )
 
 
 if __name__ == "__main__":

@@ -10,12 +10,10 @@ at a time:
 
 from __future__ import annotations
 
-import argparse
-import os
-import statistics
-import tempfile
 import time
 from pathlib import Path
+
+from power_layer import alternate, parse_args  # beside this file: run as a script from benchmarks/
 
 from zkjepsen.backends.etcd import gateway
 from zkjepsen.backends.etcd.cluster import EtcdBackend
@@ -45,29 +43,14 @@ def one(layer: bool, settings: EtcdSettings, seconds: float, store: Path) -> tup
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seconds", type=float, default=15.0)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--fsync", choices=("strict", "relaxed"), default="strict")
-    args = ap.parse_args()
+    args = parse_args(__doc__ or "")
     version = "3.5" if args.fsync == "relaxed" else None
     settings = EtcdSettings(version=version, fsync=args.fsync).settled()
-    rates: dict[bool, list[float]] = {False: [], True: []}
-    with tempfile.TemporaryDirectory(prefix="zkj-bench-power-etcd-") as tmp:
-        for i in range(args.repeat):
-            for layer in (False, True):
-                rate, pending = one(layer, settings, args.seconds, Path(tmp) / f"{i}-{layer}")
-                rates[layer].append(rate)
-                extra = f"  (n1 pending at the end: {pending})" if layer else ""
-                print(f"run {i + 1} layer={'on ' if layer else 'off'} {rate:8.1f} ops/s{extra}")
-    load = os.getloadavg()[0]
-    for layer in (False, True):
-        r = rates[layer]
-        print(
-            f"etcd {settings.version} fsync={args.fsync} layer={'on ' if layer else 'off'}: "
-            f"median {statistics.median(r):.1f}"
-            f" ops/s (min {min(r):.1f}, max {max(r):.1f}, {len(r)} runs); load {load:.1f}"
-        )
+    alternate(
+        lambda layer, store: one(layer, settings, args.seconds, store),
+        args.repeat,
+        f"etcd {settings.version} fsync={args.fsync}",
+    )
 
 
 if __name__ == "__main__":

@@ -16,6 +16,28 @@ from collections.abc import Mapping
 from typing import Any
 
 from zkjepsen.backends.plugin import Service, ServiceOption, ServiceSettings
+from zkjepsen.errors import BadInput
+
+FSYNC = ("strict", "relaxed")  # --fsync: each service's durable default, or the common tuning
+
+
+def parse_fsync(text: str) -> str:
+    if text not in FSYNC:
+        raise BadInput(f"fsync must be strict or relaxed, not {text!r}")
+    return text
+
+
+def fsync_option(help: str, owner: str) -> ServiceOption:
+    """A service's `--fsync strict|relaxed` (its settings' `fsync` field)."""
+    return ServiceOption(
+        "--fsync",
+        "fsync",
+        help,
+        parse_fsync,
+        metavar="strict|relaxed",
+        commands=frozenset({"test", "cluster", "matrix", "scenario", "gate"}),
+        owner=owner,
+    )
 
 
 def flag_of(svc: Service, field: str) -> str | None:

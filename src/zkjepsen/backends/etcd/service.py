@@ -8,9 +8,8 @@ from typing import Any
 
 from zkjepsen.backends.etcd import versions
 from zkjepsen.backends.plugin import SERVERS_IMAGE, BackendInfo, Service, ServiceOption
+from zkjepsen.backends.shared import fsync_option, parse_fsync
 from zkjepsen.errors import BadInput
-
-FSYNC = ("strict", "relaxed")  # --fsync: as shipped, or --unsafe-no-fsync
 
 
 @dataclass(frozen=True)
@@ -26,8 +25,8 @@ class EtcdSettings:
     def __post_init__(self) -> None:
         if self.version is not None:
             object.__setattr__(self, "version", versions.get(self.version).name)
-        if self.fsync is not None and self.fsync not in FSYNC:
-            raise BadInput(f"fsync must be strict or relaxed, not {self.fsync!r}")
+        if self.fsync is not None:
+            parse_fsync(self.fsync)  # as shipped, or --unsafe-no-fsync
         if self.fsync == "relaxed" and not versions.get(self.version).unsafe_no_fsync:
             v = versions.get(self.version)
             raise BadInput(
@@ -66,12 +65,6 @@ def _version(text: str) -> str:
     return versions.get(text).name
 
 
-def _fsync(text: str) -> str:
-    if text not in FSYNC:
-        raise BadInput(f"fsync must be strict or relaxed, not {text!r}")
-    return text
-
-
 _CHOICES = ", ".join(f"{v.name} ({v.suite}'s {v.etcd})" for v in versions.VERSIONS.values())
 SERVICE = Service(
     name="etcd",
@@ -101,15 +94,10 @@ SERVICE = Service(
             _version,
             metavar="VERSION",
         ),
-        ServiceOption(
-            "--fsync",
-            "fsync",
+        fsync_option(
             "strict (as shipped: the WAL fsynced before an ack, the default) or relaxed "
             "(--unsafe-no-fsync, etcd 3.5+).",
-            _fsync,
-            metavar="strict|relaxed",
-            commands=frozenset({"test", "cluster", "matrix", "scenario", "gate"}),
-            owner="etcd's fsync preset",
+            "etcd's fsync preset",
         ),
     ),
     legacy={"etcd_version": "version"},

@@ -6,12 +6,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from zkjepsen.backends.plugin import BackendInfo, Service, ServiceOption
-from zkjepsen.errors import BadInput
+from zkjepsen.backends.plugin import BackendInfo, Service
+from zkjepsen.backends.shared import fsync_option, parse_fsync
 
 # --fsync: strict (AOF, appendfsync always), relaxed (AOF, appendfsync everysec); "off" (no
 # AOF, no RDB: how Redis is commonly run for locks) is what runs when --fsync is not given.
-FSYNC = ("strict", "relaxed")
 OFF = "off"
 
 
@@ -24,8 +23,8 @@ class RedisSettings:
     absent_means_default = ("fsync",)
 
     def __post_init__(self) -> None:
-        if self.fsync is not None and self.fsync not in (*FSYNC, OFF):
-            raise BadInput(f"fsync must be strict or relaxed, not {self.fsync!r}")
+        if self.fsync not in (None, OFF):
+            parse_fsync(self.fsync)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -50,12 +49,6 @@ def _server_recipe(settings: Any):
     from zkjepsen.backends.redis.cluster import redis_image
 
     return redis_image()
-
-
-def _fsync(text: str) -> str:
-    if text not in FSYNC:
-        raise BadInput(f"fsync must be strict or relaxed, not {text!r}")
-    return text
 
 
 _TARGET = "zkjepsen.backends.redis.cluster:redis_backend"
@@ -101,15 +94,10 @@ SERVICE = Service(
     ),
     server_recipe=_server_recipe,
     options=(
-        ServiceOption(
-            "--fsync",
-            "fsync",
+        fsync_option(
             "strict (AOF, appendfsync always: each write fsynced before its reply) or relaxed "
             "(AOF, appendfsync everysec); not given: no AOF, no RDB, as before.",
-            _fsync,
-            metavar="strict|relaxed",
-            commands=frozenset({"test", "cluster", "matrix", "scenario", "gate"}),
-            owner="Redis's fsync preset",
+            "Redis's fsync preset",
         ),
     ),
 )
