@@ -18,6 +18,7 @@ from zkjepsen.nemesis.triggers import on_acquire, on_invoke, on_release
 from zkjepsen.reproduce.scenario import Expectation, Scenario
 from zkjepsen.reproduce.scenario import expect as _x
 from zkjepsen.reproduce.scenarios_disk import DISK
+from zkjepsen.reproduce.scenarios_disk_etcd import DISK_ETCD
 from zkjepsen.reproduce.scenarios_etcd import ETCD
 from zkjepsen.reproduce.scenarios_reports import REPORTS
 from zkjepsen.reproduce.scenarios_services import REDIS
@@ -316,6 +317,7 @@ SCENARIOS: dict[str, Scenario] = {
         *ETCD,
         *REPORTS,
         *DISK,
+        *DISK_ETCD,
     ]
 }
 

@@ -1,0 +1,52 @@
+"""Catalogue scenarios for disk faults on etcd (issue 34): a power loss of every member when a
+client acquires, etcd as shipped and with `--unsafe-no-fsync` (etcd 3.5's flag: nothing is
+fsynced, so everything written since start-up is gone with the power). docs/findings.md
+("Power loss on etcd and Redis") has the runs behind them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zkjepsen.reproduce.scenario import Scenario
+from zkjepsen.reproduce.scenario import expect as _x
+from zkjepsen.reproduce.scenarios_disk import POWER_LOSS_ON_ACQUIRE
+
+SOURCE = (
+    "etcd's --unsafe-no-fsync; etcd's robustness suite (LazyFS, single-member clusters); "
+    "Jepsen's LazyFS power-loss faults (NATS 2.12.1, 2025)"
+)
+
+
+def _settings(fsync: str) -> dict[str, Any]:
+    return {
+        "workload": "counter",
+        "nemesis": ["power-loss-all"],
+        "time_limit_s": 30.0,
+        "session_timeout_s": 4.0,
+        "service": {"name": "etcd", "version": "3.5", "fsync": fsync},
+    }
+
+
+DISK_ETCD = [
+    Scenario(
+        "etcd-power-loss-relaxed",
+        "every etcd member loses power with --unsafe-no-fsync",
+        "Nothing is fsynced: a power loss of every member, when a client acquires, drops "
+        "every acknowledged increment since start-up (megabytes of WAL and db per member): "
+        "the counter goes back.",
+        _settings("relaxed"),
+        {"etcd3-python": _x(("counter:lost",))},
+        source=SOURCE,
+        schedule=POWER_LOSS_ON_ACQUIRE,
+    ),
+    Scenario(
+        "etcd-power-loss-strict",
+        "every etcd member loses power, etcd as shipped",
+        "Each entry is in the fsynced WAL before its answer: a power loss of every member, "
+        "when a client acquires, loses nothing acknowledged: the counter never goes back.",
+        _settings("strict"),
+        {"etcd3-python": _x(absent=("counter:lost",))},
+        source=SOURCE,
+        schedule=POWER_LOSS_ON_ACQUIRE,
+    ),
+]
