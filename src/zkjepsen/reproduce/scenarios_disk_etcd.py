@@ -1,6 +1,6 @@
 """Catalogue scenarios for disk faults on etcd (issue 34): a power loss of every member when a
-client acquires, etcd as shipped and with `--unsafe-no-fsync` (etcd 3.5's flag: nothing is
-fsynced, so everything written since start-up is gone with the power). docs/findings.md
+client acquires, with `--unsafe-no-fsync` (etcd 3.5's flag: nothing is fsynced, so
+everything written since start-up is gone with the power). docs/findings.md
 ("Power loss on etcd and Redis") has the runs behind them."""
 
 from __future__ import annotations
@@ -27,6 +27,10 @@ def _settings(fsync: str) -> dict[str, Any]:
     }
 
 
+# Its control, etcd as shipped, is not in the catalogue: its one `scenario run` (2026-11-27)
+# lost nothing acknowledged (no counter:lost) but its verdict was UNKNOWN, not VALID: two
+# clients' etcd3 acquires ended `info (AttributeError)` across the restart of every member, so
+# `exercised` could not say the run tested what it claims (the 3.4 counter run did the same).
 DISK_ETCD = [
     Scenario(
         "etcd-power-loss-relaxed",
@@ -36,16 +40,6 @@ DISK_ETCD = [
         "the counter goes back.",
         _settings("relaxed"),
         {"etcd3-python": _x(("counter:lost",))},
-        source=SOURCE,
-        schedule=POWER_LOSS_ON_ACQUIRE,
-    ),
-    Scenario(
-        "etcd-power-loss-strict",
-        "every etcd member loses power, etcd as shipped",
-        "Each entry is in the fsynced WAL before its answer: a power loss of every member, "
-        "when a client acquires, loses nothing acknowledged: the counter never goes back.",
-        _settings("strict"),
-        {"etcd3-python": _x(absent=("counter:lost",))},
         source=SOURCE,
         schedule=POWER_LOSS_ON_ACQUIRE,
     ),
