@@ -266,12 +266,12 @@ def test_etcd_version_picks_the_suite_and_is_recorded():
 
     spec = TestSpec(recipe="etcd3-python", workload="lock", nodes=3)
     validate_spec(spec)
-    assert spec.service == EtcdSettings(version="3.4")  # test.json says what ran
+    assert spec.service == EtcdSettings(version="3.4", fsync="strict")  # test.json says what ran
     spec = TestSpec(
         recipe="etcd3-python", workload="lock", nodes=3, service=EtcdSettings(version="3.5.16")
     )
     validate_spec(spec)
-    assert spec.service == EtcdSettings(version="3.5")
+    assert spec.service == EtcdSettings(version="3.5", fsync="strict")
     assert (etcd_image().suite, etcd_image("3.5").suite) == ("bookworm", "trixie")
     assert default_tag(etcd_image("3.4")) == default_tag(etcd_image())
     assert default_tag(etcd_image("3.5")) != default_tag(etcd_image())

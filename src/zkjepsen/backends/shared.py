@@ -99,13 +99,17 @@ def fold(
         if name == family:
             continue
         takes = target is not None and name in only_shared
-        takes = takes and all(flag_of(target, f) == flag_of(services[name], f) for f in table)
+        takes = takes and all(_same_flag(target, services[name], f) for f in table)
         if takes:
             for f, v in table.items():
                 out[family].setdefault(f, v)
         else:
             out[name] = table
     return out
+
+
+def _same_flag(a: Service | None, b: Service, field: str) -> bool:
+    return a is not None and flag_of(a, field) == flag_of(b, field)
 
 
 def carry(

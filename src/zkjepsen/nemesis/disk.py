@@ -207,7 +207,9 @@ def newest_data_file(ctx: NemesisContext, name: str) -> Path | None:
     if (base / ".powerfs-live").is_dir():
         base = base / ".powerfs-live"
     # corrupt_files: the globs corrupt-file chooses among, when narrower (etcd: its WAL)
-    globs = getattr(backend, "corrupt_files", None) or getattr(backend, "data_files", ())
+    globs: tuple[str, ...] = (
+        getattr(backend, "corrupt_files", None) or getattr(backend, "data_files", None) or ()
+    )
     found = [p for g in globs for p in base.glob(g) if p.is_file()]
     return max(found, key=lambda p: (p.stat().st_mtime_ns, p.name)) if found else None
 

@@ -1,6 +1,8 @@
-"""Catalogue scenarios for disk faults on etcd (issue 34): a power loss of every member when a
-client acquires, with `--unsafe-no-fsync` (etcd 3.5's flag: nothing is fsynced, so
-everything written since start-up is gone with the power). docs/findings.md
+"""Catalogue scenarios for disk faults on etcd and Redis (issue 34): a power loss of every etcd
+member when a client acquires, with `--unsafe-no-fsync` (etcd 3.5's flag: nothing is fsynced,
+so everything written since start-up is gone with the power); power losses of a Redis master
+whose AOF is fsynced every second (`appendfsync everysec`): the fencing counter's last
+increments go with the power and a token is handed out twice. docs/findings.md
 ("Power loss on etcd and Redis") has the runs behind them."""
 
 from __future__ import annotations
@@ -42,5 +44,22 @@ DISK_ETCD = [
         {"etcd3-python": _x(("counter:lost",))},
         source=SOURCE,
         schedule=POWER_LOSS_ON_ACQUIRE,
+    ),
+    Scenario(
+        "redis-power-loss-everysec",
+        "a Redis master with appendfsync everysec loses power",
+        "The AOF is fsynced once a second: each power loss drops the last second's writes, "
+        "among them INCRs of the fencing counter that were acknowledged, so a later holder is "
+        "given a token an earlier one had (fencing:reused-token).",
+        {
+            "workload": "lock",
+            "nemesis": ["power-loss-all"],
+            "time_limit_s": 30.0,
+            "session_timeout_s": 4.0,
+            "interval_s": 10.0,
+            "service": {"name": "redis", "fsync": "relaxed"},
+        },
+        {"redis-set-px": _x(("fencing:reused-token",))},
+        source="Redis's appendfsync everysec (redis.io persistence docs); " + SOURCE,
     ),
 ]
