@@ -60,9 +60,9 @@ def _etcd(docker_client, image: str, tmp_path, settings: EtcdSettings) -> EtcdBa
 
 @pytest.mark.parametrize("fsync", ["strict", "relaxed"])
 def test_etcd_power_loss_all_keeps_acknowledged_puts_only_when_strict(
-    docker_client, etcd_image, etcd35_image, tmp_path, fsync
+    docker_client, etcd_image, etcd_next_image, tmp_path, fsync
 ):
-    image = etcd35_image if fsync == "relaxed" else etcd_image
+    image = etcd_next_image if fsync == "relaxed" else etcd_image
     version = "3.5" if fsync == "relaxed" else None
     backend = _etcd(docker_client, image, tmp_path, EtcdSettings(version=version, fsync=fsync))
     with backend:

@@ -1,6 +1,6 @@
 """PostgreSQL as a lock service: one server; its one setting is the durability preset
-(`fsync`: strict or relaxed; TOML `[postgres] fsync = "relaxed"`) (backends/plugin.py). The
-`--fsync` flag is ZooKeeper's alone until one flag can serve several services."""
+(`fsync`: strict or relaxed; `--fsync`, which several services declare, or TOML
+`[postgres] fsync = "relaxed"`) (backends/plugin.py, backends/shared.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from zkjepsen.backends.plugin import BackendInfo, Service
+from zkjepsen.backends.shared import fsync_option
 from zkjepsen.errors import BadInput
 
 # --fsync: strict is PostgreSQL's durable default (fsync=on, synchronous_commit=on: a commit is
@@ -82,4 +83,11 @@ SERVICE = Service(
         ),
     ),
     server_recipe=_server_recipe,
+    options=(
+        fsync_option(
+            "strict (fsync=on, synchronous_commit=on, the default) or relaxed "
+            "(synchronous_commit=off: a commit is acked before its WAL is flushed).",
+            "PostgreSQL's fsync preset",
+        ),
+    ),
 )
