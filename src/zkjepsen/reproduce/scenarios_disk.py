@@ -17,13 +17,15 @@ POWER_LOSS_ON_ACQUIRE = steps(
 )
 
 
-def _settings(fsync: str) -> dict[str, Any]:
+def counter_settings(fsync: str, **service: Any) -> dict[str, Any]:
+    """A counter under power-loss-all; `service`: the settings table's other fields (its
+    name: ZooKeeper's unless given)."""
     return {
         "workload": "counter",
         "nemesis": ["power-loss-all"],
         "time_limit_s": 30.0,
         "session_timeout_s": 4.0,
-        "service": {"name": "zookeeper", "fsync": fsync},
+        "service": {"name": "zookeeper", **service, "fsync": fsync},
     }
 
 
@@ -35,7 +37,7 @@ DISK = [
         "of every server, right after the acquirer's increment was acknowledged, takes the "
         "txns since the last fsync from all of them, and the ensemble comes back with an "
         "older counter (acknowledged increments lost).",
-        _settings("relaxed"),
+        counter_settings("relaxed"),
         {"kazoo-careful": _x(("counter:lost",))},
         source="ZooKeeper's forceSync; Jepsen's LazyFS power-loss faults (NATS 2.12.1, 2025)",
         schedule=POWER_LOSS_ON_ACQUIRE,
@@ -46,7 +48,7 @@ DISK = [
         "Each txn is fsynced before its ack: a power loss of every server, when a client "
         "acquires, drops what was written and not yet fsynced (its lost_bytes) "
         "but nothing acknowledged: the counter never goes back.",
-        _settings("strict"),
+        counter_settings("strict"),
         {"kazoo-careful": _x(absent=("counter:lost",))},
         source="ZooKeeper's forceSync; Jepsen's LazyFS power-loss faults (NATS 2.12.1, 2025)",
         schedule=POWER_LOSS_ON_ACQUIRE,

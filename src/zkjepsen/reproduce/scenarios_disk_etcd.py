@@ -7,26 +7,14 @@ increments go with the power and a token is handed out twice. docs/findings.md
 
 from __future__ import annotations
 
-from typing import Any
-
 from zkjepsen.reproduce.scenario import Scenario
 from zkjepsen.reproduce.scenario import expect as _x
-from zkjepsen.reproduce.scenarios_disk import POWER_LOSS_ON_ACQUIRE
+from zkjepsen.reproduce.scenarios_disk import POWER_LOSS_ON_ACQUIRE, counter_settings
 
 SOURCE = (
     "etcd's --unsafe-no-fsync; etcd's robustness suite (LazyFS, single-member clusters); "
     "Jepsen's LazyFS power-loss faults (NATS 2.12.1, 2025)"
 )
-
-
-def _settings(fsync: str) -> dict[str, Any]:
-    return {
-        "workload": "counter",
-        "nemesis": ["power-loss-all"],
-        "time_limit_s": 30.0,
-        "session_timeout_s": 4.0,
-        "service": {"name": "etcd", "version": "3.5", "fsync": fsync},
-    }
 
 
 # Its control, etcd as shipped, is not in the catalogue: its one `scenario run` (2026-11-27)
@@ -40,7 +28,7 @@ DISK_ETCD = [
         "Nothing is fsynced: a power loss of every member, when a client acquires, drops "
         "every acknowledged increment since start-up (megabytes of WAL and db per member): "
         "the counter goes back.",
-        _settings("relaxed"),
+        counter_settings("relaxed", name="etcd", version="3.5"),
         {"etcd3-python": _x(("counter:lost",))},
         source=SOURCE,
         schedule=POWER_LOSS_ON_ACQUIRE,
