@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from heapq import heappop, heappush
+from itertools import accumulate
 from typing import Any
 
 INF = float("inf")
@@ -234,20 +235,22 @@ class _Windows:
     def __init__(self, facts: Any, seq: list[int]) -> None:
         starts, ends, m = facts.starts, facts.ends, len(seq)
         self.starts = starts
-        by_end = sorted(range(m), key=lambda p: ends[seq[p]])
-        self.end_keys = [ends[seq[p]] for p in by_end]
-        self.after = after = [0]  # after[k]: 1 + the last position of the k ops ending first
-        for p in by_end:
-            after.append(max(after[-1], p + 1))
-        by_start = sorted(range(m), key=lambda p: starts[seq[p]])
-        self.start_keys = [starts[seq[p]] for p in by_start]
-        before = [m]  # before[k]: the first position of the ops from the k-th start on
-        for p in reversed(by_start):
-            before.append(min(before[-1], p))
+        # (C-level loops: sorts by a list's __getitem__, running max/min by accumulate; this
+        # runs once per round over every kept op)
+        at_end = [ends[i] for i in seq]
+        by_end = sorted(range(m), key=at_end.__getitem__)
+        self.end_keys = [at_end[p] for p in by_end]
+        # after[k]: 1 + the last position of the k ops ending first
+        self.after = [0, *accumulate([p + 1 for p in by_end], max)]
+        at_start = [starts[i] for i in seq]
+        by_start = sorted(range(m), key=at_start.__getitem__)
+        self.start_keys = [at_start[p] for p in by_start]
+        # before[k]: the first position of the ops from the k-th start on
+        before = [*accumulate(reversed(by_start), min, initial=m)]
         before.reverse()
         self.before = before
         kept = set(seq)
-        spare = [i for i, op in enumerate(facts.ops) if op.end is None and i not in kept]
+        spare = [i for i, e in enumerate(ends) if e == INF and i not in kept]  # crashed
         spare.sort(key=starts.__getitem__)
         self.blind = [i for i in spare if facts.rv[i] is NO and facts.wv[i] is not NO]
         self.cas: dict[Any, list[int]] = {}
