@@ -195,10 +195,8 @@ def _rounds(facts: _Facts) -> tuple[bool, Outcome] | None:
 def _keep(facts: _Facts) -> list[int] | set[int]:
     """The kept ops (completed ones but etcd's failed cas, and crashed ones whose value a kept
     op reads), or a core: an op reading a value nobody wrote."""
-    rv = facts.rv
-    keep = [e != INF for e in facts.ends[: facts.n]]  # completed (ends[n]: the virtual writer)
-    for i in facts.nots:
-        keep[i] = False
+    rv, nots = facts.rv, set(facts.nots)  # (ends[n]: the initial value's virtual writer)
+    keep = [e != INF and i not in nots for i, e in enumerate(facts.ends[: facts.n])]
     stack = [i for i, k in enumerate(keep) if k and rv[i] is not NO]
     while stack:
         i = stack.pop()
@@ -406,8 +404,7 @@ def _replay(facts: _Facts, seq: list[int]) -> bool:
     ops, starts, ends = facts.ops, facts.starts, facts.ends
     if len(set(seq)) != len(seq):
         return False
-    # completed ops (an end but +inf), counted by C loops: in seq, and in all (ends[n]: -inf)
-    if len(seq) - [ends[i] for i in seq].count(INF) != facts.n - ends.count(INF):
+    if len(seq) - [ends[i] for i in seq].count(INF) != facts.n - ends.count(INF):  # completed
         return False
     s = facts.init
     for i in seq:
