@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from heapq import heappop, heappush
-from itertools import accumulate
+from itertools import accumulate, repeat
 from typing import Any
 
 INF = float("inf")
@@ -49,11 +49,14 @@ def place_failed_cas(facts: Any, seq: list[int]) -> tuple[list[int], list[int]]:
     rv, wv, m = facts.rv, facts.wv, len(seq)
     win = _Windows(facts, seq)
     value = [facts.init]  # value[g]: the register's value at gap g (before seq[g])
-    for i in seq:
-        value.append(value[-1] if wv[i] is NO else wv[i])
     next_w = [m] * (m + 1)  # next_w[g]: position of the first write at or after g
-    for g in range(m - 1, -1, -1):
-        next_w[g] = g if wv[seq[g]] is not NO else next_w[g + 1]
+    last, prev = facts.init, 0
+    for g, w in enumerate([wv[i] for i in seq]):
+        if w is not NO:
+            last = w
+            next_w[prev : g + 1] = repeat(g, g + 1 - prev)  # (the gaps since the last write)
+            prev = g + 1
+        value.append(last)
     inserts: list[tuple[int, int, Any, int]] = []
     # In call order, each no earlier than those that returned before it was called (so the
     # failed cas keep their real-time order among themselves too).
@@ -61,11 +64,14 @@ def place_failed_cas(facts: Any, seq: list[int]) -> tuple[list[int], list[int]]:
     returned: list[tuple[Any, int]] = []  # (end, gap) of those placed, a heap
     floor = 0
     unplaced: list[int] = []
+    after, end_keys, before, start_keys = win.after, win.end_keys, win.before, win.start_keys
     for r in sorted(facts.nots, key=starts.__getitem__):
         while returned and returned[0][0] < starts[r]:
             floor = max(floor, heappop(returned)[1])
-        old = facts.ops[r].action[1]
-        a, b = max(floor, win.earliest(starts[r])), win.latest(ends[r])
+        old = facts.ops[r][1][1]  # (its action's argument)
+        # (win.earliest and win.latest inlined: this runs once per failed cas)
+        a = max(floor, after[bisect_left(end_keys, starts[r])])
+        b = before[bisect_right(start_keys, ends[r])]
         g = a if value[a] != old else next_w[a] + 1
         if g in win.used and wv[win.used[g]] == old:  # a crashed write made it old here
             g = next_w[g] + 1
