@@ -256,17 +256,16 @@ def _epochs(
     """Per epoch: earliest end and its op, latest start and its op, and its reads (pure
     readers, in call order). A read ending before its writer started is returned as the core
     instead, in the last slot."""
-    n, ends, starts, wv = facts.n, facts.ends, facts.starts, facts.wv
+    n, ends, starts, wv, rv = facts.n, facts.ends, facts.starts, facts.wv, facts.rv
+    writer = facts.writer
     ef: list[Any] = [INF] * (n + 1)
     es: list[Any] = [-INF] * (n + 1)
     efi, esi = [n] * (n + 1), [n] * (n + 1)
     ef[n] = es[n] = -INF
     reads: dict[int, list[int]] = {}
-    rv, writer, init = facts.rv, facts.writer, facts.init
     for i in kept:
         if wv[i] is NO:
             e = writer.get(rv[i], n)  # (epoch_read inlined; _keep checked every kept read)
-            assert e != n or rv[i] == init
             if e != n and ends[i] < starts[e]:
                 return ef, es, efi, esi, reads, [{e, i}]
             reads.setdefault(e, []).append(i)
@@ -402,9 +401,9 @@ def _replay(facts: _Facts, seq: list[int]) -> bool:
     """Whether `seq` is a linearization: every completed op exactly once, each legal where it
     stands, and no op ending before an op placed ahead of it started."""
     ops, starts, ends = facts.ops, facts.starts, facts.ends
-    if len(set(seq)) != len(seq):
-        return False
-    if len(seq) - [ends[i] for i in seq].count(INF) != facts.n - ends.count(INF):  # completed
+    if len(set(seq)) != len(seq) or (  # twice, or not every completed op
+        len(seq) - [ends[i] for i in seq].count(INF) != facts.n - ends.count(INF)
+    ):
         return False
     s = facts.init
     for i in seq:

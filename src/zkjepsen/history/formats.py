@@ -36,7 +36,7 @@ from zkjepsen.history.stream import StreamedHistory, paused_gc
 try:  # the compiled reader of usual lines (_fastlog.c), built with the package given a C compiler
     from zkjepsen.history._fastlog import scan as _scan_log
 except ImportError:  # pragma: no cover - the regular expression reads the same
-    _scan_log = None
+    _scan_log = None  # type: ignore[assignment]  # None: not built
 
 FORMATS = ("auto", "jsonl", "jepsen-log", "porcupine-kv", "edn", "json")
 
@@ -286,7 +286,9 @@ def read_jepsen_log(text: str, source: str = "jepsen-log", fast: bool = True) ->
         while pos < len(text):
             end = text.find("\n", pos) % (len(text) + 1)  # -1: the text's end
             n = _other_lines(text[pos:end], n, source, ops, lines, values)
-            pos, n = _scan_log(text, min(end + 1, len(text)), n, ops, lines, Op)
+            scanned = _scan_log(text, min(end + 1, len(text)), n, ops, lines, Op)
+            assert scanned  # (None only for a text not one byte per character: not this one)
+            pos, n = scanned
     else:
         _read_by_regex(text, source, ops, lines, values)
     if not ops and text.strip():
