@@ -25,6 +25,8 @@ except ImportError:  # pragma: no cover - setuptools < 59
 EXTENSIONS = [
     # The history reader's line scanner.
     Extension("zkjepsen.history._fastjsonl", ["src/zkjepsen/history/_fastjsonl.c"], optional=True),
+    # The Jepsen log reader's usual lines.
+    Extension("zkjepsen.history._fastlog", ["src/zkjepsen/history/_fastlog.c"], optional=True),
     # The linearizability checker's sweep, and its pairing and grouping of ops.
     Extension(
         "zkjepsen.checker._fastsweep",

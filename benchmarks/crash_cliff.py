@@ -215,6 +215,12 @@ def main() -> int:
     ap.add_argument("--case", action="append", help="only these cases (repeatable)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--write", nargs=2, metavar=("CASE", "FILE"), help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--keep",
+        metavar="DIR",
+        help="write the logs here and reuse those already there "
+        "(A/B runs of two checkouts on the same files: a 1 M log takes a minute to write)",
+    )
     args = ap.parse_args()
     if args.write:
         name, clients, n, values, stale = next(c for c in CASES if c[0] == args.write[0])
@@ -230,11 +236,16 @@ def main() -> int:
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory() as tmp:
         for name, *_ in cases:
-            path = str(Path(tmp) / f"{name}.log")
+            path = str(Path(args.keep or tmp) / f"{name}-seed{args.seed}.log")
             # Written by another process: a check forked from one holding the history would
             # count its pages in the check's peak RSS.
             me = [sys.executable, __file__, "--seed", str(args.seed), "--write", name, path]
-            planted = json.loads(subprocess.run(me, capture_output=True, check=True).stdout)
+            if args.keep and Path(path + ".planted").exists():
+                planted = json.loads(Path(path + ".planted").read_text())
+            else:
+                planted = json.loads(subprocess.run(me, capture_output=True, check=True).stdout)
+                if args.keep:
+                    Path(path + ".planted").write_text(json.dumps(planted))
             runs = [check(path) for _ in range(args.rounds)]
             doc = runs[-1]["doc"]
             blamed = doc.get("blamed") or {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
@@ -37,6 +38,28 @@ def test_valid_history_exits_0(tmp_path, capsys):
     h = write_jsonl(tmp_path / "h.jsonl", REGISTER_BAD[:2])
     code, out, _ = run(["check", str(h), "--model", "register"], capsys)
     assert code == 0 and out.strip().endswith(": valid")
+
+
+def test_a_long_history_is_checked_with_the_collector_paused_and_on_again_after(
+    tmp_path, capsys, monkeypatch
+):
+    """check_file pauses the cyclic collector for a long history's check (the process's);
+    an in-process caller gets it back on, and the verdict is the same."""
+    from zkjepsen.checker import linearizability
+
+    monkeypatch.setattr(linearizability, "BIG", 1)
+    seen = []
+    real = linearizability.Linearizable.check
+    monkeypatch.setattr(
+        linearizability.Linearizable,
+        "check",
+        lambda self, h: seen.append(gc.isenabled()) or real(self, h),
+    )
+    h = write_jsonl(tmp_path / "h.jsonl", REGISTER_BAD[:2])
+    assert gc.isenabled()
+    code, out, _ = run(["check", str(h), "--model", "register"], capsys)
+    assert code == 0 and out.strip().endswith(": valid")
+    assert seen == [False] and gc.isenabled()
 
 
 def test_a_read_from_refutation_says_so(tmp_path, capsys):

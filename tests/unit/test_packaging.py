@@ -113,6 +113,6 @@ def test_without_a_compiler_the_build_succeeds_and_says_so_once(tmp_path):
     assert out.returncode == 0, out.stderr
     said = [line for line in out.stderr.splitlines() if line.startswith("zkjepsen: ")]
     assert len(said) == 1, out.stderr
-    assert "_fastjsonl, _fastsweep, _fastgroup not built" in said[0]
+    assert "_fastjsonl, _fastlog, _fastsweep, _fastgroup not built" in said[0]
     assert "pure Python" in said[0]
     assert not list((tmp_path / "lib").rglob("*.so"))

@@ -71,7 +71,7 @@ class CasRegister(Model):
     def action(self, f: str, key: Any, value: Any, status: str, actor: Any) -> Action | None:
         if status == "fail":
             if f == "cas" and self.fail_asserts_cas:
-                old = freeze(value[0])
+                old = value[0] if value[0].__class__ in _FLAT else freeze(value[0])
                 label = ("cas {}->{} (failed)", value[0], value[1])
                 return _new(Action, (read_not, old, True, label))
             if f in ("read", "write", "cas"):
@@ -88,7 +88,11 @@ class CasRegister(Model):
         if f == "cas":
             if not isinstance(value, (list, tuple)) or len(value) != 2:
                 raise BadInput(f"cas value must be [old, new], got {value!r}")
-            old, new = freeze(value[0]), freeze(value[1])
+            old, new = value  # (freeze only what is not flat: this runs once per cas)
+            if old.__class__ not in _FLAT:
+                old = freeze(old)
+            if new.__class__ not in _FLAT:
+                new = freeze(new)
             return _new(Action, (cas_value, (old, new), old == new, ("cas {!r}->{!r}", old, new)))
         raise self._unsupported(f)
 

@@ -56,6 +56,7 @@ certificate fails, the answer is None and the search decides.
 from __future__ import annotations
 
 from bisect import bisect_left
+from itertools import compress
 from typing import Any
 
 from zkjepsen.checker import readfrom_queue as queue
@@ -194,8 +195,8 @@ def _rounds(facts: _Facts) -> tuple[bool, Outcome] | None:
 def _keep(facts: _Facts) -> list[int] | set[int]:
     """The kept ops (completed ones but etcd's failed cas, and crashed ones whose value a kept
     op reads), or a core: an op reading a value nobody wrote."""
-    rv, ops, nots = facts.rv, facts.ops, set(facts.nots)
-    keep = [op.end is not None and i not in nots for i, op in enumerate(ops)]
+    rv, nots = facts.rv, set(facts.nots)  # (ends[n]: the initial value's virtual writer)
+    keep = [e != INF and i not in nots for i, e in enumerate(facts.ends[: facts.n])]
     stack = [i for i, k in enumerate(keep) if k and rv[i] is not NO]
     while stack:
         i = stack.pop()
@@ -207,7 +208,7 @@ def _keep(facts: _Facts) -> list[int] | set[int]:
             facts.forced_by[w] = i
             if rv[w] is not NO:
                 stack.append(w)
-    return [i for i, k in enumerate(keep) if k]
+    return list(compress(range(facts.n), keep))
 
 
 def _chains(facts: _Facts, kept: list[int]) -> list[list[int]] | set[int]:
@@ -255,7 +256,8 @@ def _epochs(
     """Per epoch: earliest end and its op, latest start and its op, and its reads (pure
     readers, in call order). A read ending before its writer started is returned as the core
     instead, in the last slot."""
-    n, ends, starts, wv = facts.n, facts.ends, facts.starts, facts.wv
+    n, ends, starts, wv, rv = facts.n, facts.ends, facts.starts, facts.wv, facts.rv
+    writer = facts.writer
     ef: list[Any] = [INF] * (n + 1)
     es: list[Any] = [-INF] * (n + 1)
     efi, esi = [n] * (n + 1), [n] * (n + 1)
@@ -263,8 +265,7 @@ def _epochs(
     reads: dict[int, list[int]] = {}
     for i in kept:
         if wv[i] is NO:
-            e = facts.epoch_read(i)
-            assert e is not None
+            e = writer.get(rv[i], n)  # (epoch_read inlined; _keep checked every kept read)
             if e != n and ends[i] < starts[e]:
                 return ef, es, efi, esi, reads, [{e, i}]
             reads.setdefault(e, []).append(i)
@@ -399,18 +400,17 @@ def _certify(facts: _Facts, chains: list[list[int]]) -> tuple[list[int], list[in
 def _replay(facts: _Facts, seq: list[int]) -> bool:
     """Whether `seq` is a linearization: every completed op exactly once, each legal where it
     stands, and no op ending before an op placed ahead of it started."""
-    ops = facts.ops
-    if len(set(seq)) != len(seq):
-        return False
-    if sum(ops[i].end is not None for i in seq) != sum(op.end is not None for op in ops):
+    ops, starts, ends = facts.ops, facts.starts, facts.ends
+    if len(set(seq)) != len(seq) or (  # twice, or not every completed op
+        len(seq) - [ends[i] for i in seq].count(INF) != facts.n - ends.count(INF)
+    ):
         return False
     s = facts.init
     for i in seq:
-        action = ops[i].action
+        action = ops[i][1]  # (LinOp.action by index: this runs once per op)
         s = action[0](s, action[1])
         if s is ILLEGAL:
             return False
-    starts, ends = facts.starts, facts.ends
     low = INF
     for i in reversed(seq):
         if starts[i] > low:

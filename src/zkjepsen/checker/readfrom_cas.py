@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from heapq import heappop, heappush
+from itertools import accumulate, repeat
 from typing import Any
 
 INF = float("inf")
@@ -48,11 +49,14 @@ def place_failed_cas(facts: Any, seq: list[int]) -> tuple[list[int], list[int]]:
     rv, wv, m = facts.rv, facts.wv, len(seq)
     win = _Windows(facts, seq)
     value = [facts.init]  # value[g]: the register's value at gap g (before seq[g])
-    for i in seq:
-        value.append(value[-1] if wv[i] is NO else wv[i])
     next_w = [m] * (m + 1)  # next_w[g]: position of the first write at or after g
-    for g in range(m - 1, -1, -1):
-        next_w[g] = g if wv[seq[g]] is not NO else next_w[g + 1]
+    last, prev = facts.init, 0
+    for g, w in enumerate([wv[i] for i in seq]):
+        if w is not NO:
+            last = w
+            next_w[prev : g + 1] = repeat(g, g + 1 - prev)  # (the gaps since the last write)
+            prev = g + 1
+        value.append(last)
     inserts: list[tuple[int, int, Any, int]] = []
     # In call order, each no earlier than those that returned before it was called (so the
     # failed cas keep their real-time order among themselves too).
@@ -60,11 +64,14 @@ def place_failed_cas(facts: Any, seq: list[int]) -> tuple[list[int], list[int]]:
     returned: list[tuple[Any, int]] = []  # (end, gap) of those placed, a heap
     floor = 0
     unplaced: list[int] = []
+    after, end_keys, before, start_keys = win.after, win.end_keys, win.before, win.start_keys
     for r in sorted(facts.nots, key=starts.__getitem__):
         while returned and returned[0][0] < starts[r]:
             floor = max(floor, heappop(returned)[1])
-        old = facts.ops[r].action[1]
-        a, b = max(floor, win.earliest(starts[r])), win.latest(ends[r])
+        old = facts.ops[r][1][1]  # (its action's argument)
+        # (win.earliest and win.latest inlined: this runs once per failed cas)
+        a = max(floor, after[bisect_left(end_keys, starts[r])])
+        b = before[bisect_right(start_keys, ends[r])]
         g = a if value[a] != old else next_w[a] + 1
         if g in win.used and wv[win.used[g]] == old:  # a crashed write made it old here
             g = next_w[g] + 1
@@ -234,20 +241,22 @@ class _Windows:
     def __init__(self, facts: Any, seq: list[int]) -> None:
         starts, ends, m = facts.starts, facts.ends, len(seq)
         self.starts = starts
-        by_end = sorted(range(m), key=lambda p: ends[seq[p]])
-        self.end_keys = [ends[seq[p]] for p in by_end]
-        self.after = after = [0]  # after[k]: 1 + the last position of the k ops ending first
-        for p in by_end:
-            after.append(max(after[-1], p + 1))
-        by_start = sorted(range(m), key=lambda p: starts[seq[p]])
-        self.start_keys = [starts[seq[p]] for p in by_start]
-        before = [m]  # before[k]: the first position of the ops from the k-th start on
-        for p in reversed(by_start):
-            before.append(min(before[-1], p))
+        # (C-level loops: sorts by a list's __getitem__, running max/min by accumulate; this
+        # runs once per round over every kept op)
+        at_end = [ends[i] for i in seq]
+        by_end = sorted(range(m), key=at_end.__getitem__)
+        self.end_keys = [at_end[p] for p in by_end]
+        # after[k]: 1 + the last position of the k ops ending first
+        self.after = [0, *accumulate([p + 1 for p in by_end], max)]
+        at_start = [starts[i] for i in seq]
+        by_start = sorted(range(m), key=at_start.__getitem__)
+        self.start_keys = [at_start[p] for p in by_start]
+        # before[k]: the first position of the ops from the k-th start on
+        before = [*accumulate(reversed(by_start), min, initial=m)]
         before.reverse()
         self.before = before
         kept = set(seq)
-        spare = [i for i, op in enumerate(facts.ops) if op.end is None and i not in kept]
+        spare = [i for i, e in enumerate(ends) if e == INF and i not in kept]  # crashed
         spare.sort(key=starts.__getitem__)
         self.blind = [i for i in spare if facts.rv[i] is NO and facts.wv[i] is not NO]
         self.cas: dict[Any, list[int]] = {}

@@ -44,6 +44,7 @@ class LazyGroup(click.Group):
 # The compiled fast paths (setup.py builds them with the package when a C compiler is there).
 FAST_PATHS = {
     "zkjepsen.history._fastjsonl": "the history reader",
+    "zkjepsen.history._fastlog": "the Jepsen log reader",
     "zkjepsen.checker._fastsweep": "the checker's sweep",
     "zkjepsen.checker._fastgroup": "the checker's grouping",
 }

@@ -33,6 +33,11 @@ from zkjepsen.errors import BadInput
 from zkjepsen.history import History, Op
 from zkjepsen.history.stream import StreamedHistory, paused_gc
 
+try:  # the compiled reader of usual lines (_fastlog.c), built with the package given a C compiler
+    from zkjepsen.history._fastlog import scan as _scan_log
+except ImportError:  # pragma: no cover - the regular expression reads the same
+    _scan_log = None  # type: ignore[assignment]  # None: not built
+
 FORMATS = ("auto", "jsonl", "jepsen-log", "porcupine-kv", "edn", "json")
 
 # One token per match, leading whitespace/commas/comments absorbed; groups by number:
@@ -258,7 +263,7 @@ _USUAL_LINE = re.compile(
 )
 
 
-def read_jepsen_log(text: str, source: str = "jepsen-log") -> History:
+def read_jepsen_log(text: str, source: str = "jepsen-log", fast: bool = True) -> History:
     """Jepsen log lines `jepsen.util - <process> :<type> :<f> <edn value>`.
 
     Porcupine's etcd data: `:invoke :read nil` / `:ok :read 3` (nil read = key absent),
@@ -270,29 +275,55 @@ def read_jepsen_log(text: str, source: str = "jepsen-log") -> History:
     Other log lines (another logger's, an exception and its stack trace) and blank lines are
     skipped; any other line is junk and bad input, and so is a non-empty file without a single
     history line: a file that is not a Jepsen log must not pass as an empty, valid history.
+    The usual lines are read by the compiled reader when it is built (`fast`; the same ops).
     """
     ops: list[Op] = []
     lines: list[int] = []
     values: dict[str, Any] = {}  # raw EDN -> value: a log repeats a handful of values
+    scanned = fast and _scan_log is not None and _scan_log(text, 0, 0, ops, lines, Op)
+    if scanned:  # the compiled reader stops at each unusual line, read here as below
+        pos, n = scanned
+        while pos < len(text):
+            end = text.find("\n", pos) % (len(text) + 1)  # -1: the text's end
+            n = _other_lines(text[pos:end], n, source, ops, lines, values)
+            scanned = _scan_log(text, min(end + 1, len(text)), n, ops, lines, Op)
+            assert scanned  # (None only for a text not one byte per character: not this one)
+            pos, n = scanned
+    else:
+        _read_by_regex(text, source, ops, lines, values)
+    if not ops and text.strip():
+        raise BadInput(f"{source}: no 'jepsen.util - <process> :<type> :<f> <value>' line")
+    return History(ops, lines)
+
+
+def _read_by_regex(
+    text: str, source: str, ops: list[Op], lines: list[int], values: dict[str, Any]
+) -> None:
+    """read_jepsen_log's lines without the compiled reader: one regular expression."""
     n = 0
     append, new = ops.append, Op
     names: dict[str, str] = {}  # each type and f once, not once per op
     for proc, typ, f, num, a, b, out, other in _USUAL_LINE.findall(text):
-        n += 1
         if typ:
+            n += 1
             value = int(num) if num else [int(a), int(b)] if a else "timed-out" if out else None
             pos = len(ops)
             typ, f = names.setdefault(typ, typ), names.setdefault(f, f)
             append(new(pos, pos, int(proc), typ, f, None, value))
             lines.append(n)
             continue
-        split = other.splitlines() or [""]
-        for k, line in enumerate(split):
-            _other_line(line, n + k, source, ops, lines, values)
-        n += len(split) - 1
-    if not ops and text.strip():
-        raise BadInput(f"{source}: no 'jepsen.util - <process> :<type> :<f> <value>' line")
-    return History(ops, lines)
+        n = _other_lines(other, n, source, ops, lines, values)
+
+
+def _other_lines(
+    other: str, n: int, source: str, ops: list[Op], lines: list[int], values: dict[str, Any]
+) -> int:
+    """A chunk of a Jepsen log up to a newline that is not a usual line, `n` lines before it
+    (it may hold more than one line for str.splitlines): the lines read so far after it."""
+    split = other.splitlines() or [""]
+    for k, line in enumerate(split):
+        _other_line(line, n + 1 + k, source, ops, lines, values)
+    return n + len(split)
 
 
 def _other_line(
