@@ -69,3 +69,34 @@ def test_closing_waits_for_the_build_under_way_and_starts_no_other(fake):
     assert built == ["img:slow"] and b.tag("slow") == "img:slow"
     with pytest.raises(RuntimeError, match="session ended"):
         b.tag("etcd")  # never started: its waiter is told, not left hanging
+
+
+def test_a_second_build_of_the_same_image_waits_for_the_first_and_reuses_it(monkeypatch, tmp_path):
+    """Two processes (the suite's xdist workers) missing the same image: the second waits on
+    the machine-wide build lock and then finds the image built, instead of building it again."""
+    monkeypatch.setattr(image_mod, "BUILD_DIR", str(tmp_path))
+    monkeypatch.setattr(image_mod.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(image_mod.shutil, "which", lambda name: f"/usr/sbin/{name}")
+    exists = threading.Event()
+    monkeypatch.setattr(image_mod, "image_exists", lambda client, tag: exists.is_set())
+    client = SimpleNamespace(images=SimpleNamespace(get=lambda tag: SimpleNamespace(attrs={})))
+    said: list[str] = []
+    waiting = threading.Event()
+
+    def progress(line: str) -> None:
+        said.append(line)
+        waiting.set()
+
+    result: list = []
+    with image_mod._one_build_at_a_time(lambda s: None):  # the first build, under way
+        t = threading.Thread(
+            target=lambda: result.append(
+                image_mod.build_image(client, "img:x", on_progress=progress, recipe=None)
+            )
+        )
+        t.start()
+        assert waiting.wait(60), said  # a bounded wait (it says so at once)
+        assert "waiting for another image build" in said[0] and result == []
+        exists.set()  # the first build's image is in
+    t.join(60)  # a bounded wait: the lock is released above
+    assert result and result[0].built is False and result[0].tag == "img:x"

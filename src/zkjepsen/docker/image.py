@@ -15,6 +15,7 @@ recipe's extra parts), so a rebuild happens only when one of them changes.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
@@ -23,7 +24,8 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -263,6 +265,27 @@ def _import(client, recipe: ImageRecipe, rootfs: Path, tarball: Path, tag: str) 
     )
 
 
+BUILD_DIR = "/var/tmp"  # where a build's root filesystem is made (and removed)
+
+
+@contextmanager
+def _one_build_at_a_time(on_progress: Callable[[str], None]) -> Iterator[None]:
+    """One image build at a time on this machine, across processes: the suite's two xdist
+    workers each build every missing image in the background and, without this, built the
+    same image side by side (twice the CPU of a 2-core machine for one image). The lock is on
+    the build folder itself, so it leaves no file behind and dies with its process."""
+    fd = os.open(BUILD_DIR, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            on_progress("waiting for another image build on this machine to finish")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # and with it the lock
+
+
 def build_image(
     client,
     tag: str | None = None,
@@ -286,19 +309,22 @@ def build_image(
             "(./run does it for you)"
         )
     started = time.monotonic()
-    work = Path(tempfile.mkdtemp(prefix="zkjepsen-build-", dir="/var/tmp"))
-    try:
-        rootfs = work / "rootfs"
-        _debootstrap(recipe, rootfs, on_progress)
-        if recipe.prepare is not None:
-            recipe.prepare(rootfs, work, on_progress)
-        on_progress("trimming the root filesystem")
-        _trim(rootfs)
-        _write_files(recipe, rootfs)
-        on_progress("importing into Docker")
-        _import(client, recipe, rootfs, work / "rootfs.tar", tag)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    with _one_build_at_a_time(on_progress):
+        if not force and image_exists(client, tag):  # built by the one we waited for
+            return ImageInfo(tag, client.images.get(tag).attrs.get("Size", 0), built=False)
+        work = Path(tempfile.mkdtemp(prefix="zkjepsen-build-", dir=BUILD_DIR))
+        try:
+            rootfs = work / "rootfs"
+            _debootstrap(recipe, rootfs, on_progress)
+            if recipe.prepare is not None:
+                recipe.prepare(rootfs, work, on_progress)
+            on_progress("trimming the root filesystem")
+            _trim(rootfs)
+            _write_files(recipe, rootfs)
+            on_progress("importing into Docker")
+            _import(client, recipe, rootfs, work / "rootfs.tar", tag)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     if not image_exists(client, tag):
         raise EnvironmentProblem(f"docker import finished but image {tag} is missing")
     size = client.images.get(tag).attrs.get("Size", 0)
