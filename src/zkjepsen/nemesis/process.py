@@ -44,10 +44,13 @@ class ProcessFault:
     def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
         kill = self.action == "kill"
         snapshot = getattr(ctx.backend, "before_kill", None)
-        if kill and self.on == "servers" and snapshot is not None:
-            # What the servers held the instant before (e.g. Redis: each one's replication
-            # offset and lock keys): did the kill catch a write its replicas had not seen?
-            detail["before_kill"] = snapshot()
+        if kill and self.on == "servers":
+            if snapshot is not None:
+                # What the servers held the instant before (e.g. Redis: each one's replication
+                # offset and lock keys): did the kill catch a write its replicas had not seen?
+                detail["before_kill"] = snapshot()
+            # Who held at the kill (the instant rule, checker/power.py), read the instant
+            # before it from the clients' own files: not who held at its start record.
             detail["holders_at_kill"] = [f"c{i}" for i in current_holders(ctx.run_dir)]
 
         def one(name: str) -> None:
