@@ -22,7 +22,9 @@ from __future__ import annotations
 
 # POSIX sh (dash). `wait` returns early when a trapped signal arrives (status > 128); `sig`
 # tells that from the server's own end. `killed`: SIGUSR1 came since the server started, so
-# its end was ours; `want`: SIGUSR2 came since, start it again.
+# its end was ours; `want`: SIGUSR2 came since, start it again. The sleep that waits for it is
+# ended with SIGKILL: a SIGTERM can reach its shell before it is `sleep` and be lost there,
+# and the `wait` for it would never end (a restart lost under load).
 SCRIPT = r"""
 want=1 killed=0 sig=0 pid=0
 trap 'sig=1; killed=1; want=0; kill -KILL "$pid" 2>/dev/null' USR1
@@ -36,7 +38,7 @@ while :; do
   [ "$killed" = 1 ] || exit "$rc"
   sleep infinity & s=$!
   until [ "$want" = 1 ]; do wait "$s"; done
-  kill "$s" 2>/dev/null; wait "$s" 2>/dev/null
+  kill -KILL "$s" 2>/dev/null; wait "$s" 2>/dev/null
   killed=0
   "$@" & pid=$!
 done
