@@ -128,8 +128,9 @@ def gate_specs(settings: dict[str, Any], names: list[str], until_power: float) -
         zookeeper = spec.backend is not None and backend_info(spec.backend).family == "zookeeper"
         if zookeeper and name in SHORT_SESSION and "session_timeout_s" not in settings:
             spec.session_timeout_s = ZOOKEEPER_SESSION_S
-        if zookeeper and name in IN_PLACE and getattr(spec.service, "restart", "") is None:
-            spec.service = replace(spec.service, restart="process")
+        service: Any = spec.service
+        if zookeeper and name in IN_PLACE and getattr(service, "restart", "") is None:
+            spec.service = replace(service, restart="process")
         specs.append(spec)
     return specs
 

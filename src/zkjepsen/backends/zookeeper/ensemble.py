@@ -66,7 +66,9 @@ class ZooKeeperEnsemble(ContainerCluster):
         self.spec = spec
         super().__init__(store_dir, *args, **kwargs)
         self.supervised: set[str] = set()  # nodes whose server runs under the supervisor
-        self.down: set[str] = set()  # of those, the ones whose server was killed in place
+        self.killed_in_place: set[str] = (
+            set()
+        )  # of those, the ones whose server was killed in place
 
     # ---- lifecycle -------------------------------------------------------------------------
     @property
@@ -151,10 +153,10 @@ class ZooKeeperEnsemble(ContainerCluster):
         if node.name not in self.supervised:
             return super().kill(node)
         self._container(node).kill(signal=supervise.KILL_SIGNAL)
-        self.down.add(node.name)
+        self.killed_in_place.add(node.name)
 
     def restart(self, node: Node) -> None:
-        self.down.discard(node.name)
+        self.killed_in_place.discard(node.name)
         if node.name in self.supervised:
             try:
                 return self._container(node).kill(signal=supervise.START_SIGNAL)
@@ -166,7 +168,7 @@ class ZooKeeperEnsemble(ContainerCluster):
     def state(self, node: Node) -> str | None:
         """As the container's, except that a server killed in place is "exited"."""
         state = super().state(node)
-        return "exited" if state == "running" and node.name in self.down else state
+        return "exited" if state == "running" and node.name in self.killed_in_place else state
 
     def whole(self) -> bool:
         """Every server serves and exactly one leads (one round of `srvr`, ~ms): after a server
@@ -345,7 +347,7 @@ class ZooKeeperEnsemble(ContainerCluster):
         }
         supervised = self.spec.restart_in_place and not self.power_layer
         (self.supervised.add if supervised else self.supervised.discard)(node.name)
-        self.down.discard(node.name)
+        self.killed_in_place.discard(node.name)
         self._run_server(
             node,
             binds,
