@@ -239,6 +239,42 @@ def test_kill_leader_is_replaced_and_restarts(rig):
     _healed(ens, pool)
 
 
+def test_a_server_killed_in_place_comes_back_in_the_container_it_kept(
+    docker_client, zk_image, tmp_path
+):
+    """`restart = "process"` (docker/supervise.py, the gate's leader kills): the kill stops the
+    server but not its container, the restart brings a new server up in it; a server that ends
+    on its own still ends its container. One server: the supervisor is what is tested."""
+    from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
+
+    spec = EnsembleSpec(nodes=1, image=zk_image, restart_in_place=True)
+    with ZooKeeperEnsemble(spec, tmp_path, client=docker_client) as ens:
+        (n,) = ens.nodes
+        container = ens._container(n)
+        ens.kill(n)
+        assert _wait(lambda: ens.srvr(n) is None, 20), "the server still serves"
+        container.reload()
+        assert container.status == "running" and ens.state(n) == "exited"
+        ens.restart(n)
+        assert _wait(ens.whole, 60), "the server did not come back"
+        assert ens.state(n) == "running"
+        code, out = ens.exec(n, ["pkill", "-TERM", "java"])  # not the nemesis's kill
+        assert code == 0, out
+        assert _wait(lambda: ens.state(n) == "exited", 30), "the container outlived its server"
+
+
+def test_client_netns_commands_go_through_the_kept_sidecars_channel(rig):
+    """A command in a client's netns is a line to its kept sidecar's shell (docker/netns.py):
+    its output (stdout and stderr) and exit status come back; one that a line cannot carry
+    goes as an exec in the same sidecar, with the same answer."""
+    _, pool, _, _, _ = rig
+    h = pool.handle(3)
+    assert h.net_exec(["sh", "-c", "echo out; echo err >&2; exit 3"]) == (3, "out\nerr\n")
+    assert h.shell is not None and h.shell.channel is not None
+    assert h.net_exec(["sh", "-c", "echo one\necho two"]) == (0, "one\ntwo\n")
+    assert h.shell.channel is not None  # still the channel for the next command
+
+
 def test_pause_follower_stops_answering(rig):
     ens, pool, nem, _, _ = rig
     follower = next(n for n in ens.nodes if n != ens.leader())

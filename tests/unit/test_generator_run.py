@@ -398,3 +398,36 @@ def test_a_triggered_fault_whose_apply_failed_is_re_armed(monkeypatch, tmp_path)
     )
     assert f["attempt"] == 2 and f["landed"] is True and not f.get("error")
     assert len(f["missed"]) == 1
+
+
+def test_every_server_kill_records_who_held_the_instant_before_it(tmp_path):
+    """The instant rule's at-risk clients (checker/power.py): read before each kill from the
+    clients' own files, by a tracker that follows what they appended since the last kill."""
+    from zkjepsen.docker.cluster import Node
+    from zkjepsen.nemesis.process import ProcessFault
+
+    run_dir = RunDir(tmp_path / "run")
+    hist = {i: run_dir.client_history(i) for i in (1, 2)}
+    for path in hist.values():
+        path.parent.mkdir(parents=True)
+
+    def append(i: int, t: int, typ: str, f: str) -> None:
+        with open(hist[i], "a") as out:
+            out.write(json.dumps({"time": t, "type": typ, "f": f}) + "\n")
+
+    killed: list[str] = []
+    ens = SimpleNamespace(
+        nodes=[Node("n1", 1, "10.0.0.11", 2181)], run_id="zkj-test", kill=killed.append
+    )
+    ctx = NemesisContext(ens, SimpleNamespace(run_dir=run_dir, handles=[]))
+    kill = ProcessFault("kill", "servers")
+    append(1, 1, "ok", "acquire")
+    append(2, 2, "invoke", "acquire")  # waiting, not holding
+    first: dict = {}
+    kill.apply(ctx, ["n1"], first)
+    append(1, 3, "invoke", "release")
+    append(2, 4, "ok", "acquire")
+    second: dict = {}
+    kill.apply(ctx, ["n1"], second)
+    assert first["holders_at_kill"] == ["c1"] and second["holders_at_kill"] == ["c2"]
+    assert len(killed) == 2 and "before_kill" not in first  # no snapshot: not Redis

@@ -72,6 +72,7 @@ def test_the_spec_records_the_version_and_refuses_unknown_ones():
         "client_suite": None,
         "fsync": "strict",
         "container_check_ms": None,
+        "restart": None,
     }
     assert TestSpec.from_json(spec.to_json()) == spec  # test.json round-trips
     two = spec_from_json({"zookeeper": {"version": "3.4", "client_suite": "trixie"}})  # TOML

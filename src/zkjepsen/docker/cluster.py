@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from zkjepsen.docker import mounts, netns, powerfs, resources, signals, subnets
+from zkjepsen.docker import mounts, netns, powerfs, resources, signals, subnets, supervise
 from zkjepsen.errors import BadInput, EnvironmentProblem
 
 SERVER_IP_OFFSET = 10  # n1 = .11, n2 = .12, ...; clients get .101 and up
@@ -342,12 +342,15 @@ class ContainerCluster:
         command: list[str] | None = None,
         out: tuple[str, ...] = (),
         image: str | None = None,
+        supervised: bool = False,
     ) -> None:
         """Create and start `node`'s container at its fixed address. Servers keep NET_ADMIN:
         the nemesis's partitions exec iptables in them (~0.1 s, a sidecar costs ~0.4 s); the
         server is not the program that could fight its faults. `missing_image`: the sentence
         that says how to build the image if the engine has none; `image`: another than the
-        servers' (a rolling upgrade's next version)."""
+        servers' (a rolling upgrade's next version); `supervised`: the image's entrypoint runs
+        under docker/supervise.py (its server killed and restarted inside the container; not
+        with the power-loss layer, which is an entrypoint of its own)."""
         api = self.client.api
         layer = self.power_layer and self.data_dir
         extra = powerfs.host_config() if layer else {}
@@ -359,9 +362,12 @@ class ContainerCluster:
             **netns.limits(memory, netns.SERVER_PIDS),
         )
         entry = None
-        if layer:  # the image's own entrypoint, booted under the layer
-            config = self.client.images.get(self.image).attrs.get("Config") or {}
-            entry = powerfs.entrypoint(self.data_dir, list(config.get("Entrypoint") or []))
+        if layer or supervised:  # the image's own entrypoint, under the layer or supervised
+            config = self.client.images.get(image or self.image).attrs.get("Config") or {}
+            inner = list(config.get("Entrypoint") or [])
+            entry = (
+                powerfs.entrypoint(self.data_dir, inner) if layer else supervise.entrypoint(inner)
+            )
         net = api.create_networking_config(
             {self.network_name: api.create_endpoint_config(ipv4_address=node.ip)}
         )

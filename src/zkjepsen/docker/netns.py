@@ -19,6 +19,14 @@ in while its target still holds, so the nemesis keeps one sidecar per client for
 sidecar when that one is gone. A kept sidecar is in the netns the client had when it was made:
 a client that is restarted gets a new one, so its handle drops the sidecar then.
 
+A `docker exec` is three API calls and a `runc exec` (a process spawned into the namespaces)
+per command: 0.2-1.8 s at load 20, 2-9.5 s at load 49. So the kept sidecar is a shell that reads
+commands on its stdin, through one attach stream held open for the run (`Channel`): a command
+is a line written on it, its answer the output up to a marker line with its exit status. The
+stream is the engine's own (the client cannot reach it: it shares the sidecar's network, not
+its processes or its stdin). If it breaks, the command runs as an exec, else in a one-shot
+sidecar.
+
 Limits: every container gets a memory and a pids limit, so a runaway client (or server) hits
 its own ceiling instead of the machine's. Sizes come from what the processes use (measured with
 `docker stats` during a 3-node, 3-client lock run): a ZooKeeper node with ZK_HEAP=128m holds
@@ -28,6 +36,10 @@ its own ceiling instead of the machine's. Sizes come from what the processes use
 from __future__ import annotations
 
 import re
+import secrets
+import shlex
+import socket
+import struct
 import threading
 
 from zkjepsen.docker import resources
@@ -88,21 +100,81 @@ def netns_exec(
             pass
 
 
+# The kept sidecar's shell: each line on stdin is a command (shell words), run in a subshell;
+# then a line with the marker ($1) and the command's exit status.
+CHANNEL_SCRIPT = r"""
+while IFS= read -r c; do
+  (eval "$c") </dev/null 2>&1
+  printf '\n%s %s\n' "$1" "$?"
+done
+"""
+CHANNEL_TIMEOUT_S = 60.0
+
+
+class Channel:
+    """Commands to a kept sidecar's shell (CHANNEL_SCRIPT) over its attach stream: the
+    engine's stream protocol (no TTY), an 8-byte header (stream, size) before each frame."""
+
+    def __init__(self, api, cid: str, marker: str) -> None:
+        params = {"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1}
+        stream = api.attach_socket(cid, params=params)
+        self.stream = stream  # kept: closing it would close the socket
+        self.sock: socket.socket = getattr(stream, "_sock", stream)
+        self.sock.settimeout(CHANNEL_TIMEOUT_S)
+        self.end = b"\n" + marker.encode() + b" "
+
+    def run(self, argv: list[str]) -> tuple[int, str]:
+        line = shlex.join(argv)
+        if "\n" in line:  # one command a line
+            raise ValueError("a command with a newline goes by exec")
+        self.sock.sendall(line.encode() + b"\n")
+        data = b""
+        while (at := data.find(self.end)) < 0 or not data.endswith(b"\n"):
+            _, size = struct.unpack(">BxxxL", self._read(8))
+            data += self._read(size)
+        return int(data[at + len(self.end) :].strip()), data[:at].decode(errors="replace")
+
+    def _read(self, n: int) -> bytes:
+        out = b""
+        while len(out) < n:
+            chunk = self.sock.recv(n - len(out))
+            if not chunk:
+                raise ConnectionError("the sidecar's stream closed")
+            out += chunk
+        return out
+
+    def close(self) -> None:
+        try:
+            self.stream.close()
+        except Exception:  # noqa: BLE001 - the sidecar is being removed anyway
+            pass
+
+
 class NetnsShell:
-    """A sidecar kept in one container's network namespace (module docstring): commands are
-    execs in it. Made on the first command; `close()` removes it (teardown's label sweep takes
-    it too). Any failure of the kept one runs the command in a one-shot sidecar instead."""
+    """A sidecar kept in one container's network namespace (module docstring): commands go to
+    its shell through a `Channel`, or as execs in it if the channel breaks. Made on the first
+    command; `close()` removes it (teardown's label sweep takes it too). Any failure of the
+    kept one runs the command in a one-shot sidecar instead."""
 
     def __init__(self, client, container_id: str, image: str, run_id: str) -> None:
         self.client, self.target, self.image, self.run_id = client, container_id, image, run_id
         self.cid: str | None = None
+        self.channel: Channel | None = None
         self.lock = threading.Lock()
 
     def exec(self, argv: list[str]) -> tuple[int, str]:
         try:
-            with self.lock:
+            with self.lock:  # one command at a time on the channel
                 if self.cid is None:
-                    self.cid = self._start()
+                    self.cid, self.channel = self._start()
+                if self.channel is not None:
+                    try:
+                        return self.channel.run(argv)
+                    except ValueError:
+                        pass
+                    except Exception:  # noqa: BLE001 - broken mid-command: execs from now on
+                        self.channel.close()
+                        self.channel = None
                 cid = self.cid
             api = self.client.api
             exec_id = api.exec_create(cid, argv, stdout=True, stderr=True)["Id"]
@@ -115,18 +187,19 @@ class NetnsShell:
             self.close()
             return netns_exec(self.client, self.target, self.image, argv, self.run_id)
 
-    def _start(self) -> str:
+    def _start(self) -> tuple[str, Channel | None]:
         api = self.client.api
         host_config = api.create_host_config(
             network_mode=f"container:{self.target}",
             cap_add=["NET_ADMIN", "NET_RAW"],
-            init=True,  # sleep as PID 1 would not die on SIGTERM: removal stays quick
+            init=True,  # a shell as PID 1 would not die on SIGTERM: removal stays quick
             **limits(SIDECAR_MEMORY, SIDECAR_PIDS),
         )
+        marker = "zkj-done-" + secrets.token_hex(8)
         cid = api.create_container(
             self.image,
-            entrypoint=["sleep"],
-            command=["infinity"],
+            entrypoint=["/bin/sh", "-c", CHANNEL_SCRIPT, "zkj-channel", marker],
+            stdin_open=True,
             labels=resources.labels(self.run_id, "sidecar"),
             host_config=host_config,
         )["Id"]
@@ -135,11 +208,17 @@ class NetnsShell:
         except Exception:
             api.remove_container(cid, force=True)
             raise
-        return cid
+        try:
+            return cid, Channel(api, cid, marker)
+        except Exception:  # noqa: BLE001 - no attach stream here: execs in the kept sidecar
+            return cid, None
 
     def close(self) -> None:
         with self.lock:
             cid, self.cid = self.cid, None
+            if self.channel is not None:
+                self.channel.close()
+                self.channel = None
         if cid is not None:
             try:
                 self.client.api.remove_container(cid, force=True)

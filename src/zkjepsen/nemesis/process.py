@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from zkjepsen.nemesis.targets import (
+    HolderTracker,
     NemesisContext,
-    current_holders,
     resolve_client,
     resolve_servers,
 )
@@ -44,11 +44,15 @@ class ProcessFault:
     def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
         kill = self.action == "kill"
         snapshot = getattr(ctx.backend, "before_kill", None)
-        if kill and self.on == "servers" and snapshot is not None:
-            # What the servers held the instant before (e.g. Redis: each one's replication
-            # offset and lock keys): did the kill catch a write its replicas had not seen?
-            detail["before_kill"] = snapshot()
-            detail["holders_at_kill"] = [f"c{i}" for i in current_holders(ctx.run_dir)]
+        if kill and self.on == "servers":
+            if snapshot is not None:
+                # What the servers held the instant before (e.g. Redis: each one's replication
+                # offset and lock keys): did the kill catch a write its replicas had not seen?
+                detail["before_kill"] = snapshot()
+            # Who held at the kill (the instant rule, checker/power.py), read the instant
+            # before it from the clients' own files: not who held at its start record. A
+            # tracker kept for the run reads only what was appended since the last kill.
+            detail["holders_at_kill"] = [f"c{i}" for i in holders_now(ctx)]
 
         def one(name: str) -> None:
             if self.on == "client":
@@ -76,6 +80,18 @@ class ProcessFault:
                 ctx.backend.resume(ctx.node(name))
 
         ctx.each(one, targets)
+
+
+def holders_now(ctx: NemesisContext) -> list[int]:
+    """The clients that believe they hold a lock now, from a tracker kept for the run's server
+    kills (one lane's faults follow each other): each kill parses only what the clients
+    appended since the last, not every history from its start."""
+    if ctx.run_dir is None:
+        return []
+    tracker = ctx.state.get("holders-at-kill")
+    if tracker is None:
+        tracker = ctx.state["holders-at-kill"] = HolderTracker(ctx.run_dir)
+    return sorted(tracker.poll())
 
 
 def note_holding(ctx: NemesisContext, client: str, detail: dict[str, Any]) -> None:

@@ -27,7 +27,7 @@ from zkjepsen.backends.zookeeper.config import (
 from zkjepsen.backends.zookeeper.fourlw import four_letter
 from zkjepsen.backends.zookeeper.image import zookeeper_recipe, zookeeper_tag
 from zkjepsen.backends.zookeeper.versions import get as zk_version
-from zkjepsen.docker import netns, resources
+from zkjepsen.docker import netns, resources, supervise
 from zkjepsen.docker.cluster import ContainerCluster, Node, faketime_env
 from zkjepsen.docker.image import ensure_image
 from zkjepsen.errors import BadInput, EnvironmentProblem
@@ -45,6 +45,9 @@ class EnsembleSpec:
     settings: ZkSettings = field(default_factory=ZkSettings)
     faketime: bool = True  # preload libfaketime (clock faults need it from the start)
     quorum_timeout_s: float = 60.0
+    # a server kill and its restart act on the server process inside its container (kept),
+    # not on the container (docker/supervise.py; the service's `restart = "process"`)
+    restart_in_place: bool = False
 
     def __post_init__(self) -> None:
         if self.nodes < 1 or self.nodes > 9:
@@ -62,6 +65,10 @@ class ZooKeeperEnsemble(ContainerCluster):
         """`args`, `kwargs`: ContainerCluster's (run_id, client, engine, engine_local)."""
         self.spec = spec
         super().__init__(store_dir, *args, **kwargs)
+        self.supervised: set[str] = set()  # nodes whose server runs under the supervisor
+        self.killed_in_place: set[str] = (
+            set()
+        )  # of those, the ones whose server was killed in place
 
     # ---- lifecycle -------------------------------------------------------------------------
     @property
@@ -140,6 +147,28 @@ class ZooKeeperEnsemble(ContainerCluster):
             if a and a.get("Mode") in LEADING
         ]
         return max(leaders, key=lambda t: t[0])[1] if leaders else None
+
+    # ---- node control: in place under the supervisor (docker/supervise.py) ----------------
+    def kill(self, node: Node) -> None:
+        if node.name not in self.supervised:
+            return super().kill(node)
+        self._container(node).kill(signal=supervise.KILL_SIGNAL)
+        self.killed_in_place.add(node.name)
+
+    def restart(self, node: Node) -> None:
+        self.killed_in_place.discard(node.name)
+        if node.name in self.supervised:
+            try:
+                return self._container(node).kill(signal=supervise.START_SIGNAL)
+            except Exception as e:
+                if "is not running" not in str(e):
+                    raise
+        super().restart(node)  # not supervised, or the container itself went down
+
+    def state(self, node: Node) -> str | None:
+        """As the container's, except that a server killed in place is "exited"."""
+        state = super().state(node)
+        return "exited" if state == "running" and node.name in self.killed_in_place else state
 
     def whole(self) -> bool:
         """Every server serves and exactly one leads (one round of `srvr`, ~ms): after a server
@@ -316,9 +345,13 @@ class ZooKeeperEnsemble(ContainerCluster):
             },
             str(self.faketime_dir(node)): {"bind": "/zk/faketime", "mode": "ro"},
         }
+        supervised = self.spec.restart_in_place and not self.power_layer
+        (self.supervised.add if supervised else self.supervised.discard)(node.name)
+        self.killed_in_place.discard(node.name)
         self._run_server(
             node,
             binds,
+            supervised=supervised,
             memory=netns.server_memory(self.spec.settings.heap),
             labels=resources.labels(
                 self.run_id, "server", node=node.name, myid=node.id, ip=node.ip

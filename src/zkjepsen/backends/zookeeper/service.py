@@ -14,6 +14,9 @@ from zkjepsen.errors import BadInput
 
 DEFAULT_TICK_MS = 500
 FSYNC = ("strict", "relaxed")  # --fsync: the durability preset (forceSync yes / no)
+# How a killed server comes back: with its container (docker kill/start) or as a new process
+# in the container it keeps (docker/supervise.py: the gate's leader kills, seconds faster).
+RESTARTS = ("container", "process")
 
 
 @dataclass(frozen=True)
@@ -28,10 +31,11 @@ class ZooKeeperSettings:
     fsync: str | None = None
     # how often the servers delete empty container nodes, ms (None: ZooKeeper's 60 s)
     container_check_ms: int | None = None
+    restart: str | None = None  # RESTARTS; None: container
     name = "zookeeper"
-    # added after runs were stored: one stored without them ran with forceSync=yes (strict)
-    # and ZooKeeper's own container interval, which are the defaults
-    absent_means_default = ("fsync", "container_check_ms")
+    # added after runs were stored: one stored without them ran with forceSync=yes (strict),
+    # ZooKeeper's own container interval and server restarts with the container: the defaults
+    absent_means_default = ("fsync", "container_check_ms", "restart")
 
     def __post_init__(self) -> None:
         if self.version is not None:
@@ -46,6 +50,8 @@ class ZooKeeperSettings:
             versions.client_suite(self.client_suite)
         if self.fsync is not None and self.fsync not in FSYNC:
             raise BadInput(f"fsync must be strict or relaxed, not {self.fsync!r}")
+        if self.restart is not None and self.restart not in RESTARTS:
+            raise BadInput(f"restart must be container or process, not {self.restart!r}")
         c = self.container_check_ms
         if c is not None and (isinstance(c, bool) or not isinstance(c, int) or not 100 <= c):
             raise BadInput(f"container_check_ms must be a whole number of at least 100, not {c!r}")
@@ -85,7 +91,8 @@ class ZooKeeperSettings:
     def describe(self) -> str:
         suite = f" (clients: {self.suite().suite})" if self.client_suite else ""
         relaxed = " forceSync=no" if self.fsync == "relaxed" else ""
-        return f"ZooKeeper {versions.get(self.version).name}{relaxed}{suite}"
+        in_place = " (servers restarted in place)" if self.restart == "process" else ""
+        return f"ZooKeeper {versions.get(self.version).name}{relaxed}{suite}{in_place}"
 
     def suite(self) -> versions.ZkVersion:
         """The version whose image runs the clients."""
@@ -127,6 +134,7 @@ def ensemble_spec(
             force_sync=settled.fsync != "relaxed",
             container_check_ms=settled.container_check_ms,
         ),
+        restart_in_place=settled.restart == "process",
     )
 
 
