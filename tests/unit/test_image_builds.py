@@ -100,3 +100,17 @@ def test_a_second_build_of_the_same_image_waits_for_the_first_and_reuses_it(monk
         exists.set()  # the first build's image is in
     t.join(60)  # a bounded wait: the lock is released above
     assert result and result[0].built is False and result[0].tag == "img:x"
+
+
+def test_cleanup_removes_a_killed_builds_folder_only_while_no_build_runs(tmp_path, monkeypatch):
+    """A build killed mid-way leaves its 1-2 GB folder; cleanup removes such folders, but not
+    while a build holds the lock (the folder may be that build's own)."""
+    monkeypatch.setattr(image_mod, "BUILD_DIR", str(tmp_path))
+    left = tmp_path / f"{image_mod.BUILD_PREFIX}abc"
+    (left / "rootfs").mkdir(parents=True)
+    (tmp_path / "someone-elses").mkdir()
+    with image_mod._one_build_at_a_time(lambda s: None):
+        assert image_mod.remove_unfinished_builds() == [] and left.exists()
+    assert image_mod.remove_unfinished_builds(dry_run=True) == [left] and left.exists()
+    assert image_mod.remove_unfinished_builds() == [left] and not left.exists()
+    assert (tmp_path / "someone-elses").exists()

@@ -236,8 +236,8 @@ def cluster_down(run_id: str | None) -> None:
 )
 @click.argument("run_ids", nargs=-1, callback=run_ids)
 def cleanup(everything: bool, dry_run: bool, engines: tuple, run_ids: tuple) -> None:
-    """Remove what crashed zkjepsen runs left behind (containers, networks, scratch files);
-    with RUN_IDS, only those runs'.
+    """Remove what crashed zkjepsen runs left behind (containers, networks, scratch files,
+    a killed image build's folder); with RUN_IDS, only those runs'.
 
     Only resources labelled by zkjepsen are touched. Faults die with them: partitions live in the
     containers' own network namespaces, paused containers are killed, faketime files are in the
@@ -272,6 +272,9 @@ def cleanup(everything: bool, dry_run: bool, engines: tuple, run_ids: tuple) -> 
             click.echo(f"removed {run.run_id}{on}: {nc} containers, {nn} networks")
         if not runs:
             click.echo(f"nothing to clean up{on}")
+    if not run_ids:  # this machine's, whatever the engines: a killed image build's folders
+        for d in image_lib.remove_unfinished_builds(dry_run):
+            click.echo(f"{'would remove' if dry_run else 'removed'} unfinished image build {d}")
 
 
 @click.command("demo")

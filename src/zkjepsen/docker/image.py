@@ -266,6 +266,7 @@ def _import(client, recipe: ImageRecipe, rootfs: Path, tarball: Path, tag: str) 
 
 
 BUILD_DIR = "/var/tmp"  # where a build's root filesystem is made (and removed)
+BUILD_PREFIX = "zkjepsen-build-"
 
 
 @contextmanager
@@ -284,6 +285,24 @@ def _one_build_at_a_time(on_progress: Callable[[str], None]) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # and with it the lock
+
+
+def remove_unfinished_builds(dry_run: bool = False) -> list[Path]:
+    """The build folders a killed build left behind (1-2 GB each), removed unless `dry_run`.
+    Only while no build runs on this machine (the build lock is free, and held meanwhile so
+    none starts): every build makes its folder under that lock, so any folder then is stale."""
+    fd = os.open(BUILD_DIR, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return []  # a build is under way: its folder is not ours to judge
+        stale = sorted(Path(BUILD_DIR).glob(f"{BUILD_PREFIX}*"))
+        for d in [] if dry_run else stale:
+            shutil.rmtree(d, ignore_errors=True)
+        return stale
+    finally:
+        os.close(fd)
 
 
 def build_image(
@@ -312,7 +331,7 @@ def build_image(
     with _one_build_at_a_time(on_progress):
         if not force and image_exists(client, tag):  # built by the one we waited for
             return ImageInfo(tag, client.images.get(tag).attrs.get("Size", 0), built=False)
-        work = Path(tempfile.mkdtemp(prefix="zkjepsen-build-", dir=BUILD_DIR))
+        work = Path(tempfile.mkdtemp(prefix=BUILD_PREFIX, dir=BUILD_DIR))
         try:
             rootfs = work / "rootfs"
             _debootstrap(recipe, rootfs, on_progress)
