@@ -85,7 +85,7 @@ class EtcdBackend(ServerCluster):
     @classmethod
     def for_spec(cls, spec: Any, store_dir: Any, **kw: Any) -> EtcdBackend:
         backend = super().for_spec(spec, store_dir, **kw)
-        backend.settings = (spec.service or EtcdSettings()).settled()
+        backend.settings = (getattr(spec, "service", None) or EtcdSettings()).settled()
         return backend
 
     def _args(self, node: Node, peers: list[Node], state: str = "new") -> list[str]:

@@ -136,7 +136,7 @@ class RedisBackend(ServerCluster):
     @classmethod
     def for_spec(cls, spec: Any, store_dir: Path, **kw: Any) -> RedisBackend:
         backend = super().for_spec(spec, store_dir, **kw)
-        backend.fsync = getattr(spec.service, "fsync", None)
+        backend.fsync = getattr(getattr(spec, "service", None), "fsync", None)
         return backend
 
     @property
