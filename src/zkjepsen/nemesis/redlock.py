@@ -83,8 +83,7 @@ class PartitionRedlock(IptablesFault):
 def restart_under_holder(ctx: NemesisContext, cut: list[str], detail: dict[str, Any]) -> None:
     """Wait (up to 3 TTLs) until a cut client holds a lock it took after the cut landed, and
     no lock taken by a cut client before its cut is left on the masters it no longer sees;
-    then kill
-    and start the `restart` master. Without such an acquire the master is not restarted
+    then kill and start the `restart` master. Without such an acquire the master is not restarted
     (`detail["restarted"] = False`): the fault did not happen, and the detail says so."""
     node = ctx.node(detail["restart"])
     run_dir = ctx.run_dir
@@ -93,30 +92,13 @@ def restart_under_holder(ctx: NemesisContext, cut: list[str], detail: dict[str, 
     tracker = ctx.state.setdefault("holders", HolderTracker(run_dir))
     before = tracker.poll()
     latest = max(before.values(), default=-1)  # acquires up to now were made before the cut
-    cut_idx = {int(c[1:]) for c in cut}
     deadline = time.monotonic() + 3 * ctx.session_timeout_s
-    unseen = [ctx.node(m) for m in detail["unseen_masters"]]
-    holder = None
-    while holder is None and time.monotonic() < deadline:
-        fresh = {i: t for i, t in tracker.poll().items() if t > latest and i in cut_idx}
-        holder = max(fresh, key=lambda i: fresh[i]) if fresh else None
-        # A cut client's lock taken just before its cut landed stays on the masters it no
-        # longer sees until its TTL runs out, and blocks the other side's majority: wait
-        # until it has expired (the other side's own keys there are passing attempts).
-        if holder is not None and _stale(ctx, unseen, cut_idx):
-            holder = None
-        if holder is None:
-            time.sleep(0.01)
-    detail["restarted"] = holder is not None
-    if holder is None:
+    found = _hold_on_the_cut_side(ctx, tracker, latest, cut, detail, deadline)
+    detail["restarted"] = found is not None
+    if found is None:
         return
+    holder, detail["lock_before"] = found
     detail["holder"] = f"c{holder}"
-    # Where the lock is now, master by master: the holder's value on exactly the masters its
-    # side sees is the proof that the cut shaped its majority.
-    nodes = list(ctx.backend.nodes)
-    detail["lock_before"] = dict(
-        zip([n.name for n in nodes], ctx.each(lambda n: _lock_values(ctx, n), nodes), strict=True)
-    )
     t0 = time.monotonic()
     ctx.backend.kill(node)
     ctx.backend.restart(node)
@@ -125,6 +107,41 @@ def restart_under_holder(ctx: NemesisContext, cut: list[str], detail: dict[str, 
     detail["down_s"] = round(time.monotonic() - t0, 3)
     detail["lock_after"] = _lock_values(ctx, node)  # {} or the next holder's: it forgot
     detail["holding_after_restart"] = tracker.holding(holder)
+
+
+def _hold_on_the_cut_side(
+    ctx: NemesisContext,
+    tracker: HolderTracker,
+    latest: int,
+    cut: list[str],
+    detail: dict[str, Any],
+    deadline: float,
+) -> tuple[int, dict[str, Any]] | None:
+    """The newest cut client holding a lock taken after the cut, and where the lock is, master
+    by master, while it held: the holder's value on exactly the masters its side sees is the
+    proof that the cut shaped its majority. None if no cut client held by the deadline."""
+    cut_idx = {int(c[1:]) for c in cut}
+    unseen = [ctx.node(m) for m in detail["unseen_masters"]]
+    nodes = list(ctx.backend.nodes)
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+        held = tracker.poll()
+        fresh = {i: t for i, t in held.items() if t > latest and i in cut_idx}
+        if not fresh:
+            continue
+        holder = max(fresh, key=lambda i: fresh[i])
+        # A cut client's lock taken just before its cut landed stays on the masters it no
+        # longer sees until its TTL runs out, and blocks the other side's majority: wait
+        # until it has expired (the other side's own keys there are passing attempts).
+        if _stale(ctx, unseen, cut_idx):
+            continue
+        values = ctx.each(lambda n: _lock_values(ctx, n), nodes)
+        # The snapshot counts only if the holder still held the same lock after it: a
+        # release logs its invoke before it deletes a key, so a snapshot taken mid-release
+        # (the key gone from some masters only) is seen here and taken again.
+        if tracker.poll().get(holder) == fresh[holder]:
+            return holder, dict(zip([n.name for n in nodes], values, strict=True))
+    return None
 
 
 def _stale(ctx: NemesisContext, unseen: list, cut_idx: set[int]) -> bool:
