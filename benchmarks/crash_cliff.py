@@ -125,7 +125,7 @@ def history(
     plan = _small_plan(calls, rng, values) if stale and values else None
     for point, k, _, start, end, f, crashed, took, forced in sorted(calls):
         new = next(fresh) if not values else rng.randrange(values)
-        if plan and start < plan[2] and (crashed or end >= plan[1]) and new == plan[3]:
+        if plan and start <= plan[2] and (crashed or end >= plan[1]) and new == plan[3]:
             new = (new + 1 + rng.randrange(values - 1)) % values  # anything but the read's
         old = reg if rng.random() < HIT else rng.choice(recent)
         if forced:
@@ -156,7 +156,7 @@ def _small_plan(
     calls: list[list], rng: random.Random, values: int
 ) -> tuple[int, float, float, int] | None:
     """With values from a small domain: a late read r (ok) that will return v, and a write j
-    (ok) that returned before r was called. No op called before r returned writes v if it
+    (ok) that returned before r was called. No op called by the time r returned writes v if it
     crashed (it may land any time) or returned after j was called: every write of v that
     could come before r completed before j, which overwrote it, so nothing explains r.
     (r, j's call time, r's return time, v), or None (no such read)."""
