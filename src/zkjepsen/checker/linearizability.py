@@ -132,15 +132,17 @@ def _fast_paths(
             done[k] = new(Outcome, (True, ops, [], [], None, made))  # (no Python-level __new__)
             paths[k] = "sweep"
         else:
+            if verdict is False:
+                done_now = in_sequence(ops, model.init())  # WGL's outcome, without the search
+                if done_now is not None:
+                    done[k] = done_now
+                    paths[k] = "sweep"
+                    return running, (False, done, f"partition {k!r} is not linearizable")
             # The read-from path (readfrom.py): where written values are unique it decides
             # what the sweep cannot (crashed ops, heavy concurrency), and explains a
             # refutation by a core of a few ops the search then needs only a few steps for;
             # where values repeat, overwritten.py refutes a read of an overwritten value.
-            # Both before WGL's outcome of a sweep's refutation: they name the op to blame.
             fast = fast_decide(ops, init())
-            if fast is None and verdict is False:
-                now = in_sequence(ops, model.init())  # WGL's outcome, without the search
-                fast = None if now is None else (False, now, "sweep")
             if fast is not None:
                 done[k] = fast[1]
                 paths[k] = fast[2]
