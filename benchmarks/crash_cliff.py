@@ -13,15 +13,27 @@ The generator differs from stale_read.py's where the read-from path once fell of
 - every SHAPE_EVERY calls, in a quiet moment, the shape that made `_certify` give up: two
   overlapping blind writes, and a failed cas that is the one op saying which came last
   (`_shape`). It occurs by chance too, about once per 600 k calls of this generator.
-Values are unique (every write and cas writes a fresh number) or drawn from 0..4
-(`--values 5`). A planted stale read is a late read that returns the value the register held
-just before a write or cas that returned before the read was called.
+Values are unique (every write and cas writes a fresh number) or drawn from 0..4 (the
+"small-" cases). A planted stale read is a late read that nothing explains, so that it alone
+breaks linearizability (the rest is generated valid):
+- unique values (`_plant`): it returns the value v that a write or cas j, which returned
+  before the read was called, replaced, where v's writer returned before j was called (until
+  2026-11-27 v's writer could still be running, or have crashed, and land after j: then the
+  read was no violation, and `stale-5x10k` was rightly decided valid);
+- values 0..4 (`_small_plan`): it returns v where no op called by the time it returned
+  writes v if it crashed or returned after a write j (returned before the read was called)
+  was called. So no crashed op before the read writes v: with five values and 10 % crashed
+  ops, a crashed write of v pending since early on would otherwise explain almost any read.
+  `window_brute.py` confirms these reads by a brute force on a window around them.
 
 Each case is written as a Jepsen log and checked by a fresh `zkjepsen check --json` process
 (default limits: 60 s, 2 GiB), reporting its verdict, path, wall and CPU time (the process's,
-loading included), peak RSS, and whether the op named (`blamed`) is the planted read.
+loading included), peak RSS, and whether the op named is the planted read: `blamed`, the
+violation's `clients` and the headline on stderr. With `--seeds N`, N histories per case and
+how many named it.
 
     .venv/bin/python benchmarks/crash_cliff.py --rounds 3 [--case valid-5x1M ...]
+    .venv/bin/python benchmarks/crash_cliff.py --rounds 1 --seeds 20 --case stale-5x10k
 """
 
 from __future__ import annotations

@@ -123,7 +123,9 @@ def main() -> int:
     ap.add_argument("--case", action="append", help="crash_cliff's small-stale cases")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--seeds", type=int, default=1)
-    ap.add_argument("--before", type=int, default=40, help="a: this long before the read's call")
+    ap.add_argument(
+        "--before", type=int, default=40, help="a: this long before the read's call (then 2x, 3x)"
+    )
     args = ap.parse_args()
     names = args.case or [c[0] for c in crash_cliff.CASES if c[0].startswith("small-stale")]
     for name in names:
@@ -133,9 +135,12 @@ def main() -> int:
             cs = calls(h)
             done = h.ops[planted]  # the read's completion: its call
             r = next(k for k, c in enumerate(cs) if c[6] == done.process and c[5] == done.time)
-            a = cs[r][4] - args.before
             domain = list(range(values))
-            with_read, size, free = window(cs, r, a, domain, False)
+            for before in (args.before, 2 * args.before, 3 * args.before):
+                a = cs[r][4] - before  # wider and wider until the overwrite is in it
+                with_read, size, free = window(cs, r, a, domain, False)
+                if not with_read:
+                    break
             without = window(cs, r, a, domain, True)[0]
             print(
                 f"{name} seed {seed}: window [{a}, {cs[r][5]}] ({size} ops, {free} free ones "

@@ -124,4 +124,4 @@ def test_overwritten_refutes_only_what_the_brute_force_refutes():
             if refute(ops, m.init()) is not None:
                 assert brute_force(crashed_as_never_completed(calls), MODEL) is False, calls
                 fired += 1
-    assert fired > 100, fired
+    assert fired > 60, fired  # (105 with these seeds)
