@@ -13,15 +13,27 @@ The generator differs from stale_read.py's where the read-from path once fell of
 - every SHAPE_EVERY calls, in a quiet moment, the shape that made `_certify` give up: two
   overlapping blind writes, and a failed cas that is the one op saying which came last
   (`_shape`). It occurs by chance too, about once per 600 k calls of this generator.
-Values are unique (every write and cas writes a fresh number) or drawn from 0..4
-(`--values 5`). A planted stale read is a late read that returns the value the register held
-just before a write or cas that returned before the read was called.
+Values are unique (every write and cas writes a fresh number) or drawn from 0..4 (the
+"small-" cases). A planted stale read is a late read that nothing explains, so that it alone
+breaks linearizability (the rest is generated valid):
+- unique values (`_plant`): it returns the value v that a write or cas j, which returned
+  before the read was called, replaced, where v's writer returned before j was called (until
+  2026-11-27 v's writer could still be running, or have crashed, and land after j: then the
+  read was no violation, and `stale-5x10k` was rightly decided valid);
+- values 0..4 (`_small_plan`): it returns v where no op called by the time it returned
+  writes v if it crashed or returned after a write j (returned before the read was called)
+  was called. So no crashed op before the read writes v: with five values and 10 % crashed
+  ops, a crashed write of v pending since early on would otherwise explain almost any read.
+  `window_brute.py` confirms these reads by a brute force on a window around them.
 
 Each case is written as a Jepsen log and checked by a fresh `zkjepsen check --json` process
 (default limits: 60 s, 2 GiB), reporting its verdict, path, wall and CPU time (the process's,
-loading included), peak RSS, and whether the op named (`blamed`) is the planted read.
+loading included), peak RSS, and whether the op named is the planted read: `blamed`, the
+violation's `clients` and the headline on stderr. With `--seeds N`, N histories per case and
+how many named it.
 
     .venv/bin/python benchmarks/crash_cliff.py --rounds 3 [--case valid-5x1M ...]
+    .venv/bin/python benchmarks/crash_cliff.py --rounds 1 --seeds 20 --case stale-5x10k
 """
 
 from __future__ import annotations
@@ -62,6 +74,7 @@ CASES = [  # name, clients, ops, values (0: unique), plant a stale read
     ("stale-5x100k", 5, 100_000, 0, True),
     ("small-stale-5x10k", 5, 10_000, 5, True),
     ("small-stale-20x1k", 20, 1_000, 5, True),
+    ("small-stale-5x100k", 5, 100_000, 5, True),
 ]
 
 
@@ -120,8 +133,12 @@ def history(
     reg, recent = None, [None]
     out: list[list] = [[]] * len(calls)  # f, invoke value, completion value, type
     held: list[tuple[float, object]] = []  # (point, value after) of each op that took effect
-    for point, k, _, _, _, f, crashed, took, forced in sorted(calls):
+    writer: dict[object, int] = {}  # value -> the call that wrote it (unique values)
+    plan = _small_plan(calls, rng, values) if stale and values else None
+    for point, k, _, start, end, f, crashed, took, forced in sorted(calls):
         new = next(fresh) if not values else rng.randrange(values)
+        if plan and start <= plan[2] and (crashed or end >= plan[1]) and new == plan[3]:
+            new = (new + 1 + rng.randrange(values - 1)) % values  # anything but the read's
         old = reg if rng.random() < HIT else rng.choice(recent)
         if forced:
             old = recent[-2]  # the value the last write replaced
@@ -135,17 +152,51 @@ def history(
         if took and f != "read" and out[k][3] == "ok":
             reg = new
             recent = (recent + [new])[-8:]
+            writer[new] = k
         if took:
             held.append((point, reg))
         if crashed:
             out[k][2:] = [out[k][1], "info"]
-    planted = _plant(calls, out, held) if stale else None
+    planted = _plant(calls, out, held, writer) if stale and not values else None
+    if plan:
+        planted = plan[0]
+        out[planted][2] = plan[3]
     return _events(calls, out, clients, planted)
 
 
-def _plant(calls: list[list], out: list[list], held: list[tuple[float, object]]) -> int | None:
-    """A late read returns the value held just before the last write or cas (ok) that returned
-    before the read was called. Its call index."""
+def _small_plan(
+    calls: list[list], rng: random.Random, values: int
+) -> tuple[int, float, float, int] | None:
+    """With values from a small domain: a late read r (ok) that will return v, and a write j
+    (ok) that returned before r was called. No op called by the time r returned writes v if it
+    crashed (it may land any time) or returned after j was called: every write of v that
+    could come before r completed before j, which overwrote it, so nothing explains r.
+    (r, j's call time, r's return time, v), or None (no such read)."""
+    by_start = sorted(range(len(calls)), key=lambda k: calls[k][3])
+    for r in by_start[int(0.9 * len(calls)) :]:
+        if calls[r][5] != "read" or calls[r][6]:
+            continue
+        done = [
+            j
+            for j in range(max(0, r - 40), r)
+            if calls[j][4] < calls[r][3] and calls[j][5] == "write" and not calls[j][6]
+        ]
+        if done:
+            j = max(done, key=lambda j: calls[j][4])
+            return r, calls[j][3], calls[r][4], rng.randrange(values)
+    return None
+
+
+def _plant(
+    calls: list[list], out: list[list], held: list[tuple[float, object]], writer: dict
+) -> int | None:
+    """A late read returns a value v that a write or cas j, which returned before the read was
+    called, replaced; v's writer w (unique values: the one op that wrote v) completed, and
+    returned before j was called. In every linearization w < j < the read, and j wrote
+    another value, so nothing explains the read (a crashed or still running w could be
+    placed after j, as in this generator's first version: those reads were no violation).
+    Without it the history is the valid one generated: it alone breaks linearizability.
+    Its call index."""
     points = [p for p, _ in held]
     for k in sorted(range(len(calls)), key=lambda k: calls[k][3])[int(0.9 * len(calls)) :]:
         if out[k][0] != "read" or out[k][3] != "ok":
@@ -156,14 +207,18 @@ def _plant(calls: list[list], out: list[list], held: list[tuple[float, object]])
             for j in range(max(0, k - 40), k)
             if calls[j][4] < start and out[j][0] != "read" and out[j][3] == "ok"
         ]
-        if not done:
-            continue
-        j = max(done, key=lambda j: calls[j][4])
-        i = bisect.bisect_left(points, calls[j][0])
-        before = held[i - 1][1] if i > 0 else None
-        if before is not None and before != out[k][2]:
-            out[k][2] = before
-            return k
+        for j in sorted(done, key=lambda j: -calls[j][4]):
+            i = bisect.bisect_left(points, calls[j][0])
+            before = held[i - 1][1] if i > 0 else None
+            w = writer.get(before)
+            if (
+                w is not None
+                and out[w][3] == "ok"
+                and calls[w][4] < calls[j][3]
+                and before != out[k][2]
+            ):
+                out[k][2] = before
+                return k
     return None
 
 
@@ -200,7 +255,10 @@ def check(path: str) -> dict:
         wall = time.perf_counter() - t0
         out.seek(0)
         doc = json.loads(out.read() or b"{}")
+        err.seek(0)
+        headline = err.read().decode(errors="replace").partition("\n")[0]
     return {
+        "headline": headline,
         "exit": proc.returncode,
         "doc": doc,
         "wall": wall,
@@ -209,11 +267,52 @@ def check(path: str) -> dict:
     }
 
 
+def _case(name: str, seed: int, args: argparse.Namespace, tmp: str) -> bool | None:
+    """Check one case's history of this seed and print a line; whether the planted read was
+    named (None: no read planted)."""
+    path = str(Path(args.keep or tmp) / f"{name}-seed{seed}.log")
+    # Written by another process: a check forked from one holding the history would
+    # count its pages in the check's peak RSS.
+    me = [sys.executable, __file__, "--seed", str(seed), "--write", name, path]
+    # (".planted2": logs kept before the planted read's rule changed are written again)
+    mark = Path(path + ".planted2")
+    if args.keep and mark.exists():
+        planted = json.loads(mark.read_text())
+    else:
+        planted = json.loads(subprocess.run(me, capture_output=True, check=True).stdout)
+        if args.keep:
+            mark.write_text(json.dumps(planted))
+    runs = [check(path) for _ in range(args.rounds)]
+    doc = runs[-1]["doc"]
+    blamed = doc.get("blamed") or {}
+    clients = [v.get("clients") for v in doc.get("violations", [])]
+    named = None
+    if planted is not None:  # the op and the client named: the headline's and the JSON's
+        said = f"NOT linearizable: {blamed.get('op')} by process {planted[1]} "
+        named = (
+            blamed.get("complete_index") == planted[0]
+            and clients == [[planted[1]]]
+            and said in runs[-1]["headline"]
+        )
+    print(
+        f"{name} (seed {seed}): {doc.get('valid')} by {doc.get('decided_by')} (refuted by "
+        f"{doc.get('refuted_by')}), wall median "
+        f"{statistics.median(r['wall'] for r in runs):.2f} s, cpu median "
+        f"{statistics.median(r['cpu'] for r in runs):.2f} s, peak "
+        f"{max(r['peak_mib'] for r in runs):.0f} MiB; named {blamed.get('op')!r} "
+        f"({doc.get('blamed_because')}), the planted read: {named}; "
+        f"reason: {doc.get('reason')}"
+    )
+    sys.stdout.flush()
+    return named
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=3, help="checks per case (median)")
     ap.add_argument("--case", action="append", help="only these cases (repeatable)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--seeds", type=int, default=1, help="histories per case: seeds from --seed on")
     ap.add_argument("--write", nargs=2, metavar=("CASE", "FILE"), help=argparse.SUPPRESS)
     ap.add_argument(
         "--keep",
@@ -227,7 +326,7 @@ def main() -> int:
         share = NO_CRASHED_WRITES if "-nocw" in name else CRASH_SHARE
         h, planted = history(n, clients, values, stale, seed=args.seed, share=share)
         write_jepsen_log(h, args.write[1])
-        print(json.dumps(planted))
+        print(json.dumps(None if planted is None else [planted, h.ops[planted].process]))
         return 0
     cases = [c for c in CASES if not args.case or c[0] in args.case]
     if not cases:
@@ -236,30 +335,16 @@ def main() -> int:
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     with tempfile.TemporaryDirectory() as tmp:
         for name, *_ in cases:
-            path = str(Path(args.keep or tmp) / f"{name}-seed{args.seed}.log")
-            # Written by another process: a check forked from one holding the history would
-            # count its pages in the check's peak RSS.
-            me = [sys.executable, __file__, "--seed", str(args.seed), "--write", name, path]
-            if args.keep and Path(path + ".planted").exists():
-                planted = json.loads(Path(path + ".planted").read_text())
-            else:
-                planted = json.loads(subprocess.run(me, capture_output=True, check=True).stdout)
-                if args.keep:
-                    Path(path + ".planted").write_text(json.dumps(planted))
-            runs = [check(path) for _ in range(args.rounds)]
-            doc = runs[-1]["doc"]
-            blamed = doc.get("blamed") or {}
-            named = None if planted is None else blamed.get("complete_index") == planted
-            print(
-                f"{name}: {doc.get('valid')} by {doc.get('decided_by')} (refuted by "
-                f"{doc.get('refuted_by')}), wall median "
-                f"{statistics.median(r['wall'] for r in runs):.2f} s, cpu median "
-                f"{statistics.median(r['cpu'] for r in runs):.2f} s, peak "
-                f"{max(r['peak_mib'] for r in runs):.0f} MiB; named {blamed.get('op')!r} "
-                f"({doc.get('blamed_because')}), the planted read: {named}; "
-                f"reason: {doc.get('reason')}"
-            )
-            sys.stdout.flush()
+            named = [
+                _case(name, seed, args, tmp) for seed in range(args.seed, args.seed + args.seeds)
+            ]
+            if args.seeds > 1 and any(x is not None for x in named):
+                print(
+                    f"{name}: the planted read named (op, clients, headline) in "
+                    f"{named.count(True)} of {len(named) - named.count(None)} histories with "
+                    f"one (seeds {args.seed}..{args.seed + args.seeds - 1}; "
+                    f"{named.count(None)} without a planted read)"
+                )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 

@@ -48,8 +48,8 @@ from typing import Any
 from zkjepsen.checker import Result, Violation
 from zkjepsen.checker.blame import blame
 from zkjepsen.checker.models import ILLEGAL, Model
+from zkjepsen.checker.overwritten import fast_decide
 from zkjepsen.checker.partitions import build, builder, group, prepare
-from zkjepsen.checker.readfrom import decide as from_reads
 from zkjepsen.checker.sweep import decide
 from zkjepsen.checker.wgl import SLICE, LinOp, Outcome, in_sequence, search
 from zkjepsen.errors import BadInput
@@ -140,11 +140,12 @@ def _fast_paths(
                     return running, (False, done, f"partition {k!r} is not linearizable")
             # The read-from path (readfrom.py): where written values are unique it decides
             # what the sweep cannot (crashed ops, heavy concurrency), and explains a
-            # refutation by a core of a few ops the search then needs only a few steps for.
-            fast = from_reads(ops, init())
+            # refutation by a core of a few ops the search then needs only a few steps for;
+            # where values repeat, overwritten.py refutes a read of an overwritten value.
+            fast = fast_decide(ops, init())
             if fast is not None:
                 done[k] = fast[1]
-                paths[k] = "read-from"
+                paths[k] = fast[2]
                 if not fast[0]:
                     for g in running.values():
                         g.close()

@@ -205,7 +205,10 @@ def _not_linearizable(d: dict[str, Any]) -> str:
 
     stuck = d["cannot_place"]
     blamed = d.get("blamed") or stuck
-    of = " of the conflict (read-from path)" if d.get("refuted_by") == "read-from" else ""
+    of = {
+        "read-from": " of the conflict (read-from path)",
+        "overwritten": " (an overwritten read)",
+    }.get(str(d.get("refuted_by")), "")
     placed = (
         f"{named(stuck)} cannot be placed after a linearizable prefix of "
         f"{d['longest_prefix_length']} ops{of}"
