@@ -46,7 +46,8 @@ def test_partition_then_restart_makes_a_master_forget_the_cut_holders_lock(redis
     assert faults and all(f["f"] == "partition-redlock-restart" for f in faults)
     for fault in faults:
         d = fault["detail"]
-        assert fault["targets"] == d["cut_clients"] and len(d["cut_clients"]) == 2
+        # Half the clients running at the fault (2 of 4; 1 once a client's main phase ended).
+        assert fault["targets"] == d["cut_clients"] and 1 <= len(d["cut_clients"]) <= 2
         assert d["holder_when_cut"] not in d["cut_clients"]
         assert "n1" in d["seen_masters"] and len(d["unseen_masters"]) == 2
         assert d["restart"] in d["seen_masters"] and d["restart"] != "n1"
