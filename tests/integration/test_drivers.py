@@ -13,7 +13,7 @@ from kazoo.client import KazooClient
 from wire import WireProgram
 
 from zkjepsen.client import seal
-from zkjepsen.docker import resources
+from zkjepsen.docker import freeze, resources
 from zkjepsen.recipes import RECIPES
 
 DRIVERS = [
@@ -233,7 +233,7 @@ def test_a_paused_holder_past_its_session(recipe, programs, kz, docker_client):
     kz.create(res, b"{}")
     a, b = programs(recipe, lock, 3000), programs(recipe, lock, 3000)
     _ok(a.request("acquire", timeout_ms=5000))
-    docker_client.api.pause(a.container)
+    freeze.pause(docker_client.containers.get(a.container))  # the pause faults' own freeze
     try:
         tb = b.request("acquire", timeout_ms=15000)
         assert tb["type"] == "ok", tb  # the session of a expired, its node went with it

@@ -37,7 +37,9 @@ def test_double_barrier_is_valid_without_faults(tmp_path, zk_image):
     b = run.results["barrier"]
     assert run.valid is True, b
     assert b["passes"] >= 10 and b["early_pass_count"] == 0 and b["stuck_count"] == 0
-    assert b["passes"] == b["enters"]  # every member that entered passed
+    # Every member that entered passed, but for waits the run's end cut short (at most one
+    # per client: on a loaded machine a round can still be filling when the main phase ends).
+    assert 0 <= b["enters"] - b["passes"] <= b["cut_short"] <= spec.clients, b
 
 
 def test_holder_dies_mid_update_paper_lock_shows_it_ready_file_prevents_it(tmp_path, zk_image):

@@ -42,7 +42,7 @@ from zkjepsen.client.spec import (
     WARP_NAME,
     ClientSpec,
 )
-from zkjepsen.docker import mounts, netns, resources, timewarp
+from zkjepsen.docker import freeze, mounts, netns, resources, timewarp
 from zkjepsen.history.jsonl import Tailer
 from zkjepsen.store import RunDir
 
@@ -115,7 +115,7 @@ class ClientHandle:
         return f"c{self.index}"
 
     def pause(self) -> None:
-        self.container.pause()
+        freeze.pause(self.container)
 
     def resume(self) -> None:
         self.container.unpause()

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from zkjepsen.docker import mounts, netns, powerfs, resources, signals, subnets, supervise
+from zkjepsen.docker import freeze, mounts, netns, powerfs, resources, signals, subnets, supervise
 from zkjepsen.errors import BadInput, EnvironmentProblem
 
 SERVER_IP_OFFSET = 10  # n1 = .11, n2 = .12, ...; clients get .101 and up
@@ -206,7 +206,7 @@ class ContainerCluster:
         self._container(node).kill(signal="SIGSTOP")
 
     def pause(self, node: Node) -> None:
-        self._container(node).pause()
+        freeze.pause(self._container(node))
 
     def resume(self, node: Node) -> None:
         self._container(node).unpause()
