@@ -50,11 +50,16 @@ def cell_lines(root: Path) -> list[str]:
     verdicts: Counter = Counter(str(r["valid"]) for r in runs)
     lost: dict[str, list[int]] = {}
     executed: Counter = Counter()
+    unknown: Counter = Counter()  # runs with a part unknown, by its reason's start
+    acked = 0  # power losses that landed right after the acquirer's acknowledged write
     errors: list[str] = []
     for r in runs:
         res = r["results"]
         hit = False
         for name, part in res.items():
+            if isinstance(part, dict) and part.get("valid") == "unknown" and name != "power":
+                why = re.sub(r"\d+", "N", str(part.get("reason", "")))  # its kind, not whose
+                unknown[name + ": " + why.split(":")[0][:60]] += 1
             if not isinstance(part, dict) or part.get("valid") is not False:
                 continue
             if name in LOCK_PARTS:
@@ -66,6 +71,7 @@ def cell_lines(root: Path) -> list[str]:
         for f in _faults(root, r["store"]):
             executed[f["f"]] += 1
             d = f.get("detail") or {}
+            acked += bool(d.get("after_ack"))
             if f.get("error"):
                 errors.append(f"seed {r['seed']} {f['f']}: {str(f['error'])[:90]}")
             if "lost_bytes" in d:
@@ -80,7 +86,8 @@ def cell_lines(root: Path) -> list[str]:
         f"  lock/fencing broken: {rate_text(broke, len(runs))}; verdicts {dict(verdicts)}",
         f"  lock/fencing kinds (runs): {dict(kinds) or 'none'}; other invalid parts (runs): "
         f"{dict(others) or 'none'}",
-        f"  faults executed: {dict(executed)}",
+        f"  unknown parts (runs): {dict(unknown) or 'none'}",
+        f"  faults executed: {dict(executed)} ({acked} right after an acknowledged write)",
     ]
     for f, values in sorted(lost.items()):
         lines.append(
