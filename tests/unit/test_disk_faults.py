@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -13,12 +14,14 @@ from test_checker_lock import H
 
 from zkjepsen.backends.postgres.service import PostgresSettings
 from zkjepsen.backends.registry import backend_info
+from zkjepsen.checker.fencing import FencingChecker
 from zkjepsen.checker.lock import LockChecker
 from zkjepsen.docker import powerfs
 from zkjepsen.errors import BadInput
 from zkjepsen.faultkinds import KINDS, unmet
 from zkjepsen.nemesis import disk
 from zkjepsen.nemesis.disk import corrupt
+from zkjepsen.report.summary import summarise
 
 
 def test_the_layers_answer_is_read_back_and_its_absence_is_empty():
@@ -57,6 +60,79 @@ def test_a_split_holder_after_a_power_loss_names_it():
     assert overlap["faults"] == []  # the overlap began after the fault's window
     assert overlap["after_disk_fault"]["f"] == "power-loss-all"
     assert r.violations[0].evidence["after_disk_fault"]["fault_id"] == 3
+    # ...and so does the verdict's line, though no fault was active in the overlap
+    assert summarise(r).endswith("during no fault, after power-loss-all at 0.00s")
+
+
+S = 1_000_000_000
+
+
+def _redis_power_loss(h: H) -> H:
+    """Redis with appendfsync everysec: clients 1 and 3 get tokens 10 and 11 (INCR) and write
+    versions 5 and 6; every server loses power at 20 s (both INCRs and both writes go with
+    it); after it client 2 is granted 11 again and its write gets version 5 again."""
+    h.call(1 * S, 2 * S, 1, "acquire", "/l", out={"token": 10}, client=1)
+    h.call(3 * S, 4 * S, 1, "write", "/r", {"token": 10}, out={"version": 5}, client=1)
+    h.call(5 * S, 6 * S, 1, "release", "/l", client=1)
+    h.call(7 * S, 8 * S, 3, "acquire", "/l", out={"token": 11}, client=3)
+    h.call(9 * S, 10 * S, 3, "write", "/r", {"token": 11}, out={"version": 6}, client=3)
+    h.call(11 * S, 12 * S, 3, "release", "/l", client=3)
+    h.fault(20 * S, 1, "power-loss-all", "start", targets=("n1",))
+    h.fault(25 * S, 1, "power-loss-all", "end", targets=("n1",))
+    h.call(30 * S, 31 * S, 2, "acquire", "/l", out={"token": 11}, client=2)
+    return h
+
+
+def test_a_reused_token_after_a_power_loss_names_it():
+    h = _redis_power_loss(H())
+    h.call(32 * S, 33 * S, 2, "write", "/r", {"token": 11}, out={"version": 5}, client=2)
+    h.call(34 * S, 35 * S, 2, "release", "/l", client=2)
+    r = FencingChecker().check(h.history())
+    assert r.valid is False and r.counts == {"reused-token": 1}
+    v = r.violations[0]
+    assert (v.kind, v.clients, v.start, v.end) == ("reused-token", (3, 2), 8 * S, 31 * S)
+    assert [f["f"] for f in v.faults] == ["power-loss-all"]
+    assert v.evidence["after_disk_fault"]["start"] == 20 * S
+    assert summarise(r) == (
+        "1 reused tokens; first: clients [3, 2] at 8.00s-31.00s during power-loss-all"
+    )
+
+
+def test_a_write_out_of_version_order_after_a_power_loss_has_an_ordered_window():
+    """The power loss took the resource's versions back too: in version order client 2's
+    write (version 5, token 12, acked at 33 s) comes before client 1's (version 6, token 10,
+    acked at 10 s). The window runs from the earlier ack to the later and names the fault."""
+    h = H()
+    h.call(1 * S, 2 * S, 1, "acquire", "/l", out={"token": 10}, client=1)
+    h.call(9 * S, 10 * S, 1, "write", "/r", {"token": 10}, out={"version": 6}, client=1)
+    h.call(11 * S, 12 * S, 1, "release", "/l", client=1)
+    h.fault(20 * S, 1, "power-loss-all", "start", targets=("n1",))
+    h.fault(25 * S, 1, "power-loss-all", "end", targets=("n1",))
+    h.call(30 * S, 31 * S, 2, "acquire", "/l", out={"token": 12}, client=2)
+    h.call(32 * S, 33 * S, 2, "write", "/r", {"token": 12}, out={"version": 5}, client=2)
+    h.call(34 * S, 35 * S, 2, "release", "/l", client=2)
+    r = FencingChecker().check(h.history())
+    v = r.violations[0]
+    assert (v.kind, v.clients, v.start, v.end) == ("backwards", (2, 1), 10 * S, 33 * S)
+    assert [f["f"] for f in v.faults] == ["power-loss-all"]
+    assert "at 10.00s-33.00s during power-loss-all" in summarise(r)
+
+
+def test_a_fault_that_keeps_the_disk_is_not_named_after_its_window():
+    """By the fault's kind: a kill (family process) takes nothing that outlives it, so an
+    overlap after its window names no fault; a power loss (family disk) is named. (A reused
+    token's window, from one grant to the other, spans the fault that took the counter.)"""
+    for f, named in (("kill-one", False), ("power-loss-one", True)):
+        h = H()
+        h.fault(1, 3, f, "start", targets=("n1",))
+        h.call(0, 2, 1, "acquire", "/l", out={"token": 10}, client=1)
+        h.fault(4, 3, f, "end", targets=("n1",))
+        h.call(5, 6, 2, "acquire", "/l", out={"token": 10}, client=2)
+        h.call(9, 10, 1, "release", "/l", client=1)
+        h.call(11, 12, 2, "release", "/l", client=2)
+        r = LockChecker().check(h.history())
+        assert r.valid is False
+        assert (f"after {f}" in summarise(r)) is named, summarise(r)
 
 
 def test_disk_faults_apply_only_where_the_servers_name_their_data():
@@ -107,6 +183,32 @@ def test_a_power_loss_on_an_acquire_waits_for_the_acquirers_acknowledged_write(
     assert disk.await_ack(ctx, 3, 10) == {"client": "c3", "f": "add", "ok_ns": 13}
     monkeypatch.setattr(disk, "ACK_WAIT_S", 0.05)
     assert disk.await_ack(ctx, 3, 13) is None  # none after it: bounded, then lands anyway
+
+
+def test_await_ack_sees_an_ack_appended_while_it_waits(tmp_path, monkeypatch):
+    """The client's file is followed, not re-read: an ack written (in two pieces, as a
+    client's write may land) after the wait began is found; a cut line is not a record."""
+    import threading
+
+    files = _Files(tmp_path)
+    ctx = SimpleNamespace(run_dir=files)
+    _history(files, 2, [{"time": 10, "f": "acquire", "type": "ok", "process": 2}])
+    monkeypatch.setattr(disk, "ACK_WAIT_S", 60.0)  # the bound is not what ends this wait
+    line = json.dumps({"time": 14, "f": "write", "type": "ok", "process": 2}) + "\n"
+    path = files.client_history(2)
+
+    def later():
+        for part in (line[:9], line[9:]):
+            time.sleep(0.1)
+            with path.open("a") as fh:
+                fh.write(part)
+
+    t = threading.Thread(target=later)
+    t.start()
+    try:
+        assert disk.await_ack(ctx, 2, 10) == {"client": "c2", "f": "write", "ok_ns": 14}
+    finally:
+        t.join()
 
 
 def test_postgres_presets_and_the_targets_one_server_cannot_mean():

@@ -79,3 +79,45 @@ def test_what_each_preset_runs():
 def test_fsync_refusals_are_one_sentence(args, words, here, capsys):  # noqa: F811
     code, err = run_cli(["test", *args], capsys)
     assert_refused(code, err, here, *words)
+
+
+def test_a_relaxed_matrix_marks_etcd_3_4_rows_na_and_runs_the_rest(tmp_path, monkeypatch):
+    """etcd 3.4 has no --unsafe-no-fsync: `matrix --fsync relaxed` with etcd 3.4 rows (etcd
+    3.4's only Go driver among them) marks those rows' cells n/a with the reason and runs the
+    ZooKeeper and Redis cells, rather than refusing the whole matrix."""
+    import json
+
+    from test_many_interrupted import finished_run
+
+    from zkjepsen.cli import main, matrix
+    from zkjepsen.run import many
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(matrix, "placement", lambda *a: (None, None))
+    ran = []
+
+    def run_jobs(jobs, engine, parallel, store_root, on_start, on_done, **kw):
+        out = []
+        for i, job in enumerate(jobs):
+            ran.append((job.tag, job.spec.service))
+            on_start(i, job, None)
+            out.append(many.Outcome(job, "default", finished_run(job.spec, tmp_path, f"r{i}")))
+            on_done(i, out[-1])
+        return out
+
+    monkeypatch.setattr(many, "run_jobs", run_jobs)
+    recipes = "kazoo-careful,etcd3-python,etcd-mutex-go,redis-set-px"
+    argv = ["matrix", "--recipes", recipes, "--nemeses", "power-loss-all", "--runs", "1"]
+    out = tmp_path / "m.md"
+    with pytest.raises(SystemExit) as e:
+        main([*argv, "--fsync", "relaxed", "--store", str(tmp_path / "s"), "--out", str(out)])
+    assert e.value.code == 0
+    assert sorted(tag for tag, _ in ran) == [
+        "kazoo-careful|power-loss-all",
+        "redis-set-px|power-loss-all",
+    ]
+    assert all(svc.fsync == "relaxed" for _, svc in ran)
+    cells = json.loads(out.with_suffix(".json").read_text())
+    for row in ("etcd3-python", "etcd-mutex-go"):
+        assert "3.4.23 lacks" in cells[f"{row}|power-loss-all"]["na"]
+    assert "n/a (--fsync relaxed is etcd's --unsafe-no-fsync" in out.read_text()

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from zkjepsen.checker import Result, Violation
-from zkjepsen.checker.lock import out_of_version_order
+from zkjepsen.checker.lock import disk_fault_before, out_of_version_order
 from zkjepsen.checker.lock_observe import Hold, LockObservations, Write, observe
 from zkjepsen.history import History, Op, fault_windows, faults_during
 from zkjepsen.history.stream import paused_gc
@@ -42,7 +42,7 @@ class FencingChecker:
             obs = observe(history, *self.names)
         faults = fault_windows(obs.nemesis)
         backwards = _backwards(obs.writes, faults)
-        reused, token_owner = _reused_tokens(obs.holds)
+        reused, token_owner = _reused_tokens(obs.holds, faults)
         foreign = _foreign_tokens(obs, token_owner, faults)
         cap = self.max_reported
         details = {
@@ -93,14 +93,19 @@ def _backwards(writes: list[Write], faults: list[Any]) -> list[dict[str, Any]]:
         if all(w.version is not None for w in ws):
             # The resource's versions give its exact acceptance order (see lock.py).
             for w, top, _ in out_of_version_order(ws):
+                # In version order top came first, but its ack can come later in real time
+                # (a power loss took the resource's versions back as well): the window is
+                # ordered, and spans both writes.
+                last = max(top.end, w.end)
                 backwards.append(
                     {
                         "resource": key,
                         "clients": [top.client, w.client],
                         "tokens": [top.token, w.token],
                         "versions": [top.version, w.version],
-                        "window": [top.end, w.end],
-                        "faults": faults_during(faults, min(top.start, w.start), w.end),
+                        "window": [min(top.end, w.end), last],
+                        "faults": faults_during(faults, min(top.start, w.start), last),
+                        **disk_fault_before(faults, last),
                     }
                 )
         else:
@@ -130,14 +135,18 @@ def _backwards_in_real_time(key: Any, ws: list[Write], faults: list[Any]) -> lis
                     "tokens": [top.token, w.token],
                     "window": [top.end, w.end],
                     "faults": faults_during(faults, top.end, w.end),
+                    **disk_fault_before(faults, w.end),
                 }
             )
     return backwards
 
 
-def _reused_tokens(holds: list[Hold]) -> tuple[list[dict[str, Any]], dict[Any, set[Any]]]:
-    """Tokens granted twice for one lock, and each token's clients (over certain holds)."""
-    granted: dict[tuple[Any, Any], Any] = {}  # (lock, token) -> client
+def _reused_tokens(
+    holds: list[Hold], faults: list[Any]
+) -> tuple[list[dict[str, Any]], dict[Any, set[Any]]]:
+    """Tokens granted twice for one lock, and each token's clients (over certain holds). Its
+    window runs from the earlier grant to the later: the fencing counter went back in it."""
+    granted: dict[tuple[Any, Any], Hold] = {}  # (lock, token) -> its last grant
     token_owner: dict[Any, set[Any]] = {}
     reused = []
     for h in holds:
@@ -145,8 +154,18 @@ def _reused_tokens(holds: list[Hold]) -> tuple[list[dict[str, Any]], dict[Any, s
             continue
         prev = granted.get((h.key, h.token))
         if prev is not None:
-            reused.append({"lock": h.key, "token": h.token, "clients": [prev, h.client]})
-        granted[(h.key, h.token)] = h.client
+            lo, hi = sorted((prev.start, h.start))
+            reused.append(
+                {
+                    "lock": h.key,
+                    "token": h.token,
+                    "clients": [prev.client, h.client],
+                    "window": [lo, hi],
+                    "faults": faults_during(faults, lo, hi),
+                    **disk_fault_before(faults, hi),
+                }
+            )
+        granted[(h.key, h.token)] = h
         token_owner.setdefault(h.token, set()).add(h.client)
     return reused, token_owner
 
@@ -172,6 +191,7 @@ def _foreign_tokens(
                         "granted_to": sorted(owners or (), key=repr),
                         "window": [w.start, w.end],
                         "faults": faults_during(faults, w.start, w.end),
+                        **disk_fault_before(faults, w.start),
                     }
                 )
     return foreign

@@ -156,7 +156,7 @@ class LockChecker:
             for rec in found_list[:cap]:  # only what is reported: faults cost a scan each
                 if "faults" not in rec:
                     rec["faults"] = faults_during(faults, rec["start"], rec["end"])
-                    rec.update(_disk_fault_before(faults, rec["start"]))
+                    rec.update(disk_fault_before(faults, rec["start"]))
         violations = [
             _violation(kind, rec)
             for kind in ("belief", "careful", "effect")
@@ -257,9 +257,13 @@ def _effect_overlaps(writes: list[Write]) -> list[dict[str, Any]]:
     return effects
 
 
-def _disk_fault_before(faults: list, start: int) -> dict[str, Any]:
-    """The last disk fault (a power loss, a torn write, a corrupt file) that began before a
-    violation: what it took outlives its window, so the verdict names it (issue 34)."""
+def disk_fault_before(faults: list, start: int | None) -> dict[str, Any]:
+    """The last disk fault (a power loss, a torn write, a corrupt file: by its kind's family)
+    that began before a violation showed at `start`: what it took (a lock node, a lease, a
+    fencing counter) outlives its window, so the verdict names it (issue 34). The lock and
+    fencing checkers' records carry it as `after_disk_fault`."""
+    if start is None:
+        return {}
     disk = [
         w for w in faults if w.start <= start and getattr(KINDS.get(w.f), "family", "") == "disk"
     ]

@@ -242,6 +242,12 @@ def run_cells(
     show_default=True,
     help="Mean quiet time before each fault (the first starts uniformly within twice it).",
 )
+@click.option(
+    "--fault-trigger",
+    type=click.Choice(["time", "acquired", "acquired-each"]),
+    default=None,
+    help="As on `test`: acquired fires each fault on whoever just acquired (default: time).",
+)
 @table_out_option("Where to write the Markdown table (JSON beside it).")
 @click.option("--store", "store_root", type=STORE_PATH, default=None)
 @click.option(
@@ -274,6 +280,7 @@ def matrix_command(
     params,
     seed,
     interval,
+    fault_trigger,
     out,
     store_root,
     shard,
@@ -310,11 +317,14 @@ def matrix_command(
         "recovery_s": 5.0,
         "interval_s": interval,
     }
+    if fault_trigger is not None:  # recorded only when given: older manifests resume alike
+        common["fault_trigger"] = fault_trigger
     specs = cell_specs(all_cells, runs, seed, tables, common)
     na = checked_cells(specs[: len(all_cells)])
     settings = {  # what a --resume must match, and the table's header
         **{k: common[k] for k in MANIFEST_COMMON},
         **{"runs": runs, "seed": seed, "interval_s": interval},
+        **({"fault_trigger": fault_trigger} if fault_trigger else {}),
         **{"recipes": rows, "nemeses": nemesis_list, "not_applicable": na},
         "servers": findings.servers_per_backend(recipe_list, nodes),
         "services": services_settings(recipe_list, tables, axes),
@@ -326,7 +336,8 @@ def matrix_command(
     if resume:
         jobs, finished, started = resumed(jobs, manifest_root, settings, share, started)
     previous = list(finished)
-    dask, where_runs = placement(cluster, engine, parallel, specs) if jobs else (None, None)
+    runnable = [(c, s) for c, s in specs if c not in na]  # an n/a cell needs no image
+    dask, where_runs = placement(cluster, engine, parallel, runnable) if jobs else (None, None)
     announce(share, len(mine), len(all_cells), len(jobs), na)
     width = 2 if dask else parallel  # > 1: the progress lines say which run ended
     origin = {"started": started, "where": this_host(parallel, share, cluster if dask else None)}

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from zkjepsen.history.jsonl import read_records
+from zkjepsen.history.jsonl import Tailer
 from zkjepsen.nemesis import NemesisError
 from zkjepsen.nemesis.targets import (
     ACQUIRE_FS,
@@ -132,10 +132,10 @@ def await_ack(ctx: NemesisContext, client: int, since_ns: int) -> dict[str, Any]
     (history time: its acquire); what it was, or None if none came in time."""
     if ctx.run_dir is None:
         return None
-    path = ctx.run_dir.client_history(client)
+    tail = Tailer(ctx.run_dir.client_history(client))  # only the bytes added since each poll
     deadline = time.monotonic() + ACK_WAIT_S
     while True:
-        for r in read_records(path):
+        for r in tail.poll():
             at, f = r.get("time", 0), r.get("f")
             if at > since_ns and r.get("type") == "ok" and f not in NOT_WRITES:
                 return {"client": f"c{client}", "f": f, "ok_ns": at}

@@ -350,6 +350,7 @@ def settings_header(
         f"clients, {s['time_limit_s']:g} s per run, session timeout "
         f"{s['session_timeout_s']:g} s, params {s['params']}, "
         + (f"faults every ~{s['interval_s']:g} s, " if s.get("interval_s", 10.0) != 10.0 else "")
+        + (f"faults on `{s['fault_trigger']}`, " if s.get("fault_trigger") else "")
         + f"{runs_per_cell_text(s['runs'], cells, n_cells)}; run {when} on {where}."
     )
 

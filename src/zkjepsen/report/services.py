@@ -35,7 +35,11 @@ def services_settings(recipes: list[str], tables: dict, axes: dict) -> dict[str,
     for rc in recipes:
         recipe, _, backend = rc.partition("@")
         family = _family(resolve_backend(recipe, backend or None))
-        table = service(family).settings(**tables.get(family, {})).settled().to_json()
+        given = service(family).settings(**tables.get(family, {}))
+        try:
+            table = given.settled().to_json()
+        except BadInput:  # its cells are n/a (without_driver says why): as given
+            table = given.to_json()
         if family in axes:
             table[axes[family][0]] = list(axes[family][1])
         out[family] = table

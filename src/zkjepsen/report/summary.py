@@ -86,5 +86,19 @@ def _violation_line(r: Result, v: Violation) -> str:
         if v.start is not None:
             when = f" at {v.start / 1e9:.2f}s-" + (f"{v.end / 1e9:.2f}s" if v.end else "end")
         faults = ", ".join(f.get("f", "?") for f in v.faults) or "no fault"
-        return f"{what}; first: clients {list(v.clients)}{when} during {faults}"
+        return f"{what}; first: clients {list(v.clients)}{when} during {faults}" + _after(v)
     return f"{what}; first: {json.dumps(dict(ev), default=str)[:160]}"
+
+
+def _after(v: Violation) -> str:
+    """ ", after power-loss-all at 24.63s": the disk fault before a violation (what it took, a
+    lock node, a lease, a fencing counter, outlives its window), unless its window is named."""
+    disk = v.evidence.get("after_disk_fault")
+    if not isinstance(disk, Mapping) or any(
+        f.get("fault_id") == disk.get("fault_id") and f.get("f") == disk.get("f") for f in v.faults
+    ):
+        return ""
+    start = disk.get("start")
+    return f", after {disk.get('f', '?')}" + (
+        f" at {start / 1e9:.2f}s" if start is not None else ""
+    )

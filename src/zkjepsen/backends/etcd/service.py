@@ -27,12 +27,6 @@ class EtcdSettings:
             object.__setattr__(self, "version", versions.get(self.version).name)
         if self.fsync is not None:
             parse_fsync(self.fsync)  # as shipped, or --unsafe-no-fsync
-        if self.fsync == "relaxed" and not versions.get(self.version).unsafe_no_fsync:
-            v = versions.get(self.version)
-            raise BadInput(
-                f"--fsync relaxed is etcd's --unsafe-no-fsync, which etcd {v.etcd} lacks "
-                "(3.5 has it): add --etcd-version 3.5"
-            )
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -41,7 +35,16 @@ class EtcdSettings:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
     def settled(self) -> EtcdSettings:
-        return replace(self, version=versions.get(self.version).name, fsync=self.fsync or "strict")
+        """Refused here, not as the settings are made: what a run would start (a test, a
+        cluster) settles them first, while a matrix makes every row's settings and marks the
+        cells settling refuses n/a with the reason (report/services.py: without_driver)."""
+        v = versions.get(self.version)
+        if self.fsync == "relaxed" and not v.unsafe_no_fsync:
+            raise BadInput(
+                f"--fsync relaxed is etcd's --unsafe-no-fsync, which etcd {v.etcd} lacks "
+                "(3.5 has it; add --etcd-version 3.5)"
+            )
+        return replace(self, version=v.name, fsync=self.fsync or "strict")
 
     def check(self, spec: Any, language: str) -> None:
         """A Go recipe needs a driver built for the version's client packages."""
@@ -50,8 +53,9 @@ class EtcdSettings:
             raise BadInput(why)
 
     def describe(self) -> str:
-        relaxed = " --unsafe-no-fsync" if self.fsync == "relaxed" else ""
-        return f"etcd {versions.get(self.version).etcd}{relaxed}"
+        v = versions.get(self.version)
+        relaxed = " --unsafe-no-fsync" if self.fsync == "relaxed" and v.unsafe_no_fsync else ""
+        return f"etcd {v.etcd}{relaxed}"
 
 
 def _server_recipe(settings: Any):
