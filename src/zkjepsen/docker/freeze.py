@@ -13,14 +13,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import docker.errors
+
 TRIES = 5
 BACKOFF_S = 0.2  # between tries: long enough for the busy threads to leave the kernel
 
 
 def pause(container: Any) -> None:
     """`container.pause()`, asked again while the engine reports a failed freeze."""
-    import docker.errors  # here, not at the top: only runs that pause load the engine's errors
-
     for attempt in range(TRIES):
         try:
             container.pause()
