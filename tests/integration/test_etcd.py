@@ -95,7 +95,8 @@ def test_the_revision_fence_refuses_a_holder_whose_lease_expired(etcd3):
 
     first = hold(2)
     assert s.fenced_set("/fence-res", b"first", -1, first).version == 1
-    deadline = time.monotonic() + 15  # the leader expires the lease: the key goes with it
+    # The leader expires the lease (2 s) and the key goes with it; 15 s only bounds the wait.
+    deadline = time.monotonic() + 15
     while gateway.call(address, "v3/kv/range", {"key": gateway.b64(key)}, 2).get("kvs"):
         assert time.monotonic() < deadline, "the lease never expired"
         time.sleep(0.2)
