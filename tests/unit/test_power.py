@@ -279,3 +279,30 @@ def test_pooled_runs_add_up_per_kind():
     assert (k.faults, k.opportunities, k.violated) == (28, 27, 0)
     assert k.upper == pytest.approx(upper_bound(0, 27)) and p.prop == "belief"
     assert Power.pooled([]).opportunities() == 0
+
+
+def test_a_power_loss_is_judged_by_what_it_took_whoever_that_names():
+    # c1 holds when the power of every server goes at 3 s (until 8 s); c2 held and released
+    # before it. Its lock node's delete was lost: after the reboot c2 gets its token again.
+    h = H().hold(2, 1, 2).hold(1, 2.5, 4).fault(3, 8, "power-loss-all", targets=("n1", "n2"))
+    reused = Violation("reused-token", (2, 2), 1 * S, 9 * S)  # one grant to the other
+    p = power(h, [reused], prop="belief")
+    assert (p.opportunities(), p.violated()) == (1, 1)
+    assert p.line().startswith("1 violation in 1 landed power-loss-all fault: per-fault")
+    # ... named by the checker as the disk fault before it, though its window is later.
+    later = Violation(
+        "backwards",
+        (3, 2),
+        20 * S,
+        21 * S,
+        evidence={"after_disk_fault": {"f": "power-loss-all", "fault_id": 1}},
+    )
+    assert power(h, [later], prop="belief").violated() == 1
+    # Not: a violation long after without that attribution, one of another fault, a kind that
+    # is not the lock's or the fence's, and the same reused token after a kill.
+    assert power(h, [Violation("reused-token", (2, 3), 20 * S, 21 * S)]).violated() == 0
+    other = {"after_disk_fault": {"f": "power-loss-all", "fault_id": 7}}
+    assert power(h, [Violation("backwards", (3,), 20 * S, 21 * S, evidence=other)]).violated() == 0
+    assert power(h, [Violation("half-done-read", (2,), 5 * S, 9 * S)]).violated() == 0
+    k = H().hold(2, 1, 2).hold(1, 2.5, 4).fault(3, 8, "kill-one", targets=("n1",))
+    assert power(k, [reused], prop="belief").line().startswith("0 split holders in 1 landed")

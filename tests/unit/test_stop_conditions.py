@@ -63,6 +63,42 @@ def test_the_follower_stops_the_run_once_the_frozen_holder_writes_again(tmp_path
     assert out["after_main_start_s"] >= 0.5
 
 
+def test_an_online_reused_token_names_the_power_loss_between_its_grants(tmp_path):
+    """The lock node's delete was lost with the servers' power: after the reboot c2 is granted
+    c1's token again. The stop names the power loss, the window runs from grant to grant."""
+    d, s = RunDir(tmp_path), 1_000_000_000
+    stop = threading.Event()
+    checkers = {"lock": LockChecker(), "fencing": FencingChecker()}
+    follower = LiveFollower(StopCondition(True, None), d, time.monotonic_ns(), stop, checkers, 2.0)
+    nem = [
+        {"time": t, "process": "nemesis", "type": "info", "f": "power-loss-all", "value": v}
+        for t, v in (
+            (3 * s, {"fault_id": 9, "phase": "start", "targets": ["n1", "n2", "n3"]}),
+            (8 * s, {"fault_id": 9, "phase": "end", "targets": ["n1", "n2", "n3"]}),
+        )
+    ]
+    _append(d.nemesis_log, *nem)
+    _append(
+        d.client_history(1),
+        _op(1, 1 * s, "invoke", "acquire", "/l"),
+        _op(1, 2 * s, "ok", "acquire", "/l", {"token": 7}),
+        _op(1, int(2.5 * s), "invoke", "release", "/l"),
+        _op(1, int(2.6 * s), "ok", "release", "/l"),
+    )
+    _append(
+        d.client_history(2),
+        _op(2, 9 * s, "invoke", "acquire", "/l"),
+        _op(2, 10 * s, "ok", "acquire", "/l", {"token": 7}),
+    )
+    assert _wait(stop), follower.end()
+    out = follower.end()
+    v = out["violation"]
+    assert v["kind"] == "reused-token" and v["clients"] == [1, 2], out
+    assert (v["start"], v["end"]) == (2 * s, 10 * s)
+    assert [f["f"] for f in v["faults"]] == ["power-loss-all"]
+    assert out["why"].endswith("clients [1, 2] during power-loss-all"), out["why"]
+
+
 def test_the_follower_leaves_a_clean_run_alone(tmp_path):
     d = RunDir(tmp_path)
     stop = threading.Event()

@@ -83,7 +83,8 @@ class OnlineLockChecker(OnlineFindings):
         self.by_client: dict[Any, list[_Hold]] = {}
         self.kills: dict[Any, list[int]] = {}  # client -> times a kill-client started
         self.writes: dict[Any, list[_Write]] = {}  # resource -> accepted writes with a token
-        self.granted: dict[tuple[Any, Any], Any] = {}  # (lock, token) -> the first grant's client
+        # (lock, token) -> the first grant's (client, time)
+        self.granted: dict[tuple[Any, Any], tuple[Any, int]] = {}
         self.candidates: list[tuple[_Hold, _Hold]] = []  # belief pairs not yet decided
         self.found: list[Violation] = []
         self._reported = 0
@@ -185,18 +186,18 @@ class OnlineLockChecker(OnlineFindings):
         others.append(h)
         if h.token is not None and "reused-token" in self.kinds:
             prev = self.granted.get((key, h.token))
-            if prev is not None:
+            if prev is not None:  # its window runs from one grant to the other, as offline
                 self.found.append(
                     Violation(
                         "reused-token",
-                        (prev, client),
-                        t,
+                        (prev[0], client),
+                        prev[1],
                         t,
                         evidence={"lock": key, "token": h.token, "index": index},
                     )
                 )
             else:
-                self.granted[(key, h.token)] = client
+                self.granted[(key, h.token)] = (client, t)
 
     def _accepted(self, w: _Write) -> None:
         ws = self.writes.setdefault(w.key, [])

@@ -52,6 +52,9 @@ PROPERTIES = {
 # The violation kinds that count as the property breaking (any: every kind).
 EFFECTS = frozenset({"effect", "backwards", "reused-token", "foreign-token"})
 PROPERTY_KINDS = {"belief": frozenset({"belief"}), "effect": EFFECTS}
+# What counts against a fault that breaks the servers' state (PowerRule.state), whatever the
+# property judged: every lock and fencing kind.
+STATE_KINDS = EFFECTS | {"belief"}
 
 
 def rule_of(kind: str) -> str:
@@ -85,8 +88,9 @@ class FaultPower:
     faults: int = 0  # executed faults of this kind (attempts), landed or not
 
     def fragment(self, prop: str, confidence: float) -> str:
-        one, many, rate = PROPERTIES.get(prop, PROPERTIES["any"])
-        k_one, k_many, unit = (power_rule(self.kind) or UNKNOWN_RULE).nouns(self.kind)
+        rule = power_rule(self.kind) or UNKNOWN_RULE
+        one, many, rate = PROPERTIES.get("any" if rule.state else prop, PROPERTIES["any"])
+        k_one, k_many, unit = rule.nouns(self.kind)
         if not self.opportunities:
             some = k_one if self.faults == 1 else k_many
             return f"none of {self.faults} {some} landed where it could break"
@@ -230,12 +234,13 @@ def power_of(
         if not h.maybe:
             beliefs.setdefault(h.client, []).append((h.start, min(h.end, last)))
     timeouts, paths = _sessions_and_paths(ops, frozenset(acq), frozenset(rel), last)
+    violations = [v for v in violations if v.start is not None]
     kinds = PROPERTY_KINDS.get(prop)
-    found = [
-        v
-        for v in violations
-        if v.clients and v.start is not None and (kinds is None or v.kind in kinds)
-    ]
+    found = [v for v in violations if v.clients and (kinds is None or v.kind in kinds)]
+    # A fault that breaks the servers' state (a power loss) is judged by every lock and fencing
+    # kind, whoever they name: it takes a lock node or a counter, and a reused token or a
+    # backwards write shows it, long after and between clients it never hit.
+    lost_state = [v for v in violations if v.kind in STATE_KINDS]
     counts: dict[str, list[int]] = {}
     landed: list[Opportunity] = []
     for fault in _faults(ops, last):
@@ -244,14 +249,10 @@ def power_of(
         opp = _opportunity(fault, beliefs, paths, timeouts, session_timeout_s)
         if opp is None:
             continue
-        grace = int(opp.timeout_s * S)
-        hit = any(
-            set(v.clients) & set(opp.clients)
-            and v.start is not None
-            and v.start <= opp.end + grace
-            and (v.end is None or v.end >= opp.start)
-            for v in found
-        )
+        if (power_rule(fault.kind) or UNKNOWN_RULE).state:
+            hit = any(_follows(v, opp) for v in lost_state)
+        else:
+            hit = any(set(v.clients) & set(opp.clients) and _meets(v, opp) for v in found)
         opp = replace(opp, violated=hit)
         landed.append(opp)
         tally[1] += 1
@@ -261,6 +262,25 @@ def power_of(
         for kind, (faults, n, k) in sorted(counts.items())
     )
     return Power(per_kind, tuple(landed), prop, confidence, method)
+
+
+def _meets(v: Violation, opp: Opportunity) -> bool:
+    """The violation's window meets [fault start, fault end + the timeout it had to exceed]."""
+    grace = int(opp.timeout_s * S)
+    return (
+        v.start is not None and v.start <= opp.end + grace and (v.end is None or v.end >= opp.start)
+    )
+
+
+def _follows(v: Violation, opp: Opportunity) -> bool:
+    """A state fault's violation: its window meets the fault's, or the checker found the fault
+    the last disk fault before it (`after_disk_fault`, checker/lock.py)."""
+    disk = v.evidence.get("after_disk_fault")
+    named = isinstance(disk, dict) and (disk.get("f"), disk.get("fault_id")) == (
+        opp.kind,
+        opp.fault_id,
+    )
+    return named or _meets(v, opp)
 
 
 def _faults(ops: list[Op], last: int) -> list[_Fault]:

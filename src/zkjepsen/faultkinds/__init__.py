@@ -55,6 +55,9 @@ class PowerRule(NamedTuple):
     one: str = ""
     many: str = ""
     unit: str = "fault"
+    # It breaks the servers' state, not a client's view (a power loss takes a lock node, a lease,
+    # a fencing counter): any lock or fencing violation it precedes counts, whoever it names.
+    state: bool = False
 
     def nouns(self, kind: str) -> tuple[str, str, str]:
         """(one, many, unit) of `kind` in the power line."""
@@ -68,9 +71,12 @@ def silence(one: str = "", many: str = "", unit: str = "fault") -> PowerRule:
     return PowerRule("silence", one, many, unit)
 
 
-def instant(one: str = "", many: str = "", unit: str = "fault") -> PowerRule:
-    """Lands when a client was at risk at the fault's start (a kill, a step)."""
-    return PowerRule("instant", one, many, unit)
+def instant(
+    one: str = "", many: str = "", unit: str = "fault", *, state: bool = False
+) -> PowerRule:
+    """Lands when a client was at risk at the fault's start (a kill, a step). `state`: what it
+    breaks is the servers' data (PowerRule.state)."""
+    return PowerRule("instant", one, many, unit, state)
 
 
 def during(one: str = "", many: str = "", unit: str = "fault") -> PowerRule:
@@ -382,8 +388,12 @@ _KINDS = [
         clients=(WIRE_PROXY,),
         duration="2x",
     ),
-    # Disk faults (faultkinds/disk.py): at risk when the power goes, as a kill.
-    *(kind(n, "disk", t, d, instant(), DATA_FILES, *more) for n, t, d, more in DISK_KINDS),
+    # Disk faults (faultkinds/disk.py): at risk when the power goes, as a kill; what they take
+    # outlives their window and shows as a reused token or a backwards write, not a split.
+    *(
+        kind(n, "disk", t, d, instant(state=True), DATA_FILES, *more)
+        for n, t, d, more in DISK_KINDS
+    ),
 ]
 
 # Through the service's own reconfiguration (membership.py): at risk at some time in the window.

@@ -85,9 +85,15 @@ def _violation_line(r: Result, v: Violation) -> str:
         when = ""
         if v.start is not None:
             when = f" at {v.start / 1e9:.2f}s-" + (f"{v.end / 1e9:.2f}s" if v.end else "end")
-        faults = ", ".join(f.get("f", "?") for f in v.faults) or "no fault"
-        return f"{what}; first: clients {list(v.clients)}{when} during {faults}" + _after(v)
+        return f"{what}; first: clients {list(v.clients)}{when}{fault_words(v)}"
     return f"{what}; first: {json.dumps(dict(ev), default=str)[:160]}"
+
+
+def fault_words(v: Violation) -> str:
+    """ " during pause-client", " during no fault, after power-loss-all at 24.63s": the faults
+    a violation's window met, and the disk fault before it when that is not among them."""
+    faults = ", ".join(f.get("f", "?") for f in v.faults) or "no fault"
+    return f" during {faults}" + _after(v)
 
 
 def _after(v: Violation) -> str:

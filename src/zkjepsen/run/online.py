@@ -19,10 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.checker import Violation
+from zkjepsen.checker.lock import disk_fault_before
 from zkjepsen.checker.online import online_checker
 from zkjepsen.checker.power import power_of
-from zkjepsen.history import NEMESIS, History, Op
+from zkjepsen.history import NEMESIS, History, Op, fault_windows, faults_during
 from zkjepsen.history.jsonl import DirTailer, client_of
+from zkjepsen.report.summary import fault_words
 
 POLL_S = 0.1
 POWER_EVERY_S = 1.0  # power needs the whole history so far: a sort and one pass
@@ -158,10 +161,11 @@ class LiveFollower:
         found = self.online.confirmed()
         if not found:
             return None
-        v = found[0]
+        v = _with_faults(found[0], self.records)
         return {
             "reason": "violation",
-            "why": f"{v.kind} violation confirmed online: clients {list(v.clients)}",
+            "why": f"{v.kind} violation confirmed online: clients {list(v.clients)}"
+            + fault_words(v),
             "violation": v.to_json(),
         }
 
@@ -204,6 +208,25 @@ class LiveFollower:
         if self.last_power is not None:
             out["live_power"] = self.last_power
         return out
+
+
+def _with_faults(v: Violation, records: list[dict[str, Any]]) -> Violation:
+    """An online violation with the faults its window met and the disk fault before it, as the
+    offline checkers record them (a reused token after a power loss names the power loss)."""
+    if v.start is None:
+        return v
+    nemesis = sorted(
+        (r for r in records if r.get("process") == NEMESIS), key=lambda r: r.get("time", 0)
+    )
+    windows = fault_windows([Op.from_dict({**r, "index": i}) for i, r in enumerate(nemesis)])
+    return Violation(
+        v.kind,
+        v.clients,
+        v.start,
+        v.end,
+        tuple(faults_during(windows, v.start, v.end)),
+        {**v.evidence, **disk_fault_before(windows, v.start)},
+    )
 
 
 def follow(test: Any, run_dir: Any, t0_ns: int, stop: threading.Event) -> LiveFollower | None:
