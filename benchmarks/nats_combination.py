@@ -1,11 +1,13 @@
 """The NATS combination on locks (issue 34; Jepsen's NATS 2.12.1 analysis, 2025: one OS crash
-plus a pause): on one acquire after 4 s, a power loss of a majority of the ZooKeeper servers
-and a pause of the holder (1.5 session timeouts), side by side in two lanes, with
-`--fsync strict` and `relaxed`. Prints one line per run (the lock and fencing verdicts, their
-violation kinds, whether both faults landed, the bytes each power loss dropped per server) and
-per preset the rate of runs whose lock or fencing broke, with its 95 % interval.
+plus a pause): on one acquire after 4 s, a power loss of a majority of the servers (ZooKeeper,
+or etcd 3.5 with `--service etcd`) and a pause of the holder (1.5 session or lease timeouts),
+side by side in two lanes, with `--fsync strict` and `relaxed`. Prints one line per run (the
+lock and fencing verdicts, their violation kinds, whether both faults landed, the bytes each
+power loss dropped per server) and per preset the rate of runs whose lock or fencing broke,
+with its 95 % interval.
 
-    .venv/bin/python benchmarks/nats_combination.py [--runs 10] [--recipe kazoo-careful]
+    .venv/bin/python benchmarks/nats_combination.py [--runs 10] [--service zookeeper|etcd]
+        [--recipe kazoo-careful|etcd3-python] [--etcd-version 3.5] [--fsync strict relaxed]
         [--store DIR]
 
 Each run is a real 3-server ensemble and 5 clients for 20 s; one run at a time.
@@ -32,7 +34,7 @@ COMBINATION = lanes(
 )
 
 
-def _one(recipe: str, fsync: str, seed: int, store: Path) -> dict:
+def _one(recipe: str, service: dict, seed: int, store: Path) -> dict:
     spec = TestSpec(
         recipe=recipe,
         workload="lock",
@@ -44,8 +46,8 @@ def _one(recipe: str, fsync: str, seed: int, store: Path) -> dict:
         session_timeout_s=3.0,
         seed=seed,
         params={"resource": "fenced"},
-        service={"name": "zookeeper", "fsync": fsync},
-        name=f"nats-{recipe}-{fsync}",
+        service=service,
+        name=f"nats-{recipe}-{service['fsync']}",
     )
     run = run_test(spec, store, gen=COMBINATION)
     faults = json.loads((run.store_dir / "schedule.json").read_text()).get("faults") or []
@@ -71,13 +73,22 @@ def _one(recipe: str, fsync: str, seed: int, store: Path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=10)
-    ap.add_argument("--recipe", default="kazoo-careful")
+    ap.add_argument("--service", choices=("zookeeper", "etcd"), default="zookeeper")
+    ap.add_argument("--recipe", help="default: kazoo-careful, or etcd3-python on etcd")
+    ap.add_argument("--etcd-version", default="3.5", help="relaxed needs 3.5 (--unsafe-no-fsync)")
+    ap.add_argument(
+        "--fsync", nargs="+", choices=("strict", "relaxed"), default=["strict", "relaxed"]
+    )
     ap.add_argument("--store", type=Path, default=Path("store-nats"))
     args = ap.parse_args()
-    for fsync in ("strict", "relaxed"):
+    recipe = args.recipe or {"zookeeper": "kazoo-careful", "etcd": "etcd3-python"}[args.service]
+    for fsync in args.fsync:
+        service = {"name": args.service, "fsync": fsync}
+        if args.service == "etcd":
+            service["version"] = args.etcd_version
         broke = 0
         for seed in range(1, args.runs + 1):
-            r = _one(args.recipe, fsync, seed, args.store)
+            r = _one(recipe, service, seed, args.store)
             broke += r["lock"] is False or r["fencing"] is False
             print(fsync, json.dumps(r), flush=True)
         print(f"{fsync}: lock or fencing broken in {rate_text(broke, args.runs)}", flush=True)

@@ -19,6 +19,7 @@ from zkjepsen.docker import resources
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 sys.path.insert(0, str(TESTS / "integration"))
+from bounded import until  # noqa: E402
 from dask_cluster import Cluster, veth  # noqa: E402
 from second_engine import NETNS, preload_image, second_engine_or_skip  # noqa: E402
 
@@ -155,11 +156,11 @@ def _start(cluster, tmp_path: Path, time_limit: str) -> subprocess.Popen:
 
 
 def _wait_for_runs_on_both(cluster, proc, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not (runs_on("default", cluster.trees["a"].pids) and runs_on(cluster.engine2)):
+    def started() -> bool:
         assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "no run started on both workers"
-        time.sleep(0.5)
+        return bool(runs_on("default", cluster.trees["a"].pids) and runs_on(cluster.engine2))
+
+    until(started, what="no run started on both workers", bound_s=timeout)
     time.sleep(5)  # into the runs: clusters up, clients on their way
 
 
@@ -200,10 +201,12 @@ def test_the_local_fan_out_it_reuses_tears_down_when_its_matrix_is_killed(zk_ima
         env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     tree = Descendants(proc.pid)
-    deadline = time.monotonic() + 120
-    while len(runs_on("default", tree.pids)) < 2:
-        assert proc.poll() is None and time.monotonic() < deadline, "two runs never started"
-        time.sleep(0.5)
+
+    def two_started() -> bool:
+        assert proc.poll() is None, "the matrix ended before two runs started"
+        return len(runs_on("default", tree.pids)) >= 2
+
+    until(two_started, what="two runs never started", bound_s=120)
     time.sleep(3)
     proc.kill()
     proc.wait()

@@ -76,7 +76,8 @@ def test_delayed_reply_and_close_after(proxied):
     command(control, {"fault": "delay-reply", "seconds": 1.0, "op": "getData"})
     t0 = time.monotonic()
     zk.get("/")
-    assert time.monotonic() - t0 >= 0.95
+    held_back_s = time.monotonic() - t0
+    assert held_back_s >= 0.95  # the reply was delayed: a lower bound, which load cannot break
     command(control, {"fault": "close-after", "op": "exists", "n": 2})
     zk.exists("/")
     zk.exists("/")  # answered, then the connection closes
