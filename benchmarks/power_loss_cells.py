@@ -1,7 +1,8 @@
 """The power-loss findings table from matrix stores (issue 34): per cell, its runs, how many
 broke the lock or fencing (with the 95 % Wilson interval), the violations by kind, the other
 invalid parts, the faults each run executed and the bytes each power loss dropped per server
-(`lost_bytes` in every run's schedule.json), and the load the matrix ran under.
+(`lost_bytes` in every run's schedule.json), the servers that could not boot again after a
+fault (`failed_to_start`, with the last line of their log) and the load the matrix ran under.
 
     .venv/bin/python benchmarks/power_loss_cells.py STORE [STORE ...]
 
@@ -53,6 +54,7 @@ def cell_lines(root: Path) -> list[str]:
     unknown: Counter = Counter()  # runs with a part unknown, by its reason's start
     acked = 0  # power losses that landed right after the acquirer's acknowledged write
     errors: list[str] = []
+    refused: list[str] = []  # servers that did not boot again after a fault
     for r in runs:
         res = r["results"]
         hit = False
@@ -76,6 +78,9 @@ def cell_lines(root: Path) -> list[str]:
                 errors.append(f"seed {r['seed']} {f['f']}: {str(f['error'])[:90]}")
             if "lost_bytes" in d:
                 lost.setdefault(f["f"], []).extend(d["lost_bytes"].values())
+            for node, log in (d.get("failed_to_start") or {}).items():
+                last = next((x for x in reversed(str(log).splitlines()) if x.strip()), "")
+                refused.append(f"seed {r['seed']} {f['f']} {node}: {last.strip()[-110:]}")
     md = root / "matrix.md"
     text = md.read_text() if md.exists() else ""
     load = re.search(r"load average [\d.]+ at the start, [\d.]+ at the end", text)
@@ -94,6 +99,8 @@ def cell_lines(root: Path) -> list[str]:
             f"  {f} lost_bytes per server: {_kb(min(values))}-{_kb(max(values))} "
             f"({sum(v > 0 for v in values)} of {len(values)} server-losses > 0)"
         )
+    lines.append(f"  servers that could not boot again: {len(refused)}")
+    lines += [f"    {x}" for x in refused]
     lines += [f"  fault error: {e}" for e in errors]
     return lines
 
