@@ -221,3 +221,31 @@ def test_postgres_presets_and_the_targets_one_server_cannot_mean():
             PostgresSettings().check(SimpleNamespace(nemesis=[name]), "python")
     PostgresSettings().check(SimpleNamespace(nemesis=["power-loss-all"]), "python")
     assert unmet(KINDS["power-loss-all"], backend_info("postgres").abilities, "postgres") is None
+
+
+def test_a_lost_answer_of_the_layer_is_asked_again_only_when_asking_changes_nothing(tmp_path):
+    """The layer's ctl gives up after 10 s without an answer (a loaded machine): stat and sync
+    are asked again, then fail naming the node; a drop is never asked twice."""
+    from types import SimpleNamespace
+
+    from zkjepsen.docker.cluster import ContainerCluster
+    from zkjepsen.errors import EnvironmentProblem
+
+    class Layer(ContainerCluster):
+        def __init__(self, answers):
+            self.power_layer, self.answers, self.asked = True, list(answers), []
+
+        def exec(self, node, argv):
+            self.asked.append(argv[3])
+            return self.answers.pop(0)
+
+    node = SimpleNamespace(name="n1")
+    ok = (0, '{"pending_bytes": 7, "dead": 0}\n')
+    layer = Layer([(0, ""), ok])
+    assert layer.power(node, "stat") == {"pending_bytes": 7, "dead": 0}
+    assert layer.asked == ["stat", "stat"]
+    silent = Layer([(1, "powerfs: connect: No such file")] * 3)
+    with pytest.raises(EnvironmentProblem, match="n1 did not answer 'sync'.*exit 1"):
+        silent.power(node, "sync")
+    drop = Layer([(0, ""), ok])
+    assert drop.power(node, "drop") == {"unanswered": 1} and drop.asked == ["drop"]
