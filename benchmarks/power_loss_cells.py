@@ -79,7 +79,10 @@ def cell_lines(root: Path) -> list[str]:
             if "lost_bytes" in d:
                 lost.setdefault(f["f"], []).extend(d["lost_bytes"].values())
             for node, log in (d.get("failed_to_start") or {}).items():
-                last = next((x for x in reversed(str(log).splitlines()) if x.strip()), "")
+                lines = [x for x in str(log).splitlines() if x.strip()]
+                # the line that says why (a Go panic, a Java exception), else the last one
+                why = [x for x in lines if x.startswith("panic:") or "Exception" in x]
+                last = (why or lines or [""])[-1 if not why else 0]
                 refused.append(f"seed {r['seed']} {f['f']} {node}: {last.strip()[-110:]}")
     md = root / "matrix.md"
     text = md.read_text() if md.exists() else ""

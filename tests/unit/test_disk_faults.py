@@ -249,3 +249,13 @@ def test_a_lost_answer_of_the_layer_is_asked_again_only_when_asking_changes_noth
         silent.power(node, "sync")
     drop = Layer([(0, ""), ok])
     assert drop.power(node, "drop") == {"unanswered": 1} and drop.asked == ["drop"]
+
+
+def test_a_server_that_cannot_boot_keeps_the_line_that_says_why():
+    from zkjepsen.nemesis.disk import _tail
+
+    stack = [f"\tgo.etcd.io/etcd/raft/node.go:{i} +0x239" for i in range(30)]
+    log = "\n".join(["starting", "panic: tocommit(114) is out of range [lastIndex(9)]", *stack])
+    kept = _tail(log).splitlines()
+    assert kept[0].startswith("panic: tocommit(114)") and kept[1:] == stack[-12:]
+    assert _tail("a\nb") == "a\nb"

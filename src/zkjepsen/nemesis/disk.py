@@ -169,7 +169,12 @@ def boot(ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> Non
 
 
 def _tail(log: str, lines: int = 12) -> str:
-    return "\n".join(log.splitlines()[-lines:])
+    """A log's last lines, after the line that says why it stopped when that is further up
+    (a Go panic's message comes before its stack: etcd's "tocommit(114) is out of range")."""
+    all_lines = log.splitlines()
+    tail = all_lines[-lines:]
+    why = next((x for x in all_lines if x.startswith("panic:") or "Exception" in x), None)
+    return "\n".join(([why[:400]] if why is not None and why not in tail else []) + tail)
 
 
 @dataclass(frozen=True)
