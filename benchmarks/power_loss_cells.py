@@ -18,6 +18,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from zkjepsen.nemesis.disk import WHY
 from zkjepsen.report.stats import rate_text
 
 LOCK_PARTS = ("lock", "fencing")
@@ -39,6 +40,15 @@ def _faults(root: Path, store: str) -> list[dict]:
 
 def _kb(n: int) -> str:
     return f"{n / 1000:.1f} KB" if n >= 1000 else f"{n} B"
+
+
+def _said(line: str) -> str:
+    """What a log line says, short: a zap JSON line's message and error, else its start."""
+    try:
+        d = json.loads(line)
+        return f"{d.get('msg', '')}: {d.get('error', '')}"[:110]
+    except (ValueError, AttributeError):
+        return line.strip()[:110]
 
 
 def cell_lines(root: Path) -> list[str]:
@@ -81,9 +91,9 @@ def cell_lines(root: Path) -> list[str]:
             for node, log in (d.get("failed_to_start") or {}).items():
                 lines = [x for x in str(log).splitlines() if x.strip()]
                 # the line that says why (a Go panic, a Java exception), else the last one
-                why = [x for x in lines if x.startswith("panic:") or "Exception" in x]
+                why = [x for x in lines if x.startswith("panic:") or any(w in x for w in WHY)]
                 last = (why or lines or [""])[-1 if not why else 0]
-                refused.append(f"seed {r['seed']} {f['f']} {node}: {last.strip()[-110:]}")
+                refused.append(f"seed {r['seed']} {f['f']} {node}: {_said(last)}")
     md = root / "matrix.md"
     text = md.read_text() if md.exists() else ""
     load = re.search(r"load average [\d.]+ at the start, [\d.]+ at the end", text)

@@ -259,3 +259,5 @@ def test_a_server_that_cannot_boot_keeps_the_line_that_says_why():
     kept = _tail(log).splitlines()
     assert kept[0].startswith("panic: tocommit(114)") and kept[1:] == stack[-12:]
     assert _tail("a\nb") == "a\nb"
+    fatal = '{"level":"fatal","msg":"discovery failed","error":"walpb: crc mismatch"}'
+    assert _tail("\n".join([fatal, *stack])).splitlines()[0] == fatal

@@ -168,12 +168,17 @@ def boot(ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> Non
         detail["failed_to_start"] = {n: _tail(ctx.backend.logs(ctx.node(n))) for n in sorted(down)}
 
 
+# What a line that says why a server stopped holds (besides a Go "panic:"): a Java exception,
+# etcd's zap logger at fatal ("walpb: crc mismatch").
+WHY = ("Exception", '"level":"fatal"', '"level":"panic"')
+
+
 def _tail(log: str, lines: int = 12) -> str:
     """A log's last lines, after the line that says why it stopped when that is further up
     (a Go panic's message comes before its stack: etcd's "tocommit(114) is out of range")."""
     all_lines = log.splitlines()
     tail = all_lines[-lines:]
-    why = next((x for x in all_lines if x.startswith("panic:") or "Exception" in x), None)
+    why = next((x for x in all_lines if x.startswith("panic:") or any(w in x for w in WHY)), None)
     return "\n".join(([why[:400]] if why is not None and why not in tail else []) + tail)
 
 
