@@ -169,8 +169,9 @@ def boot(ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> Non
 
 
 # What a line that says why a server stopped holds (besides a Go "panic:"): a Java exception,
-# etcd's zap logger at fatal ("walpb: crc mismatch").
-WHY = ("Exception", '"level":"fatal"', '"level":"panic"')
+# etcd's zap logger at fatal ("walpb: crc mismatch"), the Go runtime's signal (bbolt's SIGBUS
+# on a db file shorter than its pages).
+WHY = ("Exception", '"level":"fatal"', '"level":"panic"', "[signal ")
 
 
 def _tail(log: str, lines: int = 12) -> str:
