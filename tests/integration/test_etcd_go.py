@@ -49,15 +49,22 @@ def test_with_no_fault_the_lock_excludes_and_every_client_acquires(recipe, etcd_
 def test_a_paused_holder_past_its_lease_keeps_believing_and_the_revision_fence_holds(
     recipe, etcd_image, store_root
 ):
-    spec = lock_spec(
-        recipe,
-        time_limit_s=16,
-        nemesis=["pause-client"],
-        session_timeout_s=2,  # the lease TTL: the pause lasts 3 s
-        interval_s=3,
-        params={"resource": "fenced"},
-    )
-    run = run_test(spec, store_root)
+    # The split is the lock's known flaw, but on a loaded machine (a CI run at load 7-24) one
+    # 16 s run had no pause after which a waiter acquired before the holder thawed: up to
+    # three runs, and every assertion is made on the one that split (as test_etcd.py's).
+    for seed in (5, 6, 7):  # 5: the seed the test ran with alone
+        spec = lock_spec(
+            recipe,
+            time_limit_s=16,
+            nemesis=["pause-client"],
+            session_timeout_s=2,  # the lease TTL: the pause lasts 3 s
+            interval_s=3,
+            params={"resource": "fenced"},
+            seed=seed,
+        )
+        run = run_test(spec, store_root)
+        if run.results["lock"]["belief_overlap_count"] > 0:
+            break
     lock = run.results["lock"]
     assert lock["belief_overlap_count"] > 0, lock  # the woken holder still believed
     assert lock["effect_overlap_count"] == 0, lock  # its writes were refused
