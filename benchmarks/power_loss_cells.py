@@ -18,7 +18,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from zkjepsen.nemesis.disk import WHY
+from zkjepsen.nemesis.disk import why_stopped
 from zkjepsen.report.stats import rate_text
 
 LOCK_PARTS = ("lock", "fencing")
@@ -90,9 +90,7 @@ def cell_lines(root: Path) -> list[str]:
                 lost.setdefault(f["f"], []).extend(d["lost_bytes"].values())
             for node, log in (d.get("failed_to_start") or {}).items():
                 lines = [x for x in str(log).splitlines() if x.strip()]
-                # the line that says why (a Go panic, a Java exception), else the last one
-                why = [x for x in lines if x.startswith("panic:") or any(w in x for w in WHY)]
-                last = (why or lines or [""])[-1 if not why else 0]
+                last = why_stopped(lines) or (lines or [""])[-1]  # why, else the last line
                 refused.append(f"seed {r['seed']} {f['f']} {node}: {_said(last)}")
     md = root / "matrix.md"
     text = md.read_text() if md.exists() else ""

@@ -261,3 +261,12 @@ def test_a_server_that_cannot_boot_keeps_the_line_that_says_why():
     assert _tail("a\nb") == "a\nb"
     fatal = '{"level":"fatal","msg":"discovery failed","error":"walpb: crc mismatch"}'
     assert _tail("\n".join([fatal, *stack])).splitlines()[0] == fatal
+    zk = [  # a quorum connection refused first, then the boot's own cause
+        "WARN java.net.ConnectException: Connection refused",
+        "ERROR [main:QuorumPeer@1200] - Unable to load database on disk",
+        "Caused by: java.io.IOException: CRC check failed",
+        *(f"\tat org.apache.zookeeper.X{i}" for i in range(20)),
+    ]
+    assert (
+        _tail("\n".join(zk)).splitlines()[0] == "Caused by: java.io.IOException: CRC check failed"
+    )

@@ -168,18 +168,28 @@ def boot(ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> Non
         detail["failed_to_start"] = {n: _tail(ctx.backend.logs(ctx.node(n))) for n in sorted(down)}
 
 
-# What a line that says why a server stopped holds (besides a Go "panic:"): a Java exception,
-# etcd's zap logger at fatal ("walpb: crc mismatch"), the Go runtime's signal (bbolt's SIGBUS
-# on a db file shorter than its pages).
-WHY = ("Exception", '"level":"fatal"', '"level":"panic"', "[signal ")
+# What the line that says why a server stopped holds, the likeliest first: a Go panic's
+# message (etcd's "tocommit(114) is out of range"), etcd's zap logger at fatal ("walpb: crc
+# mismatch"), the Go runtime's signal (bbolt's SIGBUS on a db file shorter than its pages), the
+# cause of a Java exception (ZooKeeper's "CRC check failed"), any other exception.
+WHY = ("panic: ", '"level":"fatal"', '"level":"panic"', "[signal ", "Caused by: ", "Exception")
+
+
+def why_stopped(lines: list[str]) -> str | None:
+    """The line of a server's log that says why it stopped (WHY), or None."""
+    for marker in WHY:
+        found = [x for x in lines if marker in x]
+        if found:  # the last: a crash-looping server's last boot
+            return found[-1]
+    return None
 
 
 def _tail(log: str, lines: int = 12) -> str:
     """A log's last lines, after the line that says why it stopped when that is further up
-    (a Go panic's message comes before its stack: etcd's "tocommit(114) is out of range")."""
+    (a Go panic's message comes before its stack)."""
     all_lines = log.splitlines()
     tail = all_lines[-lines:]
-    why = next((x for x in all_lines if x.startswith("panic:") or any(w in x for w in WHY)), None)
+    why = why_stopped(all_lines)
     return "\n".join(([why[:400]] if why is not None and why not in tail else []) + tail)
 
 
