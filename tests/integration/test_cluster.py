@@ -3,6 +3,7 @@ one worker on the machine's engine and one in a second engine's own network name
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -47,6 +48,17 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def cluster(zk_image, tmp_path_factory):
+    # One Dask cluster on this machine at a time: each has a veth into the second engine's
+    # namespace with the same link-local addresses, and pytest-xdist may give this module's
+    # tests to both workers. Two at once left one cluster's worker unable to reach its
+    # scheduler (a suite run of 2026-11-27: two setup errors). The lock is held on this file,
+    # which every checkout has, so that no file is created for it.
+    with open(__file__) as me:
+        fcntl.flock(me, fcntl.LOCK_EX)
+        yield from _cluster(zk_image, tmp_path_factory)
+
+
+def _cluster(zk_image, tmp_path_factory):
     with second_engine_or_skip(private_net=True) as url:
         preload_image(zk_image, url)
         c = Cluster(url, NETNS[url], tmp_path_factory.mktemp("dask"))
