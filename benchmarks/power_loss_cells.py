@@ -2,7 +2,8 @@
 broke the lock or fencing (with the 95 % Wilson interval), the violations by kind, the other
 invalid parts, the faults each run executed and the bytes each power loss dropped per server
 (`lost_bytes` in every run's schedule.json), the servers that could not boot again after a
-fault (`failed_to_start`, with the last line of their log) and the load the matrix ran under.
+fault (`failed_to_start`, with the line of their log that says why) and the load the matrix
+ran under.
 
     .venv/bin/python benchmarks/power_loss_cells.py STORE [STORE ...]
 

@@ -12,7 +12,9 @@ from collections.abc import Callable
 import pytest
 
 
-def until(condition: Callable[[], object], *, what: str, bound_s: float, poll_s: float = 0.5):
+def until(
+    condition: Callable[[], object], *, what: str, bound_s: float, poll_s: float = 0.5
+) -> object:
     """condition()'s first true value; fails the test with `what` once `bound_s` has passed."""
     deadline = time.monotonic() + bound_s
     while not (value := condition()):

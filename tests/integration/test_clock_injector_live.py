@@ -82,7 +82,8 @@ def test_go_and_c_read_the_skewed_clock_through_the_vdso(docker_client, etcd_ima
 def _check_c(rows, st, delta):
     # columns: raw_mono realtime monotonic boottime gettimeofday_us time_s
     def lead(r):
-        return r[1] - r[0] - delta  # the wall clock's lead over real time
+        # REALTIME's lead over real time: two clocks read in one row, an offset, not a duration
+        return r[1] - r[0] - delta
 
     first = st["bump"]
     before = [r for r in rows if r[0] < first]
@@ -96,7 +97,7 @@ def _check_c(rows, st, delta):
     _rate_between(fast, lambda r: r[0], lambda r: r[3], 3.5, 4.5)  # BOOTTIME
     _rate_between(fast, lambda r: r[0], lambda r: r[1], 3.5, 4.5)  # REALTIME
     healed = _segment(rows, lambda r: r[0], st["heal"], None, lag=10**7)
-    assert healed and all(abs(lead(r)) < S for r in healed)  # the wall clock back on real
+    assert healed and all(abs(lead(r)) < S for r in healed)  # REALTIME's lead gone (one row)
     mono = [r[2] for r in rows]
     assert mono == sorted(mono)  # never backward, through the step, the rate and the heal
     assert all(r[2] > r[0] for r in healed)  # the lead is given back slowly, not stepped

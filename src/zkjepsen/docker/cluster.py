@@ -184,13 +184,14 @@ class ContainerCluster:
         # A question that changes nothing (stat, sync) is asked again when the answer is lost:
         # the ctl gives up after 10 s, which a loaded machine can reach (CI run of 2026-11-27,
         # load 5-10). A drop or a tear is never asked twice: the second would drop nothing.
-        tries = 3 if what in ("stat", "sync") else 1
+        harmless = what in ("stat", "sync")
+        tries = 3 if harmless else 1
         for _ in range(tries):
             code, out = self.exec(node, powerfs.command(what, age_s))
             counts = powerfs.parse(out)
             if counts:
                 return counts
-        if what in ("stat", "sync"):
+        if harmless:
             raise EnvironmentProblem(
                 f"the power-loss layer of {node.name} did not answer {what!r} "
                 f"(exit {code}: {out.strip()[:200]!r})"
