@@ -165,7 +165,11 @@ def boot(ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> Non
         # the engine copies a container's last lines after it exits: read them a moment later
         # (etcd's fatal "walpb: crc mismatch" was missing from the tail read at once)
         time.sleep(LOG_SETTLE_S)
-        detail["failed_to_start"] = {n: _tail(ctx.backend.logs(ctx.node(n))) for n in sorted(down)}
+        logs = {n: ctx.backend.logs(ctx.node(n)) for n in sorted(down)}
+        detail["failed_to_start"] = {n: _tail(log) for n, log in logs.items()}
+        # the verdict's `recovery` part says why (checker/recovery.py)
+        whys = {n: why_stopped(log.splitlines()) for n, log in logs.items()}
+        detail["why_not_started"] = {n: why[:400] for n, why in whys.items() if why is not None}
 
 
 # What the line that says why a server stopped holds, the likeliest first: a Go panic's

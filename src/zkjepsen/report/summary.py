@@ -78,6 +78,12 @@ def _violation_line(r: Result, v: Violation) -> str:
             f"{ev['lost']} acknowledged increments lost: final read {ev.get('final_value')}, "
             f"but {ev['acknowledged']} adds were acknowledged"
         )
+    if v.kind == "could-not-boot":  # checker/recovery.py: which server, after what, why
+        n = r.count(v.kind)
+        return (
+            f"{n} server{'s' if n != 1 else ''} could not boot again; first: {ev.get('server')} "
+            f"after {ev.get('fault')}: {str(ev.get('why'))[:160]}"
+        )
     if v.kind == "stuck" and "bound" in ev:  # a waiter past the service's bound: who, how long
         return f"{r.count(v.kind)} {KIND_WORDS['stuck']}: {ev['reason']}"
     what = f"{r.count(v.kind)} {KIND_WORDS.get(v.kind, v.kind + ' violations')}"

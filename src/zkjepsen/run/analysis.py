@@ -11,6 +11,7 @@ from zkjepsen.checker import Result, compose, merge_valid
 from zkjepsen.checker.liveness import LivenessChecker
 from zkjepsen.checker.lock import LockChecker
 from zkjepsen.checker.power import power_of
+from zkjepsen.checker.recovery import recovery_of
 from zkjepsen.report import render_run
 from zkjepsen.report.counterexample import write_failures
 from zkjepsen.run.spec import TestSpec
@@ -32,6 +33,7 @@ def check_history(
     if checkers is None:
         checkers = checkers_for(spec)
     checked = with_power(compose(checkers).check(history), history, spec, checkers)
+    checked = with_recovery(checked, history)
     if store_dir is not None and checked.valid is not True:
         try:
             write_failures(checked, checkers, store_dir, history)
@@ -75,6 +77,18 @@ def with_power(checked: Result, history, spec: TestSpec, checkers: dict) -> Resu
         checked.parts["power"] = Result(True, table)
     else:
         checked.parts["power"] = Result("unknown", {**table, "reason": power.reason()})
+    checked.valid = merge_valid([r.valid for r in checked.parts.values()])
+    return checked
+
+
+def with_recovery(checked: Result, history) -> Result:
+    """Add whether every server a disk fault stopped booted again (checker/recovery.py) as the
+    part `recovery`, for a run with such a fault: a server that could not is a finding of its
+    own (INVALID), whatever the lock saw."""
+    recovery = recovery_of(history)
+    if recovery is None:
+        return checked
+    checked.parts["recovery"] = recovery
     checked.valid = merge_valid([r.valid for r in checked.parts.values()])
     return checked
 
