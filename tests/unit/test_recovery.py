@@ -63,6 +63,13 @@ def test_why_falls_back_to_the_logs_last_line():
     assert v.evidence["why"] == "main.main()"
 
 
+def test_a_structured_log_line_reads_as_its_message_and_error():
+    zap = '{"level":"fatal","msg":"discovery failed","error":"walpb: crc mismatch","x":1}'
+    h = H().fault(2, 5, "corrupt-file", targets=("n2",), end=_down("n2", zap))
+    (v,) = recovery_of(h.history()).violations
+    assert v.evidence["why"] == "discovery failed: walpb: crc mismatch"
+
+
 def test_the_nemesis_records_why_a_server_stayed_down(monkeypatch):
     log = "started\n" + PANIC + "\ngoroutine 1 [running]:\n" + "frame\n" * 20
     backend = SimpleNamespace(

@@ -14,6 +14,7 @@ no such part (`recovery_of` returns None).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -69,7 +70,7 @@ def _down(op: Op, end: dict[str, Any], start: int) -> list[Violation]:
                 "server": node,
                 "fault": op.f,
                 "fault_id": end.get("fault_id"),
-                "why": str(whys.get(node) or _last_line(tail))[:400],
+                "why": _readable(str(whys.get(node) or _last_line(tail)))[:400],
                 "log_tail": str(tail),
             },
         )
@@ -79,6 +80,14 @@ def _down(op: Op, end: dict[str, Any], start: int) -> list[Violation]:
 
 def _table(value: Any) -> dict[Any, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def _readable(line: str) -> str:
+    """A structured log line (etcd's zap JSON) as its message and error, "discovery failed:
+    walpb: crc mismatch"; any other line as it is. Read by pattern, not as JSON: the line
+    may have been cut short (a zap line carries its stack trace)."""
+    said = [m.group(1) for k in ("msg", "error") if (m := re.search(f'"{k}":"([^"]*)"', line))]
+    return ": ".join(said) if line.lstrip().startswith("{") and said else line
 
 
 def _last_line(tail: Any) -> str:
