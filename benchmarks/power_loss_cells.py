@@ -19,6 +19,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from zkjepsen.checker.recovery import readable_why
 from zkjepsen.nemesis.disk import why_stopped
 from zkjepsen.report.stats import rate_text
 
@@ -41,15 +42,6 @@ def _faults(root: Path, store: str) -> list[dict]:
 
 def _kb(n: int) -> str:
     return f"{n / 1000:.1f} KB" if n >= 1000 else f"{n} B"
-
-
-def _said(line: str) -> str:
-    """What a log line says, short: a zap JSON line's message and error, else its start."""
-    try:
-        d = json.loads(line)
-        return f"{d.get('msg', '')}: {d.get('error', '')}"[:110]
-    except (ValueError, AttributeError):
-        return line.strip()[:110]
 
 
 def cell_lines(root: Path) -> list[str]:
@@ -92,7 +84,9 @@ def cell_lines(root: Path) -> list[str]:
             for node, log in (d.get("failed_to_start") or {}).items():
                 lines = [x for x in str(log).splitlines() if x.strip()]
                 last = why_stopped(lines) or (lines or [""])[-1]  # why, else the last line
-                refused.append(f"seed {r['seed']} {f['f']} {node}: {_said(last)}")
+                refused.append(
+                    f"seed {r['seed']} {f['f']} {node}: {readable_why(last.strip())[:110]}"
+                )
     md = root / "matrix.md"
     text = md.read_text() if md.exists() else ""
     load = re.search(r"load average [\d.]+ at the start, [\d.]+ at the end", text)

@@ -70,7 +70,7 @@ def _down(op: Op, end: dict[str, Any], start: int) -> list[Violation]:
                 "server": node,
                 "fault": op.f,
                 "fault_id": end.get("fault_id"),
-                "why": _readable(str(whys.get(node) or _last_line(tail)))[:400],
+                "why": readable_why(str(whys.get(node) or _last_line(tail)))[:400],
                 "log_tail": str(tail),
             },
         )
@@ -82,7 +82,7 @@ def _table(value: Any) -> dict[Any, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _readable(line: str) -> str:
+def readable_why(line: str) -> str:
     """A structured log line (etcd's zap JSON) as its message and error, "discovery failed:
     walpb: crc mismatch"; any other line as it is. Read by pattern, not as JSON: the line
     may have been cut short (a zap line carries its stack trace)."""
