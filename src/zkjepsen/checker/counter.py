@@ -8,6 +8,10 @@ timestamps the bounds are taken in the permissive direction.
 The final read is the last `ok` read. Lost updates = acknowledged adds missing from it: the sum of
 `ok` adds that completed before it was invoked, minus its value, when positive (an `info` add that
 did happen could hide a loss of the same size, so this is a lower bound on what was lost).
+
+Both can show state a server lost (a power loss took acknowledged increments): each names the
+faults its read met and the last disk fault before that read (`after_disk_fault`,
+checker/attribution.py).
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 from zkjepsen.checker import Result, Violation
-from zkjepsen.history import History
+from zkjepsen.checker.attribution import attributed
+from zkjepsen.history import History, fault_windows
 
 
 class CounterChecker:
@@ -44,6 +49,8 @@ class CounterChecker:
             details["lost"] = None
         violations = _violations(errors[: self.max_reported], details)
         if violations:
+            faults = fault_windows(history)  # only when there is something to place
+            violations = [attributed(v, faults) for v in violations]
             return Result(
                 False,
                 details,

@@ -17,7 +17,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from zkjepsen.checker import Result, Violation
-from zkjepsen.checker.lock import disk_fault_before, out_of_version_order
+from zkjepsen.checker.attribution import disk_fault_before
+from zkjepsen.checker.lock import out_of_version_order
 from zkjepsen.checker.lock_observe import Hold, LockObservations, Write, observe
 from zkjepsen.history import History, Op, fault_windows, faults_during
 from zkjepsen.history.stream import paused_gc

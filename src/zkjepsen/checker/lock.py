@@ -37,8 +37,8 @@ from operator import itemgetter
 from typing import Any
 
 from zkjepsen.checker import Result, Violation
+from zkjepsen.checker.attribution import disk_fault_before
 from zkjepsen.checker.lock_observe import INF, Hold, Write, observe
-from zkjepsen.faultkinds import KINDS
 from zkjepsen.history import History, Op, fault_windows, faults_during
 from zkjepsen.history.stream import paused_gc
 
@@ -255,19 +255,6 @@ def _effect_overlaps(writes: list[Write]) -> list[dict[str, Any]]:
             }
         )
     return effects
-
-
-def disk_fault_before(faults: list, start: int | None) -> dict[str, Any]:
-    """The last disk fault (a power loss, a torn write, a corrupt file: by its kind's family)
-    that began before a violation showed at `start`: what it took (a lock node, a lease, a
-    fencing counter) outlives its window, so the verdict names it (issue 34). The lock and
-    fencing checkers' records carry it as `after_disk_fault`."""
-    if start is None:
-        return {}
-    disk = [
-        w for w in faults if w.start <= start and getattr(KINDS.get(w.f), "family", "") == "disk"
-    ]
-    return {"after_disk_fault": disk[-1]._asdict()} if disk else {}
 
 
 def _violation(kind: str, rec: dict[str, Any]) -> Violation:

@@ -10,7 +10,9 @@ that completed `ok` before s, upper = the adds invoked at or before e and not `f
   add still pending may fail). So v > upper is certain once every client's source (those the
   run has, `clients`, and any that wrote) has been fed past e; a read within it is kept until
   no add it counts is pending any more.
-The lost-update check needs the final read: offline only.
+The lost-update check needs the final read: offline only. Its violations are placed (the faults
+met, the disk fault before: checker/attribution.py) by whoever holds the nemesis records, the
+live follower (run/online.py), as the offline checker places its own.
 """
 
 from __future__ import annotations

@@ -23,10 +23,12 @@ A fault whose start recorded an `error` (it never went in), whose end recorded `
 (its trigger's state had ended) or whose detail says `holding_when_hit: false` never counts.
 
 An opportunity is **violated** when a violation of the property judged (`prop`: belief
-overlaps; effect overlaps and fencing's findings; or any kind) names one of its at-risk
-clients and its window [start, end] meets [fault start, fault end + T] (a split begins while
-the holder is frozen; a stale write lands just after the thaw). Violations that name no client
-or no time are not attributed to any fault.
+overlaps; effect overlaps and fencing's findings; or any kind) has a window [start, end] that
+meets [fault start, fault end + T] (a split begins while the holder is frozen; a stale write
+lands just after the thaw), whoever it names (a waiter's death lets two others hold at once),
+unless it is on another lock than a client fault's at-risk clients were after. A fault that
+breaks the servers' state is violated by any kind lost state can cause that meets it or that
+its checker names as following it. The rule, stated once: checker/attribution.py.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from zkjepsen.checker import Violation
+from zkjepsen.checker.attribution import LOST_STATE_KINDS, counts_against, locks_of
 from zkjepsen.checker.bounds import upper_bound
 from zkjepsen.checker.lock_observe import observe
 from zkjepsen.faultkinds import UNKNOWN_RULE, client_killers, power_rule
@@ -53,8 +56,8 @@ PROPERTIES = {
 EFFECTS = frozenset({"effect", "backwards", "reused-token", "foreign-token"})
 PROPERTY_KINDS = {"belief": frozenset({"belief"}), "effect": EFFECTS}
 # What counts against a fault that breaks the servers' state (PowerRule.state), whatever the
-# property judged: every lock and fencing kind.
-STATE_KINDS = EFFECTS | {"belief"}
+# property judged: every kind lost state can cause (a lock's, a fence's, a counter's).
+STATE_KINDS = LOST_STATE_KINDS
 
 
 def rule_of(kind: str) -> str:
@@ -236,10 +239,11 @@ def power_of(
     timeouts, paths = _sessions_and_paths(ops, frozenset(acq), frozenset(rel), last)
     violations = [v for v in violations if v.start is not None]
     kinds = PROPERTY_KINDS.get(prop)
-    found = [v for v in violations if v.clients and (kinds is None or v.kind in kinds)]
-    # A fault that breaks the servers' state (a power loss) is judged by every lock and fencing
-    # kind, whoever they name: it takes a lock node or a counter, and a reused token or a
-    # backwards write shows it, long after and between clients it never hit.
+    found = [v for v in violations if kinds is None or v.kind in kinds]
+    locks = locks_of(ops, acq)
+    # A fault that breaks the servers' state (a power loss) is judged by every kind lost state
+    # can cause, whoever they name: it takes a lock node, a token or increments, and a reused
+    # token or a read out of bounds shows it, long after and between clients it never hit.
     lost_state = [v for v in violations if v.kind in STATE_KINDS]
     counts: dict[str, list[int]] = {}
     landed: list[Opportunity] = []
@@ -249,10 +253,12 @@ def power_of(
         opp = _opportunity(fault, beliefs, paths, timeouts, session_timeout_s)
         if opp is None:
             continue
-        if (power_rule(fault.kind) or UNKNOWN_RULE).state:
-            hit = any(_follows(v, opp) for v in lost_state)
-        else:
-            hit = any(set(v.clients) & set(opp.clients) and _meets(v, opp) for v in found)
+        state = (power_rule(fault.kind) or UNKNOWN_RULE).state
+        on_clients = any(_client(t) is not None for t in fault.targets)
+        hit = any(
+            counts_against(v, opp, state=state, on_clients=on_clients, locks=locks)
+            for v in (lost_state if state else found)
+        )
         opp = replace(opp, violated=hit)
         landed.append(opp)
         tally[1] += 1
@@ -262,25 +268,6 @@ def power_of(
         for kind, (faults, n, k) in sorted(counts.items())
     )
     return Power(per_kind, tuple(landed), prop, confidence, method)
-
-
-def _meets(v: Violation, opp: Opportunity) -> bool:
-    """The violation's window meets [fault start, fault end + the timeout it had to exceed]."""
-    grace = int(opp.timeout_s * S)
-    return (
-        v.start is not None and v.start <= opp.end + grace and (v.end is None or v.end >= opp.start)
-    )
-
-
-def _follows(v: Violation, opp: Opportunity) -> bool:
-    """A state fault's violation: its window meets the fault's, or the checker found the fault
-    the last disk fault before it (`after_disk_fault`, checker/lock.py)."""
-    disk = v.evidence.get("after_disk_fault")
-    named = isinstance(disk, dict) and (disk.get("f"), disk.get("fault_id")) == (
-        opp.kind,
-        opp.fault_id,
-    )
-    return named or _meets(v, opp)
 
 
 def _faults(ops: list[Op], last: int) -> list[_Fault]:

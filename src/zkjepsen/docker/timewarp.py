@@ -1,25 +1,34 @@
-"""The control files of `zkj-timewarp` (client/drivers/timewarp/): one per skewed process, read
-by the process itself through a MAP_SHARED page, rewritten here in place.
+"""The control files of `zkj-timewarp` (client/drivers/timewarp/): one per skewed process tree,
+read by its processes through a MAP_SHARED page, rewritten here in place; and the observation
+page beside it, where those processes' own readings are found (`observed`).
 
 Why this mechanism: libfaketime reaches only what calls libc (the JVM, Python); Go reads the
 clock through the vDSO (etcd, go-zookeeper), and Redis 7.0 dies under it. `zkj-timewarp` starts
-the program under ptrace, stops it at exec, maps a stub and this file's page, points the vDSO's
-`clock_gettime`/`gettimeofday`/`time` at the stub, and detaches: every thread, now and later,
-reads `t' = a + (t - b) * rate` per clock (REALTIME, MONOTONIC, BOOTTIME). Attaching at exec
-rather than to a live process: no capability at all (PTRACE_TRACEME), no race with threads
-being created, and the patch is in place before the program's first clock reading.
+the program under ptrace and stays the tracer of its whole process tree: at every exec in the
+tree (the program's own, a shell's exec of the real program, a subprocess) it maps a stub and
+this file's page into the new image, points the vDSO's `clock_gettime`/`gettimeofday`/`time` at
+the stub, and lets it run: every thread, and every fork, reads `t' = a + (t - b) * rate` per
+clock (REALTIME, MONOTONIC, BOOTTIME). Attaching before exec rather than to a live process: no
+capability at all (a process may trace its own child), no race with threads being created,
+and the patch is in place before the program's first clock reading. Clock reads never stop
+for the tracer; forks, clones and execs do, once each.
 
 The page is changed under a sequence counter (odd while it changes; three writes), so a
-reader never sees half a change, and a change reaches the process at its next clock reading.
+reader never sees half a change, and a change reaches every process at its next clock reading.
 Containers share the host's kernel clocks, so the host computes the new lines from its own
 readings: a change is continuous (the skewed clock goes on from where it is) unless it is a step.
 
 Fault specs keep libfaketime's grammar (nemesis/clock.py writes them for either mechanism):
 - `+D xK`: every clock runs K x from now on, no step;
 - `+D` (no `x`): REALTIME steps to real + D (the rate stays; `+0` puts it back on real time, at
-  rate 1). MONOTONIC and BOOTTIME never step: `+0` (the heal) makes them run at half speed
-  until real time catches up with the lead they gained (`converge`), then stay on it, so no
-  waiter ever sees its monotonic clock go back.
+  rate 1, a backward step by the lead a rate built). MONOTONIC and BOOTTIME never step: `+0`
+  (the heal) makes them run at half speed until real time catches up with the lead they gained
+  (`converge`), then stay on it, so no waiter ever sees its monotonic clock go back.
+
+Observation (env ZKJ_TIMEWARP_OBSERVE=PATH for the launcher): the stub writes each clock's
+latest reading (the control seq it used, the real and the read ns) and the launcher every
+process it injected; `observed(PATH)` reads them, so a caller can tell that a reading was made
+under its change (`gen >= apply(...)`) and what offset and rate the program really saw.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ import re
 import struct
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 MAGIC = b"ZKJTIME1"
@@ -109,7 +119,8 @@ def lines_for(
 
 def write(path: Path, lines: list[tuple[int, int, int, int]]) -> None:
     """Rewrite the lines in place under the sequence counter (never a new file: the program
-    maps this one)."""
+    maps this one). The lock keeps two writers in this process apart (two writers in two
+    processes are not expected: one nemesis owns a run's control files)."""
     with _lock:
         fd = os.open(path, os.O_RDWR)
         try:
@@ -122,12 +133,95 @@ def write(path: Path, lines: list[tuple[int, int, int, int]]) -> None:
             os.close(fd)
 
 
-def apply(path: Path, spec: str) -> None:
-    """Make the program behind `path` read its clocks as `spec` says, from now on."""
+def seq(path: Path) -> int:
+    """The control file's sequence number: even, and higher after every change."""
+    _, n = HEAD.unpack(path.read_bytes()[: HEAD.size])
+    return int(n)
+
+
+def apply(path: Path, spec: str) -> int:
+    """Make the program behind `path` read its clocks as `spec` says, from now on. Returns
+    the change's seq: a reading with `gen >= ` it (`observed`) was made under this change."""
     old = read(path)
     write(path, lines_for(old, spec, [time.clock_gettime_ns(c) for c in CLOCKS]))
+    return seq(path)
 
 
 def command(control: str, argv: list[str]) -> list[str]:
     """`argv` under the launcher, reading its clocks through `control` (a path it can open)."""
     return [LAUNCHER, control, *argv]
+
+
+# ---- the observation page (timewarp.h: struct tw_observe) -------------------------------------
+SEEN_MAGIC = b"ZKJSEEN1"
+SEEN_HEAD = struct.Struct("<8sQ")  # magic, injections
+SLOT = struct.Struct("<QQqqQ24x")  # struct tw_seen: busy, gen, real_ns, read_ns, count, pad
+INJECTED = struct.Struct("<q56s")  # struct tw_injected: pid, exe
+RING = 32  # TW_INJECTED
+CLOCK_NAMES = ("realtime", "monotonic", "boottime")
+_SLOTS_AT = SEEN_HEAD.size
+_RING_AT = _SLOTS_AT + len(CLOCK_NAMES) * SLOT.size
+_TRIES = 200  # a slot being written is read again; it is busy for a few instructions
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The latest reading of one clock by any process under the launcher."""
+
+    gen: int  # the control file's seq the reading used (compare with `apply`'s return)
+    real_ns: int  # the real clock's reading at that moment
+    read_ns: int  # what the process read
+    count: int  # readings recorded in this clock's slot so far (a writer skips a busy slot)
+
+    @property
+    def offset_ns(self) -> int:
+        return self.read_ns - self.real_ns
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What `observed` found: per clock name (`CLOCK_NAMES`) its latest reading, for the clocks
+    read at least once; and the processes the launcher injected (`injected`) or saw exec but
+    could not reach (`missed`: a 32-bit program, one that died mid-way; the launcher says why
+    on stderr), each (pid, exe path: its last 55 bytes if longer), oldest first, at most
+    the last 32 of `injections`."""
+
+    clocks: dict[str, Reading]
+    injected: tuple[tuple[int, str], ...]
+    missed: tuple[tuple[int, str], ...]
+    injections: int
+
+
+def _slot(data: bytes, path: Path, i: int) -> Reading | None:
+    at = _SLOTS_AT + i * SLOT.size
+    for _ in range(_TRIES):
+        first = data[at : at + SLOT.size]
+        data = path.read_bytes()
+        busy, gen, real, read_, count = SLOT.unpack_from(data, at)
+        if busy == 0 and first == data[at : at + SLOT.size]:
+            return Reading(gen, real, read_, count) if count else None
+    return None  # written all the time: a writer that died holding it, or a very hot clock
+
+
+def observed(path: Path) -> Seen:
+    """The observation page at `path` (the launcher's ZKJ_TIMEWARP_OBSERVE) as it is now. A
+    page not yet created (the program not started yet) reads as nothing seen."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return Seen({}, (), (), 0)
+    if len(data) < _RING_AT + RING * INJECTED.size or data[:8] != SEEN_MAGIC:
+        raise ValueError(f"{path} is not a zkj-timewarp observation page")
+    _, injections = SEEN_HEAD.unpack_from(data)
+    clocks: dict[str, Reading] = {}
+    for i, name in enumerate(CLOCK_NAMES):
+        got = _slot(data, path, i)
+        if got is not None:
+            clocks[name] = got
+    injected: list[tuple[int, str]] = []
+    missed: list[tuple[int, str]] = []
+    for k in range(max(0, injections - RING), injections):
+        pid, exe = INJECTED.unpack_from(data, _RING_AT + (k % RING) * INJECTED.size)
+        entry = (abs(pid), exe.split(b"\0", 1)[0].decode(errors="replace"))
+        (injected if pid > 0 else missed).append(entry)
+    return Seen(clocks, tuple(injected), tuple(missed), injections)

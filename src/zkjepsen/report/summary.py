@@ -76,7 +76,7 @@ def _violation_line(r: Result, v: Violation) -> str:
     if v.kind == "lost" and "acknowledged" in ev:
         return (
             f"{ev['lost']} acknowledged increments lost: final read {ev.get('final_value')}, "
-            f"but {ev['acknowledged']} adds were acknowledged"
+            f"but {ev['acknowledged']} adds were acknowledged" + _after(v)
         )
     if v.kind == "could-not-boot":  # checker/recovery.py: which server, after what, why
         n = r.count(v.kind)

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.checker import Violation
-from zkjepsen.checker.lock import disk_fault_before
+from zkjepsen.checker.attribution import attributed
 from zkjepsen.checker.online import online_checker
 from zkjepsen.checker.power import power_of
-from zkjepsen.history import NEMESIS, History, Op, fault_windows, faults_during
+from zkjepsen.history import NEMESIS, History, Op, fault_windows
 from zkjepsen.history.jsonl import DirTailer, client_of
 from zkjepsen.report.summary import fault_words
 
@@ -174,9 +174,10 @@ class LiveFollower:
         recs = sorted(self.records, key=lambda r: r.get("time", 0))
         ops = [Op.from_dict({**r, "index": i}) for i, r in enumerate(recs)]
         found = self.online.found if self.online is not None else []
+        windows = fault_windows(ops)  # placed as the offline checkers place them
         power = power_of(
             History(ops),
-            violations=found,
+            violations=[attributed(v, windows) for v in found],
             session_timeout_s=self.session_timeout_s,
             acquire=self.acquire,
             release=self.release,
@@ -218,14 +219,8 @@ def _with_faults(v: Violation, records: list[dict[str, Any]]) -> Violation:
     nemesis = sorted(
         (r for r in records if r.get("process") == NEMESIS), key=lambda r: r.get("time", 0)
     )
-    windows = fault_windows([Op.from_dict({**r, "index": i}) for i, r in enumerate(nemesis)])
-    return Violation(
-        v.kind,
-        v.clients,
-        v.start,
-        v.end,
-        tuple(faults_during(windows, v.start, v.end)),
-        {**v.evidence, **disk_fault_before(windows, v.start)},
+    return attributed(
+        v, fault_windows([Op.from_dict({**r, "index": i}) for i, r in enumerate(nemesis)])
     )
 
 

@@ -8,6 +8,12 @@
  * `converge` (+1 or -1) ends a heal: the clock runs slower (or faster) than real until it meets
  * real time, then stays on it, so a heal never steps backward.
  *
+ * When the launcher observes (ZKJ_TIMEWARP_OBSERVE), a third page follows the control page and
+ * every reading of REALTIME, MONOTONIC or BOOTTIME (and their _COARSE forms) is written to that
+ * clock's slot: the control seq it used, the real and the read ns. A writer takes the slot
+ * with `lock cmpxchg` and skips the write when another holds it: a reader of the page wants
+ * the latest reading made under a change, not every one, and a clock read must never wait.
+ *
  * Freestanding and position independent: it lives in its own section, `zkjstub`, which the
  * launcher copies byte for byte; it must call nothing and read nothing outside that section
  * but the control page (compiled with -fPIC -fno-jump-tables -ffreestanding, no libc). */
@@ -50,13 +56,14 @@ LOCAL int slot_of(long clk) {
     }
 }
 
-/* The skewed reading of clock slot `s` for the real reading `t` (ns). */
-LOCAL long long skew(int s, long long t) {
+/* The skewed reading of clock slot `s` for the real reading `t` (ns); `*gen`: the seq used. */
+LOCAL long long skew(int s, long long t, unsigned long long *gen) {
     const volatile struct tw_control *c =
         (const volatile struct tw_control *)(zkj_stub_base + TW_CODE_BYTES);
     struct tw_clock k;
+    unsigned long long s1;
     for (int tries = 0;; tries++) {
-        unsigned long long s1 = c->seq;
+        s1 = c->seq;
         __asm__ volatile("" ::: "memory");
         k.a = c->clk[s].a;
         k.b = c->clk[s].b;
@@ -66,6 +73,7 @@ LOCAL long long skew(int s, long long t) {
         /* a writer that died mid-change must not hang the process: take what is there */
         if (((s1 & 1) == 0 && c->seq == s1) || tries > 1000) break;
     }
+    *gen = s1;
     if (k.rate_q32 == TW_ONE && k.a == k.b) return t;
     long long d = t - k.b;
     __int128 scaled = (__int128)d * (__int128)k.rate_q32;
@@ -74,11 +82,30 @@ LOCAL long long skew(int s, long long t) {
     return f;
 }
 
+/* Record one reading in the observation page, if there is one and the slot is free. */
+LOCAL void note(int s, unsigned long long gen, long long t, long long f) {
+    if (!*(const volatile unsigned long long *)(zkj_stub_base + TW_OBSERVING)) return;
+    struct tw_observe *o = (struct tw_observe *)(zkj_stub_base + TW_CODE_BYTES + TW_CONTROL_BYTES);
+    struct tw_seen *w = &o->slot[s];
+    unsigned long long free = 0;
+    if (__atomic_load_n(&w->busy, __ATOMIC_RELAXED) ||
+        !__atomic_compare_exchange_n(&w->busy, &free, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return;
+    w->gen = gen;
+    w->real_ns = t;
+    w->read_ns = f;
+    w->count = w->count + 1;
+    __atomic_store_n(&w->busy, 0, __ATOMIC_RELEASE);
+}
+
 STUB long zkj_clock_gettime(long clk, struct k_timespec *ts) {
     long r = raw2(SYS_clock_gettime, clk, (long)ts);
     int s = slot_of(clk);
     if (r != 0 || s < 0 || !ts) return r;
-    long long f = skew(s, (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec);
+    long long t = (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec;
+    unsigned long long gen;
+    long long f = skew(s, t, &gen);
+    if (clk != 4) note(s, gen, t, f); /* MONOTONIC_RAW is not MONOTONIC's real reading */
     long long sec = f / 1000000000LL, ns = f % 1000000000LL;
     if (ns < 0) { ns += 1000000000LL; sec -= 1; }
     ts->tv_sec = sec;
