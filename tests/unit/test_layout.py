@@ -131,9 +131,11 @@ def test_modules_are_small():
     assert not big, big
 
 
-# The rooms' layers (issue 24): <= 15 rooms, <= 60 arrows, no mutual pair, no room-level cycle.
+# The rooms' layers (issue 24): <= 15 rooms, <= 61 arrows, no mutual pair, no room-level cycle.
 # A new arrow that points up (or sideways into a room that reaches back) fails here.
-MAX_ROOMS, MAX_ARROWS = 15, 60
+# 61: history -> store (issue 48): the history readers open their files through the one opener,
+# store/regular.py (regular files only, bounded, nested at most 64 levels), as every reader does.
+MAX_ROOMS, MAX_ARROWS = 15, 61
 ALLOWED_MUTUAL: set[tuple[str, str]] = set()
 ALLOWED_IN_CYCLES: set[str] = set()
 

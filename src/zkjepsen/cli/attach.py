@@ -7,6 +7,7 @@ from pathlib import Path
 
 from zkjepsen.backends.zookeeper.ensemble import ZooKeeperEnsemble
 from zkjepsen.docker import resources
+from zkjepsen.store.regular import read_text
 
 
 def backend_of(containers: list) -> str:
@@ -28,7 +29,8 @@ def attach(client, run_id: str):
     if backend == "zookeeper":
         return ZooKeeperEnsemble.attach(run_id, client)
     marker = resources.SCRATCH_ROOT / run_id / resources.DETACHED_MARKER
-    store = Path(marker.read_text()) if marker.exists() else Path("store/cluster") / run_id
+    store = Path(read_text(marker, "detached marker", 4096)) if marker.exists() else None
+    store = store or Path("store/cluster") / run_id
     image = servers[0].image.tags[0] if servers[0].image.tags else servers[0].image.id
     roles = [c for c in servers if c.labels.get(resources.ROLE_LABEL) == "server"]
     ens = make_backend(

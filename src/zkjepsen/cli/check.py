@@ -176,8 +176,10 @@ def _parse_initial(text: str | None) -> Any:
         return None
     if text.strip() == "nil":
         return None
+    from zkjepsen.store.regular import parse_json
+
     try:
-        return json.loads(text)
+        return parse_json(text, "--initial")  # nested at most 64 levels, as every input
     except json.JSONDecodeError:
         raise BadInput(
             f"--initial must be JSON (e.g. 0, null, '\"\"', '{{\"x\": 0}}'), got {text!r}"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -262,13 +261,10 @@ def config_engine(value: Any, path: Path | None) -> str:
 
 
 def read_config(path: Path) -> dict[str, Any]:
-    from zkjepsen.store.regular import read_text
+    from zkjepsen.store.regular import read_toml
 
-    text = read_text(path, "config")  # a named pipe or a device is refused, not read
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise BadInput(f"cannot read config {path}: {e}") from None
+    # a named pipe or a device is refused, not read; a deeply nested one is one sentence
+    return read_toml(path, "config")
 
 
 def with_config(toml: dict[str, Any], cli: dict[str, Any], path: Path | None) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple
 
 from zkjepsen.errors import BadInput
+from zkjepsen.store.regular import MAX_DEPTH, open_regular, parse_json
 
 TYPES = frozenset({"invoke", "ok", "fail", "info", "event"})
 NEMESIS = "nemesis"
@@ -306,6 +307,11 @@ def parse_jsonl_lines(lines: Iterable[str]) -> History:
         text = text.strip()
         if not text:
             continue
+        if text.count("[") + text.count("{") > MAX_DEPTH:  # maybe nested too deep: parse it
+            try:  # safely first (BadInput if it is)
+                parse_json(text, f"history line {n}")
+            except ValueError:
+                pass  # not JSON: said below
         try:
             d, end = _scan(text, 0)
             if end != len(text):
@@ -326,7 +332,7 @@ def parse_jsonl_lines(lines: Iterable[str]) -> History:
 def read_jsonl(path: str | os.PathLike[str]) -> History:
     """Read and validate a JSONL history file (BadInput on any malformed line)."""
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open_regular(path, "history", text=True) as fh:
             h = parse_jsonl_lines(fh)
     except OSError as e:
         raise BadInput(f"cannot read history {str(path)!r}: {e.strerror}") from None

@@ -16,7 +16,9 @@
 #include <Python.h>
 #include <string.h>
 
-#define MAX_DEPTH 64
+/* A container nests at most this deep inside a record, so a record nests at most 64 levels in
+ * all (store/regular.py MAX_DEPTH): deeper, Python reads the line and refuses it. */
+#define MAX_DEPTH 63
 #define CACHE_SLOTS 4096 /* short strings (types, f names, keys) repeat: decode each once */
 #define CACHE_LEN 48
 
@@ -144,9 +146,13 @@ static PyObject *parse_number(Scanner *s) {
     if (*q == '0' && q + 1 < s->end && q[1] >= '0' && q[1] <= '9') return NULL;
     const char *digits = q;
     long long v = 0;
-    while (q < s->end && *q >= '0' && *q <= '9') v = v * 10 + (*q++ - '0');
+    /* At most 18 digits are summed (they fit in a long long); a longer integer, whatever its
+     * size, is Python's to read exactly (never a float, never an overflow here). */
+    while (q < s->end && *q >= '0' && *q <= '9') {
+        if (q - digits >= 18) return NULL;
+        v = v * 10 + (*q++ - '0');
+    }
     if (q < s->end && (*q == '.' || *q == 'e' || *q == 'E')) return NULL; /* floats: Python */
-    if (q - digits > 18) return NULL; /* might not fit: Python */
     s->p = q;
     return PyLong_FromLongLong(*b == '-' ? -v : v);
 }

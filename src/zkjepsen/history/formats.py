@@ -32,6 +32,7 @@ from typing import Any
 from zkjepsen.errors import BadInput
 from zkjepsen.history import History, Op
 from zkjepsen.history.stream import StreamedHistory, paused_gc
+from zkjepsen.store.regular import MAX_DEPTH, check_path, open_regular, parse_json
 
 try:  # the compiled reader of usual lines (_fastlog.c), built with the package given a C compiler
     from zkjepsen.history._fastlog import scan as _scan_log
@@ -109,6 +110,9 @@ def parse_edn(
                 v = atoms[tok] = _atom(tok)
         elif g == 2:
             tok = m.group(2)
+            if len(stack) >= MAX_DEPTH:  # the parse itself does not recurse; what reads it may
+                line = _line_of(text, m.start(2)) + base
+                raise BadInput(f"{source} line {line}: nests deeper than {MAX_DEPTH} levels")
             items: list[Any] = _Map() if tok == "{" else []
             stack.append((tok, items, m.start(2), cur))
             cur = items
@@ -359,7 +363,7 @@ def read_json_array(text: str, source: str = "json") -> History:
     """A JSON array of op objects with string values (elle-cli's Knossos twins):
     `{"type": "invoke", "f": "cas", "value": [3, 4], "process": 1}`; same semantics as EDN."""
     try:
-        data = json.loads(text)
+        data = parse_json(text, source)  # nested at most MAX_DEPTH levels
     except json.JSONDecodeError as e:
         raise BadInput(f"{source} line {e.lineno}: not valid JSON ({e.msg})") from None
     if not isinstance(data, list):
@@ -382,10 +386,7 @@ def _streamed(path: str | os.PathLike[str]) -> History:
     """A JSONL history read as it is iterated (history/stream.py): a million-record file is
     checked in one pass without holding its records."""
 
-    try:
-        open(path, "rb").close()  # a missing file is bad input now, not at the first read
-    except OSError as e:
-        raise BadInput(f"cannot read history {str(path)!r}: {e.strerror}") from None
+    check_path(path, "history")  # a missing file is bad input now, not at the first read
     return StreamedHistory(path)
 
 
@@ -397,7 +398,7 @@ def read_history(path: str | os.PathLike[str], fmt: str = "auto") -> History:
     if fmt == "jsonl":
         return _streamed(path)
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open_regular(path, "history", text=True) as fh:
             text = fh.read(1 << 16)
             if fmt == "auto":
                 fmt = detect_format(text)

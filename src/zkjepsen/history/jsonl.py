@@ -2,7 +2,8 @@
 and ONE tailer every live reader uses (the display, the holder tracker, the start barrier), and
 the merge of per-source files into one history.
 
-Stdlib only: this module runs inside the client containers too.
+Stdlib only (and the package's own opener, store/regular.py): this module runs inside the client
+containers too.
 
 Why one write(2) per record with O_APPEND: a SIGKILL or a `docker pause` can stop a writer at
 any instant; a record is then either wholly on disk or not at all, except that the very last line
@@ -18,7 +19,9 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.errors import BadInput
 from zkjepsen.history import History, check_record
+from zkjepsen.store.regular import MAX_DEPTH, open_regular, parse_json
 
 
 class Appender:
@@ -50,12 +53,7 @@ class Tailer:
         self._partial = b""
 
     def poll(self) -> list[dict[str, Any]]:
-        try:
-            with open(self.path, "rb") as fh:
-                fh.seek(self.offset)
-                data = fh.read()
-        except OSError:
-            return []
+        data = _read_live(self.path, self.offset)
         self.offset += len(data)
         lines = (self._partial + data).split(b"\n")
         self._partial = lines.pop()
@@ -86,25 +84,36 @@ def client_of(path: Path) -> int | None:
         return None
 
 
+def _read_live(path: str | os.PathLike[str], offset: int = 0) -> bytes:
+    """What a live file holds from `offset` on, read through the one opener: a file that is not
+    there (yet), or is anything but a regular file (a named pipe put in its place would block a
+    plain open for ever), holds nothing."""
+    try:
+        with open_regular(path, "client history") as fh:
+            fh.seek(offset)
+            return fh.read()
+    except (OSError, BadInput):
+        return b""
+
+
 def _records(lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
     for line in lines:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
-        except ValueError:
-            continue  # the line a SIGKILL cut short
+            if line.count(b"[") + line.count(b"{") > MAX_DEPTH:
+                rec = parse_json(line, "a client's record")  # nested too deep: BadInput
+            else:
+                rec = json.loads(line)
+        except (ValueError, BadInput):
+            continue  # the line a SIGKILL cut short (or no record zkjepsen writes)
         if isinstance(rec, dict):
             yield rec
 
 
 def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Every complete record of one live file (a cut last line is skipped)."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError:
-        return []
-    return list(_records(data.split(b"\n")))
+    return list(_records(_read_live(path).split(b"\n")))
 
 
 def merge_records(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:

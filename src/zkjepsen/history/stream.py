@@ -26,6 +26,7 @@ from typing import Any
 
 from zkjepsen.errors import BadInput
 from zkjepsen.history import NEMESIS, TYPES, History, Op, check_record
+from zkjepsen.store.regular import MAX_DEPTH, line_depth_ok, open_regular, parse_json
 
 try:  # the compiled fast path (_fastjsonl.c), built with the package (setup.py) given a C compiler
     from zkjepsen.history._fastjsonl import scan as _scan
@@ -121,12 +122,21 @@ def _fast_loads() -> Callable[[bytes], Any]:
     return loads
 
 
+# Digits as "0", anything else as ",": a run of 19 zeros is an integer orjson may not read exactly
+# (past 64 bits it gives a float: 2**70 + 1 would read as 2**70), so such a block goes to json.
+_DIGITS = bytes(ord("0") if 48 <= b <= 57 else ord(",") for b in range(256))
+_LONG = b"0" * 19
+
+
 def _decode_block(lines: list[bytes], first: int) -> tuple[list[Any], range | list[int]]:
     """The block's values and their line numbers. Fast path: one decoder call, accepted only
     when it yields exactly one value per line (a blank line gives `[]`, two values `[a, b]`,
-    a value spread over lines changes the count); anything else goes line by line."""
+    a value spread over lines changes the count); anything else goes line by line. Integers
+    stay exact whatever their size (orjson only where none may pass 64 bits)."""
+    block = b"[[" + b"],[".join(lines) + b"]]"
+    loads = json.loads if _LONG in block.translate(_DIGITS) else _fast_loads()
     try:
-        wrapped = _fast_loads()(b"[[" + b"],[".join(lines) + b"]]")
+        wrapped = loads(block)
         if len(wrapped) == len(lines):
             # unpacking `(v,)` raises ValueError on a line that gave no value or two
             return [v for (v,) in wrapped], range(first, first + len(lines))
@@ -169,19 +179,29 @@ def iter_records(
                 continue
         lines = chunk.split(b"\n")
         lines.pop()  # what follows the last newline (nothing)
+        if not line_depth_ok(chunk):
+            refuse_deep_lines(lines, first)
         values, nums = _decode_block(lines, first)
         first += len(lines)
         yield _checked_records(values, nums, structure.feed, pending, retired), values, nums, False
 
 
+def refuse_deep_lines(lines: list[bytes], first: int) -> None:
+    """BadInput naming the first line nested deeper than MAX_DEPTH levels (a line with fewer
+    `[` and `{` cannot be: only the others are parsed here, before any decoder recurses)."""
+    for n, raw in enumerate(lines, first):
+        if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:
+            try:
+                parse_json(raw, f"history line {n}")
+            except ValueError:  # not JSON (or not UTF-8): the decoder words it
+                pass
+
+
 def _line_blocks(path: str | os.PathLike[str]) -> Iterator[bytes]:
     """The file in blocks of whole lines (about BLOCK bytes, each ending with a newline; a last
-    line without one gets it)."""
+    line without one gets it). Opened through the one opener: a regular file only."""
     rest = b""
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 - a generator: closed by the `with` below
-    except OSError as e:
-        raise BadInput(f"cannot read history {str(path)!r}: {e.strerror}") from None
+    fh = open_regular(path, "history")
     with fh:
         while True:
             try:

@@ -27,7 +27,6 @@ module is only what a run needs on top:
 from __future__ import annotations
 
 import io
-import json
 import queue
 import re
 import secrets
@@ -362,10 +361,12 @@ def _stop(proc) -> None:
 
 def _result(scratch: Path, returncode: int) -> dict:
 
+    from zkjepsen.store.regular import read_json, read_tail
+
     try:
-        res = json.loads((scratch / "result-run.json").read_text())
-    except (OSError, ValueError):
-        tail = (scratch / "log-run.txt").read_text(errors="replace").strip().splitlines()
+        res = read_json(scratch / "result-run.json", "run result")
+    except BadInput:
+        tail = read_tail(scratch / "log-run.txt", "run log").strip().splitlines()
         raise RuntimeError(
             f"the run's process died (exit {returncode}) without a result; its output ends: "
             + (" | ".join(tail[-3:]) or "(nothing)")

@@ -42,6 +42,7 @@ from zkjepsen.run import online
 from zkjepsen.run.outcome import Phase, Teardown, note_many, reraise, stopped_by
 from zkjepsen.run.runner import RunResult, run_test
 from zkjepsen.run.spec import TestSpec
+from zkjepsen.store.regular import read_json, read_tail
 
 WORKER = "from zkjepsen.run.fanout import worker_main; worker_main()"
 TEARDOWN_WAIT_S = 180.0
@@ -218,9 +219,9 @@ class Pool:
     def _collect(self, proc: subprocess.Popen) -> Outcome:
         i, job, engine, result_path = self.running.pop(proc)
         try:
-            res = json.loads(result_path.read_text())
-        except (OSError, ValueError):
-            tail = (self.tmp / f"log-{i}.txt").read_text(errors="replace").strip().splitlines()
+            res = read_json(result_path, "worker result")
+        except BadInput:
+            tail = read_tail(self.tmp / f"log-{i}.txt", "worker log").strip().splitlines()
             raise EnvironmentProblem(
                 f"the worker for run {i + 1} on engine {engine.name} died (exit "
                 f"{proc.returncode}) without a result; its output ends: "
@@ -290,10 +291,10 @@ def launch_worker(job: dict, tmp: Path, name: str, orphan_scratch: Path | None =
 def _cut_teardown(result_path: Path) -> Teardown | None:
     """How a worker's run ended when the pool stopped it (its result file's `teardown`)."""
     try:
-        td = json.loads(Path(result_path).read_text()).get("teardown")
+        td = read_json(result_path, "worker result").get("teardown")
         phase = Phase(td["phase"]) if td["phase"] else None
         return Teardown(td["run_id"], Path(td["store_dir"]), list(td["left"]), phase)
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+    except (BadInput, ValueError, TypeError, KeyError, AttributeError):
         return None  # stopped before its run had a folder, or killed before writing
 
 
@@ -350,7 +351,7 @@ def worker_main(argv: list[str] | None = None) -> None:
     """One run in this process (started by `Pool`); writes the outcome to the job's result
     file. Returns normally whatever happens: the parent reads the file."""
     started_at = time.time()
-    job = json.loads(Path((argv or sys.argv)[1]).read_text())
+    job = read_json((argv or sys.argv)[1], "worker job")
     result: dict[str, Any]
 
     def terminated(signum, frame):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.errors import BadInput
-from zkjepsen.store.regular import read_text
+from zkjepsen.store import regular
 from zkjepsen.store.writable import check_directory
 
 DEFAULT_ROOT = Path(os.environ.get("ZKJEPSEN_STORE", "store"))
@@ -104,16 +104,10 @@ def _write_json(path: Path, doc: Any) -> None:
 
 
 def read_json(path: Path, what: str) -> Any:
-    """A JSON file of a run, read only if it is a regular file (store/regular.py)."""
+    """A JSON file of a run, read through the one opener (store/regular.py: a regular file,
+    bounded in size and nesting)."""
 
-    text = read_text(path, what)
-    try:
-        return json.loads(text)
-    except (RecursionError, ValueError) as e:
-        raise BadInput(
-            f"{path} is not a readable {what} ({type(e).__name__}); give a run "
-            "directory written by zkjepsen"
-        ) from None
+    return regular.read_json(path, what, "give a run directory written by zkjepsen")
 
 
 def check_root(root: Path | None) -> Path:
