@@ -133,7 +133,7 @@ def test_merging_the_shards_gives_the_unsharded_table(tmp_path):
 def test_merge_refuses_mixed_matrices_and_repeated_shards(tmp_path):
     a = findings.write_manifest(tmp_path / "a", SETTINGS, (1, 2), _runs(["kazoo|none"]))
     b = findings.write_manifest(
-        tmp_path / "b", {**SETTINGS, "nodes": 5}, (2, 2), _runs(["nolock|none"])
+        tmp_path / "b", {**SETTINGS, "nodes": 5}, (2, 2), _runs(["kazoo|kill-client"])
     )
     with pytest.raises(BadInput, match="different matrices"):
         findings.merge([findings.read_manifest(a), findings.read_manifest(b)])

@@ -19,11 +19,17 @@ from zkjepsen.checker import as_result
 from zkjepsen.checker.power import Power
 from zkjepsen.errors import BadInput
 from zkjepsen.recipes import resolve_backend
+from zkjepsen.report import manifest
+from zkjepsen.report.manifest import (  # noqa: F401 - the shards' names, re-exported
+    MANIFEST,
+    cells_of_shard,
+    parse_shard,
+    shard_of,
+)
 from zkjepsen.report.services import manifest_services, services_text, without_driver
 from zkjepsen.report.stats import rate_text
 from zkjepsen.report.summary import power_of_results
 
-MANIFEST = "matrix-runs.json"
 # Settings every shard of one matrix must share; anything else is two different matrices.
 SAME = (
     "workload",
@@ -174,35 +180,6 @@ def markdown_table(cells: dict, recipes: list[str], nemeses: list[str], header: 
     return "\n".join(lines) + "\n"
 
 
-# ---- shards ---------------------------------------------------------------------------------
-def parse_shard(text: str | None) -> tuple[int, int] | None:
-    """`i/N` with 1 <= i <= N, or None."""
-    if text is None:
-        return None
-    i, sep, n = text.partition("/")
-    try:
-        i_, n_ = int(i), int(n)
-    except ValueError:
-        i_ = n_ = 0
-    if not sep or not 1 <= i_ <= n_:
-        raise BadInput(f"--shard {text!r} is not i/N with 1 <= i <= N (e.g. 1/4)")
-    return i_, n_
-
-
-def shard_of(cell: str, index: int, shards: int) -> int:
-    """The shard (1..N) that runs a cell: round robin over the cells in table order, so every
-    shard gets a near-equal share, whatever machine or process computes it."""
-    del cell  # the order alone decides; the name is there for readers of the call
-    return index % shards + 1
-
-
-def cells_of_shard(cells: list[str], shard: tuple[int, int] | None) -> list[str]:
-    if shard is None:
-        return list(cells)
-    i, n = shard
-    return [c for k, c in enumerate(cells) if shard_of(c, k, n) == i]
-
-
 # ---- the manifest and merge -----------------------------------------------------------------
 def write_manifest(
     store_root: Path,
@@ -217,6 +194,9 @@ def write_manifest(
     root.mkdir(parents=True, exist_ok=True)
     rel = []
     for r in runs:
+        if not r["store"]:  # a run that never had a folder (it failed before it started)
+            rel.append({**r, "store": ""})
+            continue
         store = Path(r["store"])
         try:
             store = store.resolve().relative_to(root.resolve())
@@ -238,20 +218,8 @@ def write_manifest(
 
 
 def read_manifest(where: Path) -> dict:
-    path = Path(where)
-    if path.is_dir():
-        path = path / MANIFEST
-    try:
-        doc = json.loads(path.read_text())
-        doc["settings"], doc["runs"]  # noqa: B018 - shape check
-    except (OSError, ValueError, KeyError, TypeError):
-        raise BadInput(
-            f"{where} has no readable {MANIFEST}; give the --store of a `zkjepsen matrix` run"
-        ) from None
-    for r in doc["runs"]:
-        if not Path(r["store"]).is_absolute():
-            r["store"] = str(path.parent / r["store"])
-    return doc
+    """The manifest of store `where`, checked whole first (report/manifest.py)."""
+    return manifest.read_manifest(where, cell_summary)
 
 
 def merge(manifests: list[dict]) -> tuple[dict, dict[str, dict], list[str]]:
@@ -282,13 +250,31 @@ def merge(manifests: list[dict]) -> tuple[dict, dict[str, dict], list[str]]:
         notes.append(
             f"shards {', '.join(f'{i}/{total}' for i in missing)} missing: their cells show '-'"
         )
+    na = base.get("not_applicable") or {}
+    if any((m["settings"].get("not_applicable") or {}) != na for m in manifests):
+        raise BadInput(
+            "these stores hold different matrices (not_applicable differs); merge only the "
+            "shards of one matrix"
+        )
+    return base, _cells(manifests, na), notes
+
+
+def _cells(manifests: list[dict], na: dict[str, str]) -> dict[str, dict]:
+    """Each cell's summary over its runs in seed order, from the one store that holds it (each
+    store was checked alone: report/manifest.py); the n/a cells with why."""
     by_cell: dict[str, list[dict]] = {}
-    for m in manifests:
-        for r in sorted(m["runs"], key=lambda r: r.get("seed", 0)):
+    held: dict[str, int] = {}
+    for k, m in enumerate(manifests):
+        for r in sorted(m["runs"], key=lambda r: r["seed"]):
+            if held.setdefault(r["cell"], k) != k:
+                raise BadInput(
+                    f"cell {r['cell'].replace('|', ' x ')} is in two of the stores; give each "
+                    "shard's store once"
+                )
             by_cell.setdefault(r["cell"], []).append(r)
     cells = {k: cell_summary(v) for k, v in by_cell.items()}
-    cells.update({k: {"na": why} for k, why in (base.get("not_applicable") or {}).items()})
-    return base, cells, notes
+    cells.update({k: {"na": why} for k, why in na.items()})
+    return cells
 
 
 def runs_per_cell_text(planned: int, cells: dict[str, dict] | None, n_cells: int) -> str:
@@ -299,6 +285,8 @@ def runs_per_cell_text(planned: int, cells: dict[str, dict] | None, n_cells: int
     n_cells -= len(cells or {}) - len(ran)
     cells = ran if cells is not None else None
     counts = [c["runs"] for c in (cells or {}).values()] + [0] * (n_cells - len(cells or {}))
+    if not counts:  # every cell is n/a: none was run
+        return f"no runs ({planned} per cell planned, every cell n/a)"
     if cells is None or (counts and min(counts) == max(counts) == planned):
         return f"{planned} runs per cell"
     lo, hi = min(counts), max(counts)
