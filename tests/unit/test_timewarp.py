@@ -124,3 +124,37 @@ def test_a_clock_fault_takes_its_magnitude_from_the_runs_params():
     assert planned and all(p["params"] == {"offset_s": 3600.0} for p in planned)
     assert Bump().detail(planned[0]["params"], random.Random(1)) == {"offset_s": 3600}
     assert Rate().detail({"rate": 2.5}, random.Random(1)) == {"rate": 2.5}
+
+
+@pytest.mark.parametrize(
+    ("nemesis", "warped"),
+    [
+        (["clock-bump"], True),
+        (["kill-one", "clock-rate-leader"], True),
+        (["kill-one"], False),
+        (["none"], False),
+    ],
+)
+def test_servers_start_under_the_launcher_only_in_a_run_that_plans_a_server_clock_fault(
+    tmp_path, monkeypatch, nemesis, warped
+):
+    """The image's entrypoint execs zkj-timewarp only if the control file is there: a run
+    without a server clock fault pays nothing (issue 47: every etcd and Redis server ran under
+    it, at ~1 µs per clock read)."""
+    from zkjepsen.docker import resources
+    from zkjepsen.docker.cluster import Node
+    from zkjepsen.run.resolve import resolve
+    from zkjepsen.run.spec import TestSpec
+
+    monkeypatch.setattr(resources, "SCRATCH_ROOT", tmp_path / "scratch")
+    test = resolve(TestSpec(recipe="redis-set-px", nemesis=nemesis))
+    backend = test.make_backend(
+        tmp_path / "store", client=None, engine="docker", server_image="s", client_image="c"
+    )
+    node = Node("n1", 1, "10.0.0.1", 6379)
+    backend.clock_files(node)
+    assert backend.timewarp_file(node).exists() is warped
+    page = backend.clock_page(node)
+    assert (page is not None and page.parent.is_dir()) is warped
+    backend.clock_files(Node("s1", 31, "10.0.0.31", 26379), server=False)  # a Sentinel
+    assert not backend.timewarp_file(Node("s1", 31, "10.0.0.31", 26379)).exists()

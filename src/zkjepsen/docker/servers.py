@@ -13,6 +13,13 @@ at /srv/data and its clock control file in /srv/faketime: libfaketime's `timesta
 `timewarp`, which the image's entrypoint hands to zkj-timewarp (docker/timewarp.py): clock
 faults on servers work the same way, through `set_clock`. Its stdout goes to the store as
 `nodes/<name>/stdout.log` at teardown.
+
+zkj-timewarp costs every clock read a syscall (a µs where the vDSO takes tens of ns) and every
+fork and exec a stop, so a server runs under it only when the run plans a server clock fault
+(`server_clock`, set by run/resolve.py): the entrypoint runs it only if `timewarp` is there.
+Then its observation page (what the server's processes read from their clocks) is
+`clock_page(node)` on the host, /srv/faketime-seen/page in the container (a writable mount:
+/srv/faketime is read-only).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from zkjepsen.errors import EnvironmentProblem
 
 HELPER_IP_OFFSET = 30  # helpers (Sentinels, ...): .31 and up; servers .11 and up
 SERVER_MEMORY = "256m"
+SEEN_PAGE = "page"  # the entrypoints' ZKJ_TIMEWARP_OBSERVE=/srv/faketime-seen/page
 
 
 @dataclass
@@ -47,6 +55,7 @@ class ServerCluster(ContainerCluster):
     faketime = True  # libfaketime preloaded in the servers (clock faults on them)
     no_faketime = ""  # why not, when faketime is False
     timewarp = False  # the servers run under zkj-timewarp instead (docker/timewarp.py)
+    server_clock = False  # a server clock fault is planned (run/resolve.py): start them under it
 
     def __init__(
         self,
@@ -132,14 +141,11 @@ class ServerCluster(ContainerCluster):
             for d in (
                 conf,
                 self.scratch / "nodes" / c.node.name / "data",
-                self.faketime_dir(c.node),
             ):
                 d.mkdir(parents=True, exist_ok=True)
             for name, text in c.files.items():
                 (conf / name).write_text(text)
-            self.faketime_file(c.node).write_text("+0 x1\n")
-            if self.timewarp and c.role == "server":
-                timewarp.blank(self.timewarp_file(c.node))
+            self.clock_files(c.node, c.role == "server")
             (self.store_dir / "nodes" / c.node.name).mkdir(parents=True, exist_ok=True)
         list(self._pool.map(self._create, plan))
         self.wait_ready(self.info.ready_timeout_s)
@@ -199,8 +205,30 @@ class ServerCluster(ContainerCluster):
         return None
 
     # ---- helpers ------------------------------------------------------------------------------
+    def clock_files(self, node: Node, server: bool = True) -> None:
+        """The node's clock control files, before its container starts: libfaketime's, and
+        for a server zkj-timewarp's and its observation page's directory, only when a server
+        clock fault is planned (without them its entrypoint runs it as it is)."""
+        self.faketime_dir(node).mkdir(parents=True, exist_ok=True)
+        self.faketime_file(node).write_text("+0 x1\n")
+        if self.timewarp and self.server_clock and server:
+            timewarp.blank(self.timewarp_file(node))
+            seen = self.seen_dir(node)
+            seen.mkdir(parents=True, exist_ok=True)
+            seen.chmod(0o777)  # the server's own uid creates its page there
+
     def timewarp_file(self, node: Node) -> Path:
         return self.faketime_dir(node) / "timewarp"
+
+    def seen_dir(self, node: Node) -> Path:
+        return self.scratch / "faketime-seen" / node.name
+
+    def clock_page(self, node: Node) -> Path | None:
+        """The host path of the observation page of the server's processes under
+        zkj-timewarp (docker/timewarp.observed reads it); None: it runs without the launcher."""
+        if not (self.timewarp and self.timewarp_file(node).exists()):
+            return None
+        return self.seen_dir(node) / SEEN_PAGE
 
     def set_clock(self, node: Node, spec: str) -> None:
         if self.timewarp:
@@ -226,6 +254,8 @@ class ServerCluster(ContainerCluster):
             str(base / "data"): {"bind": "/srv/data", "mode": "rw"},
             str(self.faketime_dir(c.node)): {"bind": "/srv/faketime", "mode": "ro"},
         }
+        if self.seen_dir(c.node).is_dir():
+            binds[str(self.seen_dir(c.node))] = {"bind": "/srv/faketime-seen", "mode": "rw"}
         self._run_server(
             c.node,
             binds,

@@ -341,11 +341,13 @@ class ResolvedTest:
     def make_backend(self, store_dir: Path, **docker: Any) -> Any:
         """The backend (not started) for this test; `docker`: client, engine and images."""
 
-        from zkjepsen.nemesis.faults import KINDS  # as validate_spec's (import-light)
+        from zkjepsen.nemesis.faults import KINDS, SERVER_CLOCK  # as validate_spec's (light)
 
         backend = make_backend(self.backend.name, self.spec, store_dir, **docker)
         if any(n in KINDS and KINDS[n].family == "disk" for n in self.spec.nemesis):
             backend.power_layer = True  # the servers boot under docker/powerfs.py
+        if any(n in KINDS and SERVER_CLOCK in KINDS[n].needs for n in self.spec.nemesis):
+            backend.server_clock = True  # etcd's, Redis's start under zkj-timewarp (servers.py)
         return backend
 
 

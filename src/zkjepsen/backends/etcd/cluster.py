@@ -164,8 +164,7 @@ class EtcdBackend(ServerCluster):
         self._ask("v3/cluster/member/add", {"peerURLs": [peer]})
         for d in ("conf", "data"):
             (self.scratch / "nodes" / node.name / d).mkdir(parents=True, exist_ok=True)
-        self.faketime_dir(node).mkdir(parents=True, exist_ok=True)
-        self.faketime_file(node).write_text("+0 x1\n")
+        self.clock_files(node)  # a new member's clock can be faulted as the others'
         (self.store_dir / "nodes" / node.name).mkdir(parents=True, exist_ok=True)
         args = self._args(node, [*self.nodes, node], state="existing")
         self._create(Container(node, args))

@@ -60,8 +60,10 @@ ENTRYPOINT = r"""#!/bin/sh
 # etcd is PID 1's only child (exec), so SIGSTOP/SIGKILL reach it.
 set -e
 # Clock faults: etcd (Go) reads its clocks through the vDSO; zkj-timewarp patches it at exec
-# (docker/timewarp.py) when the harness gave this server a control file.
+# (docker/timewarp.py) when the harness gave this server a control file (only in a run that
+# plans a server clock fault), and writes what etcd reads into its observation page.
 if [ -f /srv/faketime/timewarp ]; then
+  if [ -d /srv/faketime-seen ]; then export ZKJ_TIMEWARP_OBSERVE=/srv/faketime-seen/page; fi
   exec /opt/zkjepsen/drivers/timewarp/zkj-timewarp /srv/faketime/timewarp etcd "$@"
 fi
 exec etcd "$@"

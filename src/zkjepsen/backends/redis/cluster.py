@@ -39,11 +39,13 @@ ENTRYPOINT = r"""#!/bin/sh
 # redis-node server|sentinel: run one Redis server or Sentinel from the config the harness
 # bind-mounted at /srv/conf. Both rewrite their config at run time (Sentinel's failovers), so
 # they run from a writable copy in /srv/data. The server is PID 1's only child (exec), or
-# zkj-timewarp's when the harness gave it a clock control file (docker/timewarp.py).
+# zkj-timewarp's when the harness gave it a clock control file (docker/timewarp.py: only in a
+# run that plans a server clock fault), which writes what it reads into its observation page.
 set -e
 warp=
 if [ -f /srv/faketime/timewarp ]; then
   warp="/opt/zkjepsen/drivers/timewarp/zkj-timewarp /srv/faketime/timewarp"
+  if [ -d /srv/faketime-seen ]; then export ZKJ_TIMEWARP_OBSERVE=/srv/faketime-seen/page; fi
 fi
 case "$1" in
   sentinel) cp /srv/conf/sentinel.conf /srv/data/sentinel.conf
