@@ -15,12 +15,13 @@ import threading
 import time
 from pathlib import Path
 
+from zkjepsen.client.clockwatch import OBSERVE_ENV, ClockWatch, ProbeWatch
 from zkjepsen.client.lockclient import WireLockClient
 from zkjepsen.client.loop import LockLoop, paths
 from zkjepsen.client.program_client import ProgramClient
 from zkjepsen.client.recorder import Recorder, RecordingContext
 from zkjepsen.client.seal import PROGRAM_HOME
-from zkjepsen.client.spec import PROXY_TOKEN_ENV, WARP_LAUNCHER, ClientSpec
+from zkjepsen.client.spec import PROXY_TOKEN_ENV, WARP_LAUNCHER, WARP_SEEN, ClientSpec
 from zkjepsen.client.zkproxy import ZkProxy
 
 
@@ -101,6 +102,8 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
     )
     if spec.start_file:
         stop_at_deadline(Path(spec.start_file), stop)
+    watching = threading.Event()
+    clock_watch(spec, ctx, watching)
     try:
         if not client.start():
             return 3
@@ -114,18 +117,39 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
         return 4
     finally:
         client.program.kill()
+        watching.set()  # before the history closes: the watch writes into it
         rec.close()
     return 0 if not client.gave_up else 3
 
 
 def program_environment(spec: ClientSpec) -> dict[str, str]:
     """The program's environment: ours and the spec's, and, when it runs as another uid, a HOME
-    and TMPDIR it can write (ours, /root, it cannot; JVMs, Go and Python want one)."""
+    and TMPDIR it can write (ours, /root, it cannot; JVMs, Go and Python want one). Under
+    zkj-timewarp, where its launcher writes what the program reads from its clocks."""
 
     env = {**os.environ}
     if spec.program_uid is not None:
         env.update(HOME=PROGRAM_HOME, TMPDIR=PROGRAM_HOME)
+    if spec.program_warp:
+        env[OBSERVE_ENV] = WARP_SEEN
     return {**env, **spec.env, **spec.program_env}
+
+
+def clock_watch(spec: ClientSpec, ctx: RecordingContext, stop: threading.Event) -> None:
+    """Only where a client clock fault is planned (the spec puts the program on a clock of its
+    own): what the program's clocks read goes into the history as `clock` events, for the
+    nemesis to see the fault land (client/clockwatch.py) - the launcher's page under
+    zkj-timewarp, the clock probe with the program's environment under libfaketime."""
+
+    def emit(value: dict) -> None:
+        ctx.event("clock", value)
+
+    faketime = spec.program_env.get("FAKETIME_TIMESTAMP_FILE")
+    if spec.program_warp:
+        ClockWatch(emit, stop, page=WARP_SEEN).start()
+    elif faketime:
+        probe = ProbeWatch(faketime, program_environment(spec), spec.program_uid)
+        ClockWatch(emit, stop, probe=probe).start()
 
 
 def start_proxy(hosts: str, out_dir: str, token: str = "") -> str:

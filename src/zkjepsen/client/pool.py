@@ -138,19 +138,33 @@ class ClientHandle:
         self.container.reload()
         return self.container.status
 
-    def set_clock(self, spec: str) -> None:
+    def set_clock(self, spec: str) -> int | str | None:
         """Rewrite this client's libfaketime control file (nemesis/client_clock.py) atomically:
-        the program reads it at most once a second and never half of it."""
+        the program reads it at most once a second and never half of it. Returns the control
+        file's generation, as the program's `clock` events name it (client/clockwatch.py):
+        zkj-timewarp's sequence number, libfaketime's spec; None: the run is gone."""
         if self.warp_file:  # rewritten in place: the program maps it (docker/timewarp.py)
-            if Path(self.warp_file).exists():
-                timewarp.apply(Path(self.warp_file), spec)
-            return
+            warp = Path(self.warp_file)
+            if not warp.exists():
+                return None
+            return timewarp.apply(warp, spec)
         path = Path(self.faketime_file)
         if not path.parent.exists():
-            return  # the run is gone: nothing left to skew
+            return None  # the run is gone: nothing left to skew
         seal.write_control_file(path, spec + "\n", seal.FAKETIME_MODE)
         if self.files is not None:
             self.files.push(path)
+        return spec
+
+    def wall_lead_s(self) -> float | None:
+        """How far the program's wall clock is ahead of real time now, from its zkj-timewarp
+        control lines (what a step back to real time takes away); None: not under zkj-timewarp
+        (libfaketime keeps its lead inside the program's process)."""
+        warp = Path(self.warp_file) if self.warp_file else None
+        if warp is None or not warp.exists():
+            return None
+        now = time.clock_gettime_ns(time.CLOCK_REALTIME)
+        return (timewarp.reading(timewarp.read(warp)[0], now) - now) / 1e9
 
     def exec(self, argv: list[str]) -> tuple[int, str]:
         """argv inside the client, with its program's rights (its uid, no capability)."""

@@ -24,6 +24,10 @@ WARP_NAME = "timewarp-c{n}"
 # zkj-timewarp in the client images (docker/timewarp.LAUNCHER; spelled here too, since the
 # recorder inside a container imports no docker code).
 WARP_LAUNCHER = "/opt/zkjepsen/drivers/timewarp/zkj-timewarp"
+# Where the launcher keeps its observation page (`ZKJ_TIMEWARP_OBSERVE`: what the program's
+# processes read from their clocks, client/clockwatch.py) in a client container: the program's
+# uid creates it, in its own scratch tmpfs (client/seal.py); the recorder reads it (mode 0644).
+WARP_SEEN = "/tmp/.zkj-timewarp-seen"
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,14 @@ What each language gets (measured, libfaketime 0.9.10 in the client image):
 Faults: `clock-skew-client` steps one client's clock by `offset_s` (default: ahead by twice the
 client's lock TTL / session timeout, rounded up), `clock-rate-client` runs it `rate` x fast
 (default 4). The end of a skew puts the clock back on real time; a rate goes back to x1 and
-the final heal steps back the lead it gained.
+the final heal steps back the lead it gained (nemesis/clock.py records that step).
+
+Landed means seen: after writing the control file, `apply` waits (at most `WAIT_S`) for the
+`clock` events the client's recorder writes into its history (client/clockwatch.py: what the
+program's processes read, zkj-timewarp's page; or the clock probe run with the program's
+environment, libfaketime) under the new generation, and records the offset and rate they show
+in `detail["clock_seen"]`; `undo` does the same into `detail["clock_healed"]`. Nothing seen is
+recorded as such (offset and rate None): faultkinds.landing calls that fault missed.
 """
 
 from __future__ import annotations
@@ -33,15 +40,21 @@ from __future__ import annotations
 import math
 import platform
 import random
+import time
+from pathlib import Path
 from typing import Any
 
+from zkjepsen.client.clockwatch import measure
 from zkjepsen.client.spec import CONTROL_DIR, CONTROL_NAME, WARP_NAME
+from zkjepsen.history.jsonl import Tailer
+from zkjepsen.nemesis.clock import rate_ended, remember_rate
 from zkjepsen.nemesis.targets import NemesisContext, resolve_client
 
 REAL = "+0"
 NORMAL_RATE = "+0 x1"
 NAMES = ("clock-skew-client", "clock-rate-client")
 FAKETIME_LANGUAGES = ("python", "java")  # measured under libfaketime; the rest: zkj-timewarp
+WAIT_S = 5.0  # for the program's clock to be seen under a new control file
 
 
 def program_warp(client: int, language: str) -> str:
@@ -92,19 +105,73 @@ class ClientClock:
         return [client], detail
 
     def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        for key in ("clock_seen", "clock_healed", "heal_step_s", "heal_step_via"):
+            detail.pop(key, None)  # a replay's detail: the run it replays saw those
+        spec = f"{detail['offset_s']:+d}" if self.kind == "skew" else f"+0 x{detail['rate']:g}"
+        seen = {}
         for name in targets:
             with ctx.lock:
                 ctx.dirty_clocks.add(name)
-            if self.kind == "skew":
-                ctx.client(name).set_clock(f"{detail['offset_s']:+d}")
-            else:
-                ctx.client(name).set_clock(f"+0 x{detail['rate']:g}")
+            seen[name] = set_and_see(ctx, name, spec, rate=self.kind == "rate")
+            if self.kind == "rate":
+                remember_rate(ctx, name, detail)
+        detail["clock_seen"] = seen
 
     def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        healed = {}
         for name in targets:
             if self.kind == "skew":
-                ctx.client(name).set_clock(REAL)
+                healed[name] = set_and_see(ctx, name, REAL, rate=False)
                 with ctx.lock:
                     ctx.dirty_clocks.discard(name)
-            else:
-                ctx.client(name).set_clock(NORMAL_RATE)  # the final heal steps back the lead
+            else:  # the final heal steps back the lead (nemesis/clock.py records the step)
+                healed[name] = set_and_see(ctx, name, NORMAL_RATE, rate=True)
+                rate_ended(ctx, name, detail)
+        detail["clock_healed"] = healed
+
+
+def set_and_see(ctx: NemesisContext, name: str, spec: str, rate: bool) -> dict[str, Any]:
+    """Write `spec` into client `name`'s control file and return what its program's clock was
+    then seen doing (`clock_seen`'s entry for it: offset_s, rate, via, at_ns, samples)."""
+    tail = _history_tail(ctx, name)
+    gen = ctx.client(name).set_clock(spec)
+    if tail is None or gen is None:
+        return {"offset_s": None, "rate": None, "via": "", "at_ns": None, "samples": 0}
+    return await_seen(tail, gen, rate)
+
+
+def _history_tail(ctx: NemesisContext, name: str) -> Tailer | None:
+    """A reader of client `name`'s history from its end now: only what is written next."""
+    if ctx.run_dir is None:
+        return None
+    path = Path(ctx.run_dir.client_history(int(name.lstrip("c"))))
+    tail = Tailer(path)
+    try:
+        tail.offset = path.stat().st_size  # a whole number of lines: one write(2) each
+    except OSError:
+        pass  # not written yet: from its start
+    return tail
+
+
+def await_seen(tail: Tailer, gen: int | str, rate: bool, wait_s: float = WAIT_S) -> dict[str, Any]:
+    """The measurement (client/clockwatch.measure) of the `clock` events under `gen` that `tail`
+    finds within `wait_s`: as soon as it has an offset (and a rate, if `rate`), else what it
+    has when the time is up. Never raises: nothing seen is a measurement of nothing."""
+    values: list[dict[str, Any]] = []
+    at_ns = None
+    deadline = time.monotonic() + wait_s
+    while True:
+        for rec in tail.poll():
+            v = rec.get("value")
+            if rec.get("f") != "clock" or not isinstance(v, dict) or v.get("gen") != gen:
+                continue
+            if v.get("samples"):
+                values.append(v)
+                at_ns = rec.get("time")
+        got = measure(values)
+        if got["offset_s"] is not None and (got["rate"] is not None or not rate):
+            break
+        if time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    return {**got, "at_ns": at_ns}

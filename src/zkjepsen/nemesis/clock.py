@@ -24,6 +24,16 @@ our image; see benchmarks/nemesis_clock.py for the ZooKeeper side):
   the rate, so a reset is two writes, `+0 x1`, then (after > 1 s) `+0`.
 - Changes faster than ~1 s are invisible (the cache), so a strobe flips every 1.2 s at least.
 The recorder's clock is the host's real CLOCK_MONOTONIC (it runs outside the faked JVMs).
+
+Landed means seen (`clock_seen` in the fault's detail; faultkinds.landing judges it): after the
+write, `apply` reads the target server's own clock, at most `WAIT_S`, and measures offset and
+rate from two readings (client/clockwatch.measure), as Jepsen's check-offsets runs `date` on
+each node. Under zkj-timewarp (etcd, Redis) that is the launcher's observation page, what the
+server's own processes read, when the backend offers one (`clock_page(node)`); under
+libfaketime (ZooKeeper) the C clock probe run in the server's container with the JVM's own
+LD_PRELOAD and FAKETIME_* environment. The final heal's backward step of the wall-clock lead a
+rate built is recorded in that rate fault's detail (`heal_step_s`, negative, and how it was
+known: `heal_step_via`).
 """
 
 from __future__ import annotations
@@ -31,9 +41,13 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from zkjepsen.backends.base import Backend
+from zkjepsen.client import clockwatch
+from zkjepsen.docker import timewarp
 from zkjepsen.docker.cluster import Node
 from zkjepsen.nemesis.targets import NemesisContext, resolve_servers
 
@@ -41,6 +55,18 @@ CACHE_S = 1.2  # > FAKETIME_CACHE_DURATION: a write is certainly seen after this
 DEFAULT_RATE = 4.0
 REAL = "+0"
 NORMAL_RATE = "+0 x1"
+WAIT_S = 5.0  # for the target's clock to be seen doing what the fault says
+RATES = "clock:rates"  # ctx.state: target -> [[rate fault's detail, applied, undone], ...]
+OBSERVED = ("clock_seen", "heal_step_s", "heal_step_via")  # a replay's detail drops these
+# The C probe with the environment of the process that reads the libfaketime file (the JVM),
+# taken from its /proc entry: `env -i` keeps nothing else.
+JVM_PROBE = (
+    "for p in /proc/[0-9]*; do "
+    "e=$(tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -E '^(LD_PRELOAD|FAKETIME_[A-Z_]*)=');"
+    ' case "$e" in *FAKETIME_TIMESTAMP_FILE=*) '
+    f"exec env -i $e {clockwatch.PROBE} {clockwatch.PROBE_LINES} {clockwatch.PROBE_MS};; esac; "
+    "done; exit 3"
+)
 
 
 def _offset(seconds: float) -> str:
@@ -61,10 +87,18 @@ class ClockFault:
         return targets, self.detail(params, rng)
 
     def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        for key in OBSERVED:
+            detail.pop(key, None)
         for name in targets:
             with ctx.lock:
                 ctx.dirty_clocks.add(name)
             self.skew(ctx, ctx.node(name), detail)
+        seen = ctx.each(lambda name: see_server(ctx, ctx.node(name), self.wants(detail)), targets)
+        detail["clock_seen"] = dict(zip(targets, seen, strict=True))
+
+    def wants(self, detail: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
+        """When a measurement is enough: it shows the offset (a rate fault: the rate) set."""
+        return lambda got: got["offset_s"] is not None and _near(got["offset_s"], detail)
 
     def skew(self, ctx: NemesisContext, node: Node, detail: dict[str, Any]) -> None:
         raise NotImplementedError
@@ -125,6 +159,11 @@ class Rate(ClockFault):
 
     def skew(self, ctx: NemesisContext, node: Node, detail: dict[str, Any]) -> None:
         ctx.backend.set_clock(node, f"+0 x{detail['rate']:g}")
+        remember_rate(ctx, node.name, detail)
+
+    def wants(self, detail: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
+        want = float(detail["rate"])
+        return lambda got: got["rate"] is not None and abs(got["rate"] - want) <= 0.01 * want
 
     def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
         # Back to 1x; the lead gained stays (stepping back now would freeze the leader's
@@ -132,6 +171,82 @@ class Rate(ClockFault):
         # clock back on real time.
         for name in targets:
             ctx.backend.set_clock(ctx.node(name), NORMAL_RATE)
+            rate_ended(ctx, name, detail)
+
+
+def _near(offset_s: float, detail: dict[str, Any]) -> bool:
+    want = float(detail.get("offset_s", 0))
+    return abs(offset_s - want) <= max(0.01 * abs(want), 0.05)
+
+
+def remember_rate(ctx: NemesisContext, name: str, detail: dict[str, Any]) -> None:
+    """A rate fault on `name` began: its lead will be stepped back by the final heal."""
+    with ctx.lock:
+        ctx.state.setdefault(RATES, {}).setdefault(name, []).append(
+            [detail, time.monotonic(), None]
+        )
+
+
+def rate_ended(ctx: NemesisContext, name: str, detail: dict[str, Any]) -> None:
+    """The rate fault whose detail is `detail` went back to 1x on `name`: its lead stays."""
+    with ctx.lock:
+        for entry in ctx.state.get(RATES, {}).get(name, []):
+            if entry[0] is detail and entry[2] is None:
+                entry[2] = time.monotonic()
+
+
+def see_server(
+    ctx: NemesisContext, node: Node, enough: Callable[[dict[str, Any]], bool]
+) -> dict[str, Any]:
+    """What server `node`'s own clock was seen doing (clock_seen's entry: offset_s, rate, via,
+    at_ns, samples), looked at until `enough` says so or WAIT_S is over. Never raises."""
+    nothing = {"offset_s": None, "rate": None, "via": "", "at_ns": None, "samples": 0}
+    page_of = getattr(ctx.backend, "clock_page", None)
+    page = page_of(node) if callable(page_of) and getattr(ctx.backend, "timewarp", False) else None
+    best = nothing
+    deadline = time.monotonic() + WAIT_S
+    values: list[dict[str, Any]] = []
+    sampler = clockwatch.PageSampler()
+    while time.monotonic() < deadline:
+        try:
+            if page is not None:
+                got = clockwatch.read_page(str(page))
+                values += sampler.feed(got) if got is not None else []
+                seen = _page_measure(values, _warp_seq(ctx, node))
+            elif getattr(ctx.backend, "timewarp", False):
+                return nothing  # no page to read: nothing is seen
+            else:
+                seen = _probe_jvm(ctx, node)
+        except Exception:  # noqa: BLE001 - a server that cannot be read is not seen
+            seen = nothing
+        if seen["samples"]:
+            best = {**seen, "at_ns": time.monotonic_ns()}
+            if enough(seen):
+                break
+        time.sleep(0.05)
+    return best
+
+
+def _warp_seq(ctx: NemesisContext, node: Node) -> int | None:
+    path_of = getattr(ctx.backend, "timewarp_file", None)
+    if not callable(path_of):
+        return None
+    return timewarp.seq(Path(path_of(node)))
+
+
+def _page_measure(values: list[dict[str, Any]], gen: int | None) -> dict[str, Any]:
+    """The page's readings under the latest generation (`gen`, the control file's now)."""
+    return clockwatch.measure(v for v in values if v.get("gen") == gen and v.get("samples"))
+
+
+def _probe_jvm(ctx: NemesisContext, node: Node) -> dict[str, Any]:
+    """One run of the clock probe in `node`'s container with its JVM's own environment."""
+    code, out = ctx.backend.exec(node, ["sh", "-c", JVM_PROBE])
+    samples = clockwatch.probe_samples(out, clockwatch.real_offset_ns())
+    # the JVM fakes its monotonic clock (above): its rate shows there
+    return clockwatch.measure(
+        [{"via": "libfaketime-probe", "rate_on": "monotonic", "samples": samples}]
+    )
 
 
 def _strobe(
@@ -158,7 +273,10 @@ def heal(ctx: NemesisContext, everything: bool = False) -> list[str]:
         return []
     problems = []
     clients = {h.name: h for h in ctx.clients()}
+    at_normal = time.monotonic()
     for step in (NORMAL_RATE, REAL):
+        if step == REAL:
+            record_heal_steps(ctx, names, clients, at_normal)
         for name in names:
             try:
                 if name in clients:  # a client's program (nemesis/client_clock.py)
@@ -171,3 +289,39 @@ def heal(ctx: NemesisContext, everything: bool = False) -> list[str]:
             time.sleep(CACHE_S)
     ctx.dirty_clocks.clear()
     return problems
+
+
+def record_heal_steps(
+    ctx: NemesisContext, names: list[str], clients: dict[str, Any], at_normal: float
+) -> None:
+    """The heal is about to step each of `names`' wall clock back to real time: the lead its
+    rate faults built goes at once, a backward step. Said in the last rate fault's detail on
+    each (`heal_step_s`, <= 0): zkj-timewarp's, read from the control lines the step replaces;
+    libfaketime's (its lead lives in the process), (rate - 1) x the time each was in force."""
+    with ctx.lock:
+        rates = ctx.state.pop(RATES, {})
+    for name in names:
+        entries = rates.get(name)
+        if not entries:
+            continue
+        try:
+            lead = _wall_lead_s(ctx, name, clients)
+        except Exception:  # noqa: BLE001 - unreadable: estimated, as for libfaketime
+            lead = None
+        via = "the control lines"
+        if lead is None:
+            lead = sum((e[0]["rate"] - 1) * ((e[2] or at_normal) - e[1]) for e in entries)
+            via = "rate x time in force"
+        entries[-1][0]["heal_step_s"] = round(-lead, 3)
+        entries[-1][0]["heal_step_via"] = via
+
+
+def _wall_lead_s(ctx: NemesisContext, name: str, clients: dict[str, Any]) -> float | None:
+    if name in clients:
+        lead = clients[name].wall_lead_s()
+        return None if lead is None else float(lead)
+    path_of = getattr(ctx.backend, "timewarp_file", None)
+    if not getattr(ctx.backend, "timewarp", False) or not callable(path_of):
+        return None
+    now = time.clock_gettime_ns(time.CLOCK_REALTIME)
+    return (timewarp.reading(timewarp.read(Path(path_of(ctx.node(name))))[0], now) - now) / 1e9
