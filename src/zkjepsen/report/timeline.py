@@ -19,6 +19,7 @@ from zkjepsen.backends.registry import read_service, settings_from_table
 from zkjepsen.checker import Result, Violation, as_result
 from zkjepsen.errors import BadInput
 from zkjepsen.report.summary import power_of_results
+from zkjepsen.store.regular import read_json
 
 if TYPE_CHECKING:
     from zkjepsen.report.files import ReportFiles
@@ -279,7 +280,7 @@ def _versions(test_json: Path) -> str:
     '' when it says nothing (or cannot be read: the timeline is drawn anyway)."""
 
     try:
-        table = read_service(json.loads(test_json.read_text())).get("service")
+        table = read_service(read_json(test_json, test_json.name)).get("service")
         said = settings_from_table(table, "service").describe() if table else ""
     except (OSError, ValueError, BadInput, TypeError):
         return ""
