@@ -131,6 +131,9 @@ def test_unknown_is_an_error_and_not_run_or_na_is_skipped(tmp_path):
     cases = gate_cases(rows)
     assert [c.status for c in cases] == ["error", "skipped"]
     assert "no fault landed" in cases[0].message and cases[1].message == NOT_RUN
+    # A run that never ran ran no time and has no folder (not `.`, the current directory).
+    assert rows[1].store_dir is None and not rows[1].line.startswith("ran "), rows[1]
+    assert cases[1].folder == "" and "folder: none" in cases[1].text
     spec = TestSpec(recipe="kazoo", nemesis=["kill-leader"])
     outcome = Outcome(Job(spec, tag="kazoo|kill-leader"), "", run(valid_results(), True, "m/1"))
     mcases = matrix_cases([outcome, outcome], {"redlock|kill-leader": "no leader"})

@@ -157,11 +157,13 @@ class Progress:
 
     @staticmethod
     def record(o) -> dict:
+        from zkjepsen.report.junit import folder_of
+
         return {
             "cell": o.job.tag,
             "seed": o.job.spec.seed,
             "valid": o.run.valid,
             "results": o.run.results,
-            "store": str(o.run.store_dir),
+            "store": folder_of(o.run),  # "" for a run that never had a folder
             "engine": o.engine,
         }

@@ -84,6 +84,13 @@ def violation_count(results: Any) -> int:
     return total
 
 
+def folder_of(run: Any) -> str:
+    """The run's folder as text; '' for a run that never had one (it failed before its folder
+    was made, or was not run: `Path("")`, which would print as `.`, the current directory)."""
+    store = getattr(run, "store_dir", None)
+    return "" if store is None or str(store) in ("", ".") else str(store)
+
+
 def verdict_text(run: Any) -> str:
     """The verdict's parts, how the run ended and its folder: a failure's (or a pass's) text."""
     results = run.results if isinstance(run.results, dict) else {}
@@ -97,7 +104,7 @@ def verdict_text(run: Any) -> str:
         lines.append(f"stopped {early.get('after_main_start_s', 0):g}s in: {early.get('why')}")
     if results.get("error"):
         lines.append(f"error: {results['error']}")
-    lines.append(f"folder: {run.store_dir}")
+    lines.append(f"folder: {folder_of(run) or 'none (the run never started)'}")
     return "\n".join(lines)
 
 
@@ -140,7 +147,7 @@ def case_of(
         "landed": str(landed),
         "violations": str(violation_count(results)),
         "seed": str(getattr(spec, "seed", "")),
-        "store": str(run.store_dir),
+        "store": folder_of(run),
         "nemesis": ",".join(getattr(spec, "nemesis", ()) or ()),
         "main_phase_s": f"{main_s:g}",
     }
@@ -156,7 +163,7 @@ def case_of(
         run.valid,
         landed,
         bound,
-        str(run.store_dir),
+        folder_of(run),
         props,
     )
 

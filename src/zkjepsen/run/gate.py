@@ -19,7 +19,7 @@ from typing import Any
 
 from zkjepsen.backends.registry import backend_info
 from zkjepsen.errors import BadInput
-from zkjepsen.report.junit import case_of
+from zkjepsen.report.junit import case_of, folder_of
 from zkjepsen.run.fanout import NOT_RUN, Job
 from zkjepsen.run.many import run_jobs
 from zkjepsen.run.resolve import spec_from_json, validate_spec
@@ -150,11 +150,12 @@ def row_of(scenario: str, run: Any) -> GateRow:
 
     results = run.results if isinstance(run.results, dict) else {}
     early = results.get("early_stop") or {}
+    folder = folder_of(run)
     parts = []
     if early.get("stopped_early"):
         why = REASONS.get(early["reason"], early["reason"])
         parts.append(f"stopped {early['after_main_start_s']:g}s in ({why})")
-    else:
+    elif not results.get("error"):  # a run that ended in an error (or never ran) ran no time
         parts.append(f"ran {run.spec.time_limit_s:g}s")
     v = early.get("violation")
     if v:
@@ -177,7 +178,7 @@ def row_of(scenario: str, run: Any) -> GateRow:
     elif results.get("error") == NOT_RUN:
         skipped = NOT_RUN
     line = "; ".join(p for p in parts if p)
-    return GateRow(scenario, run.valid, line, str(run.store_dir), run, skipped)
+    return GateRow(scenario, run.valid, line, folder or None, run, skipped)
 
 
 def gate_cases(rows: list[GateRow]) -> list[Any]:

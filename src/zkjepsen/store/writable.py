@@ -58,8 +58,10 @@ def check_output_file(path: str | os.PathLike[str], what: str) -> None:
     temporary file beside it, and files written next to it)."""
     text = os.fspath(path)
     fix = f"give {what} a file path you can write to"
-    if os.path.isdir(text):
-        raise BadInput(f"{what} {text} is a directory; {fix}")
+    if not text.strip():  # "" is no file: abspath would make it the current directory
+        raise BadInput(f"{what} is empty; {fix}")
+    if os.path.isdir(text) or text.endswith(os.sep):
+        raise BadInput(f"{what} {text} names a directory; {fix}")
     if os.path.lexists(text):
         try:  # opened for appending, without creating or truncating: nothing changes
             os.close(os.open(text, os.O_WRONLY | os.O_APPEND | os.O_NONBLOCK))
