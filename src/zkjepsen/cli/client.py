@@ -95,11 +95,14 @@ def client_check(
     argv = ["/bin/sh", "-c", cmd or ""] if recipe is None else recipe_argv(recipe)
     in_image = in_image or recipe is not None  # a recipe's program runs in the client image
     label = f"recipe {recipe}" if recipe else repr(cmd)
+    from zkjepsen.docker import resources
     from zkjepsen.store import check_root, new_run_dir
 
     check_root(None)  # the check's folder (run.log, the server's logs) is in the store
+    # The engine first: without one, nothing is created (no folder, `latest` where it was).
+    docker = resources.docker_client() if in_image or not hosts else None
     run_dir = new_run_dir("client-check", None)
-    Check(argv, backend, label, run_dir, st, rt).run(hosts, in_image, client_dir, image)
+    Check(argv, backend, label, run_dir, st, rt).run(hosts, in_image, client_dir, image, docker)
 
 
 def _backend(recipe: str | None, backend: str | None) -> str:
@@ -118,13 +121,25 @@ def service_hosts(text: str, backend: str) -> str:
     import re
 
     from zkjepsen.backends.registry import backend_info
+    from zkjepsen.backends.session import session_class
     from zkjepsen.cli.options import check_hosts
+    from zkjepsen.errors import BadInput
 
-    if backend_info(backend).family == "zookeeper":
+    family = backend_info(backend).family
+    if family == "zookeeper":
         return check_hosts(text)
     m = re.match(r"^\s*([a-z-]+://)?(\w[\w.-]*@)?(.*)$", text)
+    if m and (m.group(1) or m.group(2)) and family != "redis":  # only Redis's form has them
+        raise BadInput(f"--hosts {text!r}: {backend} takes host:port[,host:port...], no scheme")
     servers = m.group(3) if m else text
     check_hosts(servers.split("/")[0] or text, f"--hosts (for {backend})")
+    try:  # read as the service's own session reads it (it parses, it does not connect)
+        session_class(family)(text.strip(), timeout=1.0)
+    except (ValueError, TypeError) as e:
+        raise BadInput(
+            f"--hosts {text!r} is not a connect string of {backend} ({e}); see "
+            "`zkjepsen client check --help` for each service's form"
+        ) from None
     return text.strip()
 
 
@@ -155,12 +170,13 @@ class Check:
         self.st, self.rt = st, rt
         self.log = RunLog(run_dir.run_log)
 
-    def run(self, hosts: str | None, in_image: bool, client_dir: str | None, image) -> None:
+    def run(self, hosts: str | None, in_image: bool, client_dir: str | None, image, docker) -> None:
+        """`docker`: the engine's client (connected before the check's folder was made), or
+        None for a check of a program here against --hosts."""
         from zkjepsen.docker import resources
 
-        docker = client_image = servers = None
-        if in_image or not hosts:
-            docker = resources.docker_client()
+        client_image = servers = None
+        if docker is not None:
             server_image, client_image = self._images(docker, image)
             if not hosts:
                 servers = self._servers(docker, server_image, client_image)

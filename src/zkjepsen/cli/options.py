@@ -66,8 +66,30 @@ def positive_duration(text: str, what: str) -> float:
 # One server of a ZooKeeper connect string: a host name or IPv4 address, or [IPv6], then an
 # optional :port.
 _SERVER = re.compile(
-    r"^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::(\d+))?$"
+    r"^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::([0-9]+))?$"
 )
+
+
+def _host_ok(host: str) -> bool:
+    """A name a resolver takes (labels of 1-63 characters, 253 in all) or an IP address: what
+    the regular expression lets through but no connection could use (`a..b`, `256.1.1.1`) is
+    the user's mistake, not the program's failure to connect."""
+    import ipaddress
+
+    if host.startswith("["):
+        try:
+            ipaddress.IPv6Address(host[1:-1])
+        except ValueError:
+            return False
+        return True
+    if host.replace(".", "").isdigit():
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            return False
+        return True
+    labels = host.split(".")
+    return len(host) <= 253 and all(0 < len(x) <= 63 and not x.startswith("-") for x in labels)
 
 
 def check_hosts(text: str, what: str = "--hosts") -> str:
@@ -78,7 +100,11 @@ def check_hosts(text: str, what: str = "--hosts") -> str:
     parts = servers.split(",")
     for part in parts:
         m = _SERVER.match(part.strip())
-        if not m or (m.group(1) is not None and not 0 < int(m.group(1)) < 65536):
+        if (
+            not m
+            or (m.group(1) is not None and not 0 < int(m.group(1)) < 65536)
+            or not _host_ok(part.strip().rsplit(":", 1)[0] if m.group(1) else part.strip())
+        ):
             raise BadInput(f"{what} {text!r}: {part.strip()!r} is not a host[:port]; {fix}")
     if chroot and not re.match(r"^[^\s/][^\s]*$", chroot):
         raise BadInput(f"{what} {text!r} has a malformed chroot /{chroot}; {fix}")
