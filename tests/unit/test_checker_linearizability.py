@@ -288,7 +288,8 @@ def test_compose_priority_and_exceptions_become_unknown():
     assert r.valid == "unknown" and r.parts["b"].valid == "unknown"
     assert r.to_json()["b"]["valid"] == "unknown"  # results.json keeps the nested shape
     assert compose({"a": Fixed("unknown"), "b": Fixed(False)}).check(h).valid is False
-    assert merge_valid([]) is True
+    assert merge_valid([]) == "unknown"  # nothing judged is not valid (issue 48)
+    assert compose({}).check(h).valid == "unknown"
     json.dumps(r.to_json())
 
 

@@ -296,10 +296,11 @@ class Checker(Protocol):
 
 
 def merge_valid(verdicts: list[Verdict]) -> Verdict:
-    """False beats unknown beats True; no verdicts is True."""
+    """False beats unknown beats True; no verdicts is unknown (nothing was judged: a run no
+    checker looked at is not valid)."""
     if any(v is False for v in verdicts):
         return False
-    if any(v == "unknown" for v in verdicts):
+    if any(v == "unknown" for v in verdicts) or not verdicts:
         return "unknown"
     return True
 
@@ -328,8 +329,13 @@ class Compose:
         self.checkers = dict(checkers)
 
     def check(self, history: History) -> Result:
+        if not self.checkers:  # a workload with no checker (ping, raw): nothing is judged
+            return unknown(NO_CHECKER)
         results = {name: safe_check(c, history) for name, c in self.checkers.items()}
         return Result(merge_valid([r.valid for r in results.values()]), parts=results)
+
+
+NO_CHECKER = "no checker judged this history (the workload has none): nothing was tested"
 
 
 def compose(checkers: Mapping[str, Checker]) -> Compose:
