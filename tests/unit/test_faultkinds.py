@@ -34,6 +34,7 @@ from zkjepsen.run.resolve import validate_spec
 from zkjepsen.run.spec import TestSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from landed import observation  # noqa: E402
 from test_bad_input import assert_refused, here, run_cli  # noqa: E402, F401 - fixtures
 
 S = 1_000_000_000
@@ -52,6 +53,7 @@ def declared(monkeypatch):
         instant("corruption", "corruptions", "corruption"),
         PEERS,
         DATA_FILES,
+        observer="corrupted",
     )
     monkeypatch.setitem(KINDS, NEW, new)
     zk = registry.backend_info("zookeeper")
@@ -65,12 +67,14 @@ def declared(monkeypatch):
 
 
 def held_then_hit(f: str, hit_s: float) -> History:
-    """Client 1 holds from 1 s to 6 s; fault `f` hits server n1 from 2 s for `hit_s`."""
+    """Client 1 holds from 1 s to 6 s; fault `f` hits server n1 from 2 s for `hit_s`, and its
+    nemesis saw it land (its declared observer's observation, landed.py)."""
+    end = {"fault_id": 1, "phase": "end", "targets": ["n1"], **observation(f, ["n1"])}
     ops = [
         (0.9, 1, "invoke", "acquire", None),
         (1.0, 1, "ok", "acquire", {"token": 1}),
         (2.0, "nemesis", "info", f, {"fault_id": 1, "phase": "start", "targets": ["n1"]}),
-        (2.0 + hit_s, "nemesis", "info", f, {"fault_id": 1, "phase": "end", "targets": ["n1"]}),
+        (2.0 + hit_s, "nemesis", "info", f, end),
         (6.0, 1, "invoke", "release", None),
         (6.1, 1, "ok", "release", None),
     ]
@@ -138,9 +142,21 @@ def test_unmet_names_every_ability_it_lacks_in_one_sentence():
 
 def test_a_declaration_with_an_unknown_ability_or_family_is_refused():
     with pytest.raises(ValueError, match="unknown ability"):
-        kind("k", "process", "one", "d", instant(), "pears")
+        kind("k", "process", "one", "d", instant(), "pears", observer="killed")
     with pytest.raises(ValueError, match="k"):
         kind("k", "floppy", "one", "d", instant())
+
+
+def test_a_declaration_says_how_its_fault_is_seen_to_land():
+    """A fault counts only when its effect was observed at its target (faultkinds/landing.py):
+    a kind whose family shares no observer must name its own, and a known one."""
+    with pytest.raises(ValueError, match="no observer says how it lands"):
+        kind("k", "process", "one", "d", instant())
+    with pytest.raises(ValueError, match="no observer says how it lands"):
+        kind("k", "process", "one", "d", instant(), observer="hoped")
+    assert kind("k", "partition", "one", "d", silence()).observer == "dropped"
+    assert kind("k", "process", "one", "d", instant(), observer="frozen").observer == "frozen"
+    assert kind("none", "none", "all", "baseline", None).observer == ""  # not a fault
 
 
 def test_every_service_declares_abilities_the_faults_know():
@@ -151,7 +167,7 @@ def test_every_service_declares_abilities_the_faults_know():
 def test_every_declared_kind_is_implemented_and_every_implementation_declared(monkeypatch):
     assert set(faults.FAULTS) == set(KINDS)
     assert all(b.impl is not None for n, b in faults.FAULTS.items() if KINDS[n].power)
-    monkeypatch.setitem(KINDS, NEW, kind(NEW, "process", "one", "d", instant()))
+    monkeypatch.setitem(KINDS, NEW, kind(NEW, "process", "one", "d", instant(), observer="killed"))
     with pytest.raises(ImportError, match=NEW):
         faults._bind()  # declared without an implementation: the nemesis does not load
 

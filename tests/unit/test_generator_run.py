@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from zkjepsen.faultkinds import instant, kind
+from zkjepsen.faultkinds import KINDS, instant, kind
 from zkjepsen.nemesis import generator as g
 from zkjepsen.nemesis import schedule
 from zkjepsen.nemesis.faults import FAULTS, BoundFault
@@ -26,6 +26,7 @@ class FakeFamily:
         self.calls: list[tuple] = []
         self.fail_apply = fail_apply
         self.raise_in_apply = raise_in_apply
+        self.observe = False  # apply records that it saw its targets gone (as a kill does)
 
     def resolve(self, ctx, target, rng, params):
         return [f"n{rng.randint(1, 3)}"], {"target": target}
@@ -36,6 +37,8 @@ class FakeFamily:
             raise self.raise_in_apply()
         if self.fail_apply:
             raise RuntimeError("docker said no")
+        if self.observe:
+            detail["killed"] = list(targets)
 
     def undo(self, ctx, targets, detail):
         self.calls.append(("undo", tuple(targets)))
@@ -46,9 +49,9 @@ def fake(monkeypatch):
     fam = FakeFamily()
     healed: list[bool] = []
     for name in ("kill-one", "partition-one"):  # the kinds the plans below use
-        monkeypatch.setitem(
-            FAULTS, name, BoundFault(kind(name, "process", "one", "fake", instant()), fam)
-        )
+        fake_kind = kind(name, "process", "one", "fake", instant(), observer="killed")
+        monkeypatch.setitem(FAULTS, name, BoundFault(fake_kind, fam))
+        monkeypatch.setitem(KINDS, name, fake_kind)  # how it lands, for the nemesis's judgement
     monkeypatch.setattr(
         schedule, "heal_context", lambda ctx, everything=False: healed.append(1) or []
     )
@@ -142,6 +145,35 @@ def test_failed_apply_is_recorded_not_hidden(fake, tmp_path):
     executed = _run(ens, tmp_path)
     assert executed and all("docker said no" in e["error"] for e in executed)
     assert healed == [1]
+    missed = {"landed": False, "why": "never went in: RuntimeError: docker said no"}
+    assert all(e["observed"] == missed for e in executed)
+
+
+def test_the_end_record_and_the_schedule_say_whether_it_landed(fake, tmp_path):
+    """The nemesis judges each fault with the power line's predicate on its own two records
+    (faultkinds.landing); a replay starts without the observations of the run it replays."""
+    fam, _, ens = fake
+    fam.observe = True
+    a = _run(ens, tmp_path / "a")
+    landed = {"landed": True, "why": "seen gone"}
+    assert a and all(e["observed"] == landed for e in a)
+    recs = [json.loads(x) for x in (tmp_path / "a" / "nemesis.jsonl").read_text().splitlines()]
+    ends = [r["value"] for r in recs if r["value"]["phase"] == "end"]
+    assert len(ends) == len(a) and all(v["observed"] == landed for v in ends)
+    sched = json.loads((tmp_path / "a" / "schedule.json").read_text())
+    assert all(f["observed"] == landed and f["detail"]["killed"] for f in sched["faults"])
+    fam.observe = False  # the replay's apply sees nothing: its faults must not land
+    b = schedule.run_nemesis(
+        ens,
+        None,
+        schedule.NemesisPlan(
+            [], seed=999, time_limit_s=1.0, t0_ns=time.monotonic_ns(), schedule=sched
+        ),
+        files=RunDir(tmp_path / "b"),
+    )
+    assert len(b) == len(a)
+    assert all(e["observed"] == {"landed": False, "why": "no observation recorded"} for e in b)
+    assert all("killed" not in e["detail"] for e in b)
 
 
 def test_heals_on_interrupt_inside_a_fault(fake, tmp_path):
@@ -228,7 +260,9 @@ def test_a_triggered_fault_waits_for_its_event_and_hits_the_client_it_names(monk
     monkeypatch.setitem(
         FAULTS,
         "pause-client",
-        BoundFault(kind("pause-client", "process", "holder", "f", instant()), fam),
+        BoundFault(
+            kind("pause-client", "process", "holder", "f", instant(), observer="frozen"), fam
+        ),
     )
     monkeypatch.setattr(schedule, "heal_context", lambda ctx, everything=False: [])
     run_dir = RunDir(tmp_path / "run")
@@ -312,7 +346,9 @@ def test_a_triggered_fault_that_lands_after_the_hold_is_undone_and_re_armed(monk
     monkeypatch.setitem(
         FAULTS,
         "pause-client",
-        BoundFault(kind("pause-client", "process", "holder", "f", instant()), fam),
+        BoundFault(
+            kind("pause-client", "process", "holder", "f", instant(), observer="frozen"), fam
+        ),
     )
     monkeypatch.setattr(schedule, "heal_context", lambda ctx, everything=False: [])
     pool = SimpleNamespace(run_dir=run_dir, handles=[])
@@ -375,7 +411,9 @@ def test_a_triggered_fault_whose_apply_failed_is_re_armed(monkeypatch, tmp_path)
     monkeypatch.setitem(
         FAULTS,
         "pause-client",
-        BoundFault(kind("pause-client", "process", "holder", "f", instant()), fam),
+        BoundFault(
+            kind("pause-client", "process", "holder", "f", instant(), observer="frozen"), fam
+        ),
     )
     monkeypatch.setattr(schedule, "heal_context", lambda ctx, everything=False: [])
     pool = SimpleNamespace(run_dir=run_dir, handles=[])

@@ -98,7 +98,9 @@ class Clock(SimpleNamespace):
 def clock(monkeypatch):
     fam = Clock(calls=[], lock=threading.Lock())
     monkeypatch.setitem(
-        FAULTS, "kill-one", BoundFault(kind("kill-one", "process", "one", "fake", instant()), fam)
+        FAULTS,
+        "kill-one",
+        BoundFault(kind("kill-one", "process", "one", "fake", instant(), observer="killed"), fam),
     )
     healed: list[int] = []
     monkeypatch.setattr(

@@ -1,11 +1,13 @@
 """The power of a verdict on hand-made histories: which faults are opportunities, which a
-violation followed, and the bounds (docs/verdicts.md)."""
+violation followed, and the bounds (docs/verdicts.md). Their faults carry the observation their
+nemesis records when it sees them land (landed.py), unless a test says they were not seen."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
+from landed import with_observation
 
 from zkjepsen.checker import Violation
 from zkjepsen.checker.power import Power, power_of, rule_of, upper_bound
@@ -36,11 +38,14 @@ class H:
     def session(self, c, t, timeout_s):
         return self.add(t, c, "event", "session", None, {"timeout_ms": int(timeout_s * 1000)}, c)
 
-    def fault(self, t0, t1, f, targets=("c1",), fid=1, start=None, end=None):
+    def fault(self, t0, t1, f, targets=("c1",), fid=1, start=None, end=None, seen=True):
+        """A fault's start and end records; `seen`: its end carries the observation that makes
+        it land (landed.py), as its nemesis writes it (False: as a run stored before those)."""
         self.add(
             t0, "nemesis", "info", f, None,
             {"fault_id": fid, "phase": "start", "targets": list(targets), **(start or {})},
         )  # fmt: skip
+        end = with_observation(f, targets, end) if seen else end
         return self.add(
             t1, "nemesis", "info", f, None,
             {"fault_id": fid, "phase": "end", "targets": list(targets), **(end or {})},
@@ -113,8 +118,70 @@ def test_the_nemesis_own_misses_never_count():
     h.fault(2, 5, "pause-client", end={"landed": False})
     h.fault(2, 5, "pause-client", fid=2, end={"detail": {"holding_when_hit": False}})
     h.fault(2, 5, "pause-client", fid=3, start={"error": "unable to freeze"})
+    h.fault(2, 5, "pause-client", fid=4, end={"error": "APIError: unable to freeze"})
     p = power(h)
-    assert p.opportunities() == 0 and p.faults() == 3
+    assert p.opportunities() == 0 and (p.faults(), p.missed()) == (4, 4)
+    (k,) = p.per_kind
+    assert dict(k.missed_why) == {
+        "its trigger's state had ended": 1,
+        "the holder had let go when hit": 1,
+        "never went in: unable to freeze": 1,
+        "never went in: APIError: unable to freeze": 1,
+    }
+
+
+def test_a_fault_not_seen_at_its_target_is_missed_and_left_out_of_the_power_line():
+    # Two pauses of the holder past its session: the first seen frozen, the second not.
+    h = H().hold(1, 1, 6).fault(2, 5, "pause-client")
+    h.hold(2, 7, 12).fault(8, 11, "pause-client", ("c2",), fid=2, seen=False)
+    p = power(h, prop="belief")
+    assert (p.faults(), p.opportunities(), p.missed()) == (2, 1, 1)
+    assert p.line() == (
+        "0 split holders in 1 landed client-pause (1 missed: no observation recorded): "
+        "per-pause split rate ≤ 95.0 % (95 %)"
+    )
+    # the one seen landed, with the second's observation saying it was not frozen
+    h = H().hold(1, 1, 6).fault(2, 5, "pause-client", end={"detail": {"frozen": []}})
+    p = power(h)
+    assert p.opportunities() == 0 and p.line() == (
+        "no fault landed where it could break the lock (1 pause-client missed: never seen "
+        "frozen; docs/verdicts.md)"
+    )
+    table = json.loads(json.dumps(p.to_json()))
+    assert table["missed"] == 1 and Power.from_json(table) == p
+    pooled = Power.pooled([p, p])
+    assert pooled.per_kind[0].missed_why == (("never seen frozen", 2),)
+
+
+@pytest.mark.parametrize(
+    "kind, targets",
+    [
+        ("pause-client", ("c1",)),  # process: pause
+        ("kill-client", ("c1",)),  # process: kill
+        ("kill-leader", ("n1",)),
+        ("isolate-client", ("c1",)),  # network
+        ("partition-redlock-restart", ("c1",)),
+        ("clock-skew-client", ("c1",)),  # clock
+        ("clock-rate-leader", ("n1",)),
+        ("power-loss-all", ("n1", "n2")),  # disk
+        ("corrupt-file", ("n1",)),
+        ("member-remove", ("n2",)),  # membership
+        ("rolling-upgrade", ("n2", "n3", "n1")),
+        ("proxy-lose-create", ("c1",)),  # proxy
+        ("pg-terminate-holder", ("c1",)),  # PostgreSQL
+    ],
+)
+def test_every_family_without_its_observation_is_missed(kind, targets):
+    """One hand-made history per family, its fault aimed where the lock could break: with the
+    observation its nemesis records it lands; without it (a run stored before observations),
+    it is missed, and the power line counts it apart."""
+    h = H().hold(1, 1, 12).fault(2, 9, kind, targets)
+    assert power(h).opportunities() == 1 and power(h).missed() == 0
+    h = H().hold(1, 1, 12).fault(2, 9, kind, targets, seen=False)
+    p = power(h)
+    assert (p.faults(), p.opportunities(), p.missed()) == (1, 0, 1)
+    assert p.per_kind[0].missed_why == (("no observation recorded", 1),)
+    assert p.line().endswith(f"{kind} missed: no observation recorded; docs/verdicts.md)")
 
 
 def test_re_armed_attempts_pair_by_order_and_only_the_landed_one_counts():
@@ -181,12 +248,15 @@ def test_proxy_faults_count_in_the_lock_path_and_clock_faults_while_held():
 
 def test_a_kind_no_declaration_knows_counts_while_anyone_is_at_risk():
     """An old history's fault kind, since renamed: the mildest rule (tests/unit/
-    test_faultkinds.py shows a declared kind getting its own)."""
+    test_faultkinds.py shows a declared kind getting its own), landed as its nemesis said
+    (`observed`, written when it knew the kind); without that, missed."""
     assert rule_of("some-old-fault") == "during"
     h = H().hold(1, 1, 6).fault(2, 2.5, "some-old-fault", targets=("n1",))
     (k,) = power(h).per_kind
     assert (k.kind, k.opportunities) == ("some-old-fault", 1)
     assert "1 landed some-old-fault fault: per-fault" in power(h).line()
+    h = H().hold(1, 1, 6).fault(2, 2.5, "some-old-fault", targets=("n1",), seen=False)
+    assert power(h).opportunities() == 0 and power(h).missed() == 1
 
 
 def test_bounds_exact_and_wilson_against_known_values():

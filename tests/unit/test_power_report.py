@@ -7,6 +7,7 @@ import json
 from types import SimpleNamespace
 
 import pytest
+from landed import observation
 
 from zkjepsen.cli.matrix import cell_summary, markdown_table
 from zkjepsen.cli.pytest_plugin import RunOutcome, ZkJepsenFailure
@@ -19,16 +20,17 @@ S = 1_000_000_000
 LINE = "0 split holders in 1 landed client-pause: per-pause split rate ≤ 95.0 % (95 %)"
 
 
-def records(pause_s: float, split: bool = False) -> list[dict]:
+def records(pause_s: float, split: bool = False, seen: bool = True) -> list[dict]:
     """c1 holds 1-6 s and is paused from 2 s for `pause_s`; c2 holds 7-8 s (or, `split`, from
-    4 s while c1 still believes)."""
+    4 s while c1 still believes). `seen`: the nemesis saw c1 frozen (it landed)."""
     c2 = 4 if split else 7
     fault = {"fault_id": 1, "targets": ["c1"]}
+    end = {**fault, "phase": "end", **(observation("pause-client", ["c1"]) if seen else {})}
     rows = [
         (0.9, 1, "invoke", "acquire", None),
         (1, 1, "ok", "acquire", {"token": 1}),
         (2, "nemesis", "info", "pause-client", {**fault, "phase": "start"}),
-        (2 + pause_s, "nemesis", "info", "pause-client", {**fault, "phase": "end"}),
+        (2 + pause_s, "nemesis", "info", "pause-client", end),
         (c2 - 0.1, 2, "invoke", "acquire", None),
         (c2, 2, "ok", "acquire", {"token": 2}),
         (6, 1, "invoke", "release", None),
@@ -64,6 +66,18 @@ def test_the_summary_and_the_verdict_line_carry_the_power():
     split = verdict(records(pause_s=3, split=True))
     assert split["valid"] is False and split["power"]["valid"] is True
     assert power_line(split).startswith("1 split holder in 1 landed client-pause")
+
+
+def test_a_fault_never_seen_at_its_target_is_named_missed_wherever_the_power_is_shown():
+    """The same pause without the nemesis's observation (a run stored before observations, or
+    a freeze it never saw): not an opportunity, so the run is unknown, and every place that
+    shows the power says it missed, and why."""
+    results = verdict(records(pause_s=3, seen=False))
+    assert results["valid"] == "unknown" and results["power"]["missed"] == 1
+    why = "1 pause-client missed: no observation recorded"
+    assert why in power_line(results) and why in summarise(results["power"])
+    page = render_timeline(records(pause_s=3, seen=False), results, "t")
+    assert "(landed)" not in page and why in page
 
 
 def test_matrix_cells_pool_the_runs_power():

@@ -145,6 +145,8 @@ def test_the_follower_stops_at_the_power_target(tmp_path):
         ]
         for phase, at in (("start", base + s), ("end", base + 3 * s + s // 2)):
             v = {"fault_id": k + 1, "phase": phase, "targets": ["c1"]}
+            if phase == "end":  # seen frozen: it landed (faultkinds/landing.py)
+                v["detail"] = {"frozen": ["c1"]}
             nem.append({"time": at, "process": "nemesis", "type": "info", "f": "pause-client"})
             nem[-1]["value"] = v
     _append(d.client_history(1), *ops)

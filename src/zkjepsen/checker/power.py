@@ -19,8 +19,11 @@ or, for a fault on servers, every client while it held (a definite belief). Per 
 - **during** (clock strobes and rates, client clock skews, the wire proxy's one-shot faults on
   the next op): an at-risk client was so at some time in the fault window. Also the rule for a
   kind this module does not know.
-A fault whose start recorded an `error` (it never went in), whose end recorded `landed: false`
-(its trigger's state had ended) or whose detail says `holding_when_hit: false` never counts.
+Only a fault that **landed** counts: its effect was observed at its target, and the nemesis
+recorded the observation (`zkjepsen.faultkinds.landing`, one predicate for the nemesis and this
+module). A **missed** one - never seen frozen, no packet dropped, a roll that failed, an apply
+that raised, a trigger's state that had ended, a history without observations - is counted
+apart, per kind, with why, and the power line says how many and why.
 
 An opportunity is **violated** when a violation of the property judged (`prop`: belief
 overlaps; effect overlaps and fencing's findings; or any kind) has a window [start, end] that
@@ -34,24 +37,19 @@ its checker names as following it. The rule, stated once: checker/attribution.py
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from zkjepsen.checker import Violation
 from zkjepsen.checker.attribution import LOST_STATE_KINDS, counts_against, locks_of
 from zkjepsen.checker.bounds import upper_bound
 from zkjepsen.checker.lock_observe import observe
-from zkjepsen.faultkinds import UNKNOWN_RULE, client_killers, power_rule
+from zkjepsen.checker.power_table import FaultPower, Opportunity, Power, ranked
+from zkjepsen.faultkinds import UNKNOWN_RULE, Landing, client_killers, landing, power_rule
 from zkjepsen.history import NEMESIS, History, Op
 
 S = 1_000_000_000
 
-# What broke, by the property judged: (one, many, the rate's word).
-PROPERTIES = {
-    "belief": ("split holder", "split holders", "split rate"),
-    "effect": ("effect overlap", "effect overlaps", "overlap rate"),
-    "any": ("violation", "violations", "violation rate"),
-}
 # The violation kinds that count as the property breaking (any: every kind).
 EFFECTS = frozenset({"effect", "backwards", "reused-token", "foreign-token"})
 PROPERTY_KINDS = {"belief": frozenset({"belief"}), "effect": EFFECTS}
@@ -66,143 +64,6 @@ def rule_of(kind: str) -> str:
     return (power_rule(kind) or UNKNOWN_RULE).landed
 
 
-@dataclass(frozen=True)
-class Opportunity:
-    """One fault that landed where the property could break."""
-
-    kind: str
-    fault_id: Any
-    start: int  # history ns
-    end: int
-    clients: tuple[Any, ...]  # the at-risk clients that make it count
-    timeout_s: float  # the session/lease timeout it had to exceed (silence) or its grace
-    violated: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {**_table(self), "clients": list(self.clients)}
-
-
-@dataclass(frozen=True)
-class FaultPower:
-    kind: str  # the fault kind's name (zkjepsen.faultkinds)
-    opportunities: int  # faults that landed where the property could break
-    violated: int  # opportunities followed by a violation
-    upper: float  # one-sided upper bound on the per-opportunity violation rate
-    faults: int = 0  # executed faults of this kind (attempts), landed or not
-
-    def fragment(self, prop: str, confidence: float) -> str:
-        rule = power_rule(self.kind) or UNKNOWN_RULE
-        one, many, rate = PROPERTIES.get("any" if rule.state else prop, PROPERTIES["any"])
-        k_one, k_many, unit = rule.nouns(self.kind)
-        if not self.opportunities:
-            some = k_one if self.faults == 1 else k_many
-            return f"none of {self.faults} {some} landed where it could break"
-        return (
-            f"{self.violated} {one if self.violated == 1 else many} in {self.opportunities} landed "
-            f"{k_one if self.opportunities == 1 else k_many}: per-{unit} {rate} "
-            f"≤ {100 * self.upper:.1f} % ({100 * confidence:.0f} %)"
-        )
-
-
-@dataclass(frozen=True)
-class Power:
-    per_kind: tuple[FaultPower, ...]
-    landed: tuple[Opportunity, ...] = ()
-    prop: str = "any"  # what counts as broken: belief (split holders), effect, any
-    confidence: float = 0.95
-    method: str = "exact"  # exact (Clopper-Pearson) or wilson
-
-    def opportunities(self) -> int:
-        return sum(k.opportunities for k in self.per_kind)
-
-    def violated(self) -> int:
-        return sum(k.violated for k in self.per_kind)
-
-    def faults(self) -> int:
-        return sum(k.faults for k in self.per_kind)
-
-    def upper(self) -> float:
-        """The weakest per-kind bound among the kinds that landed (1.0 if none did): what a
-        power target (`--until-power RATE`) must bring below RATE."""
-        return max((k.upper for k in self.per_kind if k.opportunities), default=1.0)
-
-    def line(self) -> str:
-        """e.g. "0 split holders in 27 landed client-pauses: per-pause split rate ≤ 10.5 %
-        (95 %)"; kinds that never landed are named after those that did."""
-        kinds = sorted(self.per_kind, key=lambda k: (not k.opportunities, k.kind))
-        if not self.opportunities():
-            return self.reason()
-        return "; ".join(k.fragment(self.prop, self.confidence) for k in kinds)
-
-    def reason(self) -> str:
-        """Why a run without an opportunity is unknown."""
-        tried = ", ".join(f"{k.faults} {k.kind}" for k in self.per_kind if k.faults)
-        return "no fault landed where it could break the lock" + (
-            f" ({tried}: none hit a client waiting for or holding it, for long enough; "
-            "docs/verdicts.md)"
-            if tried
-            else " (no fault ran)"
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "line": self.line(),
-            "property": self.prop,
-            "confidence": self.confidence,
-            "method": self.method,
-            "opportunities": self.opportunities(),
-            "violated": self.violated(),
-            "upper": self.upper(),
-            "per_kind": [_table(k) for k in self.per_kind],
-            "landed": [o.to_json() for o in self.landed],
-        }
-
-    @classmethod
-    def from_json(cls, d: Any) -> Power | None:
-        """A results.json power table back (None if it is not one)."""
-        if not isinstance(d, dict) or not isinstance(d.get("per_kind"), list):
-            return None
-        kinds = tuple(_read(FaultPower, k) for k in d["per_kind"] if isinstance(k, dict))
-        landed = tuple(
-            _read(Opportunity, {**o, "clients": tuple(o.get("clients") or ())})
-            for o in d.get("landed") or ()
-            if isinstance(o, dict)
-        )
-        return cls(
-            kinds,
-            landed,
-            str(d.get("property") or "any"),
-            float(d.get("confidence") or 0.95),
-            str(d.get("method") or "exact"),
-        )
-
-    @classmethod
-    def pooled(cls, powers: Iterable[Power]) -> Power:
-        """Several independent runs' power as one: per kind, their faults, opportunities and
-        violated opportunities add up, and the bound is taken again over the sums (a matrix
-        cell: 3 runs of 9 landed pauses each bound the rate as 27 would)."""
-        powers = list(powers)
-        sums: dict[str, tuple[int, int, int]] = {}
-        for k in (k for p in powers for k in p.per_kind):
-            f, n, v = sums.get(k.kind, (0, 0, 0))
-            sums[k.kind] = (f + k.faults, n + k.opportunities, v + k.violated)
-        first = powers[0] if powers else cls(())
-        per_kind = tuple(
-            FaultPower(kind, n, v, upper_bound(v, n, first.confidence, first.method), f)
-            for kind, (f, n, v) in sorted(sums.items())
-        )
-        return cls(per_kind, (), first.prop, first.confidence, first.method)
-
-
-def _table(obj: Any) -> dict[str, Any]:
-    return {f.name: getattr(obj, f.name) for f in fields(obj)}
-
-
-def _read(cls: Any, d: dict[str, Any]) -> Any:
-    """A dataclass from its table, the fields it names (a missing one keeps its default)."""
-    return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
-
-
 @dataclass
 class _Fault:
     kind: str
@@ -212,6 +73,7 @@ class _Fault:
     targets: list[Any]
     start_value: dict[str, Any]
     end_value: dict[str, Any]
+    landing: Landing = Landing(False, "not judged")  # faultkinds.landing, set by _faults
 
 
 def power_of(
@@ -247,7 +109,8 @@ def power_of(
     lost_state = [v for v in violations if v.kind in STATE_KINDS]
     counts: dict[str, list[int]] = {}
     landed: list[Opportunity] = []
-    for fault in _faults(ops, last):
+    executed = _faults(ops, last)
+    for fault in executed:
         tally = counts.setdefault(fault.kind, [0, 0, 0])  # faults, opportunities, violated
         tally[0] += 1
         opp = _opportunity(fault, beliefs, paths, timeouts, session_timeout_s)
@@ -263,16 +126,27 @@ def power_of(
         landed.append(opp)
         tally[1] += 1
         tally[2] += hit
+    missed = _missed(executed)
     per_kind = tuple(
-        FaultPower(kind, n, k, upper_bound(k, n, confidence, method), faults)
+        FaultPower(kind, n, k, upper_bound(k, n, confidence, method), faults, *missed[kind])
         for kind, (faults, n, k) in sorted(counts.items())
     )
     return Power(per_kind, tuple(landed), prop, confidence, method)
 
 
+def _missed(faults: list[_Fault]) -> dict[str, tuple[int, tuple[tuple[str, int], ...]]]:
+    """kind -> (how many of its faults missed, (why, how many) the commonest first)."""
+    whys: dict[str, dict[str, int]] = {f.kind: {} for f in faults}
+    for f in faults:
+        if not f.landing.landed:
+            whys[f.kind][f.landing.why] = whys[f.kind].get(f.landing.why, 0) + 1
+    return {kind: (sum(w.values()), ranked(w)) for kind, w in whys.items()}
+
+
 def _faults(ops: list[Op], last: int) -> list[_Fault]:
     """Every executed fault from the nemesis ops, start paired with end by fault id (a re-armed
-    trigger's attempts share an id and follow each other); one never ended ends at `last`."""
+    trigger's attempts share an id and follow each other), and whether it landed (from its two
+    records: faultkinds.landing); one never ended ends at `last` (and was never seen to land)."""
     open_: dict[Any, _Fault] = {}
     out: list[_Fault] = []
     for op in ops:
@@ -289,6 +163,7 @@ def _faults(ops: list[Op], last: int) -> list[_Fault]:
     for f in out:
         if f.end is None:
             f.end = max(last, f.start)
+        f.landing = landing(f.kind, f.start_value, f.end_value)
     return out
 
 
@@ -353,11 +228,9 @@ def _timeout(fault: _Fault, client: Any, timeouts: dict, default: float) -> floa
 
 
 def _vetoed(fault: _Fault) -> bool:
-    """The nemesis saw it miss: it never went in, or it landed outside the state it aimed at."""
-    if fault.start_value.get("error") or fault.end_value.get("landed") is False:
-        return True
-    d = fault.end_value.get("detail")
-    return isinstance(d, dict) and d.get("holding_when_hit") is False
+    """It missed (faultkinds.landing): not seen at its target, never went in, or it went in
+    outside the state it aimed at."""
+    return not fault.landing.landed
 
 
 def _opportunity(

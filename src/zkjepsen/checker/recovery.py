@@ -4,12 +4,12 @@ refuses to start. That is a finding of its own, apart from what the locks saw: t
 a member for good, which a long-lived cluster pays for at its next fault.
 
 Pure: a function of the history. The disk-family faults (nemesis/disk.py) boot their targets
-at their end and record in their end's detail each one still down after the nemesis' watch
-(`failed_to_start`: node -> the end of its log; `why_not_started`: node -> the line of the log
-that says why, when one does). Each such server is one violation, `could-not-boot`, whose
-window is its fault's and whose evidence names the server, the fault and why. A run with a
-disk-family fault and none of them is valid (a note counts the faults); a run without one has
-no such part (`recovery_of` returns None).
+at their end, and a roll (nemesis/membership.py) each in turn, and record in their end's detail
+each one still down after the nemesis' watch (`failed_to_start`: node -> the end of its log;
+`why_not_started`: node -> the line of the log that says why, when one does). Each such server
+is one violation, `could-not-boot`, whose window is its fault's and whose evidence names the
+server, the fault and why. A run with such a fault and none of them is valid (a note counts
+the faults); a run without one has no such part (`recovery_of` returns None).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from zkjepsen.checker import Result, Violation
-from zkjepsen.faultkinds import power_rule
+from zkjepsen.faultkinds import UNKNOWN_RULE, boots_servers, power_rule
 from zkjepsen.history import NEMESIS, History, Op
 
 KIND = "could-not-boot"
@@ -30,6 +30,7 @@ def recovery_of(history: History | Iterable[Op]) -> Result | None:
     ops = history.ops if isinstance(history, History) else list(history)
     starts: dict[Any, int] = {}
     faults = 0
+    kinds: set[str] = set()
     violations: list[Violation] = []
     for op in ops:
         v = op.value if isinstance(op.value, dict) else {}
@@ -38,6 +39,7 @@ def recovery_of(history: History | Iterable[Op]) -> Result | None:
         if v.get("phase") == "start":
             starts[v.get("fault_id")] = op.time
             faults += 1
+            kinds.add(op.f)
         elif v.get("phase") == "end":
             violations += _down(op, v, starts.get(v.get("fault_id"), op.time))
     if not faults and not violations:
@@ -46,14 +48,13 @@ def recovery_of(history: History | Iterable[Op]) -> Result | None:
         return Result(False, {"faults": faults}, violations)
     return Result(
         True,
-        {"faults": faults, "note": f"every server came back after {_faults_text(faults)}"},
+        {"faults": faults, "note": f"every server came back after {_faults_text(faults, kinds)}"},
     )
 
 
 def _restarts(kind: Any) -> bool:
-    """A fault that stops servers and boots them at its end with their files as it left them."""
-    rule = power_rule(kind) if isinstance(kind, str) else None
-    return rule is not None and rule.state
+    """A fault that stops servers and boots them again (faultkinds.boots_servers)."""
+    return isinstance(kind, str) and boots_servers(kind)
 
 
 def _down(op: Op, end: dict[str, Any], start: int) -> list[Violation]:
@@ -95,5 +96,11 @@ def _last_line(tail: Any) -> str:
     return lines[-1] if lines else "its log said nothing"
 
 
-def _faults_text(n: int) -> str:
-    return f"{n} disk fault" + ("" if n == 1 else "s")
+def _faults_text(n: int, kinds: set[str]) -> str:
+    """ "2 disk faults"; with a roll among them, what they all are: "3 server restarts"."""
+    what = (
+        "disk fault"
+        if all((power_rule(k) or UNKNOWN_RULE).state for k in kinds)
+        else "server restart"
+    )
+    return f"{n} {what}" + ("" if n == 1 else "s")

@@ -14,7 +14,8 @@ Its **power rule** says what counts as a landed opportunity (checker/power.py): 
 target stayed silent for a session timeout while at risk), `instant` (at risk at the fault's
 start) or `during` (at risk at some time in its window), whether what it breaks is the servers'
 state (a power loss: judged by any lock or fencing violation it precedes), and how it reads in
-the power line (`rules.py`).
+the power line (`rules.py`). Its **observer** says how it is seen to land at its target
+(`landing.py`: a fault whose effect was not observed there is `missed`, and never counts).
 
 Pure data and functions (the abilities' names in `abilities.py`): it imports nothing else of
 zkjepsen, and no dataclasses either (named tuples: `zkjepsen check --model lock` reads which
@@ -24,11 +25,10 @@ kinds kill a client, and must start light).
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import NamedTuple
+from typing import Any
 
 from zkjepsen.faultkinds.abilities import (
     ABILITIES,
-    CLIENT_ABILITIES,
     CLIENT_CLOCK,
     DATA_FILES,
     INDEPENDENT_MASTERS,
@@ -40,72 +40,13 @@ from zkjepsen.faultkinds.abilities import (
     WIRE_PROXY,
     ZK_WIRE,
 )
+from zkjepsen.faultkinds.declare import FaultKind, kind
 from zkjepsen.faultkinds.disk import DISK_KINDS
+from zkjepsen.faultkinds.landing import Landing, landing_of
 from zkjepsen.faultkinds.membership import MEMBERSHIP, ROLLING
-from zkjepsen.faultkinds.rules import RULES, UNKNOWN_RULE, PowerRule, during, instant, silence
+from zkjepsen.faultkinds.rules import UNKNOWN_RULE, PowerRule, during, instant, silence
 
-FAMILIES = ("none", "partition", "process", "clock", "proxy", "disk")
 HEAL = "heal"  # the nemesis' op that ends every fault at once between phases: never a fault
-
-
-class FaultKind(NamedTuple):
-    name: str
-    family: str  # none | partition | process | clock | proxy | disk
-    target: str  # default target spec (see nemesis.targets)
-    description: str
-    power: PowerRule | None  # None: not a fault (the "none" baseline)
-    needs: frozenset[str] = frozenset()  # abilities of the service (ABILITIES)
-    client_needs: frozenset[str] = frozenset()  # abilities of the run's clients
-    # Default length: None = the schedule's fault duration; "1.5x" = 1.5 x the negotiated
-    # session timeout (of the target client when there is one).
-    duration: str | None = None
-    kills_clients: bool = False  # its start ends the target clients' processes (and holds)
-
-    def __post_init__(self) -> None:
-        unknown = sorted(
-            (set(self.needs) - set(ABILITIES)) | (set(self.client_needs) - set(CLIENT_ABILITIES))
-        )
-        if unknown or self.family not in FAMILIES:
-            raise ValueError(
-                f"fault {self.name}: unknown ability or family {unknown or self.family}"
-            )
-
-    def line(self) -> str:
-        """Its `zkjepsen list nemeses` line (after the name)."""
-        needs = f"  [needs: {', '.join(sorted(self.needs))}]" if self.needs else ""
-        clients = (
-            f"  [clients need: {', '.join(sorted(self.client_needs))}]" if self.client_needs else ""
-        )
-        return self.description + needs + clients
-
-
-def kind(
-    name: str,
-    family: str,
-    target: str,
-    description: str,
-    power: PowerRule | None,
-    *needs: str,
-    clients: tuple[str, ...] = (),
-    duration: str | None = None,
-    kills_clients: bool = False,
-) -> FaultKind:
-    """A declaration, checked: a family, abilities and a power rule this module knows (a typo
-    would otherwise make a fault apply nowhere, or everywhere)."""
-    unknown = sorted((set(needs) - set(ABILITIES)) | (set(clients) - set(CLIENT_ABILITIES)))
-    if unknown or family not in FAMILIES or (power is not None and power.landed not in RULES):
-        raise ValueError(f"fault kind {name}: unknown ability, family or rule {unknown or family}")
-    return FaultKind(
-        name,
-        family,
-        target,
-        description,
-        power,
-        frozenset(needs),
-        frozenset(clients),
-        duration,
-        kills_clients,
-    )
 
 
 _KINDS = [
@@ -168,7 +109,12 @@ _KINDS = [
         silence(),
     ),
     kind(
-        "kill-one", "process", "one", "SIGKILL one random server, restart it at the end", instant()
+        "kill-one",
+        "process",
+        "one",
+        "SIGKILL one random server, restart it at the end",
+        instant(),
+        observer="killed",
     ),
     kind(
         "kill-leader",
@@ -177,16 +123,32 @@ _KINDS = [
         "SIGKILL the leader, restart it at the end",
         instant("leader-kill while held", "leader-kills while held", "kill"),
         LEADER,
+        observer="killed",
     ),
-    kind("kill-minority", "process", "minority", "SIGKILL a minority of servers", instant()),
+    kind(
+        "kill-minority",
+        "process",
+        "minority",
+        "SIGKILL a minority of servers",
+        instant(),
+        observer="killed",
+    ),
     kind(
         "kill-majority",
         "process",
         "majority",
         "SIGKILL a majority of servers (the ensemble stops serving)",
         instant(),
+        observer="killed",
     ),
-    kind("pause-server", "process", "one", "freeze one random server (cgroup freezer)", silence()),
+    kind(
+        "pause-server",
+        "process",
+        "one",
+        "freeze one random server (cgroup freezer)",
+        silence(),
+        observer="frozen",
+    ),
     kind(
         "pause-leader",
         "process",
@@ -194,6 +156,7 @@ _KINDS = [
         "freeze the leader (cgroup freezer)",
         silence("leader-pause while held", "leader-pauses while held", "pause"),
         LEADER,
+        observer="frozen",
     ),
     kind(
         "pause-client",
@@ -202,6 +165,7 @@ _KINDS = [
         "freeze one client (the lock holder if known) for 1.5x its session timeout",
         silence("client-pause", "client-pauses", "pause"),
         duration="1.5x",
+        observer="frozen",
     ),
     kind(
         "kill-client",
@@ -210,6 +174,7 @@ _KINDS = [
         "SIGKILL one client (the lock holder if known); it restarts with a new session",
         instant("client-kill", "client-kills", "kill"),
         kills_clients=True,
+        observer="killed",
     ),
     kind(
         "clock-bump",
@@ -264,6 +229,7 @@ _KINDS = [
         "PostgreSQL ends one client's lock connection (pg_terminate_backend); postgres backend",
         instant("holder-termination", "holder-terminations", "termination"),
         TERMINATE_SESSION,
+        observer="terminated",
     ),
     kind(
         "partition-redlock",
@@ -283,6 +249,7 @@ _KINDS = [
         silence(),
         INDEPENDENT_MASTERS,
         duration="3x",
+        observer="dropped+restarted",
     ),
     # Through the wire proxy in the client's container (the run needs proxy = true).
     kind(
@@ -352,14 +319,19 @@ _KINDS = [
     # Disk faults (faultkinds/disk.py): at risk when the power goes, as a kill; what they take
     # outlives their window and shows as a reused token or a backwards write, not a split.
     *(
-        kind(n, "disk", t, d, instant(state=True), DATA_FILES, *more)
-        for n, t, d, more in DISK_KINDS
+        kind(n, "disk", t, d, instant(state=True), DATA_FILES, *more, observer=seen)
+        for n, t, d, more, seen in DISK_KINDS
     ),
 ]
 
 # Through the service's own reconfiguration (membership.py): at risk at some time in the window.
-_KINDS += [kind(n, "process", t, d, during(), PEERS, LEADER, RECONFIGURE) for n, t, d in MEMBERSHIP]
-_KINDS += [kind(n, "process", t, d, during(), PEERS, LEADER) for n, t, d in ROLLING]
+_KINDS += [
+    kind(n, "process", t, d, during(), PEERS, LEADER, RECONFIGURE, observer="members")
+    for n, t, d in MEMBERSHIP
+]
+_KINDS += [
+    kind(n, "process", t, d, during(), PEERS, LEADER, observer="roll") for n, t, d in ROLLING
+]
 
 # name -> declaration: THE table. `nemesis.faults` binds each to its implementation; spec
 # validation, `list nemeses`, the refusals and checker/power.py read it (live: a kind added
@@ -383,6 +355,22 @@ def power_rule(name: str) -> PowerRule | None:
         return None
     k = KINDS.get(name)
     return UNKNOWN_RULE if k is None else k.power
+
+
+def landing(kind_name: str, start_value: Any, end_value: Any) -> Landing:
+    """Did the fault whose nemesis records (their `value` tables) are `start_value` and
+    `end_value` land? (landing.py) For a kind no declaration knows, what the nemesis recorded
+    when it knew it (`observed`), if anything."""
+    k = KINDS.get(kind_name)
+    return landing_of(k.observer if k else None, start_value, end_value, known=k is not None)
+
+
+def boots_servers(name: str) -> bool:
+    """A kind that stops servers and boots them again at its end (the disk family, on the
+    files it left them) or step by step (a roll): a server still down after it is a
+    `recovery` finding of the run (checker/recovery.py)."""
+    k = KINDS.get(name)
+    return k is not None and k.power is not None and (k.power.state or k.observer == "roll")
 
 
 def client_killers() -> frozenset[str]:

@@ -16,6 +16,11 @@ service declares (`data_files`, globs under its data directory), and boots it at
 
 A server that cannot boot again (its log says why: ZooKeeper refusing a torn log) is a finding
 of the run, recorded in the fault's end (`failed_to_start`), not an error of the tool.
+
+What makes one land (faultkinds/landing.py): the layer's own answer for every target (`lost`:
+its counts of what it dropped; `{"unanswered": 1}` when its answer was lost), or for a corrupt
+file the file and what changed in it; and every target seen running after its boot (`booted`)
+or recorded as could-not-boot.
 """
 
 from __future__ import annotations
@@ -161,6 +166,7 @@ def boot(ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> Non
         if down:
             break
         time.sleep(0.5)
+    detail["booted"] = [n for n in targets if n not in down]
     if down:
         # the engine copies a container's last lines after it exits: read them a moment later
         # (etcd's fatal "walpb: crc mismatch" was missing from the tail read at once)

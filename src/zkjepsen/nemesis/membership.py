@@ -8,6 +8,13 @@ at teardown); an added one gets the next unused index and address (`n4` in a 3-s
 The clients' connect strings are not rewritten: they name servers that come and go, as in
 production. A member change that fails (a server that does not join) is recorded as the
 fault's error with the service's own words, not raised out of the run.
+
+What makes one land (faultkinds/landing.py): a member change the members the service lists
+after it (`served`) being the ones asked for (`intended`: before, less the removed, plus the
+added); a roll every server seen serving after its own step (`served`: the version it says it
+runs; an upgrade's, another than before). A roll that stops part way (no next version, a server
+that does not come back) missed, and a server that did not come back is also the run's
+`recovery` finding (checker/recovery.py reads `failed_to_start`, as after a disk fault).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from typing import Any, Protocol, cast
 
 from zkjepsen.docker.cluster import Node
 from zkjepsen.nemesis import NemesisError
+from zkjepsen.nemesis.disk import why_stopped
 from zkjepsen.nemesis.targets import NemesisContext
 
 
@@ -79,6 +87,7 @@ class MemberFault:
                 _add(be, detail)
         finally:
             detail["after"] = _config(be)
+            _served(detail)
 
     def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
         be = _members(ctx)
@@ -90,6 +99,18 @@ class MemberFault:
                 _remove(ctx, be, detail["added"], detail, "healed_by_removing")
         finally:
             detail["healed"] = _config(be)
+
+
+def _served(detail: dict[str, Any]) -> None:
+    """`served`: the members listed after the change (None: not read); `intended`: the members
+    before, less the one removed, plus the one added (None: the list before was not read)."""
+    before, after = detail.get("before") or {}, detail.get("after") or {}
+    detail["served"] = after.get("members")
+    if isinstance(before.get("members"), list):
+        gone = {detail.get("removed")}
+        detail["intended"] = [m for m in before["members"] if m not in gone] + (
+            [detail["added"]] if detail.get("added") else []
+        )
 
 
 def _remove(
@@ -154,13 +175,13 @@ class RollingFault:
             image = be.upgrade_image()
             detail.update(image=image, image_s=round(time.monotonic() - t0, 3))
         steps: list[dict[str, Any]] = detail.setdefault("steps", [])
+        served: dict[str, str | None] = detail.setdefault("served", {})
         for step, name in enumerate(targets, start=1):
             node, t0 = ctx.node(name), time.monotonic()
             try:
                 be.restart_server(node, image, step)
             except Exception as e:  # noqa: BLE001 - the finding: which server, its own words
-                tail = " | ".join(be.logs(node).strip().splitlines()[-8:])
-                detail["failed"] = {"node": name, "error": f"{type(e).__name__}: {e}", "log": tail}
+                _not_back(be, node, f"{type(e).__name__}: {e}", detail)
                 return
             leader = be.leader()
             steps.append(
@@ -171,9 +192,21 @@ class RollingFault:
                     "versions": _versions(be),
                 }
             )
+            served[name] = steps[-1]["versions"].get(name)  # what it says it runs, after its step
 
     def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
         detail["versions_at_end"] = _versions(cast(Restartable, ctx.backend))
+
+
+def _not_back(be: Restartable, node: Node, error: str, detail: dict[str, Any]) -> None:
+    """A step that did not come back: `failed` (the roll missed); and when the server does not
+    serve now, `failed_to_start` / `why_not_started` as after a disk fault (a recovery finding)."""
+    log = be.logs(node)
+    tail = " | ".join(log.strip().splitlines()[-8:])
+    detail["failed"] = {"node": node.name, "error": error, "log": tail}
+    if be.server_version(node) is None:
+        detail["failed_to_start"] = {node.name: "\n".join(log.splitlines()[-12:])}
+        detail["why_not_started"] = {node.name: (why_stopped(log.splitlines()) or error)[:400]}
 
 
 def _versions(be: Restartable) -> dict[str, str | None]:

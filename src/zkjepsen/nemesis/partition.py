@@ -15,6 +15,11 @@ There is no `tc netem` on this kernel: loss is iptables' `statistic` match; no l
 `packet-loss` puts the loss rules on every target server for every peer, both directions; a
 packet between two target servers meets two lossy hooks (sender OUTPUT, receiver INPUT), so its
 loss is 1-(1-p)^2 (19% at p=0.1).
+
+A cut lands when it drops packets (faultkinds/landing.py): its undo first reads the counters of
+its own rules (`iptables -S CHAIN -v`, in the same exec that then deletes them) and records
+`dropped` {container: packets}; a container whose counters could not be read is in
+`dropped_unread` with why.
 """
 
 from __future__ import annotations
@@ -115,7 +120,7 @@ class IptablesFault:
     def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
         q = shlex.quote(chain_name(ctx.run_id))
 
-        def one(item: tuple[str, list[list[str]]]) -> None:
+        def one(item: tuple[str, list[list[str]]]) -> tuple[str, int | None, str]:
             name, specs = item
             deletes = "; ".join(
                 f"iptables -w -D {q} " + " ".join(map(shlex.quote, s)) + " 2>/dev/null"
@@ -125,9 +130,23 @@ class IptablesFault:
             drop_empty = (
                 f'[ "$(iptables -w -S {q} | wc -l)" -le 1 ] && {{ {HEAL_SCRIPT.format(c=q)}; }}'
             )
-            _run(ctx, name, f"{deletes}; {drop_empty}; true")
+            # Counters first, in the same exec: once deleted, a rule's count is gone.
+            script = f"iptables -w -S {q} -v 2>&1; echo {COUNTED}; {deletes}; {drop_empty}; true"
+            try:
+                out = _run(ctx, name, script)
+            except Exception as e:  # noqa: BLE001 - recorded below, then raised as before
+                return name, None, f"{type(e).__name__}: {str(e)[:160]}"
+            listing, counted, _ = out.partition(COUNTED)
+            if not counted:
+                return name, None, "no counters listed"
+            return name, dropped_by(listing, specs), ""
 
-        ctx.each(one, list(self.rules(ctx, targets, detail).items()))
+        results = ctx.each(one, list(self.rules(ctx, targets, detail).items()))
+        detail["dropped"] = {n: c for n, c, _ in results if c is not None}
+        unread = {n: why for n, c, why in results if c is None}
+        if unread:
+            detail["dropped_unread"] = unread
+            raise NemesisError("; ".join(f"{n}: {why}" for n, why in sorted(unread.items())))
 
 
 LAYOUTS = {
@@ -223,6 +242,31 @@ class PacketLoss(IptablesFault):
                 for d in ("-s", "-d")
             ]
         return out
+
+
+COUNTED = "--zkj-counted--"  # ends the counters' listing in an undo's output
+
+
+def dropped_by(listing: str, specs: list[list[str]]) -> int:
+    """The packets `specs`' rules dropped, from `iptables -S CHAIN -v` (`-A C -s IP/32 [-m
+    statistic ...] -c PKTS BYTES -j DROP`): a rule is told by its direction, address and
+    whether it is a loss rule (another fault's identical rule in the chain counts here too)."""
+    ours = {_rule_key(s) for s in specs}
+    total = 0
+    for line in listing.splitlines():
+        words = line.split()
+        if words[:1] != ["-A"] or "-c" not in words:
+            continue
+        at = words.index("-c")
+        if _rule_key(words) in ours and words[at + 1].isdigit():
+            total += int(words[at + 1])
+    return total
+
+
+def _rule_key(words: list[str]) -> tuple[str, str, bool]:
+    way = next((w for w in words if w in ("-s", "-d")), "")
+    ip = words[words.index(way) + 1].removesuffix("/32") if way else ""
+    return way, ip, "statistic" in words
 
 
 def drop_both_ways(ips: list[str]) -> list[list[str]]:

@@ -8,7 +8,9 @@ holder: its transaction or session ends on the server at once, the client is not
 lock is free for the next client while the old holder still believes it holds. Nothing to undo:
 the client's next statement on that connection fails, and the driver opens a new one.
 
-Only meaningful on the postgres backend (it needs `psql` in the server container).
+Only meaningful on the postgres backend (it needs `psql` in the server container). It lands
+when PostgreSQL ended a backend (`terminated`: how many pg_terminate_backend returned true for;
+faultkinds/landing.py): a client with no lock connection open is a miss.
 """
 
 from __future__ import annotations

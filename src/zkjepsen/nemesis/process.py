@@ -5,11 +5,18 @@ a stop-the-world GC or a VM stall, and the kernel keeps its TCP connections open
 sees silence, not a reset. A kill is SIGKILL of the container's main process (the JVM or the
 client's Python); `docker start` brings back a new process, which for a client means a new
 session and a new process id in the history (client_main takes care of that).
+
+Each records what it saw after it went in, the observation that makes it land
+(faultkinds/landing.py): a pause the targets the engine says are paused (`frozen`: docker's
+State.Paused, the cgroup freezer's state), a kill the targets whose process is gone (`killed`:
+the container no longer running, or under the supervisor its JVM gone), and for the others
+the state they were found in instead (`not_frozen` / `not_killed`).
 """
 
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +71,7 @@ class ProcessFault:
                 ctx.backend.pause(ctx.node(name))
 
         ctx.each(one, targets)
+        observe(ctx, targets, detail, "killed" if kill else "frozen", self.on == "client")
         if self.on == "client":
             note_holding(ctx, targets[0], detail)
 
@@ -80,6 +88,40 @@ class ProcessFault:
                 ctx.backend.resume(ctx.node(name))
 
         ctx.each(one, targets)
+
+
+OBSERVE_S = 3.0  # a SIGKILLed process is gone in ms; a loaded engine may take ~1 s to say so
+GONE = ("exited", "dead", "removing", "missing")
+
+
+def observe(
+    ctx: NemesisContext, targets: list[str], detail: dict[str, Any], key: str, clients: bool
+) -> None:
+    """`detail[key]`: the targets seen frozen ("frozen") or gone ("killed"), read (docker
+    inspect, at once for every target) until all are or for at most OBSERVE_S; `not_<key>`: the
+    state the others were last found in. Never raises: an unreadable state is a state."""
+
+    def state(name: str) -> str:
+        try:
+            s = ctx.client(name).status() if clients else ctx.backend.state(ctx.node(name))
+        except Exception as e:  # noqa: BLE001 - a miss with why, not an error of the fault
+            return f"unreadable: {type(e).__name__}"
+        return s or "missing"
+
+    def seen(s: str) -> bool:
+        return s == "paused" if key == "frozen" else s in GONE
+
+    last: dict[str, str] = {}
+    pending, deadline = list(targets), time.monotonic() + OBSERVE_S
+    while pending:
+        last.update(zip(pending, ctx.each(state, pending), strict=True))
+        pending = [t for t in pending if not seen(last[t])]
+        if not pending or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    detail[key] = [t for t in targets if t not in pending]
+    if pending:
+        detail[f"not_{key}"] = {t: last[t] for t in pending}
 
 
 def holders_now(ctx: NemesisContext) -> list[int]:

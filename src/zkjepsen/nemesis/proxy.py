@@ -8,7 +8,9 @@ it instead of forwarding an op (the server never sees it), or cut the client off
 its session alive on the servers (a client that gives its session up itself meets its old
 nodes). The
 end of the fault disarms whatever has not happened yet. What the proxy did is appended to
-`proxy-events.jsonl` in the client's own out dir, as evidence beside its history.
+`proxy-events.jsonl` in the client's own out dir, as evidence beside its history; the fault
+lands when the proxy acted (faultkinds/landing.py): its end records the events of the act it
+armed that the proxy appended between the command and the heal (`acted`).
 """
 
 from __future__ import annotations
@@ -18,10 +20,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from zkjepsen.client.zkproxy import CONTROL_PORT, command
+from zkjepsen.history.jsonl import Tailer
 from zkjepsen.nemesis import NemesisError
 from zkjepsen.nemesis.targets import NemesisContext, resolve_client
 
 # fault name -> (proxy command, default parameters)
+# proxy command -> the event the proxy notes when it acts on it (client/zkproxy.py)
+ACTS = {
+    "lose-create-reply": "create-reply-lost",
+    "delay-reply": "reply-delayed",
+    "drop-pings": "ping-dropped",
+    "close-after": "closed-after",
+    "drop-request": "request-dropped",
+    "hold-session": "session-held",
+}
+SHOWN = 5  # acts kept in the detail (a proxy answering pings acts every few seconds)
 COMMANDS: dict[str, tuple[str, dict[str, Any]]] = {
     "proxy-lose-create": ("lose-create-reply", {"n": 1}),
     "proxy-delay-reply": ("delay-reply", {"seconds": 2.0}),
@@ -51,10 +64,29 @@ class ProxyFault:
         }
 
     def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+        events = _events(ctx, targets[0])
+        if events is not None:  # from the end of what it did before
+            events.poll()
+            ctx.state[f"proxy-events:{targets[0]}"] = events
         _send(detail, detail["command"], ctx.client(targets[0]).proxy_token)
 
     def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
-        _send(detail, {"fault": "heal"}, ctx.client(targets[0]).proxy_token)
+        try:
+            _send(detail, {"fault": "heal"}, ctx.client(targets[0]).proxy_token)
+        finally:
+            # after the heal: every act before it is in the file (noted before it is done)
+            events = ctx.state.pop(f"proxy-events:{targets[0]}", None)
+            if events is not None:
+                act = ACTS.get(str(detail["command"].get("fault")))
+                did = [e for e in events.poll() if e.get("event") == act]
+                detail["acted"], detail["acts"] = did[:SHOWN], len(did)
+
+
+def _events(ctx: NemesisContext, client: str) -> Tailer | None:
+    """A reader of the client's proxy-events.jsonl (None: the run keeps no client folders)."""
+    if ctx.run_dir is None:
+        return None
+    return Tailer(ctx.run_dir.client_history(int(client.lstrip("c"))).parent / "proxy-events.jsonl")
 
 
 def _send(detail: dict[str, Any], cmd: dict[str, Any], token: str) -> None:

@@ -20,7 +20,8 @@ from typing import Any
 
 from zkjepsen.backends.base import Backend
 from zkjepsen.docker.signals import signals_deferred
-from zkjepsen.history.jsonl import Appender
+from zkjepsen.faultkinds import landing
+from zkjepsen.faultkinds.landing import unobserved
 from zkjepsen.nemesis import (
     Nemesis,
     NemesisError,
@@ -35,28 +36,9 @@ from zkjepsen.nemesis.arming import MISS_FIELDS, await_trigger
 from zkjepsen.nemesis.arming import landed as fault_landed
 from zkjepsen.nemesis.executed import replay_plan
 from zkjepsen.nemesis.faults import FAULTS
+from zkjepsen.nemesis.nemesis_log import NemesisLog
 from zkjepsen.nemesis.targets import NemesisContext, ScheduleFiles
 from zkjepsen.nemesis.triggers import Trigger
-
-NEMESIS = "nemesis"
-
-
-class NemesisLog:
-    """nemesis.jsonl: one write(2) per line, O_APPEND, times on the host's real monotonic clock
-    (never faked: the recorder runs outside the skewed JVMs)."""
-
-    def __init__(self, path: Path, t0_ns: int) -> None:
-        self.out = Appender(path)
-        self.t0_ns = t0_ns
-
-    def now(self) -> int:
-        return time.monotonic_ns() - self.t0_ns
-
-    def record(self, at_ns: int, f: str, value: dict[str, Any]) -> None:
-        self.out.write({"time": at_ns, "process": NEMESIS, "type": "info", "f": f, "value": value})
-
-    def close(self) -> None:
-        self.out.close()
 
 
 class FaultNemesis(Nemesis):
@@ -71,6 +53,7 @@ class FaultNemesis(Nemesis):
         self.ctx, self.names, self.seed, self.log = ctx, names, seed, log
         # The started, not yet ended, faults by fault id (lanes overlap: several at once).
         self.current: dict[Any, dict[str, Any]] = {}
+        self.started: dict[Any, dict[str, Any]] = {}  # fault id -> its start record's value
         self.heal_problems: list[str] = []  # what the last teardown could not heal
 
     def setup(self) -> None:
@@ -91,17 +74,19 @@ class FaultNemesis(Nemesis):
                 op["targets"], op["detail"] = kind.resolve(
                     self.ctx, op.get("aim") or op.get("target"), rng, op.get("params") or {}
                 )
+            # One dict for apply and undo to record in; a replay's, without the old observations
+            op["detail"] = unobserved(op.get("detail"))
             op["start_ns"] = self._now()
             self._record(op, "start")
             self.current[op["fault_id"]] = op  # an interrupt inside apply still ends it
             try:
-                kind.apply(self.ctx, op["targets"], op.get("detail") or {})
+                kind.apply(self.ctx, op["targets"], op["detail"])
             except Exception as e:  # noqa: BLE001 - recorded; the end undoes what went in
                 op["error"] = f"{type(e).__name__}: {e}"
             op["applied_ns"] = self._now()
         else:
             try:
-                kind.undo(self.ctx, op["targets"], op.get("detail") or {})
+                kind.undo(self.ctx, op["targets"], op.setdefault("detail", {}))
             except Exception as e:  # noqa: BLE001 - teardown's heal_all still runs
                 op["end_error"] = f"{type(e).__name__}: {e}"
             op["end_ns"] = self._now()
@@ -117,8 +102,6 @@ class FaultNemesis(Nemesis):
         return self.log.now() if self.log else time.monotonic_ns()
 
     def _record(self, op: dict[str, Any], phase: str) -> None:
-        if self.log is None:
-            return
         value = {"fault_id": op["fault_id"], "phase": phase, "targets": op["targets"]}
         if op.get("detail"):
             value["detail"] = op["detail"]
@@ -127,7 +110,13 @@ class FaultNemesis(Nemesis):
                 value[k] = op[k]
         if phase == "end" and op.get("landed") is not None:
             value["landed"] = op["landed"]  # where it landed: inside the event's state or not
-        self.log.record(op["start_ns"] if phase == "start" else op["end_ns"], op["f"], value)
+        if phase == "start":
+            self.started[op["fault_id"]] = json.loads(json.dumps(value, default=str))
+        else:  # did it land? the power line's predicate on the same two records (schedule.json)
+            seen = landing(op["f"], self.started.pop(op["fault_id"], {}), value)
+            op["observed"] = value["observed"] = seen._asdict()
+        if self.log is not None:
+            self.log.record(op["start_ns"] if phase == "start" else op["end_ns"], op["f"], value)
 
 
 def heal_context(ctx: NemesisContext, everything: bool = False) -> list[str]:
@@ -383,7 +372,7 @@ def _start_fault(
             break
         # Missed: undo at once (its start and end are in the history) and re-arm.
         miss = nem.invoke({**active, "phase": "end"})
-        misses.append({k: miss.get(k) for k in MISS_FIELDS})
+        misses.append({k: miss.get(k) for k in (*MISS_FIELDS, "observed")})
     if misses:
         active["missed"] = misses
     return active

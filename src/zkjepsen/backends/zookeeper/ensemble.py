@@ -166,9 +166,18 @@ class ZooKeeperEnsemble(ContainerCluster):
         super().restart(node)  # not supervised, or the container itself went down
 
     def state(self, node: Node) -> str | None:
-        """As the container's, except that a server killed in place is "exited"."""
+        """As the container's, except that a server killed in place is "exited" once its JVM is
+        seen gone from the container (`docker top`, one API call): the kill's observation
+        (nemesis/process.py), not that it was asked for. A container whose processes cannot
+        be listed counts as killed, as before: the heal then starts its server again."""
         state = super().state(node)
-        return "exited" if state == "running" and node.name in self.killed_in_place else state
+        if state != "running" or node.name not in self.killed_in_place:
+            return state
+        try:
+            processes = self._container(node).top().get("Processes") or []
+        except Exception:  # noqa: BLE001 - gone or going: no JVM to see
+            return "exited"
+        return "running" if any("java" in str(p[-1]) for p in processes) else "exited"
 
     def whole(self) -> bool:
         """Every server serves and exactly one leads (one round of `srvr`, ~ms): after a server
