@@ -85,3 +85,48 @@ def test_gate_runs_a_users_program_given_by_client_cmd(pytester, zk_image, monke
     client_doc = json.loads(client.read_text())
     assert client_doc["command"] == ["/bin/sh", "-c", "python3 python_driver.py"]
     assert client_doc["program_mount"] == str(templates)
+
+
+GEN_GATE = """
+from zkjepsen.nemesis.generator import fault, lanes, on, sleep, steps
+from zkjepsen.nemesis.triggers import on_acquire
+
+
+def test_gate(zkjepsen_run):
+    gen = lanes(
+        steps(sleep(2), on(on_acquire(retries=10), fault("pause-client", duration=1.0))),
+        steps(sleep(3), fault("partition-one", duration=1.5)),
+    )
+    result = zkjepsen_run(recipe="kazoo", workload="lock", nodes=3, clients=3, time_limit_s=10,
+                          session_timeout_s=3.0, recovery_s=3.0, gen=gen)
+    print("STORE", result.store_dir)
+"""
+
+
+def test_a_gen_run_is_recorded_as_what_ran_and_its_folder_replays_the_same_faults(
+    pytester, zk_image, monkeypatch
+):
+    """A schedule given as Python (issue 47): the run is named after its faults, its verdict has
+    their power line, and a replay of its folder runs the same faults, triggers and lanes."""
+    from zkjepsen.reproduce.replay import replay
+    from zkjepsen.run.stored import StoredRun
+
+    pytester.makepyfile(test_gate=GEN_GATE)
+    store = pytester.path / "store"
+    result = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", f"--zk-store={store}", timeout=300
+    )
+    result.assert_outcomes(passed=1)
+    (folder,) = store.glob("kazoo-lock-pause-client+partition-one/latest")
+    run = StoredRun.load(folder, need_results=True, need_schedule=True)
+    assert run.spec.nemesis == ["pause-client", "partition-one"]
+    assert [t.get("fault") for t in run.spec.generator] == [None, None, *run.spec.nemesis]
+    assert "power" in run.results  # the faults' power line
+    ran = [(f.f, f.trigger, f.lane) for f in run.faults]
+    assert [f for f, _, _ in ran] == ["pause-client", "partition-one"]
+    (again,) = replay(run, 1, store_root=pytester.path / "replays")
+    replayed = StoredRun.load(again.store_dir, need_schedule=True)
+    assert replayed.spec.nemesis == run.spec.nemesis and replayed.spec.generator is None
+    assert sorted((f.f, f.trigger, f.lane) for f in replayed.faults) == sorted(
+        ran, key=lambda r: r[0]
+    )

@@ -19,7 +19,7 @@ from zkjepsen.cli.engines import (
 from zkjepsen.cli.minimal import write_minimal
 from zkjepsen.cli.options import STORE_PATH, junit_option
 from zkjepsen.cli.versions import service_axes, service_options, service_tables
-from zkjepsen.reproduce.replay import replay, violation_kinds
+from zkjepsen.reproduce.replay import faults_for_replay, faults_text, replay, violation_kinds
 from zkjepsen.reproduce.shrink import check_kinds, shrink
 from zkjepsen.run.stored import StoredRun
 
@@ -83,6 +83,7 @@ def replay_command(
         f"{runs}x; original violations: {sorted(target) or 'none (valid run)'}"
     )
     say(recorded_spec_line(run))
+    say(f"faults: {faults_text(faults_for_replay(run.faults, not as_recorded))}")
     hits = 0
 
     def report(i, r):
@@ -94,6 +95,9 @@ def replay_command(
             f"  replay {i + 1}/{runs}: {r.valid} {sorted(got)} "
             f"{'(same)' if same else '(different)'}  {r.store_dir}"
         )
+        # What the replay's own schedule.json says ran (a fault whose trigger never fired in
+        # it is missing here): the same names and triggers as the line above, or not.
+        say(f"    ran: {faults_text(StoredRun.load(r.store_dir).faults)}")
 
     replay(
         run,

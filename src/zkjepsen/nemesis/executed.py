@@ -21,7 +21,7 @@ FAULT_FIELDS = (
     "start_ns",
     "end_ns",
 )
-_TYPED = (*FAULT_FIELDS, "trigger", "armed_ns", "fired")
+_TYPED = (*FAULT_FIELDS, "trigger", "armed_ns", "fired", "lane")
 
 
 class NotAFault(ValueError):
@@ -42,12 +42,14 @@ class ExecutedFault:
     trigger: dict[str, Any] | None = None  # a triggers.Trigger's table: fired on an event
     armed_ns: int | None = None
     fired: dict[str, Any] | None = None  # when its trigger was armed, fired, seen
+    lane: int | None = None  # a fault of generator.lanes: its timeline (None: the first)
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_json(cls, d: Any, known: Any = None) -> ExecutedFault:
         """Read one fault back; `known`, if given, are the fault names it may have. Raises
-        NotAFault unless it has a known name and a start and end (ns, >= 0) in order."""
+        NotAFault unless it has a known name, a start and end (ns, >= 0) in order, and a lane
+        (if any) that is a whole number >= 0."""
         ok = (
             isinstance(d, dict)
             and isinstance(d.get("f"), str)
@@ -58,6 +60,7 @@ class ExecutedFault:
             )
             and d["end_ns"] >= d["start_ns"]
             and isinstance(d.get("targets") or [], list)
+            and (d.get("lane") is None or (type(d["lane"]) is int and d["lane"] >= 0))
         )
         if not ok:
             raise NotAFault("not a replayable fault")
@@ -69,7 +72,7 @@ class ExecutedFault:
     def to_json(self) -> dict[str, Any]:
         """The table schedule.json holds (None fields a replay does not need are left out)."""
         out = {k: getattr(self, k) for k in FAULT_FIELDS}
-        for k in ("trigger", "armed_ns", "fired"):
+        for k in ("trigger", "armed_ns", "fired", "lane"):
             if getattr(self, k) is not None:
                 out[k] = getattr(self, k)
         return copy.deepcopy({**out, **self.extra})
@@ -78,8 +81,8 @@ class ExecutedFault:
         """The nemesis's schedule input for a replay of it: `replay_fields`, and when it is
         triggered its trigger and when that was armed."""
         table = self.replay_fields()
-        if self.extra.get("lane"):  # a fault of a lane (generator.lanes) replays in its lane
-            table["lane"] = self.extra["lane"]
+        if self.lane:  # a fault of a lane (generator.lanes) replays in its lane
+            table["lane"] = self.lane
         if self.trigger:
             table["trigger"] = copy.deepcopy(self.trigger)
             table["armed_ns"] = self.armed_ns

@@ -23,8 +23,10 @@ from typing import Any
 from zkjepsen.checker import Result, as_result
 from zkjepsen.docker.engine import Engine
 from zkjepsen.nemesis.executed import ExecutedFault
+from zkjepsen.nemesis.triggers import Trigger
 from zkjepsen.run.fanout import Job
 from zkjepsen.run.many import run_jobs
+from zkjepsen.run.recording import record_schedule
 from zkjepsen.run.runner import RunResult
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.run.stored import StoredRun
@@ -54,12 +56,24 @@ def first_violation_ns(results: Result | Mapping[str, Any] | None) -> int | None
     return min((t for t in times if t is not None), default=None)
 
 
+def faults_text(faults: list[ExecutedFault]) -> str:
+    """Faults as `replay` and `shrink` print them: each its name, its trigger (else when it
+    started, in seconds since the test's start) and its lane when not the first."""
+
+    def one(f: ExecutedFault) -> str:
+        when = f" {Trigger.from_json(f.trigger).describe()}" if f.trigger else ""
+        when = when or f"@{f.start_ns / 1e9:.1f}s"
+        return f"{f.f}{when}" + (f" lane {f.lane}" if f.lane else "")
+
+    return ", ".join(one(f) for f in faults) or "no fault"
+
+
 def faults_for_replay(faults: list[ExecutedFault], retarget: bool = True) -> list[ExecutedFault]:
     """A run's executed faults made replay-ready: only what a replay re-runs (`replay_table`
     is the nemesis's schedule input)."""
     out = []
     for f in faults:
-        g = ExecutedFault(**f.replay_fields())
+        g = ExecutedFault(**f.replay_fields(), lane=f.lane)  # a lane's fault replays in it
         chosen = (f.detail or {}).get("chosen")
         if f.trigger:
             # Re-armed, not re-timed: armed when the original was, it fires on its event again.
@@ -91,10 +105,11 @@ def replay(
     `parallel` at once on `engine` (default: the environment's engine), or as tasks on the
     Dask `cluster` (a connected client)."""
     spec = copy.deepcopy(spec or run.spec)
-    spec.name = f"{run.spec.test_name}-replay"
     if faults is None:
         faults = faults_for_replay(run.faults, retarget)
     schedule = {"faults": [f.replay_table() for f in faults]}
+    record_schedule(spec, None, schedule)  # it names the faults it replays, runs no generator
+    spec.name = f"{run.spec.name or spec.test_name}-replay"
     jobs = [Job(spec, schedule, i) for i in range(runs)]
     outcomes = run_jobs(
         jobs,

@@ -18,16 +18,18 @@ from typing import Any
 from zkjepsen.checker import as_result
 from zkjepsen.errors import BadInput
 from zkjepsen.nemesis.executed import ExecutedFault
-from zkjepsen.nemesis.triggers import Trigger, on_acquire
+from zkjepsen.nemesis.triggers import on_acquire
 from zkjepsen.reproduce.replay import (
     MARGIN_S,
     WARMUP_S,
     faults_for_replay,
+    faults_text,
     first_violation_ns,
     replay,
     violation_kinds,
 )
 from zkjepsen.run.outcome import note_many, reraise
+from zkjepsen.run.recording import record_schedule
 from zkjepsen.run.resolve import reportable_kinds
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.run.stored import StoredRun
@@ -39,8 +41,15 @@ class Candidate:
     faults: list[ExecutedFault]  # replay-ready (see faults_for_replay)
     why: str
 
+    def __post_init__(self) -> None:
+        # Its spec names its faults and runs no generator: what minimal/test.json records.
+        self.spec = copy.deepcopy(self.spec)
+        record_schedule(self.spec, None, [f.replay_table() for f in self.faults])
+
     def summary(self) -> str:
-        fs = ", ".join(f"{f.f}{_when(f)}+{(f.end_ns - f.start_ns) / 1e9:.1f}s" for f in self.faults)
+        fs = ", ".join(
+            f"{faults_text([f])}+{(f.end_ns - f.start_ns) / 1e9:.1f}s" for f in self.faults
+        )
         return (
             f"{len(self.faults)} faults [{fs}], {self.spec.clients} clients, "
             f"{self.spec.time_limit_s:.0f}s"
@@ -54,12 +63,6 @@ class ShrinkResult:
     tries: int
     log: list[dict] = field(default_factory=list)
     kinds: set[str] = field(default_factory=set)  # the violations the search kept
-
-
-def _when(f: ExecutedFault) -> str:
-    if f.trigger:
-        return f" {Trigger.from_json(f.trigger).describe()}"
-    return f"@{f.start_ns / 1e9:.1f}s"
 
 
 # Faults that hit a client and can be aimed at "whoever just acquired" instead of a time.

@@ -27,6 +27,7 @@ from zkjepsen.client.command import (
 from zkjepsen.errors import BadInput
 from zkjepsen.recipes import RECIPES, resolve_backend, validate_recipe
 from zkjepsen.run.analysis import checkers_for
+from zkjepsen.run.recording import record_schedule, settle_generator
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.workloads import get_workload
 from zkjepsen.workloads.params import validate_params
@@ -49,10 +50,12 @@ def default_clients(recipe: str) -> int:
 
 def settle(spec: TestSpec) -> TestSpec:
     """The checks of a spec's own fields that need a registry: the clients' default (the
-    recipe's). In place; returns the spec. Cheap: what a config file or a stored test.json gets.
-    (The service's settings check their own fields as they are made.)"""
+    recipe's), a recorded generator's items (its faults are the run's nemesis). In place;
+    returns the spec. Cheap: what a config file or a stored test.json gets. (The service's
+    settings check their own fields as they are made.)"""
     if spec.clients is None:
         spec.clients = default_clients(spec.recipe)
+    settle_generator(spec)
     return spec
 
 
@@ -351,19 +354,27 @@ class ResolvedTest:
         return backend
 
 
-def resolve(spec: TestSpec, gen: Gen | None = None) -> ResolvedTest:
+def resolve(spec: TestSpec, gen: Gen | None = None, schedule: Any = None) -> ResolvedTest:
     """Validate `spec` (in place, as `validate_spec`) and resolve it. `gen` replaces the
-    spec's standard fault generator (a scenario's triggered `steps(...)`)."""
+    spec's standard fault generator (a scenario's triggered `steps(...)`) and is recorded in
+    it; `schedule`, an executed one to replay, names its faults (run/recording.py)."""
 
+    record_schedule(spec, gen, schedule)
     validate_spec(spec)
     workload = get_workload(spec.workload)
     names = [n for n in spec.nemesis if n != "none"]
+    if spec.generator is not None:
+        from zkjepsen.nemesis.recorded import replayed  # as fault_generator's (import-light)
+
+        gen = replayed(spec.generator)  # what test.json holds is what runs
+    else:
+        gen = fault_generator(spec, names)
     return ResolvedTest(
         spec=spec,
         backend=backend_info(spec.backend or ""),
         workload=workload,
         program=spec_program(spec),
-        generator=gen or fault_generator(spec, names),
+        generator=gen,
         checkers=checkers_for(spec),
     )
 

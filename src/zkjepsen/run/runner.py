@@ -125,9 +125,9 @@ def run_test(
     engine: Engine | None = None,
 ) -> RunResult:
     """Run one test end to end. `display` (optional) gets progress callbacks and image builds'
-    lines; `schedule` replays an executed schedule; `gen` (a nemesis.generator generator, e.g.
-    a scenario's triggered `steps(...)`) replaces the spec's standard one."""
-    test = resolve(spec, gen)  # every name checked, once, before anything exists
+    lines; `schedule` replays an executed schedule; `gen` (a generator, e.g. a scenario's
+    `steps(...)`) replaces the spec's standard one; test.json records either (run/recording)."""
+    test = resolve(spec, gen, schedule)  # every name checked, once, before anything exists
     check_root(store_root)  # a file or unwritable --store: bad input, before any container
     mounts.files_mode()  # a bad ZKJEPSEN_FILES: one sentence, now
     engine = engine or Engine()

@@ -127,6 +127,10 @@ class TestSpec:
     # a trigger per client, each client faulted on its own acquires, side by side (its faults
     # may overlap another client's: nemesis/generator.lanes).
     fault_trigger: str | None = None
+    # A schedule given as Python (the pytest plugin's gen=, a scenario's steps, a shrink's emitted
+    # test), unrolled into its items' tables (nemesis/recorded.py): it runs instead of the
+    # standard schedule of `nemesis`, which then names its faults. None: the standard schedule.
+    generator: list[dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         if self.recipe is None:
@@ -205,6 +209,13 @@ class TestSpec:
                 "give the per-fault violation rate to bound, e.g. --until-power 0.05"
             )
         _str("backend", self.backend, optional=True)
+        if self.generator is not None and not (
+            isinstance(self.generator, list) and all(isinstance(t, dict) for t in self.generator)
+        ):
+            raise BadInput(
+                "generator must be a list of item tables ({sleep = s}, {fault = name, ...}, "
+                f"{{heal = true}}), not {self.generator!r:.100}"
+            )
         if isinstance(self.service, dict):
             self.service = settings_from_table(self.service, "service")
         elif self.service is not None and not hasattr(self.service, "settled"):

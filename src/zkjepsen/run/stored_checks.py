@@ -27,7 +27,9 @@ from zkjepsen.errors import BadInput
 
 # Every field of a stored spec that changes what a replay would run. A stored test.json written
 # by zkjepsen has them all (TestSpec.to_json writes every field, null included); `name` and
-# `engine` are records, not settings of the run, and may be absent.
+# `engine` are records, not settings of the run, and may be absent. So may `generator` (a
+# schedule given as Python, unrolled): a replay runs schedule.json's executed faults, and a
+# run stored before the field existed recorded such a schedule nowhere else.
 STORED_SPEC_FIELDS = (
     "recipe",
     "workload",
