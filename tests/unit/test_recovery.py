@@ -80,5 +80,5 @@ def test_the_nemesis_records_why_a_server_stayed_down(monkeypatch):
     monkeypatch.setattr(disk, "LOG_SETTLE_S", 0)
     detail: dict = {}
     disk.boot(ctx, ["n2"], detail)
-    assert detail["why_not_started"] == {"n2": PANIC}
+    assert detail["why_not_started"] == {"n2": PANIC} and detail["booted"] == []
     assert detail["failed_to_start"]["n2"].startswith(PANIC)  # kept above the stack's tail
