@@ -179,8 +179,9 @@ def _with_command_line(settings: dict[str, Any], config) -> dict[str, Any]:
 def zkjepsen_run(request):
     """`zkjepsen_run(spec=None, schedule=None, gen=None, **settings) -> RunOutcome`: one full
     test run (its own ensemble, clients, faults, checks); `schedule` replays an executed fault
-    schedule, `gen` runs a fault generator (what `zkjepsen shrink` emits: `steps(...)`); the
-    run's store dir is named on failure."""
+    schedule, `gen` runs a fault generator (what `zkjepsen shrink` emits: `steps(...)`), which
+    test.json records with the faults it names (run/recording.py); the run's store dir is named
+    on failure."""
     from zkjepsen.run.runner import run_test
     from zkjepsen.run.spec import TestSpec
 
