@@ -158,3 +158,29 @@ def test_servers_start_under_the_launcher_only_in_a_run_that_plans_a_server_cloc
     assert (page is not None and page.parent.is_dir()) is warped
     backend.clock_files(Node("s1", 31, "10.0.0.31", 26379), server=False)  # a Sentinel
     assert not backend.timewarp_file(Node("s1", 31, "10.0.0.31", 26379)).exists()
+
+
+def test_the_observation_page_reads_as_its_layout_says(tmp_path):
+    """docker/timewarp.observed against a page written by hand in timewarp.h's layout: a slot
+    held by a writer is not read, an exec the launcher could not reach is `missed`, the ring
+    keeps the last 32 injections in order."""
+    page = bytearray(4096)
+    tw.SEEN_HEAD.pack_into(page, 0, tw.SEEN_MAGIC, 34)
+    tw.SLOT.pack_into(page, tw.SEEN_HEAD.size, 0, 4, 10 * S, 3610 * S, 7)  # realtime
+    tw.SLOT.pack_into(page, tw.SEEN_HEAD.size + tw.SLOT.size, 1, 4, 5, 6, 1)  # monotonic: busy
+    ring = tw.SEEN_HEAD.size + 3 * tw.SLOT.size
+    for k in range(34):
+        pid = -(100 + k) if k == 33 else 100 + k
+        tw.INJECTED.pack_into(page, ring + (k % 32) * tw.INJECTED.size, pid, b"/bin/p%d" % k)
+    path = tmp_path / "seen"
+    path.write_bytes(bytes(page))
+    seen = tw.observed(path)
+    assert seen.clocks == {"realtime": tw.Reading(4, 10 * S, 3610 * S, 7)}
+    assert seen.clocks["realtime"].offset_ns == 3600 * S
+    assert seen.injections == 34
+    assert seen.injected == tuple((100 + k, f"/bin/p{k}") for k in range(2, 33))
+    assert seen.missed == ((133, "/bin/p33"),)
+    assert tw.observed(tmp_path / "not-yet") == tw.Seen({}, (), (), 0)
+    (tmp_path / "bad").write_bytes(b"x" * 4096)
+    with pytest.raises(ValueError):
+        tw.observed(tmp_path / "bad")

@@ -395,6 +395,7 @@ int main(int argc, char **argv) {
     if (observe && !*observe) observe = NULL;
     say = getenv("ZKJ_TIMEWARP_SAY") != NULL;
     check_control();
+    if (__stop_zkjstub - __start_zkjstub > TW_OBSERVING) { errno = EFBIG; die("the stub"); }
     vdso_symbols();
     if (observe) open_observe();
     start(argv + 2);
