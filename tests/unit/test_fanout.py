@@ -205,8 +205,9 @@ def test_a_matrix_cut_short_resumes_where_it_stopped(tmp_path, monkeypatch):
                 raise KeyboardInterrupt
             ran.append((job.tag, job.spec.seed))
             ok = job.tag.startswith("kazoo")
+            folder = f"r-{job.tag.replace('|', '-')}-{job.spec.seed}"  # each run its own
             run = SimpleNamespace(
-                valid=ok, results={"valid": ok}, store_dir=tmp_path / "st" / f"r{len(ran)}"
+                valid=ok, results={"valid": ok}, store_dir=tmp_path / "st" / folder
             )
             outs.append(SimpleNamespace(job=job, run=run, engine="default"))
             on_done(i, outs[-1])

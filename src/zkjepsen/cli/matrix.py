@@ -410,6 +410,5 @@ def merge_command(stores: tuple[Path, ...], out: Path) -> None:
     header = findings.settings_header(settings, when, where, cells)
     write_table(out, cells, settings["recipes"], settings["nemeses"], header)
     click.echo(
-        f"{sum(len(m['runs']) for m in manifests)} runs from {len(stores)} stores; "
-        f"written {out}"
+        f"{sum(len(m['runs']) for m in manifests)} runs from {len(stores)} stores; written {out}"
     )

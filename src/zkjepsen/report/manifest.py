@@ -42,7 +42,15 @@ RUN = Table(
         "cell": Str(),  # RECIPE[@BACKEND][ row-tag]|NEMESIS[+NEMESIS]
         "seed": Int(),
         "valid": VERDICT,
-        "results": Table({"valid": VERDICT}, rest=Anything(), what="a verdict table"),
+        "results": Table(
+            {
+                "valid": VERDICT,
+                # the part the table reads besides the verdicts: the run's power
+                "power": Field(Table({"valid": VERDICT}, rest=Anything()), required=False),
+            },
+            rest=Anything(),
+            what="a verdict table",
+        ),
         "store": Str(empty=True),  # relative to the store; "" for a run that never had a folder
         "engine": Field(Opt(Str(empty=True)), required=False),
     },
@@ -155,12 +163,14 @@ def _check_runs(doc: dict, readable: Callable[[list[dict]], Any]) -> None:
     for cell in na:
         if cell not in cells:
             raise Wrong(f"settings.not_applicable.{cell}", na[cell], "a cell of this matrix")
+    _check_not_applicable(cells, na)
     shard = doc["shard"]
     if shard is not None and shard[0] > shard[1]:
         raise Wrong("shard", shard, "[i, N] with 1 <= i <= N")
     mine = set(cells_of_shard(cells, tuple(shard) if shard else None))
     seeds = range(s["seed"], s["seed"] + s["runs"])
     seen: set[tuple[str, int]] = set()
+    stores: set[str] = set()
     for k, r in enumerate(doc["runs"]):
         at = f"runs[{k}]"
         if r["cell"] not in cells or r["cell"] in na:
@@ -173,23 +183,55 @@ def _check_runs(doc: dict, readable: Callable[[list[dict]], Any]) -> None:
         if (r["cell"], r["seed"]) in seen:
             raise Wrong(at, [r["cell"], r["seed"]], "a run not listed before (each run once)")
         seen.add((r["cell"], r["seed"]))
-        if r["results"]["valid"] != r["valid"] or type(r["results"]["valid"]) is not type(
-            r["valid"]
-        ):
-            raise Wrong(f"{at}.valid", r["valid"], f"its verdict's ({r['results']['valid']})")
+        if r["store"] and r["store"] in stores:
+            raise Wrong(f"{at}.store", r["store"], "a folder no other run has")
+        stores.add(r["store"])
         _check_verdict(r, at, readable)
 
 
+def _check_not_applicable(cells: list[str], na: dict[str, str]) -> None:
+    """A cell whose fault exercises nothing on its recipe's backend is recorded n/a (a matrix
+    never runs it): a record without it would render it as a cell merely not run yet."""
+    from zkjepsen.nemesis.faults import not_applicable
+    from zkjepsen.recipes import resolve_backend
+
+    for cell in cells:
+        row, _, nemeses = cell.partition("|")
+        recipe, _, backend = row.split(" ")[0].partition("@")
+        try:
+            where = resolve_backend(recipe, backend or None)
+        except BadInput:  # a recipe this zkjepsen does not know: nothing to say of its cells
+            continue
+        if cell not in na and any(not_applicable(n, where) for n in nemeses.split("+")):
+            raise Wrong(
+                "settings.not_applicable",
+                na,
+                f"a table naming {cell} (its fault cannot run on {where})",
+            )
+
+
 def _check_verdict(r: dict, at: str, readable: Callable[[list[dict]], Any]) -> None:
-    """The run's verdict table as the findings table reads it (its parts' verdicts, violations
-    and power): read now, so that the table is never where a foreign one fails."""
+    """The run's `valid` is its verdict's, which is the worst of its parts' (as a run composes
+    it); and the table reads it (its parts' verdicts, violations and power) now, so that the
+    table is never where a foreign one fails."""
+    from zkjepsen.checker import merge_valid
     from zkjepsen.store import check_verdicts
 
+    results = r["results"]
     try:
-        check_verdicts(r["results"], Path(at))
+        check_verdicts(results, Path(at))  # every part's `valid` a verdict
+    except BadInput:
+        raise Wrong(f"{at}.results", results, "a verdict table zkjepsen writes") from None
+    if not _same(results["valid"], r["valid"]):
+        raise Wrong(f"{at}.valid", r["valid"], f"its verdict's ({results['valid']})")
+    parts = [v["valid"] for v in results.values() if isinstance(v, dict) and "valid" in v]
+    if parts and not _same(merge_valid(parts), results["valid"]):
+        worst = merge_valid(parts)
+        raise Wrong(f"{at}.results.valid", results["valid"], f"its parts' worst ({worst})")
+    try:
         readable([r])
     except (BadInput, TypeError, ValueError, KeyError, AttributeError, IndexError):
-        raise Wrong(f"{at}.results", r["results"], "a verdict table zkjepsen writes") from None
+        raise Wrong(f"{at}.results", results, "a verdict table zkjepsen writes") from None
 
 
 # ---- shards ---------------------------------------------------------------------------------
@@ -219,3 +261,8 @@ def cells_of_shard(cells: list[str], shard: tuple[int, int] | None) -> list[str]
         return list(cells)
     i, n = shard
     return [c for k, c in enumerate(cells) if shard_of(c, k, n) == i]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """The same verdict (`true` is not `1`)."""
+    return type(a) is type(b) and a == b
