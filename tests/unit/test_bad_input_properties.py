@@ -434,7 +434,11 @@ def bad_values(p: Param) -> st.SearchStrategy[Bad]:
     if k == "shard":
         return strings(st.sampled_from(["0/2", "3/2", "x", "1/0", "", "1/2/3", "/"]))
     if k == "hosts":
-        return strings(st.sampled_from(["not a host list", "", "a:99999", ",", "a b:1", ":1"]))
+        return strings(
+            st.sampled_from(
+                ["not a host list", "", "a:99999", ",", "a b:1", ":1", "a..b:1", "256.1.1.1:1"]
+            )
+        )
     if k == "command":
         return strings(st.sampled_from(["", "  ", "\t"]))
     if k == "run-id":
@@ -448,7 +452,7 @@ def bad_values(p: Param) -> st.SearchStrategy[Bad]:
             st.sampled_from([UNWRITABLE, f"{UNWRITABLE}/deeper", "a-file", "a-file/sub", ""])
         )
     if k == "out":
-        return strings(st.sampled_from([f"{UNWRITABLE}/m.md", ".", "empty-dir", "a-file/m.md"]))
+        return strings(st.sampled_from([f"{UNWRITABLE}/m.md", ".", "empty-dir", "a-file/m.md", ""]))
     if k == "history":
         return st.one_of(
             strings(st.sampled_from(["missing.jsonl", "empty-dir", ""])),

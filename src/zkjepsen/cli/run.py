@@ -34,11 +34,14 @@ def print_verdict(run: RunResult) -> None:
     )
     from zkjepsen.checker import as_result
 
-    for name, res in as_result(run.results).parts.items():
+    whole = as_result(run.results)
+    for name, res in whole.parts.items():
         # The power part is a measure, not a check: its figures say it all ("power: True" read
         # as if power were a property that held).
         said = "" if name == "power" else f"{verdict_word(res.valid)[0]}  "
         console.print(f"  {name}: {said}{summarise(res)}".rstrip())
+    if not whole.parts and whole.valid is not True and whole.reason:  # no checker said it
+        console.print(f"  {whole.reason}", markup=False, highlight=False)
     early = run.results.get("early_stop") if isinstance(run.results, dict) else None
     if early and early.get("stopped_early"):
         console.print(f"  stopped early, {early['after_main_start_s']:g}s into the main phase: "
