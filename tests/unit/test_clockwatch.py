@@ -254,7 +254,21 @@ def test_the_heal_step_of_a_rate_under_timewarp_is_the_lead_in_its_control_lines
     clock.rate_ended(ctx, "c1", detail)
     clock.record_heal_steps(ctx, ["c1"], {"c1": handle}, at_normal=0.0)
     assert detail["heal_step_s"] == -12.5 and detail["heal_step_via"] == "the control lines"
-    assert clock.RATES not in ctx.state  # each step is said once
+    assert not ctx.state[clock.RATES]  # each step is said once
+
+
+def test_a_skews_end_after_a_rate_is_the_backward_step_of_the_rates_lead(tmp_path):
+    handle = Handle(tmp_path / "client-1.jsonl", fast)
+    handle.wall_lead_s = lambda: 9.0  # type: ignore[method-assign]
+    ctx = ctx_with(tmp_path, handle)
+    rate: dict[str, Any] = {"rate": 4.0}
+    client_clock.ClientClock("rate").apply(ctx, ["c1"], rate)
+    client_clock.ClientClock("rate").undo(ctx, ["c1"], rate)  # x1: the lead stays
+    skew: dict[str, Any] = {"offset_s": 60}
+    client_clock.ClientClock("skew").apply(ctx, ["c1"], skew)
+    assert "heal_step_s" not in rate
+    client_clock.ClientClock("skew").undo(ctx, ["c1"], skew)  # `+0`: the lead goes with it
+    assert rate["heal_step_s"] == -9.0 and "heal_step_s" not in skew
 
 
 def test_the_heal_step_under_libfaketime_is_the_rate_times_the_time_in_force(tmp_path):

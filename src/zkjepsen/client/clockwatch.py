@@ -30,6 +30,7 @@ but could not reach in `"missed"` (docker/timewarp.Seen).
 from __future__ import annotations
 
 import logging
+import re
 import subprocess
 import threading
 import time
@@ -47,6 +48,7 @@ POLL_S = 0.05
 SAMPLES = 3  # readings written per clock and generation
 SPACING_NS = 150_000_000  # between two of them: a rate over less would be noise
 MIN_SPAN_NS = 100_000_000  # a rate is measured over at least this much real time
+RATE = re.compile(r"x\s*(\d+(?:\.\d+)?)")  # a libfaketime spec's rate
 S = 1e9
 log = logging.getLogger(__name__)
 
@@ -131,6 +133,13 @@ def probe_samples(out: str, delta_ns: int) -> list[list[Any]]:
     return samples
 
 
+def probe_ms(spec: str) -> int:
+    """The probe's ms between readings for a libfaketime `spec`: libfaketime scales the probe's
+    own sleep by the spec's rate (`xK`), so PROBE_MS of real time takes PROBE_MS x K of its."""
+    m = RATE.search(spec)
+    return int(round(PROBE_MS * max(1.0, float(m.group(1)) if m else 1.0)))
+
+
 def rate_on(env: dict[str, str]) -> str:
     """The clock a libfaketime process's rate shows on: its monotonic clock, unless faking it
     is off (FAKETIME_DONT_FAKE_MONOTONIC=1: Python's drivers), then its wall clock."""
@@ -165,7 +174,7 @@ class ProbeWatch:
         )
         try:
             res = self.run(
-                [PROBE, str(PROBE_LINES), str(PROBE_MS)],
+                [PROBE, str(PROBE_LINES), str(probe_ms(spec))],
                 env=self.env,
                 capture_output=True,
                 text=True,

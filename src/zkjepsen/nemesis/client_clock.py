@@ -47,7 +47,7 @@ from typing import Any
 from zkjepsen.client.clockwatch import measure
 from zkjepsen.client.spec import CONTROL_DIR, CONTROL_NAME, WARP_NAME
 from zkjepsen.history.jsonl import Tailer
-from zkjepsen.nemesis.clock import rate_ended, remember_rate
+from zkjepsen.nemesis.clock import rate_ended, record_heal_steps, remember_rate
 from zkjepsen.nemesis.targets import NemesisContext, resolve_client
 
 REAL = "+0"
@@ -120,7 +120,8 @@ class ClientClock:
     def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
         healed = {}
         for name in targets:
-            if self.kind == "skew":
+            if self.kind == "skew":  # back on real time: a rate's lead goes too
+                record_heal_steps(ctx, [name], {h.name: h for h in ctx.clients()}, time.monotonic())
                 healed[name] = set_and_see(ctx, name, REAL, rate=False)
                 with ctx.lock:
                     ctx.dirty_clocks.discard(name)

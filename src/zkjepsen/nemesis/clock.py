@@ -59,14 +59,18 @@ WAIT_S = 5.0  # for the target's clock to be seen doing what the fault says
 RATES = "clock:rates"  # ctx.state: target -> [[rate fault's detail, applied, undone], ...]
 OBSERVED = ("clock_seen", "heal_step_s", "heal_step_via")  # a replay's detail drops these
 # The C probe with the environment of the process that reads the libfaketime file (the JVM),
-# taken from its /proc entry: `env -i` keeps nothing else.
-JVM_PROBE = (
-    "for p in /proc/[0-9]*; do "
-    "e=$(tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -E '^(LD_PRELOAD|FAKETIME_[A-Z_]*)=');"
-    ' case "$e" in *FAKETIME_TIMESTAMP_FILE=*) '
-    f"exec env -i $e {clockwatch.PROBE} {clockwatch.PROBE_LINES} {clockwatch.PROBE_MS};; esac; "
-    "done; exit 3"
-)
+# taken from its /proc entry, one variable a line (a value may hold spaces); `env -i` keeps
+# nothing else. Not FAKETIME_SHARED: it names the JVM's own semaphore and shared memory, which
+# a probe must not take part in (a probe killed holding that semaphore would stall the JVM's
+# clock). Its arguments: the probe, how many lines, the ms between them.
+JVM_PROBE = """IFS='
+'
+for p in /proc/[0-9]*; do
+  e=$(tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -E '^(LD_PRELOAD|FAKETIME_[A-Z_]*)=' |
+    grep -v '^FAKETIME_SHARED=')
+  case "$e" in *FAKETIME_TIMESTAMP_FILE=*) exec env -i $e "$0" "$1" "$2";; esac
+done
+exit 3"""
 
 
 def _offset(seconds: float) -> str:
@@ -93,8 +97,13 @@ class ClockFault:
             with ctx.lock:
                 ctx.dirty_clocks.add(name)
             self.skew(ctx, ctx.node(name), detail)
-        seen = ctx.each(lambda name: see_server(ctx, ctx.node(name), self.wants(detail)), targets)
+        enough, spec = self.wants(detail), self.spec(detail)
+        seen = ctx.each(lambda name: see_server(ctx, ctx.node(name), enough, spec), targets)
         detail["clock_seen"] = dict(zip(targets, seen, strict=True))
+
+    def spec(self, detail: dict[str, Any]) -> str:
+        """What its control file says while the fault is on (a strobe: in its high half)."""
+        return _offset(detail["offset_s"])
 
     def wants(self, detail: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
         """When a measurement is enough: it shows the offset (a rate fault: the rate) set."""
@@ -105,6 +114,7 @@ class ClockFault:
 
     def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
         for name in targets:
+            record_heal_steps(ctx, [name], {}, time.monotonic())  # a rate's lead goes too
             ctx.backend.set_clock(ctx.node(name), REAL)  # offsets are relative to real time
             with ctx.lock:
                 ctx.dirty_clocks.discard(name)
@@ -119,7 +129,7 @@ class Bump(ClockFault):
         return {"offset_s": int(round(sign * mag))}
 
     def skew(self, ctx: NemesisContext, node: Node, detail: dict[str, Any]) -> None:
-        ctx.backend.set_clock(node, _offset(detail["offset_s"]))
+        ctx.backend.set_clock(node, self.spec(detail))
 
 
 class Strobe(ClockFault):
@@ -157,8 +167,11 @@ class Rate(ClockFault):
     def detail(self, params: dict[str, Any], rng: random.Random) -> dict[str, Any]:
         return {"rate": float(params.get("rate", DEFAULT_RATE))}
 
+    def spec(self, detail: dict[str, Any]) -> str:
+        return f"+0 x{detail['rate']:g}"
+
     def skew(self, ctx: NemesisContext, node: Node, detail: dict[str, Any]) -> None:
-        ctx.backend.set_clock(node, f"+0 x{detail['rate']:g}")
+        ctx.backend.set_clock(node, self.spec(detail))
         remember_rate(ctx, node.name, detail)
 
     def wants(self, detail: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
@@ -196,10 +209,11 @@ def rate_ended(ctx: NemesisContext, name: str, detail: dict[str, Any]) -> None:
 
 
 def see_server(
-    ctx: NemesisContext, node: Node, enough: Callable[[dict[str, Any]], bool]
+    ctx: NemesisContext, node: Node, enough: Callable[[dict[str, Any]], bool], spec: str
 ) -> dict[str, Any]:
     """What server `node`'s own clock was seen doing (clock_seen's entry: offset_s, rate, via,
-    at_ns, samples), looked at until `enough` says so or WAIT_S is over. Never raises."""
+    at_ns, samples) once its control file says `spec`, looked at until `enough` says so or
+    WAIT_S is over. Never raises."""
     nothing = {"offset_s": None, "rate": None, "via": "", "at_ns": None, "samples": 0}
     page_of = getattr(ctx.backend, "clock_page", None)
     page = page_of(node) if callable(page_of) and getattr(ctx.backend, "timewarp", False) else None
@@ -216,7 +230,7 @@ def see_server(
             elif getattr(ctx.backend, "timewarp", False):
                 return nothing  # no page to read: nothing is seen
             else:
-                seen = _probe_jvm(ctx, node)
+                seen = _probe_jvm(ctx, node, spec)
         except Exception:  # noqa: BLE001 - a server that cannot be read is not seen
             seen = nothing
         if seen["samples"]:
@@ -239,9 +253,11 @@ def _page_measure(values: list[dict[str, Any]], gen: int | None) -> dict[str, An
     return clockwatch.measure(v for v in values if v.get("gen") == gen and v.get("samples"))
 
 
-def _probe_jvm(ctx: NemesisContext, node: Node) -> dict[str, Any]:
-    """One run of the clock probe in `node`'s container with its JVM's own environment."""
-    code, out = ctx.backend.exec(node, ["sh", "-c", JVM_PROBE])
+def _probe_jvm(ctx: NemesisContext, node: Node, spec: str) -> dict[str, Any]:
+    """One run of the clock probe in `node`'s container with its JVM's own environment, its
+    libfaketime file saying `spec`."""
+    lines, ms = str(clockwatch.PROBE_LINES), str(clockwatch.probe_ms(spec))
+    code, out = ctx.backend.exec(node, ["sh", "-c", JVM_PROBE, clockwatch.PROBE, lines, ms])
     samples = clockwatch.probe_samples(out, clockwatch.real_offset_ns())
     # the JVM fakes its monotonic clock (above): its rate shows there
     return clockwatch.measure(
@@ -294,14 +310,15 @@ def heal(ctx: NemesisContext, everything: bool = False) -> list[str]:
 def record_heal_steps(
     ctx: NemesisContext, names: list[str], clients: dict[str, Any], at_normal: float
 ) -> None:
-    """The heal is about to step each of `names`' wall clock back to real time: the lead its
-    rate faults built goes at once, a backward step. Said in the last rate fault's detail on
-    each (`heal_step_s`, <= 0): zkj-timewarp's, read from the control lines the step replaces;
-    libfaketime's (its lead lives in the process), (rate - 1) x the time each was in force."""
-    with ctx.lock:
-        rates = ctx.state.pop(RATES, {})
+    """Each of `names`' wall clock is about to be put back on real time (`+0`: the final heal,
+    or the end of a step or a strobe on a clock a rate made run ahead): the lead its rate faults
+    built goes at once, a backward step. Said in the last rate fault's detail on each
+    (`heal_step_s`, <= 0): zkj-timewarp's, read from the control lines the step replaces;
+    libfaketime's (its lead lives in the process), (rate - 1) x the time each was in force
+    (until `at_normal` for one still on)."""
     for name in names:
-        entries = rates.get(name)
+        with ctx.lock:
+            entries = ctx.state.get(RATES, {}).pop(name, None)
         if not entries:
             continue
         try:
