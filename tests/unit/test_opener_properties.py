@@ -40,7 +40,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from zkjepsen.errors import BadInput
-from zkjepsen.store import regular
+from zkjepsen.store import config, regular
 from zkjepsen.store.regular import MAX_DEPTH
 
 EXAMPLES = examples("ZKJEPSEN_OPENER_EXAMPLES", 150)
@@ -119,7 +119,7 @@ def opened(path: Path, f: File, folder: Path) -> tuple[str, Any]:
     try:
         if f.kind == "toml":
             text = regular.read_text(path, "config", LIMIT, within=folder)
-            return "read", regular.parse_toml(text, "config")
+            return "read", config.parse_toml(text, "config")
         return "read", regular.read_json(path, "document", limit=LIMIT, within=folder)
     except BadInput as e:
         return "refused", str(e)
@@ -186,7 +186,7 @@ def test_the_real_limits_hold_on_a_sparse_file_and_a_deep_one(tmp_path):
     for depth, ok in ((MAX_DEPTH, True), (MAX_DEPTH + 1, False)):
         (tmp_path / "d.json").write_text(json_doc(depth, 0))
         (tmp_path / "d.toml").write_text(toml_doc(depth, 0))
-        for read in (regular.read_json, regular.read_toml):
+        for read in (regular.read_json, config.read_toml):
             path = tmp_path / ("d.json" if read is regular.read_json else "d.toml")
             try:
                 read(path, "document")

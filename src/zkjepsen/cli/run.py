@@ -264,7 +264,7 @@ def config_engine(value: Any, path: Path | None) -> str:
 
 
 def read_config(path: Path) -> dict[str, Any]:
-    from zkjepsen.store.regular import read_toml
+    from zkjepsen.store.config import read_toml
 
     # a named pipe or a device is refused, not read; a deeply nested one is one sentence
     return read_toml(path, "config")

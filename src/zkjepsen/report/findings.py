@@ -95,17 +95,22 @@ def not_applicable_cells(cell_specs: list) -> dict[str, str]:
     recipe runs on (nemesis.faults.not_applicable), or the service's version has no driver for
     the recipe's language. `cell_specs`: (cell, TestSpec) pairs."""
 
-    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
-    from zkjepsen.nemesis.faults import not_applicable
-
     out = {}
     for cell, spec in cell_specs:
         backend = resolve_backend(spec.recipe, spec.backend)
-        whys = [w for n in spec.nemesis if (w := not_applicable(n, backend))]
+        whys = fault_whys(spec.nemesis, backend)
         whys += [w for w in [without_driver(spec, backend)] if w]
         if whys:
             out[cell] = "; ".join(whys)
     return out
+
+
+def fault_whys(nemeses: list[str], backend: str) -> list[str]:
+    """Why each of the faults exercises nothing on `backend` (none: they all apply)."""
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
+    from zkjepsen.nemesis.faults import not_applicable
+
+    return [w for n in nemeses if (w := not_applicable(n, backend))]
 
 
 def servers_per_backend(recipes: list[str], nodes: int) -> dict[str, int]:
@@ -219,7 +224,7 @@ def write_manifest(
 
 def read_manifest(where: Path) -> dict:
     """The manifest of store `where`, checked whole first (report/manifest.py)."""
-    return manifest.read_manifest(where, cell_summary)
+    return manifest.read_manifest(where, manifest.Readers(cell_summary, fault_whys))
 
 
 def merge(manifests: list[dict]) -> tuple[dict, dict[str, dict], list[str]]:

@@ -13,11 +13,16 @@ table can read. Anything else is one sentence naming the file and the field, exi
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.backends.registry import service, services
+from zkjepsen.checker import merge_valid
 from zkjepsen.errors import BadInput
-from zkjepsen.store import regular, schema
+from zkjepsen.recipes import resolve_backend
+from zkjepsen.report.services import manifest_services
+from zkjepsen.store import check_verdicts, regular, schema
 from zkjepsen.store.schema import (
     Anything,
     Field,
@@ -66,8 +71,6 @@ ORIGIN = Table(
 def settings_table() -> Table:
     """The settings' fields: what `matrix` writes now, and what older matrices wrote (no
     interval, no tables per service but ZooKeeper's flat keys, no servers...)."""
-    from zkjepsen.backends.registry import services
-
     legacy = {k: Field(Anything(), required=False) for s in services().values() for k in s.legacy}
     return Table(
         {
@@ -105,30 +108,38 @@ def manifest_schema() -> Table:
     )
 
 
-def read_manifest(where: Path, readable: Callable[[list[dict]], Any]) -> dict:
-    """The manifest in store `where` (or the file itself), checked whole before it is used
-    (`readable`: the findings table's reader of a cell's runs, run on each record so that a
-    verdict it cannot read is refused here); each run's `store` made absolute (relative to the
-    manifest's folder)."""
+@dataclass(frozen=True)
+class Readers:
+    """What the findings table reads a record with (report/findings.py, which imports this
+    module): its summary of a cell's runs, run on each record so that a verdict it cannot read
+    is refused here; and why faults exercise nothing on a backend (the fault registry)."""
+
+    summary: Callable[[list[dict]], Any]
+    fault_whys: Callable[[list[str], str], list[str]]
+
+
+def read_manifest(where: Path, readers: Readers) -> dict:
+    """The manifest in store `where` (or the file itself), checked whole before it is used;
+    each run's `store` made absolute (relative to the manifest's folder)."""
     path = Path(where)
     if path.is_dir():
         path = path / MANIFEST
     if not path.is_symlink() and not path.exists():
         raise BadInput(f"{where} has no readable {MANIFEST}; {FIX}")
     doc = regular.read_json(path, MANIFEST, FIX)
-    check_manifest(doc, path, readable)
+    check_manifest(doc, path, readers)
     for r in doc["runs"]:
         if r["store"] and not Path(r["store"]).is_absolute():
             r["store"] = str(path.parent / r["store"])
     return doc
 
 
-def check_manifest(doc: Any, path: Path, readable: Callable[[list[dict]], Any]) -> None:
+def check_manifest(doc: Any, path: Path, readers: Readers) -> None:
     """SCHEMA, then the rules relating the fields (the module docstring)."""
     schema.check(doc, manifest_schema(), path, FIX)
     try:
         _check_services(doc["settings"])
-        _check_runs(doc, readable)
+        _check_runs(doc, readers)
     except Wrong as w:
         raise schema.refusal(path, w, FIX) from None
 
@@ -136,9 +147,6 @@ def check_manifest(doc: Any, path: Path, readable: Callable[[list[dict]], Any]) 
 def _check_services(settings: dict) -> None:
     """Each service's table names a service and makes its settings, an axis value at a time
     (what the table's header says of them: report/services.services_text)."""
-    from zkjepsen.backends.registry import service
-    from zkjepsen.report.services import manifest_services
-
     for name, table in manifest_services(settings).items():
         at = f"settings.services.{name}" if "services" in settings else "settings"
         axes = [k for k, v in table.items() if isinstance(v, list)]
@@ -156,14 +164,14 @@ def matrix_cells(settings: dict) -> list[str]:
     return [f"{rc}|{nm}" for rc in settings["recipes"] for nm in settings["nemeses"]]
 
 
-def _check_runs(doc: dict, readable: Callable[[list[dict]], Any]) -> None:
+def _check_runs(doc: dict, readers: Readers) -> None:
     s = doc["settings"]
     cells = matrix_cells(s)
     na = s.get("not_applicable") or {}
     for cell in na:
         if cell not in cells:
             raise Wrong(f"settings.not_applicable.{cell}", na[cell], "a cell of this matrix")
-    _check_not_applicable(cells, na)
+    _check_not_applicable(cells, na, readers)
     shard = doc["shard"]
     if shard is not None and shard[0] > shard[1]:
         raise Wrong("shard", shard, "[i, N] with 1 <= i <= N")
@@ -186,15 +194,12 @@ def _check_runs(doc: dict, readable: Callable[[list[dict]], Any]) -> None:
         if r["store"] and r["store"] in stores:
             raise Wrong(f"{at}.store", r["store"], "a folder no other run has")
         stores.add(r["store"])
-        _check_verdict(r, at, readable)
+        _check_verdict(r, at, readers.summary)
 
 
-def _check_not_applicable(cells: list[str], na: dict[str, str]) -> None:
+def _check_not_applicable(cells: list[str], na: dict[str, str], readers: Readers) -> None:
     """A cell whose fault exercises nothing on its recipe's backend is recorded n/a (a matrix
     never runs it): a record without it would render it as a cell merely not run yet."""
-    from zkjepsen.nemesis.faults import not_applicable
-    from zkjepsen.recipes import resolve_backend
-
     for cell in cells:
         row, _, nemeses = cell.partition("|")
         recipe, _, backend = row.split(" ")[0].partition("@")
@@ -202,21 +207,15 @@ def _check_not_applicable(cells: list[str], na: dict[str, str]) -> None:
             where = resolve_backend(recipe, backend or None)
         except BadInput:  # a recipe this zkjepsen does not know: nothing to say of its cells
             continue
-        if cell not in na and any(not_applicable(n, where) for n in nemeses.split("+")):
-            raise Wrong(
-                "settings.not_applicable",
-                na,
-                f"a table naming {cell} (its fault cannot run on {where})",
-            )
+        if cell not in na and readers.fault_whys(nemeses.split("+"), where):
+            why = f"a table naming {cell} (its fault cannot run on {where})"
+            raise Wrong("settings.not_applicable", na, why)
 
 
 def _check_verdict(r: dict, at: str, readable: Callable[[list[dict]], Any]) -> None:
     """The run's `valid` is its verdict's, which is the worst of its parts' (as a run composes
     it); and the table reads it (its parts' verdicts, violations and power) now, so that the
     table is never where a foreign one fails."""
-    from zkjepsen.checker import merge_valid
-    from zkjepsen.store import check_verdicts
-
     results = r["results"]
     try:
         check_verdicts(results, Path(at))  # every part's `valid` a verdict

@@ -52,6 +52,7 @@ from zkjepsen.run.outcome import RunResult
 from zkjepsen.run.resolve import validate_spec
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.store import new_run_dir
+from zkjepsen.store.regular import read_json, read_tail
 
 TOPIC = "zkjepsen-runs"
 POLL_S = 0.5
@@ -360,8 +361,6 @@ def _stop(proc) -> None:
 
 
 def _result(scratch: Path, returncode: int) -> dict:
-
-    from zkjepsen.store.regular import read_json, read_tail
 
     try:
         res = read_json(scratch / "result-run.json", "run result")

@@ -18,14 +18,16 @@ RecursionError. So:
 
 tests/unit/test_one_opener.py keeps it the only way: a read of a file anywhere else in the
 commands' rooms fails there, unless listed with its reason.
-Only `os` and `stat` are imported at the top: `zkjepsen check` uses this on its fast start-up
-path (json, tomllib and re are imported by the functions that need them).
+`zkjepsen check` uses this on its fast start-up path: it imports only what `check` loads anyway
+(json, re); a TOML config is read by store/config.py, through this.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
+import re
 import stat
 from typing import IO, Any
 
@@ -189,8 +191,6 @@ def line_depth_ok(data: bytes) -> bool:
     """True when no line of `data` can nest deeper than MAX_DEPTH: none has more than that many
     `[` and `{` (strings included, so a False is a maybe: the line is then parsed and its
     `depth` taken). One pass in C over the bytes, for a history's every block."""
-    import re
-
     openers = data.translate(None, _NOT_OPENERS)
     return re.search(b"[^\n]{%d}" % (MAX_DEPTH + 1), openers) is None
 
@@ -208,8 +208,6 @@ def too_deep(where: str) -> BadInput:
 def parse_json(text: str | bytes, where: str) -> Any:
     """JSON nested at most MAX_DEPTH levels. ValueError (json's own, with its position) for text
     that is not JSON; BadInput naming `where` for one nested deeper."""
-    import json
-
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     try:
@@ -241,24 +239,3 @@ def read_json(
 def _reason(e: ValueError) -> str:
     msg, line = getattr(e, "msg", None), getattr(e, "lineno", None)
     return f"{msg} at line {line}" if msg and line else type(e).__name__
-
-
-def parse_toml(text: str, where: str) -> dict[str, Any]:
-    """TOML nested at most MAX_DEPTH levels (tomllib recurses in Python on nested arrays and
-    inline tables). BadInput naming `where` for anything else."""
-    import tomllib
-
-    try:
-        doc = tomllib.loads(text)
-    except RecursionError:
-        raise too_deep(where) from None
-    except tomllib.TOMLDecodeError as e:
-        raise BadInput(f"cannot read {where}: {e}") from None
-    if depth(doc) > MAX_DEPTH:
-        raise too_deep(where)
-    return doc
-
-
-def read_toml(path: str | os.PathLike[str], what: str, limit: int = MAX_CONFIG) -> dict[str, Any]:
-    """A TOML file read through the opener (regular, bounded, nested at most MAX_DEPTH)."""
-    return parse_toml(read_text(path, what, limit), f"{what} {os.fspath(path)}")
