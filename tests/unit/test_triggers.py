@@ -14,6 +14,7 @@ from zkjepsen.nemesis.triggers import (
     on_invoke,
     on_leader_change,
     on_session,
+    session_ids,
 )
 from zkjepsen.store import RunDir
 
@@ -110,6 +111,60 @@ def test_queue_watch_finds_a_new_node_and_how_many_are_ahead():
     assert q.find(1) == ("foo0000000004", 1)
     del zk.nodes["foo0000000003"], zk.nodes["foo0000000004"]
     assert q.find(2) == ("foo0000000005", 0)  # first in line: it will hold, not wait
+
+
+class Stat:
+    def __init__(self, owner: int) -> None:
+        self.ephemeralOwner = owner
+
+
+class OwnedQueue(FakeQueue):
+    """Children with their data and the session that owns each (ZooKeeper's ephemeralOwner)."""
+
+    def __init__(self, nodes: dict[str, tuple[bytes, int]]) -> None:
+        self.owned = nodes
+
+    def get_children(self, path):
+        return list(self.owned)
+
+    def get(self, path):
+        data, owner = self.owned[path.rsplit("/", 1)[1]]
+        return data, Stat(owner)
+
+
+def session_event(sid: str) -> dict:
+    return {"type": "event", "f": "session", "value": {"session_id": sid, "timeout_ms": 3000}}
+
+
+def test_queue_watch_finds_a_clients_node_by_its_session_whatever_data_it_holds():
+    """A program that stores its host's address (Curator) or nothing (go-zookeeper) in its lock
+    node is found by the session its history names, as a node holding `client-N` is."""
+    histories = {
+        1: [session_event("0x10000a1b2c3d0000")],
+        # a new session after LOST: its nodes are the client's too
+        2: [session_event("0x20000000000000ff"), {"f": "acquire", "type": "invoke"},
+            session_event("0x2000000000000100")],
+    }  # fmt: skip
+    zk = OwnedQueue({"_c_x-lock-0000000003": (b"172.18.0.9", 0x2000000000000100)})  # before
+    q = QueueWatch(zk, "/zkjepsen/lock", lambda c: session_ids(histories.get(c, [])))
+    zk.owned["_c_y-lock-0000000004"] = (b"172.18.0.7", 0x10000A1B2C3D0000)
+    zk.owned["_c_z-lock-0000000005"] = (b"", 0x2000000000000100)
+    assert q.find(1) == ("_c_y-lock-0000000004", 1)
+    assert q.find(2) == ("_c_z-lock-0000000005", 2)
+    assert q.find(3) is None  # no session known, no `client-3` data: not its node
+    zk.owned["_c_w-lock-0000000006"] = (b"client-3", 0x999)  # a lock on sessions of its own
+    assert q.find(3) == ("_c_w-lock-0000000006", 3)
+
+
+def test_session_ids_read_hex_and_skip_what_is_not_a_zookeeper_session():
+    records = [
+        session_event("0xff"),
+        session_event("etcd-lease-c1"),  # another service's name for it
+        {"type": "event", "f": "session-state", "value": "LOST"},
+        {"type": "event", "f": "session", "value": "0x12"},
+        session_event("0X1A"),
+    ]
+    assert session_ids(records) == {0xFF, 0x1A}
 
 
 def test_waiting_in_needs_an_invoke_and_round_trips():

@@ -11,7 +11,7 @@ from typing import Any
 from zkjepsen.history.jsonl import read_records
 from zkjepsen.nemesis import NemesisError
 from zkjepsen.nemesis.targets import NemesisContext
-from zkjepsen.nemesis.triggers import LANDS, QueueWatch, Trigger, TriggerWatch
+from zkjepsen.nemesis.triggers import LANDS, QueueWatch, Trigger, TriggerWatch, session_ids
 
 
 def await_trigger(
@@ -100,7 +100,12 @@ def queue_watch(ctx: NemesisContext, trigger: Trigger) -> QueueWatch | None:
     if not hasattr(session, "get_children"):
         raise NemesisError(f"trigger {trigger.describe()} needs a ZooKeeper backend")
     session.start(timeout=15)
-    return QueueWatch(session, trigger.waiting_in)
+    run_dir = ctx.run_dir
+
+    def sessions(client: int) -> set[int]:  # a client's node is the one its session owns
+        return session_ids(read_records(run_dir.client_history(client))) if run_dir else set()
+
+    return QueueWatch(session, trigger.waiting_in, sessions)
 
 
 def queued_behind(

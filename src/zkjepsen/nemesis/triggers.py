@@ -39,7 +39,7 @@ class Trigger:
     # once and the trigger re-armed, at most `retries` times (each attempt is in the history).
     retries: int = 0
     # invoked: fire only once the client's node is queued in this lock path behind another
-    # (a child whose data is its identifier `client-N`, made after arming, not the lowest): a
+    # (a child made after arming, not the lowest, owned by the client's session: QueueWatch): a
     # waiter killed before its create landed (0.4 s on a loaded machine) leaves nothing behind.
     waiting_in: str | None = None
     # Armed only once the service is whole again (every server serves, one leads: a server
@@ -169,12 +169,40 @@ class TriggerWatch:
         return None
 
 
+def session_ids(records: list[dict[str, Any]]) -> set[int]:
+    """The ZooKeeper sessions a client's history says it had: every `session` event's
+    `session_id` (`0x…`, docs/client-protocol.md: at `init`, and again when a new session
+    begins after LOST). Ids that are not hex (another service's names) are left out."""
+    out: set[int] = set()
+    for r in records:
+        value = r.get("value")
+        if r.get("f") != "session" or r.get("type") != "event" or not isinstance(value, dict):
+            continue
+        sid = value.get("session_id")
+        if type(sid) is int:
+            out.add(sid)
+        elif isinstance(sid, str):
+            try:
+                out.add(int(sid, 16))
+            except ValueError:  # not hex: another service's name for its session
+                continue
+    return out
+
+
 class QueueWatch:
     """Finds a client's node in a lock's queue on a ZooKeeper session of the nemesis's own
-    (`session`: a started KazooClient). Nodes there when it was made are not counted."""
+    (`session`: a started KazooClient). Nodes there when it was made are not counted.
 
-    def __init__(self, session: Any, path: str) -> None:
-        self.session, self.path = session, path
+    A client's node is the ephemeral one its session owns (`ephemeralOwner` among
+    `sessions(client)`, the ids its history's `session` events name), whatever data a program
+    stores in it (Curator: its host's address; go-zookeeper: nothing). A Python recipe that opens
+    sessions of its own (recipes/blog.py) is found by the data the harness gives every Python
+    recipe as its identifier, `client-N`, which that recipe stores in its node for this."""
+
+    def __init__(
+        self, session: Any, path: str, sessions: Callable[[int], set[int]] = lambda c: set()
+    ) -> None:
+        self.session, self.path, self.sessions = session, path, sessions
         self.before = set(self._children())
 
     def _children(self) -> list[str]:
@@ -186,15 +214,15 @@ class QueueWatch:
     def find(self, client: int) -> tuple[str, int] | None:
         """The client's new node and how many nodes are ahead of it; None if it has none."""
         children = sorted(self._children(), key=lambda n: n[-10:])  # by sequence number
-        want = f"client-{client}".encode()
+        want, owners = f"client-{client}".encode(), self.sessions(client)
         for i, name in enumerate(children):
             if name in self.before:
                 continue
             try:
-                data, _ = self.session.get(f"{self.path}/{name}")
+                data, stat = self.session.get(f"{self.path}/{name}")
             except Exception:  # noqa: BLE001 - gone meanwhile
                 continue
-            if data == want:
+            if getattr(stat, "ephemeralOwner", None) in owners or data == want:
                 return name, i
         return None
 

@@ -141,8 +141,9 @@ SCENARIOS: dict[str, Scenario] = {
             "assumes it holds, so killing a waiter (not the holder) makes its successor a second "
             "holder. The newest waiter is killed once its node is queued behind another (re-armed "
             "if it got the lock first): with 1 s holds and up to 5 contenders ahead of it, its "
-            "node expires (3 s) before its turn, while a waiter ahead holds. kazoo's Lock "
-            "re-lists and is safe.",
+            "node expires (3 s) before its turn, while a waiter ahead holds. kazoo's Lock and "
+            "Curator's InterProcessMutex re-list and are safe (Curator's node holds its host's "
+            "address, not `client-N`: the waiter is found by its session).",
             {
                 "workload": "lock",
                 "nemesis": ["kill-client"],
@@ -150,7 +151,11 @@ SCENARIOS: dict[str, Scenario] = {
                 "time_limit_s": 20.0,
                 "params": {"resource": "unguarded", "hold_s": 1.0, "hold_fixed": True},
             },
-            {"blog": BELIEF, "kazoo": _x(absent=("lock:belief",))},
+            {
+                "blog": BELIEF,
+                "kazoo": _x(absent=("lock:belief",)),
+                "curator-java": _x(absent=("lock:belief",)),
+            },
             source="the blog post's ZkDistributedLock (recipes/blog.py, flaw 1)",
             schedule=KILL_NEW_WAITER,
         ),
