@@ -1,14 +1,19 @@
-"""A server clock fault on ZooKeeper is landed only when the server's clock was seen moving: the
-nemesis runs the C clock probe in the server's container with its JVM's own libfaketime
-environment (nemesis/clock.py, as Jepsen's check-offsets runs `date` on a node) and records the
-offset and rate it measured. A server that runs without libfaketime gets its control file
-written all the same: the fault was sent, never felt, and is missed (issue 47)."""
+"""A server clock fault is landed only when the server's own clock was seen moving (issue 47). On
+ZooKeeper the nemesis runs the C clock probe in the server's container with its JVM's own
+libfaketime environment (nemesis/clock.py, as Jepsen's check-offsets runs `date` on a node);
+on Redis (and etcd) it reads zkj-timewarp's observation page, what redis-server itself read.
+Either way it records the offset and rate it measured. A server that runs without libfaketime
+gets its control file written all the same: the fault was sent, never felt, and is missed."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
+from zkjepsen.backends.registry import backend_info, make_backend
 from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
+from zkjepsen.docker import resources
 from zkjepsen.faultkinds import landing
 from zkjepsen.nemesis import clock
 from zkjepsen.nemesis.targets import NemesisContext
@@ -33,18 +38,26 @@ def one_server(docker_client, zk_image, tmp_path):
     return start
 
 
+def each_kind(servers) -> dict:
+    """Every server clock kind applied to the first server, then undone; what each saw."""
+    node = servers.nodes[0]
+    ctx = NemesisContext(servers)
+    seen = {}
+    for name, (kind, detail) in KINDS.items():
+        for key in [k for k in detail if k not in ("offset_s", "period_s", "rate")]:
+            del detail[key]  # the previous test's observations
+        kind.apply(ctx, [node.name], detail)
+        seen[name] = detail["clock_seen"][node.name]
+        kind.undo(ctx, [node.name], detail)
+        assert landing(name, {}, end_record(node.name, detail)).landed, (name, detail)
+    clock.heal(ctx)
+    print(f"\n{seen}")
+    return seen
+
+
 def test_each_server_clock_fault_is_seen_at_the_offset_or_rate_it_set(one_server):
     with one_server(True) as ens:
-        node = ens.nodes[0]
-        ctx = NemesisContext(ens)
-        seen = {}
-        for name, (kind, detail) in KINDS.items():
-            kind.apply(ctx, [node.name], detail)
-            seen[name] = detail["clock_seen"][node.name]
-            kind.undo(ctx, [node.name], detail)
-            assert landing(name, {}, end_record(node.name, detail)).landed, (name, detail)
-        clock.heal(ctx)
-    print(f"\n{seen}")
+        seen = each_kind(ens)
     assert all(s["via"] == "libfaketime-probe" for s in seen.values())
     assert abs(seen["clock-bump"]["offset_s"] + 7) < 0.05
     assert abs(seen["clock-rate-leader"]["rate"] - 4.0) <= 0.04
@@ -62,3 +75,25 @@ def test_a_clock_fault_on_a_server_without_libfaketime_is_missed(one_server):
     assert detail["clock_seen"][node.name]["samples"] == 0
     got = landing("clock-bump", {}, end_record(node.name, detail))
     assert not got.landed and got.why == "clock never read"
+
+
+def test_each_clock_fault_on_redis_is_seen_from_what_redis_server_read(
+    docker_client, redis_image, zk_image, tmp_path
+):
+    info = backend_info("redis")
+    servers = make_backend(
+        "redis",
+        SimpleNamespace(nodes=info.nodes, tick_ms=500, params={}),
+        tmp_path,
+        client=docker_client,
+        engine=resources.DEFAULT_ENGINE,
+        server_image=redis_image,
+        client_image=zk_image,
+    )
+    servers.server_clock = True  # what run/resolve.py sets when a server clock fault is planned
+    with servers:
+        seen = each_kind(servers)
+    assert all(s["via"] == "timewarp" for s in seen.values())
+    assert abs(seen["clock-bump"]["offset_s"] + 7) < 0.05
+    assert abs(seen["clock-rate-leader"]["rate"] - 4.0) <= 0.04
+    assert KINDS["clock-rate-leader"][1]["heal_step_via"] == "the control lines"

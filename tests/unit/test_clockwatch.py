@@ -105,11 +105,14 @@ def test_measure_takes_the_offset_of_the_last_wall_reading_and_the_rate_over_the
             ["realtime", 101 * S, 3701 * S], ["monotonic", 10 * S + 500 * MS, 12 * S]]},
     ]  # fmt: skip
     got = cw.measure(values)
-    assert got == {"offset_s": 3600.0, "rate": 4.0, "via": "timewarp", "samples": 4}
+    assert got == {
+        "offset_s": 3600.0, "rate": 4.0, "via": "timewarp", "samples": 4, "at_ns": 10 * S + 500 * MS
+    }  # fmt: skip
 
 
 def test_measure_says_nothing_it_cannot_know():
-    assert cw.measure([]) == {"offset_s": None, "rate": None, "via": "", "samples": 0}
+    nothing = {"offset_s": None, "rate": None, "via": "", "samples": 0, "at_ns": None}
+    assert cw.measure([]) == nothing
     short = [{"samples": [["monotonic", S, S], ["monotonic", S + 10 * MS, S + 40 * MS]]}]
     assert cw.measure(short)["rate"] is None  # 10 ms of real time: noise, not a rate
     wall_only = [{"rate_on": "realtime", "samples": [

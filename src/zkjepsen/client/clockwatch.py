@@ -233,7 +233,9 @@ def measure(values: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """The offset and rate the events' samples show (all under one generation): the offset
     (REALTIME read minus real, s) of the last REALTIME sample, the rate (read / real elapsed)
     between the two samples furthest apart on the clock the events say (`rate_on`; else any
-    clock), over at least MIN_SPAN_NS. None where there is not enough to say."""
+    clock), over at least MIN_SPAN_NS; and when (`at_ns`: the real CLOCK_MONOTONIC of the
+    latest MONOTONIC sample, the kernel's, shared by every container). None where there is not
+    enough to say."""
     by_clock: dict[str, dict[int, int]] = {}
     via, on = "", ""
     for v in values:
@@ -254,4 +256,6 @@ def measure(values: Iterable[dict[str, Any]]) -> dict[str, Any]:
             lo, hi = min(got), max(got)
             rate = (got[hi] - got[lo]) / (hi - lo)
             break
-    return {"offset_s": offset, "rate": rate, "via": via, "samples": n}
+    mono = by_clock.get("monotonic", {})
+    at_ns = max(mono) if mono else None
+    return {"offset_s": offset, "rate": rate, "via": via, "samples": n, "at_ns": at_ns}

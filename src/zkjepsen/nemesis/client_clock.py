@@ -137,7 +137,7 @@ def set_and_see(ctx: NemesisContext, name: str, spec: str, rate: bool) -> dict[s
     tail = _history_tail(ctx, name)
     gen = ctx.client(name).set_clock(spec)
     if tail is None or gen is None:
-        return {"offset_s": None, "rate": None, "via": "", "at_ns": None, "samples": 0}
+        return measure([])
     return await_seen(tail, gen, rate)
 
 
@@ -159,7 +159,6 @@ def await_seen(tail: Tailer, gen: int | str, rate: bool, wait_s: float = WAIT_S)
     finds within `wait_s`: as soon as it has an offset (and a rate, if `rate`), else what it
     has when the time is up. Never raises: nothing seen is a measurement of nothing."""
     values: list[dict[str, Any]] = []
-    at_ns = None
     deadline = time.monotonic() + wait_s
     while True:
         for rec in tail.poll():
@@ -168,11 +167,10 @@ def await_seen(tail: Tailer, gen: int | str, rate: bool, wait_s: float = WAIT_S)
                 continue
             if v.get("samples"):
                 values.append(v)
-                at_ns = rec.get("time")
         got = measure(values)
         if got["offset_s"] is not None and (got["rate"] is not None or not rate):
             break
         if time.monotonic() >= deadline:
             break
         time.sleep(0.05)
-    return {**got, "at_ns": at_ns}
+    return got

@@ -214,7 +214,7 @@ def see_server(
     """What server `node`'s own clock was seen doing (clock_seen's entry: offset_s, rate, via,
     at_ns, samples) once its control file says `spec`, looked at until `enough` says so or
     WAIT_S is over. Never raises."""
-    nothing = {"offset_s": None, "rate": None, "via": "", "at_ns": None, "samples": 0}
+    nothing = clockwatch.measure([])
     page_of = getattr(ctx.backend, "clock_page", None)
     page = page_of(node) if callable(page_of) and getattr(ctx.backend, "timewarp", False) else None
     best = nothing
@@ -234,7 +234,7 @@ def see_server(
         except Exception:  # noqa: BLE001 - a server that cannot be read is not seen
             seen = nothing
         if seen["samples"]:
-            best = {**seen, "at_ns": time.monotonic_ns()}
+            best = seen
             if enough(seen):
                 break
         time.sleep(0.05)
