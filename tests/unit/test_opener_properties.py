@@ -4,8 +4,9 @@ Each example puts one file where a command would read one: a regular file of JSO
 0-200 levels and of any size around a limit, or a named pipe, a directory, a link loop, a link to
 /dev/zero, a dangling link, bytes that are not UTF-8, a 300 MB sparse file, a link that leads out
 of the folder it is read in. The oracle: the opener returns exactly what a plain parse of a
-well-formed file gives (nested at most 64 levels, within the limit, inside `within` when given),
-or refuses with BadInput in one line; never another exception, never a hang past the bound.
+well-formed file gives (a config nested at most 64 levels, a JSON document 128: it may quote
+records; within the limit; inside `within` when given), or refuses with BadInput in one line;
+never another exception, never a hang past the bound.
 Then the same files through the commands that read them: `check HISTORY` and `test --config`
 (exit 254 in one line with nothing created, or the answer the well-formed file gives).
 
@@ -41,7 +42,7 @@ from hypothesis import strategies as st
 
 from zkjepsen.errors import BadInput
 from zkjepsen.store import config, regular
-from zkjepsen.store.regular import MAX_DEPTH
+from zkjepsen.store.regular import MAX_DEPTH, MAX_DOCUMENT_DEPTH
 
 EXAMPLES = examples("ZKJEPSEN_OPENER_EXAMPLES", 150)
 SEEDED = os.environ.get("ZKJEPSEN_OPENER_SEED")
@@ -87,13 +88,19 @@ FILES = st.one_of(
     st.builds(
         File,
         st.sampled_from(["json", "toml"]),
-        st.integers(1, 3 * MAX_DEPTH),
+        st.integers(1, 3 * MAX_DEPTH),  # past both bounds
         st.integers(0, 3000),
         st.booleans(),
     ),
     st.builds(File, st.sampled_from(HOSTILE), st.just(1), st.just(0), st.booleans()),
 )
 LIMIT = 2048  # a small limit, so that sizes around it are cheap to make
+
+
+def bound_of(f: File) -> int:
+    """How deeply it may nest: a config as a record, a JSON document twice that (it may quote
+    records: a verdict's evidence quotes ops)."""
+    return MAX_DOCUMENT_DEPTH if f.kind == "json" else MAX_DEPTH
 
 
 def expected(f: File) -> tuple[str, Any]:
@@ -103,7 +110,7 @@ def expected(f: File) -> tuple[str, Any]:
     text = json_doc(f.depth, f.pad) if f.kind == "json" else toml_doc(f.depth, f.pad)
     if len(text.encode()) > LIMIT:
         return "refused", None
-    if f.depth > MAX_DEPTH:
+    if f.depth > bound_of(f):
         return "refused", None
     return "read", json.loads(text) if f.kind == "json" else tomllib.loads(text)
 
@@ -162,7 +169,7 @@ def test_the_opener_reads_exactly_what_it_may_and_refuses_the_rest(tmp_path, req
             f.kind
             if f.kind in HOSTILE
             else f"{f.kind} "
-            + ("too deep" if f.depth > MAX_DEPTH else "too big" if want == "refused" else "fine")
+            + ("too deep" if f.depth > bound_of(f) else "too big" if want == "refused" else "fine")
         )
         tally.add(what, repr(f), why)
 
@@ -173,8 +180,8 @@ def test_the_opener_reads_exactly_what_it_may_and_refuses_the_rest(tmp_path, req
 
 
 def test_the_real_limits_hold_on_a_sparse_file_and_a_deep_one(tmp_path):
-    """The defaults (MAX_DOCUMENT, MAX_DEPTH), not LIMIT: a 300 MB sparse file is refused on its
-    size before a byte is read; a document nested 64 levels is read, 65 refused."""
+    """The defaults, not LIMIT: a 300 MB sparse file is refused on its size before a byte is
+    read; a config nested 64 levels is read, 65 refused; a JSON document 128 and 129."""
     big = tmp_path / "big.json"
     make_kind(big, "sparse")
     for read in (regular.read_json, regular.read_text, regular.read_bytes):
@@ -183,16 +190,15 @@ def test_the_real_limits_hold_on_a_sparse_file_and_a_deep_one(tmp_path):
             raise AssertionError(f"{read.__name__} read a 300 MB file")
         except BadInput as e:
             assert "larger than 256 MiB" in str(e)
-    for depth, ok in ((MAX_DEPTH, True), (MAX_DEPTH + 1, False)):
-        (tmp_path / "d.json").write_text(json_doc(depth, 0))
-        (tmp_path / "d.toml").write_text(toml_doc(depth, 0))
-        for read in (regular.read_json, config.read_toml):
-            path = tmp_path / ("d.json" if read is regular.read_json else "d.toml")
+    for read, bound in ((regular.read_json, MAX_DOCUMENT_DEPTH), (config.read_toml, MAX_DEPTH)):
+        path = tmp_path / ("d.json" if read is regular.read_json else "d.toml")
+        for depth, ok in ((bound, True), (bound + 1, False)):
+            path.write_text((json_doc if read is regular.read_json else toml_doc)(depth, 0))
             try:
                 read(path, "document")
                 assert ok, f"{read.__name__} read a document nested {depth} levels"
             except BadInput as e:
-                assert not ok and "deeper than 64" in str(e), e
+                assert not ok and f"deeper than {bound}" in str(e), e
 
 
 # ---- through the commands -------------------------------------------------------------------

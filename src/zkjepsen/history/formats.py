@@ -363,7 +363,7 @@ def read_json_array(text: str, source: str = "json") -> History:
     """A JSON array of op objects with string values (elle-cli's Knossos twins):
     `{"type": "invoke", "f": "cas", "value": [3, 4], "process": 1}`; same semantics as EDN."""
     try:
-        data = parse_json(text, source)  # nested at most MAX_DEPTH levels
+        data = parse_json(text, source, MAX_DEPTH + 1)  # a list of records, each as a line
     except json.JSONDecodeError as e:
         raise BadInput(f"{source} line {e.lineno}: not valid JSON ({e.msg})") from None
     if not isinstance(data, list):

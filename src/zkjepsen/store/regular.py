@@ -13,8 +13,9 @@ RecursionError. So:
 - `within`: where it matters (a run folder's own files), a link that leads out of the folder is
   refused too (a client's history that is a link to /etc/passwd is not that client's history);
 - a whole-file read is bounded (`limit`, checked on the size and again on what is read);
-- JSON and TOML are parsed nested at most MAX_DEPTH levels (a document, and each line of a JSON
-  Lines history: `line_depth_ok`), whatever reads them afterwards.
+- JSON and TOML are parsed nested at most MAX_DEPTH levels (a record: each line of a JSON Lines
+  history, `line_depth_ok`; a config), a document twice that (it may quote records: a verdict's
+  evidence), whatever reads them afterwards.
 
 tests/unit/test_one_opener.py keeps it the only way: a read of a file anywhere else in the
 commands' rooms fails there, unless listed with its reason.
@@ -38,9 +39,12 @@ MIB = 1 << 20
 # verdict): far below this. A history is streamed, never read whole, and has no such bound.
 MAX_DOCUMENT = 256 * MIB
 MAX_CONFIG = 4 * MIB  # a TOML config: a few settings
-# Deeper than anything zkjepsen writes (a matrix record's verdict's evidence: about 8 levels) and
-# far from Python's recursion limit, so code walking a value never meets it.
+# How deeply a record (a history's line, a config) may nest: deeper than anything zkjepsen
+# writes and far from Python's recursion limit, so code walking a value never meets it.
 MAX_DEPTH = 64
+# A document the tool writes may quote records (a verdict's evidence quotes ops, a matrix's
+# record holds verdicts): a record's depth again for the document around it.
+MAX_DOCUMENT_DEPTH = 2 * MAX_DEPTH
 
 KINDS = {
     stat.S_IFIFO: "a named pipe",
@@ -170,8 +174,9 @@ def read_tail(path: str | os.PathLike[str], what: str, size: int = 1 << 16) -> s
 
 
 # ---- nesting ------------------------------------------------------------------------------
-def depth(value: Any) -> int:
-    """How deeply `value` nests lists and tables (a scalar: 0, `[1]`: 1), without recursion."""
+def depth(value: Any, bound: int = MAX_DOCUMENT_DEPTH) -> int:
+    """How deeply `value` nests lists and tables (a scalar: 0, `[1]`: 1), without recursion
+    (past `bound` the walk stops: more than `bound` is all it says)."""
     deepest, stack = 0, [(value, 1)]
     while stack:
         v, d = stack.pop()
@@ -182,7 +187,7 @@ def depth(value: Any) -> int:
         else:
             continue
         deepest = max(deepest, d)
-        if d <= MAX_DEPTH:  # past the bound the answer is known: no need to walk further
+        if d <= bound:  # past the bound the answer is known: no need to walk further
             stack.extend((x, d + 1) for x in items if isinstance(x, (dict, list)))
     return deepest
 
@@ -198,24 +203,25 @@ def line_depth_ok(data: bytes) -> bool:
 _NOT_OPENERS = bytes(b for b in range(256) if b not in b"[{\n")
 
 
-def too_deep(where: str) -> BadInput:
+def too_deep(where: str, bound: int = MAX_DEPTH) -> BadInput:
     return BadInput(
-        f"{where} nests deeper than {MAX_DEPTH} levels, far more than zkjepsen ever writes; "
+        f"{where} nests deeper than {bound} levels, far more than zkjepsen ever writes; "
         "give a file written by zkjepsen"
     )
 
 
-def parse_json(text: str | bytes, where: str) -> Any:
-    """JSON nested at most MAX_DEPTH levels. ValueError (json's own, with its position) for text
-    that is not JSON; BadInput naming `where` for one nested deeper."""
+def parse_json(text: str | bytes, where: str, bound: int = MAX_DEPTH) -> Any:
+    """JSON nested at most `bound` levels (a record's MAX_DEPTH, or a document's). ValueError
+    (json's own, with its position) for text that is not JSON; BadInput naming `where` for one
+    nested deeper."""
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     try:
         doc = json.loads(text)
     except RecursionError:
-        raise too_deep(where) from None
-    if depth(doc) > MAX_DEPTH:
-        raise too_deep(where)
+        raise too_deep(where, bound) from None
+    if depth(doc, bound) > bound:
+        raise too_deep(where, bound)
     return doc
 
 
@@ -226,11 +232,12 @@ def read_json(
     limit: int = MAX_DOCUMENT,
     within: str | os.PathLike[str] | None = None,
 ) -> Any:
-    """A JSON file read through the opener: a regular file, bounded, nested at most MAX_DEPTH
-    levels; anything else is one sentence naming the file (`fix`: what to give instead)."""
+    """A JSON document read through the opener: a regular file, bounded, nested at most
+    MAX_DOCUMENT_DEPTH levels; anything else is one sentence naming the file (`fix`: what to
+    give instead)."""
     text = read_text(path, what, limit, within)
     try:
-        return parse_json(text, f"{what} {os.fspath(path)!r}")
+        return parse_json(text, f"{what} {os.fspath(path)!r}", MAX_DOCUMENT_DEPTH)
     except ValueError as e:
         why = _reason(e)
         raise BadInput(f"{os.fspath(path)} is not a readable {what} ({why}); {fix}") from None
