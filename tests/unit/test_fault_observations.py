@@ -191,6 +191,4 @@ def test_a_server_a_roll_left_down_is_missed_and_a_recovery_finding():
     ops = [Op(0, 1, "nemesis", "info", "rolling-upgrade", None, start, None)]
     ops.append(Op(1, 9, "nemesis", "info", "rolling-upgrade", None, end, None))
     back = recovery_of(History(ops))
-    assert (
-        back is not None and back.details["note"] == "every server came back after 1 server restart"
-    )
+    assert back is not None and back.details["note"] == "every server came back after 1 roll"

@@ -30,7 +30,7 @@ def recovery_of(history: History | Iterable[Op]) -> Result | None:
     ops = history.ops if isinstance(history, History) else list(history)
     starts: dict[Any, int] = {}
     faults = 0
-    kinds: set[str] = set()
+    kinds: list[str] = []  # each fault's kind
     violations: list[Violation] = []
     for op in ops:
         v = op.value if isinstance(op.value, dict) else {}
@@ -39,7 +39,7 @@ def recovery_of(history: History | Iterable[Op]) -> Result | None:
         if v.get("phase") == "start":
             starts[v.get("fault_id")] = op.time
             faults += 1
-            kinds.add(op.f)
+            kinds.append(op.f)
         elif v.get("phase") == "end":
             violations += _down(op, v, starts.get(v.get("fault_id"), op.time))
     if not faults and not violations:
@@ -48,7 +48,7 @@ def recovery_of(history: History | Iterable[Op]) -> Result | None:
         return Result(False, {"faults": faults}, violations)
     return Result(
         True,
-        {"faults": faults, "note": f"every server came back after {_faults_text(faults, kinds)}"},
+        {"faults": faults, "note": f"every server came back after {_faults_text(kinds)}"},
     )
 
 
@@ -96,11 +96,8 @@ def _last_line(tail: Any) -> str:
     return lines[-1] if lines else "its log said nothing"
 
 
-def _faults_text(n: int, kinds: set[str]) -> str:
-    """ "2 disk faults"; with a roll among them, what they all are: "3 server restarts"."""
-    what = (
-        "disk fault"
-        if all((power_rule(k) or UNKNOWN_RULE).state for k in kinds)
-        else "server restart"
-    )
-    return f"{n} {what}" + ("" if n == 1 else "s")
+def _faults_text(kinds: list[str]) -> str:
+    """ "2 disk faults", "1 roll", "2 disk faults and 1 roll"."""
+    disk = sum((power_rule(k) or UNKNOWN_RULE).state for k in kinds)
+    counts = ((disk, "disk fault"), (len(kinds) - disk, "roll"))
+    return " and ".join(f"{n} {what}" + ("" if n == 1 else "s") for n, what in counts if n)
