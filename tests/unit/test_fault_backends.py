@@ -177,6 +177,23 @@ def test_redlock_cut_gives_every_side_a_majority_and_spares_the_resource_master(
     assert len({d["restart"], *d["unseen_masters"]}) == 3
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_a_redlock_cut_aimed_at_named_clients_cuts_those(seed):
+    """A scenario that triggers on one cut client names it: the cut is that side, and n1 (the
+    master both sides always share) is never cut."""
+    from zkjepsen.nemesis import NoTargets
+
+    ctx = fake_ctx(clients=3)
+    cut, d = PartitionRedlock(restart=False).resolve(ctx, "client:2", random.Random(seed), {})
+    assert cut == d["cut_clients"] == ["c2"] and "n1" in d["seen_masters"]
+    cut, _ = PartitionRedlock(restart=False).resolve(
+        ctx, "client:3,client:1,client:9", random.Random(seed), {}
+    )
+    assert cut == ["c1", "c3"]  # c9 is not running
+    with pytest.raises(NoTargets, match="none of client:9"):
+        PartitionRedlock(restart=False).resolve(ctx, "client:9", random.Random(seed), {})
+
+
 def test_redlock_faults_refuse_other_shapes():
     from zkjepsen.nemesis import NemesisError
 

@@ -146,6 +146,25 @@ def test_emitted_pytest_file_shows_the_schedule_as_generator_calls(tmp_path):
     assert ns["SPEC"] == dataclasses.replace(run.spec, name="reproduce-kazoo_counter")
 
 
+def test_an_emitted_reproducer_keeps_each_fault_in_its_lane(tmp_path):
+    faults = replayed(
+        [
+            fault(1, "partition-redlock", 4, 14, chosen=None, targets=["c2"]),
+            {**fault(2, "kill-one", 7, 4, chosen="random", targets=["n1"]), "lane": 1},
+        ]
+    )
+    run = stored(tmp_path, faults)
+    text = emit_pytest(ShrinkResult(Candidate(run.spec, faults, "x"), 2, 3), run, "k")
+    assert "import fault, lanes, sleep, steps" in text
+    ns: dict = {}
+    exec(compile(text, "t", "exec"), ns)  # noqa: S102 - our own generated file
+    planned = g.plan(ns["SCHEDULE"], seed=1)
+    assert [(p["f"], p["at_s"], p.get("lane")) for p in planned] == [
+        ("partition-redlock", 4.0, None),
+        ("kill-one", 7.0, 1),
+    ]
+
+
 def test_shrink_offers_the_holder_fault_on_the_next_acquire(tmp_path):
     faults = replayed(
         [
@@ -199,15 +218,23 @@ def test_scenario_expectations_judge_from_results_only():
 
 
 def test_triggered_scenarios_name_their_source_and_plan_their_schedule():
+    from zkjepsen.nemesis import triggers
     from zkjepsen.reproduce.scenarios import SCENARIOS
     from zkjepsen.run.resolve import validate_spec
 
     triggered = [s for s in SCENARIOS.values() if s.schedule is not None]
     assert {"lost-create-response", "waiter-session-expiry"} <= {s.name for s in triggered}
+    calls = {**vars(g), **vars(triggers)}
     for s in triggered:
-        assert s.source and s.schedule_text().startswith("steps(\n")
+        assert s.source and s.schedule_text().startswith(("steps(\n", "lanes(\n"))
         planned = g.plan(s.schedule, seed=1)
-        assert planned and all(p.get("trigger") for p in planned)
+        # A fault at a time is aimed at named clients or servers, never at a role (who holds
+        # at 4 s differs every run): the others fire on their event.
+        assert planned and all(
+            p.get("trigger") or (p["target"] or "").startswith(("client:", "n")) for p in planned
+        ), s.name
+        # What `scenario list` prints is the schedule: it plans the same faults, lanes included.
+        assert g.plan(eval(s.schedule_text(), calls), seed=1) == planned, s.name  # noqa: S307
         for recipe in s.expect:
             validate_spec(s.spec(recipe))  # proxy faults come with proxy = true
     assert "ZOOKEEPER-1262" in SCENARIOS["lost-create-response"].source

@@ -47,7 +47,7 @@ def emit_pytest(res, run: StoredRun, name: str) -> str:
     """A standalone pytest file (needs only zkjepsen installed) that fails while the bug exists.
     The schedule is written as the generator calls that make it (`steps(sleep(4),
     on(on_acquire(delay_s=0.1), fault("pause-client", ...)))`), not as data."""
-    from zkjepsen.nemesis.generator import TARGET_DETAIL, Fault, executed_items, item_text
+    from zkjepsen.nemesis.generator import TARGET_DETAIL, Fault, executed_items, items_text
 
     spec = {**res.best.spec.to_json(), "name": f"reproduce-{name}"}
     kinds = ", ".join(sorted(res.kinds or violation_kinds(run.results)))
@@ -67,12 +67,13 @@ def emit_pytest(res, run: StoredRun, name: str) -> str:
         if redrawn
         else ""
     )
-    body = "".join(f"    {item_text(i)},\n" for i in items)
+    schedule = items_text(items)  # a `steps` per lane when the faults ran in lanes
     spec_args = "".join(f"    {k}={v!r},\n" for k, v in spec_changes(spec).items())
     used = [
         "fault",
+        *(["lanes"] if schedule.startswith("lanes(") else []),
         *(["on"] if triggers else []),
-        *(["sleep"] if any("sleep(" in item_text(i) for i in items) else []),
+        *(["sleep"] if "sleep(" in schedule else []),
         "steps",
     ]
     imports = f"from zkjepsen.nemesis.generator import {', '.join(used)}\n"
@@ -92,8 +93,7 @@ after the clients start.{note} Run: pytest test_reproduce_{name}.py
 SPEC = TestSpec(
 {spec_args})
 
-SCHEDULE = steps(
-{body})
+SCHEDULE = {schedule}
 
 
 def test_reproduce_{name}(zkjepsen_run):

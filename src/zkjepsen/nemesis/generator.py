@@ -275,10 +275,27 @@ def item_text(item: Item) -> str:
 
 
 def schedule_text(g: Gen, seed: int = 0, env: Env | None = None, indent: str = "    ") -> str:
-    """A finite generator as `steps(...)` of readable calls (unbounded ones are cut at 100)."""
-    items = list(itertools.islice(g(random.Random(seed), env or Env()), 100))
-    body = "".join(f"{indent}{item_text(i)},\n" for i in items)
-    return f"steps(\n{body})"
+    """A finite generator as readable calls (unbounded ones are cut at 100): see items_text."""
+    return items_text(list(itertools.islice(g(random.Random(seed), env or Env()), 100)), indent)
+
+
+def items_text(items: list[Item], indent: str = "    ") -> str:
+    """Items as `steps(...)` of readable calls, or, when some are on other lanes than the first,
+    `lanes(steps(...), steps(...))`, a `steps` per lane (heals with the first): each lane's
+    faults in their order and on their own timeline, as they ran."""
+    by: dict[int, list[Item]] = {}
+    for i in items:
+        by.setdefault(0 if isinstance(i, Heal) else i.lane, []).append(i)
+    if set(by) <= {0}:
+        return "steps(\n" + "".join(f"{indent}{item_text(i)},\n" for i in items) + ")"
+    inner = indent * 2
+    lanes_ = [
+        f"{indent}steps(\n"
+        + "".join(f"{inner}{item_text(i)},\n" for i in by.get(n, []))
+        + f"{indent}),\n"
+        for n in range(max(by) + 1)
+    ]
+    return "lanes(\n" + "".join(lanes_) + ")"
 
 
 # Detail a target spec carries; anything else in a fault's detail (a partition's sides, a clock

@@ -18,7 +18,10 @@ empty (no persistence, no delayed restart); client 2 takes the lock on C, D, E. 
   proof that it forgot), and how long it was down.
 
 n1 is never cut and never restarted: it also stores the resource and the fencing-token
-counter (backends/redis/session.py), which are not part of the lock.
+counter (backends/redis/session.py), which are not part of the lock. So n1 is a master both
+sides always share: a forward jump of its clock while a cut client holds (the catalogue's
+`kleppmann-redlock-clock-jump`) lets the other side reach a majority. A target naming clients
+(`client:2`, `client:2,client:3`) cuts those (a scenario that triggers on one of them).
 """
 
 from __future__ import annotations
@@ -51,11 +54,17 @@ class PartitionRedlock(IptablesFault):
         live = sorted(f"c{h.index}" for h in running_clients(ctx))
         if len(live) < 2:
             raise NoTargets("these faults need two running clients (two sides)")
-        # The current holder stays on the side that sees every master: its release then clears
-        # all five, and the cut half's next lock sits on exactly its three masters.
-        holder, how = resolve_client(ctx, "holder", rng)
-        others = rng.sample([c for c in live if c != holder], len(live) - 1)
-        cut = sorted(others[: len(live) // 2], key=lambda c: int(c[1:]))
+        if target.startswith("client:"):  # the cut half named (`client:2,client:3`)
+            named = {f"c{int(t.split(':', 1)[1])}" for t in target.split(",")}
+            cut, holder, how = sorted(named & set(live), key=lambda c: int(c[1:])), None, ""
+            if not cut:
+                raise NoTargets(f"none of {target} is running")
+        else:
+            # The current holder stays on the side that sees every master: its release then
+            # clears all five, and the cut half's next lock sits on exactly its three masters.
+            holder, how = resolve_client(ctx, "holder", rng)
+            others = rng.sample([c for c in live if c != holder], len(live) - 1)
+            cut = sorted(others[: len(live) // 2], key=lambda c: int(c[1:]))
         unseen = sorted(rng.sample([m for m in masters if m != RESOURCE_MASTER], 2))
         seen = [m for m in masters if m not in unseen]
         detail: dict[str, Any] = {
