@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.errors import BadInput
-from zkjepsen.store import regular
+from zkjepsen.store.regular import read_json as read_regular_json
 from zkjepsen.store.writable import check_directory
 
 DEFAULT_ROOT = Path(os.environ.get("ZKJEPSEN_STORE", "store"))
@@ -107,7 +107,7 @@ def read_json(path: Path, what: str) -> Any:
     """A JSON file of a run, read through the one opener (store/regular.py: a regular file,
     bounded in size and nesting)."""
 
-    return regular.read_json(path, what, "give a run directory written by zkjepsen")
+    return read_regular_json(path, what, "give a run directory written by zkjepsen")
 
 
 def check_root(root: Path | None) -> Path:
