@@ -222,9 +222,9 @@ OBSERVERS: dict[str, Observer] = {
 # inherit the observation of the run it replays (the nemesis drops these keys at a start).
 OBSERVED_KEYS = (
     "frozen", "not_frozen", "killed", "not_killed", "dropped", "dropped_unread", "restarted",
-    "clock_seen", "lost", "lost_bytes", "booted", "failed_to_start", "why_not_started", "file",
-    "flipped_offsets", "truncated_to", "served", "intended", "failed", "steps", "acted", "acts",
-    "terminated", "holding_when_hit",
+    "clock_seen", "clock_healed", "heal_step_s", "heal_step_via", "lost", "lost_bytes",
+    "booted", "failed_to_start", "why_not_started", "file", "flipped_offsets", "truncated_to",
+    "served", "intended", "failed", "steps", "acted", "acts", "terminated", "holding_when_hit",
 )  # fmt: skip
 
 
