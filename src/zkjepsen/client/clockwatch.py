@@ -11,7 +11,10 @@ One way per mechanism (nemesis/client_clock.py says which program gets which):
   the process read, and the control file's generation it used. So what is seen is what the
   program itself read, however it was started. The watch samples the page every `POLL_S` and
   writes a few readings per generation (`SAMPLES`, `SPACING_NS` apart: two give a rate), not
-  every reading (a lock loop reads its clock thousands of times a second).
+  every reading (a lock loop reads its clock thousands of times a second). The page is the
+  program's to write (its processes write their readings into it), so a program could forge
+  them: the most that buys it is a clock fault counted as landed on itself; the history's
+  other records stay beyond its reach (client/seal.py).
 - libfaketime (the Python and Java drivers): the clock is faked inside the program's process,
   where nothing outside can read it; as Jepsen's check-offsets runs `date` on a node, the watch
   runs the C clock probe (client image, `PROBE`) with the program's own environment (its
