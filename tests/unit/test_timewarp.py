@@ -159,6 +159,17 @@ def test_servers_start_under_the_launcher_only_in_a_run_that_plans_a_server_cloc
     backend.clock_files(Node("s1", 31, "10.0.0.31", 26379), server=False)  # a Sentinel
     assert not backend.timewarp_file(Node("s1", 31, "10.0.0.31", 26379)).exists()
 
+    # A power loss's halt: SIGSTOP to PID 1 would stop only the launcher (its tracee runs on).
+    sent: list[str] = []
+
+    class Container:
+        def kill(self, signal: str) -> None:
+            sent.append(signal)
+
+    monkeypatch.setattr(backend, "_container", lambda n: Container())
+    backend.halt(node)
+    assert sent == (["SIGPWR"] if warped else ["SIGSTOP"])
+
 
 def test_the_observation_page_reads_as_its_layout_says(tmp_path):
     """docker/timewarp.observed against a page written by hand in timewarp.h's layout: a slot

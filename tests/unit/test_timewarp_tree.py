@@ -265,3 +265,37 @@ def test_a_stopped_program_stays_stopped_until_it_is_continued(built, tmp_path):
     p.send_signal(signal.SIGCONT)
     assert p.stdout.read() == "on\n"
     assert p.wait(30) == 0
+
+
+def test_a_sigpwr_to_the_launcher_stops_the_program_and_not_the_launcher(built, tmp_path):
+    """A power loss stops a server by a signal to its container's PID 1; under the launcher
+    that is the tracer, whose own stop would leave the server running (and acknowledging), so
+    SIGPWR makes the launcher stop its program instead (docker/servers.py `halt`)."""
+    control = tmp_path / "ctl"
+    tw.blank(control)
+    p = subprocess.Popen(
+        [
+            str(built / "zkj-timewarp"),
+            str(control),
+            "/bin/sh",
+            "-c",
+            "echo up; while :; do :; done",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert p.stdout is not None
+    try:
+        child = _child_of(p.pid)
+        assert p.stdout.readline() == "up\n"
+        p.send_signal(signal.SIGPWR)
+        for _ in range(1000):  # bounded wait for the stop
+            if p.poll() is not None or _state(child) in ("t", "T"):
+                break
+            time.sleep(0.01)
+        assert p.poll() is None  # the launcher lives on (SIGPWR would otherwise end it)
+        assert _state(child) in ("t", "T")
+        assert _state(p.pid) not in ("t", "T")
+    finally:
+        p.kill()
+        p.wait(30)

@@ -230,6 +230,15 @@ class ServerCluster(ContainerCluster):
             return None
         return self.seen_dir(node) / SEEN_PAGE
 
+    def halt(self, node: Node) -> None:
+        """A server under zkj-timewarp is the launcher's child: SIGSTOP to the container's PID 1
+        (the launcher) would stop the tracer and leave the server acknowledging, so the
+        launcher is asked to stop it (SIGPWR, client/drivers/timewarp/launcher.c)."""
+        if self.clock_page(node) is None:
+            super().halt(node)
+        else:
+            self._container(node).kill(signal="SIGPWR")
+
     def set_clock(self, node: Node, spec: str) -> None:
         if self.timewarp:
             path = self.timewarp_file(node)

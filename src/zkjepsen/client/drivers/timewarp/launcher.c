@@ -27,7 +27,8 @@
  *
  * Signals: every signal a traced process gets is passed on unchanged; a stop signal stops it
  * as without a tracer (PTRACE_LISTEN). The signals the launcher itself gets (a container's
- * stop) go to PROGRAM's process. The launcher exits with PROGRAM's status (128 + signal if a
+ * stop) go to PROGRAM's process; SIGPWR stops PROGRAM's process (SIGSTOP: a power loss's
+ * first instant, which the harness cannot give the launcher itself). The launcher exits with PROGRAM's status (128 + signal if a
  * signal ended it) as soon as PROGRAM's process ends; processes of the tree still running are
  * then untraced (the kernel detaches them) and keep the patches they have. x86_64 only. */
 #define _GNU_SOURCE
@@ -335,6 +336,14 @@ static void forward(int sig) {
     if (child > 0) kill(child, sig);
 }
 
+/* SIGPWR: a power loss's first instant (docker/servers.py `halt`). The harness stops a
+ * server by SIGSTOP to its container's PID 1; under the launcher that is the launcher, whose
+ * tracees would run on (a tracer's stop does not stop them), so the program gets it instead. */
+static void halt(int sig) {
+    (void)sig;
+    if (child > 0) kill(child, SIGSTOP);
+}
+
 /* Fork PROGRAM's process, traced from before its exec. */
 static void start(char **argv) {
     int go[2];
@@ -406,6 +415,8 @@ int main(int argc, char **argv) {
         signal(sigs[i], forward);
         sigaddset(&fwd, sigs[i]);
     }
+    signal(SIGPWR, halt);
+    sigaddset(&fwd, SIGPWR);
     for (;;) {
         int st;
         sigprocmask(SIG_UNBLOCK, &fwd, NULL);
