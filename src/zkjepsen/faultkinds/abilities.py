@@ -12,7 +12,7 @@ SERVER_CLOCK = "server-clock"  # the servers' clocks can be skewed (libfaketime 
 ZK_WIRE = "zk-wire"  # speaks ZooKeeper's wire protocol (the clients' proxy understands it)
 TERMINATE_SESSION = "terminate-session"  # the server can end one holder's session
 INDEPENDENT_MASTERS = "independent-masters"  # Redlock's 5 masters, each on its own
-# Declared for the faults to come (disk faults, membership changes, clock faults by process).
+# The disk faults' and the membership faults' needs; `server-process` for a fault to come.
 DATA_FILES = "data-files"  # the servers say where their data lives
 RECONFIGURE = "reconfigure"  # the membership can change while it runs
 SERVER_PROCESS = "server-process"  # the servers say which process is the server
@@ -31,5 +31,5 @@ ABILITIES: dict[str, str] = {
 
 # What the run's clients can offer (run/resolve.py refuses a lack with the setting to change).
 WIRE_PROXY = "wire-proxy"  # every client talks to the servers through its own wire proxy
-CLIENT_CLOCK = "client-clock"  # libfaketime reaches the program under test (not Go, not in-process)
+CLIENT_CLOCK = "client-clock"  # a program of its own (libfaketime or zkj-timewarp): not in-process
 CLIENT_ABILITIES = (WIRE_PROXY, CLIENT_CLOCK)
