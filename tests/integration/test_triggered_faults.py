@@ -158,3 +158,21 @@ def test_a_trigger_per_client_faults_each_client_on_its_own_acquires_side_by_sid
     ]
     assert overlapping, [(f["fault_id"], f["start_ns"], f["end_ns"]) for f in faults]
     assert r.valid is not False, r.results  # kazoo's fenced resource keeps lock order
+
+
+def test_a_waiter_queued_by_curator_is_found_by_its_session_and_killed(zk_image, tmp_path):
+    """blog-waiter-crash's trigger on Curator's InterProcessMutex: its lock node holds its
+    host's address (Curator's default data), not `client-N`; the waiter's node is found by the
+    session that owns it, and the kill lands while it waits (it was "no fault ran" before)."""
+    from zkjepsen.reproduce.scenarios import get_scenario
+
+    s = get_scenario("blog-waiter-crash")
+    spec = s.spec("curator-java", seed=1)
+    spec.image = zk_image
+    r = run_test(spec, tmp_path, gen=s.schedule)
+    sched = json.loads((r.store_dir / "schedule.json").read_text())
+    (kill,) = sched["faults"]
+    fired = kill["fired"]
+    assert fired["queued"].startswith("_c_") and fired["ahead"] >= 1, fired  # Curator's node
+    assert kill["targets"] == [f"c{fired['client']}"] and kill.get("landed") is True, kill
+    assert s.expect["curator-java"].judge(r.valid, r.results)[0], r.results

@@ -220,7 +220,7 @@ def test_scenario_expectations_judge_from_results_only():
 def test_triggered_scenarios_name_their_source_and_plan_their_schedule():
     from zkjepsen.nemesis import triggers
     from zkjepsen.reproduce.scenarios import SCENARIOS
-    from zkjepsen.run.resolve import validate_spec
+    from zkjepsen.run.resolve import resolve
 
     triggered = [s for s in SCENARIOS.values() if s.schedule is not None]
     assert {"lost-create-response", "waiter-session-expiry"} <= {s.name for s in triggered}
@@ -235,6 +235,7 @@ def test_triggered_scenarios_name_their_source_and_plan_their_schedule():
         ), s.name
         # What `scenario list` prints is the schedule: it plans the same faults, lanes included.
         assert g.plan(eval(s.schedule_text(), calls), seed=1) == planned, s.name  # noqa: S307
-        for recipe in s.expect:
-            validate_spec(s.spec(recipe))  # proxy faults come with proxy = true
+        for recipe in s.expect:  # as it runs: proxy faults come with proxy = true
+            spec = resolve(s.spec(recipe), s.schedule).spec
+            assert set(spec.nemesis) == {p["f"] for p in planned}, s.name  # named after them
     assert "ZOOKEEPER-1262" in SCENARIOS["lost-create-response"].source
