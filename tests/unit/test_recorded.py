@@ -161,7 +161,7 @@ def test_a_spec_naming_other_faults_than_its_generator_is_refused():
         ({"fault": "kill-one", "trigger": {"kind": "nope"}}, "item 2: fault kill-one's trigger"),
         ({"fault": "kill-one", "lane": -1}, "item 2: lane must be"),
         ({"what": 1}, r"item 2: \['what'\] is not an item"),
-        ({"fault": "no-such-fault"}, "unknown nemesis 'no-such-fault'"),
+        ({"fault": "no-such-fault"}, "generator runs unknown fault 'no-such-fault'"),
     ],
 )
 def test_a_bad_recorded_item_is_one_sentence_naming_it(table, why):

@@ -50,12 +50,19 @@ def settle_generator(spec: TestSpec) -> None:
     name and power line would claim a fault that did not run)."""
     if spec.generator is None:
         return
+    from zkjepsen.faultkinds import KINDS
     from zkjepsen.nemesis import recorded
 
     try:
         names = recorded.fault_names(spec.generator)
     except recorded.NotAnItem as e:
         raise BadInput(f"generator {e}") from None
+    unknown = [n for n in names if n not in KINDS]
+    if unknown:  # here too, not only in validate_spec: a stored test.json is read with settle
+        raise BadInput(
+            f"generator runs unknown fault {unknown[0]!r}; choose from "
+            f"{', '.join(sorted(KINDS))} (`zkjepsen list nemeses`)"
+        )
     given = [n for n in spec.nemesis if n != "none"]
     if not set(given) <= set(names):
         raise BadInput(
