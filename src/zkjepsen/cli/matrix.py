@@ -107,9 +107,13 @@ def check_out(out: Path) -> None:
 
 
 def _split(text: str, what: str) -> list[str]:
-    items = [x.strip() for x in text.split(",") if x.strip()]
-    if not items:
-        raise BadInput(f"--{what} needs at least one name")
+    """A comma-separated list; an empty entry (a stray comma) is refused, as `test --nemesis`
+    and `--zk-versions` refuse it, not dropped."""
+    items = [x.strip() for x in text.split(",")]
+    if not all(items):
+        raise BadInput(
+            f"--{what} {text!r} has an empty entry; give one or more names separated by commas"
+        )
     return items
 
 
@@ -130,12 +134,14 @@ def checked_cells(specs: list[tuple[str, Any]]) -> dict[str, str]:
     matrix runs. Every other cell's spec is checked here, before the first cluster starts (all
     shards' cells, so every shard fails alike)."""
     from zkjepsen.report import findings
+    from zkjepsen.run.readers import check_read_by_any
     from zkjepsen.run.resolve import validate_spec
 
     na = findings.not_applicable_cells(specs)
     for cell, spec in specs:
         if cell not in na:
-            validate_spec(spec)
+            validate_spec(spec, alone=False)
+    check_read_by_any(spec for cell, spec in specs if cell not in na)  # read by some cell
     return na
 
 

@@ -107,6 +107,7 @@ _KINDS = [
         "all",
         "drop a random fraction (default 10%) of packets to and from the target servers",
         silence(),
+        params=("probability",),
     ),
     kind(
         "kill-one",
@@ -184,6 +185,7 @@ _KINDS = [
         "steps its monotonic clock too; zkj-timewarp, on etcd and Redis, the wall clock only)",
         instant(),
         SERVER_CLOCK,
+        params=("offset_s",),
     ),
     kind(
         "clock-strobe",
@@ -192,6 +194,7 @@ _KINDS = [
         "flip one server's clock between +d and 0 every ~1.2 s",
         during(),
         SERVER_CLOCK,
+        params=("offset_s", "period_s"),
     ),
     kind(
         "clock-rate-leader",
@@ -201,6 +204,7 @@ _KINDS = [
         during(),
         SERVER_CLOCK,
         LEADER,
+        params=("rate",),
     ),
     # On clients: libfaketime (Python, Java) or zkj-timewarp (Go, any other) in the program
     # under test, never in the recorder.
@@ -212,6 +216,7 @@ _KINDS = [
         "TTL / session timeout); the recorder's stamps stay real",
         during(),
         clients=(CLIENT_CLOCK,),
+        params=("offset_s",),
     ),
     kind(
         "clock-rate-client",
@@ -221,6 +226,7 @@ _KINDS = [
         "clock only)",
         during(),
         clients=(CLIENT_CLOCK,),
+        params=("rate",),
     ),
     kind(
         "pg-terminate-holder",

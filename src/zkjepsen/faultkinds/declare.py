@@ -28,6 +28,9 @@ class FaultKind(NamedTuple):
     duration: str | None = None
     kills_clients: bool = False  # its start ends the target clients' processes (and holds)
     observer: str = ""  # how it is seen to land: a key of landing.OBSERVERS
+    # The `--param`s it reads (its magnitudes: offset_s, rate): a run that gives one and runs
+    # no fault reading it is refused (run/readers.py), not run at some default.
+    params: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = sorted(
@@ -58,6 +61,7 @@ def kind(
     duration: str | None = None,
     kills_clients: bool = False,
     observer: str = "",
+    params: tuple[str, ...] = (),
 ) -> FaultKind:
     """A declaration, checked: a family, abilities, a power rule and an observer (how it is
     seen to land; its family's by default) this module knows (a typo would otherwise make a
@@ -79,4 +83,5 @@ def kind(
         duration,
         kills_clients,
         observer,
+        params,
     )

@@ -27,6 +27,7 @@ from zkjepsen.client.command import (
 from zkjepsen.errors import BadInput
 from zkjepsen.recipes import RECIPES, resolve_backend, validate_recipe
 from zkjepsen.run.analysis import checkers_for
+from zkjepsen.run.readers import Shape, check_can_act, check_read
 from zkjepsen.run.recording import record_schedule, settle_generator
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.workloads import get_workload
@@ -60,8 +61,11 @@ def settle(spec: TestSpec) -> TestSpec:
 
 
 def spec_from_json(d: Any) -> TestSpec:
-    """A TestSpec from a table (a config, test.json), with its registry checks done."""
-    return settle(TestSpec.from_json(d))
+    """A TestSpec from a table (a config, test.json), with its registry checks done: every
+    setting it gives is read by a part of the run, and can act (run/readers.py)."""
+    spec = settle(TestSpec.from_json(d))
+    check_read(spec)
+    return spec
 
 
 def program_for(
@@ -156,10 +160,12 @@ def _open_to_others(path: Path) -> bool:
         return True  # missing: reported elsewhere
 
 
-def validate_spec(spec: TestSpec) -> None:
+def validate_spec(spec: TestSpec, alone: bool = True) -> None:
     """Fail fast, before anything is created, on names that do not exist and parameters the
     workload or recipe cannot use. Fills in what the registries decide (clients, backend, a
-    fixed shape's nodes, the ZooKeeper version, params), so test.json says what really ran."""
+    fixed shape's nodes, the ZooKeeper version, params), so test.json says what really ran.
+    `alone`: a setting this run does not read is refused; False (a matrix's cell, whose
+    settings its other cells may read): only what cannot act is (`check_read_by_any`)."""
 
     settle(spec)
     get_workload(spec.workload)
@@ -182,6 +188,10 @@ def validate_spec(spec: TestSpec) -> None:
         # The wire protocol's loops (client/loop.py) never nest: such a run would test
         # nothing it claims to.
         raise BadInput("param nested needs client_mode in-process (the protocol loops never nest)")
+    if alone:
+        check_read(spec)
+    else:
+        check_can_act(spec, Shape.of(spec))
 
 
 def _check_nemeses(spec: TestSpec, names: list[str]) -> None:

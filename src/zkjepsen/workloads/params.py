@@ -285,3 +285,31 @@ def params_line(workload: str) -> str:
         )
 
     return " ".join(f"{n}={text(d)}" for n, d in WORKLOAD_PARAMS.get(workload, ()))
+
+
+# Who else reads a parameter (issue 48: a setting given and read by nobody is refused, not run
+# at a default; run/readers.py). Beyond `WORKLOAD_PARAMS`, what a workload's setup or loop reads
+# that `zkjepsen list workloads` does not show:
+# (fresh_lock: the Python driver's lock loop, workloads/driver/server.py; abandon_unknown: the
+# in-process one, workloads/inprocess.py.)
+_LOOPED = ("fresh_lock", "abandon_unknown")
+WORKLOAD_READS_TOO: dict[str, tuple[str, ...]] = {
+    "lock": ("make_lock_path", "ready_path", *_LOOPED),  # workloads/lock.py, client/loop.py
+    "election": ("make_lock_path", *_LOOPED),  # the same setup as lock's
+    "counter": _LOOPED,
+    "rwlock": _LOOPED,
+}
+# A recipe's own: the code that reads each (tests/unit/test_settings_read.py holds the names to
+# the registry). A user's recipe (exec, exec:PATH, module:Name) may read any parameter.
+RECIPE_PARAMS: dict[str, tuple[str, ...]] = {
+    "redis-setnx": ("lock_ttl_s",),  # recipes/base.py RedisRecipe
+    "redis-set-px": ("lock_ttl_s",),
+    "redlock": ("lock_ttl_s",),
+    "etcd3-python": ("lock_ttl_s",),  # recipes/etcd3_lock.py (the Go ones lease the session's)
+    "etcd-mutex-go": ("unlock_timeout_ms", "unlock_retry"),  # client/drivers/etcd/main.go
+    "rwlock": ("mode",),  # recipes/rwlock.py, when the workload does not choose the mode
+}
+# A service's servers' own (each backend's cluster reads them as it starts its servers).
+SERVICE_PARAMS: dict[str, tuple[str, ...]] = {
+    "postgres": ("pg_keepalives", "pg_idle_tx_timeout_s"),  # backends/postgres/cluster.py
+}
