@@ -19,6 +19,7 @@ KIND_WORDS = {
     "foreign-token": "writes with a foreign token",
     "read-out-of-bounds": "reads out of bounds",
     "stuck": "stuck periods",
+    "phantom-grant": "grants the service never saw (phantom grants)",
 }
 
 

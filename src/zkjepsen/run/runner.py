@@ -28,6 +28,7 @@ from zkjepsen.history.jsonl import merge_records
 from zkjepsen.nemesis.client_clock import NAMES, program_clock
 from zkjepsen.run import online
 from zkjepsen.run.analysis import check_history, history_stats, render_reports
+from zkjepsen.run.observer import observe
 from zkjepsen.run.outcome import Phase, RunResult, Teardown, stopped
 from zkjepsen.run.resolve import ResolvedTest, resolve
 from zkjepsen.run.seams import Display, RunLog, nemesis_plan, settled_clients
@@ -282,6 +283,7 @@ def _run_phases(
     pool = ClientPool(ens, run_dir, docker=client)
     stop = threading.Event()
     follower = None
+    observer = None  # who holds, as the service says (run/observer.py)
     try:
         phase[0] = Phase.WORKLOAD_SETUP
         with signals.deadline(
@@ -295,6 +297,7 @@ def _run_phases(
         # fault schedule) begins when all of them are ready, so every client sees it whole.
         phase[0] = Phase.CLIENT_START
         deadline = _start_clients(test, ens, pool, t0_ns, log)
+        observer = observe(spec, test.backend.family, ens, run_dir.nemesis_log, t0_ns)
         if display:
             display.attach(run_dir, t0_ns, spec)
         phase[0] = Phase.MAIN
@@ -319,6 +322,8 @@ def _run_phases(
             stop.set()
             if follower is not None:
                 follower.end()
+            if observer is not None:
+                observer.stop()
             pool.stop()
             zk.stop()
             zk.close()

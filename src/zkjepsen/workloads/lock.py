@@ -29,6 +29,7 @@ from zkjepsen.checker.exercised import Exercised
 from zkjepsen.checker.fencing import FencingChecker
 from zkjepsen.checker.liveness import LivenessChecker
 from zkjepsen.checker.lock import LockChecker
+from zkjepsen.checker.phantom import PhantomChecker
 from zkjepsen.client.loop import all_paths
 from zkjepsen.recipes.base import param
 from zkjepsen.workloads.common import ensure, resource_mode
@@ -89,6 +90,8 @@ class LockWorkload:
                 need=(self.acquire_f,), per_client=(self.acquire_f,), release=(self.release_f,)
             ),
         }
+        # grants the service never saw (run/observer.py read who holds during the run)
+        checkers["phantom"] = PhantomChecker(self.acquire_f, self.release_f)
         if self.writes_resource(params):  # no write, no order to judge: fencing says unknown
             checkers["fencing"] = FencingChecker(**names)
         if self.multi_step and param(params, "writes", 2) > 1:  # judge the update's atomicity

@@ -166,6 +166,19 @@ class EtcdSession:
         found = ranged(responses[-1])
         raise BadVersion(f"version {(found['version'] - 1) if found else None}, not {version}")
 
+    # -- who holds, as the service sees it (run/observer.py) ------------------------------------
+    def lock_holders(self) -> list[int]:
+        """The create revisions of every key that is not the runner's (the resources): the
+        lock keys of whatever recipe or program, identified as the protocol's token is."""
+        whole = {"request_range": {"key": b64(b"\0"), "range_end": b64(b"\0"), "keys_only": True}}
+        found = field(self.txn([], [whole], [])["responses"][0], "response_range") or {}
+        revisions = []
+        for raw in found.get("kvs") or []:
+            one = kv(raw)
+            if not one["key"].startswith(RESOURCE_PREFIX.encode()):
+                revisions.append(one["create_revision"])
+        return sorted(revisions)
+
     # -- requests ---------------------------------------------------------------------------
     def txn(self, checks: list, success: list, failure: list) -> dict[str, Any]:
         """One transaction on the current member; no answer moves on to the next member and

@@ -168,3 +168,14 @@ class RedisSession:
     @staticmethod
     def lock_key(lock_path: str) -> str:
         return LOCK_PREFIX + lock_path
+
+    # -- who holds, as the service sees it (run/observer.py) ------------------------------------
+    def lock_holders(self) -> list[str]:
+        """Every key on the masters that is not the runner's (the resource, the token
+        counters): a lock key of whatever recipe or program. Redis keeps no owner with a key a
+        program chose, so this says whether a lock is held, not whose."""
+        ours = (RESOURCE_PREFIX.encode(), FENCE_PREFIX.encode())
+        keys: set[str] = set()
+        for m in self.masters:
+            keys.update(k.decode(errors="replace") for k in m.keys("*") if not k.startswith(ours))
+        return sorted(keys)
