@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from zkjepsen.errors import BadInput
+from zkjepsen.faultkinds import KINDS
 from zkjepsen.run.spec import TestSpec
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def settle_generator(spec: TestSpec) -> None:
     name and power line would claim a fault that did not run)."""
     if spec.generator is None:
         return
-    from zkjepsen.faultkinds import KINDS
+    # here, not at the top: as in record_schedule (the nemesis loads every fault's module)
     from zkjepsen.nemesis import recorded
 
     try:
