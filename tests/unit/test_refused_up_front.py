@@ -116,9 +116,9 @@ def test_config_values_hidden_by_an_option_are_still_validated(config, cli, word
 def test_the_command_line_wins_over_a_valid_config(here):
     from zkjepsen.cli.run import with_config
 
-    toml = {"clients": 4, "nodes": 5, "params": {"hold_s": 1, "resource": "plain"}}
+    toml = {"clients": 4, "nodes": 5, "params": {"hold_s": 1, "resource": "fenced"}}
     got = with_config(toml, {"clients": 2, "params": {"hold_s": 2}}, Path("t.toml"))
-    assert got == {"clients": 2, "nodes": 5, "params": {"hold_s": 2, "resource": "plain"}}
+    assert got == {"clients": 2, "nodes": 5, "params": {"hold_s": 2, "resource": "fenced"}}
     # tick_ms in the file makes the command line's session timeout legal: both sources valid.
     toml = {"zookeeper": {"tick_ms": 100}}
     assert with_config(toml, {"session_timeout_s": 1.0}, None)["zookeeper"] == {"tick_ms": 100}

@@ -38,6 +38,8 @@ from zkjepsen.workloads.params import (
 ACQUIRING = ("lock", "election", "counter", "rwlock", "raw")
 ON_ACQUIRE = ("acquired", "acquired-each")
 SERVERS = re.compile(r"^n([0-9]+)$")
+CLIENT_AIMS = ("holder", "random")  # a fault kind aimed at a client (nemesis/targets.py)
+SERVER_ROLES = ("one", "leader", "minority", "majority")
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,8 @@ def check_can_act(spec: TestSpec, shape: Shape) -> None:
     """Targets, triggers and magnitudes the resolved run can act on, or bad input."""
     if spec.fault_target is not None and shape.faults:
         check_target(spec.fault_target, shape, "fault_target")
+        for f in shape.faults:
+            check_side(spec.fault_target, f)
     kinds = KINDS
     for f in shape.faults:
         target = spec.fault_target or (kinds[f].target if f in kinds else "")
@@ -176,6 +180,32 @@ def check_can_act(spec: TestSpec, shape: Shape) -> None:
         check_offset(spec.params.get("offset_s"), "param offset_s")
     for i, item in enumerate(spec.generator or ()):
         _check_item(item, shape, f"the schedule's item {i + 1} ({item.get('fault')})")
+
+
+def check_side(target: str, fault: str) -> None:
+    """`fault_target` aims every fault: one on a client takes a client (nemesis/targets.py
+    would pick a random client for a server's name), one on servers only (a process or clock
+    fault, a partition between servers) takes servers (a client's name fails as no server)."""
+    kind = KINDS.get(fault)
+    if kind is None:
+        return
+    names_servers = target in SERVER_ROLES or all(
+        SERVERS.match(n.strip()) for n in target.split(",")
+    )
+    names_client = target.startswith("client:") or target == "holder"  # (random: membership's)
+    if kind.target in CLIENT_AIMS and names_servers:
+        raise BadInput(
+            f"fault_target {target} names servers, and {fault} acts on a client; give "
+            "client:N, holder or random, or leave it out"
+        )
+    on_servers = kind.family in ("process", "clock") or (
+        kind.family == "partition" and "peers" in kind.needs
+    )
+    if kind.target not in CLIENT_AIMS and on_servers and names_client:
+        raise BadInput(
+            f"fault_target {target} names a client, and {fault} acts on servers; give server "
+            f"names (n1,n3), {', '.join(SERVER_ROLES)} or all, or leave it out"
+        )
 
 
 def check_target(target: Any, shape: Shape, what: str) -> None:
