@@ -135,12 +135,18 @@ class LivenessChecker:
 
     def _after_heal(self, client_ops: list[Op], quiet_start: int) -> tuple[list[Any], int]:
         """The clients that invoked an acquire in the quiet period, and the acquires granted
-        in it."""
+        in it. An acquire its client's own program broke off (a protocol fault, `client-error`:
+        it closed its stdout, died, answered junk) asked the lock nothing: a program broken on
+        every request is no lock that stopped granting (exercised says it was not tested)."""
+        broken = _broken_off(client_ops, self.acquire)
         waiting = sorted(
             {
                 op.actor
                 for op in client_ops
-                if op.type == "invoke" and op.f in self.acquire and quiet_start <= op.time
+                if op.type == "invoke"
+                and op.f in self.acquire
+                and quiet_start <= op.time
+                and op.index not in broken
             },
             key=str,
         )
@@ -219,6 +225,23 @@ class LivenessChecker:
             f"without the lock ({free / S:.1f} s of it while nobody held it), past the bound "
             f"of {bound_text(self.bound)}",
         }
+
+
+def _broken_off(client_ops: list[Op], acquire: frozenset[str]) -> set[int]:
+    """The indexes of the acquire invokes whose op ended in a protocol fault of the client's
+    own program (`client-error`)."""
+    pending: dict[Any, int] = {}
+    out: set[int] = set()
+    for op in client_ops:
+        if op.f not in acquire or op.type == "event":
+            continue
+        if op.type == "invoke":
+            pending[op.process] = op.index
+        elif op.process in pending:
+            invoked = pending.pop(op.process)
+            if op.type != "ok" and op.extra.get("error") == "client-error":
+                out.add(invoked)
+    return out
 
 
 def bound_text(bound: tuple[float, float]) -> str:

@@ -40,7 +40,8 @@ def print_verdict(run: RunResult) -> None:
         # as if power were a property that held).
         said = "" if name == "power" else f"{verdict_word(res.valid)[0]}  "
         console.print(f"  {name}: {said}{summarise(res)}".rstrip())
-    if not whole.parts and whole.valid is not True and whole.reason:  # no checker said it
+    said_by_part = any(p.reason == whole.reason for p in whole.parts.values())
+    if whole.valid is not True and whole.reason and not said_by_part:  # no checker said it
         console.print(f"  {whole.reason}", markup=False, highlight=False)
     early = run.results.get("early_stop") if isinstance(run.results, dict) else None
     if early and early.get("stopped_early"):
@@ -311,9 +312,9 @@ def analyze_command(store_dir: Path) -> None:
     check_run_folder(store_dir)  # a symlink loop is one sentence, before resolve() meets it
     stored = StoredRun.load(store_dir.resolve())
     history = stored.history()
-    from zkjepsen.run.analysis import check_history  # (the reports: only `analyze` uses them)
+    from zkjepsen.run.analysis import check_run  # (the reports: only `analyze` uses them)
 
-    result = check_history(history, stored.spec, stored.store_dir)
+    result = check_run(history, stored.spec, stored.store_dir)
     run = RunResult(stored.spec, stored.store_dir, result.valid, result.to_json(), {})
     print_verdict(run)
     from zkjepsen.run.analysis import finish_report

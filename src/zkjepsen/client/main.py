@@ -118,7 +118,7 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
     finally:
         client.program.kill()
         watching.set()  # before the history closes: the watch writes into it
-        rec.close()
+        rec.finish()  # its end: the file is whole (run/accounting.py)
     return 0 if not client.gave_up else 3
 
 

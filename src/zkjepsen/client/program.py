@@ -21,11 +21,15 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from zkjepsen.client.holders import held_only_by_wrappers, kill_holders
 from zkjepsen.client.protocol import Event, ProtocolFault, Reply, encode, parse_line, request
 
 MAX_LINE = 1 << 20  # longer is no protocol message; unread, it cannot fill the recorder's memory
 SLICE_S = 0.05  # wait in slices; a slice that took much longer means we were frozen
 FROZEN_GAP_S = 0.5
+# An answer not there after this long: does anything but a wrapper of ours (a shell, the clock
+# launcher) still hold the program's stdout (client/holders.py)? Asked again every LOOK_S.
+LOOK_S = 0.5
 
 
 class Stopped(ProtocolFault):
@@ -89,7 +93,10 @@ class Program:
         return self.proc is not None and self.proc.poll() is None
 
     def kill(self) -> None:
-        """Kill the program's whole process group (a shell's children too)."""
+        """Kill the program's whole process group (a shell's children too), then whatever of
+        it still holds its pipes (a child that escaped into a session of its own). Its stdout
+        is the reader's to close, at the EOF that follows: closing it here would wait for the
+        reader's read, as long as anything holds the pipe."""
         p, self.proc = self.proc, None
         if p is None:
             return
@@ -101,12 +108,21 @@ class Program:
             p.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
+        pipes = []
         for f in (p.stdin, p.stdout):
             try:
-                if f is not None:
-                    f.close()
-            except OSError:
+                pipes.append(f.fileno()) if f is not None else None
+            except ValueError:  # closed (the reader's, at its EOF): nothing holds that pipe
                 pass
+        try:
+            kill_holders(pipes, self.uid)
+        except OSError:  # one closed meanwhile
+            pass
+        try:
+            if p.stdin is not None:
+                p.stdin.close()
+        except OSError:
+            pass
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Send `close`, then SIGTERM, then SIGKILL: the program ends either way."""
@@ -147,7 +163,7 @@ class Program:
             self._fault(
                 f"the program died before {op} (id {rid}) could be sent ({self.exit_note()})"
             )
-        awake, stopped_at = 0.0, None
+        awake, stopped_at, look = 0.0, None, LOOK_S
         while True:
             t = time.monotonic()
             try:
@@ -166,9 +182,11 @@ class Program:
             if isinstance(item, ProtocolFault):
                 self._fault(str(item))
             if isinstance(item, _Dead):
-                self._fault(
-                    f"the program died with {op} (id {rid}) unanswered ({self.exit_note()})"
-                )
+                self._fault(self._ended(op, rid))
+            if awake >= look:
+                look = awake + LOOK_S
+                if self._stdout_closed():
+                    self._fault(f"the program closed its stdout with {op} (id {rid}) unanswered")
             if awake > timeout_s:
                 self._fault(
                     f"the program hung: no answer to {op} (id {rid}) within {timeout_s:g} s"
@@ -178,6 +196,23 @@ class Program:
                 if awake - stopped_at > 3.0:
                     self.kill()
                     raise Stopped(f"the run ended with {op} (id {rid}) unanswered")
+
+    def _ended(self, op: str, rid: int) -> str:
+        note = self.exit_note()
+        if note == "stdout closed":  # EOF, and the program still runs: it closed its stdout
+            return f"the program closed its stdout with {op} (id {rid}) unanswered"
+        return f"the program died with {op} (id {rid}) unanswered ({note})"
+
+    def _stdout_closed(self) -> bool:
+        """The program closed its stdout, though a wrapper we started still holds the pipe
+        (so no EOF comes): a protocol fault of its own, not a hang to wait out."""
+        p = self.proc
+        if p is None or p.stdout is None:
+            return False
+        try:
+            return held_only_by_wrappers(p.stdout.fileno(), self.argv, self.uid)
+        except (OSError, ValueError):  # our end closed meanwhile: the reader says what ended
+            return False
 
     def _fault(self, sentence: str) -> None:
         self.kill()
@@ -227,4 +262,6 @@ class Program:
                     out.put(msg)
         except (OSError, ValueError):
             pass
+        finally:
+            stdout.close()  # EOF: no process holds the pipe any more
         out.put(_Dead())

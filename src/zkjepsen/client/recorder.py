@@ -18,17 +18,26 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from zkjepsen.client.loop import client_params
-from zkjepsen.history.jsonl import Appender
+from zkjepsen.history.jsonl import Appender, mend
 
 if TYPE_CHECKING:
     from zkjepsen.client.spec import ClientSpec
 
 
+# The event a client's recorder ends its file with (`finish`), counting the records before it:
+# a file that does not end so was cut short, or lost or gained records (run/accounting.py).
+END = "client-end"
+
+
 class Recorder:
-    """Appends one JSON line per op or event; every line is written with one `write(2)`."""
+    """Appends one JSON line per op or event; every line is written with one `write(2)`. A
+    client's recorder ends with `finish()`: its `client-end` event says how many records the
+    file holds before it (a restarted client's earlier lives included)."""
 
     def __init__(self, path: str, t0_ns: int, client: int, nclients: int) -> None:
+        self.records = mend(path)  # what an earlier life of this client left (a cut line: gone)
         self._out = Appender(path)
+        self._count = threading.Lock()
         self.t0_ns = t0_ns
         self.client = client
         self.nclients = nclients
@@ -38,7 +47,9 @@ class Recorder:
         return time.monotonic_ns() - self.t0_ns
 
     def write(self, record: dict[str, Any]) -> None:
-        self._out.write(record)
+        with self._count:  # the count and the file in step: the end says what the file holds
+            self._out.write(record)
+            self.records += 1
 
     def op(
         self,
@@ -69,6 +80,23 @@ class Recorder:
 
     def close(self) -> None:
         self._out.close()
+
+    def finish(self) -> None:
+        """The client's end: its `client-end` event, the file's last line (no other thread's
+        record can follow it), then close. Only a recorder that ran to its end writes it."""
+
+        def end() -> dict[str, Any]:
+            return {
+                "time": self.now(),
+                "process": self.process,
+                "type": "event",
+                "f": END,
+                "client": self.client,
+                "value": {"records": self.records},
+            }
+
+        with self._count:
+            self._out.close(last=end)
 
 
 @dataclass

@@ -50,7 +50,8 @@ PROGRAM_HOME = "/tmp"
 OUT_MODE = 0o770
 # The recorder's capabilities, each for one thing it does (all else is dropped):
 RECORDER_CAPS = (
-    "SETUID",  # start the program as PROGRAM_UID (setresuid in the child, before exec)
+    "SETUID",  # start the program as PROGRAM_UID (setresuid in the child, before exec); and
+    # read its descriptors in /proc as its uid, one thread's setfsuid (client/holders.py)
     "SETGID",  # ...with PROGRAM_UID's group and no supplementary group (setgroups, setresgid)
     "KILL",  # signal the program it started, a different uid (stop it, kill it on a fault)
 )

@@ -36,11 +36,34 @@ class Appender:
         with self._lock:
             os.write(self._fd, line)
 
-    def close(self) -> None:
+    def close(self, last: Callable[[], dict[str, Any]] | None = None) -> None:
+        """Close the file; `last` makes the line written just before, under the same lock, so
+        no other thread's record can follow it (a client's end: client/recorder.py)."""
         with self._lock:
             if self._fd >= 0:
+                if last is not None:
+                    line = json.dumps(last(), separators=(",", ":"), default=str) + "\n"
+                    os.write(self._fd, line.encode())
                 os.close(self._fd)
                 self._fd = -1
+
+
+def mend(path: str | os.PathLike[str]) -> int:
+    """Before a writer appends to a file an earlier writer may have left (a client restarted
+    after a SIGKILL): drop a last line that was cut short (the kernel may stop a write at a
+    page boundary when the writer is killed), so the next record starts a line of its own
+    instead of gluing onto half a record; returns how many lines the file then holds. Only for
+    a file with no other writer at the time."""
+    try:
+        fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return 0
+    with open(fd, "r+b", closefd=True) as fh:
+        data = fh.read()
+        keep = data.rfind(b"\n") + 1
+        if keep < len(data):
+            fh.truncate(keep)
+    return data.count(b"\n", 0, keep)
 
 
 class Tailer:
@@ -121,9 +144,15 @@ def merge_records(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any
 
     A client killed mid-write may leave a truncated last line: it is dropped (the op it would
     have recorded stays incomplete, which the checkers read as "unknown")."""
+    return merge_lists(read_records(path) for path in paths)
+
+
+def merge_lists(sources: Iterable[Iterable[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Several sources' records (each in the order it wrote them) as one list ordered by time,
+    with fresh indices."""
     records: list[dict[str, Any]] = []
-    for path in paths:
-        records.extend(r for r in read_records(path) if isinstance(r.get("time"), int))
+    for source in sources:
+        records.extend(r for r in source if isinstance(r.get("time"), int))
     records.sort(key=lambda r: r["time"])  # stable: per-file order survives equal times
     for i, r in enumerate(records):
         r["index"] = i
@@ -132,9 +161,12 @@ def merge_records(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any
 
 def merge_files(paths: Iterable[str | os.PathLike[str]]):
     """The merged history of several live files, as a validated `History`."""
+    return checked_history(merge_records(paths))
 
-    # Each record checked as a history line is (a client's file is evidence handed back too);
-    # its number is its place in the merged order.
-    h = History([check_record(r, n) for n, r in enumerate(merge_records(paths), 1)])
+
+def checked_history(records: list[dict[str, Any]]) -> History:
+    """Merged records as a validated `History`: each checked as a history line is (a client's
+    file is evidence handed back too), its number its place in the merged order."""
+    h = History([check_record(r, n) for n, r in enumerate(records, 1)])
     h.validate()
     return h

@@ -2,8 +2,10 @@
 
 Each recipe is a module that ports one algorithm faithfully, bugs included (each module's
 docstring names its source and the flaw to expect). `--recipe package.module:Name` imports a
-user's own recipe: a class or factory called as `Name(zk, path, hosts=, identifier=, params=)`
-(or `Name(zk, path)` if it takes no keywords), or an object that already has `acquire`.
+user's own recipe: a class with `acquire(timeout)`, `release()` and `holding()` (the `Recipe`
+protocol), built as `Name(zk, path, hosts=, identifier=, params=)` (or `Name(zk, path)` if it
+takes no keywords), or an object that already has them. Any other callable (a function,
+`os:system`) is no lock recipe: refused before anything starts (`validate_recipe`).
 
 Modules are imported lazily: a client container imports only the recipe it runs.
 """
@@ -307,8 +309,10 @@ def make_recipe(
     """Build the recipe `name` (a registry name or `package.module:Name`) on client `zk` for the
     lock at `path`."""
     factory = _import(RECIPES[name].target if name in RECIPES else _user_target(name))
-    if not callable(factory) and hasattr(factory, "acquire"):
-        return factory  # a ready-made object
+    if name not in RECIPES:
+        _require_recipe(name, factory)
+    if not callable(factory):
+        return factory  # a ready-made object (its methods checked above)
     kw = dict(hosts=hosts, identifier=identifier, params=params or {})
     try:
         sig = inspect.signature(factory)
@@ -329,9 +333,7 @@ def validate_recipe(name: str) -> None:
     program is `--client-cmd`) and `exec:PATH` (an executable) are checked by the runner."""
     if name in RECIPES or name == "exec" or name.startswith("exec:"):
         return
-    factory = _import(_user_target(name))
-    if inspect.isclass(factory) or not callable(factory):
-        _require_methods(name, factory)
+    _require_recipe(name, _import(_user_target(name)))
 
 
 def recipe_backends(recipe: str) -> tuple[str, ...]:
@@ -365,6 +367,20 @@ def _user_target(name: str) -> str:
             "or give package.module:Name (`zkjepsen list recipes`)"
         )
     return name
+
+
+def _require_recipe(name: str, obj: Any) -> None:
+    """A user's `package.module:Name` is a lock recipe: a class (or a ready-made object) with
+    the `Recipe` methods. A function is not one, whatever it returns: `os:system` passed the
+    old check (any callable did), failed in every client and left liveness a run of clients
+    that never acquired to call stuck."""
+    if callable(obj) and not inspect.isclass(obj):
+        kind = "a function" if inspect.isroutine(obj) else f"a callable {type(obj).__name__}"
+        raise BadInput(
+            f"recipe {name!r} is {kind}, not a lock recipe; give a class with "
+            "acquire(timeout), release() and holding() (see zkjepsen.recipes.base.Recipe)"
+        )
+    _require_methods(name, obj)
 
 
 def _require_methods(name: str, obj: Any) -> None:

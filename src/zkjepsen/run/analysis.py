@@ -14,6 +14,7 @@ from zkjepsen.checker.power import power_of
 from zkjepsen.checker.recovery import recovery_of
 from zkjepsen.report import render_run
 from zkjepsen.report.counterexample import write_failures
+from zkjepsen.run.accounting import with_clients
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.store import REPORTS, RunDir
 from zkjepsen.store.writable import can_create_in
@@ -40,6 +41,15 @@ def check_history(
         except Exception as e:  # noqa: BLE001 - evidence, not the verdict
             checked.details["counterexample_error"] = f"{type(e).__name__}: {e}"
     return checked
+
+
+def check_run(
+    history, spec: TestSpec, store_dir: Path | None = None, checkers: dict | None = None
+) -> Result:
+    """A run's verdict, after a run and in `analyze`: `check_history`, then every client the
+    spec started accounted for (run/accounting.py: one that is not makes the run UNKNOWN)."""
+    checked = check_history(history, spec, store_dir, checkers)
+    return with_clients(checked, history, spec.clients or 0)
 
 
 def checkers_for(spec: TestSpec) -> dict[str, Any]:

@@ -24,11 +24,10 @@ from zkjepsen.client.spec import ClientSpec
 from zkjepsen.docker import mounts, resources, signals
 from zkjepsen.docker.engine import Engine
 from zkjepsen.history import History, Op
-from zkjepsen.history.jsonl import merge_records
 from zkjepsen.nemesis.client_clock import NAMES, program_clock
-from zkjepsen.run import online
-from zkjepsen.run.analysis import check_history, history_stats, render_reports
-from zkjepsen.run.observer import observe
+from zkjepsen.run import observer, online
+from zkjepsen.run.accounting import write_history
+from zkjepsen.run.analysis import check_history, check_run, history_stats, render_reports
 from zkjepsen.run.outcome import Phase, RunResult, Teardown, stopped
 from zkjepsen.run.resolve import ResolvedTest, resolve
 from zkjepsen.run.seams import Display, RunLog, nemesis_plan, settled_clients
@@ -170,7 +169,7 @@ def run_test(
                 log(f"stopped in {phase[0]} by {type(e).__name__}: {e}".rstrip(": "))
                 raise
             finally:
-                records = _tear_down(ens, client, teardown, run_dir, log)
+                records = _tear_down(ens, client, teardown, run_dir, log, settled_clients(spec))
             # Still guarded: a signal during the check or the reports says where the run's
             # folder is and what in it is complete, instead of a silent 143.
             return _judge(test, run_dir, records, stats, log, phase)
@@ -192,7 +191,7 @@ def run_test(
 
 
 def _tear_down(
-    ens: Backend, client: DockerClient, teardown: Teardown, run_dir: RunDir, log: RunLog
+    ens: Backend, client: DockerClient, teardown: Teardown, run_dir: RunDir, log: RunLog, n: int
 ) -> list[dict]:
     """Remove the run's containers and merge the clients' histories: the records."""
     # No signal interrupts this (a second Ctrl-C included); one that arrives is raised after
@@ -206,7 +205,7 @@ def _tear_down(
             log(f"ignored during teardown: {', '.join(signals.ignored_signals())}")
         # Whatever happened, the clients' files are merged now, so an interrupted run has a
         # history.jsonl for `analyze` like a finished one.
-        return _write_history(run_dir)
+        return write_history(run_dir, n)
 
 
 def _judge(
@@ -222,7 +221,7 @@ def _judge(
     history = History([Op.from_dict(r) for r in records])
     store_dir = run_dir.path
     spec = test.spec
-    result = check_history(history, spec, store_dir, checkers=test.checkers)
+    result = check_run(history, spec, store_dir, checkers=test.checkers)
     table = result.to_json()
     if "early_stop" in stats:  # --stop-on-violation / --until-power: whether, when and why
         table["early_stop"] = stats["early_stop"]
@@ -244,12 +243,6 @@ def _servers_gone(ens: Backend, client: DockerClient) -> bool:
             "label": [f"{resources.RUN_LABEL}={ens.run_id}", f"{resources.ROLE_LABEL}=server"]
         },
     )
-
-
-def _write_history(run_dir: RunDir) -> list[dict]:
-    records = merge_records(p for p in run_dir.history_sources() if p.exists())
-    History([Op.from_dict(r) for r in records]).to_jsonl(run_dir.history)  # atomic
-    return records
 
 
 def _copies(ens: Backend) -> bool:
@@ -283,7 +276,6 @@ def _run_phases(
     pool = ClientPool(ens, run_dir, docker=client)
     stop = threading.Event()
     follower = None
-    observer = None  # who holds, as the service says (run/observer.py)
     try:
         phase[0] = Phase.WORKLOAD_SETUP
         with signals.deadline(
@@ -297,7 +289,7 @@ def _run_phases(
         # fault schedule) begins when all of them are ready, so every client sees it whole.
         phase[0] = Phase.CLIENT_START
         deadline = _start_clients(test, ens, pool, t0_ns, log)
-        observer = observe(spec, test.backend.family, ens, run_dir.nemesis_log, t0_ns)
+        observer.observe(spec, test.backend.family, ens, run_dir.nemesis_log, t0_ns, stop)
         if display:
             display.attach(run_dir, t0_ns, spec)
         phase[0] = Phase.MAIN
@@ -322,12 +314,10 @@ def _run_phases(
             stop.set()
             if follower is not None:
                 follower.end()
-            if observer is not None:
-                observer.stop()
             pool.stop()
             zk.stop()
             zk.close()
-            host_ctx.recorder.close()
+            host_ctx.recorder.finish()  # its end, as every client's (run/accounting.py)
             if display:
                 display.detach()
 
@@ -380,8 +370,8 @@ def _start_clients(
     laggards = pool.wait_connected(CONNECT_TIMEOUT_S)
     if laggards:
         log(
-            f"clients {laggards} did not connect within {CONNECT_TIMEOUT_S:g} s; "
-            "starting without them"
+            f"clients {laggards} did not connect within {CONNECT_TIMEOUT_S:g} s; starting "
+            "without them: the verdict is UNKNOWN unless they initialize (run/accounting.py)"
         )
     deadline = time.monotonic() + spec.time_limit_s + spec.recovery_s
     pool.release(deadline)

@@ -10,30 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.errors import BadInput
-from zkjepsen.history.jsonl import merge_files
+from zkjepsen.history.jsonl import checked_history
 from zkjepsen.history.stream import read_jsonl_all
-from zkjepsen.nemesis.executed import ExecutedFault, NotAFault
-from zkjepsen.nemesis.faults import KINDS
+from zkjepsen.nemesis.executed import ExecutedFault
+from zkjepsen.run.accounting import merged
 from zkjepsen.run.resolve import spec_from_json
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.run.stored_checks import check_history_records, check_run_folder, check_stored_spec
-from zkjepsen.store import RunDir, check_verdicts, read_json
+from zkjepsen.run.stored_files import check_results, check_schedule
+from zkjepsen.store import RunDir, read_json
 from zkjepsen.store.regular import check_path
-
-
-def check_faults(faults: list[Any], source: Path) -> None:
-    """Every executed fault in a schedule is replayable: a known fault name and a start and end
-    (ns since the test's start) in order. Anything else is bad input, named by its position."""
-
-    for i, f in enumerate(faults, 1):
-        try:
-            ExecutedFault.from_json(f, KINDS)
-        except NotAFault:
-            raise BadInput(
-                f"{source}: fault {i} is not a replayable fault (it needs a known "
-                f"fault name f and start_ns <= end_ns); give a {source.name} written "
-                "by zkjepsen"
-            ) from None
 
 
 @dataclass
@@ -85,26 +71,19 @@ class StoredRun:
             spec = spec_from_json(raw)
         except BadInput as e:
             raise BadInput(f"{d.test_json}: {e}") from None
+        # Each file through its one schema (run/stored_files.py) before anything acts on it.
         schedule = read_json(d.schedule, d.schedule.name) if os.path.lexists(d.schedule) else None
-        if schedule is not None and (
-            not isinstance(schedule, dict) or not isinstance(schedule.get("faults"), list)
-        ):
-            raise BadInput(
-                f"{d.schedule} is not a fault schedule (a table with a list of "
-                "faults); give a run directory written by zkjepsen"
-            )
         schedule = schedule if schedule is not None else {"faults": []}
-        check_faults(schedule["faults"], d.schedule)
+        check_schedule(schedule, d.schedule, spec)
         results = read_json(d.results, d.results.name) if os.path.lexists(d.results) else None
-        if results is not None and not isinstance(results, dict):
-            raise BadInput(f"{d.results} is not a results table; re-run `zkjepsen analyze`")
         if results is not None:
-            check_verdicts(results, d.results)
+            check_results(results, d.results)
         return cls(d, spec, schedule, results)
 
     def history(self):
         """The run's history: the merged file (read by the block-decoding stream reader), or
-        merged from the clients' files."""
+        merged from the clients' files as the runner merges them (run/accounting.py: each
+        read inside the run's folder, up to where its records stop making sense)."""
 
         if os.path.lexists(self.dir.history):
             check_path(self.dir.history, "history")  # a pipe or a device is refused, not read
@@ -123,8 +102,8 @@ class StoredRun:
                 f"{self.store_dir} has neither {self.dir.history.name} nor client histories; "
                 "the run stopped before any client started"
             )
-        for p in sources:
-            check_path(p, "client history")
-        h = merge_files(sources)
+        if os.path.lexists(self.dir.nemesis_log):  # a pipe or a device is refused, not read
+            check_path(self.dir.nemesis_log, "nemesis log", within=self.store_dir)
+        h = checked_history(merged(self.dir, self.spec.clients or 0))
         check_history_records(h, self.dir.clients)
         return h

@@ -68,6 +68,7 @@ def main_in_process(spec: ClientSpec) -> int:
         zk.start(timeout=spec.connect_timeout_s)
     except Exception as e:  # noqa: BLE001 - recorded, then the process ends
         ctx.event("client-error", f"could not connect: {e}")
+        rec.finish()
         return 3
     session_id, _ = zk.client_id
     ctx.event(
@@ -76,6 +77,7 @@ def main_in_process(spec: ClientSpec) -> int:
     )
     if spec.start_file and not await_start(Path(spec.start_file), ctx, stop):
         ctx.event("client-error", "the runner never released the start barrier")
+        rec.finish()
         return 5
     workload = get_workload(spec.workload)
     try:
@@ -90,7 +92,7 @@ def main_in_process(spec: ClientSpec) -> int:
             zk.close()
         except Exception:  # noqa: BLE001
             pass
-        rec.close()
+        rec.finish()  # its end: the file is whole (run/accounting.py)
     return 0
 
 
