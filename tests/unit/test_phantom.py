@@ -198,3 +198,47 @@ def test_the_summary_line_names_phantom_grants_and_the_first_client():
     line = summarise(r)
     assert line.startswith("1 grants the service never saw (phantom grants)")
     assert "clients [2] at 0.10s-0.60s" in line
+
+
+def test_an_observer_that_could_not_read_leaves_the_part_unknown():
+    setup = {"service": "etcd", "identity": None, "why": "no session", "failed": True}
+    h = H().grant(1, 100, 600).readings(0, 900).history()
+    h.ops[0] = Op(0, 0, "observer", "event", "observer-start", value=setup)
+    assert phantom_of(h).valid == "unknown"
+
+
+def test_the_observer_records_readings_until_the_runs_stop_and_ends_its_session(tmp_path):
+    import threading
+
+    from zkjepsen.history import read_jsonl
+    from zkjepsen.run.observer import Observer
+
+    class Session:
+        stopped = closed = False
+
+        def stop(self):
+            self.stopped = True
+
+        def close(self):
+            self.closed = True
+
+    answers = iter([{"holders": ["/l/a"]}, RuntimeError("ConnectionLoss")])
+
+    def read():
+        try:
+            a = next(answers)
+        except StopIteration:
+            stop.set()
+            return {"holders": []}
+        if isinstance(a, Exception):
+            raise a
+        return a
+
+    stop, session, path = threading.Event(), Session(), tmp_path / "nemesis.jsonl"
+    obs = Observer(path, 0, {"service": "ZooKeeper", "identity": "node"}, read, session, stop)
+    obs.join()
+    ops = read_jsonl(path).ops
+    assert [o.f for o in ops] == ["observer-start", "holders", "holders", "holders"]
+    assert [o.value.get("ok") for o in ops[1:]] == [True, False, True]
+    assert ops[2].value["error"] == "RuntimeError: ConnectionLoss"
+    assert ops[1].value["start"] <= ops[1].time and session.stopped and session.closed

@@ -7,7 +7,8 @@ run, the runner's side (run/observer.py, never the program) reads who holds the 
 service and records each reading in the history as an event of process `observer`:
 
 - `observer-start`, once: `{service, identity, lock_path, interval_ms, horizon_ms}`, or
-  `{service, identity: null, why}` where the recipe has no service-side truth to read;
+  `{service, identity: null, why}` where the recipe has no service-side truth to read (a
+  line in the verdict), with `failed: true` where the observer could not read (unknown);
 - `holders`, every ~50 ms: `{start, ok, holders, owners?, error?}`; the reading happened
   between `start` and the record's `time`. `holders` are what identifies a grant on the
   service (`identity`): ZooKeeper `node` (the lock path's children, full paths; `owners`: node
@@ -92,6 +93,8 @@ def phantom_of(
     identity = setup.get("identity")
     if identity not in ("node", "token", "any"):
         why = setup.get("why") or "it has no view of who holds"
+        if setup.get("failed"):  # it could have read, but did not: nothing says the grants held
+            return Result("unknown", {"reason": f"grants not checked against {service}: {why}"})
         return Result(True, {"note": f"grants not checked against {service}: {why}"})
     horizon = int(setup.get("horizon_ms") or 0) * 1_000_000
     samples = _samples(ops)

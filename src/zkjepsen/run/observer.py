@@ -20,7 +20,6 @@ A reading that fails (a partition, a server down) is recorded as failed and coun
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 from kazoo.exceptions import NoNodeError
 
 from zkjepsen.backends.session import close_quietly
+from zkjepsen.history.jsonl import Appender
 
 INTERVAL_S = 0.05
 OBSERVED_WORKLOADS = ("lock", "election", "rwlock")  # the workloads with a phantom part
@@ -56,51 +56,63 @@ def zookeeper_holders(zk: Any, lock_path: str) -> dict[str, Any]:
 
 
 class Observer:
-    """`Observer(path, t0_ns, setup, read, session)`: `read()` returns `{"holders": [...],
-    ...}` (raises when the service does not answer); `session` is closed at `stop()`."""
+    """`Observer(path, t0_ns, setup, read, session, stop)`: `read()` returns `{"holders":
+    [...], ...}` (raises when the service does not answer). It reads until `stop` is set (the
+    runner's own end of the run), then ends `session` itself; `join()` waits for that."""
 
     def __init__(
-        self, path: Path, t0_ns: int, setup: dict[str, Any], read: Any, session: Any
+        self,
+        path: Path,
+        t0_ns: int,
+        setup: dict[str, Any],
+        read: Any,
+        session: Any,
+        stop: threading.Event,
     ) -> None:
-        self.path, self.t0_ns, self.read, self.session = path, t0_ns, read, session
-        self._fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in stop()
-        self._stop = threading.Event()
+        self.t0_ns, self.read, self.session, self.stop = t0_ns, read, session, stop
+        # one write(2) per record, appended: the nemesis's records share the file
+        self._out = Appender(path)
         self._write("observer-start", setup)
         self._thread = threading.Thread(target=self._run, name="observer", daemon=True)
-        if read is not None:
+        if read is None:
+            self._out.close()
+        else:
             self._thread.start()
 
-    def _write(self, f: str, value: dict[str, Any], t: int | None = None) -> None:
-        now = time.monotonic_ns() - self.t0_ns if t is None else t
+    def _write(self, f: str, value: dict[str, Any]) -> None:
+        now = time.monotonic_ns() - self.t0_ns
         rec = {"index": 0, "time": now, "process": "observer", "type": "event", "f": f}
-        self._fh.write(json.dumps({**rec, "value": value}, separators=(",", ":")) + "\n")
-        self._fh.flush()
+        self._out.write({**rec, "value": value})
 
     def _run(self) -> None:
-        while not self._stop.is_set():
-            start = time.monotonic_ns() - self.t0_ns
-            try:
-                value: dict[str, Any] = {"start": start, "ok": True, **self.read()}
-            except Exception as e:  # noqa: BLE001 - a reading that failed counts for nothing
-                value = {"start": start, "ok": False, "error": f"{type(e).__name__}: {e}"[:200]}
-            self._write("holders", value)
-            self._stop.wait(INTERVAL_S)
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout=10)
-        if self.session is not None:
+        try:
+            while not self.stop.is_set():
+                start = time.monotonic_ns() - self.t0_ns
+                try:
+                    value: dict[str, Any] = {"start": start, "ok": True, **self.read()}
+                except Exception as e:  # noqa: BLE001 - a reading that failed counts for nothing
+                    why = f"{type(e).__name__}: {e}"[:200]
+                    value = {"start": start, "ok": False, "error": why}
+                self._write("holders", value)
+                self.stop.wait(INTERVAL_S)
+        finally:
             try:
                 self.session.stop()
             except Exception:  # noqa: BLE001 - on the way out
                 pass
             close_quietly(self.session)
-        self._fh.close()
+            self._out.close()
+
+    def join(self, timeout: float = 10.0) -> None:
+        if self._thread.is_alive():
+            self._thread.join(timeout)
 
 
-def observe(spec: Any, family: str, backend: Any, path: Path, t0_ns: int) -> Observer | None:
-    """Start observing the run's lock (module docstring); None for a workload without one."""
+def observe(
+    spec: Any, family: str, backend: Any, path: Path, t0_ns: int, stop: threading.Event
+) -> Observer | None:
+    """Start observing the run's lock (module docstring) until `stop` is set; None for a
+    workload without one."""
     if spec.workload not in OBSERVED_WORKLOADS:
         return None
     label = LABELS.get(family, family)
@@ -114,7 +126,9 @@ def observe(spec: Any, family: str, backend: Any, path: Path, t0_ns: int) -> Obs
     elif int(params.get("locks") or 1) != 1:
         why = f"{params['locks']} locks: only a run with one lock is observed"
     if why is not None:
-        return Observer(path, t0_ns, {"service": label, "identity": None, "why": why}, None, None)
+        return Observer(
+            path, t0_ns, {"service": label, "identity": None, "why": why}, None, None, stop
+        )
     timeout_s = max(float(spec.session_timeout_s), 4.0)
     ttl_s = float(params.get("lock_ttl_s") or spec.session_timeout_s)
     setup = {
@@ -131,7 +145,10 @@ def observe(spec: Any, family: str, backend: Any, path: Path, t0_ns: int) -> Obs
     except Exception as e:  # noqa: BLE001 - the run goes on; its verdict says what it lacks
         close_quietly(session)
         why = f"the observer's own session did not start ({type(e).__name__})"
-        return Observer(path, t0_ns, {"service": label, "identity": None, "why": why}, None, None)
+        failed = {"service": label, "identity": None, "why": why, "failed": True}
+        return Observer(path, t0_ns, failed, None, None, stop)
     if family == "zookeeper":
-        return Observer(path, t0_ns, setup, lambda: zookeeper_holders(session, lock_path), session)
-    return Observer(path, t0_ns, setup, lambda: {"holders": session.lock_holders()}, session)
+        return Observer(
+            path, t0_ns, setup, lambda: zookeeper_holders(session, lock_path), session, stop
+        )
+    return Observer(path, t0_ns, setup, lambda: {"holders": session.lock_holders()}, session, stop)
