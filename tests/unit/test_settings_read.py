@@ -413,3 +413,38 @@ def test_a_stored_run_with_an_unread_setting_is_refused(workspace, command, over
     code, _out, err = run_bounded([command, str(run)])
     assert refusal_wrong(code, err, snapshot(workspace) - before) is None, (code, err)
     assert "test.json" in err, err  # the file it is in, as every stored file's refusal
+
+
+def _schedule(kind: str) -> Any:
+    from zkjepsen.nemesis.generator import fault, on, steps
+    from zkjepsen.nemesis.triggers import on_acquire
+
+    return {
+        "target beyond the clients": steps(fault("pause-client", target="client:7")),
+        "target beyond the servers": steps(fault("kill-one", target="n4")),
+        "trigger client beyond": on(on_acquire(client=9), steps(fault("pause-client"))),
+        "sub-second offset": steps(fault("clock-bump", target="n1", offset_s=0.5)),
+        "ok": on(on_acquire(client=3), steps(fault("clock-bump", target="n3", offset_s=60))),
+    }[kind]
+
+
+@pytest.mark.parametrize(
+    ("kind", "over", "word"),
+    [
+        ("target beyond the clients", {}, "names no client"),
+        ("target beyond the servers", {}, "names no server"),
+        ("trigger client beyond", {}, "waits for client 9"),
+        ("sub-second offset", {}, "whole seconds"),
+        ("ok", {"workload": "register"}, "never acquires"),  # an acquire trigger, no acquire
+        ("ok", {"fault_target": "n2"}, "schedule is given"),  # its faults name their targets
+    ],
+)
+def test_a_given_schedule_is_checked_against_the_run(kind, over, word):
+    """A schedule given as Python (the pytest plugin's gen=, a scenario's steps), recorded into
+    the spec: its targets, trigger clients and magnitudes against the run, as test's flags."""
+    from zkjepsen.run.resolve import resolve
+
+    with pytest.raises(BadInput, match=word) as e:
+        resolve(TestSpec(**{"nodes": 3, "clients": 3, **over}), _schedule(kind))
+    assert "\n" not in str(e.value)
+    resolve(TestSpec(nodes=3, clients=3), _schedule("ok"))  # the same run, as given, is taken

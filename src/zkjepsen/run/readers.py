@@ -143,6 +143,15 @@ def _unread_faulting(spec: TestSpec, shape: Shape) -> list[Unread]:
         out.append(
             Unread("fault_target", f"fault_target {spec.fault_target} aims faults and {none}")
         )
+    elif spec.fault_target is not None and spec.generator is not None:
+        out.append(  # resolve runs a given schedule as recorded: its items name their targets
+            Unread(
+                "fault_target",
+                f"fault_target {spec.fault_target} aims the standard schedule's faults, and "
+                "this run's schedule is given (each of its faults names its own target), so "
+                "put the target in the schedule's faults or leave it out",
+            )
+        )
     if spec.fault_trigger in ON_ACQUIRE and spec.generator is None:
         if not shape.faults:
             out.append(
