@@ -173,9 +173,19 @@ class RedisSession:
     def lock_holders(self) -> list[str]:
         """Every key on the masters that is not the runner's (the resource, the token
         counters): a lock key of whatever recipe or program. Redis keeps no owner with a key a
-        program chose, so this says whether a lock is held, not whose."""
+        program chose, so this says whether a lock is held, not whose. A majority of the
+        masters must answer (Redlock: a grant lives on a majority, so one of them shows it);
+        fewer raise (the reading failed)."""
         ours = (RESOURCE_PREFIX.encode(), FENCE_PREFIX.encode())
         keys: set[str] = set()
+        answered = 0
         for m in self.masters:
-            keys.update(k.decode(errors="replace") for k in m.keys("*") if not k.startswith(ours))
+            try:
+                found = m.keys("*")
+            except Exception:  # noqa: BLE001 - down, paused, cut off: this master did not answer
+                continue
+            answered += 1
+            keys.update(k.decode(errors="replace") for k in found if not k.startswith(ours))
+        if 2 * answered <= len(self.masters):
+            raise RuntimeError(f"{answered} of {len(self.masters)} masters answered")
         return sorted(keys)
