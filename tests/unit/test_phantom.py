@@ -242,3 +242,12 @@ def test_the_observer_records_readings_until_the_runs_stop_and_ends_its_session(
     assert [o.value.get("ok") for o in ops[1:]] == [True, False, True]
     assert ops[2].value["error"] == "RuntimeError: ConnectionLoss"
     assert ops[1].value["start"] <= ops[1].time and session.stopped and session.closed
+
+
+def test_the_observers_readings_get_no_lane_in_the_timeline():
+    from zkjepsen.report.timeline import render_timeline
+
+    h = H().grant(1, 100, 600).readings(0, 900, [NODE]).history()
+    html = render_timeline([op.to_dict() for op in h.ops], None, "t")
+    assert ">1<" in html or "client 1" in html
+    assert "observer" not in html
