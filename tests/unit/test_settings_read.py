@@ -353,6 +353,14 @@ def test_valid_runs_are_accepted_and_one_unread_setting_is_refused(workspace, re
         code, err, created = _run_test(workspace, valid, [])
         wrong = None if code == 255 and ACCEPTED in err else f"exit {code}: {err.strip()}"
         tally.add("valid run accepted", json.dumps(valid), wrong)
+        # The same run, its recipe and faults given on the command line over a config of
+        # another recipe and none: what is read is the whole run's to say, not the file's.
+        words = ["--recipe", valid["recipe"], "--nemesis", valid["nemesis"][0]]
+        code, err, created = _run_test(
+            workspace, {**valid, "recipe": "kazoo", "nemesis": ["none"]}, words
+        )
+        wrong = None if code == 255 and ACCEPTED in err else f"exit {code}: {err.strip()}"
+        tally.add("valid run accepted (over a config)", json.dumps(valid), wrong)
         what, table, extra = bad
         code, err, created = _run_test(workspace, table, extra)
         tally.add(

@@ -21,7 +21,8 @@ from zkjepsen.cli.versions import service_options, service_tables
 from zkjepsen.errors import BadInput
 from zkjepsen.report.summary import power_line, summarise
 from zkjepsen.run.outcome import RunResult
-from zkjepsen.run.resolve import spec_from_json
+from zkjepsen.run.resolve import settle, spec_from_json
+from zkjepsen.run.spec import TestSpec
 
 
 def print_verdict(run: RunResult) -> None:
@@ -279,7 +280,9 @@ def with_config(toml: dict[str, Any], cli: dict[str, Any], path: Path | None) ->
     file_error = None
     try:
         if path is not None:  # without a file, the command line's own mistakes speak for it
-            spec_from_json({**cli, **toml})
+            # its values, each on its own: whether a setting is read is the whole run's to say
+            # (a file's recipe kazoo and the command line's redis-setnx with its lock_ttl_s)
+            settle(TestSpec.from_json({**cli, **toml}))
     except BadInput as e:
         file_error = str(e)
     hidden = f"config {path}: {file_error} (the command line sets this too and wins, but the file "
