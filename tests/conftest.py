@@ -26,6 +26,47 @@ def _rank(item) -> int:
     return max([RANKS.get(k, 2 if k.startswith("zookeeper-") else 0) for k in keys] or [0])
 
 
+# tryfirst: xdist's worker adds each item's group to its node id in its own hook of this name,
+# which would otherwise run before this one and find no group (the integration tests then spread
+# over both workers, each starting its own shared ensemble).
+_interrupted = False
+
+
+def _interrupt_once(signum, frame) -> None:
+    """The first SIGINT/SIGTERM/SIGHUP ends the session the way Ctrl-C does (KeyboardInterrupt:
+    pytest then tears down every fixture, the session's clusters too); later ones are ignored so
+    that they cannot cut that teardown short (`./run test` forwards a signal to every process of
+    the suite, which a terminal's Ctrl-C has already reached)."""
+    global _interrupted
+    if _interrupted:
+        return
+    _interrupted = True
+    raise KeyboardInterrupt
+
+
+def pytest_configure(config):
+    """In every process of the suite (the controller and each xdist worker): signals end the
+    session with its teardown (pytest's default for SIGTERM is to die with the clusters up; a
+    suite started in the background ignores SIGINT), and the process's owner token goes to the
+    file `./run test` names, whose cleanup on exit removes what a killed worker left
+    (tests/leftovers.py)."""
+    import os
+    import signal
+
+    from zkjepsen.docker import resources
+
+    try:
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, _interrupt_once)
+    except ValueError:
+        pass  # not the main thread: nothing can be installed here
+    owners = os.environ.get("ZKJEPSEN_SUITE_OWNERS")
+    if owners:
+        with open(owners, "a") as f:
+            f.write(resources.owner_token() + "\n")
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     ranks: dict[str, int] = {}
     for item in items:
@@ -38,6 +79,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
     order = {id(item): i for i, item in enumerate(items)}
     items.sort(key=lambda it: (ranks.get(str(it.fspath), 3), order[id(it)]))  # unit tests last
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session):
+    """xdist 3.8 writes an item's group suffix to `item._nodeid`, which pytest 9.2 no longer
+    reads (a node's id is `item._id`): without this, `--dist loadgroup` sees no group at all.
+    Before xdist's own hook of this name, which sends the ids to the controller."""
+    from _pytest.nodeid import coerce_node_id
+
+    for item in session.items:
+        grouped = item.__dict__.get("_nodeid")
+        if isinstance(grouped, str) and grouped != item.nodeid:
+            item._id = coerce_node_id(grouped)
 
 
 @pytest.fixture(scope="session")
