@@ -456,3 +456,30 @@ def test_a_given_schedule_is_checked_against_the_run(kind, over, word):
         resolve(TestSpec(**{"nodes": 3, "clients": 3, **over}), _schedule(kind))
     assert "\n" not in str(e.value)
     resolve(TestSpec(nodes=3, clients=3), _schedule("ok"))  # the same run, as given, is taken
+
+
+def test_a_reproducer_of_a_run_aimed_by_fault_target_runs(tmp_path):
+    """shrink's emitted test runs its SCHEDULE with gen=: the run's fault_target, trigger and
+    budget steered the standard schedule, which the SCHEDULE replaces (its faults carry their
+    targets), so SPEC leaves them out rather than be refused as read by nothing."""
+    from zkjepsen.cli.minimal import emit_pytest
+    from zkjepsen.nemesis.executed import ExecutedFault
+    from zkjepsen.reproduce.replay import faults_for_replay
+    from zkjepsen.reproduce.shrink import Candidate, ShrinkResult
+    from zkjepsen.run.resolve import resolve
+    from zkjepsen.run.stored import StoredRun
+    from zkjepsen.store import RunDir
+
+    spec = TestSpec(nodes=3, clients=3, nemesis=["kill-one"], fault_target="n2", max_faults=2)
+    spec.fault_trigger = "time"
+    resolve(spec)
+    kill = {"fault_id": 1, "f": "kill-one", "target": "n2", "targets": ["n2"], "detail": {},
+            "start_ns": 2_000_000_000, "end_ns": 3_000_000_000}  # fmt: skip
+    faults = faults_for_replay([ExecutedFault.from_json(kill)])
+    run = StoredRun(RunDir(tmp_path), spec, {"faults": [kill]}, {"valid": False})
+    ns: dict = {}
+    text = emit_pytest(ShrinkResult(Candidate(spec, faults, "x"), 2, 3), run, "k")
+    exec(compile(text, "t", "exec"), ns)  # noqa: S102
+    emitted = resolve(ns["SPEC"], ns["SCHEDULE"]).spec
+    assert emitted.fault_target is None and emitted.generator, text
+    assert any(t.get("target") == "n2" for t in emitted.generator), emitted.generator

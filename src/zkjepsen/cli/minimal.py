@@ -34,6 +34,9 @@ def write_minimal(store_dir: Path, res, run: StoredRun) -> tuple[RunDir, Path]:
     return files, test_file
 
 
+SCHEDULE_REPLACES = ("fault_target", "fault_trigger", "max_faults")
+
+
 def spec_changes(spec: dict) -> dict:
     """The settings of a spec's table that differ from `TestSpec()`'s: what a person would
     write (no `image=None`, `pin_clients=False`, ...)."""
@@ -50,6 +53,10 @@ def emit_pytest(res, run: StoredRun, name: str) -> str:
     from zkjepsen.nemesis.generator import TARGET_DETAIL, Fault, executed_items, items_text
 
     spec = {**res.best.spec.to_json(), "name": f"reproduce-{name}"}
+    # The SCHEDULE replaces the standard one these steer (each of its faults names its own
+    # target and trigger): a spec giving them with gen= is refused as read by nothing.
+    for key in SCHEDULE_REPLACES:
+        spec.pop(key, None)
     kinds = ", ".join(sorted(res.kinds or violation_kinds(run.results)))
     tables = [f.replay_table() for f in res.best.faults]
     items = executed_items(tables, int(run.schedule.get("origin_ns") or 0))
