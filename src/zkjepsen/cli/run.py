@@ -23,6 +23,7 @@ from zkjepsen.report.summary import power_line, summarise
 from zkjepsen.run.outcome import RunResult
 from zkjepsen.run.resolve import settle, spec_from_json
 from zkjepsen.run.spec import TestSpec
+from zkjepsen.workloads import WORKLOADS
 
 
 def print_verdict(run: RunResult) -> None:
@@ -77,7 +78,11 @@ def versions_text(spec) -> str:
 @click.option(
     "--recipe", default=None, help="Lock recipe (`zkjepsen list recipes`) or package.module:Name."
 )
-@click.option("--workload", default=None, help="lock, counter, register, election, queue, rwlock")
+@click.option(
+    "--workload",
+    default=None,
+    help=f"{', '.join(WORKLOADS)} (`zkjepsen list workloads`).",
+)
 @click.option("--nemesis", default=None, help="Comma-separated faults (`zkjepsen list nemeses`).")
 @click.option(
     "--backend",
@@ -106,7 +111,7 @@ def versions_text(spec) -> str:
     help="acquired: each fault fires on whoever just acquired, re-armed until it lands in a "
     "hold; acquired-each: the same with a trigger per client, the clients' faults side by "
     "side; time: at its scheduled time (default: acquired for faults aimed at the holder, "
-    "time for the others; docs/nemeses.md).",
+    "time for the others; docs/faults.md, Faults fired by events).",
 )
 @click.option("--session-timeout", default=None, help="Client session timeout, e.g. 4s.")
 @click.option("--seed", type=int, default=None)
