@@ -251,3 +251,12 @@ def test_the_observers_readings_get_no_lane_in_the_timeline():
     html = render_timeline([op.to_dict() for op in h.ops], None, "t")
     assert ">1<" in html or "client 1" in html
     assert "observer" not in html
+
+
+def test_a_node_below_the_lock_paths_children_is_matched_by_any_holder():
+    # Curator's InterProcessSemaphoreMutex: its lease node is <lock>/leases/_c_…-lease-…
+    deep = "/zkjepsen/lock/leases/_c_1-lease-0000000001"
+    h = H().grant(1, 100, 600, node=deep).readings(0, 900, ["/zkjepsen/lock/leases"])
+    assert phantom_of(h.history()).valid is True
+    h = H().grant(1, 100, 600, node=deep).readings(0, 900)
+    assert phantom_of(h.history()).valid is False

@@ -22,9 +22,10 @@ it, though at least two did that began after its `ok` and within `horizon_ms` of
 or lease timeout: how long the service keeps a lock it granted even if its holder goes silent,
 so a real grant is still there to be seen). A grant is "shown" by its node (and, when the
 client told its session, that session owns the node), its token, or, when the client named no
-node/token or the service identifies none (`any`), by any holder at all: that alone catches a
-program that fakes its lock. A grant whose belief held fewer than two such readings cannot be
-checked; if no grant could, or there was none, the part is `unknown`. A history without an
+node/token (or a node that is no child of the lock path) or the service identifies none
+(`any`), by any holder at all: that alone catches a program that fakes its lock. A grant whose
+belief held fewer than two such readings cannot be checked; if no grant could, or there was
+none, the part is `unknown`. A history without an
 `observer-start` has no such part (`phantom_of` returns None): the run was not observed.
 """
 
@@ -104,13 +105,14 @@ def phantom_of(
     windows = fault_windows(ops)
     violations: list[Violation] = []
     checked = 0
+    lock_path = str(setup.get("lock_path") or "").rstrip("/")
     for g in grants:
         within = [s for s in samples if s.start >= g.time and s.end <= g.end]
         early = [s for s in within if s.start <= g.time + horizon]
         if len(early) < MIN_SAMPLES:
             continue
         checked += 1
-        if not any(_shows(s, g, identity) for s in within):
+        if not any(_shows(s, g, identity, lock_path) for s in within):
             violations.append(_violation(g, early, identity, service, windows))
     details: dict[str, Any] = {
         "service": service,
@@ -213,13 +215,16 @@ def session_number(sid: Any) -> int | None:
     return None
 
 
-def _shows(s: Sample, g: Grant, identity: str) -> bool:
-    """Does this reading show this grant (module docstring)?"""
-    if identity == "node" and isinstance(g.node, str) and g.node in s.holders:
-        owner = session_number(s.owners.get(g.node))
+def _shows(s: Sample, g: Grant, identity: str, lock_path: str) -> bool:
+    """Does this reading show this grant (module docstring)? A node deeper than the lock
+    path's children (Curator's semaphore keeps its leases a level down) is matched as no node
+    is: by any holder."""
+    node = g.node if isinstance(g.node, str) else None
+    if identity == "node" and node is not None and node.rpartition("/")[0] == lock_path:
+        if node not in s.holders:
+            return False
+        owner = session_number(s.owners.get(node))
         return not g.sessions or owner is None or owner in g.sessions
-    if identity == "node" and isinstance(g.node, str):
-        return False
     if identity == "token" and isinstance(g.token, int) and not isinstance(g.token, bool):
         return g.token in s.holders
     return bool(s.holders)  # no identity to match: any holder at all
