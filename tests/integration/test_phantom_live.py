@@ -96,3 +96,33 @@ def test_etcd_a_faked_lock_is_never_valid_and_a_real_one_is_seen(etcd_image, sto
     run = run_test(real_spec("etcd3-python"), store_root)
     assert_seen(run)
     assert run.results["phantom"]["identity"] == "token"
+
+
+def test_zookeeper_a_real_programs_nodes_are_owned_by_the_sessions_it_named(zk_image, store_root):
+    """The template driver (kazoo) names its session in its `session` event: each grant is
+    matched by its node and that node's ephemeral owner, and every one is seen."""
+    templates = Path(__file__).resolve().parents[2] / "docs" / "templates"
+    spec = TestSpec(
+        client_cmd="python3 python_driver.py",
+        client_dir=str(templates),
+        backend="zookeeper",
+        workload="lock",
+        nodes=1,
+        clients=2,
+        time_limit_s=10,
+        recovery_s=1,
+        session_timeout_s=3.0,
+        image=zk_image,
+        seed=3,
+    )
+    run = run_test(spec, store_root)
+    assert_seen(run)
+    ops = read_jsonl(run.store_dir / "history.jsonl").ops
+    owners = {
+        owner
+        for o in ops
+        if o.process == "observer" and o.f == "holders" and o.value["ok"]
+        for owner in o.value["owners"].values()
+    }
+    sessions = {o.value["session_id"] for o in ops if o.f == "session"}
+    assert owners and owners <= {hex(int(s, 16)) for s in sessions}
