@@ -148,3 +148,67 @@ def test_client_check_cli_in_the_client_image(ensemble3, zk_image) -> None:
         text=True,
     ).stdout.split()
     assert not left
+
+
+def test_a_client_whose_child_escaped_before_init_makes_the_run_unknown(zk_image, store_root):
+    """Client 2's program forks a child that escapes into a session of its own with the pipe,
+    and exits without answering init (tests/subjects/escaped_child.py); client 1 serves kazoo's
+    lock. Client 2 never initializes: the run is UNKNOWN naming it, not VALID on client 1's
+    records alone (it once started "without them")."""
+    from zkjepsen.run.runner import run_test
+    from zkjepsen.run.spec import TestSpec
+
+    spec = TestSpec(
+        client_cmd="python3 escaped_child.py 2",
+        client_dir=str(SUBJECTS),
+        workload="lock",
+        nodes=1,
+        clients=2,
+        time_limit_s=15,
+        recovery_s=2,
+        session_timeout_s=3.0,
+        image=zk_image,
+        params={"hold_s": 0.05},
+    )
+    run = run_test(spec, store_root)
+    assert run.valid == "unknown", run.results
+    unaccounted = run.results["clients"]["unaccounted"]
+    assert list(unaccounted) == ["2"] and "never initialized" in unaccounted["2"], unaccounted
+    recs = _client_records(run.store_dir)
+    assert any(r["client"] == 1 and r["f"] == "acquire" and r["type"] == "ok" for r in recs)
+    errors = [r["value"] for r in recs if r["client"] == 2 and r["f"] == "client-error"]
+    assert errors and "init was never answered" in errors[0], errors
+    history = [json.loads(x) for x in (run.store_dir / "history.jsonl").read_text().splitlines()]
+    said = [(r["client"], r["value"]) for r in history if r["f"] == "unaccounted"]
+    assert said == [(2, unaccounted["2"])], said  # the history says so: analyze says it again
+
+
+def test_a_program_that_closes_its_stdout_under_a_shell_is_seen_at_once(zk_image, store_root):
+    """Every client's program answers init, then closes its stdout and runs on
+    (tests/subjects/closes_stdout.py), under the `/bin/sh -c` a --client-cmd with shell syntax
+    runs in, which keeps the pipe open: each request is a protocol fault of its own (the
+    recorder reads who holds the pipe, as the program's uid), not a hang, and liveness does not
+    call a lock stuck that was never asked (it was judged stuck: a false INVALID)."""
+    from zkjepsen.run.runner import run_test
+    from zkjepsen.run.spec import TestSpec
+
+    spec = TestSpec(
+        client_cmd="python3 closes_stdout.py; true",
+        client_dir=str(SUBJECTS),
+        workload="lock",
+        nodes=1,
+        clients=2,
+        time_limit_s=15,
+        recovery_s=2,
+        session_timeout_s=3.0,
+        image=zk_image,
+        params={"hold_s": 0.05},
+    )
+    run = run_test(spec, store_root)
+    assert run.valid == "unknown", run.results
+    assert run.results["liveness"]["valid"] is not False, run.results["liveness"]
+    assert "clients" not in run.results  # both initialized and ended: accounted for
+    recs = _client_records(run.store_dir)
+    errors = [r["value"] for r in recs if r["f"] == "client-error"]
+    closed = [e for e in errors if e.startswith("the program closed its stdout with acquire")]
+    assert closed and all(e in closed or e.startswith("giving up") for e in errors), errors

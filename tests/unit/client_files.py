@@ -11,6 +11,8 @@ from pathlib import Path
 
 from stored_folder import stored_spec
 
+from zkjepsen.history.jsonl import Seal
+
 MS = 1_000_000
 LOCK = "/zkjepsen/lock"
 # (client, acquired at ms, released at ms): two clients taking turns, or overlapping once
@@ -51,17 +53,21 @@ def client_records(client: int, holds: list[tuple[int, int, int]]) -> list[dict]
             _op(client, end, "invoke", "release"),
             _op(client, end + 1, "ok", "release"),
         ]
-    return [*recs, end_record(client, recs[-1]["time"] + MS, len(recs))]
+    return [*recs, end_record(client, recs[-1]["time"] + MS, recs)]
 
 
-def end_record(client: int, time: int, records: int) -> dict:
+def end_record(client: int, time: int, before: list[dict]) -> dict:
+    """Its `client-end`, sealing the records `before` it as the recorder does."""
+    seal = Seal()
+    for r in before:
+        seal.add(r)
     return {
         "time": time,
         "process": client,
         "type": "event",
         "f": "client-end",
         "client": client,
-        "value": {"records": records},
+        "value": seal.value(),
     }
 
 
@@ -81,7 +87,7 @@ def make_interrupted(root: Path, holds: list[tuple[int, int, int]], name: str = 
     for c in (0, 1, 2):
         d = run / "clients" / f"c{c}"
         d.mkdir(parents=True)
-        recs = [end_record(0, 900 * MS, 0)] if c == 0 else client_records(c, holds)
+        recs = [end_record(0, 900 * MS, [])] if c == 0 else client_records(c, holds)
         (d / f"client-{c}.jsonl").write_text(lines(recs))
     return run
 
@@ -100,9 +106,9 @@ def _first(recs: list[dict], type_: str, f: str) -> int:
 
 
 def _recount(recs: list[dict]) -> list[dict]:
-    """The records with their end counting them again: only what the change itself breaks."""
+    """The records with their end sealing them again: only what the change itself breaks."""
     body = [r for r in recs if r["f"] != "client-end"]
-    return [*body, end_record(body[0]["client"], recs[-1]["time"], len(body))]
+    return [*body, end_record(body[0]["client"], recs[-1]["time"], body)]
 
 
 def edit(path: Path, change) -> None:
@@ -119,6 +125,7 @@ RECORD_CLASSES = {
     "ok with no invoke": lambda rs: _recount(_drop(_first(rs, "invoke", "acquire"))(rs)),
     "an invoke twice": lambda rs: _recount(rs[:2] + rs[1:]),
     "a record lost": lambda rs: _drop(_first(rs, "ok", "acquire"))(rs),
+    "a record changed": lambda rs: [*rs[:2], {**rs[2], "type": "fail", "value": None}, *rs[3:]],
     "a record added": lambda rs: rs[:1] + rs[:1] + rs[1:],
     "another client's record": lambda rs: [*rs[:2], {**rs[2], "client": 9}, *rs[3:]],
     "never initialized": lambda rs: _recount(rs[1:]),

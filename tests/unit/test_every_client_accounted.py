@@ -31,7 +31,7 @@ from zkjepsen.client.main import next_process
 from zkjepsen.client.recorder import Recorder
 from zkjepsen.errors import BadInput
 from zkjepsen.history import History, Op
-from zkjepsen.history.jsonl import checked_history
+from zkjepsen.history.jsonl import Seal, checked_history
 from zkjepsen.recipes import validate_recipe
 from zkjepsen.run.accounting import account, merged, read_client, with_clients
 from zkjepsen.run.analysis import check_run
@@ -127,7 +127,7 @@ def test_the_checkers_findings_stay_as_evidence_of_an_unknown_run(ws):
 def test_a_client_the_history_never_mentions_is_named():
     """A client that never wrote a record (its container never started, its file never
     merged) is as unaccounted as one whose file is bad; so is a client the spec never had."""
-    ops = [Op(0, 5, 0, "event", "client-end", None, {"records": 0}, 0)]
+    ops = [Op(0, 5, 0, "event", "client-end", None, Seal().value(), 0)]
     part = account(2, [])
     assert part is not None and "client 1:" in part.reason and "client 2:" in part.reason
     checked = with_clients(check_run_stub(), History(ops), 2)

@@ -11,6 +11,7 @@ one real time axis.
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -24,18 +25,19 @@ if TYPE_CHECKING:
     from zkjepsen.client.spec import ClientSpec
 
 
-# The event a client's recorder ends its file with (`finish`), counting the records before it:
-# a file that does not end so was cut short, or lost or gained records (run/accounting.py).
+# The event a client's recorder ends its file with (`finish`), sealing the records before it
+# (their count and digest, history/jsonl.py `Seal`): a file that does not end so was cut short,
+# and one whose records do not match it lost, gained or changed some (run/accounting.py).
 END = "client-end"
 
 
 class Recorder:
     """Appends one JSON line per op or event; every line is written with one `write(2)`. A
-    client's recorder ends with `finish()`: its `client-end` event says how many records the
-    file holds before it (a restarted client's earlier lives included)."""
+    client's recorder ends with `finish()`: its `client-end` event seals the records the file
+    holds before it (a restarted client's earlier lives included)."""
 
     def __init__(self, path: str, t0_ns: int, client: int, nclients: int) -> None:
-        self.records = mend(path)  # what an earlier life of this client left (a cut line: gone)
+        self.seal = mend(path)  # what an earlier life of this client left (a cut line: gone)
         self._out = Appender(path)
         self._count = threading.Lock()
         self.t0_ns = t0_ns
@@ -47,9 +49,9 @@ class Recorder:
         return time.monotonic_ns() - self.t0_ns
 
     def write(self, record: dict[str, Any]) -> None:
-        with self._count:  # the count and the file in step: the end says what the file holds
-            self._out.write(record)
-            self.records += 1
+        with self._count:  # the seal and the file in step: the end says what the file holds
+            line = self._out.write(record)
+            self.seal.add(json.loads(line))  # as a reader decodes it
 
     def op(
         self,
@@ -92,7 +94,7 @@ class Recorder:
                 "type": "event",
                 "f": END,
                 "client": self.client,
-                "value": {"records": self.records},
+                "value": self.seal.value(),
             }
 
         with self._count:

@@ -12,6 +12,7 @@ of a killed writer may be cut, which the tailer and the merge skip.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -31,10 +32,12 @@ class Appender:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._lock = threading.Lock()
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: dict[str, Any]) -> bytes:
+        """Append `record`; returns the line written."""
         line = (json.dumps(record, separators=(",", ":"), default=str) + "\n").encode()
         with self._lock:
             os.write(self._fd, line)
+        return line
 
     def close(self, last: Callable[[], dict[str, Any]] | None = None) -> None:
         """Close the file; `last` makes the line written just before, under the same lock, so
@@ -48,22 +51,55 @@ class Appender:
                 self._fd = -1
 
 
-def mend(path: str | os.PathLike[str]) -> int:
+SEAL_MOD = 1 << 128
+
+
+def digest(record: dict[str, Any]) -> int:
+    """One record's share of its file's seal: a hash of the record as every reader decodes it
+    (its fields but `index`, which the merge gives, and those that are null, which a merged
+    history leaves out), whatever the order of its keys."""
+    kept = {k: v for k, v in record.items() if k != "index" and v is not None}
+    text = json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str)
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:16], "big")
+
+
+class Seal:
+    """What a client's file holds so far, as its end states it (client/recorder.py) and a
+    reader checks it (run/accounting.py): how many records, and the sum of their digests, so
+    that a record changed, lost or added shows, in whatever order the records come (the merge
+    orders them by time: two threads' records may swap)."""
+
+    def __init__(self) -> None:
+        self.records = 0
+        self.sum = 0
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.records += 1
+        self.sum = (self.sum + digest(record)) % SEAL_MOD
+
+    def value(self) -> dict[str, Any]:
+        return {"records": self.records, "digest": f"{self.sum:032x}"}
+
+
+def mend(path: str | os.PathLike[str]) -> Seal:
     """Before a writer appends to a file an earlier writer may have left (a client restarted
     after a SIGKILL): drop a last line that was cut short (the kernel may stop a write at a
     page boundary when the writer is killed), so the next record starts a line of its own
-    instead of gluing onto half a record; returns how many lines the file then holds. Only for
-    a file with no other writer at the time."""
+    instead of gluing onto half a record; returns the seal of the records it then holds. Only
+    for a file with no other writer at the time."""
+    seal = Seal()
     try:
         fd = os.open(path, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        return 0
+        return seal
     with open(fd, "r+b", closefd=True) as fh:
         data = fh.read()
         keep = data.rfind(b"\n") + 1
         if keep < len(data):
             fh.truncate(keep)
-    return data.count(b"\n", 0, keep)
+    for rec in _records(data[:keep].split(b"\n")):
+        seal.add(rec)
+    return seal
 
 
 class Tailer:

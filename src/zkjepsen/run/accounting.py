@@ -2,15 +2,16 @@
 
 Each client writes its own history file (client/recorder.py): a `session` event once it is
 initialized (its program answered `init`, or its in-process session started), its ops, and, when
-its recorder ends, a `client-end` event counting the records before it. The runner's own
+its recorder ends, a `client-end` event sealing the records before it (their count and the
+sum of their digests: history/jsonl.py `Seal`). The runner's own
 session (client 0: setup and final reads) writes one too. A client
 - that never initialized (its program never answered `init`: say its child escaped into a
   session of its own and kept the pipe open, so nothing was ever seen to end),
 - whose file is missing, empty, not a regular file, unreadable, or leads out of the run's
   folder (a link to /etc/passwd is not that client's history),
 - or whose records stop making sense (a line that is no record, another client's record, an
-  `ok` with no `invoke`, an invoke while one is pending, a file cut short or with records lost
-  or added: its end does not count what is before it, or it has no end),
+  `ok` with no `invoke`, an invoke while one is pending, a file cut short or with records
+  changed, lost or added: its end does not seal what is before it, or it has no end),
 was not tested the way a verdict would say. Whatever the checkers found in the rest, the run is
 UNKNOWN, naming it (the part `clients`; the checkers' own parts stay as evidence): a corrupted
 file of a stored run must never make it VALID, nor INVALID on records that are not what ran.
@@ -35,7 +36,7 @@ from zkjepsen.checker import Result
 from zkjepsen.client.recorder import END
 from zkjepsen.errors import BadInput
 from zkjepsen.history import NEMESIS, TYPES, History, Op
-from zkjepsen.history.jsonl import client_of, merge_lists, read_records
+from zkjepsen.history.jsonl import Seal, client_of, merge_lists, read_records
 from zkjepsen.store import RunDir
 from zkjepsen.store.regular import open_regular, parse_json
 
@@ -61,27 +62,26 @@ class Sense:
 
     def __init__(self, client: int) -> None:
         self.client = client
-        self.count = 0  # records so far: its end counts those before it
+        self.seal = Seal()  # the records so far: its end seals those before it
         self.pending: dict[int, tuple[int, str]] = {}  # process -> its invoke's (time, f)
         self.retired: set[int] = set()  # processes whose op ended info: they never invoke again
         self.session = False
         self.ended = False
 
-    def feed(self, rec: Any) -> str | None:
-        """None, or why this record (a table, or an `Op`) makes no sense here."""
-        get = rec.get if isinstance(rec, dict) else lambda k, d=None: getattr(rec, k, d)
-        time, process, type_, f = (get(k, _MISSING) for k in ("time", "process", "type", "f"))
+    def feed(self, rec: dict[str, Any]) -> str | None:
+        """None, or why this record makes no sense here."""
+        time, process, type_, f = (rec.get(k, _MISSING) for k in ("time", "process", "type", "f"))
         for name, v in (("time", time), ("process", process), ("type", type_), ("f", f)):
             if v is _MISSING:
                 return f"has no {name!r}"
-        if get("client") != self.client:
-            return f"is a record of client {get('client')!r}, not of client {self.client}"
+        if rec.get("client") != self.client:
+            return f"is a record of client {rec.get('client')!r}, not of client {self.client}"
         if type(time) is not int or time < 0 or type(process) is not int:
             return "has a time or process that is not a whole number"
         if type(f) is not str or type(type_) is not str or type_ not in TYPES:
             return f"has type {type_!r} and f {f!r}, which no record has"
-        why = self._op(time, process, type_, f, get("value"))
-        self.count += 1
+        why = self._op(time, process, type_, f, rec.get("value"))
+        self.seal.add(rec)
         return why
 
     def _op(self, time: int, process: int, type_: str, f: str, value: Any) -> str | None:
@@ -89,9 +89,12 @@ class Sense:
         if type_ == "event":
             self.session = self.session or f == "session"
             if f == END:
-                said = value.get("records") if isinstance(value, dict) else None
-                if type(said) is not int or said != self.count:
-                    return f"ends counting {said!r} records before it, not the {self.count} there"
+                said = value if isinstance(value, dict) else {}
+                if said != self.seal.value():
+                    return (
+                        f"ends sealing {said.get('records')!r} records before it, which are not "
+                        f"the {self.seal.records} there (one was changed, lost or added)"
+                    )
                 self.ended = True
             return None
         if type_ == "invoke":
@@ -110,7 +113,7 @@ class Sense:
 
     def end(self) -> str | None:
         """Once every record was fed: why they do not account for the client (None: they do)."""
-        if self.count == 0:
+        if self.seal.records == 0:
             return "its history is empty"
         if not self.session and self.client != 0:
             return "it never initialized (no session in its history: it never answered init)"
@@ -226,7 +229,7 @@ def yields_of(history: History) -> list[Yield]:
             problems[c] = str(op.value)
             continue
         sense = senses.setdefault(c, Sense(c))
-        if c not in problems and (why := sense.feed(op)):
+        if c not in problems and (why := sense.feed(op.to_dict())):
             problems[c] = f"its record on history line {line} {why}"
     return [
         Yield(c, [], problems[c] if c in problems else senses[c].end())
