@@ -21,7 +21,9 @@ COMMANDS = {
     "matrix": "zkjepsen.cli.matrix:matrix_command",
     "merge": "zkjepsen.cli.matrix:merge_command",
     "replay": "zkjepsen.cli.reproduce:replay_command",
+    "report": "zkjepsen.cli.site:report_command",
     "scenario": "zkjepsen.cli.reproduce:scenario_group",
+    "serve": "zkjepsen.cli.site:serve_command",
     "shrink": "zkjepsen.cli.reproduce:shrink_command",
     "test": "zkjepsen.cli.run:test_command",
 }

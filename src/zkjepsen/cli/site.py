@@ -1,0 +1,111 @@
+"""`zkjepsen report STORE --out DIR` and `zkjepsen serve [STORE]`: a store as pages to browse
+(report/site.py reads it, report/site_pages.py draws them). `serve` is the standard library's
+HTTP server over the pages it writes to a temporary folder, on the loopback interface unless
+told otherwise; it redraws them when the index is asked for again, so new runs appear."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+import click
+
+from zkjepsen.errors import BadInput
+from zkjepsen.store import DEFAULT_ROOT
+from zkjepsen.store.writable import check_directory
+
+
+def build(store: Path, out: Path) -> Path:
+    from zkjepsen.report.site import read_store
+    from zkjepsen.report.site_pages import write_site
+
+    return write_site(read_store(store), out)
+
+
+def _check_out(out: Path, store: Path) -> None:
+    check_directory(out, "--out", "give --out a folder you can write to")
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"--out {out} is a file; give --out a folder")
+    if out.resolve() == store.resolve() or store.resolve() in out.resolve().parents:
+        raise BadInput(f"--out {out} is inside the store {store}; give a folder outside it")
+
+
+@click.command("report")
+@click.argument("store", type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="Folder to write the pages to (index.html first; each run's timeline, plots and "
+    "tables copied beside its page): a CI artifact, or `python -m http.server` over it.",
+)
+def report_command(store: Path, out: Path) -> None:
+    """Write a store's pages as static files: every run with its verdict (filterable), each
+    test, matrix, gate, scenario run and shrink, each run's timeline, plots and verdict."""
+    from zkjepsen.report.site import check_store
+
+    check_store(store)
+    _check_out(out, store)
+    index = build(store, out)
+    click.echo(f"wrote {index}")
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    rebuild: functools.partial | None = None
+    lock = threading.Lock()
+
+    def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+        if self.path in ("/", "/index.html") and self.rebuild is not None:
+            with self.lock:  # the index again: the store may have new runs
+                try:
+                    self.rebuild()
+                except BadInput as e:
+                    self.send_error(500, str(e))
+                    return
+        super().do_GET()
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib's name
+        pass  # a line per request would bury the one line that says where the pages are
+
+
+@click.command("serve")
+@click.argument("store", type=click.Path(path_type=Path), required=False)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="Port (0: any free one; the line printed says which).",
+)
+def serve_command(store: Path | None, host: str, port: int) -> None:
+    """Serve a store's pages (as `report` writes them) until Ctrl-C; STORE defaults to the
+    store every command writes to (ZKJEPSEN_STORE, else ./store)."""
+    from zkjepsen.report.site import check_store
+
+    store = check_store(store or DEFAULT_ROOT)
+    out = Path(tempfile.mkdtemp(prefix="zkjepsen-site-"))
+    try:
+        build(store, out)
+        handler = type("Handler", (_Handler,), {"rebuild": functools.partial(build, store, out)})
+        try:
+            server = http.server.ThreadingHTTPServer(
+                (host, port), functools.partial(handler, directory=str(out))
+            )
+        except OSError as e:
+            raise BadInput(
+                f"cannot listen on {host}:{port} ({e.strerror}); give another --port"
+            ) from None
+        with server:
+            bound = server.server_address[1]
+            click.echo(f"serving {store} at http://{host}:{bound}/ (Ctrl-C to stop)", err=True)
+            try:
+                server.serve_forever()
+            except KeyboardInterrupt:
+                pass
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
