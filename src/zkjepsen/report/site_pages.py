@@ -47,6 +47,13 @@ function filterRuns() {
     row.hidden = !ok;
   }
 }
+// A filter in the address (index.html?q=kazoo&verdict=INVALID) is applied when the page opens.
+window.addEventListener('DOMContentLoaded', () => {
+  const p = new URLSearchParams(location.search);
+  document.getElementById('q').value = p.get('q') || '';
+  document.getElementById('verdict').value = p.get('verdict') || '';
+  filterRuns();
+});
 </script>
 """
 
