@@ -131,7 +131,7 @@ def run_dir(here, **files) -> str:
     "files,cmd,words",
     [
         ({"schedule_json": "garbage"}, "replay", ["schedule.json"]),
-        ({"schedule_json": '{"faults": [{"f": "x"}]}'}, "replay", ["fault 1"]),
+        ({"schedule_json": '{"faults": [{"f": "x"}]}'}, "replay", ["'faults[0].start_ns'"]),
         ({"schedule_json": '{"faults": 3}'}, "shrink", ["schedule"]),
         ({"test_json": "[1, 2]"}, "analyze", ["test spec"]),
         ({"test_json": json.dumps({**SPEC, "nodes": "many"})}, "analyze", ["nodes"]),

@@ -45,8 +45,9 @@ def test_a_saved_spec_table_loads_back_as_a_typed_run(tmp_path):
     assert (
         run.spec.clients == 3 and run.spec.service.version == "3.8" and run.schedule["faults"] == []
     )
-    d.schedule.write_text(json.dumps({"faults": [{"f": "no-such-fault"}]}))
-    with pytest.raises(BadInput, match="fault 1 is not a replayable fault"):
+    bad = {"f": "no-such-fault", "start_ns": 1, "end_ns": 2}
+    d.schedule.write_text(json.dumps({"faults": [bad]}))
+    with pytest.raises(BadInput, match=r"schedule.json: field 'faults\[0\]\.f' is \"no-such"):
         StoredRun.load(tmp_path)
 
 

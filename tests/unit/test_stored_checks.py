@@ -192,8 +192,8 @@ def test_a_missing_schedule_is_refused_not_replayed_as_no_faults(cmd, here, caps
 @pytest.mark.parametrize(
     "name,text,words",
     [
-        ("schedule.json", "{}", ["not a fault schedule"]),
-        ("schedule.json", '{"faults": null}', ["not a fault schedule"]),
+        ("schedule.json", "{}", ["no field 'faults'", "a list of fault tables"]),
+        ("schedule.json", '{"faults": null}', ["field 'faults' is null"]),
         ("results.json", '{"valid": "maybe"}', ["valid"]),
         ("results.json", "[]", ["results"]),
     ],

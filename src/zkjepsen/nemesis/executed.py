@@ -95,13 +95,13 @@ class ExecutedFault:
 
 def replay_plan(schedule: Any) -> list[dict]:
     """The faults to replay from an executed schedule (schedule.json's dict or its "faults"
-    list), in the order they started, each with its resolved targets and recorded times."""
+    list), in the order they started, each with its resolved targets and recorded times. Each
+    is read by `ExecutedFault.from_json` and given as its `replay_table`: one reader of the
+    table (a stored schedule.json was checked field by field when its run was loaded)."""
     faults = schedule.get("faults", []) if isinstance(schedule, dict) else list(schedule)
-    out = []
-    for f in faults:
-        if f.get("f") == "heal" or "start_ns" not in f:
-            continue
-        out.append({k: f.get(k) for k in (*FAULT_FIELDS, "trigger", "armed_ns")})
-        if f.get("lane"):
-            out[-1]["lane"] = f["lane"]
+    out = [
+        ExecutedFault.from_json(f).replay_table()
+        for f in faults
+        if f.get("f") != "heal" and "start_ns" in f
+    ]
     return sorted(out, key=lambda f: f["start_ns"])

@@ -252,7 +252,7 @@ def _settle_backend(spec: TestSpec, names: list[str]) -> None:
     service's settings: settled, so test.json says what really ran)."""
 
     # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
-    from zkjepsen.nemesis.faults import KINDS, SERVER_CLOCK, not_applicable
+    from zkjepsen.nemesis.faults import KINDS, SERVER_CLOCK
 
     spec.backend = resolve_backend(spec.recipe, spec.backend)
     info = backend_info(spec.backend)
@@ -261,15 +261,9 @@ def _settle_backend(spec: TestSpec, names: list[str]) -> None:
     check_nodes(spec.backend, spec.nodes)
     spec.service = settings_for(spec.backend, spec.service)
     for n in names:
-        why = not_applicable(n, spec.backend)
+        why = fault_refusal(spec, n)
         if why:
-            raise BadInput(why + f" (recipe {spec.recipe} runs on {spec.backend})")
-    lacks: dict[str, str] = getattr(
-        spec.service, "lacks", dict
-    )()  # what this version of the service lacks
-    for n in names:
-        if lacking := sorted(set(KINDS[n].needs) & set(lacks)):
-            raise BadInput(f"{n} does not apply: {lacks[lacking[0]]}")
+            raise BadInput(why)
     if spec.backend not in ZOOKEEPER_BACKENDS and any(
         SERVER_CLOCK in KINDS[n].needs for n in names
     ):
@@ -279,6 +273,23 @@ def _settle_backend(spec: TestSpec, names: list[str]) -> None:
         raise BadInput(
             f"the wire proxy speaks ZooKeeper's protocol; backend {spec.backend} has none"
         )
+
+
+def fault_refusal(spec: TestSpec, name: str) -> str | None:
+    """Why the settled `spec`'s service cannot run fault `name` (None: it can): what the fault
+    needs that the backend lacks, or this version of its service. One check for `test` and for
+    a stored schedule's faults (run/stored_files.py)."""
+
+    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
+    from zkjepsen.nemesis.faults import KINDS, not_applicable
+
+    why = not_applicable(name, spec.backend or "")
+    if why:
+        return why + f" (recipe {spec.recipe} runs on {spec.backend})"
+    lacks: dict[str, str] = getattr(spec.service, "lacks", dict)()  # this version's gaps
+    if lacking := sorted(set(KINDS[name].needs) & set(lacks)):
+        return f"{name} does not apply: {lacks[lacking[0]]}"
+    return None
 
 
 def recipe_language(recipe: str) -> str:

@@ -17,7 +17,7 @@ from zkjepsen.run.accounting import merged
 from zkjepsen.run.resolve import spec_from_json
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.run.stored_checks import check_history_records, check_run_folder, check_stored_spec
-from zkjepsen.run.stored_files import check_results, check_schedule
+from zkjepsen.run.stored_files import check_nemesis_records, check_results, check_schedule
 from zkjepsen.store import RunDir, read_json
 from zkjepsen.store.regular import check_path
 
@@ -72,8 +72,8 @@ class StoredRun:
         except BadInput as e:
             raise BadInput(f"{d.test_json}: {e}") from None
         # Each file through its one schema (run/stored_files.py) before anything acts on it.
-        schedule = read_json(d.schedule, d.schedule.name) if os.path.lexists(d.schedule) else None
-        schedule = schedule if schedule is not None else {"faults": []}
+        has = os.path.lexists(d.schedule)  # none: no faults ran (`null` is no schedule)
+        schedule = read_json(d.schedule, d.schedule.name) if has else {"faults": []}
         check_schedule(schedule, d.schedule, spec)
         results = read_json(d.results, d.results.name) if os.path.lexists(d.results) else None
         if results is not None:
@@ -95,6 +95,7 @@ class StoredRun:
                     text if str(self.dir.history) in text else f"{self.dir.history}: {text}"
                 ) from None
             check_history_records(h, self.dir.history)
+            check_nemesis_records(h, self.dir.history, self.spec)
             return h
         sources = [p for p in self.dir.history_sources() if os.path.lexists(p)]
         if not sources:
@@ -106,4 +107,5 @@ class StoredRun:
             check_path(self.dir.nemesis_log, "nemesis log", within=self.store_dir)
         h = checked_history(merged(self.dir, self.spec.clients or 0))
         check_history_records(h, self.dir.clients)
+        check_nemesis_records(h, self.dir.clients, self.spec)
         return h
