@@ -7,6 +7,7 @@ without its line in docs/faults.md fails here."""
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -149,6 +150,21 @@ def test_help_lists_every_name_of_its_registry():
     backend = text.split("--backend TEXT", 1)[1].split("--", 1)[0]
     assert not [w for w in WORKLOADS if w not in workload], workload
     assert not [b for b in registry.backend_names() if b not in backend], backend
+
+
+FINDINGS_MAX_LINES = 400  # the current answers first, short; the lab notes under docs/findings/
+
+
+def test_findings_md_is_short_and_its_history_lists_every_lab_note():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import findings_index  # benchmarks/findings_index.py: what writes the history
+
+    text = (DOCS / "findings.md").read_text()
+    assert len(text.splitlines()) <= FINDINGS_MAX_LINES
+    assert findings_index.rewritten(text) == text, (
+        "docs/findings.md's history is not current: .venv/bin/python benchmarks/findings_index.py"
+    )
+    assert len(findings_index.notes()) >= 34  # every dated section it ever had is kept
 
 
 def test_the_checks_catch_what_they_look_for():
