@@ -58,8 +58,10 @@ BASE: dict[str, list[tuple[str, str]]] = {
     "matrix": [("recipes", "kazoo"), ("nemeses", "none")],
     "merge": [("stores", "{matrix}")],
     "replay": [("store_dir", "{run}")],
+    "report": [("store", "{run}"), ("out", "site")],
     "scenario list": [],
     "scenario run": [("names", "client-pause")],
+    "serve": [("store", "{run}")],
     "shrink": [("store_dir", "{run}")],
     "test": [],
 }
@@ -136,6 +138,10 @@ KINDS: dict[tuple[str, str], str] = {
     ("merge", "stores"): "matrix-store",
     ("merge", "out"): "out",
     ("replay", "store_dir"): "run",
+    ("report", "store"): "run",
+    ("report", "out"): "site-out",
+    ("serve", "store"): "run",
+    ("serve", "host"): "listen-host",
     ("replay", "store_root"): "store",
     ("replay", "engine"): "engine",
     ("replay", "cluster"): "cluster",
@@ -453,6 +459,14 @@ def bad_values(p: Param) -> st.SearchStrategy[Bad]:
         )
     if k == "out":
         return strings(st.sampled_from([f"{UNWRITABLE}/m.md", ".", "empty-dir", "a-file/m.md", ""]))
+    if k == "site-out":  # a folder for the pages: not the store, nor a folder of other files
+        return strings(
+            st.sampled_from(
+                [UNWRITABLE, f"{UNWRITABLE}/deeper", "a-file", "a-file/sub", "", ".", "run/site"]
+            )
+        )
+    if k == "listen-host":  # never one that can be listened on: the server would serve on
+        return strings(st.sampled_from(["", " ", "not a host", "a b", "256.1.1.1", "-x"]))
     if k == "history":
         return st.one_of(
             strings(st.sampled_from(["missing.jsonl", "empty-dir", ""])),

@@ -11,6 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from stored_folder import stored_spec  # tests/unit/stored_folder.py
 
 from zkjepsen.cli import main
 
@@ -18,11 +19,9 @@ from zkjepsen.cli import main
 def _run(store: Path, test: str, stamp: str, valid, **spec) -> Path:
     d = store / test / stamp
     d.mkdir(parents=True)
-    base = {"recipe": "kazoo", "workload": "lock", "backend": "zookeeper", "seed": 7}
-    (d / "test.json").write_text(json.dumps({**base, **spec}))
+    (d / "test.json").write_text(json.dumps(stored_spec(recipe="kazoo", **spec)))
     if valid is not None:
-        lock = {"valid": valid, "violations": [], "details": {}}
-        (d / "results.json").write_text(json.dumps({"valid": valid, "lock": lock}))
+        (d / "results.json").write_text(json.dumps({"valid": valid, "lock": {"valid": valid}}))
     (d / "timeline.html").write_text("<html><body>the timeline</body></html>")
     (store / test / "latest").unlink(missing_ok=True)
     (store / test / "latest").symlink_to(stamp)
@@ -80,7 +79,10 @@ def test_serve_serves_the_same_pages(tmp_path, monkeypatch):
     assert 'data-verdict="VALID"' in seen["index"]
 
 
-@pytest.mark.parametrize("case", ["missing", "a file", "out inside", "out a file", "a fifo"])
+CASES = ["missing", "a file", "no run", "out inside", "out a file", "out busy", "a fifo"]
+
+
+@pytest.mark.parametrize("case", CASES)
 def test_bad_input_is_one_sentence_and_exit_254(tmp_path, capsys, case):
     store, out = tmp_path / "store", tmp_path / "site"
     d = _run(store, "t", "20261128T101500", True)
@@ -88,6 +90,12 @@ def test_bad_input_is_one_sentence_and_exit_254(tmp_path, capsys, case):
         store = tmp_path / "nowhere"
     elif case == "a file":
         store = d / "test.json"
+    elif case == "no run":
+        store = tmp_path / "empty"
+        store.mkdir()
+    elif case == "out busy":  # a folder of other files, not an earlier report
+        (out / "notes.txt").parent.mkdir()
+        (out / "notes.txt").write_text("mine")
     elif case == "out inside":
         out = store / "site"
     elif case == "out a file":

@@ -18,39 +18,56 @@ from zkjepsen.errors import BadInput
 from zkjepsen.store import DEFAULT_ROOT
 from zkjepsen.store.writable import check_directory
 
+OUT_FIX = "give --out a new or empty folder you can write to (or an earlier report's)"
+
+
+def _check_run(d: Path) -> None:
+    """A stored run checked whole, as analyze, replay and shrink check it (run/stored.py)."""
+    from zkjepsen.run.stored import StoredRun
+
+    StoredRun.load(d)
+
 
 def build(store: Path, out: Path) -> Path:
     from zkjepsen.report.site import read_store
     from zkjepsen.report.site_pages import write_site
 
-    return write_site(read_store(store), out)
+    return write_site(read_store(store, _check_run), out)
 
 
-def _check_out(out: Path, store: Path) -> None:
-    check_directory(out, "--out", "give --out a folder you can write to")
+def _store(text: str) -> Path:
+    from zkjepsen.report.site import check_store
+
+    return check_store(Path(text) if text else Path(""))
+
+
+def _check_out(text: str, store: Path) -> Path:
+    if not text:
+        raise BadInput(f"an empty --out names no folder; {OUT_FIX}")
+    out = Path(text)
+    check_directory(out, "--out", OUT_FIX)
     if out.exists() and not out.is_dir():
-        raise BadInput(f"--out {out} is a file; give --out a folder")
+        raise BadInput(f"--out {out} is a file; {OUT_FIX}")
     if out.resolve() == store.resolve() or store.resolve() in out.resolve().parents:
-        raise BadInput(f"--out {out} is inside the store {store}; give a folder outside it")
+        raise BadInput(f"--out {out} is inside the store {store}; {OUT_FIX}")
+    if out.is_dir() and any(out.iterdir()) and not (out / "index.html").exists():
+        raise BadInput(f"--out {out} holds other files; {OUT_FIX}")
+    return out
 
 
 @click.command("report")
-@click.argument("store", type=click.Path(path_type=Path))
+@click.argument("store")
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
     required=True,
     help="Folder to write the pages to (index.html first; each run's timeline, plots and "
     "tables copied beside its page): a CI artifact, or `python -m http.server` over it.",
 )
-def report_command(store: Path, out: Path) -> None:
+def report_command(store: str, out: str) -> None:
     """Write a store's pages as static files: every run with its verdict (filterable), each
     test, matrix, gate, scenario run and shrink, each run's timeline, plots and verdict."""
-    from zkjepsen.report.site import check_store
-
-    check_store(store)
-    _check_out(out, store)
-    index = build(store, out)
+    root = _store(store)
+    index = build(root, _check_out(out, root))
     click.echo(f"wrote {index}")
 
 
@@ -72,8 +89,20 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
         pass  # a line per request would bury the one line that says where the pages are
 
 
+def _listen(host: str, port: int, handler) -> http.server.ThreadingHTTPServer:
+    if not host.strip():
+        raise BadInput("an empty --host would listen on every interface; give an address")
+    try:
+        return http.server.ThreadingHTTPServer((host, port), handler)
+    except (OSError, UnicodeError) as e:
+        why = getattr(e, "strerror", None) or str(e)
+        raise BadInput(
+            f"cannot listen on {host}:{port} ({why}); give another --host or --port"
+        ) from None
+
+
 @click.command("serve")
-@click.argument("store", type=click.Path(path_type=Path), required=False)
+@click.argument("store", required=False)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
     "--port",
@@ -82,27 +111,19 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
     show_default=True,
     help="Port (0: any free one; the line printed says which).",
 )
-def serve_command(store: Path | None, host: str, port: int) -> None:
+def serve_command(store: str | None, host: str, port: int) -> None:
     """Serve a store's pages (as `report` writes them) until Ctrl-C; STORE defaults to the
     store every command writes to (ZKJEPSEN_STORE, else ./store)."""
-    from zkjepsen.report.site import check_store
-
-    store = check_store(store or DEFAULT_ROOT)
+    root = _store(store) if store is not None else _store(str(DEFAULT_ROOT))
     out = Path(tempfile.mkdtemp(prefix="zkjepsen-site-"))
     try:
-        build(store, out)
-        handler = type("Handler", (_Handler,), {"rebuild": functools.partial(build, store, out)})
-        try:
-            server = http.server.ThreadingHTTPServer(
-                (host, port), functools.partial(handler, directory=str(out))
-            )
-        except OSError as e:
-            raise BadInput(
-                f"cannot listen on {host}:{port} ({e.strerror}); give another --port"
-            ) from None
+        rebuild = functools.partial(build, root, out)
+        handler = type("Handler", (_Handler,), {"rebuild": rebuild})
+        server = _listen(host, port, functools.partial(handler, directory=str(out)))
         with server:
+            rebuild()  # a bad store is refused here, before anything is served
             bound = server.server_address[1]
-            click.echo(f"serving {store} at http://{host}:{bound}/ (Ctrl-C to stop)", err=True)
+            click.echo(f"serving {root} at http://{host}:{bound}/ (Ctrl-C to stop)", err=True)
             try:
                 server.serve_forever()
             except KeyboardInterrupt:

@@ -14,6 +14,7 @@ What it finds, walking the store without following links (a test's `latest` is a
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,20 +101,25 @@ class Store:
 
 
 def check_store(root: Path) -> Path:
+    if not str(root):
+        raise BadInput(f"an empty store path names no folder; {FIX}")
     if not root.is_dir():
         what = "does not exist" if not root.exists() else "is not a folder"
         raise BadInput(f"{root} {what}; {FIX}")
     return root
 
 
-def read_store(root: Path) -> Store:
-    """Every run and matrix under `root` (a bad file in it: one sentence, from the opener)."""
+def read_store(root: Path, check_run: Callable[[Path], None]) -> Store:
+    """Every run and matrix under `root`; each run folder is first checked whole by
+    `check_run` (the commands' own check of a stored run: run/stored.py, which this layer
+    sits below). A bad file in it: one sentence, exit 254."""
     root = check_store(Path(root))
     runs, matrices = [], []
     for here, dirs, files in os.walk(root):  # links are never followed: `latest` is one
         d = Path(here)
         dirs.sort()
         if TEST_JSON in files and d.name != _NAMES.minimal.name:
+            check_run(d)
             runs.append(_run(root, d, files))
             dirs[:] = []  # a run's own folders (clients/, nodes/, minimal/) hold no runs
         if MANIFEST in files:
@@ -124,6 +130,8 @@ def read_store(root: Path) -> Store:
             (rec, by_path.get(Path(rec["store"]).resolve()) if rec["store"] else None)
             for rec in m.doc["runs"]
         ]
+    if not runs:
+        raise BadInput(f"{root} holds no run (no folder with a {TEST_JSON} below it); {FIX}")
     runs.sort(key=lambda r: (r.rel.rsplit("/", 1)[-1], r.rel), reverse=True)  # newest first
     return Store(root, runs, matrices)
 
