@@ -2,20 +2,28 @@
 `shrink`: exit 254, exactly one line on stderr, no traceback, nothing written outside the
 folder, and no hang past BOUND_S (a real-time timer cuts the command; a cut is a failure).
 
-Every generated corruption is wrong, so 254 is the only right answer here (2 would be a
-judgement of evidence that should have been refused).
+A corruption that changes content is wrong, so 254 is the only right answer for it (2 would be
+a judgement of evidence that should have been refused, 255 a reader meeting what no schema let
+through). One that keeps the content (schedule.json's keys reordered, re-indented) must get
+the uncorrupted folder's own answer.
 The corruptions are generated (Hypothesis) per file, in the spirit of test_bad_input_properties:
 test.json (a field missing, of the wrong type or out of range, an unknown field, not a table,
 cut short), history.jsonl (a record's field of the wrong type or an impossible value, an index
 repeated or going back, an ok acquire granting no token, a record missing a field, an invoke
-dropped, lines swapped, a line cut short or not JSON), schedule.json and results.json (wrong
-shapes, cut short, a fault that cannot be replayed, a verdict that is none), and any of them as
+dropped, lines swapped, a line cut short or not JSON; a nemesis record's every field of the
+wrong type or range, a fault the service cannot run or targets the run lacks, a field missing,
+an end with no start, a start twice), schedule.json (every field of an executed fault and of
+the schedule: wrong type or range, missing, unknown, a fault the service cannot run, targets and
+aims the run lacks, triggers that cannot arm, a fault listed twice, wrong shapes, cut short),
+results.json (verdicts, violations and parts of the wrong shape, cut short), and any of them as
 a named pipe, a directory, a symlink loop, a device or bytes that are not UTF-8. The base folder
-is well-formed: `analyze` judges it, and `replay` and `shrink` get past every check to the dead
-Docker engine (255), so a corruption they do not refuse shows as 255.
+(two executed faults, one triggered in a lane) is well-formed: `analyze` judges it, and
+`replay` and `shrink` get past every check to the dead Docker engine (255), so a corruption they
+do not refuse shows as 255.
 
-The figures (corruptions tried, refused right) are printed at the end;
-ZKJEPSEN_STORED_EXAMPLES (default 150) and ZKJEPSEN_STORED_SEED (default: fixed) explore further.
+The figures (corruptions tried, refused right, unchanged contents answered as the base folder)
+are printed at the end; ZKJEPSEN_STORED_EXAMPLES (default 150) and ZKJEPSEN_STORED_SEED
+(default: fixed) explore further.
 """
 
 from __future__ import annotations
@@ -584,6 +592,7 @@ def test_corrupted_stored_runs_are_refused(tmp_path, monkeypatch, request):
     tried: Counter = Counter()
     right: Counter = Counter()
     failures: dict[str, str] = {}
+    same: Counter = Counter()  # harmless changes answered as the base folder
     count = iter(range(10**9))
     base: dict[str, int | str] = {}
     for command in COMMANDS:  # the uncorrupted folder's answers, for the harmless changes
@@ -609,6 +618,7 @@ def test_corrupted_stored_runs_are_refused(tmp_path, monkeypatch, request):
         code, err = run_bounded([command, str(run)])
         why = judge(c, command, code, err, snapshot(tmp_path, run) - before, base[command])
         tried[c.file] += 1
+        same["same"] += c.harmless and why is None
         if why is None:
             right[c.file] += 1
         else:
@@ -618,7 +628,9 @@ def test_corrupted_stored_runs_are_refused(tmp_path, monkeypatch, request):
     total, ok = sum(tried.values()), sum(right.values())
     per_file = ", ".join(f"{f} {right[f]}/{n}" for f, n in sorted(tried.items()))
     summary = (
-        f"stored-run corruptions: {total} tried, {ok} refused right, {total - ok} not ({per_file})"
+        f"stored-run corruptions: {total} tried, {ok} right ({ok - same['same']} refused, "
+        f"{same['same']} unchanged contents answered as the base folder), {total - ok} not "
+        f"({per_file})"
     )
     capture = request.config.pluginmanager.get_plugin("capturemanager")
     with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
