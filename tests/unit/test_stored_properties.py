@@ -216,7 +216,22 @@ def history_corruptions() -> st.SearchStrategy[Corruption]:
             _write("history.jsonl", _replace_line(jsonl(RECORDS), kt[0], kt[1])),
         )
     )
-    return st.one_of(field, grant, gone, dropped, swapped, junk, _cut_line(), nemesis_corruptions())
+    session = st.sampled_from(BAD_SESSIONS).map(
+        lambda v: Corruption("history.jsonl", f"a session event of {v!r}", _history(_session(v)))
+    )
+    return st.one_of(
+        field, grant, gone, dropped, swapped, junk, _cut_line(), nemesis_corruptions(), session
+    )
+
+
+# What a client's session event must not say: its length is divided by (power line, fairness).
+BAD_SESSIONS = [3, "x", [], {"timeout_ms": "x"}, {"timeout_ms": -1}, {"timeout_ms": [1]}]
+
+
+def _session(value: Any) -> list[dict]:
+    event = {"time": RECORDS[0]["time"] - 1, "process": 1, "client": 1, "type": "event"}
+    out = [{**event, "f": "session", "value": value}, *(dict(r) for r in RECORDS)]
+    return [{**r, "index": i} for i, r in enumerate(out)]
 
 
 # The nemesis's records of one fault (nemesis/schedule.py `_record`), between the clients' ones.
@@ -578,6 +593,8 @@ def test_the_base_folder_gets_past_every_check(tmp_path, monkeypatch):
     twice = _with_nemesis(NEMESIS_START, NEMESIS_END)
     again = [dict(r, time=r["time"] + 10**9) for r in twice if r["process"] == "nemesis"]
     _history(twice + [{**r, "index": len(twice) + i} for i, r in enumerate(again)])(run)
+    assert run_bounded(["analyze", str(run)])[0] in (0, 1, 2)
+    _history(_session({"session_id": "0x1", "timeout_ms": 4000}))(run)  # as a client says it
     assert run_bounded(["analyze", str(run)])[0] in (0, 1, 2)
 
 

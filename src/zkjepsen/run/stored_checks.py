@@ -170,11 +170,24 @@ def _grant(value: Any) -> bool:
     )
 
 
+def _session(value: Any) -> bool:
+    """What a client's `session` event says (client/loop.py): null, or a table whose
+    `timeout_ms` (the session's length, which the power line and fairness divide) is a number
+    >= 0 or null."""
+    if value is None:
+        return True
+    if type(value) is not dict:
+        return False
+    t = value.get("timeout_ms")
+    return t is None or (type(t) in (int, float) and t >= 0 and t != float("inf"))
+
+
 # (f, type) -> (what the value must be, the test). The lock-shaped workloads' grants
 # (client/loop.py WORKLOADS: acquire, elected).
 VALUE_SHAPES = {
     ("acquire", "ok"): ("null or a table with a whole-number token", _grant),
     ("elected", "ok"): ("null or a table with a whole-number token", _grant),
+    ("session", "event"): ("null or a table whose timeout_ms is a number >= 0 or null", _session),
 }
 
 
