@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from zkjepsen.errors import BadInput
 from zkjepsen.faultkinds import KINDS
+from zkjepsen.nemesis.executed import replay_plan  # light: it loads no fault's module
 from zkjepsen.run.spec import TestSpec
 
 if TYPE_CHECKING:
@@ -27,7 +28,6 @@ def record_schedule(spec: TestSpec, gen: Gen | None, schedule: Any) -> None:
     runs); else a `gen` is unrolled into `spec.generator`. Neither: the spec as it is."""
     # here, not at the top: the nemesis loads every fault's module; only a run with faults needs it
     from zkjepsen.nemesis import generator, recorded
-    from zkjepsen.nemesis.executed import replay_plan
 
     if schedule is not None:
         names = list(dict.fromkeys(f["f"] for f in replay_plan(schedule)))

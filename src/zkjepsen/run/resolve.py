@@ -25,6 +25,7 @@ from zkjepsen.client.command import (
     ProgramPlan,
 )
 from zkjepsen.errors import BadInput
+from zkjepsen.faultkinds import CLIENT_CLOCK, KINDS, SERVER_CLOCK, WIRE_PROXY
 from zkjepsen.recipes import RECIPES, resolve_backend, validate_recipe
 from zkjepsen.run.analysis import checkers_for
 from zkjepsen.run.readers import Shape, check_can_act, check_read
@@ -196,9 +197,6 @@ def validate_spec(spec: TestSpec, alone: bool = True) -> None:
 
 def _check_nemeses(spec: TestSpec, names: list[str]) -> None:
 
-    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
-    from zkjepsen.nemesis.faults import KINDS, WIRE_PROXY
-
     for n in names:
         if n not in KINDS:
             raise BadInput(
@@ -223,7 +221,7 @@ def _check_client_clock(spec: TestSpec, names: list[str]) -> None:
     the recorder beside it stays on real time)."""
 
     # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
-    from zkjepsen.nemesis.faults import CLIENT_CLOCK, KINDS, program_warp
+    from zkjepsen.nemesis.faults import program_warp
 
     if not any(CLIENT_CLOCK in KINDS[n].client_needs for n in names):
         return
@@ -250,9 +248,6 @@ def check_warp_arch(process: str) -> None:
 def _settle_backend(spec: TestSpec, names: list[str]) -> None:
     """The servers the recipe runs on, and what that backend allows (faults, shape, its
     service's settings: settled, so test.json says what really ran)."""
-
-    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
-    from zkjepsen.nemesis.faults import KINDS, SERVER_CLOCK
 
     spec.backend = resolve_backend(spec.recipe, spec.backend)
     info = backend_info(spec.backend)
@@ -281,7 +276,7 @@ def fault_refusal(spec: TestSpec, name: str) -> str | None:
     a stored schedule's faults (run/stored_files.py)."""
 
     # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
-    from zkjepsen.nemesis.faults import KINDS, not_applicable
+    from zkjepsen.nemesis.faults import not_applicable
 
     why = not_applicable(name, spec.backend or "")
     if why:
@@ -364,8 +359,6 @@ class ResolvedTest:
 
     def make_backend(self, store_dir: Path, **docker: Any) -> Any:
         """The backend (not started) for this test; `docker`: client, engine and images."""
-
-        from zkjepsen.nemesis.faults import KINDS, SERVER_CLOCK  # as validate_spec's (light)
 
         backend = make_backend(self.backend.name, self.spec, store_dir, **docker)
         if any(n in KINDS and KINDS[n].family == "disk" for n in self.spec.nemesis):
