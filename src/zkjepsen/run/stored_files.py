@@ -22,6 +22,7 @@ from typing import Any
 
 from zkjepsen.errors import BadInput
 from zkjepsen.faultkinds import CLIENT_CLOCK, KINDS, WIRE_PROXY
+from zkjepsen.history import NEMESIS
 from zkjepsen.run.readers import Shape, check_target
 from zkjepsen.run.resolve import fault_refusal, spec_program
 from zkjepsen.run.spec import TestSpec
@@ -225,8 +226,6 @@ def check_nemesis_records(history: Any, path: Path, spec: TestSpec) -> None:
     """Each nemesis record of a stored history is a fault's start or end as the nemesis writes
     it: an `info` named after a fault this run can run, its targets in this run, each fault
     started once and ended at most once after its start. One sentence naming the line."""
-    from zkjepsen.history import NEMESIS  # as the stored run reads it (run/stored.py)
-
     spare = sum(1 for op in history.ops if str(op.f).startswith(("member-", "rolling-")))
     phases: dict[Any, str] = {}
     for op, line in zip(history.ops, history.lines, strict=False):
