@@ -29,12 +29,19 @@ EXTENSIONS = [
     Extension("zkjepsen.history._fastlog", ["src/zkjepsen/history/_fastlog.c"], optional=True),
     # The linearizability checker's sweep, and its pairing and grouping of ops.
     Extension(
-        "zkjepsen.checker._fastsweep",
-        ["src/zkjepsen/checker/_fastsweep.c"],
-        depends=["src/zkjepsen/checker/_fastsweep_parts.h"],  # rebuilt when it changes
+        "zkjepsen.checker.linear._fastsweep",
+        ["src/zkjepsen/checker/linear/_fastsweep.c"],
+        depends=[
+            "src/zkjepsen/checker/linear/_fastsweep_parts.h",
+            "src/zkjepsen/checker/linear/_fastwgl.h",
+        ],  # rebuilt when they change
         optional=True,
     ),
-    Extension("zkjepsen.checker._fastgroup", ["src/zkjepsen/checker/_fastgroup.c"], optional=True),
+    Extension(
+        "zkjepsen.checker.linear._fastgroup",
+        ["src/zkjepsen/checker/linear/_fastgroup.c"],
+        optional=True,
+    ),
 ]
 FAILURES = (CCompilerError, ExecError, PlatformError, OSError)
 

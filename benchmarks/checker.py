@@ -37,9 +37,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from histories import cas_history, lock_history  # noqa: E402
 
-from zkjepsen.checker.linearizability import Linearizable  # noqa: E402
+from zkjepsen.checker.linear import (
+    Linearizable,  # noqa: E402
+    make_model,  # noqa: E402
+)
 from zkjepsen.checker.lock import LockChecker  # noqa: E402
-from zkjepsen.checker.models import make_model  # noqa: E402
 from zkjepsen.history.formats import read_history  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]

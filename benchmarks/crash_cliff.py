@@ -75,13 +75,33 @@ CASES = [  # name, clients, ops, values (0: unique), plant a stale read
     ("small-stale-5x10k", 5, 10_000, 5, True),
     ("small-stale-20x1k", 20, 1_000, 5, True),
     ("small-stale-5x100k", 5, 100_000, 5, True),
+    ("stale-5x150k", 5, 150_000, 0, True),
+    ("stale-5x1M", 5, 1_000_000, 0, True),
+    ("valid-5x5M", 5, 5_000_000, 0, False),
+    # The second shape ("unread-"): crashed writes' values unread for long stretches (see
+    # UNREAD): a crashed write that took effect lands up to UNREAD["span"] of its lengths after
+    # its call, and reads are rare, so many crashed writes overlap and what they wrote is read,
+    # if at all, thousands of ops later (by a cas that names it, or a rare read).
+    ("unread-valid-5x150k", 5, 150_000, 0, False),
+    ("unread-stale-5x150k", 5, 150_000, 0, True),
+    ("unread-valid-5x1M", 5, 1_000_000, 0, False),
+    ("unread-stale-5x1M", 5, 1_000_000, 0, True),
+    ("unread-valid-5x5M", 5, 5_000_000, 0, False),
 ]
+UNREAD = {"weights": (0.05, 2, 2), "span": 2000.0}
 
 
 def _calls(
-    n: int, clients: int, rng: random.Random, crash: float, share: dict[str, float]
+    n: int,
+    clients: int,
+    rng: random.Random,
+    crash: float,
+    share: dict[str, float],
+    shape: dict[str, object] | None = None,
 ) -> list[list]:
     """Per call: [point, call, client, start, end, f, crashed, took effect, forced]."""
+    weights = WEIGHTS if shape is None else shape["weights"]
+    span = 20.0 if shape is None else float(shape["span"])  # type: ignore[arg-type]
     free, calls = [0] * clients, []
     for k in range(n):
         c = k % clients
@@ -91,12 +111,12 @@ def _calls(
         start = free[c] + rng.randrange(1, 10)
         dur = rng.randrange(1, 6) if rng.random() < SHORT else rng.randrange(6, 60)
         free[c] = end = start + dur
-        f = rng.choices(("read", "write", "cas"), WEIGHTS)[0]
+        f = rng.choices(("read", "write", "cas"), weights)[0]  # type: ignore[arg-type]
         crashed = rng.random() < crash * share[f]
         took = not crashed or rng.random() < 0.5
         point = rng.uniform(start, end)
         if crashed and took and rng.random() < LATE:
-            point = rng.uniform(start, end + 20 * dur)  # it landed after its client gave up
+            point = rng.uniform(start, end + span * dur)  # it landed after its client gave up
         calls.append([point, len(calls), c, start, end, f, crashed, took, False])
     return calls
 
@@ -125,10 +145,11 @@ def history(
     seed: int = 1,
     crash: float = 0.1,
     share: dict[str, float] = CRASH_SHARE,
+    shape: dict[str, object] | None = None,
 ) -> tuple[History, int | None]:
     """The history and the index of the planted stale read's completion (None if none)."""
     rng = random.Random(seed)
-    calls = _calls(n, clients, rng, crash, share)
+    calls = _calls(n, clients, rng, crash, share, shape)
     fresh = iter(range(1, 1 << 62))
     reg, recent = None, [None]
     out: list[list] = [[]] * len(calls)  # f, invoke value, completion value, type
@@ -324,7 +345,8 @@ def main() -> int:
     if args.write:
         name, clients, n, values, stale = next(c for c in CASES if c[0] == args.write[0])
         share = NO_CRASHED_WRITES if "-nocw" in name else CRASH_SHARE
-        h, planted = history(n, clients, values, stale, seed=args.seed, share=share)
+        shape = UNREAD if name.startswith("unread-") else None
+        h, planted = history(n, clients, values, stale, seed=args.seed, share=share, shape=shape)
         write_jepsen_log(h, args.write[1])
         print(json.dumps(None if planted is None else [planted, h.ops[planted].process]))
         return 0

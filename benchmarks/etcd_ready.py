@@ -21,7 +21,7 @@ from zkjepsen.docker.image import ensure_image
 def one(members: int, image: str, client) -> tuple[float, float]:
     b = make_backend(
         "etcd",
-        SimpleNamespace(nodes=members, tick_ms=500, params={}),
+        SimpleNamespace(nodes=members, tick_ms=500, params={}, service=None),
         tempfile.mkdtemp(prefix="etcd-ready-"),
         client=client,
         engine=resources.DEFAULT_ENGINE,

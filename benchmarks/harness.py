@@ -68,7 +68,7 @@ def backend_ready_times(client, name: str, runs: int) -> list[float]:
         with tempfile.TemporaryDirectory() as d:
             b = make_backend(
                 name,
-                SimpleNamespace(nodes=info.nodes or 3, tick_ms=500, params={}),
+                SimpleNamespace(nodes=info.nodes or 3, tick_ms=500, params={}, service=None),
                 Path(d),
                 client=client,
                 engine=resources.DEFAULT_ENGINE,

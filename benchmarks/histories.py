@@ -28,12 +28,15 @@ def call_spans(n: int, clients: int, rng: random.Random) -> list[tuple[float, in
     return spans
 
 
-def cas_history(n: int, clients: int = 5, seed: int = 1, crash: float = 0.0) -> History:
+def cas_history(
+    n: int, clients: int = 5, seed: int = 1, crash: float = 0.0, unique: bool = False
+) -> History:
     """A valid history of `n` read/write/cas calls on one register by `clients` clients: each
     call gets a random interval and a linearization point inside it, and its outcome is what
     the register gives when the calls run in point order. A `crash` fraction of the writes and
     cas that took effect end `info` (the client then continues as a new process, as Jepsen's
-    do). Values 0..4, nil at first: the etcd model's conventions."""
+    do). Values 0..4, nil at first: the etcd model's conventions; with `unique`, every write
+    and cas writes a fresh number (a cas names the current value or one of 0..4)."""
     rng = random.Random(seed)
     spans = call_spans(n, clients, rng)
     reg = None
@@ -43,10 +46,12 @@ def cas_history(n: int, clients: int = 5, seed: int = 1, crash: float = 0.0) -> 
         if f == "read":
             outcome[k] = ("read", None, reg, "ok")
         elif f == "write":
-            reg = rng.randrange(5)
+            reg = n + k if unique else rng.randrange(5)
             outcome[k] = ("write", reg, reg, "ok")
         else:
-            old, new = rng.randrange(5), rng.randrange(5)
+            old, new = rng.randrange(5), n + k if unique else rng.randrange(5)
+            if unique and reg is not None and rng.random() < 0.5:
+                old = reg
             ok = reg == old
             reg = new if ok else reg
             outcome[k] = ("cas", [old, new], [old, new], "ok" if ok else "fail")

@@ -47,7 +47,7 @@ def cluster(backend: str, nodes: int):
         return ZooKeeperEnsemble(EnsembleSpec(nodes=nodes, image=image), scratch, client=client)
     image = ensure_image(client, None, recipe=etcd_image("3.4")).tag
     ensure_image(client, None, recipe=etcd_image("3.5"))
-    spec = SimpleNamespace(nodes=nodes, tick_ms=500, params={})
+    spec = SimpleNamespace(nodes=nodes, tick_ms=500, params={}, service=None)
     return make_backend(
         "etcd",
         spec,

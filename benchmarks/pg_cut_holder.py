@@ -171,7 +171,7 @@ def main() -> None:
         for setting, fault in plan:
             cluster = make_backend(
                 "postgres",
-                SimpleNamespace(nodes=1, params=SETTINGS[setting], tick_ms=500),
+                SimpleNamespace(nodes=1, params=SETTINGS[setting], tick_ms=500, service=None),
                 code_dir / setting,
                 client=client,
                 engine=resources.DEFAULT_ENGINE,

@@ -123,8 +123,7 @@ def _plant(spans: list, out: list[list]) -> int | None:
 
 def check_one(path: str, planted: int | None) -> dict:
     """In this (fresh) process: read the file, check it, report figures as one JSON line."""
-    from zkjepsen.checker.linearizability import Linearizable
-    from zkjepsen.checker.models import make_model
+    from zkjepsen.checker.linear import Linearizable, make_model
     from zkjepsen.history.formats import read_history
 
     h = read_history(path)

@@ -1,34 +1,71 @@
 """Shared fixtures. Integration tests run against real services in Docker; the images they
 need are built in the background from the first test that needs one (tests/images.py).
 
-How the suite runs (pyproject.toml: `-n 2 --dist loadgroup`, pytest-xdist): the integration
-tests are one group, run in collection order by one worker (one cluster at a time, the
-module-scoped clusters shared as before); the unit tests run meanwhile on the other worker,
-grouped by module. On 2 cores the integration tests mostly wait (for sessions to expire, for
-Docker), so the unit tier's minutes come off the suite's."""
+How the suite runs (pyproject.toml: `-n 2 --dist loadgroup`, pytest-xdist): a group runs whole
+on one worker, in order; xdist hands the groups out in the order set here (its reordering by
+test count is turned off), each to the next worker that is free.
+- "docker": the modules that share a session-scoped cluster (SHARED: the 3-node ensemble that
+  every module's `ensemble3` is), on one worker, first: one ensemble serves them all.
+- the unit tests, one group per module (its module-scoped fixtures set up once);
+- every other integration module, one group of its own (it starts its own clusters): the
+  ZooKeeper ones, then those that need another image (etcd, Redis, PostgreSQL...; rank 1), then
+  the other ZooKeeper versions (rank 2), so that those images build in the background meanwhile;
+  within a rank the longest first (LONG), so that the last to go are short.
+One worker takes "docker" while the other runs unit modules; then both take whatever is next.
+(Two fixed groups, every ZooKeeper module and every other image's, left a worker idle at the
+end: on the same measured times, 2093 s of a 5681 s wall; this order: 136 s of 4702.)"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import images  # tests/images.py (pytest puts the conftest's folder on sys.path)
+import leftovers  # tests/leftovers.py
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
 # Modules that need an image besides ZooKeeper's run after the others, so that those images
-# build in the background meanwhile: rank 1 one other image, rank 2 the other ZooKeeper versions.
-RANKS = {"etcd": 1, "etcd-3.5": 1, "redis": 1, "postgres": 1}
+# build in the background meanwhile: rank 1 one other image (any image not named here too),
+# rank 2 the other ZooKeeper versions.
+RANKS = {"etcd": 1, "etcd-3.5": 1, "redis": 1, "postgres": 1, "mariadb": 1, "memcached": 1}
+
+# Session-scoped clusters that modules share: the modules using one are its group (one worker:
+# one cluster for them all; on both workers each would start its own).
+SHARED = {"ensemble3": "docker", "shared_ensemble3": "docker"}
+
+# Ordering only: the integration modules that take minutes (seconds on a 2-core machine at load
+# 40, 2026-11-28; `benchmarks/suite_time.py`), handed out first within their rank. A module not
+# named counts as short; a wrong figure costs balance at the end, never a result.
+LONG = {
+    "test_hunt_live": 950,  # rank 1; 774-951 s at load 40-80 (2026-11-29)
+    "test_pytest_plugin": 940,
+    "test_redis_backend": 540,  # rank 1
+    "test_interrupts": 480,
+    "test_etcd": 470,  # rank 1
+    "test_session_scenarios_live": 370,
+    "test_cluster": 320,
+    "test_client_clock_forms": 300,  # rank 1
+    "test_etcd_go": 300,  # rank 1
+    "test_redlock_faults": 270,  # rank 1
+    "test_site_browser": 250,
+    "test_stop_early": 250,
+    "test_phantom_live": 190,  # rank 1
+    "test_install": 160,
+    "test_multistep_barrier": 150,
+    "test_triggered_faults": 140,
+    "test_cli_e2e": 110,
+    "test_clock_rate_one": 70,  # rank 1 (5 Redlock masters; 70 s at load ~50, 2026-11-29)
+}
 
 
 def _rank(item) -> int:
     keys = images.needed(getattr(item, "fixturenames", ()))
-    return max([RANKS.get(k, 2 if k.startswith("zookeeper-") else 0) for k in keys] or [0])
+    ranks = [0 if k == images.ZK else RANKS.get(k, 2 if k.startswith("zookeeper-") else 1)
+             for k in keys]  # fmt: skip
+    return max(ranks or [0])
 
 
-# tryfirst: xdist's worker adds each item's group to its node id in its own hook of this name,
-# which would otherwise run before this one and find no group (the integration tests then spread
-# over both workers, each starting its own shared ensemble).
 _interrupted = False
 
 
@@ -36,11 +73,14 @@ def _interrupt_once(signum, frame) -> None:
     """The first SIGINT/SIGTERM/SIGHUP ends the session the way Ctrl-C does (KeyboardInterrupt:
     pytest then tears down every fixture, the session's clusters too); later ones are ignored so
     that they cannot cut that teardown short (`./run test` forwards a signal to every process of
-    the suite, which a terminal's Ctrl-C has already reached)."""
+    the suite, which a terminal's Ctrl-C has already reached). First, a `zkjepsen` the test
+    started is asked to end and waited for: unwound, the test would SIGKILL it midway through
+    its own teardown, and its run (which the owners file does not name) would stay up."""
     global _interrupted
     if _interrupted:
         return
     _interrupted = True
+    leftovers.let_children_tear_down()  # a test's `zkjepsen` child ends its runs first
     raise KeyboardInterrupt
 
 
@@ -60,25 +100,47 @@ def pytest_configure(config):
             signal.signal(s, _interrupt_once)
     except ValueError:
         pass  # not the main thread: nothing can be installed here
+    # xdist's controller hands the groups out in collection order, not by test count (its
+    # default), so that a worker runs the unit tests before the services' group (see above).
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
     owners = os.environ.get("ZKJEPSEN_SUITE_OWNERS")
     if owners:
         with open(owners, "a") as f:
             f.write(resources.owner_token() + "\n")
 
 
+# tryfirst: xdist's worker adds each item's group to its node id in its own hook of this name,
+# which would otherwise run before this one and find no group (the integration tests then spread
+# over both workers, each starting its own shared ensemble).
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    """Each item's group and the order xdist hands the groups out in (module docstring)."""
     ranks: dict[str, int] = {}
+    shared: dict[str, str] = {}
     for item in items:
         if "/integration/" in str(item.fspath):
             item.add_marker(pytest.mark.integration)
-            item.add_marker(pytest.mark.xdist_group("docker"))
             module = str(item.fspath)
             ranks[module] = max(ranks.get(module, 0), _rank(item))
-        else:  # one module's unit tests on one worker: its module-scoped fixtures set up once
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+            for f in getattr(item, "fixturenames", ()):
+                if f in SHARED:
+                    shared[module] = SHARED[f]
+    for item in items:
+        module = str(item.fspath)
+        group = shared.get(module, item.module.__name__)
+        item.add_marker(pytest.mark.xdist_group(group))
     order = {id(item): i for i, item in enumerate(items)}
-    items.sort(key=lambda it: (ranks.get(str(it.fspath), 3), order[id(it)]))  # unit tests last
+
+    def place(it) -> tuple[int, int, float, int]:  # shared clusters, unit tests, the others
+        module = str(it.fspath)
+        if module in shared:
+            return (0, 0, 0.0, order[id(it)])
+        if module not in ranks:
+            return (1, 0, 0.0, order[id(it)])
+        return (2, ranks[module], -LONG.get(it.module.__name__, 0), order[id(it)])
+
+    items.sort(key=place)  # the order xdist hands the groups out in (pytest_configure)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -154,6 +216,16 @@ def redis_image(image_builds) -> str:
 @pytest.fixture(scope="session")
 def pg_image(image_builds) -> str:
     return _image(image_builds, "postgres")
+
+
+@pytest.fixture(scope="session")
+def memcached_image(image_builds) -> str:
+    return _image(image_builds, "memcached")
+
+
+@pytest.fixture(scope="session")
+def mariadb_image(image_builds) -> str:
+    return _image(image_builds, "mariadb")
 
 
 @pytest.fixture(scope="session")

@@ -27,6 +27,8 @@ FIXTURE_IMAGES: dict[str, tuple[str, ...]] = {
     "etcd_next_image": ("etcd-3.5",),  # a rolling upgrade's target (test_membership.py)
     "redis_image": ("redis",),
     "pg_image": ("postgres",),
+    "memcached_image": ("memcached",),
+    "mariadb_image": ("mariadb",),
 }
 
 

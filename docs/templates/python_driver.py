@@ -17,7 +17,7 @@ import logging
 import sys
 import threading
 
-from kazoo.client import KazooClient
+from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
     BadVersionError,
     LockTimeout,
@@ -78,6 +78,7 @@ class Driver:
         self.lock: YourLock | None = None
         self.node: str | None = None
         self.init: dict = {}
+        self.lost = False  # the session was LOST: kazoo's next CONNECTED is a new session
 
     def op_init(self, req: dict):
         self.init = req
@@ -87,13 +88,26 @@ class Driver:
             connection_retry=KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0),
             command_retry={"max_tries": 3, "delay": 0.1, "backoff": 2, "max_delay": 1.0},
         )
-        self.zk.add_listener(lambda state: send({"event": "session-state", "value": str(state)}))
+        self.zk.add_listener(self.on_state)
         try:
             self.zk.start(timeout=15)
         except Exception as e:  # noqa: BLE001
             return "fail", None, f"could not connect: {e}"
         sid = self.zk.client_id[0]
         return "ok", {"session_id": f"0x{sid:x}", "timeout_ms": self.zk._session_timeout}, None
+
+    def on_state(self, state: str) -> None:
+        """Every state as a `session-state` event; a new session (CONNECTED after LOST) also as
+        a `session` event with its id: the nodes it makes are owned by that id, and without it
+        the run would match them against the old session (docs/client-protocol.md)."""
+        send({"event": "session-state", "value": str(state)})
+        if state == KazooState.LOST:
+            self.lost = True
+        elif state == KazooState.CONNECTED and self.lost and self.zk is not None:
+            self.lost = False
+            sid = self.zk.client_id[0] if self.zk.client_id else 0
+            timeout = self.zk._session_timeout
+            send({"event": "session", "value": {"session_id": f"0x{sid:x}", "timeout_ms": timeout}})
 
     def op_acquire(self, req: dict):
         if self.lock is None:

@@ -32,7 +32,7 @@ def etcd3(docker_client, etcd_image, tmp_path_factory):
     """Three members shared by the module's cluster tests (they leave it healthy)."""
     b = make_backend(
         "etcd",
-        SimpleNamespace(nodes=3, tick_ms=500, params={}),
+        SimpleNamespace(nodes=3, tick_ms=500, params={}, service=None),
         tmp_path_factory.mktemp("etcd3"),
         client=docker_client,
         engine=resources.DEFAULT_ENGINE,
@@ -112,6 +112,54 @@ def test_the_revision_fence_refuses_a_holder_whose_lease_expired(etcd3):
     assert s.fenced_set("/fence-res", b"second", 1, second).version == 2
     assert s.get("/fence-res")[0] == b"second"  # the refused writes changed nothing
     s.stop()
+
+
+def test_the_lock_and_election_services_orphan_a_60_s_session_when_called_without_a_lease(
+    etcd3,
+):
+    """etcd's v3lock and v3election services (issue 51), through the gateway: without a lease
+    the member grants the lock key a lease of 60 s and keeps nothing alive (its TTL falls while
+    it is held: the lock will end by itself 60 s after the grant, scenario
+    etcd-v3lock-orphaned-session); with the client's own 2 s lease kept alive, the key outlives
+    two TTLs. A released lock is free at once."""
+    from zkjepsen.recipes import make_recipe
+
+    s = etcd3.host_session(4.0)
+    s.start(timeout=10)
+    address = etcd3.nodes[0].address
+
+    def lease_of(key: bytes) -> dict:
+        kvs = gateway.call(address, "v3/kv/range", {"key": gateway.b64(key)}, 2).get("kvs")
+        assert kvs, f"no key {key!r}"
+        lease = gateway.field(kvs[0], "lease")
+        return gateway.call(address, "v3/lease/timetolive", {"ID": lease}, 2)
+
+    try:
+        for name, path in (
+            ("etcd-v3lock-nolease", "/t/v3lock"),
+            ("etcd-v3election-nolease", "/t/v3election"),
+        ):
+            held = make_recipe(name, s, path, identifier="a", params={})
+            assert held.acquire(5.0) is not None
+            first = lease_of(held.key)
+            assert gateway.num(first, "grantedTTL") == 60, first  # the server's own session
+            time.sleep(2.5)  # an orphan: no keep-alive, so its TTL runs down
+            assert gateway.num(lease_of(held.key), "TTL") < gateway.num(first, "TTL")
+            held.release()
+            again = make_recipe(name, s, path, identifier="b", params={})
+            assert again.acquire(5.0) is not None  # released: free at once
+            again.release()
+        # 2 s: the shortest these members grant (etcd raises a TTL below its minimum, which
+        # follows the election timeout: 1 s was granted as 2 s)
+        kept = make_recipe("etcd-v3lock", s, "/t/v3lock-kept", params={"lock_ttl_s": 2.0})
+        token = kept.acquire(5.0)
+        assert token is not None and gateway.num(lease_of(kept.key), "grantedTTL") == 2
+        time.sleep(5.0)  # two and a half TTLs: only the keep-alive thread keeps the key
+        assert gateway.num(lease_of(kept.key), "TTL") > 0
+        kept.release()
+        kept.close()
+    finally:
+        s.stop()
 
 
 def lock_spec(**kw) -> TestSpec:

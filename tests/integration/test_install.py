@@ -70,7 +70,8 @@ def test_the_installed_wheel_works_from_another_directory(venv, zk_image, tmp_pa
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     zkj = [venv / "bin/zkjepsen"]
     probe = (
-        "import zkjepsen, zkjepsen.checker._fastsweep as f; print(zkjepsen.__file__, f.__file__)"
+        "import zkjepsen, zkjepsen.checker.linear._fastsweep as f; "
+        "print(zkjepsen.__file__, f.__file__)"
     )
     where = sh([venv / "bin/python", "-c", probe], tmp_path, env=env).stdout.split()
     assert all(p.startswith(str(venv)) for p in where), where
@@ -83,6 +84,9 @@ def test_the_installed_wheel_works_from_another_directory(venv, zk_image, tmp_pa
     assert "go-zk" in recipes and "curator-java" in recipes
 
     small = ["--nodes", "1", "--clients", "2", "--time-limit", "5", "--nemesis", "none"]
+    config = tmp_path / "recovery.toml"  # 1 s, not 10: no fault to recover from
+    config.write_text("recovery_s = 1.0\n")
+    small += ["--config", config]
     store = tmp_path / "store"
     run = [*zkj, "test", "--recipe", "go-zk", "--workload", "lock", *small, "--store", store]
     sh(run, tmp_path, env=env)  # exit 0: valid

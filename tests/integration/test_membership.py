@@ -93,7 +93,7 @@ def test_zookeeper_member_replace_of_the_leader(docker_client, zk_image, tmp_pat
 def test_etcd_member_replace_of_a_follower(docker_client, etcd_image, etcd_next_image, tmp_path):
     b = make_backend(
         "etcd",
-        SimpleNamespace(nodes=3, tick_ms=500, params={}),
+        SimpleNamespace(nodes=3, tick_ms=500, params={}, service=None),
         tmp_path,
         client=docker_client,
         engine=resources.DEFAULT_ENGINE,

@@ -396,6 +396,7 @@ def test_run_nemesis_records_schedule_and_replays(rig, tmp_path):
         ),
         files=RunDir(tmp_path / "a"),
     )
+    executed = [e.to_json() for e in executed]  # the executed faults as schedule.json holds them
     assert executed and all(e["end_ns"] > e["start_ns"] for e in executed)
     sched = json.loads((tmp_path / "a" / "schedule.json").read_text())
     assert sched["faults"] == json.loads(json.dumps(executed, default=str))
@@ -410,6 +411,7 @@ def test_run_nemesis_records_schedule_and_replays(rig, tmp_path):
         NemesisPlan([], seed=99, time_limit_s=8, t0_ns=t1, schedule=sched),
         files=RunDir(tmp_path / "b"),
     )
+    again = [e.to_json() for e in again]
     assert [(e["f"], e["targets"]) for e in again] == [(e["f"], e["targets"]) for e in executed]
     for a, b in zip(executed, again, strict=True):
         # Never early; late by how long Docker takes to apply and undo the fault before it (a
@@ -445,7 +447,8 @@ def test_run_nemesis_heals_on_interrupt(rig, tmp_path):
     # In this order: the fault started, the stop was asked, the fault was healed; and run_nemesis
     # returned once healed, not at the 30 s fault's end (asked is set before end_ns is recorded;
     # a healing that waited out the fault would end 30 s after its start, the ask 2 s after it).
-    (f,) = executed
+    (op,) = executed
+    f = op.to_json()
     assert f["start_ns"] < asked[0] <= f["end_ns"], (f, asked)
     assert f["end_ns"] < f["start_ns"] + 30e9, f
     _healed(ens, pool)

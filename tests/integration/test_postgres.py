@@ -20,7 +20,7 @@ from zkjepsen.client.pool import client_library_binds, package_bind
 from zkjepsen.docker import resources
 
 ZKJEPSEN = [sys.executable, "-m", "zkjepsen.cli"]
-SPEC = SimpleNamespace(nodes=1, params={}, tick_ms=500)
+SPEC = SimpleNamespace(nodes=1, params={}, tick_ms=500, service=None)
 
 
 def new_backend(docker_client, pg_image, zk_image, store):

@@ -84,4 +84,4 @@ def test_a_power_loss_keeps_acknowledged_commits_only_when_commits_wait_for_the_
     if fsync == "strict":
         assert not lost, sorted(lost)[:10]  # each commit's WAL was fsynced before its ack
     else:
-        assert counts["lost_bytes"] > 0, counts
+        assert counts.get("lost_bytes", 0) > 0, counts  # {"unanswered": 1}: the drop was not heard

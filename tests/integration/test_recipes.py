@@ -177,19 +177,20 @@ def test_predecessor_vanishing_before_the_watch(name, hangs, sessions, ensemble3
         b.release()
 
 
-def test_rwlock_readers_share_writer_waits(sessions, ensemble3):
+@pytest.mark.parametrize("name", ["rwlock", "kazoo-rwlock"])
+def test_rwlock_readers_share_writer_waits(name, sessions, ensemble3):
     path = f"/t/rw-{uuid.uuid4().hex[:6]}"
-    base = _recipe("rwlock", sessions(), path, ensemble3)
-    r1, r2 = base.with_mode("read"), _recipe("rwlock", sessions(), path, ensemble3)
+    base = _recipe(name, sessions(), path, ensemble3)
+    r1, r2 = base.with_mode("read"), _recipe(name, sessions(), path, ensemble3)
     r2 = r2.with_mode("read")
-    wr = _recipe("rwlock", sessions(), path, ensemble3).with_mode("write")
+    wr = _recipe(name, sessions(), path, ensemble3).with_mode("write")
     assert r1.acquire(2) is not None
     assert r2.acquire(2) is not None, "a second reader must share"
     w = Waiter(wr, 10)
     w.start()
     time.sleep(0.5)
     assert w.result == "pending", "writer acquired while readers held"
-    late_reader = _recipe("rwlock", sessions(), path, ensemble3).with_mode("read")
+    late_reader = _recipe(name, sessions(), path, ensemble3).with_mode("read")
     assert late_reader.acquire(0.5) is None, "a reader queued behind a writer must wait"
     r1.release()
     time.sleep(0.3)
@@ -198,6 +199,38 @@ def test_rwlock_readers_share_writer_waits(sessions, ensemble3):
     w.wait_acquired(5)
     assert isinstance(w.result, Token)
     w.release()
+
+
+def test_kazoo_semaphore_admits_its_permits_and_the_lease_waits_for_its_end(sessions, ensemble3):
+    """kazoo's Semaphore (2 permits): two holders, a third waits until one releases. kazoo's
+    NonBlockingLease (3 s): a second client is refused while the lease runs, even after the
+    holder is done with it (a lease has no release), and obtains it once its end has passed."""
+    path = f"/t/sem-{uuid.uuid4().hex[:6]}"
+    two = {"permits": 2}
+    a, b, c = (
+        make_recipe("kazoo-semaphore", sessions(), path, identifier=w, params=two) for w in "abc"
+    )
+    ta, tb = a.acquire(5), b.acquire(5)
+    assert isinstance(ta, Token) and isinstance(tb, Token) and a.holding() and b.holding()
+    w = Waiter(c, 10)
+    w.start()
+    time.sleep(0.7)
+    assert w.result == "pending", "a third holder of 2 permits"
+    a.release()
+    w.wait_acquired(10)
+    assert isinstance(w.result, Token) and w.result.token > tb.token
+    w.release()
+    b.release()
+    path = f"/t/lease-{uuid.uuid4().hex[:6]}"
+    ttl = {"lock_ttl_s": 3.0}
+    one = make_recipe("kazoo-lease", sessions(), path, identifier="one", params=ttl)
+    other = make_recipe("kazoo-lease", sessions(), path, identifier="other", params=ttl)
+    first = one.acquire(2)
+    assert isinstance(first, Token) and one.holding()
+    one.release()
+    assert other.acquire(0.3) is None, "a live lease (stored end >= 2 s ahead) was taken"
+    second = other.acquire(10)
+    assert isinstance(second, Token) and second.token > first.token and other.holding()
 
 
 def test_curator_mutex_is_reentrant(sessions, ensemble3):

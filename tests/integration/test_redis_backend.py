@@ -22,7 +22,7 @@ def backend(name: str, docker_client, redis_image: str, zk_image: str, store: Pa
     info = backend_info(name)
     return make_backend(
         name,
-        SimpleNamespace(nodes=info.nodes, tick_ms=500, params={}),
+        SimpleNamespace(nodes=info.nodes, tick_ms=500, params={}, service=None),
         store,
         client=docker_client,
         engine=resources.DEFAULT_ENGINE,
@@ -183,3 +183,45 @@ def test_client_check_on_redis_from_the_command_line(
         run_id = re.search(r"run (zkj-\d+-\w+): client check", log).group(1)
         assert "A acquire: ok" in log and "servers removed" in log
         assert labelled(docker_client, run_id) == ([], [])
+
+
+def test_the_pypi_redis_locks_exclude_and_pottery_locked_sees_only_its_own_instance(
+    docker_client, redis_image, zk_image, tmp_path
+):
+    """python-redis-lock and pottery's Redlock (issue 51) against one real Redis, from the
+    host: each excludes a second client until released and hands over with a larger token;
+    python-redis-lock's renewal thread keeps a 1 s key alive through a 2.5 s hold; pottery's
+    `locked()` answers 0 for another instance while the lock is held (pottery#701)."""
+    from pottery import Redlock
+
+    from zkjepsen.recipes import make_recipe
+
+    b = backend("redis", docker_client, redis_image, zk_image, tmp_path)
+    with b:
+        s1, s2 = b.host_session(4.0), b.host_session(4.0)
+        s1.start(timeout=10)
+        s2.start(timeout=10)
+        try:
+            for name in ("python-redis-lock", "pottery-redlock"):
+                params = {"lock_ttl_s": 1.0, "acquire_timeout_s": 2.0}
+                one = make_recipe(name, s1, f"/t/{name}", identifier="a", params=params)
+                two = make_recipe(name, s2, f"/t/{name}", identifier="b", params=params)
+                first = one.acquire(2.0)
+                assert first is not None and one.holding()
+                if name == "python-redis-lock":
+                    time.sleep(2.5)  # two expiries: only the renewal thread keeps the key
+                    assert two.acquire(1.0) is None, "the renewed key must still exclude"
+                else:
+                    assert two.acquire(0.3) is None
+                    other = Redlock(key=one.key, masters=set(s2.masters))
+                    assert other.locked() == 0  # pottery#701: blind to the instance holding
+                    assert one.lock.locked() > 0
+                one.release()
+                second = two.acquire(2.0)
+                assert second is not None and second.token > first.token
+                two.release()
+                for r in (one, two):
+                    getattr(r, "close", lambda: None)()
+        finally:
+            s1.stop()
+            s2.stop()

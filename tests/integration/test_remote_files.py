@@ -155,10 +155,14 @@ def test_sigint_mid_run_leaves_nothing_on_it(remote, tmp_path):
 def test_a_client_clock_fault_reaches_a_client_on_it(remote, redis_image, store_root):
     """The SETNX lock judges expiry by each client's clock: a client whose clock jumps ahead
     steals a live lock. That happens only if the rewritten libfaketime control file reached the
-    client's container, which on this engine means put through the API while it runs."""
+    client's container, which on this engine means put through the API while it runs. The
+    Redis image is loaded into that engine as ZooKeeper's is (the run would build it there:
+    minutes of a 2-core machine)."""
     from zkjepsen.docker.engine import Engine
     from zkjepsen.run.runner import run_test
     from zkjepsen.run.spec import TestSpec
+
+    preload_image(redis_image, remote)
 
     spec = TestSpec(
         recipe="redis-setnx", workload="lock", nemesis=["clock-skew-client"], clients=4,

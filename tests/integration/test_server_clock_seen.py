@@ -7,13 +7,10 @@ gets its control file written all the same: the fault was sent, never felt, and 
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
+from clock_servers import end_record, under_clock_faults
 
-from zkjepsen.backends.registry import backend_info, make_backend
 from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
-from zkjepsen.docker import resources
 from zkjepsen.faultkinds import landing
 from zkjepsen.nemesis import clock
 from zkjepsen.nemesis.targets import NemesisContext
@@ -23,10 +20,6 @@ KINDS = {
     "clock-rate-leader": (clock.Rate(), {"rate": 4.0}),
     "clock-strobe": (clock.Strobe(), {"offset_s": 3, "period_s": 1.2}),
 }
-
-
-def end_record(node: str, detail: dict) -> dict:
-    return {"fault_id": 1, "phase": "end", "targets": [node], "detail": detail}
 
 
 @pytest.fixture
@@ -80,18 +73,7 @@ def test_a_clock_fault_on_a_server_without_libfaketime_is_missed(one_server):
 def test_each_clock_fault_on_redis_is_seen_from_what_redis_server_read(
     docker_client, redis_image, zk_image, tmp_path
 ):
-    info = backend_info("redis")
-    servers = make_backend(
-        "redis",
-        SimpleNamespace(nodes=info.nodes, tick_ms=500, params={}),
-        tmp_path,
-        client=docker_client,
-        engine=resources.DEFAULT_ENGINE,
-        server_image=redis_image,
-        client_image=zk_image,
-    )
-    servers.server_clock = True  # what run/resolve.py sets when a server clock fault is planned
-    with servers:
+    with under_clock_faults("redis", docker_client, redis_image, zk_image, tmp_path) as servers:
         seen = each_kind(servers)
     assert all(s["via"] == "timewarp" for s in seen.values())
     assert abs(seen["clock-bump"]["offset_s"] + 7) < 0.05

@@ -14,6 +14,7 @@ three JVMs slowly, and what is tested is that quorum comes, not how fast."""
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -24,6 +25,7 @@ from zkjepsen.backends.zookeeper.config import ZkSettings
 from zkjepsen.backends.zookeeper.ensemble import EnsembleSpec, ZooKeeperEnsemble
 from zkjepsen.backends.zookeeper.fourlw import four_letter
 from zkjepsen.backends.zookeeper.service import ZooKeeperSettings
+from zkjepsen.docker.image import SMALL_JVM_OPTIONS
 from zkjepsen.run.runner import run_test
 from zkjepsen.run.spec import TestSpec
 
@@ -149,7 +151,14 @@ def clock_probe(tmp_path_factory):
     assert javac, "javac (JDK 17) is needed to compile the probe"
     d = tmp_path_factory.mktemp("clock-probe")
     (d / "ClockProbe.java").write_text(CLOCK_PROBE)
-    subprocess.run([javac, "--release", "11", "ClockProbe.java"], cwd=d, check=True)
+    # CI runs under an address-space limit (ulimit -v), where a JVM's default reservations fail
+    # before javac starts; the image builds' javac is started the same way.
+    subprocess.run(
+        [javac, "--release", "11", "ClockProbe.java"],
+        cwd=d,
+        check=True,
+        env={**os.environ, "JAVA_TOOL_OPTIONS": SMALL_JVM_OPTIONS},
+    )
     return d
 
 

@@ -4,7 +4,9 @@ on purpose (docs/client-protocol.md, "Protocol faults").
 
 Modes: good | silent-init | out-of-order | junk | endless-line | die-mid-answer |
 hang-acquire:N (the N-th acquire never answers) | slow-holding (answers holding after 0.3 s) |
-crash-write:N (exit on the N-th write) | junk-write:N
+crash-write:N (exit on the N-th write) | junk-write:N.
+The side a request names (`mode`, the rwlock's) goes into the acquired node's name, and a
+release or holding naming another side than the one held finds nothing held.
 """
 
 import json
@@ -17,6 +19,7 @@ nth = int(arg or 1)
 out = sys.stdout
 counts = {"acquire": 0, "write": 0}
 held = False
+side = None  # the `mode` the held lock was acquired with
 version = 0
 data = "{}"
 czxid = 100
@@ -61,21 +64,24 @@ for line in sys.stdin:
         if mode == "hang-acquire" and counts["acquire"] == nth:
             time.sleep(3600)
         czxid += 1
-        held = True
+        held, side = True, req.get("mode")
         send(
             {
                 "in_reply_to": rid,
                 "type": "ok",
-                "value": {"token": czxid, "node": f"/zkjepsen/lock/x-{czxid:010d}"},
+                "value": {"token": czxid, "node": f"/zkjepsen/lock/{side or 'x'}-{czxid:010d}"},
             }
         )
     elif op == "release":
+        if not held or req.get("mode") != side:
+            send({"in_reply_to": rid, "type": "fail", "error": "NotHeld"})
+            continue
         held = False
         send({"in_reply_to": rid, "type": "ok", "value": None})
     elif op == "holding":
         if mode == "slow-holding":
             time.sleep(0.3)
-        send({"in_reply_to": rid, "type": "ok", "value": held})
+        send({"in_reply_to": rid, "type": "ok", "value": held and req.get("mode") == side})
     elif op == "read":
         send({"in_reply_to": rid, "type": "ok", "value": {"data": data, "version": version}})
     elif op == "write":

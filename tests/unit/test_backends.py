@@ -71,7 +71,9 @@ def test_validate_spec_records_the_backend_and_its_fixed_shape():
 
 
 def test_what_a_redis_lock_cannot_do_is_refused_before_anything_starts(monkeypatch):
-    with pytest.raises(BadInput, match="serves the lock, counter, election workloads"):
+    with pytest.raises(
+        BadInput, match="serves the lock, counter, election, semaphore, rwlock workloads"
+    ):
         validate_spec(TestSpec(recipe="redis-set-px", workload="queue"))
     with pytest.raises(BadInput, match="wire proxy speaks ZooKeeper"):
         validate_spec(TestSpec(recipe="redis-set-px", proxy=True))

@@ -70,6 +70,30 @@ def test_test_command_refuses_bad_options(args, words, here, capsys):
 
 
 @pytest.mark.parametrize(
+    "args,words",
+    [
+        (["hunt", "--budget", "0"], ["budget"]),
+        (["hunt", "--budget", "-2m"], ["budget"]),
+        (["hunt", "--budget", "a while"], ["--budget", "not a duration"]),
+        (["hunt", "--budget", "inf"], ["--budget", "finite"]),
+        (["hunt", "--shrink-budget", "0"], ["--shrink-budget"]),
+        (["hunt", "--shrink-budget", "soon"], ["--shrink-budget"]),
+        # a menu empty after applicability: each fault dropped, and why
+        (["hunt", "--faults", "partition-redlock"], ["nothing to hunt with", "Redlock's 5"]),
+        (["hunt", "--faults", "pause-everything"], ["unknown fault"]),
+        (["hunt", "--junit-xml", "/proc/zkj-nowhere/h.xml"], ["--junit-xml"]),
+        (["hunt", "--parallel", "2", "--cluster", "tcp://127.0.0.1:1"], ["--cluster"]),
+        (["gate", "--hunt", "0"], ["--hunt"]),
+        (["gate", "--hunt", "later"], ["--hunt"]),
+        (["gate", "--hunt", "5m", "--workload", "counter"], ["lock or election"]),
+    ],
+)
+def test_hunt_and_gate_hunt_refuse_bad_options(args, words, here, capsys):
+    code, err = run_cli([*args[:1], "--recipe", "kazoo", *args[1:]], capsys)
+    assert_refused(code, err, here, *words)
+
+
+@pytest.mark.parametrize(
     "config,words",
     [
         ('clients = "x"', ["clients"]),

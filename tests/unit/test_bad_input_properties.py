@@ -53,6 +53,7 @@ BASE: dict[str, list[tuple[str, str]]] = {
     "cluster up": [],
     "demo": [],
     "gate": [],
+    "hunt": [],
     "image build": [],
     "list": [("what", "recipes")],
     "matrix": [("recipes", "kazoo"), ("nemeses", "none")],
@@ -63,6 +64,11 @@ BASE: dict[str, list[tuple[str, str]]] = {
     "scenario run": [("names", "client-pause")],
     "serve": [("store", "{run}")],
     "shrink": [("store_dir", "{run}")],
+    "sweep": [
+        ("recipe", "redis-setnx"),
+        ("nemesis", "clock-skew-client"),
+        ("over", "offset_s=0:4:2"),
+    ],
     "test": [],
 }
 
@@ -103,6 +109,23 @@ KINDS: dict[tuple[str, str], str] = {
     ("demo", "time_limit"): "seconds",
     ("demo", "image"): "image",
     ("gate", "recipe"): "recipe",
+    ("gate", "backend"): "backend",
+    ("hunt", "recipe"): "recipe",
+    ("hunt", "backend"): "backend",
+    ("hunt", "client_cmd"): "command",
+    ("hunt", "client_dir"): "dir-to-read",
+    ("hunt", "workload"): "workload",
+    ("hunt", "params"): "param",
+    ("hunt", "session_timeout"): "duration",
+    ("hunt", "time_limit"): "duration",
+    ("hunt", "budget"): "duration",
+    ("hunt", "faults"): "nemesis-list",
+    ("hunt", "image"): "image",
+    ("hunt", "store_root"): "store",
+    ("hunt", "shrink_budget"): "duration",
+    ("hunt", "cluster"): "cluster",
+    ("hunt", "junit_xml"): "out",
+    ("gate", "hunt_budget"): "duration",
     ("gate", "client_cmd"): "command",
     ("gate", "client_dir"): "dir-to-read",
     ("gate", "workload"): "workload",
@@ -177,6 +200,21 @@ KINDS: dict[tuple[str, str], str] = {
     ("test", "etcd_version"): "etcd-version",
     ("test", "client_suite"): "client-suite",
     ("test", "until_power"): "rate",
+    ("sweep", "recipe"): "recipe",
+    ("sweep", "backend"): "backend",
+    ("sweep", "nemesis"): "nemesis-list",
+    ("sweep", "over"): "sweep-over",
+    ("sweep", "workload"): "workload",
+    ("sweep", "params"): "param",
+    ("sweep", "store_root"): "store",
+    ("sweep", "json_out"): "out",
+    ("sweep", "zk_version"): "zk-version",
+    ("sweep", "client_suite"): "client-suite",
+    ("sweep", "fsync"): "fsync",
+    ("sweep", "etcd_version"): "etcd-version",
+    ("sweep", "engine"): "engine",
+    ("sweep", "cluster"): "cluster",
+    ("sweep", "junit_xml"): "out",
 }
 
 
@@ -371,7 +409,7 @@ def names_of(what: str) -> set[str]:
 
         return set(SCENARIOS)
     if what == "model":
-        from zkjepsen.checker.models import MODELS
+        from zkjepsen.checker.linear import MODELS
         from zkjepsen.cli.check import OTHER_CHECKERS
 
         return set(MODELS) | set(OTHER_CHECKERS)
@@ -480,6 +518,13 @@ def bad_values(p: Param) -> st.SearchStrategy[Bad]:
         return strings(st.sampled_from(["x", "", "nan", "0", "1", "1.5", "-0.1", "inf"]))
     if k == "gate-scenarios":
         return strings(st.sampled_from(["nosuch", "", ",", "client-pause,nosuch"]))
+    if k == "sweep-over":  # not NAME=START:STOP:STEP, or a range the fault cannot run
+        return strings(
+            st.sampled_from(
+                ["", "offset_s", "rate=1:2:1", "offset_s=8:0:2", "offset_s=0:8:0",
+                 "offset_s=2:2:1", "offset_s=0:400:1", "offset_s=0:3:0.5", "offset_s=1x:2:1"]
+            )
+        )  # fmt: skip
     if k == "violation-kind":
         return strings(st.sampled_from(["bogus:nothing", ""]))
     raise AssertionError(f"no bad values for {p}")

@@ -8,8 +8,7 @@ import random
 from test_checker_brute import brute_force, crashed_as_never_completed, to_history
 from test_checker_readfrom import long_history, unique_calls
 
-from zkjepsen.checker.linearizability import Linearizable
-from zkjepsen.checker.models import make_model
+from zkjepsen.checker.linear import Linearizable, make_model
 
 
 def _calls(rows: list[tuple]) -> list[dict]:

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from zkjepsen.checker.linearizability import Linearizable, prepare, search
-from zkjepsen.checker.models import MODELS, make_model
-from zkjepsen.checker.readfrom import decide as from_reads
-from zkjepsen.checker.sweep import decide, sweep
-from zkjepsen.checker.wgl import in_sequence
+from zkjepsen.checker.linear import MODELS, make_model
+from zkjepsen.checker.linear.engine import Linearizable, prepare, search
+from zkjepsen.checker.linear.readfrom import decide as from_reads
+from zkjepsen.checker.linear.sweep import decide, sweep
+from zkjepsen.checker.linear.wgl import in_sequence
 from zkjepsen.history import History, Op
 
 # A deadline only so that a broken checker cannot hang the suite: the tests assert verdicts,

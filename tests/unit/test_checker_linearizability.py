@@ -7,8 +7,7 @@ import json
 import pytest
 
 from zkjepsen.checker import Result, compose, merge_valid, safe_check
-from zkjepsen.checker.linearizability import Linearizable, check_partitions, prepare
-from zkjepsen.checker.models import ILLEGAL, make_model
+from zkjepsen.checker.linear import ILLEGAL, Linearizable, check_partitions, make_model, prepare
 from zkjepsen.errors import BadInput
 from zkjepsen.history import FaultWindow, History, Op
 from zkjepsen.report.counterexample import render
@@ -267,6 +266,41 @@ def test_budget_gives_unknown_with_reason():
     parts = prepare(hist(*calls), model)
     verdict, _, reason = check_partitions(parts, model, time_limit=0.05)
     assert verdict == "unknown" and "time limit of 0.05 s" in reason
+
+
+def test_an_unknown_verdict_names_k_and_the_ambiguous_ops():
+    """Issue 54: unknown says why. Seven crashed writes (the search may place each anywhere
+    after its call, or nowhere; 0 twice keeps the read-from path out), a read of a value one
+    of them wrote, and a read nobody explains: the frontier is the first read that returns,
+    and k counts the six writes nothing read; the frontier is in the window but not ambiguous
+    (-1 has no writer). The write of 3 is not ambiguous: 3 has no other writer and was read,
+    so it took effect before that read returned (pinned.py), and the read of 3 reads it.
+    Time limit 0: the search never steps, so the answer does not depend on how far it got."""
+    calls = [(p, "write", p, p, None, None, None) for p in range(6)]
+    calls.append((6, "write", 0, 6, None, None, None))
+    calls.append((99, "read", None, 20, 21, "ok", -1))
+    calls.append((98, "read", None, 20, 22, "ok", 3))
+    r = check("register", hist(*calls), time_limit=0)
+    assert r.valid == "unknown"
+    (found,) = r.details["ambiguous"]
+    assert found["frontier"]["op"] == "read -1"
+    assert found["k"] == 6 and found["window"] == 9
+    assert sorted(o["op"] for o in found["ops"]) == sorted(
+        [f"write {p}" for p in range(6) if p != 3] + ["write 0"]
+    )
+    assert {o["why"].split(":")[0] for o in found["ops"]} == {"crashed"}
+    assert "k=6 ambiguous op(s) among 9" in r.details["reason"]
+    assert "before read -1" in r.details["reason"]
+    # the same history without the read nobody explains is decided, and carries no such thing
+    decided = check("register", hist(*calls[:7], calls[8]), time_limit=DECIDE_S)
+    assert decided.valid is True and "ambiguous" not in decided.details
+
+
+def test_a_decided_history_is_not_unknown_at_a_zero_time_limit():
+    """The deadline is read after the fast paths: with nothing left to search it is no reason
+    for unknown (it was: "time limit of 0 s reached with 0 partition(s) undecided")."""
+    h = hist((0, "write", 1, 0, 1, "ok", 1), (1, "read", None, 2, 3, "ok", 1))
+    assert check("register", h, time_limit=0).valid is True
 
 
 def test_compose_priority_and_exceptions_become_unknown():

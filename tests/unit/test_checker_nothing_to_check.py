@@ -7,9 +7,8 @@ import pytest
 
 from zkjepsen.checker.counter import CounterChecker
 from zkjepsen.checker.fencing import FencingChecker
-from zkjepsen.checker.linearizability import Linearizable
+from zkjepsen.checker.linear import Linearizable, make_model
 from zkjepsen.checker.lock import LockChecker
-from zkjepsen.checker.models import make_model
 from zkjepsen.checker.queue import QueueChecker
 from zkjepsen.errors import BadInput
 from zkjepsen.history import History, Op

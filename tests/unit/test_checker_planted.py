@@ -13,10 +13,9 @@ from typing import Any
 
 from test_checker_brute import brute_force, crashed_as_never_completed, to_history
 
-from zkjepsen.checker.linearizability import Linearizable
-from zkjepsen.checker.models import make_model
-from zkjepsen.checker.overwritten import refute
-from zkjepsen.checker.partitions import prepare
+from zkjepsen.checker.linear import Linearizable, make_model
+from zkjepsen.checker.linear.overwritten import refute
+from zkjepsen.checker.linear.partitions import prepare
 
 MODEL = "etcd-cas-register"
 

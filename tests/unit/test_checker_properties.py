@@ -8,9 +8,8 @@ import random
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from zkjepsen.checker.linearizability import Linearizable, LinOp, prepare
+from zkjepsen.checker.linear import ILLEGAL, Linearizable, LinOp, make_model, prepare
 from zkjepsen.checker.lock import LockChecker
-from zkjepsen.checker.models import ILLEGAL, make_model
 from zkjepsen.history import History, Op
 
 # A deadline only so that a broken checker cannot hang the suite: the tests assert verdicts,

@@ -18,10 +18,9 @@ from test_checker_brute import (
     to_history,
 )
 
-from zkjepsen.checker.linearizability import Linearizable, prepare
-from zkjepsen.checker.models import make_model
-from zkjepsen.checker.readfrom import decide
-from zkjepsen.checker.wgl import run
+from zkjepsen.checker.linear import Linearizable, make_model, prepare
+from zkjepsen.checker.linear.readfrom import decide
+from zkjepsen.checker.linear.wgl import run
 from zkjepsen.history import History, Op
 
 # A deadline only so that a broken checker cannot hang the suite: the tests assert verdicts,

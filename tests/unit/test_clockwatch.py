@@ -14,6 +14,7 @@ from zkjepsen.client import clockwatch as cw
 from zkjepsen.docker import timewarp as tw
 from zkjepsen.faultkinds import landing
 from zkjepsen.history.jsonl import Appender, Tailer
+from zkjepsen.history.live import LiveHistory
 from zkjepsen.nemesis import client_clock, clock
 
 S = 1_000_000_000
@@ -190,12 +191,11 @@ class Handle:
 
 
 def ctx_with(tmp_path: Path, handle: Handle) -> Any:
-    run_dir = SimpleNamespace(client_history=lambda i: tmp_path / f"client-{i}.jsonl")
     return SimpleNamespace(
         lock=threading.Lock(),
         dirty_clocks=set(),
         state={},
-        run_dir=run_dir,
+        live=LiveHistory(lambda: sorted(tmp_path.glob("client-*.jsonl"))),
         client=lambda name: handle,
         clients=lambda: [handle],
     )

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from zkjepsen.checker.linearizability import Linearizable, check_partitions, prepare
-from zkjepsen.checker.models import make_model
+from zkjepsen.checker.linear import Linearizable, check_partitions, make_model, prepare
 from zkjepsen.history.formats import read_history
 
 # A deadline only so that a broken checker cannot hang the suite: the tests assert verdicts,

@@ -88,6 +88,30 @@ def test_every_fault_kind_and_ability_is_in_faults_md():
     assert not absent, f"docs/faults.md names no {absent}"
 
 
+# Each fault family's bullet in faults.md's list of families (the code's family -> the bullet's
+# first word). A family added to faultkinds/ fails here until its bullet is written.
+FAMILY_BULLETS = {
+    "process": "- **Process**",
+    "partition": "- **Network**",
+    "clock": "- **Clock**",
+    "proxy": "- **Proxy**",
+    "disk": "- **Disk**",
+    "none": "- `none`",
+}
+
+
+def test_every_fault_family_has_its_bullet_and_every_kind_is_in_the_list():
+    text = (DOCS / "faults.md").read_text()
+    families = text.split("They come in families:", 1)[1].split("\n\n", 2)[1]
+    fams = {k.family for k in KINDS.values()}
+    assert fams <= set(FAMILY_BULLETS), (
+        f"no bullet in docs/faults.md for {fams - set(FAMILY_BULLETS)}"
+    )
+    assert not [b for f, b in FAMILY_BULLETS.items() if f in fams and b not in families]
+    absent = missing(KINDS, families)
+    assert not absent, f"docs/faults.md's list of families names no {absent}"
+
+
 def test_every_service_backend_and_recipe_is_in_its_services_md_section():
     parts = sections((DOCS / "services.md").read_text())
     bad = []
@@ -167,6 +191,26 @@ def test_findings_md_is_short_and_its_history_lists_every_lab_note():
     assert len(findings_index.notes()) >= 34  # every dated section it ever had is kept
 
 
+def test_findings_md_opens_with_the_tables_its_data_renders():
+    """The current tables are what benchmarks/findings_current.py draws from its data (the
+    cells measured from stores, and those carried from the lab notes), before the history."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import findings_current  # benchmarks/findings_current.py: what writes the tables
+
+    text = (DOCS / "findings.md").read_text()
+    assert findings_current.rewritten(text) == text, (
+        "docs/findings.md's current tables are not current: "
+        ".venv/bin/python benchmarks/findings_current.py"
+    )
+    assert text.index(findings_current.BEGIN) < text.index("## History")
+    drawn = text[text.index(findings_current.BEGIN) : text.index(findings_current.END)]
+    for q in findings_current.QUESTIONS:  # one table per question, none left empty
+        assert (
+            f"### {q.title}\n" in drawn
+            and "No cell yet" not in drawn.split(f"### {q.title}")[1].split("###")[0]
+        ), q.key
+
+
 def test_the_checks_catch_what_they_look_for():
     doc = "Faults: `kill-leader`, `pause-client` and (`member-remove-leader+pause-client`).\n"
     assert missing(["kill-leader", "member-remove-leader", "kill-one"], doc) == ["kill-one"]
@@ -177,3 +221,67 @@ def test_the_checks_catch_what_they_look_for():
         "docs/nemeses.md",
         "docs/findings/2026-11.md",
     ]
+
+
+def test_a_measured_cell_replaces_the_carried_one_and_names_its_command():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import findings_current
+
+    q = findings_current.QUESTIONS[1]  # the services, measured in part
+    carried = {
+        "commands": {"old": "zkjepsen matrix --old"},
+        "cells": [
+            {"table": q.key, "row": "r", "col": "c", "k": 3, "n": 3, "date": "2026-11-24",
+             "command": "old", "note": "x.md#y"},
+            {"table": q.key, "row": "s", "col": "c", "k": 0, "n": 3, "date": "2026-11-24",
+             "command": "old", "note": "x.md#y"},
+        ],
+    }  # fmt: skip
+    cell = {"row": "r", "col": "c", "k": 1, "n": 4, "unknown": 1, "date": "2026-11-28"}
+    measured = {q.key: {"command": "zkjepsen matrix --new", "started": "now", "cells": [cell]}}
+    drawn = "\n".join(findings_current.table(q, measured, carried))
+    assert "| r | 1/4 (25 %, 95 % CI 5-70 %), 1 unknown · 2026-11-28 · " in drawn
+    assert "| s | 0/3 (0 %, 95 % CI 0-56 %) · 2026-11-24 · " in drawn
+    assert "measured here, now: `zkjepsen matrix --new`" in drawn
+    assert "carried from [the lab note](findings/x.md#y): `zkjepsen matrix --old`" in drawn
+
+
+def test_a_pooled_question_sums_a_measured_cell_with_the_carried_one():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import dataclasses
+
+    import findings_current
+
+    q = dataclasses.replace(findings_current.QUESTIONS[1], pool=True)
+    carried = {
+        "commands": {"old": "zkjepsen matrix --old"},
+        "cells": [
+            {"table": q.key, "row": "r", "col": "c", "k": 1, "n": 2, "unknown": 1,
+             "date": "2026-11-27", "command": "old", "note": "x.md#y"},
+            {"table": q.key, "row": "s", "col": "c", "k": 0, "n": 2, "date": "2026-11-27",
+             "command": "old", "note": "x.md#y"},
+        ],
+    }  # fmt: skip
+    cell = {"row": "r", "col": "c", "k": 2, "n": 3, "unknown": 0, "date": "2026-11-28"}
+    measured = {q.key: {"command": "zkjepsen matrix --new", "started": "now", "cells": [cell]}}
+    drawn = "\n".join(findings_current.table(q, measured, carried))
+    assert "| r | 3/5 (60 %, 95 % CI 23-88 %), 1 unknown · 2026-11-28 · a+b |" in drawn
+    assert "| s | 0/2 (0 %, 95 % CI 0-66 %) · 2026-11-27 · a |" in drawn
+    assert "a. carried from [the lab note](findings/x.md#y): `zkjepsen matrix --old`" in drawn
+    assert "b. measured here, now: `zkjepsen matrix --new`" in drawn
+
+
+def test_a_part_of_a_table_measured_in_parts_names_its_own_rows_runs_and_store():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import findings_current
+
+    (q,) = [q for q in findings_current.QUESTIONS if q.key == "tooz"]
+    whole, part = (
+        findings_current.command_of(q),
+        findings_current.command_of(q, "etcd", "tooz@etcd", 3),
+    )
+    assert (
+        "--recipes tooz@zookeeper,tooz@etcd," in whole and "--store store/findings/tooz " in whole
+    )
+    assert "--recipes tooz@etcd --nemeses" in part and "--runs 3 " in part
+    assert "--store store/findings/tooz/etcd --out store/findings/tooz/etcd/matrix.md" in part

@@ -6,9 +6,14 @@ from __future__ import annotations
 import re
 import shutil
 
+import pytest
+
 from zkjepsen.backends.zookeeper import drivers, image
 from zkjepsen.docker.image import inputs_hash
+from zkjepsen.errors import BadInput
 from zkjepsen.recipes import RECIPES
+from zkjepsen.run.resolve import program_for, spec_program, validate_spec
+from zkjepsen.spec import TestSpec
 
 
 def test_driver_recipes_run_what_the_image_build_installs():
@@ -24,6 +29,10 @@ def test_driver_recipes_run_what_the_image_build_installs():
         "curator-java-careful",
         "curator-java-semaphore",
         "curator-java-latch",
+        "curator-java-semaphore-v2",
+        "curator-java-rwlock",
+        "curator-java-selector",
+        "curator-java-selector-tolerant",
         "go-zk",
     }
     for name, info in progs.items():
@@ -37,9 +46,35 @@ def test_driver_recipes_run_what_the_image_build_installs():
     assert drivers.CURATOR_JAR in drivers.CURATOR_RUN_SCRIPT
 
 
+def test_curator_modes_are_the_java_drivers_own():
+    # The Java driver refuses a mode it does not know (exit 2 before init): the Python list and
+    # Subject.MODES must be the same.
+    subject = (drivers.DRIVERS_SRC / "curator" / "Subject.java").read_text()
+    listed = re.search(r"List<String> MODES = List\.of\(([^)]*)\)", subject)
+    assert listed, "Subject.MODES not found"
+    assert tuple(re.findall(r'"([^"]+)"', listed.group(1))) == drivers.CURATOR_MODES
+
+
+def test_a_program_serves_the_semaphore_and_rwlock_workloads_a_python_recipe_runs_in_process():
+    for recipe, workload in [
+        ("curator-java-semaphore-v2", "semaphore"),
+        ("curator-java-rwlock", "rwlock"),
+        ("curator-java-selector", "election"),
+    ]:
+        spec = TestSpec(recipe=recipe, workload=workload)
+        validate_spec(spec)
+        plan = spec_program(spec)
+        assert plan is not None and plan.argv == RECIPES[recipe].command, recipe
+    for recipe, workload in [("kazoo-semaphore", "semaphore"), ("kazoo-rwlock", "rwlock")]:
+        assert program_for(recipe, workload) is None, recipe  # the in-process loop, as before
+    with pytest.raises(BadInput, match="runs on zookeeper, not on backend etcd"):
+        validate_spec(TestSpec(recipe="curator-java-rwlock", workload="rwlock", backend="etcd"))
+
+
 def test_sources_are_found_and_toolchains_stay_out_of_the_runtime_image():
     names = {p.name for p in drivers.source_files()}
     assert {"Driver.java", "Subject.java", "Json.java", "main.go"} <= names
+    assert {"SemaphoreV2.java", "ReadWrite.java", "Selector.java", "Reflect.java"} <= names
     assert not set(drivers.BUILD_PACKAGES) & set(image.PACKAGES)
     assert set(drivers.RUNTIME_PACKAGES) <= set(image.PACKAGES)
 

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from zkjepsen.checker import partitions as lin
-from zkjepsen.checker.model_base import Action
-from zkjepsen.checker.models import MODELS, make_model
-from zkjepsen.checker.wgl import LinOp
+from zkjepsen.checker.linear import MODELS, make_model
+from zkjepsen.checker.linear import partitions as lin
+from zkjepsen.checker.linear.model_base import Action
+from zkjepsen.checker.linear.wgl import LinOp
 from zkjepsen.errors import BadInput
 from zkjepsen.history import Call, History, Op
 

@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 
-from zkjepsen.checker import sweep as sweep_mod
-from zkjepsen.checker.linearizability import prepare
-from zkjepsen.checker.models import MODELS, make_model
-from zkjepsen.checker.sweep import py_decide
+from zkjepsen.checker.linear import MODELS, make_model, prepare
+from zkjepsen.checker.linear import sweep as sweep_mod
+from zkjepsen.checker.linear.sweep import py_decide
 from zkjepsen.history import History, Op
 
 if sweep_mod._fast_decide is None:  # noqa: SLF001 - whether the module was built

@@ -12,10 +12,11 @@ import pytest
 
 from zkjepsen.backends.etcd.service import EtcdSettings
 from zkjepsen.backends.registry import backend_info
+from zkjepsen.cli.matrix import cell_refusal
 from zkjepsen.docker.cluster import Node
 from zkjepsen.errors import BadInput
 from zkjepsen.faultkinds import ABILITIES
-from zkjepsen.nemesis.faults import KINDS, not_applicable
+from zkjepsen.nemesis.faults import KINDS
 from zkjepsen.nemesis.redlock import PartitionRedlock
 from zkjepsen.report import findings
 from zkjepsen.run.resolve import validate_spec
@@ -35,6 +36,7 @@ from zkjepsen.run.spec import TestSpec
         ("clock-bump", "postgres", False),  # PostgreSQL's locks read no server clock
         ("clock-rate-leader", "etcd", True),
         ("clock-rate-leader", "redlock", False),  # nobody leads
+        ("clock-rate-one", "redlock", True),  # one master, whichever
         ("pg-terminate-holder", "zookeeper", False),
         ("pg-terminate-holder", "postgres", True),
         ("partition-redlock-restart", "redlock", True),
@@ -43,7 +45,7 @@ from zkjepsen.run.spec import TestSpec
     ],
 )
 def test_a_fault_applies_only_where_it_exercises_something(fault, backend, applies):
-    why = not_applicable(fault, backend)
+    (why,) = findings.fault_whys([fault], backend) or [None]
     assert (why is None) == applies, why
     lacking = KINDS[fault].needs - backend_info(backend).abilities
     assert bool(lacking) == (not applies)
@@ -68,7 +70,7 @@ def test_matrix_cells_not_applicable_are_named_with_their_reason():
         ),
         ("kazoo|partition-redlock", TestSpec(recipe="kazoo", nemesis=["partition-redlock"])),
     ]
-    na = findings.not_applicable_cells(cells)
+    na = {cell: why for cell, spec in cells if (why := cell_refusal(spec))}
     assert sorted(na) == ["kazoo|partition-redlock", "redlock|kill-leader"]
     assert "no leader" in na["redlock|kill-leader"]
     cell = {"na": na["redlock|kill-leader"]}
@@ -93,7 +95,7 @@ def test_a_go_recipe_on_an_etcd_without_its_driver_is_an_na_cell():
         for r in ("etcd-mutex-go", "etcd3-python")
         for v in ("3.4", "3.5")
     ]
-    na = findings.not_applicable_cells(cells)
+    na = {cell: why for cell, spec in cells if (why := cell_refusal(spec))}
     assert sorted(na) == ["etcd-mutex-go|none|3.5"]
     assert "Go driver is built against etcd 3.4's client" in na["etcd-mutex-go|none|3.5"]
 
@@ -157,7 +159,8 @@ def fake_ctx(clients: int, masters: int = 5):
     return SimpleNamespace(
         backend=SimpleNamespace(nodes=nodes),
         clients=lambda: [FakeClient(i) for i in range(1, clients + 1)],
-        run_dir=None,  # no histories: nobody holds, the holder spec falls back to random
+        run_dir=None,
+        live=None,  # no live history: nobody holds, the holder spec falls back to random
         state={},
         holder_wait_s=0.0,
     )

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from zkjepsen.backends import registry
 from zkjepsen.checker.power import power_of, rule_of
 from zkjepsen.cli.app import cli
+from zkjepsen.cli.matrix import cell_refusal
 from zkjepsen.faultkinds import (
     ABILITIES,
     KINDS,
@@ -24,9 +25,9 @@ from zkjepsen.faultkinds import (
     instant,
     kind,
     silence,
-    unmet,
 )
 from zkjepsen.faultkinds.abilities import DATA_FILES
+from zkjepsen.faultkinds.facts import RunFacts, refusal
 from zkjepsen.history import History, Op
 from zkjepsen.nemesis import faults
 from zkjepsen.report import findings
@@ -106,7 +107,7 @@ def test_a_new_kind_is_refused_where_the_service_lacks_what_it_needs(declared, h
     code, err = run_cli(["test", "--recipe", "redis-set-px", "--nemesis", NEW], capsys)
     assert_refused(code, err, here, ABILITIES[PEERS], ABILITIES[DATA_FILES])
     cells = [(f"{r}|{NEW}", TestSpec(recipe=r, nemesis=[NEW])) for r in ("kazoo", "redis-set-px")]
-    na = findings.not_applicable_cells(cells)
+    na = {cell: why for cell, spec in cells if (why := cell_refusal(spec))}
     assert list(na) == [f"redis-set-px|{NEW}"]
     assert findings.cell_text({"na": na[f"redis-set-px|{NEW}"]}).startswith("n/a (its servers")
 
@@ -124,17 +125,20 @@ def test_a_new_kind_needing_the_wire_proxy_is_refused_without_it(monkeypatch, he
         KINDS, "proxy-x", kind("proxy-x", "proxy", "holder", "x", during(), clients=(WIRE_PROXY,))
     )
     code, err = run_cli(["test", "--nemesis", "proxy-x"], capsys)
-    assert_refused(code, err, here, "proxy-x need the clients' wire proxy", "proxy = true")
+    assert_refused(
+        code, err, here, "proxy-x does not apply to backend zookeeper with these clients",
+        "wire proxy", "proxy = true",
+    )  # fmt: skip
 
 
-def test_unmet_names_every_ability_it_lacks_in_one_sentence():
+def test_a_refusal_names_every_ability_it_lacks_in_one_sentence():
     k = kind("k", "clock", "leader", "d", during(), "server-clock", "leader")
-    assert unmet(k, {"leader", "server-clock", "peers"}, "zookeeper") is None
-    assert unmet(k, {"leader"}, "redis") == (
+    assert refusal(k, RunFacts("zookeeper", 3, frozenset({"leader", "server-clock"}))) is None
+    assert refusal(k, RunFacts("redis", 1, frozenset({"leader"}))) == (
         "k does not apply to backend redis: its servers run under neither libfaketime nor "
         "zkj-timewarp"
     )
-    assert unmet(k, (), "redlock") == (
+    assert refusal(k, RunFacts("redlock", 5, frozenset())) == (
         "k does not apply to backend redlock: it has no leader and its servers run under "
         "neither libfaketime nor zkj-timewarp"
     )

@@ -12,18 +12,18 @@ from zkjepsen.backends.etcd.cluster import member_args
 from zkjepsen.backends.etcd.service import EtcdSettings
 from zkjepsen.backends.redis.cluster import redis_conf
 from zkjepsen.backends.registry import services, settings_for
-from zkjepsen.backends.shared import carry, fold
+from zkjepsen.backends.shared import fold
 from zkjepsen.docker.cluster import Node
 from zkjepsen.errors import BadInput
 from zkjepsen.run.resolve import validate_spec
-from zkjepsen.run.spec import TestSpec
+from zkjepsen.run.spec import TestSpec, read_spec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_bad_input import assert_refused, here, run_cli  # noqa: E402, F401 - fixtures
 
 
 def _spec(**kw) -> TestSpec:
-    spec = TestSpec.from_json(kw)
+    spec = read_spec(kw)
     validate_spec(spec)
     return spec
 
@@ -44,7 +44,7 @@ def test_without_fsync_each_service_keeps_its_default():
     assert _spec(recipe="kazoo").service.fsync == "strict"  # forceSync=yes
 
 
-def test_fold_and_carry_move_only_shared_values():
+def test_fold_gives_shared_values_to_the_run_s_service_only():
     svcs = services()
     both = {"etcd": {"version": "3.5"}, "zookeeper": {"fsync": "relaxed"}}
     assert fold(both, svcs) == {"etcd": {"version": "3.5", "fsync": "relaxed"}}
@@ -52,10 +52,17 @@ def test_fold_and_carry_move_only_shared_values():
     assert fold(two_own, svcs) == two_own  # left for the caller to refuse
     differ = {"redis": {"fsync": "strict"}, "zookeeper": {"fsync": "relaxed"}}
     assert fold(differ, svcs) == differ
+    # The run's service known: a lone table of shared values is its, another's own is not.
+    lone = {"zookeeper": {"fsync": "relaxed"}}
+    assert fold(lone, svcs, "etcd") == {"etcd": {"fsync": "relaxed"}}
+    own = {"zookeeper": {"version": "3.9"}}
+    assert fold(own, svcs, "etcd") == own
     zk = svcs["zookeeper"].settings(version="3.9")
-    assert carry(zk, svcs["etcd"], svcs) is None  # --zk-version is not etcd's
     with pytest.raises(BadInput, match="--zk-version is"):
         settings_for("etcd", zk)
+    # Settings a service made are never carried to another's (--fsync included).
+    with pytest.raises(BadInput, match="--fsync is ZooKeeper's fsync preset; backend etcd"):
+        settings_for("etcd", svcs["zookeeper"].settings(fsync="relaxed"))
 
 
 def test_what_each_preset_runs():

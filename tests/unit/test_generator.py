@@ -10,10 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from zkjepsen.history.live import LiveHistory
 from zkjepsen.nemesis import generator as g
 from zkjepsen.nemesis.faults import FAULTS, KINDS
 from zkjepsen.nemesis.partition import bridge, grudge_from_components, halves, majorities_ring
-from zkjepsen.nemesis.targets import current_holders
+
+
+def planned_tables(*args, **kw):  # a plan as schedule.json's "planned" holds it
+    return [p.to_json() for p in g.plan(*args, **kw)]
+
 
 NAMES = ["pause-client", "kill-leader", "partition-halves", "clock-bump"]
 
@@ -22,7 +27,7 @@ def std(seed: int, **kw) -> list[dict]:
     args = (
         dict(seed=seed, time_limit_s=60, interval_s=5, fault_duration_s=4, session_timeout_s=4) | kw
     )
-    return g.standard_plan(NAMES, **args)
+    return [p.to_json() for p in g.standard_plan(NAMES, **args)]
 
 
 def test_same_seed_same_plan_byte_for_byte():
@@ -55,7 +60,7 @@ def test_resolve_duration():
 
 def test_time_limit_cuts_sleeps_and_stops():
     gen = g.time_limit(10, g.delay(3, g.fault("kill-one", duration=1)))
-    plan = g.plan(gen, 0)
+    plan = planned_tables(gen, 0)
     # 3 + 1 + 3 + 1 + 2(cut) = 10: two faults, at 3 and 7
     assert [p["at_s"] for p in plan] == [3.0, 7.0]
 
@@ -68,7 +73,7 @@ def test_phases_and_once_and_final_heal():
         g.once(g.Fault("pause-client")),
         g.final_heal(),
     )
-    plan = g.plan(gen, 0, g.Env(session_timeout_s=2))
+    plan = planned_tables(gen, 0, g.Env(session_timeout_s=2))
     assert [(p["f"], p["at_s"]) for p in plan] == [
         ("kill-one", 2.0),
         ("pause-client", 4.0),
@@ -80,29 +85,29 @@ def test_mix_draws_from_all_and_is_seeded():
     gen = g.time_limit(
         500, g.delay(1, g.mix(g.fault("kill-one", duration=1), g.fault("clock-bump", duration=1)))
     )
-    fs = [p["f"] for p in g.plan(gen, 1)]
+    fs = [p["f"] for p in planned_tables(gen, 1)]
     assert set(fs) == {"kill-one", "clock-bump"}
     assert 0.35 < fs.count("kill-one") / len(fs) < 0.65
-    assert fs == [p["f"] for p in g.plan(gen, 1)]
+    assert fs == [p["f"] for p in planned_tables(gen, 1)]
 
 
 def test_mix_drops_exhausted_generators():
     gen = g.mix(g.once(g.Fault("kill-one", duration=1)), g.once(g.Fault("clock-bump", duration=1)))
-    assert sorted(p["f"] for p in g.plan(gen, 5)) == ["clock-bump", "kill-one"]
+    assert sorted(p["f"] for p in planned_tables(gen, 5)) == ["clock-bump", "kill-one"]
 
 
 @settings(max_examples=50, deadline=None)
 @given(st.integers(0, 2**32), st.floats(1, 30))
 def test_stagger_mean_interval_bounds(seed, interval):
     gen = g.time_limit(200, g.stagger(interval, g.fault("kill-one", duration=0)))
-    starts = [p["at_s"] for p in g.plan(gen, seed)]
+    starts = [p["at_s"] for p in planned_tables(gen, seed)]
     gaps = [b - a for a, b in pairwise([0.0, *starts])]
     assert all(0 <= x < 2 * interval + 1e-9 for x in gaps)
 
 
 def test_unbounded_generator_is_refused():
     with pytest.raises(ValueError):
-        g.plan(g.fault("kill-one", duration=0), 0, max_items=1000)
+        planned_tables(g.fault("kill-one", duration=0), 0, max_items=1000)
 
 
 def test_registry_has_every_required_fault():
@@ -161,7 +166,7 @@ def test_grudge_from_components():
     }
 
 
-def test_current_holders_from_client_records(tmp_path):
+def test_who_holds_now_from_client_records(tmp_path):
     from zkjepsen.store import RunDir
 
     run_dir = RunDir(tmp_path)
@@ -176,7 +181,9 @@ def test_current_holders_from_client_records(tmp_path):
     write(3, [{"f": "acquire", "type": "invoke"}])
     write(4, [])
     run_dir.client_history(4).write_text('{"f": "acquire", "type": "ok"}\n{"f": "rel')
-    assert current_holders(run_dir) == [1, 4]  # a cut last line is ignored
+    holding = LiveHistory.of_run(run_dir).holding()
+    assert sorted(holding.holders) == [1, 4]  # a cut last line is ignored
+    assert holding.queue == (3,)  # its acquire is in flight
 
 
 def _fake_ctx():
@@ -187,7 +194,7 @@ def _fake_ctx():
     nodes = [SimpleNamespace(name=f"n{i}", ip=f"10.0.0.1{i}") for i in (1, 2, 3)]
     handles = [SimpleNamespace(index=1, name="c1", ip="10.0.0.101")]
     ens = SimpleNamespace(nodes=nodes, run_id="zkj-20261122000000-abcd", leader=lambda: nodes[0])
-    return NemesisContext(ens, SimpleNamespace(handles=handles, run_dir=None))
+    return NemesisContext(ens, SimpleNamespace(handles=handles, run_dir=None, live=None))
 
 
 def test_partition_rules_cut_both_directions_on_both_sides():
@@ -234,14 +241,14 @@ def test_isolate_client_all_cuts_every_running_client():
 
 def test_fault_target_and_max_faults_combinators():
     base = g.standard(["kill-client", "pause-client"], time_limit_s=120, interval_s=5)
-    plain = g.plan(base, 7)
-    aimed = g.plan(g.fault_target("random", base), 7)
+    plain = planned_tables(base, 7)
+    aimed = planned_tables(g.fault_target("random", base), 7)
     # Same plan (the combinator draws nothing from the RNG), every fault re-aimed.
     assert [{**p, "target": "random"} if p["f"] != "heal" else p for p in plain] == aimed
-    capped = g.plan(g.max_faults(2, base), 7)
+    capped = planned_tables(g.max_faults(2, base), 7)
     assert [p for p in capped if p["f"] != "heal"] == [p for p in plain if p["f"] != "heal"][:2]
     assert capped[-1]["f"] != "heal" and len(plain) > 3  # cut before the 3rd: no final heal
-    assert g.plan(g.max_faults(0, base), 7) == []
+    assert planned_tables(g.max_faults(0, base), 7) == []
 
 
 def test_on_carries_a_trigger_into_the_plan_and_reads_back_as_calls():
@@ -252,7 +259,7 @@ def test_on_carries_a_trigger_into_the_plan_and_reads_back_as_calls():
         g.on(on_acquire(delay_s=0.1), g.fault("pause-client", duration="1.5x")),
         g.on(on_session("SUSPENDED", client=2), g.fault("kill-one", target="n1")),
     )
-    planned = g.plan(gen, seed=1, env=g.Env(session_timeout_s=2.0))
+    planned = planned_tables(gen, seed=1, env=g.Env(session_timeout_s=2.0))
     assert planned[0]["trigger"] == {"kind": "acquired", "k": 1, "delay_s": 0.1}
     assert planned[0]["target"] == "trigger" and planned[0]["at_s"] == 4.0
     assert planned[1]["target"] == "n1" and planned[1]["trigger"]["state"] == "SUSPENDED"

@@ -12,15 +12,17 @@ from types import SimpleNamespace
 import pytest
 
 from zkjepsen.faultkinds import KINDS, instant, kind
+from zkjepsen.history.live import LiveHistory
 from zkjepsen.nemesis import generator as g
 from zkjepsen.nemesis import schedule
+from zkjepsen.nemesis.family import FaultFamily
 from zkjepsen.nemesis.faults import FAULTS, BoundFault
 from zkjepsen.nemesis.targets import NemesisContext, resolve_servers
 from zkjepsen.store import RunDir
 
 
 class FakeFamily:
-    family = "fake"
+    family = FaultFamily("fake", heal=lambda ctx, everything: [], rank=0)
 
     def __init__(self, fail_apply: bool = False, raise_in_apply: type | None = None) -> None:
         self.calls: list[tuple] = []
@@ -116,7 +118,7 @@ def test_same_seed_same_targets(fake, tmp_path):
     _, _, ens = fake
     a = _run(ens, tmp_path / "a")
     b = _run(ens, tmp_path / "b")
-    assert [(e["f"], e["targets"]) for e in a] == [(e["f"], e["targets"]) for e in b]
+    assert [(e.f, e.targets) for e in a] == [(e.f, e.targets) for e in b]
 
 
 def test_replay_uses_recorded_targets_and_times(fake, tmp_path):
@@ -132,21 +134,21 @@ def test_replay_uses_recorded_targets_and_times(fake, tmp_path):
         ),
         files=RunDir(tmp_path / "b"),
     )
-    assert [(e["f"], e["targets"]) for e in b] == [(e["f"], e["targets"]) for e in a]
+    assert [(e.f, e.targets) for e in b] == [(e.f, e.targets) for e in a]
     for x, y in zip(a, b, strict=True):
         # never early (late by scheduling lag: load-dependent, not asserted)
-        assert y["start_ns"] >= x["start_ns"] - 0.005e9, (x, y)
-    assert all(x["end_ns"] <= y["start_ns"] for x, y in zip(b, b[1:], strict=False)), b
+        assert (y.start_ns or 0) >= (x.start_ns or 0) - 0.005e9, (x, y)
+    assert all((x.end_ns or 0) <= (y.start_ns or 0) for x, y in zip(b, b[1:], strict=False)), b
 
 
 def test_failed_apply_is_recorded_not_hidden(fake, tmp_path):
     fam, healed, ens = fake
     fam.fail_apply = True
     executed = _run(ens, tmp_path)
-    assert executed and all("docker said no" in e["error"] for e in executed)
+    assert executed and all("docker said no" in e.error for e in executed)
     assert healed == [1]
     missed = {"landed": False, "why": "never went in: RuntimeError: docker said no"}
-    assert all(e["observed"] == missed for e in executed)
+    assert all(e.observed == missed for e in executed)
 
 
 def test_the_end_record_and_the_schedule_say_whether_it_landed(fake, tmp_path):
@@ -156,7 +158,7 @@ def test_the_end_record_and_the_schedule_say_whether_it_landed(fake, tmp_path):
     fam.observe = True
     a = _run(ens, tmp_path / "a")
     landed = {"landed": True, "why": "seen gone"}
-    assert a and all(e["observed"] == landed for e in a)
+    assert a and all(e.observed == landed for e in a)
     recs = [json.loads(x) for x in (tmp_path / "a" / "nemesis.jsonl").read_text().splitlines()]
     ends = [r["value"] for r in recs if r["value"]["phase"] == "end"]
     assert len(ends) == len(a) and all(v["observed"] == landed for v in ends)
@@ -172,8 +174,8 @@ def test_the_end_record_and_the_schedule_say_whether_it_landed(fake, tmp_path):
         files=RunDir(tmp_path / "b"),
     )
     assert len(b) == len(a)
-    assert all(e["observed"] == {"landed": False, "why": "no observation recorded"} for e in b)
-    assert all("killed" not in e["detail"] for e in b)
+    assert all(e.observed == {"landed": False, "why": "no observation recorded"} for e in b)
+    assert all("killed" not in e.detail for e in b)
 
 
 def test_heals_on_interrupt_inside_a_fault(fake, tmp_path):
@@ -216,7 +218,8 @@ def test_stop_event_ends_the_fault_early(fake, tmp_path):
     executed = _run(ens, tmp_path, gen=gen, stop_event=stop, time_limit_s=60, t0_ns=t0)
     assert len(executed) == 1 and healed == [1]
     # In this order: the fault started, the stop was asked, the fault ended; before its 30 s.
-    (f,) = executed
+    (op,) = executed
+    f = op.to_json()  # as schedule.json holds it
     assert f["start_ns"] < asked[0] <= f["end_ns"] < f["start_ns"] + 30e9, (f, asked)
 
 
@@ -231,6 +234,15 @@ def test_resolve_servers_sizes():
     assert len(resolve_servers(ctx, "all", rng)) == 5
     assert resolve_servers(ctx, "n2,n4", rng) == ["n2", "n4"]
     assert len(resolve_servers(ctx, "leader", rng)) == 1  # nobody leads: a random one
+    assert len(resolve_servers(ctx, "follower", rng)) == 1  # nobody leads: any one follows
+
+
+def test_a_follower_is_never_the_leader():
+    nodes = [SimpleNamespace(name=f"n{i}") for i in range(1, 4)]
+    ctx = NemesisContext(SimpleNamespace(nodes=nodes, leader=lambda: nodes[1]))
+    rng = random.Random(1)
+    hit = {resolve_servers(ctx, "follower", rng)[0] for _ in range(60)}
+    assert hit == {"n1", "n3"}  # both followers, over 60 draws; never n2, which leads
 
 
 def test_heal_between_phases_runs_mid_plan(fake, tmp_path):
@@ -269,7 +281,7 @@ def test_a_triggered_fault_waits_for_its_event_and_hits_the_client_it_names(monk
     hist = run_dir.client_history(2)
     hist.parent.mkdir(parents=True)
     hist.write_text(json.dumps({"time": 1, "type": "ok", "f": "acquire"}) + "\n")  # before arming
-    pool = SimpleNamespace(run_dir=run_dir, handles=[])
+    pool = SimpleNamespace(run_dir=run_dir, handles=[], live=LiveHistory.of_run(run_dir))
     ens = SimpleNamespace(nodes=[], run_id="zkj-test", leader=lambda: None)
     t0 = time.monotonic_ns()
 
@@ -291,7 +303,8 @@ def test_a_triggered_fault_waits_for_its_event_and_hits_the_client_it_names(monk
         files=RunDir(tmp_path),
     )
     assert fam.calls == [("apply", ("c2",)), ("undo", ("c2",))]
-    (f,) = executed
+    (op,) = executed
+    f = op.to_json()  # as schedule.json holds it
     fired = f["fired"]
     assert f["target"] == "trigger" and f["aim"] == "client:2" and fired["client"] == 2
     assert fired["event_ns"] >= 0.3e9 and f["start_ns"] >= fired["event_ns"] + 0.1e9
@@ -351,7 +364,7 @@ def test_a_triggered_fault_that_lands_after_the_hold_is_undone_and_re_armed(monk
         ),
     )
     monkeypatch.setattr(schedule, "heal_context", lambda ctx, everything=False: [])
-    pool = SimpleNamespace(run_dir=run_dir, handles=[])
+    pool = SimpleNamespace(run_dir=run_dir, handles=[], live=LiveHistory.of_run(run_dir))
     ens = SimpleNamespace(nodes=[], run_id="zkj-test", leader=lambda: None)
 
     def acquire_twice():
@@ -372,7 +385,8 @@ def test_a_triggered_fault_that_lands_after_the_hold_is_undone_and_re_armed(monk
     # Missed once (the hold ended before the fault was in place): undone at once, re-armed,
     # and the second acquire's hold is where it landed.
     assert [c[0] for c in fam.calls] == ["apply", "undo", "apply", "undo"]
-    (f,) = executed
+    (op,) = executed
+    f = op.to_json()  # as schedule.json holds it
     assert f["landed"] is True and f["attempt"] == 2 and len(f["missed"]) == 1
     miss = f["missed"][0]
     assert miss["end_ns"] < f["start_ns"] and miss["fired"]["event_ns"] < f["fired"]["event_ns"]
@@ -416,7 +430,7 @@ def test_a_triggered_fault_whose_apply_failed_is_re_armed(monkeypatch, tmp_path)
         ),
     )
     monkeypatch.setattr(schedule, "heal_context", lambda ctx, everything=False: [])
-    pool = SimpleNamespace(run_dir=run_dir, handles=[])
+    pool = SimpleNamespace(run_dir=run_dir, handles=[], live=LiveHistory.of_run(run_dir))
     ens = SimpleNamespace(nodes=[], run_id="zkj-test", leader=lambda: None)
 
     def acquire_twice():
@@ -428,12 +442,13 @@ def test_a_triggered_fault_whose_apply_failed_is_re_armed(monkeypatch, tmp_path)
 
     threading.Thread(target=acquire_twice).start()
     gen = g.steps(g.on(on_acquire(retries=3), g.fault("pause-client", duration=0.1)))
-    (f,) = schedule.run_nemesis(
+    (op,) = schedule.run_nemesis(
         ens,
         pool,
         schedule.NemesisPlan([], seed=1, time_limit_s=2.0, t0_ns=t0, gen=gen),
         files=RunDir(tmp_path),
     )
+    f = op.to_json()
     assert f["attempt"] == 2 and f["landed"] is True and not f.get("error")
     assert len(f["missed"]) == 1
 
@@ -457,7 +472,9 @@ def test_every_server_kill_records_who_held_the_instant_before_it(tmp_path):
     ens = SimpleNamespace(
         nodes=[Node("n1", 1, "10.0.0.11", 2181)], run_id="zkj-test", kill=killed.append
     )
-    ctx = NemesisContext(ens, SimpleNamespace(run_dir=run_dir, handles=[]))
+    ctx = NemesisContext(
+        ens, SimpleNamespace(run_dir=run_dir, handles=[], live=LiveHistory.of_run(run_dir))
+    )
     kill = ProcessFault("kill", "servers")
     append(1, 1, "ok", "acquire")
     append(2, 2, "invoke", "acquire")  # waiting, not holding

@@ -1,4 +1,4 @@
-"""Imports inside functions, outside cli/: at most MAX_IN_FUNCTIONS, and each one says why it is
+"""Imports inside functions, outside cli/: each one says why it is
 not at the top (a heavy or optional library, the start-up of `zkjepsen check`...) in a comment
 on its line or the line above. cli/ imports each command's modules when that command runs, on
 purpose (cli/__init__.py), and is not counted."""
@@ -9,11 +9,11 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "src" / "zkjepsen"
-# issue 32: from about 215 to 60. Issue 47-48 add two kinds of lazy import that pay for
-# themselves: a schedule recorded or read back (run/recording.py, run/resolve.py,
-# run/stored_files.py) needs the nemesis's generator and triggers, whose fault modules cost
-# ~130 ms of every command's start-up (`list`, `--help`) if loaded at the top.
-MAX_IN_FUNCTIONS = 62
+# issue 32 brought these from about 215 to 60; issue 49 dropped the cap of 62: a count made
+# modules import where the counter said rather than where the cost is. What stays is the rule
+# that protects something: each lazy import names its reason (below), and the start-up time of
+# `list` and `--help` is measured (benchmarks/startup.py) and its imports tested
+# (test_startup_imports.py).
 
 
 def imports_in_functions(source: str) -> list[ast.Import | ast.ImportFrom]:
@@ -56,12 +56,6 @@ def test_the_counter_sees_nested_functions_and_methods_not_module_level():
         for n in imports_in_functions(src)
     ]
     assert names == ["a", "b", "d"]
-
-
-def test_few_imports_inside_functions_outside_cli():
-    found = counted()
-    total = sum(len(v) for v in found.values())
-    assert total <= MAX_IN_FUNCTIONS, (total, {k: len(v) for k, v in found.items()})
 
 
 def test_each_import_left_inside_a_function_says_why():

@@ -15,7 +15,8 @@ from zkjepsen.errors import BadInput
 from zkjepsen.faultkinds import instant, kind
 from zkjepsen.nemesis import NoTargets, arming, schedule
 from zkjepsen.nemesis import generator as g
-from zkjepsen.nemesis.executed import ExecutedFault
+from zkjepsen.nemesis.executed import FaultOp
+from zkjepsen.nemesis.family import FaultFamily
 from zkjepsen.nemesis.faults import FAULTS, BoundFault
 from zkjepsen.nemesis.triggers import Trigger, on_acquire
 from zkjepsen.run.gate import gate_specs, scenario_names
@@ -24,13 +25,17 @@ from zkjepsen.run.spec import TestSpec
 from zkjepsen.store import RunDir
 
 
+def planned_tables(*args, **kw):  # a plan as schedule.json's "planned" holds it
+    return [p.to_json() for p in g.plan(*args, **kw)]
+
+
 def test_each_lane_keeps_its_own_timeline_and_ids_are_stable():
     gen = g.lanes(
         g.steps(g.sleep(1), g.once(g.Fault("kill-one", duration=2)), g.sleep(1),
                 g.once(g.Fault("kill-one", duration=2))),
         g.steps(g.sleep(0.5), g.once(g.Fault("pause-client", duration=3))),
     )  # fmt: skip
-    planned = g.plan(g.phases(gen, g.final_heal()), seed=1)
+    planned = planned_tables(g.phases(gen, g.final_heal()), seed=1)
     faults = [p for p in planned if p["f"] != "heal"]
     # Lane 0 at 1 s and 4 s; lane 1 at 0.5 s: on its own clock, not after lane 0's faults.
     assert [(p["fault_id"], p.get("lane", 0), p["at_s"]) for p in faults] == [
@@ -39,16 +44,16 @@ def test_each_lane_keeps_its_own_timeline_and_ids_are_stable():
         (3, 0, 4.0),
     ]
     assert planned[-1] == {"f": "heal", "at_s": 6.0}  # after every lane's faults
-    assert g.plan(g.phases(gen, g.final_heal()), seed=1) == planned  # same ids every time
+    assert planned_tables(g.phases(gen, g.final_heal()), seed=1) == planned  # same ids every time
     # One lane: a plan reads exactly as before lanes existed (no "lane" key).
-    one = g.plan(g.steps(g.sleep(1), g.once(g.Fault("kill-one", duration=2))), seed=1)
+    one = planned_tables(g.steps(g.sleep(1), g.once(g.Fault("kill-one", duration=2))), seed=1)
     assert "lane" not in one[0]
 
 
 def test_standard_with_a_trigger_per_client_makes_one_lane_each():
     triggers = [on_acquire(client=c, retries=10) for c in (1, 2, 3)]
     gen = g.standard(["pause-client"], time_limit_s=10, interval_s=1, lane_triggers=triggers)
-    planned = g.plan(gen, seed=7, env=g.Env(session_timeout_s=1.0))
+    planned = planned_tables(gen, seed=7, env=g.Env(session_timeout_s=1.0))
     faults = [p for p in planned if p["f"] != "heal"]
     by_lane: dict[int, set] = {}
     for p in faults:
@@ -63,13 +68,13 @@ def test_executed_faults_of_lanes_read_back_into_their_lanes():
         {"fault_id": 1, "f": "kill-one", "start_ns": int(1e9), "end_ns": int(3e9), "lane": 0},
         {"fault_id": 2, "f": "kill-one", "start_ns": int(2e9), "end_ns": int(4e9), "lane": 1},
     ]
-    items = g.executed_items(faults)
-    planned = g.plan(lambda rng, env: iter(items), seed=0)
+    items = g.executed_items([FaultOp.from_json(f) for f in faults])
+    planned = planned_tables(lambda rng, env: iter(items), seed=0)
     # The second starts at 2 s on its own lane, not after the first ended at 3 s.
     assert [(p["at_s"], p.get("lane", 0)) for p in planned] == [(1.0, 0), (2.0, 1)]
-    table = ExecutedFault.from_json(faults[1]).replay_table()
+    table = FaultOp.from_json(faults[1]).replay_ready().to_json()
     assert table["lane"] == 1
-    assert "lane" not in ExecutedFault.from_json(faults[0]).replay_table()
+    assert "lane" not in FaultOp.from_json(faults[0]).replay_ready().to_json()
 
 
 def test_a_settled_trigger_reads_back_and_older_ones_read_as_before():
@@ -81,6 +86,8 @@ def test_a_settled_trigger_reads_back_and_older_ones_read_as_before():
 
 class Clock(SimpleNamespace):
     """A fake fault family recording when each target's fault went in and came out."""
+
+    family = FaultFamily("fake", heal=lambda ctx, everything: [], rank=0)
 
     def resolve(self, ctx, target, rng, params):
         return [target], {}
@@ -128,7 +135,7 @@ def test_lanes_run_side_by_side_and_all_heal(clock, tmp_path):
     at = {(what, who): t for what, who, t in fam.calls}
     # n2's fault went in and came out while n1's was on: one nemesis would have waited.
     assert at[("apply", "n1")] < at[("apply", "n2")] < at[("undo", "n2")] < at[("undo", "n1")]
-    assert healed == [1] and sorted(e["fault_id"] for e in executed) == [1, 2]
+    assert healed == [1] and sorted(e.fault_id or 0 for e in executed) == [1, 2]
     sched = json.loads((tmp_path / "schedule.json").read_text())
     assert {f["fault_id"]: f.get("lane", 0) for f in sched["faults"]} == {1: 0, 2: 1}
     recs = [json.loads(x) for x in (tmp_path / "nemesis.jsonl").read_text().splitlines()]
@@ -152,7 +159,7 @@ def test_a_stop_ends_every_lanes_fault_then_heals(clock, tmp_path):
         g.once(g.Fault("kill-one", target="n2", duration=30)),
     )
     executed = _nemesis(ens, tmp_path, gen, stop=stop, limit=60)
-    assert sorted(e["targets"][0] for e in executed) == ["n1", "n2"]
+    assert sorted((e.targets or ("",))[0] for e in executed) == ["n1", "n2"]
     assert healed == [1] and [c[0] for c in fam.calls].count("undo") == 2
     # In this order: both faults went in, the stop was asked, both were undone (not at 30 s).
     assert [c[0] for c in fam.calls] == ["apply", "apply", "stop", "undo", "undo"]
@@ -205,15 +212,15 @@ def _spec(**kw):
 def test_acquired_each_gives_a_lane_per_client_and_server_faults_a_settled_trigger():
     spec = _spec(nemesis=["pause-client"], fault_trigger="acquired-each", interval_s=1)
     validate_spec(spec)
-    planned = g.plan(fault_generator(spec, spec.nemesis), seed=1)
+    planned = planned_tables(fault_generator(spec, spec.nemesis), seed=1)
     lanes = {p.get("lane", 0): p["trigger"]["client"] for p in planned if p["f"] != "heal"}
     assert lanes == {0: 1, 1: 2, 2: 3}
     kills = _spec(nemesis=["kill-leader"], fault_trigger="acquired", fault_target="leader")
     validate_spec(kills)
-    planned = g.plan(fault_generator(kills, kills.nemesis), seed=1)
+    planned = planned_tables(fault_generator(kills, kills.nemesis), seed=1)
     assert all(p["trigger"].get("settled") for p in planned if p["f"] != "heal")
     pauses = _spec(nemesis=["pause-client"], fault_trigger="acquired")
-    planned = g.plan(fault_generator(pauses, pauses.nemesis), seed=1)
+    planned = planned_tables(fault_generator(pauses, pauses.nemesis), seed=1)
     assert not any(p["trigger"].get("settled") for p in planned if p["f"] != "heal")
 
 
@@ -245,7 +252,7 @@ def test_the_gate_faults_each_client_on_its_own_acquires_and_waits_for_a_whole_e
         0.1,
     )
     assert mine.service.restart == "container"
-    planned = g.plan(fault_generator(kill, kill.nemesis), seed=1)
+    planned = planned_tables(fault_generator(kill, kill.nemesis), seed=1)
     assert planned[0]["trigger"]["settled"] is True
 
 
@@ -300,7 +307,7 @@ def test_a_fault_with_nothing_to_act_on_is_recorded_and_the_lane_goes_on(clock, 
         g.final_heal(),
     )
     executed = _nemesis(ens, tmp_path, gen, limit=2.0)
-    assert [e["targets"] for e in executed] == [["n2"]]
+    assert [e.targets for e in executed] == [("n2",)]
     assert [c[:2] for c in fam.calls] == [("apply", "n2"), ("undo", "n2")]
     sched = json.loads((tmp_path / "schedule.json").read_text())
     (skipped,) = sched["unresolved"]

@@ -1,7 +1,7 @@
 """The rules of the house (docs/architecture.md), checked on the source with `ast`:
 no import cycles, no library module importing the CLI, no private name imported across modules,
-and no module much over 400 lines; and, at the level of rooms (top-level modules and
-subpackages, tests/rooms.py), a ratchet towards issue 24's layers: the figures may only go down."""
+and no module past a smoke-detector size; and, at the level of rooms (top-level modules and
+subpackages, tests/rooms.py), the layers: no room imports a room that reaches back to it."""
 
 from __future__ import annotations
 
@@ -16,7 +16,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for room
 from rooms import Import, RoomGraph, room_graph  # noqa: E402
 
 ROOT = Path(zkjepsen.__file__).resolve().parent
-MAX_LINES = 420  # "modules under ~400 lines"
+# A smoke detector, not a target (issue 49): a module past this has likely grown a second idea;
+# split it where its concepts divide, or raise this with a reason. At 420 it was a target: at
+# least 11 commits cut a module where the count said, not where the idea divides.
+MAX_LINES = 800
 
 
 def module_name(path: Path) -> str:
@@ -131,21 +134,17 @@ def test_modules_are_small():
     assert not big, big
 
 
-# The rooms' layers (issue 24): <= 15 rooms, <= 61 arrows, no mutual pair, no room-level cycle.
-# A new arrow that points up (or sideways into a room that reaches back) fails here.
-# 61: history -> store (issue 48): the history readers open their files through the one opener,
-# store/regular.py (regular files only, bounded, nested at most 64 levels), as every reader does.
-# 62: run -> faultkinds (issue 48): a run refuses a setting no part of it reads, and a fault
-# kind's declaration says which parameters it reads (run/readers.py); the room is pure.
-MAX_ROOMS, MAX_ARROWS = 15, 62
+# The rooms' layers (issue 24): no mutual pair, no room-level cycle. A new arrow that points up
+# (or sideways into a room that reaches back) fails here. The counts of rooms and arrows were
+# a ratchet until issue 49: they protected nothing the two rules below do not, and at their
+# ceiling they pushed code into the wrong room to save an arrow. They are printed, not capped.
 ALLOWED_MUTUAL: set[tuple[str, str]] = set()
 ALLOWED_IN_CYCLES: set[str] = set()
 
 
 def test_rooms_import_downward_only():
     g = room_graph(ROOT)
-    assert len(g.rooms()) <= MAX_ROOMS, g.rooms()
-    assert len(g.arrows) <= MAX_ARROWS, sorted(g.arrows)
+    print(f"{len(g.rooms())} rooms, {len(g.arrows)} arrows")
     evidence = {
         p: [str(i) for i in g.arrows[p] + g.arrows[p[::-1]]]
         for p in g.mutual_pairs()
@@ -212,3 +211,15 @@ def test_the_file_name_check_sees_code_but_not_docstrings():
         '"""history.jsonl"""\ndef f():\n    """test.json"""\n    return "x/rate.png"\n'
     )
     assert spelled_run_file_names(tree) == [(4, "x/rate.png")]
+
+
+def test_no_two_test_modules_share_a_name():
+    """The suite's folders are not packages (no __init__.py), so pytest imports each test module
+    by its file name alone: a second tests/**/test_x.py beside tests/unit/test_x.py is an
+    'import file mismatch' error for whichever is collected second (a fresh clone's suite met
+    it once a tests/integration/test_hunt.py joined tests/unit/test_hunt.py)."""
+    tests = Path(__file__).resolve().parents[1]
+    by_name: dict[str, list[str]] = {}
+    for path in tests.rglob("test_*.py"):
+        by_name.setdefault(path.name, []).append(str(path.relative_to(tests)))
+    assert {n: p for n, p in by_name.items() if len(p) > 1} == {}

@@ -23,8 +23,15 @@ class Members:
     def leader(self) -> Node | None:
         return next(n for n in self.nodes if n.name == self._leader)
 
-    def add_member(self) -> Node:  # the ability `_members` looks for; never called here
+    # the ability `_members` asks for (backends.base.Reconfigurable); never called here
+    def add_member(self) -> Node:
         raise AssertionError("resolve must not change the membership")
+
+    def remove_member(self, node: Node) -> None:
+        raise AssertionError("resolve must not change the membership")
+
+    def membership(self) -> dict:
+        raise AssertionError("resolve reads the leader only")
 
 
 @pytest.mark.parametrize("leader", ["n1", "n2", "n3"])

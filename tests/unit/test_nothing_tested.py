@@ -15,10 +15,9 @@ from zkjepsen.checker import Result, Violation, compose
 from zkjepsen.checker.counter import CounterChecker
 from zkjepsen.checker.exercised import Exercised
 from zkjepsen.checker.fencing import FencingChecker
-from zkjepsen.checker.linearizability import Linearizable
+from zkjepsen.checker.linear import Linearizable, make_model
 from zkjepsen.checker.liveness import LivenessChecker
 from zkjepsen.checker.lock import LockChecker
-from zkjepsen.checker.models import make_model
 from zkjepsen.checker.queue import QueueChecker
 from zkjepsen.errors import BadInput
 from zkjepsen.history import History, Op

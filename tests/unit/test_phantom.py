@@ -84,6 +84,11 @@ def test_a_node_owned_by_another_session_than_the_clients_is_a_phantom():
     h2.grant(1, 100, 600).readings(0, 900, [NODE], owners={NODE: hex(0x1A)})
     ok = phantom_of(h2.history())
     assert ok is not None and ok.valid is True
+    # a persistent node (ephemeralOwner 0: kazoo's NonBlockingLease) belongs to no session
+    h3 = H().add(10 * MS, 1, "event", "session", {"session_id": "0x1a", "timeout_ms": 4000}, 1)
+    h3.grant(1, 100, 600).readings(0, 900, [NODE], owners={NODE: hex(0)})
+    persistent = phantom_of(h3.history())
+    assert persistent is not None and persistent.valid is True
 
 
 def test_a_grant_seen_once_then_expired_is_no_phantom():

@@ -14,6 +14,7 @@ from zkjepsen.errors import BadInput
 from zkjepsen.nemesis import generator as g
 from zkjepsen.nemesis import recorded
 from zkjepsen.nemesis import triggers as tr
+from zkjepsen.nemesis.executed import FaultOp
 from zkjepsen.run.resolve import resolve, spec_from_json
 from zkjepsen.run.spec import TestSpec
 
@@ -104,7 +105,7 @@ def test_any_generator_recorded_and_read_back_plans_the_same(gen, seed, timeout)
     back = spec_from_json(json.loads(json.dumps(spec.to_json())))
     assert back.generator == spec.generator
     assert g.plan(resolve(back).generator, seed, env) == want
-    names = list(dict.fromkeys(p["f"] for p in want if p["f"] != "heal"))
+    names = list(dict.fromkeys(p.f for p in want if isinstance(p, FaultOp)))
     assert back.nemesis == spec.nemesis == (names or ["none"])
 
 
@@ -232,18 +233,19 @@ executed_faults = st.lists(
 def test_a_replay_runs_each_executed_fault_again_in_its_lane_with_its_trigger(faults, retarget):
     """schedule.json -> a stored run's faults -> replay-ready -> what the nemesis is given:
     names, triggers, lanes, params and times survive (lanes were dropped here once)."""
-    from zkjepsen.nemesis.executed import ExecutedFault, replay_plan
+    from zkjepsen.nemesis.executed import read_faults
     from zkjepsen.reproduce.replay import faults_for_replay
 
-    stored = [ExecutedFault.from_json(json.loads(json.dumps(f))) for f in faults]
-    tables = [f.replay_table() for f in faults_for_replay(stored, retarget)]
-    planned = replay_plan({"faults": json.loads(json.dumps(tables))})
+    stored = read_faults({"faults": json.loads(json.dumps(faults))})
+    tables = [f.to_json() for f in faults_for_replay(stored, retarget)]
+    # what run_nemesis plans from the schedule it is given
+    planned = [f.replay_ready() for f in read_faults({"faults": json.loads(json.dumps(tables))})]
     key = ("f", "trigger", "params", "start_ns", "end_ns")
     want = sorted(faults, key=lambda f: f["start_ns"])
-    assert [{k: p.get(k) for k in key} for p in planned] == [
+    assert [{k: p.to_json().get(k) for k in key} for p in planned] == [
         {k: f.get(k) for k in key} for f in want
     ]
-    assert [p.get("lane") or 0 for p in planned] == [f.get("lane") or 0 for f in want]
+    assert [p.lane for p in planned] == [f.get("lane") or 0 for f in want]
 
 
 def test_a_shrink_candidate_names_its_own_faults_and_its_reproducer_runs(tmp_path):
@@ -251,7 +253,6 @@ def test_a_shrink_candidate_names_its_own_faults_and_its_reproducer_runs(tmp_pat
     and the emitted SPEC name its faults (not the original's) and hold no generator, so the
     emitted test's SPEC and SCHEDULE agree."""
     from zkjepsen.cli.minimal import emit_pytest
-    from zkjepsen.nemesis.executed import ExecutedFault
     from zkjepsen.reproduce.replay import faults_for_replay
     from zkjepsen.reproduce.shrink import Candidate, ShrinkResult
     from zkjepsen.run.stored import StoredRun
@@ -262,7 +263,7 @@ def test_a_shrink_candidate_names_its_own_faults_and_its_reproducer_runs(tmp_pat
     assert spec.nemesis == ["kill-one", "kill-leader"] and spec.generator
     kill = {"fault_id": 1, "f": "kill-one", "targets": ["n2"], "detail": {"chosen": "one"},
             "start_ns": 2_000_000_000, "end_ns": 3_000_000_000}  # fmt: skip
-    faults = faults_for_replay([ExecutedFault.from_json(kill)])
+    faults = faults_for_replay([FaultOp.from_json(kill)])
     run = StoredRun(RunDir(tmp_path), spec, {"faults": [kill]}, {"valid": False})
     c = Candidate(spec, faults, "only kill-one")
     assert c.spec.nemesis == ["kill-one"] and c.spec.generator is None

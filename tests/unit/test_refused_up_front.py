@@ -129,7 +129,7 @@ def test_the_command_line_wins_over_a_valid_config(here):
 
 
 def test_list_models_names_every_model_check_accepts(capsys):
-    from zkjepsen.checker.models import MODELS
+    from zkjepsen.checker.linear import MODELS
     from zkjepsen.cli.check import OTHER_CHECKERS
 
     code, out, _ = run_cli(["list", "models"], capsys)

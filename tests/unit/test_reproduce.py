@@ -8,19 +8,24 @@ import dataclasses
 
 from zkjepsen.cli.minimal import emit_pytest
 from zkjepsen.nemesis import generator as g
-from zkjepsen.nemesis.executed import ExecutedFault
+from zkjepsen.nemesis.executed import FaultOp
 from zkjepsen.reproduce.replay import faults_for_replay, violation_kinds
 from zkjepsen.reproduce.shrink import Candidate, ShrinkResult, candidates, triggered
 from zkjepsen.run.spec import TestSpec
 from zkjepsen.run.stored import StoredRun
 from zkjepsen.store import RunDir
 
+
+def planned_tables(*args, **kw):  # a plan as schedule.json's "planned" holds it
+    return [p.to_json() for p in g.plan(*args, **kw)]
+
+
 S = 1_000_000_000
 
 
 def replayed(faults: list[dict], **kw):
     """faults_for_replay of schedule.json tables, read back as a stored run reads them."""
-    return faults_for_replay([ExecutedFault.from_json(f) for f in faults], **kw)
+    return faults_for_replay([FaultOp.from_json(f) for f in faults], **kw)
 
 
 def fault(fid, f, start, length, chosen="holder", targets=("c2",)):
@@ -84,8 +89,8 @@ def test_role_targets_are_reaimed_and_identities_kept():
         ]
     )
     assert out[0].targets is None and out[0].target == "holder"
-    assert out[1].targets == ["n2"]
-    assert replayed([fault(1, "pause-client", 5, 4)], retarget=False)[0].targets == ["c2"]
+    assert out[1].targets == ("n2",)
+    assert replayed([fault(1, "pause-client", 5, 4)], retarget=False)[0].targets == ("c2",)
 
 
 def test_candidates_drop_late_faults_first_then_try_the_guilty_fault_alone(tmp_path):
@@ -131,7 +136,7 @@ def test_emitted_pytest_file_shows_the_schedule_as_generator_calls(tmp_path):
     )
     ns: dict = {}
     exec(compile(tree, "t", "exec"), ns)  # noqa: S102 - our own generated file
-    planned = g.plan(ns["SCHEDULE"], seed=1)
+    planned = planned_tables(ns["SCHEDULE"], seed=1)
     assert [(p["f"], p["target"], p.get("trigger")) for p in planned] == [
         ("pause-client", "trigger", {"kind": "acquired", "k": 1, "delay_s": 0.0, "retries": 10}),
         ("kill-one", "n1", None),
@@ -139,7 +144,7 @@ def test_emitted_pytest_file_shows_the_schedule_as_generator_calls(tmp_path):
     assert planned[0]["at_s"] == 3.0  # armed a second before the original start
     assert ns["SPEC"].recipe == "kazoo" and ns["SPEC"].name == "reproduce-kazoo_counter"
     # Only what differs from the defaults is spelled, and it is still the same spec.
-    spec_text = text.split("SPEC = TestSpec(")[1].split(")")[0]
+    spec_text = text.split("SPEC = read_spec(dict(")[1].split(")")[0]
     for default in ("image=None", "pin_clients=False", "client_cmd=None", "proxy=False"):
         assert default not in spec_text
     assert "workload='counter'" in spec_text and "clients=8" in spec_text
@@ -158,7 +163,7 @@ def test_an_emitted_reproducer_keeps_each_fault_in_its_lane(tmp_path):
     assert "import fault, lanes, sleep, steps" in text
     ns: dict = {}
     exec(compile(text, "t", "exec"), ns)  # noqa: S102 - our own generated file
-    planned = g.plan(ns["SCHEDULE"], seed=1)
+    planned = planned_tables(ns["SCHEDULE"], seed=1)
     assert [(p["f"], p["at_s"], p.get("lane")) for p in planned] == [
         ("partition-redlock", 4.0, None),
         ("kill-one", 7.0, 1),
@@ -191,7 +196,7 @@ def test_shrink_offers_the_holder_fault_on_the_next_acquire(tmp_path):
     again = replayed([executed])[0]
     assert again.trigger == f.trigger and again.armed_ns == 14 * S
     assert again.targets is None and again.target == "trigger"
-    assert again.replay_table()["trigger"] == f.trigger  # what the nemesis is given
+    assert again.to_json()["trigger"] == f.trigger  # what the nemesis is given
     assert candidates(run, trig[0]) and not any(
         "on the next acquire" in c.why for c in candidates(run, trig[0])
     )
@@ -227,14 +232,15 @@ def test_triggered_scenarios_name_their_source_and_plan_their_schedule():
     calls = {**vars(g), **vars(triggers)}
     for s in triggered:
         assert s.source and s.schedule_text().startswith(("steps(\n", "lanes(\n"))
-        planned = g.plan(s.schedule, seed=1)
+        planned = planned_tables(s.schedule, seed=1)
         # A fault at a time is aimed at named clients or servers, never at a role (who holds
         # at 4 s differs every run): the others fire on their event.
         assert planned and all(
-            p.get("trigger") or (p["target"] or "").startswith(("client:", "n")) for p in planned
+            p.get("trigger") or (p.get("target") or "").startswith(("client:", "n"))
+            for p in planned
         ), s.name
         # What `scenario list` prints is the schedule: it plans the same faults, lanes included.
-        assert g.plan(eval(s.schedule_text(), calls), seed=1) == planned, s.name  # noqa: S307
+        assert planned_tables(eval(s.schedule_text(), calls), seed=1) == planned, s.name  # noqa: S307
         for recipe in s.expect:  # as it runs: proxy faults come with proxy = true
             spec = resolve(s.spec(recipe), s.schedule).spec
             assert set(spec.nemesis) == {p["f"] for p in planned}, s.name  # named after them

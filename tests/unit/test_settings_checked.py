@@ -9,7 +9,7 @@ import pytest
 from test_bad_input import assert_refused, run_cli
 
 from zkjepsen.errors import BadInput
-from zkjepsen.run.spec import TestSpec
+from zkjepsen.run.spec import TestSpec, read_spec
 
 DEAD = "unix:///nonexistent/zkjepsen-settings-test.sock"
 
@@ -34,7 +34,7 @@ def test_a_recipe_and_a_client_command_are_never_both_taken(recipe, here, capsys
 def test_a_client_command_alone_is_the_exec_recipe_and_no_command_is_kazoo():
     assert TestSpec(client_cmd="true").recipe == "exec"
     assert TestSpec().recipe == "kazoo"
-    assert TestSpec.from_json(TestSpec(client_cmd="true").to_json()).recipe == "exec"
+    assert read_spec(TestSpec(client_cmd="true").to_json()).recipe == "exec"
 
 
 def test_a_config_naming_the_default_recipe_with_a_client_command_is_refused(here, capsys):

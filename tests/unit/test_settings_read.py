@@ -463,7 +463,7 @@ def test_a_reproducer_of_a_run_aimed_by_fault_target_runs(tmp_path):
     budget steered the standard schedule, which the SCHEDULE replaces (its faults carry their
     targets), so SPEC leaves them out rather than be refused as read by nothing."""
     from zkjepsen.cli.minimal import emit_pytest
-    from zkjepsen.nemesis.executed import ExecutedFault
+    from zkjepsen.nemesis.executed import FaultOp
     from zkjepsen.reproduce.replay import faults_for_replay
     from zkjepsen.reproduce.shrink import Candidate, ShrinkResult
     from zkjepsen.run.resolve import resolve
@@ -475,7 +475,7 @@ def test_a_reproducer_of_a_run_aimed_by_fault_target_runs(tmp_path):
     resolve(spec)
     kill = {"fault_id": 1, "f": "kill-one", "target": "n2", "targets": ["n2"], "detail": {},
             "start_ns": 2_000_000_000, "end_ns": 3_000_000_000}  # fmt: skip
-    faults = faults_for_replay([ExecutedFault.from_json(kill)])
+    faults = faults_for_replay([FaultOp.from_json(kill)])
     run = StoredRun(RunDir(tmp_path), spec, {"faults": [kill]}, {"valid": False})
     ns: dict = {}
     text = emit_pytest(ShrinkResult(Candidate(spec, faults, "x"), 2, 3), run, "k")

@@ -59,7 +59,7 @@ def test_check_on_a_two_line_history_loads_none_of_the_heavy_modules(tmp_path):
     )
     code, modules, said = loaded(["check", str(h), "--model", "register"])
     assert code == 0 and "valid" in said, said  # the check really ran to its verdict
-    assert "zkjepsen.checker.linearizability" in modules
+    assert "zkjepsen.checker.linear.engine" in modules
     # Whatever this Python's own start-up loads (site hooks) is not check's doing.
     bare = json.loads(
         subprocess.run(

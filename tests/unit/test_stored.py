@@ -52,7 +52,7 @@ def test_a_saved_spec_table_loads_back_as_a_typed_run(tmp_path):
 
 
 def test_an_executed_fault_is_typed_and_writes_back_the_same_table():
-    from zkjepsen.nemesis.executed import ExecutedFault, NotAFault
+    from zkjepsen.nemesis.executed import FaultOp, NotAFault
 
     table = {
         "fault_id": 3,
@@ -71,13 +71,15 @@ def test_an_executed_fault_is_typed_and_writes_back_the_same_table():
         "landed": True,
         "duration_s": 4.0,
     }
-    f = ExecutedFault.from_json(table)
-    assert (f.f, f.targets, f.fired["client"], f.extra["landed"]) == (
+    f = FaultOp.from_json(table)
+    assert (f.f, f.targets, (f.fired or {})["client"], f.landed) == (
         "pause-client",
-        ["c2"],
+        ("c2",),
         2,
         True,
     )
     assert f.to_json() == table
     with pytest.raises(NotAFault):
-        ExecutedFault.from_json({**table, "end_ns": 1})
+        FaultOp.from_json({**table, "end_ns": 1})
+    # a key another version wrote is kept, and written back
+    assert FaultOp.from_json({**table, "newer": [1]}).to_json() == {**table, "newer": [1]}

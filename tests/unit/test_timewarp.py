@@ -120,9 +120,9 @@ def test_the_launcher_refuses_a_file_that_is_not_a_control_file(built, tmp_path)
 def test_a_clock_fault_takes_its_magnitude_from_the_runs_params():
     env = g.Env(fault_params={"offset_s": 3600.0})
     gen = g.standard(["clock-bump"], time_limit_s=30, interval_s=5)
-    planned = [p for p in g.plan(gen, 1, env) if p["f"] == "clock-bump"]
-    assert planned and all(p["params"] == {"offset_s": 3600.0} for p in planned)
-    assert Bump().detail(planned[0]["params"], random.Random(1)) == {"offset_s": 3600}
+    planned = [p for p in g.plan(gen, 1, env) if isinstance(p, g.Fault) and p.f == "clock-bump"]
+    assert planned and all(p.params == {"offset_s": 3600.0} for p in planned)
+    assert Bump().detail(planned[0].params, random.Random(1)) == {"offset_s": 3600}
     assert Rate().detail({"rate": 2.5}, random.Random(1)) == {"rate": 2.5}
 
 

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from zkjepsen.history.holding import holding_of
+from zkjepsen.history.live import LiveHistory
 from zkjepsen.nemesis.triggers import (
     QueueWatch,
     Trigger,
@@ -14,9 +16,18 @@ from zkjepsen.nemesis.triggers import (
     on_invoke,
     on_leader_change,
     on_session,
-    session_ids,
 )
 from zkjepsen.store import RunDir
+
+
+def live(d) -> LiveHistory:
+    """The run's one follower of its clients' files, as the pool makes it."""
+    return LiveHistory.of_run(RunDir(d))
+
+
+def session_ids(records: list[dict]) -> frozenset[int]:
+    """The session ids one client's records name (the live history's `Holding.sessions`)."""
+    return holding_of({1: records}).sessions[1].ids if records else frozenset()
 
 
 def append(d, client, **rec):
@@ -28,7 +39,7 @@ def append(d, client, **rec):
 
 def test_acquire_trigger_ignores_the_past_and_names_the_client(tmp_path):
     append(tmp_path, 1, time=1, type="ok", f="acquire")  # before arming: does not count
-    w = TriggerWatch(on_acquire(delay_s=0.1), RunDir(tmp_path))
+    w = TriggerWatch(on_acquire(delay_s=0.1), live(tmp_path))
     assert w.poll() is None
     append(tmp_path, 2, time=5, type="invoke", f="acquire")
     append(tmp_path, 0, time=6, type="ok", f="acquire")  # the host's session: never a trigger
@@ -39,7 +50,7 @@ def test_acquire_trigger_ignores_the_past_and_names_the_client(tmp_path):
 
 
 def test_kth_invoke_of_one_client(tmp_path):
-    w = TriggerWatch(on_invoke("write", client=2, k=2), RunDir(tmp_path))
+    w = TriggerWatch(on_invoke("write", client=2, k=2), live(tmp_path))
     append(tmp_path, 1, time=1, type="invoke", f="write")
     append(tmp_path, 2, time=2, type="invoke", f="write")
     assert w.poll() is None
@@ -50,7 +61,7 @@ def test_kth_invoke_of_one_client(tmp_path):
 
 
 def test_session_state_and_a_cut_last_line(tmp_path):
-    w = TriggerWatch(on_session("SUSPENDED"), RunDir(tmp_path))
+    w = TriggerWatch(on_session("SUSPENDED"), live(tmp_path))
     append(tmp_path, 4, time=7, type="event", f="session-state", value="CONNECTED")
     with open(RunDir(tmp_path).client_history(4), "a") as f:
         f.write('{"time": 8, "type": "event", "f": "session-state", "value": "SUSP')
@@ -64,7 +75,7 @@ def test_session_state_and_a_cut_last_line(tmp_path):
 def test_leader_change_asks_the_backend(tmp_path):
     leaders = iter(["n1", "n1", "n3"])
     w = TriggerWatch(
-        on_leader_change(), RunDir(tmp_path), leader=lambda: next(leaders), now_ns=lambda: 42
+        on_leader_change(), live(tmp_path), leader=lambda: next(leaders), now_ns=lambda: 42
     )
     assert w.poll() is None
     fired = w.poll()

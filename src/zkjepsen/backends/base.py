@@ -9,9 +9,10 @@ remote backend implements the same, and every fault and client works unchanged. 
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from zkjepsen.docker.cluster import ClientEndpoint, Node
+from zkjepsen.faultkinds.abilities import DATA_FILES, RECONFIGURE, RESTART_SERVERS, UPGRADE
 
 
 class HostSession(Protocol):
@@ -51,6 +52,9 @@ class Backend(Protocol):
         """A libfaketime spec (`+5`, `+0 x4`, `+0`) for the node's server process."""
 
     def logs(self, node: Node) -> str: ...
+    def halt(self, node: Node) -> None:
+        """SIGSTOP to the server process only (a power loss's first instant)."""
+
     def power(self, node: Node, what: str, age_s: float = 0.0) -> dict[str, int]:
         """Ask the node's power-loss layer (docker/powerfs.py): stat, sync, drop or torn."""
 
@@ -66,3 +70,61 @@ class Backend(Protocol):
 
     def down(self) -> None:
         """Remove everything the backend started (idempotent)."""
+
+
+# ---- abilities a backend has beyond `Backend`, as Jepsen asks a db `satisfies?` ---------------
+# Each is what a fault needing the ability (faultkinds/abilities.py) calls. A backend declares
+# the ability in its `BackendInfo.abilities` exactly when its class satisfies the protocol
+# (tests/unit/test_applicability.py checks both ways); whether a fault may run is decided once,
+# before anything starts, by faultkinds' one predicate over the declarations (run/resolve.py
+# `refusals`), never by probing the backend at fault time. Methods and class attributes only,
+# so that a backend's class, not only a running instance, can be checked.
+
+
+@runtime_checkable
+class Reconfigurable(Protocol):
+    """RECONFIGURE: its membership changes while it runs (ZooKeeper 3.5+ `reconfig`, etcd)."""
+
+    def membership(self) -> dict[str, Any]: ...
+    def remove_member(self, node: Node) -> None: ...
+    def add_member(self) -> Node: ...
+
+
+@runtime_checkable
+class RestartsServers(Protocol):
+    """RESTART_SERVERS: one server at a time, a new container on its own data."""
+
+    def server_version(self, node: Node) -> str | None: ...
+    def restart_server(self, node: Node, image: str | None, step: int) -> None: ...
+
+
+@runtime_checkable
+class Upgradable(Protocol):
+    """UPGRADE: the next version's image, for a roll (its settings say when there is none)."""
+
+    def upgrade_image(self) -> str: ...
+
+
+@runtime_checkable
+class NamesDataFiles(Protocol):
+    """DATA_FILES: the globs of its servers' data files under their data directory, and those
+    corrupt-file chooses among (narrower where that matters: etcd's WAL, not its snapshots)."""
+
+    data_files: tuple[str, ...]
+    corrupt_files: tuple[str, ...]
+
+
+@runtime_checkable
+class ListsChildren(Protocol):
+    """A host session whose nodes can be listed (kazoo's client): what a trigger waiting in a
+    lock's queue watches (nemesis/arming.py `queue_watch`)."""
+
+    def get_children(self, path: str) -> list[str]: ...
+
+
+ABILITY_PROTOCOLS: dict[str, type] = {
+    RECONFIGURE: Reconfigurable,
+    RESTART_SERVERS: RestartsServers,
+    UPGRADE: Upgradable,
+    DATA_FILES: NamesDataFiles,
+}

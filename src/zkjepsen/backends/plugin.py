@@ -2,16 +2,16 @@
 
 Jepsen's test holds a `db` value that owns its settings; here each service package
 (`backends/<service>/service.py`) declares one `Service`:
-- its **settings** type (`ServiceSettings`: versions, tick, the clients' suite...), which checks
-  its own fields, fills in its defaults (`settled`) and checks what needs the whole test
-  (`check`: session bounds, a recipe without a driver on a version);
+- its **settings** type (a `ServiceSettings`, zkjepsen/spec.py: versions, tick, the clients'
+  suite...), which checks its own fields, fills in its defaults (`settled`) and checks what
+  needs the whole test (`check`: session bounds, a recipe without a driver on a version);
 - its **backends** (`BackendInfo`: the shapes its servers run in: one Redis master, Sentinel,
   Redlock's five masters...);
 - its **options** (`ServiceOption`: the command-line flags that set a settings field, and the
   commands that take each; its TOML table is `[<service name>]` with the fields' own names);
 - its **images** (the servers' recipe for a settings value, and what the clients run);
 - its **legacy keys**: the flat `test.json` keys older runs stored (read back in
-  `run/spec.py`'s one compat function).
+  `registry.read_service`, the one compat function).
 
 Import-light (no docker): spec validation, `list` and `--help` read these declarations before
 anything starts. The registry (`backends/registry.py`) lists the services, one line each.
@@ -22,9 +22,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from dataclasses import fields as dc_fields
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from zkjepsen.errors import BadInput
+from zkjepsen.spec import ServiceSettings, TestSpec
 
 if TYPE_CHECKING:
     from zkjepsen.docker.image import ImageRecipe
@@ -33,31 +34,6 @@ if TYPE_CHECKING:
 # client image (the ZooKeeper node image: python3, libfaketime, the JVM and Go drivers).
 SERVERS_IMAGE = "servers"
 SHARED_CLIENTS = "shared"
-
-
-class ServiceSettings(Protocol):
-    """One service's own settings, a frozen value (`test.json`'s `service` table)."""
-
-    name: str  # the service ("zookeeper"): which `Service` the settings belong to
-
-    def to_json(self) -> dict[str, Any]: ...
-
-    def settled(self) -> ServiceSettings:
-        """The same settings with every default filled in (so test.json says what ran)."""
-        ...
-
-    def check(self, spec: Any, language: str) -> None:
-        """Bad input that needs the whole test (its recipe and the language its program is
-        written in, its session timeout...)."""
-        ...
-
-    def describe(self) -> str:
-        """What the servers run, for the console and tables ("ZooKeeper 3.8"); '' for none."""
-        ...
-
-    def given(self) -> dict[str, Any]:
-        """The fields set by the user (not None): what a refusal names."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -153,8 +129,11 @@ class NoSettings:
     def settled(self) -> NoSettings:
         return self
 
-    def check(self, spec: Any, language: str) -> None:
+    def check(self, spec: TestSpec, language: str) -> None:
         pass
 
     def describe(self) -> str:
         return ""
+
+    def lacks(self) -> dict[str, str]:
+        return {}

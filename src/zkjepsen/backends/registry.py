@@ -30,12 +30,15 @@ from zkjepsen.backends.plugin import (
     ServiceSettings,
 )
 from zkjepsen.errors import BadInput
+from zkjepsen.spec import TestSpec
 
 SERVICE_MODULES = (  # one line per service; its `service.py` declares the rest
     "zkjepsen.backends.zookeeper.service",
     "zkjepsen.backends.redis.service",
     "zkjepsen.backends.postgres.service",
     "zkjepsen.backends.etcd.service",
+    "zkjepsen.backends.memcached.service",
+    "zkjepsen.backends.mariadb.service",
 )
 DEFAULT_BACKEND = "zookeeper"
 # zkjepsen's client image (python3, libfaketime, the JVM and Go drivers): the ZooKeeper node
@@ -96,15 +99,12 @@ def check_nodes(name: str, nodes: int) -> None:
 
 def settings_for(backend: str, settings: ServiceSettings | None) -> ServiceSettings:
     """`settings` settled for `backend`'s service (its defaults when None); refused when they
-    are another service's (`--zk-version` on an etcd run)."""
+    are another service's (`--zk-version` on an etcd run: one sentence naming the option)."""
     svc = service_of(backend)
     if settings is None:
         return svc.settings().settled()
     if settings.name != svc.name:
-        carried = shared.carry(settings, svc, services())  # --fsync given for any service
-        if carried is None:
-            raise BadInput(service(settings.name).refusal(settings, backend))
-        settings = carried
+        raise BadInput(service(settings.name).refusal(settings, backend))
     return settings.settled()
 
 
@@ -133,7 +133,7 @@ def client_recipe(backend: str, settings: ServiceSettings | None = None):
 
 def make_backend(
     name: str,
-    spec: Any,
+    spec: TestSpec,
     store_dir: Path,
     *,
     client: Any,
@@ -154,7 +154,7 @@ def make_backend(
     )
 
 
-def provide_images(engine, spec: Any, say=None) -> tuple[str, str]:
+def provide_images(engine, spec: TestSpec, say=None) -> tuple[str, str]:
     """(server image, client image) of the spec's backend, present on `engine` (built there if
     missing; a build's phases go to `say` as lines, one at least every 15 s: a first etcd image
     takes minutes). `--image` names the servers'; the clients run what the service says (the
@@ -168,10 +168,12 @@ def provide_images(engine, spec: Any, say=None) -> tuple[str, str]:
         return _provide_images(engine, spec, progress)
 
 
-def _provide_images(engine, spec: Any, on_build) -> tuple[str, str]:
+def _provide_images(engine, spec: TestSpec, on_build) -> tuple[str, str]:
     # here, not at the top: the services' declarations stay import-light (no docker)
     from zkjepsen.docker.engine import provide_image
 
+    if spec.backend is None:  # a spec is given here once resolved (run/resolve.py settles it)
+        raise ValueError("provide_images needs a resolved spec: its backend is not settled")
     server_image = provide_image(
         [engine], spec.image, on_build, recipe=image_recipe(spec.backend, spec.service)
     )
@@ -190,11 +192,12 @@ def settings_from_table(table: dict[str, Any], where: str) -> ServiceSettings:
     return service(name).from_table(rest, f"[{name}]")
 
 
-def read_service(d: dict[str, Any]) -> dict[str, Any]:
+def read_service(d: dict[str, Any], family: str | None = None) -> dict[str, Any]:
     """The one place every form of a service's settings is read into `service`: test.json's
     `service` table, a config's `[zookeeper]` / `[etcd]` table (the command line's options come
     in the same way), and the flat keys that runs stored before each service owned its settings
-    (`zk_version`, `etcd_version`, ...: each service names its own in `legacy`)."""
+    (`zk_version`, `etcd_version`, ...: each service names its own in `legacy`). `family`: the
+    run's service, when known: a flag several services declare (`--fsync`) goes to it alone."""
     d = dict(d)
     tables: dict[str, dict[str, Any]] = {}
     for svc in services().values():
@@ -212,7 +215,7 @@ def read_service(d: dict[str, Any]) -> dict[str, Any]:
                 tables.setdefault(svc.name, {}).setdefault(name, value)
     if not tables:
         return d
-    tables = shared.fold(tables, services())  # one flag several services declare: --fsync
+    tables = shared.fold(tables, services(), family)  # one flag several declare: --fsync
     if len(tables) > 1 or d.get("service") is not None:
         named = sorted(tables) + (["service"] if d.get("service") is not None else [])
         raise BadInput(

@@ -25,6 +25,7 @@ The convention that lets the ZooKeeper checkers judge every backend unchanged:
 from __future__ import annotations
 
 import importlib
+import time
 from typing import Any
 
 # backend family -> "module:Class" of its client session (imported only when used)
@@ -32,6 +33,8 @@ SESSIONS = {
     "redis": "zkjepsen.backends.redis.session:RedisSession",
     "postgres": "zkjepsen.backends.postgres.session:PostgresSession",
     "etcd": "zkjepsen.backends.etcd.session:EtcdSession",
+    "mariadb": "zkjepsen.backends.mariadb.session:MariaDBSession",
+    "memcached": "zkjepsen.backends.memcached.session:MemcachedSession",
 }
 
 
@@ -48,6 +51,45 @@ def close_quietly(conn: Any) -> None:
         conn.close()
     except Exception:  # noqa: BLE001 - closing on the way out
         pass
+
+
+class ConnectionSession:
+    """The kazoo-shaped lifecycle of a session that is one connection to one server
+    (PostgreSQL, MariaDB): `start` connects the resource's connection (retried until its
+    deadline: the server may still be starting), `stop`/`close` drop it. A subclass says
+    `connect(role)`; rows need no parents and one server needs no sync."""
+
+    conn: Any = None
+
+    def connect(self, role: str) -> Any:
+        raise NotImplementedError
+
+    def start(self, timeout: float = 15) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.conn = self.connect("data")
+                return
+            except Exception:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        self._drop()
+
+    def close(self) -> None:
+        self._drop()
+
+    def ensure_path(self, path: str) -> None:
+        pass  # rows need no parents
+
+    def sync(self, path: str) -> None:
+        pass  # one server: every read sees every committed write
+
+    def _drop(self) -> None:
+        conn, self.conn = self.conn, None
+        close_quietly(conn)
 
 
 class BadVersion(Exception):

@@ -13,13 +13,46 @@ keys (stored runs and reports written before violations were typed stay readable
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from zkjepsen.errors import EXIT_INVALID, EXIT_UNKNOWN, EXIT_VALID
 from zkjepsen.history import NEMESIS, History
 
-Verdict = bool | Literal["unknown"]
+# A verdict as a Result and results.json hold it (true, false, "unknown"): the stored form.
+Valid = bool | Literal["unknown"]
+
+
+class Verdict(enum.Enum):
+    """A verdict, spelled once: its word (the console, JUnit, the site: `word`), its stored
+    form (`valid`, what results.json keeps) and the exit status a command ends with."""
+
+    VALID = True
+    INVALID = False
+    UNKNOWN = "unknown"
+
+    @classmethod
+    def of(cls, valid: object) -> Verdict:
+        """The verdict of a stored form; anything but true or false is unknown (a run that
+        could not decide, or a value no checker wrote)."""
+        if valid is True:
+            return cls.VALID
+        return cls.INVALID if valid is False else cls.UNKNOWN
+
+    @property
+    def word(self) -> str:
+        return self.name
+
+    @property
+    def valid(self) -> Valid:
+        value: Valid = self.value
+        return value
+
+    @property
+    def exit_code(self) -> int:
+        return {Verdict.VALID: EXIT_VALID, Verdict.INVALID: EXIT_INVALID}.get(self, EXIT_UNKNOWN)
 
 
 def _jsonable(v: Any) -> Any:
@@ -147,7 +180,7 @@ class Result:
 
     def __init__(
         self,
-        valid: Verdict,
+        valid: Valid,
         details: dict[str, Any] | None = None,
         violations: list[Violation] | None = None,
         parts: dict[str, Result] | None = None,
@@ -251,7 +284,7 @@ LEGACY_KEYS = (
 
 
 def _legacy_violations(
-    valid: Verdict, d: Mapping[str, Any]
+    valid: Valid, d: Mapping[str, Any]
 ) -> tuple[list[Violation], dict[str, Any], None, dict[str, int]]:
     """Findings of a results.json written before violations were typed, from the keys the
     readers used to hand-type: lock overlaps, fencing going backwards, counter losses.
@@ -295,7 +328,7 @@ class Checker(Protocol):
     def check(self, history: History) -> Result: ...
 
 
-def merge_valid(verdicts: list[Verdict]) -> Verdict:
+def merge_valid(verdicts: list[Valid]) -> Valid:
     """False beats unknown beats True; no verdicts is unknown (nothing was judged: a run no
     checker looked at is not valid)."""
     if any(v is False for v in verdicts):
@@ -346,6 +379,7 @@ __all__ = [
     "Checker",
     "Compose",
     "Result",
+    "Valid",
     "Verdict",
     "Violation",
     "as_result",

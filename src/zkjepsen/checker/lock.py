@@ -12,7 +12,11 @@ Terms (all times are the history's monotonic ns):
   an `info` op of its process (counted in `beliefs_cut_at_retirement`).
 - **Belief overlap**: two definite holds of the same lock by different clients whose beliefs
   intersect (for a mode-aware rwlock: unless both are read holds). Involving a maybe hold, the
-  overlap is only "possible" and never makes the verdict invalid on its own.
+  overlap is only "possible" and never makes the verdict invalid on its own. Each belief overlap
+  has a **nature** (checker/lease.py): `lease` when the earlier holder was frozen or cut off
+  past its lease when the later one was granted (inherent to leases: only a fence saves it),
+  `defect` otherwise (beyond a lease's nature: the lock under test is wrong). The verdict does
+  not change with it; the counts say which kind the overlaps were.
 - **Effect overlap** (atomicity broken) on one resource: two accepted (`ok`) writes w and w'
   carrying tokens t < t' (t' was granted later in lock order) where w is NOT certainly before w'
   in real time, i.e. w completed after w' was invoked. Either w' completed before w was invoked:
@@ -38,6 +42,7 @@ from typing import Any
 
 from zkjepsen.checker import Result, Violation
 from zkjepsen.checker.attribution import disk_fault_before
+from zkjepsen.checker.lease import DEFECT, LEASE, UNJUDGED, classify
 from zkjepsen.checker.lock_observe import INF, Hold, Write, observe
 from zkjepsen.history import History, Op, fault_windows, faults_during
 from zkjepsen.history.stream import paused_gc
@@ -133,6 +138,13 @@ class LockChecker:
         self.names = (tuple(acquire), tuple(release), tuple(write))
         self.fail_on = frozenset(fail_on)
         self.max_reported = max_reported
+        self.lease_s: float | None = None  # the run's session/lease setting (with_lease)
+
+    def with_lease(self, lease_s: float) -> LockChecker:
+        """Judge each split's nature (checker/lease.py) against this lease, for a client whose
+        history says no negotiated one."""
+        self.lease_s = lease_s
+        return self
 
     def check(self, history: History | list[Op]) -> Result:
         # One pass (a streamed history is read once); the faults come from the nemesis ops
@@ -143,6 +155,7 @@ class LockChecker:
         end_of_test = obs.last_time
         definite = [h for h in obs.holds if not h.maybe]
         belief, possible, careful = _belief_overlaps(obs.holds, definite)
+        natures = classify(belief, obs.nemesis, obs.sessions, self.lease_s, obs.last_time)
         effects = _effect_overlaps(obs.writes)
         effect_tokens = {frozenset(e["tokens"]) for e in effects}
         near = [
@@ -173,6 +186,10 @@ class LockChecker:
             "beliefs_cut_at_retirement": obs.cut_at_retirement,
             "belief_overlap_count": len(belief),
             "belief_overlaps": belief[:cap],
+            # each split's nature (checker/lease.py): beyond it, a defect of the lock
+            "beyond_lease_count": natures[DEFECT],
+            "lease_split_count": natures[LEASE],
+            "unjudged_lease_count": natures[UNJUDGED],
             "careful_belief_overlap_count": len(careful),
             "careful_belief_overlaps": careful[:cap],
             "effect_overlap_count": len(effects),

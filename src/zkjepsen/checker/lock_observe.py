@@ -31,6 +31,7 @@ class Hold:
         "mode",
         "seq",
         "node",
+        "asked",
     )
 
     def __init__(
@@ -46,10 +47,12 @@ class Hold:
         mode: str = "write",
         seq: Any = None,
         node: Any = None,
+        asked: int | None = None,  # the acquire's invoke: the service granted after it
     ) -> None:
         self.client, self.process, self.key, self.token = client, process, key, token
         self.start, self.end, self.careful_end, self.maybe = start, end, careful_end, maybe
         self.mode, self.seq, self.node = mode, seq, node
+        self.asked = start if asked is None else asked
 
     def __repr__(self) -> str:
         return "Hold(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
@@ -94,6 +97,9 @@ class LockObservations:
         self.cut_at_retirement = 0  # beliefs ended at an info op of a process with no client id
         self.last_time = 0
         self.nemesis: list[Op] = []  # for the fault windows
+        # client -> [(time, negotiated session or lease s)], from its `session` events: the
+        # lease a split is judged against (checker/lease.py)
+        self.sessions: dict[Any, list[tuple[int, float]]] = {}
 
 
 def _mode(invoked: Any, granted: dict[str, Any]) -> str:
@@ -148,6 +154,8 @@ def observe(
                         h.careful_end = t
             continue
         if typ == "event":
+            if f == "session":
+                _session(obs.sessions, client, value, t)
             _client_event(open_holds, client, f, value, t)
             continue
         inv = pending.pop(p, None)
@@ -175,6 +183,7 @@ def observe(
                 _mode(inv[6], v),
                 v.get("seq"),
                 v.get("node"),
+                inv[1],
             )
             holds.append(h)
             open_holds[(client, inv[5])] = h
@@ -210,6 +219,13 @@ def _end_beliefs_at_kill(
             h = open_holds.pop(ck)
             h.end = t
             h.careful_end = min(h.careful_end, t)
+
+
+def _session(sessions: dict[Any, list[tuple[int, float]]], client: Any, value: Any, t: int) -> None:
+    """A new session's negotiated timeout (`timeout_ms`: a number > 0), kept per client."""
+    ms = value.get("timeout_ms") if isinstance(value, dict) else None
+    if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 0:
+        sessions.setdefault(client, []).append((t, ms / 1000))
 
 
 def _client_event(

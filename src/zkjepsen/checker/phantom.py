@@ -21,7 +21,8 @@ A grant (an `acquire` completed `ok`) is believed until its client invokes `rele
 it, though at least two did that began after its `ok` and within `horizon_ms` of it (the session
 or lease timeout: how long the service keeps a lock it granted even if its holder goes silent,
 so a real grant is still there to be seen). A grant is "shown" by its node (and, when the
-client told its session, that session owns the node), its token, or, when the client named no
+client told its session, that session owns the node, unless no session does: a persistent
+node), its token, or, when the client named no
 node/token (or a node that is no child of the lock path) or the service identifies none
 (`any`), by any holder at all: that alone catches a program that fakes its lock. A grant whose
 belief held fewer than two such readings cannot be checked; if no grant could, or there was
@@ -224,7 +225,9 @@ def _shows(s: Sample, g: Grant, identity: str, lock_path: str) -> bool:
         if node not in s.holders:
             return False
         owner = session_number(s.owners.get(node))
-        return not g.sessions or owner is None or owner in g.sessions
+        # ephemeralOwner 0: a persistent node (kazoo's NonBlockingLease keeps its holder in
+        # one), owned by no session, so the node alone shows the grant
+        return not g.sessions or not owner or owner in g.sessions
     if identity == "token" and isinstance(g.token, int) and not isinstance(g.token, bool):
         return g.token in s.holders
     return bool(s.holders)  # no identity to match: any holder at all

@@ -37,15 +37,16 @@ its checker names as following it. The rule, stated once: checker/attribution.py
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from zkjepsen.checker import Violation
 from zkjepsen.checker.attribution import LOST_STATE_KINDS, counts_against, locks_of
 from zkjepsen.checker.bounds import upper_bound
+from zkjepsen.checker.lease import FaultSpan, client_of, fault_spans, lease_s
 from zkjepsen.checker.lock_observe import observe
 from zkjepsen.checker.power_table import FaultPower, Opportunity, Power, ranked
-from zkjepsen.faultkinds import UNKNOWN_RULE, Landing, client_killers, landing, power_rule
+from zkjepsen.faultkinds import UNKNOWN_RULE, client_killers, power_rule
 from zkjepsen.history import NEMESIS, History, Op
 
 S = 1_000_000_000
@@ -62,18 +63,6 @@ def rule_of(kind: str) -> str:
     """Which definition of an opportunity applies to a fault kind (module docstring): the one
     its declaration names (zkjepsen.faultkinds), `during` for a kind none declares."""
     return (power_rule(kind) or UNKNOWN_RULE).landed
-
-
-@dataclass
-class _Fault:
-    kind: str
-    fault_id: Any
-    start: int
-    end: int | None
-    targets: list[Any]
-    start_value: dict[str, Any]
-    end_value: dict[str, Any]
-    landing: Landing = Landing(False, "not judged")  # faultkinds.landing, set by _faults
 
 
 def power_of(
@@ -109,7 +98,7 @@ def power_of(
     lost_state = [v for v in violations if v.kind in STATE_KINDS]
     counts: dict[str, list[int]] = {}
     landed: list[Opportunity] = []
-    executed = _faults(ops, last)
+    executed = fault_spans(ops, last)
     for fault in executed:
         tally = counts.setdefault(fault.kind, [0, 0, 0])  # faults, opportunities, violated
         tally[0] += 1
@@ -117,7 +106,7 @@ def power_of(
         if opp is None:
             continue
         state = (power_rule(fault.kind) or UNKNOWN_RULE).state
-        on_clients = any(_client(t) is not None for t in fault.targets)
+        on_clients = any(client_of(t) is not None for t in fault.targets)
         hit = any(
             counts_against(v, opp, state=state, on_clients=on_clients, locks=locks)
             for v in (lost_state if state else found)
@@ -134,37 +123,13 @@ def power_of(
     return Power(per_kind, tuple(landed), prop, confidence, method)
 
 
-def _missed(faults: list[_Fault]) -> dict[str, tuple[int, tuple[tuple[str, int], ...]]]:
+def _missed(faults: list[FaultSpan]) -> dict[str, tuple[int, tuple[tuple[str, int], ...]]]:
     """kind -> (how many of its faults missed, (why, how many) the commonest first)."""
     whys: dict[str, dict[str, int]] = {f.kind: {} for f in faults}
     for f in faults:
         if not f.landing.landed:
             whys[f.kind][f.landing.why] = whys[f.kind].get(f.landing.why, 0) + 1
     return {kind: (sum(w.values()), ranked(w)) for kind, w in whys.items()}
-
-
-def _faults(ops: list[Op], last: int) -> list[_Fault]:
-    """Every executed fault from the nemesis ops, start paired with end by fault id (a re-armed
-    trigger's attempts share an id and follow each other), and whether it landed (from its two
-    records: faultkinds.landing); one never ended ends at `last` (and was never seen to land)."""
-    open_: dict[Any, _Fault] = {}
-    out: list[_Fault] = []
-    for op in ops:
-        if op.process != NEMESIS or op.type == "invoke" or power_rule(op.f) is None:
-            continue
-        v = op.value if isinstance(op.value, dict) else {}
-        if v.get("phase") == "start":
-            f = _Fault(op.f, v.get("fault_id"), op.time, None, list(v.get("targets") or ()), v, {})
-            open_[f.fault_id] = f
-            out.append(f)
-        elif v.get("phase") == "end" and v.get("fault_id") in open_:
-            f = open_.pop(v.get("fault_id"))
-            f.end, f.end_value = op.time, v
-    for f in out:
-        if f.end is None:
-            f.end = max(last, f.start)
-        f.landing = landing(f.kind, f.start_value, f.end_value)
-    return out
 
 
 def _sessions_and_paths(
@@ -187,7 +152,7 @@ def _sessions_and_paths(
         v = op.value
         if op.process == NEMESIS:
             if op.f in killers and isinstance(v, dict) and v.get("phase") == "start":
-                for c in map(_client, v.get("targets") or ()):
+                for c in map(client_of, v.get("targets") or ()):
                     leave(c, op.time)
             continue
         c = op.actor
@@ -209,32 +174,20 @@ def _sessions_and_paths(
     return timeouts, paths
 
 
-def _client(target: Any) -> Any:
-    if isinstance(target, str) and target[:1] == "c" and target[1:].isdigit():
-        return int(target[1:])
-    return None
+def _timeout(fault: FaultSpan, client: Any, timeouts: dict, default: float) -> float:
+    """The session (lease) timeout the fault had to exceed for `client` (checker/lease.py)."""
+    t = lease_s(fault, client, timeouts, default)
+    return default if t is None else t
 
 
-def _timeout(fault: _Fault, client: Any, timeouts: dict, default: float) -> float:
-    """The session (lease) timeout the fault had to exceed for `client`: the fault's own record
-    of it (client faults), else the client's latest negotiated one before the fault, else the
-    run's."""
-    for v in (fault.end_value, fault.start_value):
-        d = v["detail"] if isinstance(v.get("detail"), dict) else {}
-        if d.get("session_timeout_s") and [client] == [_client(t) for t in fault.targets]:
-            return float(d["session_timeout_s"])
-    seen = [s for t, s in timeouts.get(client, ()) if t <= fault.start]
-    return seen[-1] if seen else default
-
-
-def _vetoed(fault: _Fault) -> bool:
+def _vetoed(fault: FaultSpan) -> bool:
     """It missed (faultkinds.landing): not seen at its target, never went in, or it went in
     outside the state it aimed at."""
     return not fault.landing.landed
 
 
 def _opportunity(
-    fault: _Fault,
+    fault: FaultSpan,
     beliefs: dict[Any, list[tuple[int, float]]],
     paths: dict[Any, list[tuple[int, int]]],
     timeouts: dict[Any, list[tuple[int, float]]],
@@ -243,7 +196,7 @@ def _opportunity(
     if _vetoed(fault):
         return None
     s, e = fault.start, fault.end if fault.end is not None else fault.start
-    targeted = [c for c in (_client(t) for t in fault.targets) if c is not None]
+    targeted = [c for c in (client_of(t) for t in fault.targets) if c is not None]
     rule = rule_of(fault.kind)
     spans = paths if targeted else beliefs  # a client's lock path; on servers, who held
     at_risk: list[Any] = []
@@ -264,7 +217,7 @@ def _opportunity(
     if rule == "instant" and isinstance(d, dict) and isinstance(d.get("holders_at_kill"), list):
         # Read from the clients' own files the instant before the kill: exacter than the
         # beliefs at the fault's start record (the kill goes in 0.1-1 s later).
-        at_risk = [c for c in map(_client, d["holders_at_kill"]) if c is not None]
+        at_risk = [c for c in map(client_of, d["holders_at_kill"]) if c is not None]
         limits = [_timeout(fault, c, timeouts, default_timeout_s) for c in at_risk]
     if not at_risk:
         return None

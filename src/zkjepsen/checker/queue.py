@@ -18,7 +18,7 @@ from collections import Counter
 from typing import Any
 
 from zkjepsen.checker import Result, Violation
-from zkjepsen.checker.models import freeze
+from zkjepsen.checker.linear.models import freeze
 from zkjepsen.history import History
 
 

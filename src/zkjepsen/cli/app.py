@@ -16,6 +16,7 @@ COMMANDS = {
     "cluster": "zkjepsen.cli.cluster:cluster_group",
     "demo": "zkjepsen.cli.cluster:demo",
     "gate": "zkjepsen.cli.gate:gate_command",
+    "hunt": "zkjepsen.cli.hunt:hunt_command",
     "image": "zkjepsen.cli.cluster:image_group",
     "list": "zkjepsen.cli.matrix:list_command",
     "matrix": "zkjepsen.cli.matrix:matrix_command",
@@ -25,6 +26,7 @@ COMMANDS = {
     "scenario": "zkjepsen.cli.reproduce:scenario_group",
     "serve": "zkjepsen.cli.site:serve_command",
     "shrink": "zkjepsen.cli.reproduce:shrink_command",
+    "sweep": "zkjepsen.cli.sweep:sweep_command",
     "test": "zkjepsen.cli.run:test_command",
 }
 
@@ -47,8 +49,8 @@ class LazyGroup(click.Group):
 FAST_PATHS = {
     "zkjepsen.history._fastjsonl": "the history reader",
     "zkjepsen.history._fastlog": "the Jepsen log reader",
-    "zkjepsen.checker._fastsweep": "the checker's sweep",
-    "zkjepsen.checker._fastgroup": "the checker's grouping",
+    "zkjepsen.checker.linear._fastsweep": "the checker's sweep",
+    "zkjepsen.checker.linear._fastgroup": "the checker's grouping",
 }
 
 

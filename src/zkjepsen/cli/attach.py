@@ -19,9 +19,8 @@ def backend_of(containers: list) -> str:
 
 def attach(client, run_id: str):
     """The handle of a running cluster, of whichever backend its containers say."""
-    from types import SimpleNamespace
-
     from zkjepsen.backends.registry import make_backend
+    from zkjepsen.spec import TestSpec
 
     found = client.containers.list(all=True, filters={"label": f"{resources.RUN_LABEL}={run_id}"})
     servers = [c for c in found if "zkjepsen.backend" in c.labels]
@@ -35,7 +34,7 @@ def attach(client, run_id: str):
     roles = [c for c in servers if c.labels.get(resources.ROLE_LABEL) == "server"]
     ens = make_backend(
         backend,
-        SimpleNamespace(nodes=len(roles), service=None, params={}),
+        TestSpec(nodes=max(len(roles), 1)),  # servers all gone: still attached, to tear down
         store,
         client=client,
         engine=resources.DEFAULT_ENGINE,

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 
 from zkjepsen.cli.engines import prepare
-from zkjepsen.run.spec import TestSpec
+from zkjepsen.spec import TestSpec
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
 

@@ -225,7 +225,7 @@ def _not_linearizable(d: dict[str, Any]) -> str:
 
 
 def _models() -> list[str]:
-    from zkjepsen.checker.models import MODELS
+    from zkjepsen.checker.linear import MODELS
 
     return list(MODELS)
 
@@ -350,8 +350,7 @@ def check_file(
                 f"{type(e).__name__}: {e}"
             ) from None
     else:
-        from zkjepsen.checker.linearizability import BIG, Linearizable
-        from zkjepsen.checker.models import make_model
+        from zkjepsen.checker.linear import BIG, Linearizable, make_model
 
         if len(h.ops) > BIG:
             # The check pauses the cyclic collector on a long history; it stays paused until

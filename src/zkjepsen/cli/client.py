@@ -223,15 +223,14 @@ class Check:
 
     def _servers(self, docker, server_image: str, client_image: str):
         """The service's smallest cluster (one server where it can be one), not started."""
-        from types import SimpleNamespace
-
         from zkjepsen.backends.registry import make_backend, settings_for
         from zkjepsen.docker import resources
+        from zkjepsen.spec import TestSpec
 
         nodes = self.info.nodes or 1
         return make_backend(
             self.backend,
-            SimpleNamespace(nodes=nodes, service=settings_for(self.backend, None), params={}),
+            TestSpec(nodes=nodes, service=settings_for(self.backend, None)),
             self.run_dir.path,
             client=docker,
             engine=resources.DEFAULT_ENGINE,

@@ -59,7 +59,7 @@ def backend_option(f):
         "--backend",
         default="zookeeper",
         show_default=True,
-        help="zookeeper, etcd, redis, redis-sentinel, redlock, postgres "
+        help="zookeeper, etcd, redis, redis-sentinel, redlock, postgres, mariadb, memcached "
         "(`zkjepsen list backends`).",
     )(f)
 
@@ -111,8 +111,6 @@ def cluster_up(
 ) -> None:
     """Start a cluster of any service's servers (ZooKeeper, etcd, Redis, PostgreSQL) and leave
     it running (take it down with `cluster down`)."""
-    from types import SimpleNamespace
-
     from zkjepsen.backends.registry import (
         backend_info,
         check_nodes,
@@ -120,6 +118,7 @@ def cluster_up(
         image_recipe,
         make_backend,
     )
+    from zkjepsen.spec import TestSpec
 
     b = backend_info(backend)
     settings = settings_of(backend, service_tables("cluster", service_opts))
@@ -134,7 +133,7 @@ def cluster_up(
     )
     ens = make_backend(
         backend,
-        SimpleNamespace(nodes=nodes, service=settings, params={}),
+        TestSpec(nodes=nodes, service=settings),
         new_run_dir("cluster", store_root).path,
         client=client,
         engine=resources.DEFAULT_ENGINE,
@@ -292,7 +291,7 @@ def demo(nodes: int, time_limit: float, image: str | None) -> None:
     from zkjepsen.cli.display import LiveDisplay
     from zkjepsen.cli.run import print_verdict
     from zkjepsen.run.runner import run_test
-    from zkjepsen.run.spec import TestSpec
+    from zkjepsen.spec import TestSpec
 
     spec = TestSpec(  # made first: a bad --time-limit is refused before anything starts
         recipe="kazoo",

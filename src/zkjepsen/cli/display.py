@@ -10,31 +10,34 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from zkjepsen.history.jsonl import DirTailer
+from zkjepsen.checker import Verdict
+from zkjepsen.history import NEMESIS
 
 if TYPE_CHECKING:
-    from zkjepsen.run.spec import TestSpec
-    from zkjepsen.store import RunDir
+    from zkjepsen.history.live import LiveHistory, Subscription
+    from zkjepsen.spec import TestSpec
 
 console = Console(stderr=True, soft_wrap=True)  # a log line stays one line (CI logs, grep)
+STYLES = {Verdict.VALID: "bold green", Verdict.INVALID: "bold red", Verdict.UNKNOWN: "bold yellow"}
 
 
 def verdict_word(valid) -> tuple[str, str]:
     """The word a verdict prints as, and its style: VALID, INVALID, or UNKNOWN for anything else."""
-    return {True: ("VALID", "bold green"), False: ("INVALID", "bold red")}.get(
-        valid, ("UNKNOWN", "bold yellow")
-    )
+    verdict = Verdict.of(valid)
+    return verdict.word, STYLES[verdict]
 
 
 class LiveDisplay:
-    """Elapsed/remaining time, op counts and rates per type, active faults; tails the files the
-    clients and the nemesis write (the display never talks to the cluster)."""
+    """Elapsed/remaining time, op counts and rates per type, active faults; a subscriber of the
+    run's live history (the files the clients and the nemesis write: the display never talks
+    to the cluster)."""
 
     def __init__(self) -> None:
         self.live: Live | None = None
         self.messages: list[str] = []
         self.counts: dict[str, int] = {}
-        self.tail: DirTailer | None = None
+        self.history: LiveHistory | None = None
+        self.sub: Subscription | None = None
         self.active: dict[Any, str] = {}
         self.violations = 0
 
@@ -43,8 +46,9 @@ class LiveDisplay:
         if self.live is None:
             console.print(msg)
 
-    def attach(self, run_dir: RunDir, t0_ns: int, spec: TestSpec) -> None:
-        self.run_dir, self.spec = run_dir, spec
+    def attach(self, live: LiveHistory, t0_ns: int, spec: TestSpec) -> None:
+        self.history, self.spec = live, spec
+        self.sub = live.subscribe(replay=True)  # from the first record, as it always read
         self.t0 = time.monotonic()
         self.live = Live(
             self._render(),
@@ -59,13 +63,17 @@ class LiveDisplay:
         if self.live:
             self.live.stop()
             self.live = None
+        if self.history is not None and self.sub is not None:
+            self.history.unsubscribe(self.sub)
+            self.sub = None
 
     def _tail(self) -> None:
-        if self.tail is None:
-            self.tail = DirTailer(self.run_dir.client_histories, extra=[self.run_dir.nemesis_log])
-        for records in self.tail.poll().values():
+        if self.history is None or self.sub is None:
+            return
+        self.history.poll()
+        for _source, records in self.sub.take():
             for r in records:
-                if r.get("process") == "nemesis":
+                if r.get("process") == NEMESIS:
                     v = r.get("value") or {}
                     fid = v.get("fault_id") if isinstance(v, dict) else None
                     if isinstance(v, dict) and v.get("phase") == "end":

@@ -82,7 +82,7 @@ def list_command(what: str) -> None:
 def model_rows() -> list[tuple[str, str]]:
     """What `zkjepsen check --model` accepts: the linearizability models (each described by its
     own docstring's first line) and the other checkers."""
-    from zkjepsen.checker.models import MODELS, make_model
+    from zkjepsen.checker.linear import MODELS, make_model
     from zkjepsen.cli.check import OTHER_CHECKERS_ABOUT
 
     rows = []
@@ -133,16 +133,34 @@ def checked_cells(specs: list[tuple[str, Any]]) -> dict[str, str]:
     (no leader, no PostgreSQL...) is not run; the table says n/a and why, and the rest of the
     matrix runs. Every other cell's spec is checked here, before the first cluster starts (all
     shards' cells, so every shard fails alike)."""
-    from zkjepsen.report import findings
     from zkjepsen.run.readers import check_read_by_any
     from zkjepsen.run.resolve import validate_spec
 
-    na = findings.not_applicable_cells(specs)
+    na = {cell: why for cell, spec in specs if (why := cell_refusal(spec))}
     for cell, spec in specs:
         if cell not in na:
             validate_spec(spec, alone=False)
     check_read_by_any(spec for cell, spec in specs if cell not in na)  # read by some cell
     return na
+
+
+def cell_refusal(spec: Any) -> str | None:
+    """Why a matrix cell is not run (None: it is): each of its faults that cannot run in the run
+    it resolves to (`run.resolve.refusals`, the one answer: a member-add cell on ZooKeeper 3.4
+    is n/a, its 3.9 twin runs), its service's settings that cannot go to its backend, or a
+    version without a driver for the recipe's language."""
+    from zkjepsen.recipes import resolve_backend
+    from zkjepsen.report.services import without_driver
+    from zkjepsen.run.resolve import refusals
+
+    backend = resolve_backend(spec.recipe, spec.backend)  # an unknown recipe: the whole matrix
+    try:
+        refused = refusals(spec, spec.nemesis)
+    except BadInput as e:  # its settings cannot go to its backend (etcd 3.4 --fsync relaxed)
+        return str(e)
+    whys = [refused[n] for n in spec.nemesis if n in refused]
+    whys += [w for w in [without_driver(spec, backend)] if w]
+    return "; ".join(whys) or None
 
 
 def this_host(parallel: int, share: tuple[int, int] | None, cluster: str | None) -> str:
@@ -402,9 +420,15 @@ def write_table(
 @click.argument("stores", nargs=-1, required=True, type=click.Path(path_type=Path))
 @table_out_option("Where to write the merged Markdown table (JSON beside it).")
 def merge_command(stores: tuple[Path, ...], out: Path) -> None:
-    """Join the stores of `matrix --shard i/N` runs into one findings table."""
+    """Join the stores of `matrix --shard i/N` runs into one findings table (or render the
+    folders of one `sweep`: its curve, table and page, in the first folder)."""
     from zkjepsen.report import findings
+    from zkjepsen.report.sweep import RECORD
 
+    if all((Path(s) / RECORD).is_file() for s in stores):
+        from zkjepsen.cli.sweep import merge_sweeps
+
+        return merge_sweeps(stores)
     check_out(out)
     manifests = [findings.read_manifest(s) for s in stores]
     settings, cells, notes = findings.merge(manifests)

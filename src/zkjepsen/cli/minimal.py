@@ -21,7 +21,7 @@ def write_minimal(store_dir: Path, res, run: StoredRun) -> tuple[RunDir, Path]:
     out.mkdir(exist_ok=True)
     files = RunDir(out)
     schedule = {
-        "faults": [f.replay_table() for f in res.best.faults],
+        "faults": [f.to_json() for f in res.best.faults],
         "source": str(store_dir.resolve()),
         "reproduced": f"{res.hits}/{res.tries}",
         "search": res.log,
@@ -40,7 +40,7 @@ SCHEDULE_REPLACES = ("fault_target", "fault_trigger", "max_faults")
 def spec_changes(spec: dict) -> dict:
     """The settings of a spec's table that differ from `TestSpec()`'s: what a person would
     write (no `image=None`, `pin_clients=False`, ...)."""
-    from zkjepsen.run.spec import TestSpec
+    from zkjepsen.spec import TestSpec
 
     defaults = TestSpec().to_json()
     return {k: v for k, v in spec.items() if k not in defaults or v != defaults[k]}
@@ -51,6 +51,7 @@ def emit_pytest(res, run: StoredRun, name: str) -> str:
     The schedule is written as the generator calls that make it (`steps(sleep(4),
     on(on_acquire(delay_s=0.1), fault("pause-client", ...)))`), not as data."""
     from zkjepsen.nemesis.generator import TARGET_DETAIL, Fault, executed_items, items_text
+    from zkjepsen.nemesis.triggers import Trigger
 
     spec = {**res.best.spec.to_json(), "name": f"reproduce-{name}"}
     # The SCHEDULE replaces the standard one these steer (each of its faults names its own
@@ -58,11 +59,10 @@ def emit_pytest(res, run: StoredRun, name: str) -> str:
     for key in SCHEDULE_REPLACES:
         spec.pop(key, None)
     kinds = ", ".join(sorted(res.kinds or violation_kinds(run.results)))
-    tables = [f.replay_table() for f in res.best.faults]
-    items = executed_items(tables, int(run.schedule.get("origin_ns") or 0))
+    items = executed_items(res.best.faults, int(run.schedule.get("origin_ns") or 0))
     triggers = sorted(
         {
-            i.trigger.describe().split("(")[0]
+            Trigger.from_json(dict(i.trigger)).describe().split("(")[0]
             for i in items
             if isinstance(i, Fault) and i.trigger is not None
         }
@@ -95,10 +95,10 @@ not deterministic, so it may occasionally pass; triggered faults repeat best). T
 after the clients start.{note} Run: pytest test_reproduce_{name}.py
 """
 
-{imports}from zkjepsen.run.spec import TestSpec
+{imports}from zkjepsen.run.spec import read_spec
 
-SPEC = TestSpec(
-{spec_args})
+SPEC = read_spec(dict(
+{spec_args}))
 
 SCHEDULE = {schedule}
 

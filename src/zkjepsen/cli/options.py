@@ -148,7 +148,7 @@ def run_ids(ctx, param, value):
 
 def image_ref(ctx, param, value):
     """A local image name, checked as a run's `--image` is (run/spec.py)."""
-    from zkjepsen.run.spec import IMAGE_REF
+    from zkjepsen.spec import IMAGE_REF
 
     if value is not None and not IMAGE_REF.match(value):
         raise click.BadParameter(

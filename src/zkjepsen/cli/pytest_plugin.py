@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from zkjepsen.checker import Verdict
 from zkjepsen.store import RunDir
 
 # The old spellings, from when ZooKeeper was the only service: kept one release, deprecated.
@@ -129,7 +130,7 @@ class RunOutcome:
     def assert_valid(self) -> None:
         if self.valid is not True:
             d = RunDir(self.store_dir)
-            word = "INVALID" if self.valid is False else "UNKNOWN"
+            word = Verdict.of(self.valid).word
             raise ZkJepsenFailure(
                 f"zkjepsen verdict {word} for {self.run.spec.test_name}:\n  "
                 + "\n  ".join(self.violations())
@@ -183,7 +184,8 @@ def zkjepsen_run(request):
     test.json records with the faults it names (run/recording.py); the run's store dir is named
     on failure."""
     from zkjepsen.run.runner import run_test
-    from zkjepsen.run.spec import TestSpec
+    from zkjepsen.run.spec import read_spec
+    from zkjepsen.spec import TestSpec
 
     marker = request.node.get_closest_marker("zkjepsen_faults")
     store = request.config.getoption("zkj_store")
@@ -194,7 +196,7 @@ def zkjepsen_run(request):
         if spec is None:
             settings.setdefault("nodes", request.config.getoption("zkj_nodes"))
             settings.setdefault("image", request.config.getoption("zkj_image"))
-            spec = TestSpec.from_json(_with_command_line(settings, request.config))
+            spec = read_spec(_with_command_line(settings, request.config))
         if marker is not None:
             budget = marker.kwargs.get("max_faults")
             if budget is not None:

@@ -337,14 +337,15 @@ def _scenario_plan(pairs, seed, tables: dict, axes: dict) -> list:
     """(scenario, recipe, the settings its service's options pin, None: none) per run to make,
     every spec checked: a pair once per value of its service's axis (--zk-versions), on the
     settings its service's options give (--etcd-version 3.5), any other pair as it is. A pair
-    whose recipe cannot run on the settings asked for (no driver on that etcd version) is left
-    out with a line saying why (as a matrix's n/a cell); if that leaves nothing, the command is
+    whose recipe or fault cannot run on the settings asked for (no driver on that etcd version,
+    no reconfiguration on ZooKeeper 3.4: run/resolve.py `refusals`) is left out with a line
+    saying why (as a matrix's n/a cell); if that leaves nothing, the command is
     refused with its reason."""
     from dataclasses import replace
 
     from zkjepsen.backends.registry import service_of
     from zkjepsen.errors import BadInput
-    from zkjepsen.run.resolve import recipe_language, validate_spec
+    from zkjepsen.run.resolve import recipe_language, refusals, validate_spec
 
     plan, skipped = [], []
     for s, r in pairs:
@@ -361,6 +362,10 @@ def _scenario_plan(pairs, seed, tables: dict, axes: dict) -> list:
             try:
                 if pin is not None:
                     pin.settled().check(spec, recipe_language(r))
+                    # a fault this version cannot run (member-add on ZooKeeper 3.4): n/a too
+                    refused = refusals(spec, probe.nemesis)
+                    if refused:
+                        raise BadInput(next(iter(refused.values())))
             except BadInput as e:
                 skipped.append((f"{s.name} with {r}", e))
                 continue

@@ -22,7 +22,7 @@ from zkjepsen.errors import BadInput
 from zkjepsen.report.summary import power_line, summarise
 from zkjepsen.run.outcome import RunResult
 from zkjepsen.run.resolve import settle, spec_from_json
-from zkjepsen.run.spec import TestSpec
+from zkjepsen.run.spec import read_spec
 from zkjepsen.workloads import WORKLOADS
 
 
@@ -87,7 +87,8 @@ def versions_text(spec) -> str:
 @click.option(
     "--backend",
     default=None,
-    help="zookeeper, etcd, redis, redis-sentinel, redlock, postgres (`zkjepsen list backends`); "
+    help="zookeeper, etcd, redis, redis-sentinel, redlock, postgres, mariadb, memcached "
+    "(`zkjepsen list backends`); "
     "default: the recipe's own.",
 )
 @click.option("--nodes", type=click.IntRange(1, 9), default=None)
@@ -287,7 +288,7 @@ def with_config(toml: dict[str, Any], cli: dict[str, Any], path: Path | None) ->
         if path is not None:  # without a file, the command line's own mistakes speak for it
             # its values, each on its own: whether a setting is read is the whole run's to say
             # (a file's recipe kazoo and the command line's redis-setnx with its lock_ttl_s)
-            settle(TestSpec.from_json({**cli, **toml}))
+            settle(read_spec({**cli, **toml}))
     except BadInput as e:
         file_error = str(e)
     hidden = f"config {path}: {file_error} (the command line sets this too and wins, but the file "
@@ -318,6 +319,12 @@ def analyze_command(store_dir: Path) -> None:
     from zkjepsen.run.stored_checks import check_run_folder
 
     check_run_folder(store_dir)  # a symlink loop is one sentence, before resolve() meets it
+    from zkjepsen.run.hunt_folder import is_hunt_folder
+
+    if is_hunt_folder(store_dir):  # a hunt's folder: what the hunt did (cli/hunt.py)
+        from zkjepsen.cli.hunt import analyze_hunt
+
+        analyze_hunt(store_dir)
     stored = StoredRun.load(store_dir.resolve())
     history = stored.history()
     from zkjepsen.run.analysis import check_run  # (the reports: only `analyze` uses them)

@@ -107,10 +107,13 @@ def _answer(r: Reply) -> Answer:
 
 
 class WireLockClient(LockClient):
-    """The LockClient of a program under test, over its ProgramClient."""
+    """The LockClient of a program under test, over its ProgramClient. `mode` (the rwlock's
+    read or write): every acquire, release and holding request names it, so one program serves
+    both sides of its lock (docs/client-protocol.md)."""
 
-    def __init__(self, client: ProgramClient) -> None:
+    def __init__(self, client: ProgramClient, mode: str | None = None) -> None:
         self.client = client
+        self.side: dict[str, Any] = {} if mode is None else {"mode": mode}
 
     def start(self) -> bool:
         return not self.client.stopped and self.client.start()
@@ -118,7 +121,10 @@ class WireLockClient(LockClient):
     def acquire(self, timeout: float) -> Answer:
         client = self.client
         r = client.call(
-            "acquire", timeout + client.request_timeout_s, timeout_ms=int(timeout * 1000)
+            "acquire",
+            timeout + client.request_timeout_s,
+            timeout_ms=int(timeout * 1000),
+            **self.side,
         )
         if r.type == "ok":
             v = r.value if isinstance(r.value, dict) else {}
@@ -135,11 +141,11 @@ class WireLockClient(LockClient):
         return Answer("info", error=r.error or "info")
 
     def release(self) -> Answer:
-        r = self.client.call("release")
+        r = self.client.call("release", **self.side)
         return Answer("ok") if r.type == "ok" else Answer("info", error=r.error or r.type)
 
     def holding(self) -> bool:
-        r = self.client.call("holding")
+        r = self.client.call("holding", **self.side)
         if r.type != "ok" or not isinstance(r.value, bool):
             raise self.client.fault(f"holding was answered {r.type} {r.value!r}, not ok true/false")
         return r.value

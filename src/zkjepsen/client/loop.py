@@ -50,6 +50,14 @@ WORKLOADS = {
         "resource_path",
         "/zkjepsen/resource",
     ),
+    # permits' holders share what they guard: an empty critical section (writes 0)
+    "semaphore": (
+        "acquire",
+        "release",
+        "/zkjepsen/semaphore",
+        "resource_path",
+        "/zkjepsen/resource",
+    ),
 }
 
 
@@ -127,7 +135,9 @@ class LockLoop:
         self.think_s = param(p, "think_s", 0.05)
         self.read_frac = param(p, "read_frac", 0.6)
         # 0: an empty critical section; an rwlock writer writes one step
-        self.writes = 1 if modes else max(0, param(p, "writes", 2))
+        self.writes = (
+            1 if modes else 0 if workload == "semaphore" else max(0, param(p, "writes", 2))
+        )
         self.fixed = param(p, "hold_fixed", False)  # hold exactly hold_s (scripted scenarios)
         self.timeout_s = param(p, "acquire_timeout_s", 10.0)
         self.nested = workload in ("lock", "election") and param(p, "nested", False)

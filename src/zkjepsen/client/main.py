@@ -16,13 +16,17 @@ import time
 from pathlib import Path
 
 from zkjepsen.client.clockwatch import OBSERVE_ENV, ClockWatch, ProbeWatch
-from zkjepsen.client.lockclient import WireLockClient
+from zkjepsen.client.lockclient import LockClient, WireLockClient
 from zkjepsen.client.loop import LockLoop, paths
 from zkjepsen.client.program_client import ProgramClient
 from zkjepsen.client.recorder import Recorder, RecordingContext
 from zkjepsen.client.seal import PROGRAM_HOME
 from zkjepsen.client.spec import PROXY_TOKEN_ENV, WARP_LAUNCHER, WARP_SEEN, ClientSpec
 from zkjepsen.client.zkproxy import ZkProxy
+
+# Put first on a Python program's path under libfaketime: its sitecustomize mends time.sleep,
+# which the preload breaks in Python's mode (faketime_site/sitecustomize.py says how).
+SLEEP_FIX_DIR = str(Path(__file__).resolve().parent / "faketime_site")
 
 
 def next_process(path: Path, client: int, nclients: int) -> int:
@@ -110,7 +114,7 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
         if spec.start_file and not await_start(Path(spec.start_file), ctx, stop):
             ctx.event("client-error", "the runner never released the start barrier")
             return 5
-        LockLoop(ctx, WireLockClient(client), spec.workload).run()
+        lock_loop(ctx, client, spec.workload).run()
     except Exception as e:  # noqa: BLE001 - the history must say why a client stopped
         ctx.event("client-error", f"{type(e).__name__}: {e}")
         logging.exception("recorder loop failed")
@@ -120,6 +124,15 @@ def run_program(spec: ClientSpec, rec: Recorder, stop: threading.Event) -> int:
         watching.set()  # before the history closes: the watch writes into it
         rec.finish()  # its end: the file is whole (run/accounting.py)
     return 0 if not client.gave_up else 3
+
+
+def lock_loop(ctx: RecordingContext, client: ProgramClient, workload: str) -> LockLoop:
+    """The loop over the program: the rwlock's goes through a LockClient for each side, both
+    the same program (each request names its side)."""
+    if workload != "rwlock":
+        return LockLoop(ctx, WireLockClient(client), workload)
+    modes: dict[str, LockClient] = {m: WireLockClient(client, m) for m in ("read", "write")}
+    return LockLoop(ctx, modes["write"], workload, modes)
 
 
 def program_environment(spec: ClientSpec) -> dict[str, str]:
@@ -132,7 +145,10 @@ def program_environment(spec: ClientSpec) -> dict[str, str]:
         env.update(HOME=PROGRAM_HOME, TMPDIR=PROGRAM_HOME)
     if spec.program_warp:
         env[OBSERVE_ENV] = WARP_SEEN
-    return {**env, **spec.env, **spec.program_env}
+    out = {**env, **spec.env, **spec.program_env}
+    if out.get("FAKETIME_DONT_FAKE_MONOTONIC") == "1":  # a Python program under libfaketime
+        out["PYTHONPATH"] = os.pathsep.join(filter(None, [SLEEP_FIX_DIR, out.get("PYTHONPATH")]))
+    return out
 
 
 def clock_watch(spec: ClientSpec, ctx: RecordingContext, stop: threading.Event) -> None:

@@ -32,7 +32,7 @@ import kazoo
 
 import zkjepsen
 from zkjepsen.backends.base import Backend
-from zkjepsen.client import seal
+from zkjepsen.client import libraries, seal
 from zkjepsen.client.command import PROGRAM_DIR
 from zkjepsen.client.spec import (
     CONTROL_DIR,
@@ -43,7 +43,7 @@ from zkjepsen.client.spec import (
     ClientSpec,
 )
 from zkjepsen.docker import freeze, mounts, netns, resources, timewarp
-from zkjepsen.history.jsonl import Tailer
+from zkjepsen.history.live import LiveHistory
 from zkjepsen.store import RunDir
 
 if TYPE_CHECKING:  # docker's models load requests: only the type checker needs them here
@@ -68,6 +68,11 @@ CLIENT_DISTRIBUTIONS = (
     "psycopg",
     "psycopg-binary",
     "typing-extensions",
+    "pymemcache",  # memcached's sessions and recipes
+    "PyMySQL",  # MariaDB locks (pure Python)
+    "python-redis-lock",  # the python-redis-lock recipe (imports as redis_lock)
+    "pottery",  # the pottery-redlock recipe; mmh3 is pottery's C dependency (cp311 wheel)
+    "mmh3",
 )
 
 
@@ -194,10 +199,20 @@ class ClientPool:
     """Starts, controls and collects the client containers of one run."""
 
     def __init__(
-        self, backend: Backend, run_dir: RunDir, image: str | None = None, docker=None
+        self,
+        backend: Backend,
+        run_dir: RunDir,
+        image: str | None = None,
+        docker=None,
+        libraries: tuple[str, ...] = (),
     ) -> None:
         self.backend = backend
+        # the recipe's own Python distributions, mounted beside the shared ones (libraries.py)
+        self.libraries = libraries
         self.run_dir = RunDir(Path(run_dir.path).resolve())
+        # The run's ONE follower of its clients' files (and nemesis.jsonl): the pool's wait for
+        # their sessions, the nemesis, the online check and the display all read through it.
+        self.live = LiveHistory.of_run(self.run_dir)
         self.run_dir.control.mkdir(parents=True, exist_ok=True)
         self.image = image  # None: the image the backend names for its clients
         self.docker = docker or resources.docker_client()
@@ -228,10 +243,11 @@ class ClientPool:
     def wait_connected(self, timeout_s: float) -> list[int]:
         """Wait until every client recorded its session (or gave up); returns the laggards."""
         deadline = time.monotonic() + timeout_s
-        tails = {h.index: Tailer(self.run_dir.client_history(h.index)) for h in self.handles}
+        tails = {h.index: self.live.cursor(h.index) for h in self.handles}
         while tails and time.monotonic() < deadline:
+            self.live.poll()  # once for every client
             for i, tail in list(tails.items()):
-                if any(r.get("f") in ("session", "client-error") for r in tail.poll()):
+                if any(r.get("f") in ("session", "client-error") for r in tail.take()):
                     del tails[i]
             time.sleep(0.05)
         return sorted(tails)
@@ -264,7 +280,11 @@ class ClientPool:
             str(d.client_dir(n)): {"bind": OUT_DIR, "mode": "rw"},  # its own, nobody else's
             str(control): {"bind": CONTROL_DIR, "mode": "ro"},  # its own, nobody else's
         }
-        code = {**client_library_binds(), **user_recipe_binds(spec.recipe)}
+        code = {
+            **client_library_binds(),
+            **libraries.binds(self.libraries, SITE_DIR),
+            **user_recipe_binds(spec.recipe),
+        }
         binds.update(code)
         if spec.program_mount:  # the user's program (client wire protocol), read-only
             binds[spec.program_mount] = {"bind": PROGRAM_DIR, "mode": "ro"}

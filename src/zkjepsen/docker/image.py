@@ -179,6 +179,13 @@ def image_exists(client, tag: str) -> bool:  # client: docker.DockerClient
         return False
 
 
+# A JVM started on the host (javac in a build root) must start under an address-space limit
+# (CI runs with `ulimit -v`): by default it reserves a quarter of RAM for its heap and 1 GiB of
+# compressed class space before it runs a line, and fails there. Read by every JVM from the
+# environment, so the build scripts (and their hashes) stay as they are.
+SMALL_JVM_OPTIONS = "-Xmx512m -XX:-UseCompressedClassPointers -XX:ReservedCodeCacheSize=64m"
+
+
 def run_in_root(root: Path, script: str, what: str, on_line: Callable[[str], None]) -> None:
     """Run `script` in the build root with its own /proc (the JDK needs /proc/self/exe), in a
     private mount namespace: the mount vanishes with the process, nothing to unmount, so the
@@ -197,6 +204,7 @@ def run_in_root(root: Path, script: str, what: str, on_line: Callable[[str], Non
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        env={**os.environ, "JAVA_TOOL_OPTIONS": SMALL_JVM_OPTIONS},
     )
     lines = proc.stdout.splitlines()
     for line in lines[-3:]:

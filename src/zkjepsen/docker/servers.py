@@ -32,6 +32,7 @@ from typing import Any
 from zkjepsen.docker import resources, timewarp
 from zkjepsen.docker.cluster import ContainerCluster, Node, faketime_env
 from zkjepsen.errors import EnvironmentProblem
+from zkjepsen.spec import TestSpec
 
 HELPER_IP_OFFSET = 30  # helpers (Sentinels, ...): .31 and up; servers .11 and up
 SERVER_MEMORY = "256m"
@@ -80,7 +81,15 @@ class ServerCluster(ContainerCluster):
 
     @classmethod
     def for_spec(
-        cls, spec: Any, store_dir: Path, *, backend, client, engine, server_image, client_image
+        cls,
+        spec: TestSpec,
+        store_dir: Path,
+        *,
+        backend,
+        client,
+        engine,
+        server_image,
+        client_image,
     ):
         """The factory a backend registers (`BackendInfo.target`, called by `make_backend`):
         the backend's fixed number of servers if it has one, else the spec's `nodes`."""
@@ -282,3 +291,34 @@ class ServerCluster(ContainerCluster):
             command=c.command,
             image=image,
         )
+
+
+class OneServerCluster(ServerCluster):
+    """A service of exactly one server (PostgreSQL, MariaDB, memcached): its one node is the
+    leader while it answers, and what each backend adds is its server's arguments and its
+    readiness probe."""
+
+    role_word = "primary"  # what `role_of` calls the server while it answers
+
+    def args(self) -> list[str]:
+        """The server's command-line arguments."""
+        return []
+
+    def plan(self) -> list[Container]:
+        if len(self.nodes) != 1:
+            raise EnvironmentProblem(f"the {self.info.name} backend runs exactly one server")
+        return [Container(self.nodes[0], self.args())]
+
+    def serving(self) -> bool:
+        """Whether the server answers now (down, paused or cut off: no)."""
+        try:
+            return self.ready()
+        except Exception:  # noqa: BLE001 - a probe that raises is a server that did not answer
+            return False
+
+    def leader(self) -> Node | None:
+        """The server, while it answers."""
+        return self.nodes[0] if self.nodes and self.serving() else None
+
+    def role_of(self, node: Node) -> str:
+        return self.role_word if self.serving() else "not serving"

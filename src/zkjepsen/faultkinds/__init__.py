@@ -5,10 +5,11 @@ declaration to the implementation that resolves, applies and undoes it) and `che
 
 A fault **needs** abilities: a service declares the ones it has (`BackendInfo.abilities`), and a
 fault needing one it lacks would exercise nothing there (no peer servers to cut, no leader, no
-libfaketime in the servers): `test` refuses it before anything is created, in one sentence
-(`unmet`), and `matrix` shows the cell as n/a with the same reason. Client needs are what the
-run's clients must offer (the wire proxy on, a program libfaketime reaches); `run/resolve.py`
-refuses those with the setting to change.
+libfaketime in the servers); client needs are what the run's clients must offer (the wire proxy
+on, a program libfaketime reaches); where needs are not enough, a kind adds a predicate over the
+resolved run (`applies`: a ring of majorities needs 4 servers). `refusals(RunFacts)` is the one
+answer (facts.py): `test`, `matrix` (an n/a cell with the reason), `gate`, `scenario run`,
+`replay`, `shrink` and the hunt read it through `run/resolve.py` `refusals(spec)`.
 
 Its **power rule** says what counts as a landed opportunity (checker/power.py): `silence` (the
 target stayed silent for a session timeout while at risk), `instant` (at risk at the fault's
@@ -28,7 +29,9 @@ from collections.abc import Collection
 from typing import Any
 
 from zkjepsen.faultkinds.abilities import (
-    ABILITIES,
+    ABILITIES as ABILITIES,  # the abilities' words, read by the docs' test and refusals
+)
+from zkjepsen.faultkinds.abilities import (
     CLIENT_CLOCK,
     DATA_FILES,
     INDEPENDENT_MASTERS,
@@ -42,11 +45,19 @@ from zkjepsen.faultkinds.abilities import (
 )
 from zkjepsen.faultkinds.declare import FaultKind, kind
 from zkjepsen.faultkinds.disk import DISK_KINDS
+from zkjepsen.faultkinds.facts import RunFacts, at_least, at_least_clients, refusal
 from zkjepsen.faultkinds.landing import Landing, landing_of
 from zkjepsen.faultkinds.membership import MEMBERSHIP, ROLLING
 from zkjepsen.faultkinds.rules import UNKNOWN_RULE, PowerRule, during, instant, silence
 
 HEAL = "heal"  # the nemesis' op that ends every fault at once between phases: never a fault
+# Redlock's cuts put some clients on one side and the holder on the other.
+TWO_SIDES = at_least_clients(2, "it cuts some clients off and not the holder: {clients} client(s)")
+# A power loss of "a majority" or of "the leader" of one server is that of all of it: refused,
+# so no run claims to have tested what it could not.
+SEVERAL_SERVERS = at_least(
+    2, "its one server is the majority and the leader (use power-loss-one or power-loss-all)"
+)
 
 
 _KINDS = [
@@ -80,17 +91,31 @@ _KINDS = [
         "partition-ring",
         "partition",
         "all",
-        "majorities ring: every server sees a majority, no two the same one (>= 5 nodes)",
+        "majorities ring: every server sees a majority, no two the same one (>= 4 nodes)",
         silence(),
         PEERS,
+        # With 3 servers a majority is 2, and no 3 pairs cover a ring of cuts both ways: the
+        # implementation once fell back to random halves, a fault other than the one asked for.
+        applies=at_least(
+            4,
+            "a ring of majorities needs at least 4 servers (with {nodes}, no two servers can "
+            "see different majorities); give --nodes 4 or more, or use partition-halves",
+        ),
     ),
     kind(
         "partition-bridge",
         "partition",
         "all",
-        "two halves joined only through one bridge server",
+        "two halves joined only through one bridge server (>= 3 nodes)",
         silence(),
         PEERS,
+        # With 2 servers one is the bridge and the other a half alone: nothing is cut (found
+        # by test_applicability_property: an accepted run whose fault would exercise nothing).
+        applies=at_least(
+            3,
+            "a bridge needs a server on each side of it (with {nodes}, nothing would be cut); "
+            "give --nodes 3 or more, or use partition-one",
+        ),
     ),
     kind(
         "isolate-client",
@@ -100,6 +125,7 @@ _KINDS = [
         "client) and all servers",
         silence("client-cut", "client-cuts", "cut"),
         duration="2x",
+        on_acquire=True,
     ),
     kind(
         "packet-loss",
@@ -133,6 +159,11 @@ _KINDS = [
         "SIGKILL a minority of servers",
         instant(),
         observer="killed",
+        applies=at_least(
+            3,
+            "of {nodes} server(s) there is no minority to hit without hitting half or more; "
+            "run it on 3 servers or more",
+        ),
     ),
     kind(
         "kill-majority",
@@ -167,6 +198,7 @@ _KINDS = [
         silence("client-pause", "client-pauses", "pause"),
         duration="1.5x",
         observer="frozen",
+        on_acquire=True,
     ),
     kind(
         "kill-client",
@@ -176,6 +208,7 @@ _KINDS = [
         instant("client-kill", "client-kills", "kill"),
         kills_clients=True,
         observer="killed",
+        on_acquire=True,
     ),
     kind(
         "clock-bump",
@@ -204,6 +237,19 @@ _KINDS = [
         during(),
         SERVER_CLOCK,
         LEADER,
+        params=("rate",),
+    ),
+    # Aimed at one server whatever it is: where nobody leads (Redlock's independent masters)
+    # the leader's rate fault is refused, and a fast master is what Redlock's drift factor
+    # claims to cover.
+    kind(
+        "clock-rate-one",
+        "clock",
+        "one",
+        "run one random server's clock k x fast (params: rate, default 4): a Redis master "
+        "or an etcd leader expires its keys or leases k x early (Redlock: one of its 5)",
+        during(),
+        SERVER_CLOCK,
         params=("rate",),
     ),
     # On clients: libfaketime (Python, Java) or zkj-timewarp (Go, any other) in the program
@@ -245,6 +291,7 @@ _KINDS = [
         "still sees a majority (the control for partition-redlock-restart)",
         silence(),
         INDEPENDENT_MASTERS,
+        applies=TWO_SIDES,
     ),
     kind(
         "partition-redlock-restart",
@@ -254,6 +301,7 @@ _KINDS = [
         "half holds the lock through, while it holds",
         silence(),
         INDEPENDENT_MASTERS,
+        applies=TWO_SIDES,
         duration="3x",
         observer="dropped+restarted",
     ),
@@ -325,7 +373,17 @@ _KINDS = [
     # Disk faults (faultkinds/disk.py): at risk when the power goes, as a kill; what they take
     # outlives their window and shows as a reused token or a backwards write, not a split.
     *(
-        kind(n, "disk", t, d, instant(state=True), DATA_FILES, *more, observer=seen)
+        kind(
+            n,
+            "disk",
+            t,
+            d,
+            instant(state=True),
+            DATA_FILES,
+            *more,
+            observer=seen,
+            applies=SEVERAL_SERVERS if t in ("majority", "leader") else None,
+        )
         for n, t, d, more, seen in DISK_KINDS
     ),
 ]
@@ -336,7 +394,8 @@ _KINDS += [
     for n, t, d in MEMBERSHIP
 ]
 _KINDS += [
-    kind(n, "process", t, d, during(), PEERS, LEADER, observer="roll") for n, t, d in ROLLING
+    kind(n, "process", t, d, during(), PEERS, LEADER, *more, observer="roll")
+    for n, t, d, more in ROLLING
 ]
 
 # name -> declaration: THE table. `nemesis.faults` binds each to its implementation; spec
@@ -345,13 +404,18 @@ _KINDS += [
 KINDS: dict[str, FaultKind] = {k.name: k for k in _KINDS}
 
 
-def unmet(kind: FaultKind, abilities: Collection[str], service: str) -> str | None:
-    """Why `kind` exercises nothing on `service`, which has `abilities` (None: it applies): one
-    sentence naming the fault, the service and what it lacks."""
-    lacking = [ABILITIES[a] for a in sorted(kind.needs) if a not in abilities]
-    if not lacking:
-        return None
-    return f"{kind.name} does not apply to backend {service}: {' and '.join(lacking)}"
+def refusals(run: RunFacts, names: Collection[str] | None = None) -> dict[str, str]:
+    """Every declared fault (or those of `names` it declares) that cannot run in `run`, with
+    why: one sentence each, naming the fault, the backend and why (facts.py `refusal`). The
+    faults that can are those of KINDS not in it (`applicable`)."""
+    asked = KINDS if names is None else {n: KINDS[n] for n in names if n in KINDS}
+    return {n: why for n, k in asked.items() if k.power is not None and (why := refusal(k, run))}
+
+
+def applicable(run: RunFacts) -> list[str]:
+    """The faults (not the baseline) that can run in `run`, in declaration order."""
+    refused = refusals(run)
+    return [n for n, k in KINDS.items() if k.power is not None and n not in refused]
 
 
 def power_rule(name: str) -> PowerRule | None:
@@ -377,6 +441,30 @@ def boots_servers(name: str) -> bool:
     `recovery` finding of the run (checker/recovery.py)."""
     k = KINDS.get(name)
     return k is not None and k.power is not None and (k.power.state or k.observer == "roll")
+
+
+def acquire_triggered() -> frozenset[str]:
+    """The kinds aimed at the holder that are best fired on an acquire (FaultKind.on_acquire):
+    `test`'s default trigger for them, `acquired-each`'s only kinds, what shrink retargets."""
+    return frozenset(n for n, k in KINDS.items() if k.on_acquire)
+
+
+# The default targets that name a client: a trigger's event (the client that acquired) can aim
+# such a fault. A fault on servers (the leader, one, a majority, all) fired on a client's event
+# takes the event's moment, not its client: `kill-leader` on an acquire kills the leader then
+# (aimed at `client:3` it once stopped the run: "no server named client:3"). The disk family is
+# the exception: handed the event's client, it waits for that client's acknowledged write and
+# then hits its own servers (nemesis/disk.py: "when, not whom"; the power-loss scenarios).
+CLIENT_TARGETS = frozenset({"holder", "random"})
+TAKES_THE_EVENTS_CLIENT = frozenset({"disk"})
+
+
+def aimed_by_trigger(name: str) -> bool:
+    """Whether a fault of kind `name` fired on a trigger is handed the client the event names
+    (its default target is a client, or its family reads that client as its moment), or only
+    timed by it (any other server fault; unknown kinds: no)."""
+    k = KINDS.get(name)
+    return k is not None and (k.target in CLIENT_TARGETS or k.family in TAKES_THE_EVENTS_CLIENT)
 
 
 def client_killers() -> frozenset[str]:

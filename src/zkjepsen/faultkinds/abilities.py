@@ -16,6 +16,10 @@ INDEPENDENT_MASTERS = "independent-masters"  # Redlock's 5 masters, each on its 
 DATA_FILES = "data-files"  # the servers say where their data lives
 RECONFIGURE = "reconfigure"  # the membership can change while it runs
 SERVER_PROCESS = "server-process"  # the servers say which process is the server
+# The rolling faults' needs (nemesis/membership.py): a backend that restarts one server at a time
+# on its own data, and a version with a next one to roll to (ZooKeeper 3.8, etcd 3.4).
+RESTART_SERVERS = "restart-servers"
+UPGRADE = "upgrade"
 
 ABILITIES: dict[str, str] = {
     PEERS: "its servers do not talk to each other",
@@ -27,9 +31,18 @@ ABILITIES: dict[str, str] = {
     DATA_FILES: "its servers name no data files",
     RECONFIGURE: "its membership cannot change while it runs",
     SERVER_PROCESS: "its servers name no server process",
+    RESTART_SERVERS: "its servers cannot be restarted one at a time on their own data",
+    UPGRADE: "its version has no next version to roll to",
 }
 
 # What the run's clients can offer (run/resolve.py refuses a lack with the setting to change).
 WIRE_PROXY = "wire-proxy"  # every client talks to the servers through its own wire proxy
 CLIENT_CLOCK = "client-clock"  # a program of its own (libfaketime or zkj-timewarp): not in-process
 CLIENT_ABILITIES = (WIRE_PROXY, CLIENT_CLOCK)
+# Why a run's clients lack one, unless the run says more precisely (RunFacts.why_not).
+CLIENT_LACKS: dict[str, str] = {
+    WIRE_PROXY: "its clients talk to the servers directly (set proxy = true in the test spec "
+    "for the clients' wire proxy)",
+    CLIENT_CLOCK: "it skews the program under test, never the recorder, and these clients run "
+    "in-process (run the recipe through the wire protocol, not --client-mode in-process)",
+}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from zkjepsen.faultkinds.abilities import ABILITIES, CLIENT_ABILITIES
+from zkjepsen.faultkinds.facts import Applies
 from zkjepsen.faultkinds.landing import OBSERVERS
 from zkjepsen.faultkinds.rules import RULES, PowerRule
 
@@ -31,6 +32,11 @@ class FaultKind(NamedTuple):
     # The `--param`s it reads (its magnitudes: offset_s, rate): a run that gives one and runs
     # no fault reading it is refused (run/readers.py), not run at some default.
     params: tuple[str, ...] = ()
+    # Where its needs are not enough: why it cannot run in a resolved run (facts.py), or None.
+    applies: Applies | None = None
+    # Aimed at the lock holder, and best fired on an acquire: at a random time a short hold has
+    # usually ended before it lands (`test`'s default trigger, shrink's retargeting, issue 40).
+    on_acquire: bool = False
 
     def __post_init__(self) -> None:
         unknown = sorted(
@@ -62,6 +68,8 @@ def kind(
     kills_clients: bool = False,
     observer: str = "",
     params: tuple[str, ...] = (),
+    applies: Applies | None = None,
+    on_acquire: bool = False,
 ) -> FaultKind:
     """A declaration, checked: a family, abilities, a power rule and an observer (how it is
     seen to land; its family's by default) this module knows (a typo would otherwise make a
@@ -84,4 +92,6 @@ def kind(
         kills_clients,
         observer,
         params,
+        applies,
+        on_acquire,
     )

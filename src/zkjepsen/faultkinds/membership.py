@@ -5,6 +5,8 @@ target, description)."""
 
 from __future__ import annotations
 
+from zkjepsen.faultkinds.abilities import RESTART_SERVERS, UPGRADE
+
 MEMBERSHIP = (
     (
         "member-remove",
@@ -31,17 +33,20 @@ MEMBERSHIP = (
     ),
 )
 
-# One server at a time, each step waiting for every server to serve and one to lead.
-ROLLING = (
+# One server at a time, each step waiting for every server to serve and one to lead: (name,
+# default target, description, what it needs besides peers and a leader).
+ROLLING: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     (
         "rolling-restart",
         "all",
         "restart every server in turn (followers first, the leader last) on its own data",
+        (RESTART_SERVERS,),
     ),
     (
         "rolling-upgrade",
         "all",
         "restart every server in turn on the next version's image (ZooKeeper 3.8 -> 3.9, etcd "
         "3.4 -> 3.5), followers first, the leader last; it stays upgraded",
+        (RESTART_SERVERS, UPGRADE),
     ),
 )

@@ -6,7 +6,7 @@ own `:time`, when present, is kept in `extra["source_time"]` but not trusted for
 Knossos does). Keywords become plain strings without the colon (`:cas` -> "cas"), EDN vectors and
 lists become lists, `nil` becomes None, process `:nemesis` becomes "nemesis". How an op's outcome
 is interpreted (`fail` = did not happen, or asserted "did not apply" for porcupine's etcd model;
-`info` = unknown) is the model's business, not the reader's: see checker/models.py.
+`info` = unknown) is the model's business, not the reader's: see checker/linear/models.py.
 
 Formats (`--format`):
 - `jsonl`: our own format, streamed (history/stream.py).

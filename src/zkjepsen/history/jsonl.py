@@ -1,6 +1,6 @@
-"""Live JSON Lines: ONE appender every writer uses (clients, the nemesis, the host's own session)
-and ONE tailer every live reader uses (the display, the holder tracker, the start barrier), and
-the merge of per-source files into one history.
+"""Live JSON Lines: ONE appender every writer uses (clients, the nemesis, the host's own session),
+the tailer of one file that the run's live history (history/live.py) follows each file with,
+and the merge of per-source files into one history.
 
 Stdlib only (and the package's own opener, store/regular.py): this module runs inside the client
 containers too.
@@ -104,35 +104,54 @@ def mend(path: str | os.PathLike[str]) -> Seal:
 
 class Tailer:
     """Follows one JSONL file that others append to: each `poll()` parses only the bytes added
-    since the last one and returns the complete new records (a half-written last line waits)."""
+    since the last one and returns the complete new records (a half-written last line waits).
+
+    WHY it reads from the end of the last COMPLETE line, and checks that line is still there:
+    a file may get shorter under it. A client restarted after a SIGKILL first cuts off the
+    half line its killed life left (`mend`), then appends, so by the next poll the file may be
+    longer than what was read and still not hold the bytes that were read: a byte offset past
+    the half line would skip the head of the new record and glue the half line onto the rest.
+    So the half line is never kept, only re-read (it is one short line) until its newline
+    comes; and a file cut below what was read (nothing zkjepsen writes does that) is matched
+    line by line against what was read, and followed on from where it first differs."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self.offset = 0
-        self._partial = b""
+        self.offset = 0  # the end of the last complete line read
+        self.resyncs = 0  # times the file was found cut below `offset`
+        self._last = b""  # that line, newline included: the mark the file still holds it
+        self._lines: list[int] = []  # hash() of every complete line read, in the file's order
 
     def poll(self) -> list[dict[str, Any]]:
-        data = _read_live(self.path, self.offset)
-        self.offset += len(data)
-        lines = (self._partial + data).split(b"\n")
-        self._partial = lines.pop()
+        data = _read_live(self.path, self.offset - len(self._last))
+        if data.startswith(self._last):
+            data = data[len(self._last) :]
+        else:
+            data = self._resync()
+        end = data.rfind(b"\n") + 1
+        lines = data[:end].split(b"\n")[:-1]
+        if lines:
+            self._lines.extend(hash(line) for line in lines)
+            self._last = lines[-1] + b"\n"
+        self.offset += end
         return list(_records(lines))
 
-
-class DirTailer:
-    """A Tailer per file that `find()` lists (files may appear at any time), plus `extra`.
-
-    `find` comes from the run layout (`RunDir.client_histories`), so readers never spell out
-    where the clients' files are."""
-
-    def __init__(self, find: Callable[[], Iterable[Path]], extra: Iterable[Path] = ()) -> None:
-        self.find = find
-        self.tailers: dict[Path, Tailer] = {Path(p): Tailer(p) for p in extra}
-
-    def poll(self) -> dict[Path, list[dict[str, Any]]]:
-        for p in self.find():
-            self.tailers.setdefault(Path(p), Tailer(p))
-        return {p: t.poll() for p, t in self.tailers.items()}
+    def _resync(self) -> bytes:
+        """The file no longer holds what was read up to `offset`: keep the lines read that it
+        still starts with, go back to their end, and return the rest (new content)."""
+        whole = _read_live(self.path)
+        if not whole:
+            return b""  # cut to nothing, gone, or unreadable this once: read nothing yet
+        self.resyncs += 1
+        pos, kept, last = 0, 0, b""
+        for seen in self._lines:
+            nl = whole.find(b"\n", pos)
+            if nl < 0 or hash(whole[pos:nl]) != seen:
+                break
+            last, pos, kept = whole[pos : nl + 1], nl + 1, kept + 1
+        del self._lines[kept:]
+        self.offset, self._last = pos, last
+        return whole[pos:]
 
 
 def client_of(path: Path) -> int | None:

@@ -6,25 +6,27 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
-from zkjepsen.history.jsonl import read_records
+from zkjepsen.backends.base import ListsChildren
 from zkjepsen.nemesis import NemesisError
+from zkjepsen.nemesis.executed import FaultOp
 from zkjepsen.nemesis.targets import NemesisContext
-from zkjepsen.nemesis.triggers import LANDS, QueueWatch, Trigger, TriggerWatch, session_ids
+from zkjepsen.nemesis.triggers import LANDS, QueueWatch, Trigger, TriggerWatch
 
 
 def await_trigger(
-    ctx: NemesisContext, p: dict, now: Callable[[], int], stop: threading.Event, limit_ns: int
-) -> dict | None:
-    """Arm p's trigger now and wait (until `limit_ns` or a stop) for it to fire. Returns what
-    the fault op gets: `fired` (when it was armed, when the event happened and was seen, who
-    it names, when the fault starts after the delay) and `aim` (the target the event names,
-    for a fault aimed at `trigger`); None if it never fired."""
-    trigger = Trigger.from_json(p["trigger"])
-    if ctx.run_dir is None:  # (a leader change too: the watch follows the clients' files)
+    ctx: NemesisContext, p: FaultOp, now: Callable[[], int], stop: threading.Event, limit_ns: int
+) -> FaultOp | None:
+    """Arm p's trigger now and wait (until `limit_ns` or a stop) for it to fire. Returns p
+    with `fired` (when it was armed, when the event happened and was seen, who it names, when
+    the fault starts after the delay) and `aim` (the target the event names, for a fault
+    aimed at `trigger`); None if it never fired."""
+    trigger = Trigger.from_json(dict(p.trigger or {}))
+    live = ctx.live
+    if live is None:  # (a leader change too: as it always was, a run with clients)
         raise NemesisError(f"trigger {trigger.describe()} needs the clients' histories")
-    run_dir = ctx.run_dir
     settled: dict[str, int] = {}
     if trigger.settled:
         began_ns = now()
@@ -41,7 +43,7 @@ def await_trigger(
 
     armed_ns = now()
     queue = queue_watch(ctx, trigger)
-    watch = TriggerWatch(trigger, run_dir, leader=leader, now_ns=now)
+    watch = TriggerWatch(trigger, live, leader=leader, now_ns=now)
     try:
         while True:
             fired = watch.poll()
@@ -51,26 +53,25 @@ def await_trigger(
             if time.monotonic_ns() >= limit_ns or stop.wait(0.01):
                 return None
     finally:
+        watch.close()
         if queue is not None:
             queue.session.stop()
             queue.session.close()
     seen_ns = now()
-    out: dict[str, Any] = {
-        "fired": {
-            "armed_ns": armed_ns,
-            "event_ns": fired.at_ns,
-            "seen_ns": seen_ns,
-            "client": fired.client,
-            "node": fired.node,
-            "start_at_ns": max(seen_ns, fired.at_ns + int(trigger.delay_s * 1e9)),
-            **(queued or {}),
-            **settled,
-        }
+    seen: dict[str, Any] = {
+        "armed_ns": armed_ns,
+        "event_ns": fired.at_ns,
+        "seen_ns": seen_ns,
+        "client": fired.client,
+        "node": fired.node,
+        "start_at_ns": max(seen_ns, fired.at_ns + int(trigger.delay_s * 1e9)),
+        **(queued or {}),
+        **settled,
     }
-    if p.get("target") == "trigger":
-        out["aim"] = f"client:{fired.client}" if fired.client is not None else fired.node
-        out["targets"] = out["detail"] = None  # resolved afresh from the event
-    return out
+    if p.target == "trigger":  # resolved afresh from the event
+        aim = f"client:{fired.client}" if fired.client is not None else fired.node
+        return replace(p, fired=seen, aim=aim, targets=None, detail=None)
+    return replace(p, fired=seen)
 
 
 def await_settled(ctx: NemesisContext, stop: threading.Event, limit_ns: int) -> bool:
@@ -97,13 +98,14 @@ def queue_watch(ctx: NemesisContext, trigger: Trigger) -> QueueWatch | None:
     if not trigger.waiting_in:
         return None
     session = ctx.backend.host_session(ctx.session_timeout_s)
-    if not hasattr(session, "get_children"):
+    if not isinstance(session, ListsChildren):
         raise NemesisError(f"trigger {trigger.describe()} needs a ZooKeeper backend")
     session.start(timeout=15)
-    run_dir = ctx.run_dir
+    live = ctx.live
 
     def sessions(client: int) -> set[int]:  # a client's node is the one its session owns
-        return session_ids(read_records(run_dir.client_history(client))) if run_dir else set()
+        session = live.holding().sessions.get(client) if live is not None else None
+        return set(session.ids) if session is not None else set()
 
     return QueueWatch(session, trigger.waiting_in, sessions)
 
@@ -126,15 +128,17 @@ def queued_behind(
 MISS_FIELDS = ("targets", "fired", "start_ns", "applied_ns", "end_ns")
 
 
-def landed(ctx: NemesisContext, p: dict, op: dict) -> bool | None:
+def landed(ctx: NemesisContext, p: FaultOp, op: FaultOp) -> bool | None:
     """For a fault aimed at the client its trigger named: did it land (applied) while the
     state the event began was still on? None when that question does not apply."""
-    fired = op.get("fired") or {}
+    fired = op.fired or {}
     client = fired.get("client")
-    if not p.get("trigger") or p.get("target") != "trigger" or client is None:
+    if not p.trigger or p.target != "trigger" or client is None or op.applied_ns is None:
         return None
-    trigger = Trigger.from_json(p["trigger"])
-    if trigger.kind not in LANDS or op.get("targets") != [f"c{client}"] or ctx.run_dir is None:
+    trigger = Trigger.from_json(dict(p.trigger))
+    live = ctx.live
+    if trigger.kind not in LANDS or op.targets != (f"c{client}",) or live is None:
         return None
-    records = read_records(ctx.run_dir.client_history(client))
-    return trigger.still_on(records, fired["event_ns"], op["applied_ns"])
+    live.poll()
+    records = live.records(client)
+    return trigger.still_on(records, fired["event_ns"], op.applied_ns)

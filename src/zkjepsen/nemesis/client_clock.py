@@ -41,13 +41,13 @@ import math
 import platform
 import random
 import time
-from pathlib import Path
 from typing import Any
 
 from zkjepsen.client.clockwatch import measure
 from zkjepsen.client.spec import CONTROL_DIR, CONTROL_NAME, WARP_NAME
-from zkjepsen.history.jsonl import Tailer
-from zkjepsen.nemesis.clock import rate_ended, record_heal_steps, remember_rate
+from zkjepsen.history.live import Cursor
+from zkjepsen.nemesis.clock import CLOCK, rate_ended, record_heal_steps, remember_rate
+from zkjepsen.nemesis.family import Detail, Params
 from zkjepsen.nemesis.targets import NemesisContext, resolve_client
 
 REAL = "+0"
@@ -89,14 +89,16 @@ def program_env(client: int, language: str) -> dict[str, str]:
 
 
 class ClientClock:
+    family = CLOCK  # a client's program clock is healed with the servers' (clock.py, CLOCK)
+
     def __init__(self, kind: str) -> None:
         self.kind = kind  # "skew" | "rate"
 
     def resolve(
-        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
-    ) -> tuple[list[str], dict[str, Any]]:
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: Params
+    ) -> tuple[list[str], Detail]:
         client, how = resolve_client(ctx, target, rng)
-        detail: dict[str, Any] = {"chosen": how}
+        detail: Detail = {"chosen": how}
         if self.kind == "skew":
             default = math.ceil(2 * ctx.session_timeout_of(client))
             detail["offset_s"] = int(round(float(params.get("offset_s", default))))
@@ -104,7 +106,7 @@ class ClientClock:
             detail["rate"] = float(params.get("rate", 4.0))
         return [client], detail
 
-    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         for key in ("clock_seen", "clock_healed", "heal_step_s", "heal_step_via"):
             detail.pop(key, None)  # a replay's detail: the run it replays saw those
         spec = f"{detail['offset_s']:+d}" if self.kind == "skew" else f"+0 x{detail['rate']:g}"
@@ -117,7 +119,7 @@ class ClientClock:
                 remember_rate(ctx, name, detail)
         detail["clock_seen"] = seen
 
-    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         healed = {}
         for name in targets:
             if self.kind == "skew":  # back on real time: a rate's lead goes too
@@ -141,20 +143,14 @@ def set_and_see(ctx: NemesisContext, name: str, spec: str, rate: bool) -> dict[s
     return await_seen(tail, gen, rate)
 
 
-def _history_tail(ctx: NemesisContext, name: str) -> Tailer | None:
-    """A reader of client `name`'s history from its end now: only what is written next."""
-    if ctx.run_dir is None:
-        return None
-    path = Path(ctx.run_dir.client_history(int(name.lstrip("c"))))
-    tail = Tailer(path)
-    try:
-        tail.offset = path.stat().st_size  # a whole number of lines: one write(2) each
-    except OSError:
-        pass  # not written yet: from its start
-    return tail
+def _history_tail(ctx: NemesisContext, name: str) -> Cursor | None:
+    """A reader of client `name`'s records from now on (the run's live history): only what is
+    written next."""
+    live = ctx.live
+    return live.cursor(int(name.lstrip("c")), from_now=True) if live is not None else None
 
 
-def await_seen(tail: Tailer, gen: int | str, rate: bool, wait_s: float = WAIT_S) -> dict[str, Any]:
+def await_seen(tail: Cursor, gen: int | str, rate: bool, wait_s: float = WAIT_S) -> dict[str, Any]:
     """The measurement (client/clockwatch.measure) of the `clock` events under `gen` that `tail`
     finds within `wait_s`: as soon as it has an offset (and a rate, if `rate`), else what it
     has when the time is up. Never raises: nothing seen is a measurement of nothing."""

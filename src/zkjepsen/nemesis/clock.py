@@ -43,12 +43,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from zkjepsen.backends.base import Backend
 from zkjepsen.client import clockwatch
 from zkjepsen.docker import timewarp
 from zkjepsen.docker.cluster import Node
+from zkjepsen.nemesis.family import Detail, FaultFamily, Params
 from zkjepsen.nemesis.targets import NemesisContext, resolve_servers
 
 CACHE_S = 1.2  # > FAKETIME_CACHE_DURATION: a write is certainly seen after this
@@ -81,16 +82,18 @@ class ClockFault:
     """What every clock kind shares: it skews servers only, marks them dirty until their
     clock is back on real time, and its end puts the offset back."""
 
-    def detail(self, params: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    family: ClassVar[FaultFamily]
+
+    def detail(self, params: Params, rng: random.Random) -> Detail:
         raise NotImplementedError
 
     def resolve(
-        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
-    ) -> tuple[list[str], dict[str, Any]]:
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: Params
+    ) -> tuple[list[str], Detail]:
         targets = resolve_servers(ctx, target, rng)
         return targets, self.detail(params, rng)
 
-    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         for key in OBSERVED:
             detail.pop(key, None)
         for name in targets:
@@ -101,18 +104,18 @@ class ClockFault:
         seen = ctx.each(lambda name: see_server(ctx, ctx.node(name), enough, spec), targets)
         detail["clock_seen"] = dict(zip(targets, seen, strict=True))
 
-    def spec(self, detail: dict[str, Any]) -> str:
+    def spec(self, detail: Detail) -> str:
         """What its control file says while the fault is on (a strobe: in its high half)."""
         return _offset(detail["offset_s"])
 
-    def wants(self, detail: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
+    def wants(self, detail: Detail) -> Callable[[dict[str, Any]], bool]:
         """When a measurement is enough: it shows the offset (a rate fault: the rate) set."""
         return lambda got: got["offset_s"] is not None and _near(got["offset_s"], detail)
 
-    def skew(self, ctx: NemesisContext, node: Node, detail: dict[str, Any]) -> None:
+    def skew(self, ctx: NemesisContext, node: Node, detail: Detail) -> None:
         raise NotImplementedError
 
-    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         for name in targets:
             record_heal_steps(ctx, [name], {}, time.monotonic())  # a rate's lead goes too
             ctx.backend.set_clock(ctx.node(name), REAL)  # offsets are relative to real time
@@ -123,25 +126,25 @@ class ClockFault:
 class Bump(ClockFault):
     """One step of +-offset_s (random 1..60 s, either sign, unless given)."""
 
-    def detail(self, params: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    def detail(self, params: Params, rng: random.Random) -> Detail:
         mag = float(params.get("offset_s", rng.uniform(1, 60)))
         sign = 1 if "offset_s" in params else rng.choice([-1, 1])
         return {"offset_s": int(round(sign * mag))}
 
-    def skew(self, ctx: NemesisContext, node: Node, detail: dict[str, Any]) -> None:
+    def skew(self, ctx: NemesisContext, node: Node, detail: Detail) -> None:
         ctx.backend.set_clock(node, self.spec(detail))
 
 
 class Strobe(ClockFault):
     """The offset flips between +d and real time every period_s (a thread per node)."""
 
-    def detail(self, params: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    def detail(self, params: Params, rng: random.Random) -> Detail:
         return {
             "offset_s": int(params.get("offset_s", rng.choice([-1, 1]) * rng.randint(1, 10))),
             "period_s": max(CACHE_S, float(params.get("period_s", CACHE_S))),
         }
 
-    def skew(self, ctx: NemesisContext, node: Node, detail: dict[str, Any]) -> None:
+    def skew(self, ctx: NemesisContext, node: Node, detail: Detail) -> None:
         stop = threading.Event()
         t = threading.Thread(
             target=_strobe,
@@ -152,7 +155,7 @@ class Strobe(ClockFault):
         ctx.state[f"strobe:{node.name}"] = (stop, t)
         t.start()
 
-    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         for name in targets:
             stop, t = ctx.state.pop(f"strobe:{name}", (None, None))
             if stop is not None:
@@ -164,21 +167,21 @@ class Strobe(ClockFault):
 class Rate(ClockFault):
     """The clock runs `rate` x fast (from now on: no jump)."""
 
-    def detail(self, params: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    def detail(self, params: Params, rng: random.Random) -> Detail:
         return {"rate": float(params.get("rate", DEFAULT_RATE))}
 
-    def spec(self, detail: dict[str, Any]) -> str:
+    def spec(self, detail: Detail) -> str:
         return f"+0 x{detail['rate']:g}"
 
-    def skew(self, ctx: NemesisContext, node: Node, detail: dict[str, Any]) -> None:
+    def skew(self, ctx: NemesisContext, node: Node, detail: Detail) -> None:
         ctx.backend.set_clock(node, self.spec(detail))
         remember_rate(ctx, node.name, detail)
 
-    def wants(self, detail: dict[str, Any]) -> Callable[[dict[str, Any]], bool]:
+    def wants(self, detail: Detail) -> Callable[[dict[str, Any]], bool]:
         want = float(detail["rate"])
         return lambda got: got["rate"] is not None and abs(got["rate"] - want) <= 0.01 * want
 
-    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         # Back to 1x; the lead gained stays (stepping back now would freeze the leader's
         # session expiry for that long), so the node stays dirty: the final heal puts its
         # clock back on real time.
@@ -187,12 +190,12 @@ class Rate(ClockFault):
             rate_ended(ctx, name, detail)
 
 
-def _near(offset_s: float, detail: dict[str, Any]) -> bool:
+def _near(offset_s: float, detail: Detail) -> bool:
     want = float(detail.get("offset_s", 0))
     return abs(offset_s - want) <= max(0.01 * abs(want), 0.05)
 
 
-def remember_rate(ctx: NemesisContext, name: str, detail: dict[str, Any]) -> None:
+def remember_rate(ctx: NemesisContext, name: str, detail: Detail) -> None:
     """A rate fault on `name` began: its lead will be stepped back by the final heal."""
     with ctx.lock:
         ctx.state.setdefault(RATES, {}).setdefault(name, []).append(
@@ -200,7 +203,7 @@ def remember_rate(ctx: NemesisContext, name: str, detail: dict[str, Any]) -> Non
         )
 
 
-def rate_ended(ctx: NemesisContext, name: str, detail: dict[str, Any]) -> None:
+def rate_ended(ctx: NemesisContext, name: str, detail: Detail) -> None:
     """The rate fault whose detail is `detail` went back to 1x on `name`: its lead stays."""
     with ctx.lock:
         for entry in ctx.state.get(RATES, {}).get(name, []):
@@ -342,3 +345,10 @@ def _wall_lead_s(ctx: NemesisContext, name: str, clients: dict[str, Any]) -> flo
         return None
     now = time.clock_gettime_ns(time.CLOCK_REALTIME)
     return (timewarp.reading(timewarp.read(Path(path_of(ctx.node(name))))[0], now) - now) / 1e9
+
+
+# The clocks of the servers' JVMs and of the clients' programs (nemesis/client_clock.py) are
+# one mechanism, a control file each, put back together: one heal steps them all at half speed
+# then to real time, so a heal waits out the clock cache once, not once per kind of clock.
+CLOCK = FaultFamily("clock", heal=heal, rank=2)
+ClockFault.family = CLOCK

@@ -29,18 +29,13 @@ import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from zkjepsen.history.jsonl import Tailer
+from zkjepsen.backends.base import NamesDataFiles
+from zkjepsen.history.holding import ACQUIRE_FS, RELEASE_FS
 from zkjepsen.nemesis import NemesisError
-from zkjepsen.nemesis.targets import (
-    ACQUIRE_FS,
-    RELEASE_FS,
-    HolderTracker,
-    NemesisContext,
-    current_holders,
-    resolve_servers,
-)
+from zkjepsen.nemesis.family import Detail, FaultFamily, Params
+from zkjepsen.nemesis.targets import NemesisContext, resolve_servers
 
 BOOT_WATCH_S = 8.0  # a server still down this long after its boot is a finding
 # A holder's write is acknowledged ~0.05 s after its acquire idle, ~0.3-1 s on this loaded
@@ -58,12 +53,13 @@ class PowerLoss:
 
     mode: str = "drop"
     servers: str = "one"
+    family: ClassVar[FaultFamily]
 
     def resolve(
-        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
-    ) -> tuple[list[str], dict[str, Any]]:
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: Params
+    ) -> tuple[list[str], Detail]:
         # writeback_s: what is older the kernel had written back (Linux: 30 s); 0: nothing.
-        detail: dict[str, Any] = {"writeback_s": float(params.get("writeback_s", 0))}
+        detail: Detail = {"writeback_s": float(params.get("writeback_s", 0))}
         if target.startswith("client:") or target == "holder":
             detail["when"], target = f"{target} acquired", self.servers
         if target == "leader":
@@ -71,11 +67,13 @@ class PowerLoss:
             detail["leader"] = leader.name if leader else None
         return resolve_servers(ctx, target, rng), detail
 
-    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         acquirer = _acquirer(ctx, str(detail["when"]).split()[0]) if detail.get("when") else None
         if acquirer is not None:
             detail["after_ack"] = await_ack(ctx, *acquirer)
-        detail["holders_at_power_loss"] = [f"c{i}" for i in current_holders(ctx.run_dir)]
+        live = ctx.live
+        holders = live.holding().holders if live is not None else {}
+        detail["holders_at_power_loss"] = [f"c{i}" for i in sorted(holders)]
         ctx.each(lambda name: _halt(ctx, name), targets)  # all at once, then each layer drops
 
         def one(name: str) -> tuple[str, dict[str, int]]:
@@ -94,18 +92,15 @@ class PowerLoss:
                 "there): killed without dropping anything"
             )
 
-    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         boot(ctx, targets, detail)
 
 
 def _halt(ctx: NemesisContext, name: str) -> None:
     """Stop the server process (SIGSTOP) where the backend can; one that is not running (it
     died already) is left to the drop and the kill, which say so."""
-    halt = getattr(ctx.backend, "halt", None)
-    if halt is None:
-        return
     try:
-        halt(ctx.node(name))
+        ctx.backend.halt(ctx.node(name))
     except Exception:  # noqa: BLE001 - not running: nothing more to stop
         return
 
@@ -123,9 +118,9 @@ def power_off(ctx: NemesisContext, node: Any) -> None:
 def _acquirer(ctx: NemesisContext, target_client: str) -> tuple[int, int] | None:
     """(client, its acquire's history time) of the acquire a triggered power loss follows:
     `client:N`'s, or for `holder` the latest holder's; None when nobody holds."""
-    if ctx.run_dir is None:
+    if ctx.live is None:
         return None
-    holds = HolderTracker(ctx.run_dir).poll()
+    holds = ctx.live.holding().holders
     if target_client.startswith("client:"):
         idx = int(target_client.split(":", 1)[1])
         return (idx, holds[idx]) if idx in holds else None
@@ -135,12 +130,13 @@ def _acquirer(ctx: NemesisContext, target_client: str) -> tuple[int, int] | None
 def await_ack(ctx: NemesisContext, client: int, since_ns: int) -> dict[str, Any] | None:
     """Wait (at most ACK_WAIT_S) for `client`'s first write acknowledged after `since_ns`
     (history time: its acquire); what it was, or None if none came in time."""
-    if ctx.run_dir is None:
+    live = ctx.live
+    if live is None:
         return None
-    tail = Tailer(ctx.run_dir.client_history(client))  # only the bytes added since each poll
+    records = live.cursor(client)  # its records from the first, each looked at once
     deadline = time.monotonic() + ACK_WAIT_S
     while True:
-        for r in tail.poll():
+        for r in records.poll():
             at, f = r.get("time", 0), r.get("f")
             if at > since_ns and r.get("type") == "ok" and f not in NOT_WRITES:
                 return {"client": f"c{client}", "f": f, "ok_ns": at}
@@ -155,7 +151,7 @@ def settle(ctx: NemesisContext) -> None:
     ctx.each(lambda node: ctx.backend.power(node, "sync"), list(ctx.backend.nodes))
 
 
-def boot(ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+def boot(ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
     """Start each target again; one still down after `BOOT_WATCH_S` is recorded with the end
     of its log (`failed_to_start`)."""
     ctx.each(lambda name: ctx.backend.restart(ctx.node(name)), targets)
@@ -207,9 +203,11 @@ def _tail(log: str, lines: int = 12) -> str:
 class CorruptFile:
     """Stop one server, damage the newest of its data files, boot it at the end."""
 
+    family: ClassVar[FaultFamily]
+
     def resolve(
-        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
-    ) -> tuple[list[str], dict[str, Any]]:
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: Params
+    ) -> tuple[list[str], Detail]:
         if target.startswith("client:") or target == "holder":
             target = "one"  # on a trigger's client: when, not whom
         mode = str(params.get("mode", "flip"))
@@ -217,7 +215,7 @@ class CorruptFile:
             raise NemesisError(f"corrupt-file's mode is flip or truncate, not {mode!r}")
         return resolve_servers(ctx, target, rng), {"mode": mode, "seed": rng.randrange(2**31)}
 
-    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         for name in targets:
             ctx.backend.kill(ctx.node(name))
             path = newest_data_file(ctx, name)
@@ -226,7 +224,7 @@ class CorruptFile:
             detail["file"] = str(path.name)
             detail.update(corrupt(path, detail["mode"], random.Random(detail["seed"])))
 
-    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         boot(ctx, targets, detail)
 
 
@@ -237,10 +235,9 @@ def newest_data_file(ctx: NemesisContext, name: str) -> Path | None:
     base = Path(backend.scratch) / "nodes" / name / "data"
     if (base / ".powerfs-live").is_dir():
         base = base / ".powerfs-live"
-    # corrupt_files: the globs corrupt-file chooses among, when narrower (etcd: its WAL)
-    globs: tuple[str, ...] = (
-        getattr(backend, "corrupt_files", None) or getattr(backend, "data_files", None) or ()
-    )
+    if not isinstance(backend, NamesDataFiles):  # DATA_FILES: refused before the run
+        return None
+    globs = backend.corrupt_files
     found = [p for g in globs for p in base.glob(g) if p.is_file()]
     return max(found, key=lambda p: (p.stat().st_mtime_ns, p.name)) if found else None
 
@@ -260,3 +257,16 @@ def corrupt(path: Path, mode: str, rng: random.Random, flips: int = 16) -> dict[
         buf[off] ^= 0xFF
     path.write_bytes(bytes(buf))
     return {"size": len(data), "flipped_offsets": offsets}
+
+
+def heal(ctx: NemesisContext, everything: bool = False) -> list[str]:
+    """Nothing of its own: a server a disk fault left stopped (its boot failed, a run
+    interrupted) is down as a killed one is, and the process family's heal starts it; the power
+    layer's undo record is the server's to replay when it boots."""
+    return []
+
+
+# `prepare`: what the servers wrote while starting is on disk before the first power loss.
+DISK = FaultFamily("disk", heal=heal, rank=5, prepare=settle)
+PowerLoss.family = DISK
+CorruptFile.family = DISK

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-from zkjepsen.backends.registry import backend_info
-from zkjepsen.faultkinds import CLIENT_CLOCK, KINDS, SERVER_CLOCK, WIRE_PROXY, FaultKind, unmet
+from zkjepsen.faultkinds import KINDS
+from zkjepsen.faultkinds.abilities import CLIENT_CLOCK, SERVER_CLOCK, WIRE_PROXY
+from zkjepsen.faultkinds.declare import FaultKind
 from zkjepsen.faultkinds.disk import POWER_LOSS
 from zkjepsen.nemesis import NemesisError
 from zkjepsen.nemesis.client_clock import ClientClock, program_warp
 from zkjepsen.nemesis.clock import Bump, Rate, Strobe
 from zkjepsen.nemesis.disk import CorruptFile, PowerLoss
+from zkjepsen.nemesis.family import Detail, FaultFamily, Params
 from zkjepsen.nemesis.membership import MemberFault, RollingFault
 from zkjepsen.nemesis.partition import Cut, IsolateClient, PacketLoss
 from zkjepsen.nemesis.pg import TerminateHolder
@@ -28,13 +30,17 @@ from zkjepsen.nemesis.targets import NemesisContext
 
 
 class FaultImpl(Protocol):
+    @property
+    def family(self) -> FaultFamily:
+        """Its family's prepare and heal (the executor's only way to them)."""
+
     def resolve(
-        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
-    ) -> tuple[list[str], dict[str, Any]]:
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: Params
+    ) -> tuple[list[str], Detail]:
         """(targets, detail): who is hit and how, drawn from the fault's own seeded RNG."""
 
-    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None: ...
-    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None: ...
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None: ...
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -53,18 +59,23 @@ class BoundFault:
         return self.kind.family
 
     @property
+    def family_impl(self) -> FaultFamily | None:
+        """Its implementation's family: its prepare and heal (None: the "none" baseline)."""
+        return self.impl.family if self.impl is not None else None
+
+    @property
     def duration(self) -> str | None:
         return self.kind.duration
 
     def resolve(
-        self, ctx: NemesisContext, target: str | None, rng: random.Random, params: dict[str, Any]
-    ) -> tuple[list[str], dict[str, Any]]:
+        self, ctx: NemesisContext, target: str | None, rng: random.Random, params: Params
+    ) -> tuple[list[str], Detail]:
         return self._impl().resolve(ctx, target or self.kind.target, rng, params)
 
-    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         self._impl().apply(ctx, targets, detail)
 
-    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         self._impl().undo(ctx, targets, detail)
 
     def _impl(self) -> FaultImpl:
@@ -92,6 +103,7 @@ IMPLEMENTATIONS: dict[str, FaultImpl] = {
     "clock-bump": Bump(),
     "clock-strobe": Strobe(),
     "clock-rate-leader": Rate(),
+    "clock-rate-one": Rate(),
     # On clients: libfaketime in the program under test, not in the recorder (client_clock.py).
     "clock-skew-client": ClientClock("skew"),
     "clock-rate-client": ClientClock("rate"),
@@ -132,11 +144,10 @@ def _bind() -> dict[str, BoundFault]:
 FAULTS: dict[str, BoundFault] = _bind()
 
 
-def not_applicable(name: str, backend: str) -> str | None:
-    """Why fault `name` exercises nothing on `backend` (None: it applies, or is unknown): what
-    it needs that the backend lacks (faultkinds.unmet)."""
-    kind = KINDS.get(name)
-    return None if kind is None else unmet(kind, backend_info(backend).abilities, backend)
+def families() -> list[FaultFamily]:
+    """Every family of an implemented kind, each once, in heal order (`FaultFamily.rank`)."""
+    found = {id(i.family): i.family for i in IMPLEMENTATIONS.values()}
+    return sorted(found.values(), key=lambda f: (f.rank, f.name))
 
 
 def nemesis_lines() -> list[tuple[str, str]]:
@@ -153,8 +164,9 @@ __all__ = [
     "SERVER_CLOCK",
     "WIRE_PROXY",
     "BoundFault",
+    "FaultFamily",
     "FaultImpl",
-    "not_applicable",
+    "families",
     "nemesis_lines",
     "program_warp",
 ]

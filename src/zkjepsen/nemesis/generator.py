@@ -1,7 +1,9 @@
 """Seeded fault schedules built from Jepsen-style combinators; pure (no Docker, no clock).
 
-A generator is a function `(rng, env) -> iterator of items`; an item is `Sleep(s)`, `Fault(f,
-target, duration, params)` or `Heal()`. Combinators (`mix`, `stagger`, `delay`, `time_limit`,
+A generator is a function `(rng, env) -> iterator of items`; an item is `Sleep(s)`, a fault op
+(`Fault(f, target=..., duration=..., params=...)`: the `executed.FaultOp` the nemesis runs and
+records, not yet planned) or `Heal()`, as a Jepsen generator emits the very ops the nemesis
+completes. Combinators (`mix`, `stagger`, `delay`, `time_limit`,
 `phases`, `once`, `final_heal`, `fault_target`, `max_faults`, `on`, `steps`) wrap generators.
 A fault may carry a `Trigger` (`on(on_acquire(delay_s=0.1), fault("pause-client"))`): the
 nemesis arms it when it reaches the fault and starts the fault when the event happens.
@@ -24,6 +26,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from zkjepsen.faultkinds import aimed_by_trigger
+from zkjepsen.nemesis.executed import FaultOp, Planned, PlannedHeal
 from zkjepsen.nemesis.faults import FAULTS
 from zkjepsen.nemesis.triggers import Trigger
 
@@ -34,16 +38,11 @@ class Sleep:
     lane: int = 0  # the timeline it belongs to (`lanes`); lane 0 unless told
 
 
-@dataclass(frozen=True)
-class Fault:
-    f: str
-    target: str | None = None  # None: the fault's default (see nemesis.FAULTS)
-    duration: float | str | None = None  # None: the fault's default, else env.fault_duration_s
-    params: dict[str, Any] = field(default_factory=dict, hash=False)
-    trigger: Any = None  # a nemesis.triggers.Trigger: start on its event, not at a time
-    # Its timeline (`lanes`): the nemesis runs each lane's faults one after another, and the
-    # lanes side by side, so faults of different lanes may overlap. Lane 0 unless told.
-    lane: int = 0
+# A fault item is the fault op itself, before `plan` gives it an id and a time: its target
+# (None: the kind's default), duration (None: the kind's default, else env.fault_duration_s),
+# params, trigger (a Trigger's table: start on its event, not at a time) and lane (its
+# timeline: the nemesis runs each lane's faults one after another, and the lanes side by side).
+Fault = FaultOp
 
 
 @dataclass(frozen=True)
@@ -91,7 +90,7 @@ def fault(
     f: str, target: str | None = None, duration: float | str | None = None, **params: Any
 ) -> Gen:
     """An endless stream of one fault (bound it with time_limit)."""
-    item = Fault(f, target, duration, params)
+    item = Fault(f, target=target, duration=duration, params=params)
 
     def gen(rng: random.Random, env: Env) -> Iterator[Item]:
         while True:
@@ -210,15 +209,17 @@ def max_faults(n: int, g: Gen) -> Gen:
     return gen
 
 
-def on(trigger: Any, g: Gen) -> Gen:
+def on(trigger: Trigger, g: Gen) -> Gen:
     """Every fault of g fires on `trigger` (a nemesis.triggers.Trigger) instead of at its
-    time; a fault without an explicit target is aimed at whatever the event names
-    (target `trigger`: the client that acquired, the new leader)."""
+    time; a fault without an explicit target whose kind aims at a client is aimed at whatever
+    the event names (target `trigger`: the client that acquired, the new leader); a server
+    fault keeps its own default target and takes only the event's moment."""
 
     def gen(rng: random.Random, env: Env) -> Iterator[Item]:
         for item in g(rng, env):
             if isinstance(item, Fault):
-                item = dataclasses.replace(item, trigger=trigger, target=item.target or "trigger")
+                target = item.target or ("trigger" if aimed_by_trigger(item.f) else None)
+                item = dataclasses.replace(item, trigger=trigger.to_json(), target=target)
             yield item
 
     return gen
@@ -271,7 +272,9 @@ def item_text(item: Item) -> str:
         args.append(f"duration={round(d, 3) if isinstance(d, float) else d!r}")
     args += [f"{k}={v!r}" for k, v in sorted(item.params.items())]
     text = f"fault({', '.join(args)})"
-    return f"on({item.trigger.describe()}, {text})" if item.trigger is not None else text
+    if item.trigger is None:
+        return text
+    return f"on({Trigger.from_json(dict(item.trigger)).describe()}, {text})"
 
 
 def schedule_text(g: Gen, seed: int = 0, env: Env | None = None, indent: str = "    ") -> str:
@@ -303,31 +306,30 @@ def items_text(items: list[Item], indent: str = "    ") -> str:
 TARGET_DETAIL = {"chosen", "session_timeout_s", "leader"}
 
 
-def executed_items(faults: list[dict], origin_ns: int = 0) -> list[Item]:
+def executed_items(faults: list[FaultOp], origin_ns: int = 0) -> list[Item]:
     """An executed (or replay-ready) schedule as generator items: each timed fault after a
     sleep to its recorded start, aimed at its recorded target (or its role, when re-aimed),
     for its recorded length; a triggered fault armed when it was, on its trigger."""
 
     items: list[Item] = []
     clock: dict[int, float] = {}  # lane -> where its timeline is (faults of `lanes` overlap)
-    for f in sorted(faults, key=lambda f: f.get("armed_ns") or f["start_ns"]):
-        lane = int(f.get("lane") or 0)
-        t = clock.get(lane, 0.0)
-        start = (f.get("armed_ns") if f.get("trigger") else None) or f["start_ns"]
+    for f in sorted(faults, key=lambda f: f.armed_ns or f.start_ns or 0):
+        t = clock.get(f.lane, 0.0)
+        start = (f.armed_ns if f.trigger else None) or f.start_ns or 0
         start_s = max(0.0, (start - origin_ns) / 1e9)
         if start_s > t + 1e-3:
-            items.append(Sleep(round(start_s - t, 3), lane))
-        hold = round((f["end_ns"] - f["start_ns"]) / 1e9, 3)
-        targets = f.get("targets")
-        if f.get("target") == "trigger" or not targets:
-            target = f.get("target")
-        elif all(x.startswith("c") and x[1:].isdigit() for x in targets):
-            target = ",".join(f"client:{x[1:]}" for x in targets)
+            items.append(Sleep(round(start_s - t, 3), f.lane))
+        if f.target == "trigger" or not f.targets:
+            target = f.target
+        elif all(x.startswith("c") and x[1:].isdigit() for x in f.targets):
+            target = ",".join(f"client:{x[1:]}" for x in f.targets)
         else:
-            target = ",".join(targets)
-        trig = Trigger.from_json(f["trigger"]) if f.get("trigger") else None
-        items.append(Fault(f["f"], target, hold, dict(f.get("params") or {}), trig, lane))
-        clock[lane] = max(start_s, (f["end_ns"] - origin_ns) / 1e9)
+            target = ",".join(f.targets)
+        hold = round(f.hold_ns / 1e9, 3)
+        trigger = dict(f.trigger) if f.trigger else None
+        items.append(Fault(f.f, target=target, duration=hold, params=dict(f.params),
+                           trigger=trigger, lane=f.lane))  # fmt: skip
+        clock[f.lane] = max(start_s, ((f.end_ns or 0) - origin_ns) / 1e9)
     return items
 
 
@@ -354,12 +356,13 @@ def standard(
 
 
 # ---- planning -----------------------------------------------------------------------------------
-def plan(gen: Gen, seed: int, env: Env | None = None, max_items: int = 100_000) -> list[dict]:
-    """Walk a generator into planned faults: {fault_id, f, target, duration, duration_s, at_s,
-    params} and {"f": "heal", at_s}. `at_s` is the offset from the nemesis' start."""
+def plan(gen: Gen, seed: int, env: Env | None = None, max_items: int = 100_000) -> list[Planned]:
+    """Walk a generator into planned faults (`FaultOp`s: fault_id, f, target, duration,
+    duration_s, at_s, params, trigger, lane) and heals. `at_s` is the offset from the nemesis'
+    start (a triggered fault's: when it is armed at the earliest)."""
     env = env or Env()
     rng = random.Random(seed)
-    out: list[dict] = []
+    out: list[Planned] = []
     clock: dict[int, float] = {0: 0.0}  # lane -> its planned time (each lane its own timeline)
     fid = 0
     for n, item in enumerate(gen(rng, env)):
@@ -372,23 +375,16 @@ def plan(gen: Gen, seed: int, env: Env | None = None, max_items: int = 100_000) 
             t = clock.get(item.lane, 0.0)
             spec = env.duration_spec(item)
             d = env.seconds(spec)
-            planned = {
-                "fault_id": fid,
-                "f": item.f,
-                "target": item.target,
-                "duration": spec,
-                "duration_s": round(d, 6),
-                "at_s": round(t, 6),
-                "params": {**env.fault_params, **item.params},
-            }
-            if item.trigger is not None:  # at_s: when it is armed at the earliest
-                planned["trigger"] = item.trigger.to_json()
-            if item.lane:  # (lane 0 unsaid: a one-lane plan reads as it always did)
-                planned["lane"] = item.lane
-            out.append(planned)
+            params = {**env.fault_params, **item.params}
+            at, length = round(t, 6), round(d, 6)
+            out.append(
+                dataclasses.replace(
+                    item, fault_id=fid, duration=spec, duration_s=length, at_s=at, params=params
+                )
+            )
             clock[item.lane] = t + d
         elif isinstance(item, Heal):  # after every lane's faults so far
-            out.append({"f": "heal", "at_s": round(max(clock.values()), 6)})
+            out.append(PlannedHeal(round(max(clock.values()), 6)))
     return out
 
 
@@ -400,7 +396,7 @@ def standard_plan(
     interval_s: float,
     fault_duration_s: float,
     session_timeout_s: float,
-) -> list[dict]:
+) -> list[Planned]:
     env = Env(session_timeout_s=session_timeout_s, fault_duration_s=fault_duration_s)
     gen = standard(names, time_limit_s=time_limit_s, interval_s=interval_s)
     return plan(gen, seed, env)

@@ -22,28 +22,26 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any, ClassVar, Protocol, cast
 
+from zkjepsen.backends.base import Backend, RestartsServers, Upgradable
+from zkjepsen.backends.base import Reconfigurable as Members
 from zkjepsen.docker.cluster import Node
 from zkjepsen.nemesis import NemesisError
 from zkjepsen.nemesis.disk import why_stopped
+from zkjepsen.nemesis.family import Detail, FaultFamily, Params
 from zkjepsen.nemesis.targets import NemesisContext
 
 
-class Reconfigurable(Protocol):
-    """What a backend with the "reconfigure" ability gives (ZooKeeperEnsemble, EtcdBackend)."""
-
-    nodes: list[Node]
-
-    def leader(self) -> Node | None: ...
-    def membership(self) -> dict[str, Any]: ...
-    def remove_member(self, node: Node) -> None: ...
-    def add_member(self) -> Node: ...
+class Reconfigurable(Backend, Members, Protocol):
+    """A backend with the "reconfigure" ability (ZooKeeperEnsemble, EtcdBackend)."""
 
 
 def _members(ctx: NemesisContext) -> Reconfigurable:
-    if not hasattr(ctx.backend, "add_member"):
-        raise NemesisError("this backend cannot change its membership")
+    """The backend as one whose membership changes. A run whose backend cannot was refused
+    before it started (faultkinds' one predicate): not being one here is zkjepsen's bug."""
+    if not isinstance(ctx.backend, Members):
+        raise NemesisError("this backend cannot change its membership (a fault not refused)")
     return cast(Reconfigurable, ctx.backend)
 
 
@@ -60,23 +58,24 @@ class MemberFault:
     or "replace" (remove, then add, at the start; its end changes nothing)."""
 
     action: str
+    family: ClassVar[FaultFamily]
 
     def resolve(
-        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
-    ) -> tuple[list[str], dict[str, Any]]:
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: Params
+    ) -> tuple[list[str], Detail]:
         be = _members(ctx)
         if self.action == "add":
             return [], {}
         leader = be.leader()
-        detail: dict[str, Any] = {"leader": leader.name if leader else None}
+        detail: Detail = {"leader": leader.name if leader else None}
         if target == "leader" and leader is not None:
             return [leader.name], detail
-        if target not in ("one", "leader", "random", "all"):
+        if target not in ("one", "leader", "follower", "random", "all"):
             return [target.split(",")[0]], detail
         followers = [n.name for n in be.nodes if leader is None or n.name != leader.name]
         return [rng.choice(followers)], detail
 
-    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         be = _members(ctx)
         detail["size"] = len(be.nodes)
         detail["before"] = _config(be)
@@ -89,7 +88,7 @@ class MemberFault:
             detail["after"] = _config(be)
             _served(detail)
 
-    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         be = _members(ctx)
         size = detail.get("size") or len(be.nodes)
         try:
@@ -101,7 +100,7 @@ class MemberFault:
             detail["healed"] = _config(be)
 
 
-def _served(detail: dict[str, Any]) -> None:
+def _served(detail: Detail) -> None:
     """`served`: the members listed after the change (None: not read); `intended`: the members
     before, less the one removed, plus the one added (None: the list before was not read)."""
     before, after = detail.get("before") or {}, detail.get("after") or {}
@@ -114,7 +113,7 @@ def _served(detail: dict[str, Any]) -> None:
 
 
 def _remove(
-    ctx: NemesisContext, be: Reconfigurable, name: str, detail: dict[str, Any], key: str = "removed"
+    ctx: NemesisContext, be: Reconfigurable, name: str, detail: Detail, key: str = "removed"
 ) -> None:
     node = ctx.node(name)
     t0 = time.monotonic()
@@ -123,7 +122,7 @@ def _remove(
     detail[f"{key}_s"] = round(time.monotonic() - t0, 3)
 
 
-def _add(be: Reconfigurable, detail: dict[str, Any], key: str = "added") -> None:
+def _add(be: Reconfigurable, detail: Detail, key: str = "added") -> None:
     """Add a fresh member; `<key>_ready_s`: from the request until every member serves and
     one leads (the new member caught up with the data)."""
     t0 = time.monotonic()
@@ -132,16 +131,21 @@ def _add(be: Reconfigurable, detail: dict[str, Any], key: str = "added") -> None
     detail[f"{key}_ready_s"] = round(time.monotonic() - t0, 3)
 
 
-class Restartable(Protocol):
-    """What a backend gives for rolling restarts and upgrades (ZooKeeperEnsemble, EtcdBackend)."""
+class Restartable(Backend, RestartsServers, Upgradable, Protocol):
+    """A backend with the "restart-servers" ability, and "upgrade" for an upgrade
+    (ZooKeeperEnsemble, EtcdBackend)."""
 
-    nodes: list[Node]
 
-    def leader(self) -> Node | None: ...
-    def server_version(self, node: Node) -> str | None: ...
-    def upgrade_image(self) -> str: ...
-    def restart_server(self, node: Node, image: str | None, step: int) -> None: ...
-    def logs(self, node: Node) -> str: ...
+def _restartable(ctx: NemesisContext, upgrade: bool) -> Restartable:
+    """The backend as one that restarts its servers one by one (and upgrades them). A run
+    whose backend cannot was refused before it started: not being one here is zkjepsen's bug."""
+    if not isinstance(ctx.backend, RestartsServers) or (
+        upgrade and not isinstance(ctx.backend, Upgradable)
+    ):
+        raise NemesisError(
+            "this backend cannot restart its servers one by one (a fault not refused)"
+        )
+    return cast(Restartable, ctx.backend)
 
 
 @dataclass(frozen=True)
@@ -153,21 +157,21 @@ class RollingFault:
     finding of the run, not a crash of the tool). Its end changes nothing: an upgrade stays."""
 
     upgrade: bool
+    family: ClassVar[FaultFamily]
 
     def resolve(
-        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
-    ) -> tuple[list[str], dict[str, Any]]:
-        if not hasattr(ctx.backend, "restart_server"):
-            raise NemesisError("this backend cannot restart its servers one by one")
-        leader = ctx.backend.leader()
-        names = [n.name for n in ctx.backend.nodes]
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: Params
+    ) -> tuple[list[str], Detail]:
+        be = _restartable(ctx, self.upgrade)
+        leader = be.leader()
+        names = [n.name for n in be.nodes]
         order = [n for n in names if leader is None or n != leader.name]
         return order + ([leader.name] if leader else []), {
             "leader": leader.name if leader else None
         }
 
-    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
-        be = cast(Restartable, ctx.backend)
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
+        be = _restartable(ctx, self.upgrade)
         detail["versions"] = _versions(be)
         image = None
         if self.upgrade:
@@ -194,11 +198,11 @@ class RollingFault:
             )
             served[name] = steps[-1]["versions"].get(name)  # what it says it runs, after its step
 
-    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
-        detail["versions_at_end"] = _versions(cast(Restartable, ctx.backend))
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
+        detail["versions_at_end"] = _versions(_restartable(ctx, False))
 
 
-def _not_back(be: Restartable, node: Node, error: str, detail: dict[str, Any]) -> None:
+def _not_back(be: Restartable, node: Node, error: str, detail: Detail) -> None:
     """A step that did not come back: `failed` (the roll missed); and when the server does not
     serve now, `failed_to_start` / `why_not_started` as after a disk fault (a recovery finding)."""
     log = be.logs(node)
@@ -211,3 +215,16 @@ def _not_back(be: Restartable, node: Node, error: str, detail: dict[str, Any]) -
 
 def _versions(be: Restartable) -> dict[str, str | None]:
     return {n.name: be.server_version(n) for n in be.nodes}
+
+
+def heal(ctx: NemesisContext, everything: bool = False) -> list[str]:
+    """Nothing to put back: a member change is the service's own reconfiguration and each
+    kind's end makes the change it owes (a removed member's replacement added, an added one
+    removed); an upgrade stays by design. A server left stopped is the process family's to
+    start."""
+    return []
+
+
+MEMBERSHIP = FaultFamily("membership", heal=heal, rank=6)
+MemberFault.family = MEMBERSHIP
+RollingFault.family = MEMBERSHIP

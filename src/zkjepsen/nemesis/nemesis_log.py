@@ -9,8 +9,22 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.history.jsonl import Appender
+from zkjepsen.nemesis.executed import FaultOp
 
 NEMESIS = "nemesis"
+# What a start and an end record say of the fault op, when set (run/stored_files.py reads it).
+SAID = ("detail", "trigger", "fired", "attempt", "error", "end_error")
+
+
+def record_value(op: FaultOp, phase: str) -> dict[str, Any]:
+    """A fault's start or end as nemesis.jsonl holds it (the value of an `info` op named after
+    the fault): its id, the phase, whom it hit, and what of the op is set."""
+    table = op.to_json()
+    value = {"fault_id": op.fault_id, "phase": phase, "targets": table.get("targets") or []}
+    value |= {k: table[k] for k in SAID if table.get(k)}
+    if phase == "end" and op.landed is not None:
+        value["landed"] = op.landed  # where it landed: inside the event's state or not
+    return value
 
 
 class NemesisLog:

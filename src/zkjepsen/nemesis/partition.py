@@ -28,9 +28,10 @@ import hashlib
 import random
 import shlex
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
 from zkjepsen.nemesis import NemesisError
+from zkjepsen.nemesis.family import Detail, FaultFamily, Params
 from zkjepsen.nemesis.process import note_holding
 from zkjepsen.nemesis.targets import (
     NemesisContext,
@@ -61,7 +62,11 @@ def halves(names: list[str], rng: random.Random) -> list[list[str]]:
 
 
 def bridge(names: list[str], rng: random.Random) -> dict[str, list[str]]:
-    """Two halves that share one bridge node: A - b - B. Cut A from B only."""
+    """Two halves that share one bridge node: A - b - B. Cut A from B only. Needs >= 3 nodes
+    (faultkinds: partition-bridge's predicate refuses fewer before a run starts); with fewer it
+    would cut nothing, so it is zkjepsen's bug here, never a silent no-op."""
+    if len(names) < 3:
+        raise NemesisError(f"partition-bridge needs 3 or more servers, not {len(names)}")
     shuffled = rng.sample(names, len(names))
     mid = len(names) // 2
     a, b = shuffled[:mid], shuffled[mid + 1 :]
@@ -75,11 +80,13 @@ def bridge(names: list[str], rng: random.Random) -> dict[str, list[str]]:
 
 def majorities_ring(names: list[str], rng: random.Random) -> dict[str, list[str]]:
     """Nodes on a shuffled ring; each talks to the nodes within ring distance k where
-    2k+1 is a majority, so every node sees a majority and no two see the same one. Needs >= 5
-    nodes: with 3 the nearest majority is everyone, so fall back to halves (noted in detail)."""
+    2k+1 is at least a majority, so every node sees a majority and no two see the same one.
+    Needs >= 4 nodes: with 3 the nearest majority is everyone (nothing to cut). A run with
+    fewer is refused before it starts (faultkinds: partition-ring's predicate); here it is
+    zkjepsen's bug, never a silent other fault."""
     n = len(names)
-    if n < 5:
-        return grudge_from_components(halves(names, rng))
+    if n < 4:
+        raise NemesisError(f"a ring of majorities needs at least 4 servers, not {n}")
     ring = rng.sample(names, n)
     k = (n // 2 + 1) // 2  # n=5: 1 (self + 2 neighbours = 3)
     g: dict[str, list[str]] = {}
@@ -95,13 +102,15 @@ class IptablesFault:
     netns on apply, and exactly those rules come out on undo (others, e.g. a concurrent loss
     fault, stay)."""
 
+    family: ClassVar[FaultFamily]
+
     def rules(
-        self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]
+        self, ctx: NemesisContext, targets: list[str], detail: Detail
     ) -> dict[str, list[list[str]]]:
         """container name -> rule specs (argv after `-A CHAIN`) for this fault."""
         raise NotImplementedError
 
-    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         q = shlex.quote(chain_name(ctx.run_id))
 
         def one(item: tuple[str, list[list[str]]]) -> None:
@@ -117,7 +126,7 @@ class IptablesFault:
 
         ctx.each(one, list(self.rules(ctx, targets, detail).items()))
 
-    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         q = shlex.quote(chain_name(ctx.run_id))
 
         def one(item: tuple[str, list[list[str]]]) -> tuple[str, int | None, str]:
@@ -164,10 +173,10 @@ class Cut(IptablesFault):
     layout: str
 
     def resolve(
-        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
-    ) -> tuple[list[str], dict[str, Any]]:
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: Params
+    ) -> tuple[list[str], Detail]:
         names = [n.name for n in ctx.backend.nodes]
-        detail: dict[str, Any] = {}
+        detail: Detail = {}
         if self.layout == "alone":
             alone = resolve_servers(ctx, target, rng)
             detail["components"] = [alone, [n for n in names if n not in alone]]
@@ -178,13 +187,11 @@ class Cut(IptablesFault):
             g = grudge_from_components(detail["components"])
         else:
             g = LAYOUTS[self.layout](names, rng)
-            if self.layout == "ring" and len(names) < 5:
-                detail["note"] = "fewer than 5 nodes: a ring is impossible, used random halves"
         detail["grudge"] = {k: v for k, v in g.items() if v}
         return sorted(detail["grudge"]), detail
 
     def rules(
-        self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]
+        self, ctx: NemesisContext, targets: list[str], detail: Detail
     ) -> dict[str, list[list[str]]]:
         return {
             node: drop_both_ways([ctx.node(peer).ip for peer in peers])
@@ -197,8 +204,8 @@ class IsolateClient(IptablesFault):
     `all`: every running client at once (the servers keep serving, and expiring sessions)."""
 
     def resolve(
-        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
-    ) -> tuple[list[str], dict[str, Any]]:
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: Params
+    ) -> tuple[list[str], Detail]:
         servers = [n.name for n in ctx.backend.nodes]
         if target == "all":  # every client at once: the ensemble gone for all, its servers up
             every = [f"c{h.index}" for h in running_clients(ctx)]
@@ -207,12 +214,12 @@ class IsolateClient(IptablesFault):
         return [client], {"chosen": how, "servers": servers}
 
     def rules(
-        self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]
+        self, ctx: NemesisContext, targets: list[str], detail: Detail
     ) -> dict[str, list[list[str]]]:
         cut = drop_both_ways([ctx.node(n).ip for n in detail["servers"]])
         return {t: cut for t in targets}
 
-    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         super().apply(ctx, targets, detail)
 
         note_holding(ctx, targets[0], detail)
@@ -220,15 +227,15 @@ class IsolateClient(IptablesFault):
 
 class PacketLoss(IptablesFault):
     def resolve(
-        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
-    ) -> tuple[list[str], dict[str, Any]]:
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: Params
+    ) -> tuple[list[str], Detail]:
         return (
             resolve_servers(ctx, target, rng),
             {"probability": float(params.get("probability", DEFAULT_LOSS))},
         )
 
     def rules(
-        self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]
+        self, ctx: NemesisContext, targets: list[str], detail: Detail
     ) -> dict[str, list[list[str]]]:
         p = f"{detail['probability']:.4f}"
         peers = [n.ip for n in ctx.backend.nodes] + [h.ip for h in ctx.clients()]
@@ -281,7 +288,7 @@ def _run(ctx: NemesisContext, name: str, script: str) -> str:
         code, out = ctx.backend.exec(ctx.node(name), ["sh", "-c", script])
     if code != 0:
         raise NemesisError(f"iptables in {name} failed ({code}): {out.strip()[-300:]}")
-    return out
+    return str(out)
 
 
 HEAL_SCRIPT = (
@@ -291,7 +298,7 @@ HEAL_SCRIPT = (
 )
 
 
-def heal(ctx: NemesisContext) -> list[str]:
+def heal(ctx: NemesisContext, everything: bool = False) -> list[str]:
     """Remove the run's chain from every running container (servers and clients). Returns
     the containers where that failed (e.g. frozen ones: resume them first)."""
     script = HEAL_SCRIPT.format(c=shlex.quote(chain_name(ctx.run_id)))
@@ -313,3 +320,9 @@ def _gone(e: Exception) -> bool:
     return any(
         s in msg for s in ("is not running", "non running container", "No such container", "404")
     )
+
+
+# After the thaw (iptables cannot run in a frozen container). Every kind that writes rules
+# into the run's chain is of this family, redlock's cut too: one chain, one heal.
+PARTITION = FaultFamily("partition", heal=heal, rank=1)
+IptablesFault.family = PARTITION

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import ClassVar
 
 from zkjepsen.nemesis import NemesisError
+from zkjepsen.nemesis.family import Detail, FaultFamily, Params
 from zkjepsen.nemesis.process import note_holding
 from zkjepsen.nemesis.targets import NemesisContext, resolve_client
 
@@ -31,13 +32,15 @@ SQL = (
 
 @dataclass(frozen=True)
 class TerminateHolder:
+    family: ClassVar[FaultFamily]
+
     def resolve(
-        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
-    ) -> tuple[list[str], dict[str, Any]]:
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: Params
+    ) -> tuple[list[str], Detail]:
         client, how = resolve_client(ctx, target, rng)
         return [client], {"chosen": how}
 
-    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
 
         primary = ctx.backend.nodes[0]
         argv = ["psql", "-h", "/tmp", "-U", "postgres", "-X", "-qAt", "-c"]
@@ -50,5 +53,15 @@ class TerminateHolder:
         detail["terminated"] = int(out.strip() or 0)
         note_holding(ctx, targets[0], detail)
 
-    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         pass  # the connection is gone for good; the client reconnects on its own
+
+
+def heal(ctx: NemesisContext, everything: bool = False) -> list[str]:
+    """Nothing stays to heal: a terminated connection is gone for good at once, and the client
+    opens a new one on its own."""
+    return []
+
+
+PG = FaultFamily("pg", heal=heal, rank=4)
+TerminateHolder.family = PG

@@ -18,10 +18,10 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
+from zkjepsen.nemesis.family import Detail, FaultFamily, Params
 from zkjepsen.nemesis.targets import (
-    HolderTracker,
     NemesisContext,
     resolve_client,
     resolve_servers,
@@ -35,20 +35,21 @@ class ProcessFault:
 
     action: str
     on: str
+    family: ClassVar[FaultFamily]
 
     def resolve(
-        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
-    ) -> tuple[list[str], dict[str, Any]]:
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: Params
+    ) -> tuple[list[str], Detail]:
         if self.on == "client":
             client, how = resolve_client(ctx, target, rng)
             return [client], {"chosen": how, "session_timeout_s": ctx.session_timeout_of(client)}
-        detail: dict[str, Any] = {}
+        detail: Detail = {}
         if target == "leader":
             leader = ctx.backend.leader()
             detail["leader"] = leader.name if leader else None
         return resolve_servers(ctx, target, rng), detail
 
-    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         kill = self.action == "kill"
         snapshot = getattr(ctx.backend, "before_kill", None)
         if kill and self.on == "servers":
@@ -57,8 +58,8 @@ class ProcessFault:
                 # offset and lock keys): did the kill catch a write its replicas had not seen?
                 detail["before_kill"] = snapshot()
             # Who held at the kill (the instant rule, checker/power.py), read the instant
-            # before it from the clients' own files: not who held at its start record. A
-            # tracker kept for the run reads only what was appended since the last kill.
+            # before it from the clients' own files (the run's live history, caught up
+            # then): not who held at its start record.
             detail["holders_at_kill"] = [f"c{i}" for i in holders_now(ctx)]
 
         def one(name: str) -> None:
@@ -75,7 +76,7 @@ class ProcessFault:
         if self.on == "client":
             note_holding(ctx, targets[0], detail)
 
-    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         kill = self.action == "kill"
 
         def one(name: str) -> None:
@@ -95,7 +96,7 @@ GONE = ("exited", "dead", "removing", "missing")
 
 
 def observe(
-    ctx: NemesisContext, targets: list[str], detail: dict[str, Any], key: str, clients: bool
+    ctx: NemesisContext, targets: list[str], detail: Detail, key: str, clients: bool
 ) -> None:
     """`detail[key]`: the targets seen frozen ("frozen") or gone ("killed"), read (docker
     inspect, at once for every target) until all are or for at most OBSERVE_S; `not_<key>`: the
@@ -125,33 +126,27 @@ def observe(
 
 
 def holders_now(ctx: NemesisContext) -> list[int]:
-    """The clients that believe they hold a lock now, from a tracker kept for the run's server
-    kills (one lane's faults follow each other): each kill parses only what the clients
-    appended since the last, not every history from its start."""
-    if ctx.run_dir is None:
-        return []
-    tracker = ctx.state.get("holders-at-kill")
-    if tracker is None:
-        tracker = ctx.state["holders-at-kill"] = HolderTracker(ctx.run_dir)
-    return sorted(tracker.poll())
+    """The clients that believe they hold a lock now (the run's live history: who holds)."""
+    live = ctx.live
+    return sorted(live.holding().holders) if live is not None else []
 
 
-def note_holding(ctx: NemesisContext, client: str, detail: dict[str, Any]) -> None:
+def note_holding(ctx: NemesisContext, client: str, detail: Detail) -> None:
     """Did the fault land inside the target's critical section? (It was chosen holding, but
     docker takes 50-200 ms to act.) Read once the fault is in place; reported in the end op."""
-    tracker = ctx.state.get("holders")
-    if tracker is not None and detail.get("chosen") == "holder":
-        detail["holding_when_hit"] = tracker.holding(int(client.lstrip("c")))
+    live = ctx.live
+    if live is not None and detail.get("chosen") == "holder":
+        detail["holding_when_hit"] = int(client.lstrip("c")) in live.holding().holders
 
 
-def _start_client(h) -> None:
+def _start_client(h: Any) -> None:
     """A killed client restarts only while its run still has time left: client_main exits at
     once past its deadline, which is harmless."""
     if h.status() != "running":
         h.restart()
 
 
-def heal(ctx: NemesisContext) -> list[str]:
+def heal(ctx: NemesisContext, everything: bool = False) -> list[str]:
     """Thaw every frozen container and start every server that is not running. Clients that
     exited are left alone (they may simply have finished); killed clients are restarted by their
     own fault's end. Returns what could not be healed."""
@@ -173,3 +168,8 @@ def heal(ctx: NemesisContext) -> list[str]:
             if "No such container" not in str(e):
                 problems.append(f"{h.name}: {e}")
     return problems
+
+
+# First of all heals: iptables cannot run in a frozen container, nor a clock be read in one.
+PROCESS = FaultFamily("process", heal=heal, rank=0)
+ProcessFault.family = PROCESS

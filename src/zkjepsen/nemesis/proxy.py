@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from zkjepsen.client.zkproxy import CONTROL_PORT, command
 from zkjepsen.history.jsonl import Tailer
 from zkjepsen.nemesis import NemesisError
+from zkjepsen.nemesis.family import Detail, FaultFamily, Params
 from zkjepsen.nemesis.targets import NemesisContext, resolve_client
 
 # fault name -> (proxy command, default parameters)
@@ -34,6 +35,7 @@ ACTS = {
     "drop-request": "request-dropped",
     "hold-session": "session-held",
 }
+ARMED = "proxy:armed"  # ctx.state: client -> its proxy's control address, while a fault is armed
 SHOWN = 5  # acts kept in the detail (a proxy answering pings acts every few seconds)
 COMMANDS: dict[str, tuple[str, dict[str, Any]]] = {
     "proxy-lose-create": ("lose-create-reply", {"n": 1}),
@@ -50,10 +52,11 @@ class ProxyFault:
     """One proxy command on one client (`holder`, `client:N`, `random`...)."""
 
     fault: str  # a key of COMMANDS
+    family: ClassVar[FaultFamily]
 
     def resolve(
-        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
-    ) -> tuple[list[str], dict[str, Any]]:
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: Params
+    ) -> tuple[list[str], Detail]:
         client, how = resolve_client(ctx, target, rng)
         name, defaults = COMMANDS[self.fault]
         h = ctx.client(client)
@@ -63,16 +66,20 @@ class ProxyFault:
             "control": f"{h.ip}:{CONTROL_PORT}",
         }
 
-    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         events = _events(ctx, targets[0])
         if events is not None:  # from the end of what it did before
             events.poll()
             ctx.state[f"proxy-events:{targets[0]}"] = events
+        # armed until its undo says the proxy healed (else the family's heal); one dict
+        # operation each, so lanes side by side need no lock
+        ctx.state.setdefault(ARMED, {})[targets[0]] = detail["control"]
         _send(detail, detail["command"], ctx.client(targets[0]).proxy_token)
 
-    def undo(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def undo(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         try:
             _send(detail, {"fault": "heal"}, ctx.client(targets[0]).proxy_token)
+            ctx.state.get(ARMED, {}).pop(targets[0], None)
         finally:
             # after the heal: every act before it is in the file (noted before it is done)
             events = ctx.state.pop(f"proxy-events:{targets[0]}", None)
@@ -89,7 +96,7 @@ def _events(ctx: NemesisContext, client: str) -> Tailer | None:
     return Tailer(ctx.run_dir.client_history(int(client.lstrip("c"))).parent / "proxy-events.jsonl")
 
 
-def _send(detail: dict[str, Any], cmd: dict[str, Any], token: str) -> None:
+def _send(detail: Detail, cmd: dict[str, Any], token: str) -> None:
     """`token`: the client's proxy obeys only its nemesis (client/zkproxy.py), not its program."""
     try:
         answer = command(detail["control"], cmd, token=token)
@@ -100,3 +107,27 @@ def _send(detail: dict[str, Any], cmd: dict[str, Any], token: str) -> None:
         ) from None
     if not answer.get("ok"):
         raise NemesisError(f"the proxy refused {cmd}: {answer.get('error')}")
+
+
+def heal(ctx: NemesisContext, everything: bool = False) -> list[str]:
+    """Disarm every proxy a fault armed and whose undo did not say it healed (an undo that
+    failed, a run interrupted mid-apply). A proxy whose client is gone went with it."""
+    armed = dict(ctx.state.pop(ARMED, {}))
+    problems = []
+    for name, control in sorted(armed.items()):
+        try:
+            h = ctx.client(name)
+            if h.status() != "running":
+                continue
+        except Exception:  # noqa: BLE001 - no such client any more: its proxy went with it
+            continue
+        try:
+            _send({"control": control}, {"fault": "heal"}, h.proxy_token)
+        except NemesisError as e:
+            problems.append(f"{name}'s proxy: {e}")
+    return problems
+
+
+# After the partitions' heal: the proxy's control port must be reachable from the host.
+PROXY = FaultFamily("proxy", heal=heal, rank=3)
+ProxyFault.family = PROXY

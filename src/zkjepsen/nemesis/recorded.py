@@ -20,7 +20,7 @@ import json
 import math
 import random
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from zkjepsen.nemesis.generator import Env, Fault, Gen, Heal, Item, Sleep, resolve_duration
 from zkjepsen.nemesis.triggers import Trigger
@@ -48,7 +48,7 @@ def item_table(item: Item) -> dict[str, Any]:
         if item.params:
             table["params"] = _json_value(dict(item.params), f"fault {item.f}'s params")
         if item.trigger is not None:
-            table["trigger"] = item.trigger.to_json()
+            table["trigger"] = dict(item.trigger)
     if item.lane:
         table["lane"] = item.lane
     return table
@@ -84,7 +84,7 @@ def _duration(v: Any) -> float | str | None:
         ok = False
     if not ok:
         raise NotAnItem(f"a fault's duration is seconds or session timeouts ('1.5x'), not {v!r}")
-    return v
+    return cast("float | str | None", v)  # (checked above: None, a number or a string)
 
 
 def item_from_table(t: Any) -> Item:
@@ -116,7 +116,8 @@ def item_from_table(t: Any) -> Item:
             trigger = Trigger.from_json(t["trigger"])
         except (TypeError, ValueError) as e:
             raise NotAnItem(f"fault {f}'s trigger: {e}") from None
-    return Fault(f, target, _duration(t.get("duration")), dict(params), trigger, lane)
+    duration, table = _duration(t.get("duration")), trigger.to_json() if trigger else None
+    return Fault(f, target=target, duration=duration, params=dict(params), trigger=table, lane=lane)
 
 
 def unroll(gen: Gen, seed: int, env: Env | None = None) -> list[Item]:

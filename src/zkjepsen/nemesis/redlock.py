@@ -31,9 +31,12 @@ import time
 from typing import Any
 
 from zkjepsen.backends.redis.session import LOCK_PREFIX
+from zkjepsen.docker.cluster import Node
+from zkjepsen.history.live import LiveHistory
 from zkjepsen.nemesis import NemesisError, NoTargets
+from zkjepsen.nemesis.family import Detail, Params
 from zkjepsen.nemesis.partition import IptablesFault, drop_both_ways
-from zkjepsen.nemesis.targets import HolderTracker, NemesisContext, resolve_client, running_clients
+from zkjepsen.nemesis.targets import NemesisContext, resolve_client, running_clients
 
 RESOURCE_MASTER = "n1"
 
@@ -46,8 +49,8 @@ class PartitionRedlock(IptablesFault):
         self.restart = restart
 
     def resolve(
-        self, ctx: NemesisContext, target: str, rng: random.Random, params: dict[str, Any]
-    ) -> tuple[list[str], dict[str, Any]]:
+        self, ctx: NemesisContext, target: str, rng: random.Random, params: Params
+    ) -> tuple[list[str], Detail]:
         masters = [n.name for n in ctx.backend.nodes]
         if len(masters) < 5 or RESOURCE_MASTER not in masters:
             raise NemesisError(f"{len(masters)} servers: these faults need Redlock's 5 masters")
@@ -67,7 +70,7 @@ class PartitionRedlock(IptablesFault):
             cut = sorted(others[: len(live) // 2], key=lambda c: int(c[1:]))
         unseen = sorted(rng.sample([m for m in masters if m != RESOURCE_MASTER], 2))
         seen = [m for m in masters if m not in unseen]
-        detail: dict[str, Any] = {
+        detail: Detail = {
             "holder_when_cut": holder if how == "holder" else None,
             "cut_clients": cut,
             "unseen_masters": unseen,
@@ -78,31 +81,30 @@ class PartitionRedlock(IptablesFault):
         return cut, detail
 
     def rules(
-        self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]
+        self, ctx: NemesisContext, targets: list[str], detail: Detail
     ) -> dict[str, list[list[str]]]:
         ips = [ctx.node(m).ip for m in detail["unseen_masters"]]
         return {c: drop_both_ways(ips) for c in targets}
 
-    def apply(self, ctx: NemesisContext, targets: list[str], detail: dict[str, Any]) -> None:
+    def apply(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         super().apply(ctx, targets, detail)
         if self.restart:
             restart_under_holder(ctx, targets, detail)
 
 
-def restart_under_holder(ctx: NemesisContext, cut: list[str], detail: dict[str, Any]) -> None:
+def restart_under_holder(ctx: NemesisContext, cut: list[str], detail: Detail) -> None:
     """Wait (up to 3 TTLs) until a cut client holds a lock it took after the cut landed, and
     no lock taken by a cut client before its cut is left on the masters it no longer sees;
     then kill and start the `restart` master. Without such an acquire the master is not restarted
     (`detail["restarted"] = False`): the fault did not happen, and the detail says so."""
     node = ctx.node(detail["restart"])
-    run_dir = ctx.run_dir
-    if run_dir is None:
+    live = ctx.live
+    if live is None:
         raise NemesisError("partition-redlock-restart needs the clients' histories")
-    tracker = ctx.state.setdefault("holders", HolderTracker(run_dir))
-    before = tracker.poll()
+    before = live.holding().holders
     latest = max(before.values(), default=-1)  # acquires up to now were made before the cut
     deadline = time.monotonic() + 3 * ctx.session_timeout_s
-    found = _hold_on_the_cut_side(ctx, tracker, latest, cut, detail, deadline)
+    found = _hold_on_the_cut_side(ctx, live, latest, cut, detail, deadline)
     detail["restarted"] = found is not None
     if found is None:
         return
@@ -115,15 +117,15 @@ def restart_under_holder(ctx: NemesisContext, cut: list[str], detail: dict[str, 
         time.sleep(0.02)
     detail["down_s"] = round(time.monotonic() - t0, 3)
     detail["lock_after"] = _lock_values(ctx, node)  # {} or the next holder's: it forgot
-    detail["holding_after_restart"] = tracker.holding(holder)
+    detail["holding_after_restart"] = holder in live.holding().holders
 
 
 def _hold_on_the_cut_side(
     ctx: NemesisContext,
-    tracker: HolderTracker,
+    live: LiveHistory,
     latest: int,
     cut: list[str],
-    detail: dict[str, Any],
+    detail: Detail,
     deadline: float,
 ) -> tuple[int, dict[str, Any]] | None:
     """The newest cut client holding a lock taken after the cut, and where the lock is, master
@@ -134,7 +136,7 @@ def _hold_on_the_cut_side(
     nodes = list(ctx.backend.nodes)
     while time.monotonic() < deadline:
         time.sleep(0.01)
-        held = tracker.poll()
+        held = live.holding().holders
         fresh = {i: t for i, t in held.items() if t > latest and i in cut_idx}
         if not fresh:
             continue
@@ -148,12 +150,12 @@ def _hold_on_the_cut_side(
         # The snapshot counts only if the holder still held the same lock after it: a
         # release logs its invoke before it deletes a key, so a snapshot taken mid-release
         # (the key gone from some masters only) is seen here and taken again.
-        if tracker.poll().get(holder) == fresh[holder]:
+        if live.holding().holders.get(holder) == fresh[holder]:
             return holder, dict(zip([n.name for n in nodes], values, strict=True))
     return None
 
 
-def _stale(ctx: NemesisContext, unseen: list, cut_idx: set[int]) -> bool:
+def _stale(ctx: NemesisContext, unseen: list[Node], cut_idx: set[int]) -> bool:
     for node in unseen:
         values = _lock_values(ctx, node) or {}
         if any(v.split(":", 1)[0] in {f"client-{i}" for i in cut_idx} for v in values.values()):
@@ -161,7 +163,7 @@ def _stale(ctx: NemesisContext, unseen: list, cut_idx: set[int]) -> bool:
     return False
 
 
-def _lock_values(ctx: NemesisContext, node) -> dict[str, str] | None:
+def _lock_values(ctx: NemesisContext, node: Node) -> dict[str, str] | None:
     """The master's lock keys and their values (the holder's random value); None: the
     master does not answer (restarting). Asked from the host (a few ms; a docker exec would
     take 0.1-0.3 s of the holder's critical section)."""

@@ -1,6 +1,7 @@
 """Who a fault hits: the shared context, target specs, and reading the clients' own records.
 
-Target specs: `one` (a random server), `leader`, `minority`, `majority`, `all`, `n2` or `n1,n3`
+Target specs: `one` (a random server), `leader`, `follower` (a random server that does not
+lead), `minority`, `majority`, `all`, `n2` or `n1,n3`
 (explicit servers), `client:N`, `holder` (the client that believes it holds the lock, else a
 random running client). Random choices come from the fault's own seeded RNG so a plan replays.
 """
@@ -10,14 +11,16 @@ from __future__ import annotations
 import random
 import threading
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from zkjepsen.backends.base import Backend
 from zkjepsen.docker.cluster import Node
-from zkjepsen.history.jsonl import DirTailer, client_of, read_records
+from zkjepsen.history.holding import ACQUIRE_FS, RELEASE_FS
+from zkjepsen.history.live import LiveHistory
 from zkjepsen.nemesis import NemesisError, NoTargets
 
 
@@ -40,8 +43,10 @@ class ScheduleFiles(Protocol):
     def schedule(self) -> Path: ...
 
 
-ACQUIRE_FS = ("acquire", "lock", "elected")
-RELEASE_FS = ("release", "unlock", "resign")
+T = TypeVar("T")  # what NemesisContext.each maps over
+R = TypeVar("R")
+
+__all__ = ["ACQUIRE_FS", "RELEASE_FS"]  # (history/holding.py's, named here for the faults)
 
 
 @dataclass
@@ -66,7 +71,12 @@ class NemesisContext:
         """Where the clients write their histories (None: no client containers)."""
         return self.pool.run_dir if self.pool is not None else None
 
-    def each(self, fn, items: list) -> list:
+    @property
+    def live(self) -> LiveHistory | None:
+        """The run's one follower of the clients' files (the pool's; None: no clients)."""
+        return self.pool.live if self.pool is not None else None
+
+    def each(self, fn: Callable[[T], R], items: Iterable[T]) -> list[R]:
         """Apply fn to every item at once (a docker exec costs ~0.1-0.3 s each)."""
         return list(self._exec.map(fn, items))
 
@@ -80,7 +90,7 @@ class NemesisContext:
         """The client handles (client.pool.ClientHandle), none without a pool."""
         return list(self.pool.handles) if self.pool is not None else []
 
-    def client(self, name: str):
+    def client(self, name: str) -> Any:
         idx = int(name.lstrip("c"))
         for h in self.clients():
             if h.index == idx:
@@ -89,13 +99,11 @@ class NemesisContext:
 
     def session_timeout_of(self, client_name: str | None) -> float:
         """The negotiated timeout from the client's `session` event, else the requested one."""
-        if client_name and self.run_dir:
-            path = self.run_dir.client_history(int(client_name.lstrip("c")))
-            for rec in reversed(read_records(path)):  # a restarted client: its latest session
-                if rec.get("f") == "session" and isinstance(rec.get("value"), dict):
-                    ms = rec["value"].get("timeout_ms")
-                    if ms:
-                        return ms / 1000
+        live = self.live
+        if client_name and live is not None:  # a restarted client: its latest session's
+            session = live.holding().sessions.get(int(client_name.lstrip("c")))
+            if session is not None and session.timeout_ms:
+                return session.timeout_ms / 1000
         return self.session_timeout_s
 
 
@@ -108,6 +116,11 @@ def resolve_servers(ctx: NemesisContext, spec: str, rng: random.Random) -> list[
         leader = ctx.backend.leader()
         # Mid-election nobody leads: hit a random server rather than nothing (noted by caller).
         return [leader.name if leader else rng.choice(names)]
+    if spec == "follower":
+        leader = ctx.backend.leader()
+        # Nobody leads (mid-election, or a service without one): any server is a follower.
+        followers = [x for x in names if leader is None or x != leader.name]
+        return [rng.choice(followers or names)]
     if spec == "minority":
         return sorted(rng.sample(names, max(1, (n - 1) // 2)))
     if spec == "majority":
@@ -142,48 +155,14 @@ def resolve_client(ctx: NemesisContext, spec: str, rng: random.Random) -> tuple[
     if not live:
         raise NoTargets("no running client to target")
     live_idx = {h.index for h in live}
-    if spec == "holder" and ctx.run_dir is not None:
-        tracker = ctx.state.setdefault("holders", HolderTracker(ctx.run_dir))
+    history = ctx.live
+    if spec == "holder" and history is not None:
         deadline = time.monotonic() + ctx.holder_wait_s
         while True:
-            holders = {i: t for i, t in tracker.poll().items() if i in live_idx}
-            if holders:
-                return f"c{max(holders, key=lambda i: (holders[i], i))}", "holder"
+            holder = history.holding().newest_holder(among=live_idx)
+            if holder is not None:
+                return f"c{holder}", "holder"
             if time.monotonic() >= deadline:
                 break
             time.sleep(0.01)
     return f"c{rng.choice(sorted(live_idx))}", "random"
-
-
-class HolderTracker:
-    """Follows every client's JSONL incrementally (only new bytes are parsed, so polling every
-    10 ms is cheap) and knows who believes it holds a lock: an `acquire` ok not followed by a
-    `release` invoke. Needs no ZooKeeper session, so it works while the ensemble is faulted."""
-
-    def __init__(self, run_dir: ClientFiles) -> None:
-        self.tail = DirTailer(run_dir.client_histories)
-        self.since: dict[int, int | None] = {}  # client -> hold start (history ns) or None
-
-    def poll(self) -> dict[int, int]:
-        """client -> time (history ns) of the acquire it currently believes it holds."""
-        for path, records in self.tail.poll().items():
-            idx = client_of(path)
-            if not idx:
-                continue  # the runner's own session (client 0), or a stray file
-            for rec in records:
-                f, t = rec.get("f"), rec.get("type")
-                if f in ACQUIRE_FS and t == "ok":
-                    self.since[idx] = rec.get("time", 0)
-                elif f in RELEASE_FS and t == "invoke":
-                    self.since[idx] = None
-        return {i: t for i, t in self.since.items() if t is not None}
-
-    def holding(self, idx: int) -> bool:
-        return self.poll().get(idx) is not None
-
-
-def current_holders(run_dir: ClientFiles | None) -> list[int]:
-    """Clients that believe they hold a lock right now (a one-off HolderTracker poll)."""
-    if run_dir is None:
-        return []
-    return sorted(HolderTracker(run_dir).poll())

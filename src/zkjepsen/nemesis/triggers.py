@@ -18,11 +18,15 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from zkjepsen.history.jsonl import DirTailer, client_of
-from zkjepsen.nemesis.targets import ACQUIRE_FS, RELEASE_FS, ClientFiles
+from zkjepsen.history.holding import ACQUIRE_FS, RELEASE_FS, Holding
+from zkjepsen.history.live import LiveHistory
 
 KINDS = ("acquired", "released", "session", "invoked", "leader-changed")
 LANDS = ("acquired", "invoked")  # events that begin a state a fault can land inside
+# Whom a firing names instead of the event's own client (`aim`), read from the live lock state
+# at the match: the newest holder, the waiter first in line, the waiter queued last. A match
+# when nobody has that role does not count: the trigger waits for the next one.
+AIMS = ("holder", "next-waiter", "any-waiter")
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,8 @@ class Trigger:
     # restarted by the previous fault has synced): kills back to back otherwise hit a
     # restarted server mid-sync or leave no quorum. Backends that cannot say: armed at once.
     settled: bool = False
+    # Name this role's client in the firing, not the event's (AIMS; None: the event's client).
+    aim: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -60,6 +66,8 @@ class Trigger:
             raise ValueError("waiting_in needs an invoked trigger (the acquire that queues)")
         if self.retries and self.kind not in LANDS:
             raise ValueError(f"retries need an event that begins a state ({', '.join(LANDS)})")
+        if self.aim is not None and self.aim not in AIMS:
+            raise ValueError(f"unknown aim {self.aim!r}; one of {', '.join(AIMS)}")
 
     def matches(self, rec: dict[str, Any], client: int | None) -> bool:
         if self.client is not None and client != self.client:
@@ -129,19 +137,20 @@ class Fired:
 
 
 class TriggerWatch:
-    """Follows the clients' files (and, for leader changes, the backend) from the moment it is
-    armed; `poll()` returns the firing, once, when the k-th match has been written."""
+    """Follows the clients' records through the run's live history (and, for leader changes,
+    the backend) from the moment it is armed; `poll()` returns the firing, once, when the k-th
+    match has been written. `close()` ends its subscription."""
 
     def __init__(
         self,
         trigger: Trigger,
-        clients: ClientFiles,
+        live: LiveHistory,
         leader: Callable[[], str | None] | None = None,
         now_ns: Callable[[], int] | None = None,
     ) -> None:
-        self.trigger = trigger
-        self.tail = DirTailer(clients.client_histories)
-        self.tail.poll()  # arm: what was written before now does not count
+        self.trigger, self.live = trigger, live
+        # arm: what was written before now does not count (a leader change reads no records)
+        self.sub = live.subscribe() if trigger.kind != "leader-changed" else None
         self.leader, self.now_ns = leader, now_ns
         self.first_leader = leader() if (leader and trigger.kind == "leader-changed") else None
         self.seen = 0
@@ -151,42 +160,45 @@ class TriggerWatch:
         if t.kind == "leader-changed":
             current = self.leader() if self.leader else None
             if current is not None and current != self.first_leader:
-                self.seen += 1
                 self.first_leader = current
+                aimed = aimed_client(t.aim, self.live.holding(), None) if t.aim else None
+                if t.aim and aimed is None:
+                    return None  # nobody has the role now: this change does not count
+                self.seen += 1
                 if self.seen >= t.k:
-                    return Fired(self.now_ns() if self.now_ns else 0, None, node=current)
+                    return Fired(self.now_ns() if self.now_ns else 0, aimed, node=current)
             return None
-        hits: list[tuple[int, int | None, dict[str, Any]]] = []
-        for path, records in self.tail.poll().items():
-            c = client_of(path)
-            if not c:
+        if self.sub is None:
+            return None
+        self.live.poll()
+        hits: list[tuple[int, int, dict[str, Any]]] = []
+        for source, records in self.sub.take():
+            if not isinstance(source, int) or not source:
                 continue  # the host's own session (client 0) is not a client under test
-            hits += [(r.get("time", 0), c, r) for r in records if t.matches(r, c)]
+            hits += [(r.get("time", 0), source, r) for r in records if t.matches(r, source)]
         for at, c, r in sorted(hits, key=lambda h: h[0]):
+            aimed = aimed_client(t.aim, self.live.holding(), c) if t.aim else c
+            if aimed is None:
+                continue  # nobody has the role now: this match does not count
             self.seen += 1
             if self.seen >= t.k:
-                return Fired(at, c, record=r)
+                return Fired(at, aimed, record=r)
         return None
 
+    def close(self) -> None:
+        if self.sub is not None:
+            self.live.unsubscribe(self.sub)
 
-def session_ids(records: list[dict[str, Any]]) -> set[int]:
-    """The ZooKeeper sessions a client's history says it had: every `session` event's
-    `session_id` (`0x…`, docs/client-protocol.md: at `init`, and again when a new session
-    begins after LOST). Ids that are not hex (another service's names) are left out."""
-    out: set[int] = set()
-    for r in records:
-        value = r.get("value")
-        if r.get("f") != "session" or r.get("type") != "event" or not isinstance(value, dict):
-            continue
-        sid = value.get("session_id")
-        if type(sid) is int:
-            out.add(sid)
-        elif isinstance(sid, str):
-            try:
-                out.add(int(sid, 16))
-            except ValueError:  # not hex: another service's name for its session
-                continue
-    return out
+
+def aimed_client(aim: str | None, now: Holding, event_client: int | None) -> int | None:
+    """The client with the role `aim` (AIMS) in the lock state `now`, other than the event's
+    own client where another has the role; None when nobody has it."""
+    if aim == "holder":
+        return now.newest_holder()
+    queue = [c for c in now.queue if c != event_client] or list(now.queue)
+    if not queue:
+        return None
+    return queue[0] if aim == "next-waiter" else queue[-1]
 
 
 class QueueWatch:
@@ -207,7 +219,7 @@ class QueueWatch:
 
     def _children(self) -> list[str]:
         try:
-            return self.session.get_children(self.path)
+            return list(self.session.get_children(self.path))
         except Exception:  # noqa: BLE001 - no such path yet, or a reconnect: nothing queued
             return []
 
@@ -233,18 +245,33 @@ def on_acquire(
     delay_s: float = 0.0,
     retries: int = 0,
     settled: bool = False,
+    aim: str | None = None,
 ) -> Trigger:
     return Trigger(
-        "acquired", client=client, k=k, delay_s=delay_s, retries=retries, settled=settled
+        "acquired",
+        client=client,
+        k=k,
+        delay_s=delay_s,
+        retries=retries,
+        settled=settled,
+        aim=aim,
     )
 
 
-def on_release(client: int | None = None, k: int = 1, delay_s: float = 0.0) -> Trigger:
-    return Trigger("released", client=client, k=k, delay_s=delay_s)
+def on_release(
+    client: int | None = None, k: int = 1, delay_s: float = 0.0, aim: str | None = None
+) -> Trigger:
+    return Trigger("released", client=client, k=k, delay_s=delay_s, aim=aim)
 
 
-def on_session(state: str, client: int | None = None, k: int = 1, delay_s: float = 0.0) -> Trigger:
-    return Trigger("session", client=client, state=state, k=k, delay_s=delay_s)
+def on_session(
+    state: str,
+    client: int | None = None,
+    k: int = 1,
+    delay_s: float = 0.0,
+    aim: str | None = None,
+) -> Trigger:
+    return Trigger("session", client=client, state=state, k=k, delay_s=delay_s, aim=aim)
 
 
 def on_invoke(
@@ -254,11 +281,19 @@ def on_invoke(
     delay_s: float = 0.0,
     retries: int = 0,
     waiting_in: str | None = None,
+    aim: str | None = None,
 ) -> Trigger:
     return Trigger(
-        "invoked", client=client, f=f, k=k, delay_s=delay_s, retries=retries, waiting_in=waiting_in
+        "invoked",
+        client=client,
+        f=f,
+        k=k,
+        delay_s=delay_s,
+        retries=retries,
+        waiting_in=waiting_in,
+        aim=aim,
     )
 
 
-def on_leader_change(k: int = 1, delay_s: float = 0.0) -> Trigger:
-    return Trigger("leader-changed", k=k, delay_s=delay_s)
+def on_leader_change(k: int = 1, delay_s: float = 0.0, aim: str | None = None) -> Trigger:
+    return Trigger("leader-changed", k=k, delay_s=delay_s, aim=aim)

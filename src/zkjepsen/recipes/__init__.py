@@ -39,6 +39,11 @@ class RecipeInfo:
     # The clients a test runs when none are asked for (None: TestSpec's 10): fewer for a lock
     # so unfair that, at 10, a plain run without faults may leave a client starved.
     clients: int | None = None
+    # Python distributions (with what they require, extras as written) mounted into this
+    # recipe's clients only, dist-info included (client/libraries.py, from its ProgramPlan): a
+    # library whose dependencies would shadow what other recipes' clients import (tooz's
+    # tenacity over the etcd image's pinned one), or found by its entry points (tooz's drivers).
+    distributions: tuple[str, ...] = ()
 
 
 _M = "zkjepsen.recipes."
@@ -57,6 +62,29 @@ RECIPES: dict[str, RecipeInfo] = {
         _M + "kazoo_lock:CarefulKazooLock",
         "kazoo's Lock; the application abandons its critical section on SUSPENDED/LOST",
         "none expected in belief; writes in flight at SUSPENDED may still land",
+        source="library",
+    ),
+    # kazoo's other recipes (issue 51), each judged by its own workload
+    "kazoo-semaphore": RecipeInfo(
+        _M + "kazoo_semaphore:KazooSemaphore",
+        "kazoo's Semaphore as-is (`semaphore` workload: `permits` leases)",
+        "is_acquired survives session loss: a holder paused or cut off past its session "
+        "believes in a lease another took (permits + 1 holders)",
+        source="library",
+    ),
+    "kazoo-rwlock": RecipeInfo(
+        _M + "kazoo_rwlock:KazooRWLock",
+        "kazoo's ReadLock/WriteLock as-is (`rwlock` workload)",
+        "is_acquired survives session loss: a reader beside a writer, or two writers, under "
+        "pauses/partitions",
+        source="library",
+    ),
+    "kazoo-lease": RecipeInfo(
+        _M + "kazoo_lease:KazooLease",
+        "kazoo's NonBlockingLease as-is, retried until obtained; held for its duration by "
+        "the client's own clock",
+        "the lease's end is a client's timestamp: a contender whose clock runs ahead takes a "
+        "live lease (clock-skew-client, clock-rate-client); the end is stored to the second",
         source="library",
     ),
     "kazoo-291": RecipeInfo(
@@ -173,6 +201,55 @@ RECIPES: dict[str, RecipeInfo] = {
         language="java",
         source="library",
     ),
+    # Curator's other recipes (issue 51), each judged by its own workload; the driver's sources
+    # (client/drivers/curator/SemaphoreV2.java, ReadWrite.java, Selector.java) say how each is used.
+    "curator-java-semaphore-v2": RecipeInfo(
+        "",
+        "Apache Curator of the clients' suite (5.4.0 on bookworm) "
+        "InterProcessSemaphoreV2 as-is, `permits` leases (`semaphore` workload; Java, real "
+        "library)",
+        "a Lease outlives its session: a holder paused or cut off past its session believes in "
+        "a lease another took (permits + 1 holders); CURATOR-595 (LOST does not release the "
+        "permit for others) and CURATOR-335 (an orphaned lease node deadlocks the semaphore) "
+        "are liveness",
+        command=(_CURATOR, "semaphore-v2"),
+        language="java",
+        source="library",
+    ),
+    "curator-java-rwlock": RecipeInfo(
+        "",
+        "Apache Curator of the clients' suite (5.4.0 on bookworm) "
+        "InterProcessReadWriteLock as-is (`rwlock` workload: each request names its side; "
+        "Java, real library)",
+        "isAcquiredInThisProcess survives session loss, as the mutex's: a reader beside a "
+        "writer, or two writers, under pauses/partitions",
+        command=(_CURATOR, "rwlock"),
+        language="java",
+        source="library",
+    ),
+    "curator-java-selector": RecipeInfo(
+        "",
+        "Apache Curator of the clients' suite (5.4.0 on bookworm) "
+        "LeaderSelector with LeaderSelectorListenerAdapter (leadership cancelled at "
+        "SUSPENDED/LOST), for the election workload (Java, real library)",
+        "a frozen leader hears SUSPENDED only when it wakes: two leaders under pauses",
+        command=(_CURATOR, "selector"),
+        language="java",
+        source="library",
+    ),
+    "curator-java-selector-tolerant": RecipeInfo(
+        "",
+        "Apache Curator of the clients' suite (5.4.0 on bookworm) "
+        "LeaderSelector whose listener rides out SUSPENDED and gives up at LOST (what "
+        "SessionConnectionStateErrorPolicy does), for the election workload (Java, real "
+        "library)",
+        "CURATOR-460: Curator posts LOST a session timeout after SUSPENDED, but the server "
+        "expired the session up to that long earlier: a leader cut off from the ensemble "
+        "leads beside the next one",
+        command=(_CURATOR, "selector-tolerant"),
+        language="java",
+        source="library",
+    ),
     "go-zk": RecipeInfo(
         "",
         "go-zookeeper (2018-01-30) zk.Lock as-is (Go, real library)",
@@ -208,6 +285,60 @@ RECIPES: dict[str, RecipeInfo] = {
         "or a master that forgets the key (restart without persistence), splits holders",
         backends=("redlock",),
     ),
+    # The popular Python Redis locks as shipped on PyPI (issue 51), on the redis backends.
+    "python-redis-lock": RecipeInfo(
+        _M + "python_redis_lock:PythonRedisLock",
+        "python-redis-lock (4.0.1) Lock with auto_renewal: SET NX EX, a thread extends it "
+        "every 2/3 of expire, waiters BLPOP a signal list",
+        "renewal runs in the holder's process: a holder paused or cut off past expire loses "
+        "the key while it still believes (its issues #85, #91: locks expire while the task "
+        "runs); the dead renewal thread tells the application nothing",
+        source="library",
+        backends=("redis", "redis-sentinel"),
+    ),
+    "pottery-redlock": RecipeInfo(
+        _M + "pottery_redlock:PotteryRedlock",
+        "pottery (3.0.1) Redlock (and synchronize, the same lock around a call) over the "
+        "backend's masters, no extension",
+        "no fencing, no renewal: a holder paused past auto_release_time runs on while another "
+        "acquires (split holder); locked() sees only its own instance (pottery#701)",
+        source="library",
+        backends=("redlock", "redis", "redis-sentinel"),
+    ),
+    # The same tooz lock API on every service it has a driver for (issue 51): the backend
+    # chooses the driver (recipes/tooz.py).
+    "tooz": RecipeInfo(
+        _M + "tooz:ToozLock",
+        "OpenStack tooz (9.1, PyPI) get_lock() as shipped, its driver chosen by the backend "
+        "(kazoo, etcd3gw, redis-py, psycopg2, PyMySQL, pymemcache); its Heart thread beats",
+        "a holder paused past lock_timeout keeps believing on every lease driver (etcd3gw's "
+        "acquired is local belief; Redis and memcached keys expire); memcached's release "
+        "deletes whoever's key (tooz: 'fragile and/or broken'); PostgreSQL and MySQL locks die "
+        "silently with their session",
+        source="library",
+        backends=(
+            "zookeeper",
+            "etcd",
+            "redis",
+            "redis-sentinel",
+            "postgres",
+            "mariadb",
+            "memcached",
+        ),
+        distributions=(
+            "tooz[etcd3gw,mysql,memcached,redis,zookeeper]",
+            "psycopg2-binary",  # tooz[postgresql]'s psycopg2, as a wheel with its own libpq
+        ),
+    ),
+    # memcached (issue 51): its wiki's add/delete lock; the token is `incr` of a counter.
+    "memcached-add": RecipeInfo(
+        _M + "memcached_add:AddLock",
+        "add key value with an expiry; release by delete (memcached wiki, 'Ghetto central "
+        "locking')",
+        "a holder paused past the expiry keeps believing (split holder); release deletes "
+        "whoever's key; a restarted server forgets every lock",
+        backends=("memcached",),
+    ),
     # PostgreSQL locks (seed 003) with psycopg 3; the token is from a sequence, checked by
     # the resource row (backends/postgres/session.py).
     "pg-for-update": RecipeInfo(
@@ -233,6 +364,16 @@ RECIPES: dict[str, RecipeInfo] = {
         "held until the server notices the holder's dead session; the holder keeps believing "
         "after its session was ended",
         backends=("postgres",),
+    ),
+    # MariaDB (issue 51) with PyMySQL; the token is a counter row's version, checked by the
+    # resource row (backends/mariadb/session.py).
+    "mariadb-get-lock": RecipeInfo(
+        _M + "mariadb.get_lock:GetLock",
+        "GET_LOCK(name, timeout) / RELEASE_LOCK on the lock's own connection (MariaDB 10.11, "
+        "PyMySQL)",
+        "held until the server notices the holder's dead connection, then freed silently; the "
+        "holder keeps believing after its connection was ended",
+        backends=("mariadb",),
     ),
     # etcd (issue 25): the token is the lock key's create revision, which a fenced write
     # compares (backends/etcd/session.py).
@@ -268,6 +409,41 @@ RECIPES: dict[str, RecipeInfo] = {
         "a Lock whose deadline passed may leave the key until the lease expires",
         command=(f"{_DRIVERS}/etcd/etcd-lock", "rpc"),
         language="go",
+        source="library",
+        backends=("etcd",),
+    ),
+    # etcd's server-side lock and election services through its JSON gateway (issue 51): the
+    # member runs concurrency.Mutex/Election on a session it makes and orphans (v3lock/lock.go).
+    "etcd-v3lock": RecipeInfo(
+        _M + "etcd_v3lock:V3Lock",
+        "etcd's v3lock Lock/Unlock service through the JSON gateway, with the client's lease "
+        "kept alive (as etcdctl lock)",
+        "a holder paused or cut off past its lease keeps believing (split holder)",
+        source="library",
+        backends=("etcd",),
+    ),
+    "etcd-v3lock-nolease": RecipeInfo(
+        _M + "etcd_v3lock:V3LockNoLease",
+        "etcd's v3lock Lock/Unlock service called without a lease (the server makes a session "
+        "and orphans it)",
+        "the lock silently ends 60 s after its grant (the orphaned session's default TTL): a "
+        "hold past 60 s has a second holder, no fault needed",
+        source="library",
+        backends=("etcd",),
+    ),
+    "etcd-v3election": RecipeInfo(
+        _M + "etcd_v3election:V3Election",
+        "etcd's v3election Campaign/Resign service through the JSON gateway, with the "
+        "client's lease kept alive (`election` workload)",
+        "a leader paused or cut off past its lease keeps believing it leads",
+        source="library",
+        backends=("etcd",),
+    ),
+    "etcd-v3election-nolease": RecipeInfo(
+        _M + "etcd_v3election:V3ElectionNoLease",
+        "etcd's v3election Campaign/Resign called without a lease (`election` workload)",
+        "leadership silently ends 60 s after the election (the orphaned session): a term past "
+        "60 s has a second leader, no fault needed",
         source="library",
         backends=("etcd",),
     ),
@@ -324,6 +500,19 @@ def make_recipe(
     obj = factory(zk, path, **kw) if accepts else factory(zk, path)
     _require_methods(name, obj)
     return obj
+
+
+def preload_recipe(name: str) -> None:
+    """Import a registered recipe's module now (a client's init), so a heavy library's import
+    (tooz's, with oslo's) is not counted in the first acquire's wait; an import that fails
+    fails again, visibly, where the recipe is built."""
+    info = RECIPES.get(name)
+    if info is None or not info.target:
+        return
+    try:
+        importlib.import_module(info.target.partition(":")[0])
+    except Exception:  # noqa: BLE001 - make_recipe reports it as the recipe's error
+        pass
 
 
 def validate_recipe(name: str) -> None:

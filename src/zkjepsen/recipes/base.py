@@ -42,7 +42,8 @@ class Recipe(Protocol):
     its session is lost - that is the point of testing it.) Optional: `close()` to drop listeners,
     own sessions or a node a failed acquire left behind - never another client's node (the
     harness calls `release()` only while `holding()`); `single_use = True` when one object
-    serves one acquisition only."""
+    serves one acquisition only; `own_session()` when it locks on a session of its own, not
+    the driver's (a `session` event's value, `{"session_id": "0x…", "timeout_ms": …}`)."""
 
     def acquire(self, timeout: float | None) -> Token | None: ...
     def release(self) -> None: ...

@@ -18,8 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.checker import Result
-from zkjepsen.checker.linearizability import Linearizable, Outcome
-from zkjepsen.checker.models import Model
+from zkjepsen.checker.linear import Linearizable, Model, Outcome
 from zkjepsen.history import FaultWindow, fault_windows
 
 LANE_H, BAR_H, LEFT, WIDTH = 30, 20, 110, 1100

@@ -18,7 +18,8 @@ from zkjepsen.backends.registry import backend_info
 from zkjepsen.checker import as_result
 from zkjepsen.checker.power import Power
 from zkjepsen.errors import BadInput
-from zkjepsen.recipes import resolve_backend
+from zkjepsen.faultkinds import RunFacts, refusals
+from zkjepsen.faultkinds.abilities import CLIENT_ABILITIES
 from zkjepsen.report import manifest
 from zkjepsen.report.manifest import (  # noqa: F401 - the shards' names, re-exported
     MANIFEST,
@@ -26,10 +27,13 @@ from zkjepsen.report.manifest import (  # noqa: F401 - the shards' names, re-exp
     parse_shard,
     shard_of,
 )
-from zkjepsen.report.services import manifest_services, services_text, without_driver
+from zkjepsen.report.services import manifest_services, services_text
 from zkjepsen.report.stats import rate_text
 from zkjepsen.report.summary import power_of_results
 
+# Servers (and clients) of a run a question names none of: more than any kind's predicate asks
+# for (faultkinds: at_least), so none refuses on the count alone.
+ANY_SIZE = 99
 # Settings every shard of one matrix must share; anything else is two different matrices.
 SAME = (
     "workload",
@@ -90,27 +94,19 @@ def _cell_power(runs: list[dict]) -> dict:
     }
 
 
-def not_applicable_cells(cell_specs: list) -> dict[str, str]:
-    """cell -> why it is not run: a fault of the cell exercises nothing on the backend its
-    recipe runs on (nemesis.faults.not_applicable), or the service's version has no driver for
-    the recipe's language. `cell_specs`: (cell, TestSpec) pairs."""
-
-    out = {}
-    for cell, spec in cell_specs:
-        backend = resolve_backend(spec.recipe, spec.backend)
-        whys = fault_whys(spec.nemesis, backend)
-        whys += [w for w in [without_driver(spec, backend)] if w]
-        if whys:
-            out[cell] = "; ".join(whys)
-    return out
-
-
 def fault_whys(nemeses: list[str], backend: str) -> list[str]:
-    """Why each of the faults exercises nothing on `backend` (none: they all apply)."""
-    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
-    from zkjepsen.nemesis.faults import not_applicable
-
-    return [w for n in nemeses if (w := not_applicable(n, backend))]
+    """Why each of the faults cannot run on `backend` whatever else its run is: the faults' one
+    predicate (faultkinds `refusals`) over what the backend declares, every client ability and
+    as many servers as it can run (a stored matrix's cell names no more). What a matrix's
+    record must list n/a (report/manifest.py); the matrix itself asks each cell's whole run
+    (cli/matrix.py `cell_refusal`)."""
+    info = backend_info(backend)
+    nodes = info.nodes or max(info.sizes, default=ANY_SIZE)
+    run = RunFacts(
+        backend, nodes, info.abilities, frozenset(CLIENT_ABILITIES), client_count=ANY_SIZE
+    )
+    refused = refusals(run, nemeses)
+    return [refused[n] for n in nemeses if n in refused]
 
 
 def servers_per_backend(recipes: list[str], nodes: int) -> dict[str, int]:

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from zkjepsen.checker import as_result
+from zkjepsen.checker import Verdict, as_result
 from zkjepsen.report.summary import power_of_results, summarise
+from zkjepsen.spec import TestSpec
 from zkjepsen.store.writable import check_output_file
 
-WORDS = {True: "VALID", False: "INVALID"}  # anything else: UNKNOWN (as the console prints it)
 STATUSES = ("passed", "failed", "skipped", "error")
 
 
@@ -52,15 +52,15 @@ class Case:
 
 
 def verdict_word(valid: Any) -> str:
-    return WORDS.get(valid, "UNKNOWN") if isinstance(valid, bool) else "UNKNOWN"
+    return Verdict.of(valid).word
 
 
-def suite_of(spec: Any) -> str:
+def suite_of(spec: TestSpec | None) -> str:
     """`kazoo on zookeeper`, `client program on etcd`: the recipe and the service."""
-    what = getattr(spec, "recipe", None) or (
-        "client program" if getattr(spec, "client_cmd", None) else "?"
-    )
-    return f"{what} on {getattr(spec, 'backend', None) or 'zookeeper'}"
+    if spec is None:
+        return "? on zookeeper"
+    what = spec.recipe or ("client program" if spec.client_cmd else "?")
+    return f"{what} on {spec.backend or 'zookeeper'}"
 
 
 def first_violation(results: Any) -> str:
@@ -115,7 +115,7 @@ def case_of(
     suite: str | None = None,
     skipped: str = "",
     expected: tuple[bool, str] | None = None,
-    spec: Any = None,
+    spec: TestSpec | None = None,
 ) -> Case:
     """A run's test case. `skipped`: why it counts as skipped (asked to stop, not run);
     `expected`: a scenario's judgement (as expected?, why), which decides pass or fail instead
@@ -125,11 +125,11 @@ def case_of(
     bound = power.upper() if power is not None else 1.0
     landed = power.opportunities() if power is not None else 0
     early = results.get("early_stop") or {}
-    spec = getattr(run, "spec", None) or spec
+    spec = getattr(run, "spec", None) or spec  # a run read back carries its own
     main_s = (
         float(early.get("after_main_start_s") or 0)
         if early.get("stopped_early")
-        else float(getattr(spec, "time_limit_s", 0) or 0)
+        else (spec.time_limit_s if spec is not None else 0.0)
     )
     if expected is not None:
         status, message = ("passed", "") if expected[0] else ("failed", expected[1])
@@ -146,9 +146,9 @@ def case_of(
         "power_upper_bound": f"{bound:.4f}",
         "landed": str(landed),
         "violations": str(violation_count(results)),
-        "seed": str(getattr(spec, "seed", "")),
+        "seed": str(spec.seed) if spec is not None else "",
         "store": folder_of(run),
-        "nemesis": ",".join(getattr(spec, "nemesis", ()) or ()),
+        "nemesis": ",".join(spec.nemesis) if spec is not None else "",
         "main_phase_s": f"{main_s:g}",
     }
     if power is not None:
@@ -185,7 +185,7 @@ def matrix_cases(
         row, nemesis = str(o.job.tag).split("|", 1)
         k = seen[o.job.tag] = seen.get(o.job.tag, 0) + 1
         spec = o.job.spec
-        suite = f"{row} on {getattr(spec, 'backend', None) or 'zookeeper'}"
+        suite = f"{row} on {spec.backend or 'zookeeper'}"
         cases.append(case_of(o.run, f"{nemesis} run {k}", suite=suite, spec=spec))
     for cell, why in dict(not_applicable or {}).items():
         row, nemesis = cell.split("|", 1)

@@ -10,6 +10,7 @@ from typing import Any
 from zkjepsen.backends.registry import backend_info, backends, service, services, settings_for
 from zkjepsen.errors import BadInput
 from zkjepsen.recipes import RECIPES, resolve_backend
+from zkjepsen.spec import TestSpec
 
 
 def manifest_services(settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -51,7 +52,7 @@ def _family(backend: str) -> str:
     return backend_info(backend).family
 
 
-def without_driver(spec: Any, backend: str) -> str | None:
+def without_driver(spec: TestSpec, backend: str) -> str | None:
     """Why the cell cannot run with its service's settings (an etcd version without a driver
     for the recipe's language), or None."""
 

@@ -8,7 +8,9 @@ What it finds, walking the store without following links (a test's `latest` is a
   runs are the runs of their test names;
 - a matrix: a folder with a `matrix-runs.json` (read by report/manifest.py's reader, checked
   whole), whose runs are linked where they are in this store;
-- a shrink: a run's `minimal/` folder (its schedule, its spec, the pytest file reproducing it).
+- a shrink: a run's `minimal/` folder (its schedule, its spec, the pytest file reproducing it);
+- a sweep: a folder with a `sweep-runs.json` (report/sweep.py's reader, checked whole), its
+  points' runs below it.
 """
 
 from __future__ import annotations
@@ -19,10 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.checker import Verdict
 from zkjepsen.errors import BadInput
 from zkjepsen.report import findings
 from zkjepsen.report.manifest import MANIFEST
 from zkjepsen.report.summary import power_line, summarise
+from zkjepsen.report.sweep import RECORD as SWEEP_RECORD
+from zkjepsen.report.sweep import read_record, result
 from zkjepsen.store import FINISHED_FILES, REPORTS, RunDir, regular
 from zkjepsen.store.regular import read_bytes as read_regular_bytes
 
@@ -33,7 +38,6 @@ TEST_JSON, RESULTS = _NAMES.test_json.name, _NAMES.results.name
 # tables; the history and the servers' logs stay in the store, named on the page).
 SHOWN = (*REPORTS, _NAMES.schedule.name, RESULTS, TEST_JSON)
 COPY_LIMIT = 64 * regular.MIB
-WORDS = {True: "VALID", False: "INVALID", "unknown": "UNKNOWN"}
 
 
 @dataclass
@@ -59,7 +63,7 @@ class Run:
     def verdict(self) -> str:
         if self.results is None:
             return "NOT CHECKED"
-        return WORDS.get(self.results.get("valid"), "UNKNOWN")
+        return Verdict.of(self.results.get("valid")).word
 
     @property
     def power(self) -> str:
@@ -76,7 +80,7 @@ class Run:
         out = []
         for name, res in (self.results or {}).items():
             if isinstance(res, dict) and "valid" in res:
-                out.append((name, WORDS.get(res["valid"], "UNKNOWN"), summarise(res)))
+                out.append((name, Verdict.of(res["valid"]).word, summarise(res)))
         return out
 
 
@@ -88,10 +92,17 @@ class Matrix:
 
 
 @dataclass
+class Sweep:
+    rel: str  # the folder holding sweep-runs.json, relative to the store
+    result: dict[str, Any]  # report/sweep.py's result of its record (runs' folders absolute)
+
+
+@dataclass
 class Store:
     root: Path
     runs: list[Run]
     matrices: list[Matrix]
+    sweeps: list[Sweep] = field(default_factory=list)
 
     def tests(self) -> dict[str, list[Run]]:
         out: dict[str, list[Run]] = {}
@@ -114,7 +125,7 @@ def read_store(root: Path, check_run: Callable[[Path], None]) -> Store:
     `check_run` (the commands' own check of a stored run: run/stored.py, which this layer
     sits below). A bad file in it: one sentence, exit 254."""
     root = check_store(Path(root))
-    runs, matrices = [], []
+    runs, matrices, sweeps = [], [], []
     for here, dirs, files in os.walk(root):  # links are never followed: `latest` is one
         d = Path(here)
         dirs.sort()
@@ -124,6 +135,8 @@ def read_store(root: Path, check_run: Callable[[Path], None]) -> Store:
             dirs[:] = []  # a run's own folders (clients/, nodes/, minimal/) hold no runs
         if MANIFEST in files:
             matrices.append(Matrix(_rel(root, d), findings.read_manifest(d), []))
+        if SWEEP_RECORD in files:
+            sweeps.append(Sweep(_rel(root, d), result(read_record(d))))
     by_path = {(root / r.rel).resolve(): r.rel for r in runs}
     for m in matrices:
         m.runs = [
@@ -133,7 +146,7 @@ def read_store(root: Path, check_run: Callable[[Path], None]) -> Store:
     if not runs:
         raise BadInput(f"{root} holds no run (no folder with a {TEST_JSON} below it); {FIX}")
     runs.sort(key=lambda r: (r.rel.rsplit("/", 1)[-1], r.rel), reverse=True)  # newest first
-    return Store(root, runs, matrices)
+    return Store(root, runs, matrices, sweeps)
 
 
 def _rel(root: Path, d: Path) -> str:

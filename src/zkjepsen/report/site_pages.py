@@ -5,6 +5,7 @@ from a network, and the colours follow the reader's light or dark scheme.
 
     DIR/index.html                  every run, newest first; the matrices and the tests
     DIR/matrix/<n>.html             a matrix: its cells' counts and each run
+    DIR/sweep/<n>.html              a sweep: its curve, its boundary, each point's runs
     DIR/test/<test-name>.html       a test's runs
     DIR/runs/<test-name>/<stamp>/   a run's page (index.html) and its timeline, plots, tables
 """
@@ -15,7 +16,9 @@ import html
 import re
 from pathlib import Path
 
-from zkjepsen.report.site import Matrix, Run, Store, copy_file, unfinished
+from zkjepsen.checker import Verdict
+from zkjepsen.report import sweep_page
+from zkjepsen.report.site import Matrix, Run, Store, Sweep, copy_file, unfinished
 
 STYLE = """
 :root { color-scheme: light dark; --fg: #1b1f24; --bg: #fdfdfc; --muted: #5b6470;
@@ -108,7 +111,7 @@ def runs_table(runs: list[Run], up: str, filterable: bool = False) -> str:
     if not filterable:
         return table
     options = "".join(
-        f'<option value="{w}">{w}</option>' for w in ("VALID", "INVALID", "UNKNOWN", "NOT CHECKED")
+        f'<option value="{w}">{w}</option>' for w in (*(v.word for v in Verdict), "NOT CHECKED")
     )
     return (
         f'{FILTER}<input id="q" type="search" placeholder="filter: recipe, fault, service…" '
@@ -127,6 +130,13 @@ def index_page(store: Store) -> str:
             for i, m in enumerate(store.matrices)
         )
         parts.append(f"<h2>Matrices</h2><ul>{items}</ul>")
+    if store.sweeps:
+        items = "".join(
+            f'<li><a href="sweep/{i}.html">{esc(sweep_page.title(w.result))}</a> '
+            f"({esc(w.rel or 'the store')}, {plural(w.result['runs'], 'run')})</li>"
+            for i, w in enumerate(store.sweeps)
+        )
+        parts.append(f"<h2>Sweeps</h2><ul>{items}</ul>")
     tests = store.tests()
     items = "".join(
         f'<li><a href="test/{esc(slug(t))}.html">{esc(t)}</a> ({plural(len(rs), "run")})</li>'
@@ -148,6 +158,7 @@ def matrix_page(m: Matrix, runs: dict[str, Run]) -> str:
     rows = sorted({r for r, _ in counts} | set(s["recipes"]))
     grid = "<tr><th>recipe</th>" + "".join(f"<th>{esc(c)}</th>" for c in cols) + "</tr>"
     na = s.get("not_applicable") or {}
+    invalid, unknown = Verdict.INVALID.word, Verdict.UNKNOWN.word  # the page's style classes
     for row in rows:
         cells = []
         for col in cols:
@@ -155,14 +166,14 @@ def matrix_page(m: Matrix, runs: dict[str, Run]) -> str:
             cells.append(
                 "<td>n/a</td>"
                 if f"{row}|{col}" in na
-                else f'<td><span class="INVALID">{i}</span> invalid / {v + i + u}'
-                + (f', <span class="UNKNOWN">{u}</span> unknown' if u else "")
+                else f'<td><span class="{invalid}">{i}</span> invalid / {v + i + u}'
+                + (f', <span class="{unknown}">{u}</span> unknown' if u else "")
                 + "</td>"
             )
         grid += f"<tr><td>{esc(row)}</td>{''.join(cells)}</tr>"
     lines = []
     for rec, rel in m.runs:
-        word = {True: "VALID", False: "INVALID"}.get(rec["valid"], "UNKNOWN")
+        word = Verdict.of(rec["valid"]).word
         where = (
             f'<a href="../{esc(run_href(rel))}">{esc(rel)}</a>'
             if rel
@@ -182,6 +193,17 @@ def matrix_page(m: Matrix, runs: dict[str, Run]) -> str:
     return page(f"matrix {m.rel or 'at the store'}", body, "../")
 
 
+def sweep_site_page(w: Sweep, store: Store, plot: str | None) -> str:
+    """A sweep's page in the site: each point's runs linked to their pages."""
+    here = {(store.root / r.rel).resolve(): r.rel for r in store.runs}
+
+    def href(folder: str) -> str | None:
+        rel = here.get(Path(folder).resolve())
+        return f"../{run_href(rel)}" if rel else None
+
+    return page(sweep_page.title(w.result), sweep_page.body(w.result, href, plot), "../")
+
+
 def test_page(test: str, runs: list[Run]) -> str:
     return page(f"test {test}", runs_table(runs, "../"), "../")
 
@@ -196,8 +218,11 @@ def run_page(r: Run, store_root: Path) -> str:
         f"{esc(spec.get('seed', ''))} · {esc(r.date)}</p>",
     ]
     if r.parts():
+        # The power part is a measure, not a check (as the console prints it): its figures say
+        # it all, and "power VALID" read as if power were a property that held.
         rows = "".join(
-            f"<tr><td>{esc(n)}</td>{verdict_cell(w)}<td>{esc(line)}</td></tr>"
+            f"<tr><td>{esc(n)}</td>{'<td></td>' if n == 'power' else verdict_cell(w)}"
+            f"<td>{esc(line)}</td></tr>"
             for n, w, line in r.parts()
         )
         parts.append(f"<h2>Verdict, part by part</h2><table>{rows}</table>")
@@ -234,6 +259,13 @@ def write_site(store: Store, out: Path) -> Path:
     (out / "matrix").mkdir(exist_ok=True)
     for i, m in enumerate(store.matrices):
         (out / "matrix" / f"{i}.html").write_text(matrix_page(m, by_rel))
+    (out / "sweep").mkdir(exist_ok=True)
+    for i, w in enumerate(store.sweeps):
+        png = store.root / w.rel / "sweep.png"
+        plot = f"{i}.png" if png.is_file() else None
+        if plot:
+            copy_file(png, out / "sweep" / plot)
+        (out / "sweep" / f"{i}.html").write_text(sweep_site_page(w, store, plot))
     index = out / "index.html"
     index.write_text(index_page(store))
     return index

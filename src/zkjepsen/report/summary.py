@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from zkjepsen.checker import Result, Violation, as_result
+from zkjepsen.checker.lease import lease_words
 from zkjepsen.checker.power import Power
 
 # How a violation kind reads in a sentence (plural); others read "<kind> violations".
@@ -28,7 +29,9 @@ def summarise(res: Result | Mapping[str, Any]) -> str:
     for an unknown verdict, why; for a valid one, its note if it has one."""
     r = as_result(res)
     if r.valid is False and r.violations:
-        return _violation_line(r, r.violations[0])
+        line = _violation_line(r, r.violations[0])
+        splits = lease_words(r.details)  # the lock part: how many splits a lease cannot explain
+        return f"{line}; {splits}" if splits else line
     if r.valid is False:  # a checker that names no violation: its first non-empty list
         for key, items in r.details.items():
             if isinstance(items, list) and items:
@@ -48,6 +51,8 @@ def summarise(res: Result | Mapping[str, Any]) -> str:
         said = (
             f"{near} belief overlaps, judged as near misses (property=effect: no write overlapped)"
         )
+        splits = lease_words(r.details)  # how many of them a lease cannot explain
+        said = f"{said}; {splits}" if splits else said
         return f"{said}; {note}" if note else said
     return note
 

@@ -17,19 +17,20 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from zkjepsen.checker import Result, as_result
 from zkjepsen.docker.engine import Engine
-from zkjepsen.nemesis.executed import ExecutedFault
+from zkjepsen.nemesis.executed import FaultOp
 from zkjepsen.nemesis.triggers import Trigger
 from zkjepsen.run.fanout import Job
 from zkjepsen.run.many import run_jobs
 from zkjepsen.run.recording import record_schedule
 from zkjepsen.run.runner import RunResult
-from zkjepsen.run.spec import TestSpec
 from zkjepsen.run.stored import StoredRun
+from zkjepsen.spec import TestSpec
 
 ROLE_CHOICES = ("holder", "leader")
 WARMUP_S = 4.0  # clients connected and contending before the first fault of a shifted schedule
@@ -56,35 +57,34 @@ def first_violation_ns(results: Result | Mapping[str, Any] | None) -> int | None
     return min((t for t in times if t is not None), default=None)
 
 
-def faults_text(faults: list[ExecutedFault]) -> str:
+def faults_text(faults: list[FaultOp]) -> str:
     """Faults as `replay` and `shrink` print them: each its name, its trigger (else when it
     started, in seconds since the test's start) and its lane when not the first."""
 
-    def one(f: ExecutedFault) -> str:
-        when = f" {Trigger.from_json(f.trigger).describe()}" if f.trigger else ""
-        when = when or f"@{f.start_ns / 1e9:.1f}s"
+    def one(f: FaultOp) -> str:
+        when = f" {Trigger.from_json(dict(f.trigger)).describe()}" if f.trigger else ""
+        when = when or f"@{f.start_s:.1f}s"
         return f"{f.f}{when}" + (f" lane {f.lane}" if f.lane else "")
 
     return ", ".join(one(f) for f in faults) or "no fault"
 
 
-def faults_for_replay(faults: list[ExecutedFault], retarget: bool = True) -> list[ExecutedFault]:
-    """A run's executed faults made replay-ready: only what a replay re-runs (`replay_table`
-    is the nemesis's schedule input)."""
+def faults_for_replay(faults: list[FaultOp], retarget: bool = True) -> list[FaultOp]:
+    """A run's executed faults made replay-ready (`FaultOp.replay_ready`: only what a replay
+    re-runs, in its lane), re-aimed at a role's holder where the original was."""
     out = []
     for f in faults:
-        g = ExecutedFault(**f.replay_fields(), lane=f.lane)  # a lane's fault replays in it
+        g = f.replay_ready()
         chosen = (f.detail or {}).get("chosen")
         if f.trigger:
             # Re-armed, not re-timed: armed when the original was, it fires on its event again.
-            g.trigger = copy.deepcopy(f.trigger)
-            g.armed_ns = (f.fired or {}).get("armed_ns", f.armed_ns)
+            g = replace(g, armed_ns=(f.fired or {}).get("armed_ns", f.armed_ns))
             if f.target == "trigger":
-                g.targets, g.detail = None, None  # aimed at whom the new event names
+                g = replace(g, targets=None, detail=None)  # aimed at whom the new event names
         elif retarget and (chosen in ROLE_CHOICES or f.target in ROLE_CHOICES):
-            g.targets = None  # re-resolved at replay time by role
-            g.target = chosen if chosen in ROLE_CHOICES else f.target
-            g.detail = None
+            # re-resolved at replay time by role
+            target = chosen if chosen in ROLE_CHOICES else f.target
+            g = replace(g, targets=None, target=target, detail=None)
         out.append(g)
     return out
 
@@ -95,7 +95,7 @@ def replay(
     retarget: bool = True,
     store_root: Path | None = None,
     spec: TestSpec | None = None,
-    faults: list[ExecutedFault] | None = None,
+    faults: list[FaultOp] | None = None,
     on_result: Callable[[int, RunResult], None] = lambda i, r: None,
     engine: Engine | None = None,
     parallel: int = 1,
@@ -107,7 +107,7 @@ def replay(
     spec = copy.deepcopy(spec or run.spec)
     if faults is None:
         faults = faults_for_replay(run.faults, retarget)
-    schedule = {"faults": [f.replay_table() for f in faults]}
+    schedule = {"faults": [f.to_json() for f in faults]}
     record_schedule(spec, None, schedule)  # it names the faults it replays, runs no generator
     spec.name = f"{run.spec.name or spec.test_name}-replay"
     jobs = [Job(spec, schedule, i) for i in range(runs)]

@@ -12,7 +12,8 @@ from typing import Any
 from zkjepsen.checker import Result, as_result
 from zkjepsen.nemesis.generator import Gen, schedule_text
 from zkjepsen.reproduce.replay import violation_kinds
-from zkjepsen.run.spec import TestSpec
+from zkjepsen.run.spec import read_spec
+from zkjepsen.spec import TestSpec
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,8 @@ class Scenario:
         return schedule_text(self.schedule) if self.schedule is not None else ""
 
     def spec(self, recipe: str, seed: int = 1) -> TestSpec:
-        return TestSpec(
-            **{
+        return read_spec(  # its settings may hold a service's table
+            {
                 "nodes": 3,
                 "clients": 5,
                 "time_limit_s": 40.0,

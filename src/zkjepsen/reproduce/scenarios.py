@@ -20,6 +20,7 @@ from zkjepsen.reproduce.scenario import expect as _x
 from zkjepsen.reproduce.scenarios_disk import DISK
 from zkjepsen.reproduce.scenarios_disk_etcd import DISK_ETCD
 from zkjepsen.reproduce.scenarios_etcd import ETCD
+from zkjepsen.reproduce.scenarios_issue51 import ISSUE51
 from zkjepsen.reproduce.scenarios_reports import REPORTS
 from zkjepsen.reproduce.scenarios_services import REDIS
 from zkjepsen.reproduce.scenarios_sessions import SESSIONS
@@ -323,6 +324,7 @@ SCENARIOS: dict[str, Scenario] = {
         *REPORTS,
         *DISK,
         *DISK_ETCD,
+        *ISSUE51,
     ]
 }
 

@@ -17,7 +17,8 @@ from typing import Any
 
 from zkjepsen.checker import as_result
 from zkjepsen.errors import BadInput
-from zkjepsen.nemesis.executed import ExecutedFault
+from zkjepsen.faultkinds import acquire_triggered
+from zkjepsen.nemesis.executed import FaultOp
 from zkjepsen.nemesis.triggers import on_acquire
 from zkjepsen.reproduce.replay import (
     MARGIN_S,
@@ -31,25 +32,23 @@ from zkjepsen.reproduce.replay import (
 from zkjepsen.run.outcome import note_many, reraise
 from zkjepsen.run.recording import record_schedule
 from zkjepsen.run.resolve import reportable_kinds
-from zkjepsen.run.spec import TestSpec
 from zkjepsen.run.stored import StoredRun
+from zkjepsen.spec import TestSpec
 
 
 @dataclass
 class Candidate:
     spec: TestSpec
-    faults: list[ExecutedFault]  # replay-ready (see faults_for_replay)
+    faults: list[FaultOp]  # replay-ready (see faults_for_replay)
     why: str
 
     def __post_init__(self) -> None:
         # Its spec names its faults and runs no generator: what minimal/test.json records.
         self.spec = copy.deepcopy(self.spec)
-        record_schedule(self.spec, None, [f.replay_table() for f in self.faults])
+        record_schedule(self.spec, None, [f.to_json() for f in self.faults])
 
     def summary(self) -> str:
-        fs = ", ".join(
-            f"{faults_text([f])}+{(f.end_ns - f.start_ns) / 1e9:.1f}s" for f in self.faults
-        )
+        fs = ", ".join(f"{faults_text([f])}+{f.hold_ns / 1e9:.1f}s" for f in self.faults)
         return (
             f"{len(self.faults)} faults [{fs}], {self.spec.clients} clients, "
             f"{self.spec.time_limit_s:.0f}s"
@@ -66,7 +65,7 @@ class ShrinkResult:
 
 
 # Faults that hit a client and can be aimed at "whoever just acquired" instead of a time.
-TRIGGERABLE = ("pause-client", "kill-client", "isolate-client")
+TRIGGERABLE = acquire_triggered()  # their declarations say so (FaultKind.on_acquire)
 # At once, and again on the next acquire while it lands after the hold ended (docker pause takes
 # 0.1-0.3 s, a sidecar's iptables 0.3-1 s: a short hold often ends first; see Trigger.retries).
 TRIGGER_DELAY_S = 0.0
@@ -77,7 +76,7 @@ TRIGGER_RETRIES = 10
 SESSION_FLOOR = 1.5
 
 
-def triggered(f: ExecutedFault) -> ExecutedFault | None:
+def triggered(f: FaultOp) -> FaultOp | None:
     """A timed fault aimed at the lock holder, as the same fault fired on the next acquire and
     aimed at the client that acquired, re-armed while it lands after that hold ended; None if
     it cannot be."""
@@ -90,12 +89,12 @@ def triggered(f: ExecutedFault) -> ExecutedFault | None:
         target="trigger",
         targets=None,
         detail=None,
-        armed_ns=max(0, int(f.start_ns - 1e9)),  # the first acquire in the second before
+        armed_ns=max(0, int((f.start_ns or 0) - 1e9)),  # the first acquire in the second before
     )
 
 
 def _with(
-    c: Candidate, why: str, faults: list[ExecutedFault] | None = None, **spec_changes: Any
+    c: Candidate, why: str, faults: list[FaultOp] | None = None, **spec_changes: Any
 ) -> Candidate:
     spec = copy.deepcopy(c.spec)
     for k, v in spec_changes.items():
@@ -104,7 +103,7 @@ def _with(
 
 
 def _fit_time_limit(c: Candidate) -> Candidate:
-    last = max((f.end_ns for f in c.faults), default=0) / 1e9
+    last = max((f.end_ns or 0 for f in c.faults), default=0) / 1e9
     c.spec.time_limit_s = max(WARMUP_S + 1, round(last + MARGIN_S, 1))
     return c
 
@@ -116,15 +115,15 @@ def _shifted(c: Candidate) -> Candidate | None:
     the event it was meant for (the newest waiter becomes whoever asked first)."""
     if any(f.trigger for f in c.faults):
         return None
-    first = min((f.start_ns for f in c.faults), default=0)
+    first = min((f.start_ns or 0 for f in c.faults), default=0)
     delta = int(first - WARMUP_S * 1e9)
     if delta <= 1e9:
         return None
     faults = [
         replace(
             f,
-            start_ns=f.start_ns - delta,
-            end_ns=f.end_ns - delta,
+            start_ns=(f.start_ns or 0) - delta,
+            end_ns=(f.end_ns or 0) - delta,
             armed_ns=max(0, f.armed_ns - delta) if f.armed_ns else f.armed_ns,
         )
         for f in c.faults
@@ -139,7 +138,7 @@ def candidates(run: StoredRun, current: Candidate) -> list[Candidate]:
     # 1. Faults that started after the original break cannot have caused it.
     t_v = first_violation_ns(run.results)
     if t_v is not None:
-        early = [f for f in faults if f.start_ns <= t_v]
+        early = [f for f in faults if (f.start_ns or 0) <= t_v]
         if early and len(early) < len(faults):
             out.append(_fit_time_limit(_with(current, "drop faults after the violation", early)))
     # 2. Each fault alone, those active during a violation first; then drop one at a time.
@@ -150,15 +149,15 @@ def candidates(run: StoredRun, current: Candidate) -> list[Candidate]:
             # Alone and on the next acquire first: simpler and more repeatable at once.
             t = triggered(f)
             if t is not None:
-                why = f"only {f.f}, on the next acquire instead of at {f.start_ns / 1e9:.1f}s"
+                why = f"only {f.f}, on the next acquire instead of at {f.start_s:.1f}s"
                 out.append(_with(current, why, [t]))
-            out.append(_fit_time_limit(_with(current, f"only {f.f}@{f.start_ns / 1e9:.1f}s", [f])))
+            out.append(_fit_time_limit(_with(current, f"only {f.f}@{f.start_s:.1f}s", [f])))
         if len(faults) > 2:
             out += [
                 _fit_time_limit(
                     _with(
                         current,
-                        f"without {f.f}@{f.start_ns / 1e9:.1f}s",
+                        f"without {f.f}@{f.start_s:.1f}s",
                         [g for g in faults if g is not f],
                     )
                 )
@@ -171,7 +170,7 @@ def candidates(run: StoredRun, current: Candidate) -> list[Candidate]:
             out.append(
                 _with(
                     current,
-                    f"{f.f} on the next acquire instead of at {f.start_ns / 1e9:.1f}s",
+                    f"{f.f} on the next acquire instead of at {f.start_s:.1f}s",
                     [*faults[:i], t, *faults[i + 1 :]],
                 )
             )
@@ -180,11 +179,12 @@ def candidates(run: StoredRun, current: Candidate) -> list[Candidate]:
     if shifted:
         out.append(shifted)
     for f in faults:
-        length = f.end_ns - f.start_ns
+        length = f.hold_ns
         floor = SESSION_FLOOR * current.spec.session_timeout_s * 1e9 if f.f in TRIGGERABLE else 0
         if length > 1.5e9 and length * 0.75 >= floor:
             shorter = [
-                replace(g, end_ns=g.start_ns + int(length * 0.75)) if g is f else g for g in faults
+                replace(g, end_ns=(g.start_ns or 0) + int(length * 0.75)) if g is f else g
+                for g in faults
             ]
             out.append(_fit_time_limit(_with(current, f"{f.f} 25% shorter", shorter)))
     clients = current.spec.clients or 0  # (set: a run's spec was resolved)

@@ -4,7 +4,7 @@ What the runner does after a run, and what `analyze` does to a stored one."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from zkjepsen.backends.registry import backends
 from zkjepsen.checker import Result, compose, merge_valid
@@ -12,10 +12,11 @@ from zkjepsen.checker.liveness import LivenessChecker
 from zkjepsen.checker.lock import LockChecker
 from zkjepsen.checker.power import power_of
 from zkjepsen.checker.recovery import recovery_of
+from zkjepsen.history import History
 from zkjepsen.report import render_run
 from zkjepsen.report.counterexample import write_failures
 from zkjepsen.run.accounting import with_clients
-from zkjepsen.run.spec import TestSpec
+from zkjepsen.spec import TestSpec
 from zkjepsen.store import REPORTS, RunDir
 from zkjepsen.store.writable import can_create_in
 from zkjepsen.workloads import get_workload
@@ -24,8 +25,21 @@ if TYPE_CHECKING:
     from zkjepsen.checker import Result
 
 
+class Judged(Protocol):
+    """What the reports need of a run (a RunResult, a StoredRun): its folder, its results."""
+
+    @property
+    def store_dir(self) -> Path: ...
+
+    @property
+    def results(self) -> Any: ...
+
+
 def check_history(
-    history, spec: TestSpec, store_dir: Path | None = None, checkers: dict | None = None
+    history: History,
+    spec: TestSpec,
+    store_dir: Path | None = None,
+    checkers: dict[str, Any] | None = None,
 ) -> Result:
     """Run the workload's checkers (or `checkers`, a resolved test's) on a history (also what
     `analyze` does); with `store_dir`, write a counterexample HTML for every refuted
@@ -44,7 +58,10 @@ def check_history(
 
 
 def check_run(
-    history, spec: TestSpec, store_dir: Path | None = None, checkers: dict | None = None
+    history: History,
+    spec: TestSpec,
+    store_dir: Path | None = None,
+    checkers: dict[str, Any] | None = None,
 ) -> Result:
     """A run's verdict, after a run and in `analyze`: `check_history`, then every client the
     spec started accounted for (run/accounting.py: one that is not makes the run UNKNOWN)."""
@@ -60,10 +77,15 @@ def checkers_for(spec: TestSpec) -> dict[str, Any]:
     for checker in checkers.values():
         if isinstance(checker, LivenessChecker) and info is not None:
             checker.with_bound(spec.session_timeout_s, info.election_s)
+        if isinstance(checker, LockChecker):  # a split's nature is judged against the lease
+            ttl = (spec.params or {}).get("lock_ttl_s")  # a lease recipe's own, else the session
+            checker.with_lease(float(ttl) if ttl is not None else spec.session_timeout_s)
     return checkers
 
 
-def with_power(checked: Result, history, spec: TestSpec, checkers: dict) -> Result:
+def with_power(
+    checked: Result, history: History, spec: TestSpec, checkers: dict[str, Any]
+) -> Result:
     """Add the verdict's power (checker/power.py) as its part `power`, for a lock under faults:
     valid with its figures when some fault landed where the lock could break, unknown when none
     did (a VALID that tested no fault is worth nothing). Workloads without a lock checker, and
@@ -91,7 +113,7 @@ def with_power(checked: Result, history, spec: TestSpec, checkers: dict) -> Resu
     return checked
 
 
-def with_recovery(checked: Result, history) -> Result:
+def with_recovery(checked: Result, history: History) -> Result:
     """Add whether every server a disk fault stopped booted again (checker/recovery.py) as the
     part `recovery`, for a run with such a fault: a server that could not is a finding of its
     own (INVALID), whatever the lock saw."""
@@ -103,7 +125,7 @@ def with_recovery(checked: Result, history) -> Result:
     return checked
 
 
-def history_stats(records: list[dict]) -> dict[str, Any]:
+def history_stats(records: list[dict[str, Any]]) -> dict[str, Any]:
     counts: dict[str, int] = {}
     for r in records:
         if r.get("type") in ("ok", "fail", "info"):
@@ -112,7 +134,7 @@ def history_stats(records: list[dict]) -> dict[str, Any]:
     return {"ops": counts, "records": len(records)}
 
 
-def render_reports(run, history) -> None:
+def render_reports(run: Judged, history: History) -> None:
     """timeline.html, latency.png and rate.png; a failing renderer never changes the verdict."""
     try:
         render_run(RunDir(run.store_dir), history, run.results)
@@ -121,7 +143,7 @@ def render_reports(run, history) -> None:
             f.write(f"report rendering failed: {e}\n")
 
 
-def finish_report(run, history) -> list[str]:
+def finish_report(run: Judged, history: History) -> list[str]:
     """What an interrupted run's folder lacks, written now by `analyze`: results.json (only when
     there is none: a stored verdict is never overwritten, `analyze` compares with it) and the
     reports. Returns the names written; none when the folder is read-only (a corpus copy)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import zkjepsen
 from zkjepsen.errors import EnvironmentProblem
@@ -30,7 +31,7 @@ def build_id() -> str:
     return f"{zkjepsen.__version__}+{digest.hexdigest()[:12]}"
 
 
-def check_builds(client, address: str) -> None:
+def check_builds(client: Any, address: str) -> None:
     """Every worker that runs runs (has the `docker` resource) has the same zkjepsen as this
     machine: a run is a spec shipped as JSON and run by the worker's own code, so another
     version there would run (and judge) another test than the one asked for."""

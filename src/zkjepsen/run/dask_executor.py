@@ -50,7 +50,7 @@ from zkjepsen.run.dask_builds import RESOURCE, check_builds
 from zkjepsen.run.fanout import NOT_RUN, Job, Outcome, failed_run, launch_worker
 from zkjepsen.run.outcome import RunResult
 from zkjepsen.run.resolve import validate_spec
-from zkjepsen.run.spec import TestSpec
+from zkjepsen.run.spec import read_spec
 from zkjepsen.store import new_run_dir
 from zkjepsen.store.regular import read_json, read_tail
 
@@ -83,20 +83,26 @@ def check_address(text: str) -> str:
     return m.group(0)
 
 
-def connect(address: str, timeout: float = CONNECT_TIMEOUT_S):
-    """A Dask client of the scheduler at `address`, with at least one worker that offers the
-    `docker` resource; else one sentence (exit 255: the cluster, not the command, is wrong)."""
+def _dask() -> Any:
+    """Dask's `distributed` (its calls are untyped: Any here)."""
     try:
         # here, not at the top: the optional [cluster] extra, only with --cluster
-        from distributed import Client
+        import distributed
     except ImportError:
         raise EnvironmentProblem(
             "--cluster needs Dask's `distributed` package: pip install 'zkjepsen[cluster]'"
         ) from None
+    return distributed
+
+
+def connect(address: str, timeout: float = CONNECT_TIMEOUT_S) -> Any:
+    """A Dask client of the scheduler at `address`, with at least one worker that offers the
+    `docker` resource; else one sentence (exit 255: the cluster, not the command, is wrong)."""
+    dask = _dask()
     address = check_address(address)
     try:
         _knock(address)  # a refused port is said at once, not after Dask's retries
-        client = Client(address, timeout=timeout, set_as_default=False)
+        client = dask.Client(address, timeout=timeout, set_as_default=False)
     except (OSError, TimeoutError) as e:
         raise EnvironmentProblem(
             f"cannot reach the Dask scheduler at {address} ({str(e)[:120]}); is `dask "
@@ -117,7 +123,7 @@ def connect(address: str, timeout: float = CONNECT_TIMEOUT_S):
     return client
 
 
-def slots(client) -> int:
+def slots(client: Any) -> int:
     """How many runs the cluster runs at once: its workers' `docker` resources, summed."""
     workers = client.scheduler_info().get("workers", {}).values()
     return max(1, int(sum(w.get("resources", {}).get(RESOURCE, 0) for w in workers)))
@@ -138,7 +144,7 @@ def run_jobs_on_cluster(
     on_start: Callable[[int, Job, Any], None] = lambda i, j, w: None,
     on_done: Callable[[int, Outcome], None] = lambda i, o: None,
     keep_going: bool = False,
-    client=None,
+    client: Any = None,
     stop_when: Callable[[Outcome], bool] | None = None,
     ask_at_violation: bool = False,
 ) -> list[Outcome]:
@@ -148,11 +154,11 @@ def run_jobs_on_cluster(
     with `ask_at_violation`, the task whose run confirms a violation online sets that Event)."""
     own = client is None
     client = client or connect(address)
-    events: queue.Queue = queue.Queue()
+    events: queue.Queue[dict[str, Any]] = queue.Queue()
     client.subscribe_topic(TOPIC, lambda event: events.put(event[1]))
     token = secrets.token_hex(4)
     stop_event = f"zkjepsen-stop-{token}"
-    futures = {}
+    futures: dict[str, tuple[Any, int, Job]] = {}
     for i, job in enumerate(jobs):
         payload = {
             "spec": job.spec.to_json(),
@@ -192,17 +198,20 @@ def run_jobs_on_cluster(
     return [done[i] for i in sorted(done)]
 
 
-def _ask_to_stop(client, name: str, clear: bool = False) -> None:
+def _ask_to_stop(client: Any, name: str, clear: bool = False) -> None:
     """Set (or, at the end, clear: the scheduler keeps an Event until then) the Event the runs
     of one command watch."""
-    # here, not at the top: the optional [cluster] extra, only with --cluster
-    from distributed import Event
-
-    event = Event(name, client=client)
+    event = _dask().Event(name, client=client)
     event.clear() if clear else event.set()
 
 
-def _drain(events: queue.Queue, futures: dict, live: dict, on_start) -> None:
+Futures = dict[str, tuple[Any, int, Job]]  # a task's key -> (its future, job index, job)
+OnStart = Callable[[int, Job, Any], None]
+
+
+def _drain(
+    events: queue.Queue[dict[str, Any]], futures: Futures, live: dict[str, str], on_start: OnStart
+) -> None:
     while True:
         try:
             ev = events.get_nowait()
@@ -218,7 +227,13 @@ def _drain(events: queue.Queue, futures: dict, live: dict, on_start) -> None:
             live.pop(ev["key"], None)
 
 
-def _cancel(client, futures: dict, events: queue.Queue, live: dict, on_start) -> None:
+def _cancel(
+    client: Any,
+    futures: Futures,
+    events: queue.Queue[dict[str, Any]],
+    live: dict[str, str],
+    on_start: OnStart,
+) -> None:
     """Cancel every task, then wait until each started run has told it was torn down."""
     with signals.signals_deferred():
         client.cancel([fut for fut, _, _ in futures.values()], force=True)
@@ -229,7 +244,7 @@ def _cancel(client, futures: dict, events: queue.Queue, live: dict, on_start) ->
             time.sleep(0.2)
 
 
-def _collect(fut, job: Job, store_root: Path | None, keep_going: bool) -> Outcome:
+def _collect(fut: Any, job: Job, store_root: Path | None, keep_going: bool) -> Outcome:
 
     try:
         res = fut.result()
@@ -250,19 +265,16 @@ def _collect(fut, job: Job, store_root: Path | None, keep_going: bool) -> Outcom
     local_dir = new_run_dir(job.spec.test_name, store_root).path
     with tarfile.open(fileobj=io.BytesIO(res["folder"]), mode="r:gz") as tar:
         tar.extractall(local_dir, filter="data")
-    spec = TestSpec.from_json(res["spec"])
+    spec = read_spec(res["spec"])
     run = RunResult(spec, local_dir, res["valid"], res["results"], res["stats"])
     return Outcome(job, where, run, res.get("started_at"))
 
 
 # ---- the worker side: runs in a Dask worker's thread ------------------------------------------
-def run_on_worker(payload: dict) -> dict:
+def run_on_worker(payload: dict[str, Any]) -> dict[str, Any]:
     """One run on this worker's host and engine, in a process of its own; its outcome, with
     its folder as a gzipped tar. Cancelled: the run's process gets SIGTERM and is waited for."""
-    # here, not at the top: the optional [cluster] extra, only with --cluster
-    from distributed import get_worker
-
-    worker = get_worker()
+    worker = _dask().get_worker()
     key = worker.get_current_task()
     engine = Engine()
     where = f"{socket.gethostname()} ({worker.address}, engine {engine.url})"
@@ -303,12 +315,9 @@ class _AskWatch:
     def poll(self) -> bool:
         if self.name is None or self.file.exists() or time.monotonic() < self.next:
             return self.file.exists()
-        # here, not at the top: the optional [cluster] extra, only with --cluster
-        from distributed import Event
-
         self.next = time.monotonic() + ASK_EVERY_S
         try:
-            if Event(self.name).is_set():
+            if _dask().Event(self.name).is_set():
                 self.file.touch()
         except Exception:  # noqa: BLE001 - no answer from the scheduler: ask again later; the
             pass  # run must stay watched whatever this says
@@ -319,20 +328,17 @@ class _AskWatch:
         so the other runs of the command stop now rather than after this one's teardown."""
         if self.name is None or self.told or not told.exists():
             return
-        # here, not at the top: the optional [cluster] extra, only with --cluster
-        from distributed import Event
-
         try:
-            Event(self.name).set()
+            _dask().Event(self.name).set()
             self.told = True
         except Exception:  # noqa: BLE001 - the scheduler did not answer: try again next poll;
             pass  # the submitter still asks once this run's outcome is in
 
 
-def _provide_images(engine, payload: dict) -> dict | None:
+def _provide_images(engine: Engine, payload: dict[str, Any]) -> dict[str, Any] | None:
     """The run's images on this host's engine, built here if missing; the error, if any."""
 
-    spec = TestSpec.from_json(payload["spec"])
+    spec = read_spec(payload["spec"])
     try:
         validate_spec(spec)  # fills in what the registries decide: the backend, its version
         with _image_lock:
@@ -342,13 +348,13 @@ def _provide_images(engine, payload: dict) -> dict | None:
     return None
 
 
-def _cancelled(worker, key: object) -> bool:
+def _cancelled(worker: Any, key: object) -> bool:
     """The scheduler released this task: cancelled, or its submitter went away."""
     ts = worker.state.tasks.get(key)
     return ts is None or ts.state in ("cancelled", "released", "forgotten")
 
 
-def _stop(proc) -> None:
+def _stop(proc: Any) -> None:
     """One SIGTERM (the run tears itself down), then wait for it."""
     try:
         proc.send_signal(signal.SIGTERM)
@@ -360,10 +366,10 @@ def _stop(proc) -> None:
         proc.wait()
 
 
-def _result(scratch: Path, returncode: int) -> dict:
+def _result(scratch: Path, returncode: int) -> dict[str, Any]:
 
     try:
-        res = read_json(scratch / "result-run.json", "run result")
+        res: dict[str, Any] = read_json(scratch / "result-run.json", "run result")
     except BadInput:
         tail = read_tail(scratch / "log-run.txt", "run log").strip().splitlines()
         raise RuntimeError(

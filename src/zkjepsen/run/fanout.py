@@ -41,7 +41,8 @@ from zkjepsen.errors import EXIT_BAD_INPUT, BadInput, EnvironmentProblem, ZkJeps
 from zkjepsen.run import online
 from zkjepsen.run.outcome import Phase, Teardown, note_many, reraise, stopped_by
 from zkjepsen.run.runner import RunResult, run_test
-from zkjepsen.run.spec import TestSpec
+from zkjepsen.run.spec import read_spec
+from zkjepsen.spec import TestSpec
 from zkjepsen.store.regular import read_json, read_tail
 
 WORKER = "from zkjepsen.run.fanout import worker_main; worker_main()"
@@ -52,7 +53,7 @@ PR_SET_PDEATHSIG = 1
 @dataclass
 class Job:
     spec: TestSpec
-    schedule: dict | list[dict] | None = None
+    schedule: dict[str, Any] | list[dict[str, Any]] | None = None
     tag: Any = None  # the caller's key for this run (a matrix cell, a try number...)
     scenario: str | None = None  # a scenario's name: its triggered faults drive the run
 
@@ -101,7 +102,16 @@ def run_jobs(
     return pool.run(jobs, on_start, on_done, stop_when)
 
 
-def _one_at_a_time(jobs, engine, store_root, on_start, on_done, keep_going, stop_when, out):
+def _one_at_a_time(
+    jobs: list[Job],
+    engine: Engine,
+    store_root: Path | None,
+    on_start: Callable[[int, Job, Engine], None],
+    on_done: Callable[[int, Outcome], None],
+    keep_going: bool,
+    stop_when: Callable[[Outcome], bool] | None,
+    out: list[Outcome],
+) -> list[Outcome]:
     """run_jobs with one slot: each job in this process; `out` holds the outcomes so far."""
     for i, job in enumerate(jobs):
         if stop_when is not None and any(stop_when(o) for o in out):
@@ -129,7 +139,7 @@ NOT_RUN = "not run: an earlier run of the same command failed"
 SCENARIOS = "zkjepsen.reproduce.scenarios"  # by name, as the registries do: no import arrow
 
 
-def scenario_faults(name: str | None):
+def scenario_faults(name: str | None) -> Any:
     """A scenario's fault generator (its triggered steps), by the scenario's name: a generator
     cannot cross into a run's process, its name can."""
     if name is None:
@@ -147,17 +157,27 @@ class Pool:
     """The parent side: launches workers from the main thread (PDEATHSIG is per thread)."""
 
     def __init__(
-        self, free: list[Engine], store_root: Path | None, keep_going=False, told=False
+        self,
+        free: list[Engine],
+        store_root: Path | None,
+        keep_going: bool = False,
+        told: bool = False,
     ) -> None:
         self.free = list(free)
         self.keep_going = keep_going
         self.tell = told  # runs tell their confirmed violation (a `told-I` file), see run_jobs
         self.listening = told  # until the first tell has asked the others
         self.store_root = store_root
-        self.running: dict[subprocess.Popen, tuple[int, Job, Engine, Path]] = {}
+        self.running: dict[subprocess.Popen[bytes], tuple[int, Job, Engine, Path]] = {}
         self.tmp = Path(tempfile.mkdtemp(prefix="zkjepsen-fanout-"))
 
-    def run(self, jobs, on_start, on_done, stop_when=None) -> list[Outcome]:
+    def run(
+        self,
+        jobs: list[Job],
+        on_start: Callable[[int, Job, Engine], None],
+        on_done: Callable[[int, Outcome], None],
+        stop_when: Callable[[Outcome], bool] | None = None,
+    ) -> list[Outcome]:
         pending = list(enumerate(jobs))
         done: dict[int, Outcome] = {}
         try:
@@ -216,7 +236,7 @@ class Pool:
         proc = launch_worker(job_dict, self.tmp, str(i))
         self.running[proc] = (i, job, engine, self.tmp / f"result-{i}.json")
 
-    def _collect(self, proc: subprocess.Popen) -> Outcome:
+    def _collect(self, proc: subprocess.Popen[bytes]) -> Outcome:
         i, job, engine, result_path = self.running.pop(proc)
         try:
             res = read_json(result_path, "worker result")
@@ -232,7 +252,7 @@ class Pool:
                 return Outcome(job, engine.name, failed_run(job, res["error"]))
             cls = BadInput if res["exit_code"] == EXIT_BAD_INPUT else EnvironmentProblem
             raise cls(f"run {i + 1} on engine {engine.name}: {res['error']}")
-        spec = TestSpec.from_json(res["spec"])
+        spec = read_spec(res["spec"])
         run = RunResult(spec, Path(res["store_dir"]), res["valid"], res["results"], res["stats"])
         return Outcome(job, engine.name, run, res.get("started_at"))
 
@@ -259,7 +279,9 @@ class Pool:
 
 
 # ---- the worker side --------------------------------------------------------------------------
-def launch_worker(job: dict, tmp: Path, name: str, orphan_scratch: Path | None = None):
+def launch_worker(
+    job: dict[str, Any], tmp: Path, name: str, orphan_scratch: Path | None = None
+) -> subprocess.Popen[bytes]:
     """Start `worker_main` for `job` (spec, schedule, engine, store_root) in a process of its
     own: job, result and log files in `tmp`, named by `name`. `orphan_scratch`: a dir the
     worker removes after its teardown if this process dies (a Dask worker's scratch store)."""
@@ -354,7 +376,7 @@ def worker_main(argv: list[str] | None = None) -> None:
     job = read_json((argv or sys.argv)[1], "worker job")
     result: dict[str, Any]
 
-    def terminated(signum, frame):
+    def terminated(signum: int, frame: object) -> None:
         raise signals.Terminated(f"received signal {signum}")
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides, and sends SIGTERM
@@ -369,7 +391,7 @@ def worker_main(argv: list[str] | None = None) -> None:
             online.tell_violation_at(Path(job["tell_file"]))
     try:
         run = run_test(
-            TestSpec.from_json(job["spec"]),
+            read_spec(job["spec"]),
             Path(job["store_root"]) if job["store_root"] else None,
             schedule=job["schedule"],
             gen=scenario_faults(job.get("scenario")),

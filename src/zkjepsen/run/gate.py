@@ -1,5 +1,8 @@
 """`zkjepsen gate`: the recommended CI gate for a lock, as a small set of triggered scenarios.
 
+`--hunt BUDGET`: after the scenarios, what is left of BUDGET hunts (run/hunt.py, `hunt_left`);
+its verdict joins theirs (`verdict`).
+
 Each scenario is one run whose faults fire on the live history (the spec's `fault_trigger`):
 a client paused past its session the moment it acquires, a client cut off from every server the
 moment it acquires, the leader killed while the lock is held. Every run stops at the first
@@ -188,9 +191,11 @@ def gate_cases(rows: list[GateRow]) -> list[Any]:
     return [case_of(r.run, r.scenario, skipped=r.skipped) for r in rows if r.run is not None]
 
 
-def verdict(rows: list[GateRow]) -> Any:
-    """The gate's verdict: False if any scenario is invalid, unknown if any is unknown."""
-    valids = [r.valid for r in rows]
+def verdict(rows: list[GateRow], hunted: Any = None) -> Any:
+    """The gate's verdict: False if any scenario is invalid (or the hunt found something),
+    unknown if any is unknown (or the hunt, run, could not tell), else valid. `hunted`: the
+    hunt's verdict, None when it did not run."""
+    valids = [r.valid for r in rows] + ([hunted] if hunted is not None else [])
     if any(v is False for v in valids):
         return False
     if all(v is True for v in valids) and valids:
@@ -231,3 +236,18 @@ def run_gate(
         ask_at_violation=not run_all,
     )
     return [row_of(o.job.tag, o.run) for o in outcomes]
+
+
+def hunt_left(budget_s: float, elapsed_s: float, rows: list[GateRow]) -> tuple[float, str]:
+    """`gate --hunt BUDGET`: what is left of BUDGET for the hunt once the certifying scenarios
+    ran (`elapsed_s` since the gate began), and why it does not hunt ('' when it does): the
+    gate's answer is known already (a scenario found a violation), or nothing is left."""
+    if any(r.valid is False for r in rows):
+        return 0.0, "not run: a certifying scenario found a violation"
+    left = budget_s - elapsed_s
+    if left <= 0:
+        return 0.0, (
+            f"not run: the certifying scenarios took {elapsed_s:.0f}s of the {budget_s:g}s "
+            "budget (give --hunt more)"
+        )
+    return left, ""

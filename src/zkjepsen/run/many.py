@@ -8,19 +8,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from zkjepsen.docker.engine import Engine
 from zkjepsen.run import dask_executor, fanout
 from zkjepsen.run.fanout import Job, Outcome
 
 
 def run_jobs(
     jobs: list[Job],
-    engine=None,
+    engine: Engine | None = None,
     parallel: int = 1,
     store_root: Path | None = None,
     on_start: Callable[[int, Job, Any], None] = lambda i, j, e: None,
     on_done: Callable[[int, Outcome], None] = lambda i, o: None,
     keep_going: bool = False,
-    cluster=None,
+    cluster: Any = None,
     stop_when: Callable[[Outcome], bool] | None = None,
     ask_at_violation: bool = False,
 ) -> list[Outcome]:

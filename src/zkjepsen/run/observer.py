@@ -27,12 +27,13 @@ from typing import Any
 
 from kazoo.exceptions import NoNodeError
 
+from zkjepsen.backends.registry import service
 from zkjepsen.backends.session import close_quietly
 from zkjepsen.history.jsonl import Appender
+from zkjepsen.spec import TestSpec
 
 INTERVAL_S = 0.05
 OBSERVED_WORKLOADS = ("lock", "election", "rwlock")  # the workloads with a phantom part
-LABELS = {"zookeeper": "ZooKeeper", "etcd": "etcd", "redis": "Redis", "postgres": "PostgreSQL"}
 IDENTITY = {"zookeeper": "node", "etcd": "token", "redis": "any"}
 DEFAULT_LOCK_PATH = {"election": "/zkjepsen/master_election", "rwlock": "/zkjepsen/shared_lock"}
 
@@ -109,13 +110,13 @@ class Observer:
 
 
 def observe(
-    spec: Any, family: str, backend: Any, path: Path, t0_ns: int, stop: threading.Event
+    spec: TestSpec, family: str, backend: Any, path: Path, t0_ns: int, stop: threading.Event
 ) -> Observer | None:
     """Start observing the run's lock (module docstring) until `stop` is set; None for a
     workload without one."""
     if spec.workload not in OBSERVED_WORKLOADS:
         return None
-    label = LABELS.get(family, family)
+    label = service(family).label  # as the service names itself: "MariaDB"
     params = spec.params or {}
     lock_path = str(
         params.get("lock_path") or DEFAULT_LOCK_PATH.get(spec.workload, "/zkjepsen/lock")

@@ -6,10 +6,11 @@ per-opportunity violation rate (checker/power.py), computed on the history writt
 falls below RATE. Either way the runner's stop event is set: the nemesis heals and returns as
 it does at its time limit, and the run goes on to recovery, teardown and the full offline check.
 
-The follower reads the clients' files and nemesis.jsonl with the one live tailer
-(history/jsonl.py), as the triggers do. A client's file is in its own time order; the nemesis
-writes each record the moment it takes its time, so its progress is the host's clock less a
-margin (NEMESIS_LAG_S): a kill-client it has not written yet cannot be older than that.
+The follower subscribes to the run's live history (history/live.py: the one reader of the
+clients' files and nemesis.jsonl), as the triggers do. A client's file is in its own time
+order; the nemesis writes each record the moment it takes its time, so its progress is the
+host's clock less a margin (NEMESIS_LAG_S): a kill-client it has not written yet cannot be
+older than that.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from zkjepsen.checker.attribution import attributed
 from zkjepsen.checker.online import online_checker
 from zkjepsen.checker.power import power_of
 from zkjepsen.history import NEMESIS, History, Op, fault_windows
-from zkjepsen.history.jsonl import DirTailer, client_of
+from zkjepsen.history.live import LiveHistory
 from zkjepsen.report.summary import fault_words
+from zkjepsen.spec import TestSpec
 
 POLL_S = 0.1
 POWER_EVERY_S = 1.0  # power needs the whole history so far: a sort and one pass
@@ -72,9 +74,8 @@ class StopCondition:
         self.stop_on_violation, self.until_power = stop_on_violation, until_power
 
     @classmethod
-    def of(cls, spec: Any) -> StopCondition | None:
-        on_violation = bool(getattr(spec, "stop_on_violation", False))
-        power = getattr(spec, "until_power", None)
+    def of(cls, spec: TestSpec) -> StopCondition | None:
+        on_violation, power = spec.stop_on_violation, spec.until_power
         return cls(on_violation, power) if (on_violation or power is not None) else None
 
     def to_json(self) -> dict[str, Any]:
@@ -88,7 +89,7 @@ class LiveFollower:
     def __init__(
         self,
         condition: StopCondition,
-        run_dir: Any,
+        live: LiveHistory,
         t0_ns: int,
         stop: threading.Event,
         checkers: dict[str, Any],
@@ -104,8 +105,8 @@ class LiveFollower:
         names = getattr(self.online, "names", None)
         self.acquire: tuple[str, ...] = names[0] if names else ("acquire",)
         self.release: tuple[str, ...] = names[1] if names else ("release",)
-        self.nemesis_log = run_dir.nemesis_log
-        self.tail = DirTailer(run_dir.client_histories, extra=[self.nemesis_log])
+        self.live = live
+        self.sub = live.subscribe(replay=True)  # from the first record, as the checker needs
         self.records: list[dict[str, Any]] = []  # everything read, for the power
         self.started_ns = self._now()
         self.outcome: dict[str, Any] | None = None
@@ -147,8 +148,9 @@ class LiveFollower:
     def _poll(self) -> dict[str, Any] | None:
 
         now = self._now()
-        for path, recs in self.tail.poll().items():
-            if path != self.nemesis_log and not client_of(path):
+        self.live.poll()
+        for source, recs in self.sub.take():
+            if source != NEMESIS and not source:
                 continue  # the host's own session (client 0) is not a client under test
             recs = sorted(recs, key=lambda r: r.get("time", 0))  # two threads may race
             self.records += recs
@@ -196,6 +198,7 @@ class LiveFollower:
         """Stop following; what the results say about the early stop."""
         self._done.set()
         self._thread.join(timeout=10)
+        self.live.unsubscribe(self.sub)
         out: dict[str, Any] = {
             **self.condition.to_json(),
             "stopped_early": self.outcome is not None,
@@ -224,14 +227,15 @@ def _with_faults(v: Violation, records: list[dict[str, Any]]) -> Violation:
     )
 
 
-def follow(test: Any, run_dir: Any, t0_ns: int, stop: threading.Event) -> LiveFollower | None:
-    """The live follower of a resolved test's stop conditions; None when it asks for none."""
+def follow(test: Any, live: LiveHistory, t0_ns: int, stop: threading.Event) -> LiveFollower | None:
+    """The live follower of a resolved test's stop conditions (a subscriber of the run's live
+    history); None when it asks for none."""
     condition = StopCondition.of(test.spec)
     if condition is None:
         return None
     spec = test.spec
     return LiveFollower(
-        condition, run_dir, t0_ns, stop, test.checkers, spec.session_timeout_s, spec.clients or 0
+        condition, live, t0_ns, stop, test.checkers, spec.session_timeout_s, spec.clients or 0
     )
 
 

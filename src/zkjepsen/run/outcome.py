@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 from zkjepsen import errors
 from zkjepsen.docker.signals import Terminated
-from zkjepsen.run.spec import TestSpec
+from zkjepsen.spec import TestSpec
 
 
 class Phase(StrEnum):

@@ -23,7 +23,7 @@ from zkjepsen.backends.registry import backend_info
 from zkjepsen.errors import BadInput
 from zkjepsen.faultkinds import KINDS
 from zkjepsen.recipes import resolve_backend
-from zkjepsen.run.spec import TestSpec
+from zkjepsen.spec import TestSpec
 from zkjepsen.workloads.params import (
     KNOWN,
     RECIPE_PARAMS,
@@ -35,11 +35,11 @@ from zkjepsen.workloads.params import (
 
 # The workloads whose ops include an acquire (nemesis/targets.py ACQUIRE_FS: acquire, elected):
 # what an `acquired` trigger waits for; on any other it would never fire.
-ACQUIRING = ("lock", "election", "counter", "rwlock", "raw")
+ACQUIRING = ("lock", "election", "counter", "rwlock", "raw", "semaphore")
 ON_ACQUIRE = ("acquired", "acquired-each")
 SERVERS = re.compile(r"^n([0-9]+)$")
 CLIENT_AIMS = ("holder", "random")  # a fault kind aimed at a client (nemesis/targets.py)
-SERVER_ROLES = ("one", "leader", "minority", "majority")
+SERVER_ROLES = ("one", "leader", "follower", "minority", "majority")
 
 
 @dataclass(frozen=True)
@@ -178,8 +178,8 @@ def check_can_act(spec: TestSpec, shape: Shape) -> None:
         for f in shape.faults:
             check_side(spec.fault_target, f)
     kinds = KINDS
-    for f in shape.faults:
-        target = spec.fault_target or (kinds[f].target if f in kinds else "")
+    for f in shape.faults:  # (a kind's own default target: its predicate's, faultkinds)
+        target = spec.fault_target or ""
         if target == "minority" and shape.nodes < 3:
             raise BadInput(
                 f"{f} aims at a minority of the servers, and of {shape.nodes} server(s) there "

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from zkjepsen.errors import BadInput
 from zkjepsen.faultkinds import KINDS
-from zkjepsen.nemesis.executed import replay_plan  # light: it loads no fault's module
-from zkjepsen.run.spec import TestSpec
+from zkjepsen.nemesis.executed import NotAFault, read_faults  # light: no fault's module
+from zkjepsen.spec import TestSpec
 
 if TYPE_CHECKING:
     from zkjepsen.nemesis.generator import Gen
@@ -30,7 +30,10 @@ def record_schedule(spec: TestSpec, gen: Gen | None, schedule: Any) -> None:
     from zkjepsen.nemesis import generator, recorded
 
     if schedule is not None:
-        names = list(dict.fromkeys(f["f"] for f in replay_plan(schedule)))
+        try:
+            names = list(dict.fromkeys(f.f for f in read_faults(schedule)))
+        except NotAFault as e:
+            raise BadInput(f"the schedule to replay: {e}") from None
         spec.nemesis, spec.generator = names or ["none"], None
         return
     if gen is None:

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from zkjepsen import faultkinds
 from zkjepsen.backends.registry import backend_info, check_nodes, make_backend, settings_for
 from zkjepsen.client.command import (
     PROGRAM_DIR,
+    PROGRAM_WORKLOADS,
     PROTOCOL_WORKLOADS,
     PYTHON_DRIVER,
     SERVICE_DRIVER,
@@ -25,17 +27,20 @@ from zkjepsen.client.command import (
     ProgramPlan,
 )
 from zkjepsen.errors import BadInput
-from zkjepsen.faultkinds import CLIENT_CLOCK, KINDS, SERVER_CLOCK, WIRE_PROXY
+from zkjepsen.faultkinds import KINDS
+from zkjepsen.faultkinds.abilities import CLIENT_CLOCK, PEERS, SERVER_CLOCK, WIRE_PROXY
+from zkjepsen.faultkinds.facts import RunFacts
 from zkjepsen.recipes import RECIPES, resolve_backend, validate_recipe
 from zkjepsen.run.analysis import checkers_for
 from zkjepsen.run.readers import Shape, check_can_act, check_read
 from zkjepsen.run.recording import record_schedule, settle_generator
-from zkjepsen.run.spec import TestSpec
+from zkjepsen.run.spec import read_spec
+from zkjepsen.spec import TestSpec
 from zkjepsen.workloads import get_workload
 from zkjepsen.workloads.params import validate_params
 
 if TYPE_CHECKING:
-    from zkjepsen.backends.registry import BackendInfo
+    from zkjepsen.backends.plugin import BackendInfo
     from zkjepsen.nemesis.generator import Gen
     from zkjepsen.workloads import Workload
 
@@ -64,7 +69,7 @@ def settle(spec: TestSpec) -> TestSpec:
 def spec_from_json(d: Any) -> TestSpec:
     """A TestSpec from a table (a config, test.json), with its registry checks done: every
     setting it gives is read by a part of the run, and can act (run/readers.py)."""
-    spec = settle(TestSpec.from_json(d))
+    spec = settle(read_spec(d))
     check_read(spec)
     return spec
 
@@ -75,9 +80,11 @@ def program_for(
     client_cmd: str | None = None,
     client_dir: str | None = None,
     client_mode: str = "protocol",
+    backend: str | None = None,
 ) -> ProgramPlan | None:
     """Which program a client container runs (client/command.py says what each is); None: the
-    in-process loop."""
+    in-process loop. `backend`: the run's (None: the recipe's default); a recipe of several
+    services (tooz) is served with the session of the backend's service."""
 
     if recipe == "exec":
         here = str(Path(client_dir or os.getcwd()).resolve())
@@ -93,17 +100,23 @@ def program_for(
     info = RECIPES.get(recipe)
     if info is not None and info.command:
         return ProgramPlan(tuple(info.command), None, None, info.language)
-    if info is not None and info.backends[0] not in ZOOKEEPER_BACKENDS:
-        return ProgramPlan((*SERVICE_DRIVER, recipe))  # the wire protocol whatever the mode
+    where = backend or (info.backends[0] if info is not None else None)
+    libraries = info.distributions if info is not None else ()
+    if info is not None and where not in ZOOKEEPER_BACKENDS:
+        # the wire protocol whatever the mode; the service named when not the recipe's first
+        family = backend_info(str(where)).family
+        own = backend_info(info.backends[0]).family
+        service = () if family == own else (family,)
+        return ProgramPlan((*SERVICE_DRIVER, recipe, *service), libraries=libraries)
     if workload in PROTOCOL_WORKLOADS and client_mode == "protocol":
-        return ProgramPlan((*PYTHON_DRIVER, recipe))
+        return ProgramPlan((*PYTHON_DRIVER, recipe), libraries=libraries)
     return None
 
 
 def spec_program(spec: TestSpec) -> ProgramPlan | None:
     """`program_for` of a spec's own settings."""
     return program_for(
-        spec.recipe, spec.workload, spec.client_cmd, spec.client_dir, spec.client_mode
+        spec.recipe, spec.workload, spec.client_cmd, spec.client_dir, spec.client_mode, spec.backend
     )
 
 
@@ -125,10 +138,10 @@ def validate_program(spec: TestSpec) -> None:
         raise BadInput("recipe exec runs the program given with --client-cmd; give one")
     if spec.client_cmd and spec.recipe != "exec":
         raise BadInput(f"give either --recipe ({spec.recipe}) or --client-cmd, not both")
-    if is_foreign(spec.recipe) and spec.workload not in PROTOCOL_WORKLOADS:
+    if is_foreign(spec.recipe) and spec.workload not in PROGRAM_WORKLOADS:
         raise BadInput(
             f"a client program (recipe {spec.recipe}) serves the "
-            f"{', '.join(PROTOCOL_WORKLOADS)} workloads, not {spec.workload}"
+            f"{', '.join(PROGRAM_WORKLOADS)} workloads, not {spec.workload}"
         )
     if is_foreign(spec.recipe) and spec.client_mode == "in-process":
         raise BadInput(f"recipe {spec.recipe} is a program, it cannot run in-process")
@@ -174,7 +187,6 @@ def validate_spec(spec: TestSpec, alone: bool = True) -> None:
     names = [n for n in spec.nemesis if n != "none"]
     _check_nemeses(spec, names)
     validate_program(spec)
-    _check_client_clock(spec, names)
     _settle_backend(spec, names)
     spec.params = validate_params(
         spec.params, user_recipe=":" in spec.recipe or spec.recipe == "exec"
@@ -209,40 +221,54 @@ def _check_nemeses(spec: TestSpec, names: list[str]) -> None:
             f"only faults aimed at the holder ({', '.join(sorted(ON_ACQUIRE_BY_DEFAULT))}), "
             f"not {', '.join(sorted(set(names) - ON_ACQUIRE_BY_DEFAULT))}"
         )
-    proxied = [n for n in names if WIRE_PROXY in KINDS[n].client_needs]
-    if proxied and not spec.proxy:
-        raise BadInput(
-            f"{', '.join(proxied)} need the clients' wire proxy; set proxy = true in the test spec"
-        )
 
 
-def _check_client_clock(spec: TestSpec, names: list[str]) -> None:
-    """Client clock faults need a program of its own (libfaketime or zkj-timewarp reaches it;
-    the recorder beside it stays on real time)."""
+def _warp_lacks(process: str) -> str | None:
+    """zkj-timewarp patches x86_64's vDSO only: elsewhere a clock fault it would carry cannot
+    reach `process` (refused, never a silent no-op)."""
+    if platform.machine() in ("x86_64", "AMD64"):
+        return None
+    return (
+        f"clock faults cannot reach {process}: zkj-timewarp patches the vDSO of x86_64 only, "
+        f"and this machine is {platform.machine()}"
+    )
 
+
+def run_facts(spec: TestSpec) -> RunFacts:
+    """What the run `spec` resolves to, as the faults' one predicate reads it
+    (faultkinds/facts.py): the backend its recipe runs on, its servers, what they can do in this
+    version (the backend's declared abilities less what its settings take away, `lacks`; no
+    peers on one server; no server clock a launcher cannot patch), and what its clients offer
+    (the wire proxy; a program of its own, reachable by a clock). Not in place."""
     # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
     from zkjepsen.nemesis.faults import program_warp
 
-    if not any(CLIENT_CLOCK in KINDS[n].client_needs for n in names):
-        return
+    backend = resolve_backend(spec.recipe, spec.backend)
+    info = backend_info(backend)
+    nodes = info.nodes if info.nodes is not None else spec.nodes
+    why_not = dict(settings_for(backend, spec.service).lacks())
+    if nodes < 2 and PEERS in info.abilities:  # the shape has peers, this run's one has none
+        why_not[PEERS] = "its one server has no peers"
+    if backend not in ZOOKEEPER_BACKENDS and (w := _warp_lacks(f"the {backend} servers")):
+        why_not[SERVER_CLOCK] = w  # libfaketime serves only ZooKeeper's
     plan = spec_program(spec)
-    if plan is None:
-        raise BadInput(
-            "client clock faults skew the program under test, never the recorder: run the "
-            "recipe through the wire protocol (not --client-mode in-process)"
-        )
-    if program_warp(1, plan.language):
-        check_warp_arch(f"the {plan.language or 'client'} program {plan.argv[0]}")
+    clients = {WIRE_PROXY} if spec.proxy else set()
+    if plan is not None and program_warp(1, plan.language):
+        if w := _warp_lacks(f"the {plan.language or 'client'} program {plan.argv[0]}"):
+            why_not[CLIENT_CLOCK] = w
+    if plan is not None and CLIENT_CLOCK not in why_not:
+        clients.add(CLIENT_CLOCK)
+    abilities = frozenset(a for a in info.abilities if a not in why_not)
+    count = spec.clients or default_clients(spec.recipe)
+    return RunFacts(backend, nodes, abilities, frozenset(clients), why_not, count)
 
 
-def check_warp_arch(process: str) -> None:
-    """zkj-timewarp patches x86_64's vDSO only: elsewhere a clock fault it would carry is
-    refused, never a silent no-op."""
-    if platform.machine() not in ("x86_64", "AMD64"):
-        raise BadInput(
-            f"clock faults cannot reach {process}: zkj-timewarp patches the vDSO of x86_64 "
-            f"only, and this machine is {platform.machine()}"
-        )
+def refusals(spec: TestSpec, names: list[str] | None = None) -> dict[str, str]:
+    """Every fault (or every one of `names`) that cannot run in the run `spec` resolves to ->
+    why, one sentence naming the fault, the backend and why; the faults absent can. THE
+    applicability answer: `test`, `matrix`'s n/a cells, `gate`, `scenario run`, `replay`,
+    `shrink`, a stored run's checks and the hunt read it; nothing else decides."""
+    return faultkinds.refusals(run_facts(spec), names)
 
 
 def _settle_backend(spec: TestSpec, names: list[str]) -> None:
@@ -255,14 +281,10 @@ def _settle_backend(spec: TestSpec, names: list[str]) -> None:
         spec.nodes = info.nodes  # its shape is fixed: test.json says what really ran
     check_nodes(spec.backend, spec.nodes)
     spec.service = settings_for(spec.backend, spec.service)
+    refused = refusals(spec, names)
     for n in names:
-        why = fault_refusal(spec, n)
-        if why:
-            raise BadInput(why)
-    if spec.backend not in ZOOKEEPER_BACKENDS and any(
-        SERVER_CLOCK in KINDS[n].needs for n in names
-    ):
-        check_warp_arch(f"the {spec.backend} servers")  # libfaketime serves only ZooKeeper
+        if n in refused:
+            raise BadInput(refused[n])
     spec.service.check(spec, recipe_language(spec.recipe))
     if spec.proxy and "zk-wire" not in info.abilities:
         raise BadInput(
@@ -271,20 +293,9 @@ def _settle_backend(spec: TestSpec, names: list[str]) -> None:
 
 
 def fault_refusal(spec: TestSpec, name: str) -> str | None:
-    """Why the settled `spec`'s service cannot run fault `name` (None: it can): what the fault
-    needs that the backend lacks, or this version of its service. One check for `test` and for
-    a stored schedule's faults (run/stored_files.py)."""
-
-    # here, not at the top: keeps the commands' start-up light (`list`, `--help`)
-    from zkjepsen.nemesis.faults import not_applicable
-
-    why = not_applicable(name, spec.backend or "")
-    if why:
-        return why + f" (recipe {spec.recipe} runs on {spec.backend})"
-    lacks: dict[str, str] = getattr(spec.service, "lacks", dict)()  # this version's gaps
-    if lacking := sorted(set(KINDS[name].needs) & set(lacks)):
-        return f"{name} does not apply: {lacks[lacking[0]]}"
-    return None
+    """`refusals` of one fault (None: it can run): a stored schedule's faults
+    (run/stored_files.py)."""
+    return refusals(spec, [name]).get(name)
 
 
 def recipe_language(recipe: str) -> str:
@@ -296,7 +307,7 @@ def recipe_language(recipe: str) -> str:
 # Faults aimed at the lock holder whose default schedule fires on an acquire: at a random
 # time a mean hold of 0.2 s has usually ended by the time `docker pause` lands (~0.1-1 s on
 # a loaded machine), so a timed 40 s run of pause-client landed 0 of 2 pauses (issue 40).
-ON_ACQUIRE_BY_DEFAULT = frozenset({"pause-client", "isolate-client", "kill-client"})
+ON_ACQUIRE_BY_DEFAULT = faultkinds.acquire_triggered()
 
 
 def default_fault_trigger(spec: TestSpec) -> str:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from zkjepsen import errors
 from zkjepsen.backends.base import Backend, HostSession
 from zkjepsen.backends.registry import provide_images
+from zkjepsen.checker import Verdict
 from zkjepsen.client.recorder import Recorder
 from zkjepsen.client.spec import ClientSpec
 from zkjepsen.docker import mounts, resources, signals
@@ -31,7 +32,7 @@ from zkjepsen.run.analysis import check_history, check_run, history_stats, rende
 from zkjepsen.run.outcome import Phase, RunResult, Teardown, stopped
 from zkjepsen.run.resolve import ResolvedTest, resolve
 from zkjepsen.run.seams import Display, RunLog, nemesis_plan, settled_clients
-from zkjepsen.run.spec import TestSpec
+from zkjepsen.spec import TestSpec
 from zkjepsen.store import RunDir, check_root, new_run_dir
 from zkjepsen.workloads import Workload
 from zkjepsen.workloads.context import ClientContext
@@ -40,6 +41,7 @@ if TYPE_CHECKING:  # docker's client: only its type (the engine makes it)
     from docker import DockerClient
 
     from zkjepsen.client.pool import ClientPool
+    from zkjepsen.nemesis.executed import FaultOp
     from zkjepsen.nemesis.generator import Gen
 
 __all__ = ["RunResult", "Teardown", "TestSpec", "check_history", "run_test"]
@@ -120,7 +122,7 @@ def run_test(
     spec: TestSpec,
     store_root: Path | None = None,
     display: Display | None = None,
-    schedule: dict | list[dict] | None = None,
+    schedule: dict[str, Any] | list[dict[str, Any]] | None = None,
     gen: Gen | None = None,
     engine: Engine | None = None,
 ) -> RunResult:
@@ -192,7 +194,7 @@ def run_test(
 
 def _tear_down(
     ens: Backend, client: DockerClient, teardown: Teardown, run_dir: RunDir, log: RunLog, n: int
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Remove the run's containers and merge the clients' histories: the records."""
     # No signal interrupts this (a second Ctrl-C included); one that arrives is raised after
     # it. The engine, not our bookkeeping, says what is left.
@@ -211,7 +213,7 @@ def _tear_down(
 def _judge(
     test: ResolvedTest,
     run_dir: RunDir,
-    records: list[dict],
+    records: list[dict[str, Any]],
     stats: dict[str, Any],
     log: RunLog,
     phase: list[Phase],
@@ -228,8 +230,7 @@ def _judge(
     run_dir.save_results(table)
     stats.update(history_stats(records))
     valid = result.valid
-    word = "valid" if valid is True else "invalid" if valid is False else "unknown"
-    log(f"checked {len(records)} history records: {word}")
+    log(f"checked {len(records)} history records: {Verdict.of(valid).word.lower()}")
     run = RunResult(spec, store_dir, result.valid, table, stats)
     phase[0] = Phase.REPORT
     render_reports(run, history)
@@ -257,7 +258,7 @@ def _run_phases(
     run_dir: RunDir,
     log: RunLog,
     display: Display | None,
-    schedule: dict | list[dict] | None,
+    schedule: dict[str, Any] | list[dict[str, Any]] | None,
     stats: dict[str, Any],
     phase: list[Phase],
 ) -> None:
@@ -273,7 +274,8 @@ def _run_phases(
     phase[0] = Phase.HOST_SESSION
     zk.start(timeout=15)
     host_ctx = _host_context(spec, ens, run_dir, t0_ns, zk)
-    pool = ClientPool(ens, run_dir, docker=client)
+    libraries = test.program.libraries if test.program is not None else ()
+    pool = ClientPool(ens, run_dir, docker=client, libraries=libraries)
     stop = threading.Event()
     follower = None
     try:
@@ -291,9 +293,9 @@ def _run_phases(
         deadline = _start_clients(test, ens, pool, t0_ns, log)
         observer.observe(spec, test.backend.family, ens, run_dir.nemesis_log, t0_ns, stop)
         if display:
-            display.attach(run_dir, t0_ns, spec)
+            display.attach(pool.live, t0_ns, spec)
         phase[0] = Phase.MAIN
-        follower = online.follow(test, run_dir, t0_ns, stop)
+        follower = online.follow(test, pool.live, t0_ns, stop)
         executed = _main_phase(test, ens, pool, run_dir, schedule, stop, t0_ns)
         early = follower.end() if follower else None
         _main_phase_over(spec, ens, client, run_dir, len(executed), early, stats, log)
@@ -384,10 +386,10 @@ def _main_phase(
     ens: Backend,
     pool: ClientPool,
     run_dir: RunDir,
-    schedule: dict | list[dict] | None,
+    schedule: dict[str, Any] | list[dict[str, Any]] | None,
     stop: threading.Event,
     t0_ns: int,
-) -> list[dict]:
+) -> list[FaultOp]:
     """The clients run while the nemesis injects faults (or, without any, the time limit
     passes); returns the executed faults, all healed."""
     spec = test.spec

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from zkjepsen.run.spec import TestSpec
-from zkjepsen.store import RunDir
+from zkjepsen.history.live import LiveHistory
+from zkjepsen.spec import TestSpec
 
 if TYPE_CHECKING:
     from zkjepsen.nemesis.generator import Gen
@@ -17,11 +17,11 @@ if TYPE_CHECKING:
 
 
 class Display(Protocol):
-    """The live view of a run (cli/display.py): the runner's log lines, and the run's
-    clients' files followed from the main phase to the teardown."""
+    """The live view of a run (cli/display.py): the runner's log lines, and the run's live
+    history (history/live.py) subscribed to from the main phase to the teardown."""
 
     def log(self, msg: str) -> None: ...
-    def attach(self, run_dir: RunDir, t0_ns: int, spec: TestSpec) -> None: ...
+    def attach(self, live: LiveHistory, t0_ns: int, spec: TestSpec) -> None: ...
     def detach(self) -> None: ...
 
 

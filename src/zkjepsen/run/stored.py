@@ -10,14 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.errors import BadInput
+from zkjepsen.history import History
 from zkjepsen.history.jsonl import checked_history
 from zkjepsen.history.stream import read_jsonl_all
-from zkjepsen.nemesis.executed import ExecutedFault
+from zkjepsen.nemesis.executed import FaultOp, read_faults
 from zkjepsen.run.accounting import merged
 from zkjepsen.run.resolve import spec_from_json
-from zkjepsen.run.spec import TestSpec
 from zkjepsen.run.stored_checks import check_history_records, check_run_folder, check_stored_spec
 from zkjepsen.run.stored_files import check_nemesis_records, check_results, check_schedule
+from zkjepsen.spec import TestSpec
 from zkjepsen.store import RunDir, read_json
 from zkjepsen.store.regular import check_path
 
@@ -37,9 +38,9 @@ class StoredRun:
         return self.dir.path
 
     @property
-    def faults(self) -> list[ExecutedFault]:
+    def faults(self) -> list[FaultOp]:
         """The executed faults of its schedule.json, typed (checked when it was loaded)."""
-        return [ExecutedFault.from_json(f) for f in self.schedule.get("faults", [])]
+        return read_faults(self.schedule)
 
     @classmethod
     def load(
@@ -80,7 +81,7 @@ class StoredRun:
             check_results(results, d.results)
         return cls(d, spec, schedule, results)
 
-    def history(self):
+    def history(self) -> History:
         """The run's history: the merged file (read by the block-decoding stream reader), or
         merged from the clients' files as the runner merges them (run/accounting.py: each
         read inside the run's folder, up to where its records stop making sense)."""

@@ -6,7 +6,7 @@ made up. What they read is checked here, field by field, before they act:
 - `test.json` must carry every field that changes what would run (`STORED_SPEC_FIELDS`): a
   missing one is refused with one sentence naming the file and the field, never filled in with
   the default of today's `TestSpec` (a 3-server run replayed on 5 servers reproduces nothing).
-  This works on the raw table, before `TestSpec.from_json`, so it stays a list of names.
+  This works on the raw table, before `read_spec`, so it stays a list of names.
 - the history's records: indexes non-negative and strictly increasing (so unique), and the
   values each op allows (`VALUE_SHAPES`): an `ok` acquire that grants the string "tok" is not a
   grant any checker can reason about.

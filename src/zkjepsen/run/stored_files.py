@@ -6,7 +6,8 @@ service can run (the applicability `test` checks: run/resolve.py `fault_refusal`
 its resolved targets must exist in the stored run (the servers and clients its spec counts,
 read as run/readers.py reads a fault_target), its trigger must be one the nemesis can arm
 (triggers.Trigger), its times whole nanoseconds >= 0 in order. What a replay of it re-runs is
-then read by `ExecutedFault` alone (nemesis/executed.py), never from the raw table.
+then read by `read_faults` alone (nemesis/executed.py: a `FaultOp` each), never from the raw
+table.
 
 results.json's shape is what `checker.Result.from_json` reads (verdicts, violations and their
 windows, a composed result's parts): a hand-edited one is refused here, never read as a
@@ -20,12 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zkjepsen import checker
 from zkjepsen.errors import BadInput
-from zkjepsen.faultkinds import CLIENT_CLOCK, KINDS, WIRE_PROXY
+from zkjepsen.faultkinds import KINDS
 from zkjepsen.history import NEMESIS
 from zkjepsen.run.readers import Shape, check_target
-from zkjepsen.run.resolve import fault_refusal, spec_program
-from zkjepsen.run.spec import TestSpec
+from zkjepsen.run.resolve import fault_refusal
+from zkjepsen.spec import TestSpec
 from zkjepsen.store.schema import (
     Anything,
     Field,
@@ -77,6 +79,7 @@ TRIGGER = Table(
         "delay_s": Field(Num(lo=0), required=False),
         "retries": Field(Int(lo=0), required=False),
         "waiting_in": Field(Opt(Str()), required=False),
+        "aim": Field(Opt(Str()), required=False),
         "settled": Field(BOOL, required=False),
     },
     what="a trigger table",
@@ -160,11 +163,7 @@ def _check_fault(f: dict[str, Any], at: str, spec: TestSpec, spare: int) -> None
     name = f["f"]
     if name not in KINDS or KINDS[name].power is None:
         raise Wrong(f"{at}.f", name, "a fault kind (`zkjepsen list nemeses`)")
-    why = fault_refusal(spec, name)
-    if WIRE_PROXY in KINDS[name].client_needs and not spec.proxy:
-        why = "it needs the clients' wire proxy, and this run had proxy = false"
-    if CLIENT_CLOCK in KINDS[name].client_needs and spec_program(spec) is None:
-        why = "it skews a client's program, and this run's clients ran in-process"
+    why = fault_refusal(spec, name)  # the one answer, its clients' needs included
     if why:
         raise Wrong(f"{at}.f", name, f"a fault this run can run: {why}")
     if f["end_ns"] < f["start_ns"]:
@@ -256,7 +255,7 @@ def check_nemesis_records(history: Any, path: Path, spec: TestSpec) -> None:
 
 
 # ---- results.json ------------------------------------------------------------------------------
-VERDICT = OneOf((True, False, "unknown"))
+VERDICT = OneOf(tuple(v.valid for v in checker.Verdict))  # true, false, "unknown"
 TIME = Anything()  # ns, or null/"inf" for "until the end" (checker._time reads any as that)
 VIOLATION = Table(
     {

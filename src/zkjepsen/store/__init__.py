@@ -46,6 +46,8 @@ class RunDir:
     latency_png = property(lambda self: self.path / "latency.png")
     rate_png = property(lambda self: self.path / "rate.png")
     minimal = property(lambda self: self.path / "minimal")
+    # a hunt's folder (run/hunt.py): one line per run it chose, its runs' folders beside it
+    hunt_log = property(lambda self: self.path / "hunt.jsonl")
     # The clients' control files, one directory per client (`client_control`), mounted
     # read-only into that client's container only: its spec, its start barrier and its
     # libfaketime file (what the runner tells a client; a client must not rewrite its own, and

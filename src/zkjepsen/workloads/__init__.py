@@ -42,6 +42,7 @@ WORKLOADS: dict[str, str] = {
     "queue": "zkjepsen.workloads.queue:QUEUE",
     "raw": "zkjepsen.workloads.raw:RAW",
     "barrier": "zkjepsen.workloads.barrier:BARRIER",
+    "semaphore": "zkjepsen.workloads.semaphore:SEMAPHORE",
 }
 
 

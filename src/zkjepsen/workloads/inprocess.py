@@ -60,21 +60,15 @@ def main_in_process(spec: ClientSpec) -> int:
     )
     ctx = ClientContext.of_spec(spec, rec, stop, session=zk, hosts=spec.hosts, recipe=spec.recipe)
 
-    def on_state(state) -> None:
-        ctx.event("session-state", str(state))
-
-    zk.add_listener(on_state)
+    sessions = SessionNamer(zk, ctx.event)
+    zk.add_listener(sessions.on_state)
     try:
         zk.start(timeout=spec.connect_timeout_s)
     except Exception as e:  # noqa: BLE001 - recorded, then the process ends
         ctx.event("client-error", f"could not connect: {e}")
         rec.finish()
         return 3
-    session_id, _ = zk.client_id
-    ctx.event(
-        "session",
-        {"session_id": f"0x{session_id:x}", "timeout_ms": getattr(zk, "_session_timeout", None)},
-    )
+    sessions.name()
     if spec.start_file and not await_start(Path(spec.start_file), ctx, stop):
         ctx.event("client-error", "the runner never released the start barrier")
         rec.finish()
@@ -94,6 +88,29 @@ def main_in_process(spec: ClientSpec) -> int:
             pass
         rec.finish()  # its end: the file is whole (run/accounting.py)
     return 0
+
+
+class SessionNamer:
+    """The client's `session-state` events, and a `session` event naming each session it has:
+    the first once connected, and after a LOST session the new one kazoo's next CONNECTED
+    brings, so the phantom check matches the nodes made on it to it (as the Python driver,
+    workloads/driver/server.py, does)."""
+
+    def __init__(self, zk: Any, event: Any) -> None:
+        self.zk, self.event = zk, event
+        self.named: list[int] = []
+
+    def name(self) -> None:
+        sid = (self.zk.client_id or (None,))[0]
+        if sid is not None and (not self.named or sid != self.named[-1]):
+            self.named.append(sid)
+            timeout_ms = getattr(self.zk, "_session_timeout", None)
+            self.event("session", {"session_id": f"0x{sid:x}", "timeout_ms": timeout_ms})
+
+    def on_state(self, state: Any) -> None:
+        self.event("session-state", str(state))
+        if str(state) == "CONNECTED" and self.named:
+            self.name()
 
 
 class InProcessLockClient(LockClient):

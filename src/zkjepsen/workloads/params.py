@@ -23,7 +23,7 @@ class Param:
     positive: bool = False  # numbers: more than `minimum` (a timeout of 0 makes every op "hang")
 
 
-DAY_S = 24 * 3600.0  # the longest a run may be (run/spec.py MAX_TIME_S)
+DAY_S = 24 * 3600.0  # the longest a run may be (zkjepsen/spec.py MAX_TIME_S)
 LONGEST = "a run lasts at most a day"
 
 
@@ -48,7 +48,8 @@ KNOWN: dict[str, Param] = {
     ),
     "rate": Param(
         float,
-        "clock-rate-leader, clock-rate-client: how fast the clock runs (x real time)",
+        "clock-rate-leader, clock-rate-one, clock-rate-client: how fast the clock runs "
+        "(x real time)",
         maximum=1000.0,
         why_max="the injector's limit",
         positive=True,
@@ -108,6 +109,13 @@ KNOWN: dict[str, Param] = {
     "sync_reads": Param(bool, "sync() before every read"),
     "check_time_s": seconds("linearizability check budget", positive=True),
     "mode": Param(str, "rwlock mode", ("read", "write")),
+    "permits": Param(
+        int,
+        "semaphore: how many may hold at once (the recipe's and the checker's)",
+        minimum=1,
+        maximum=1000,
+        why_max="each permit is a holder the clients must fill",
+    ),
     "request_timeout_s": seconds(
         "how long the recorder waits for a client program's answer "
         "(acquire: plus acquire_timeout_s)",
@@ -254,6 +262,14 @@ WORKLOAD_PARAMS: dict[str, tuple[tuple[str, Any], ...]] = {
         ("acquire_timeout_s", 10.0),
         ("lock_path", "/zkjepsen/shared_lock"),
     ),
+    "semaphore": (
+        ("permits", 2),
+        ("hold_s", 0.2),
+        ("hold_fixed", False),
+        ("think_s", 0.05),
+        ("acquire_timeout_s", 10.0),
+        ("lock_path", "/zkjepsen/semaphore"),
+    ),
     "register": (
         ("keys", 3),
         ("values", 5),
@@ -298,6 +314,7 @@ WORKLOAD_READS_TOO: dict[str, tuple[str, ...]] = {
     "election": ("make_lock_path", *_LOOPED),  # the same setup as lock's
     "counter": _LOOPED,
     "rwlock": _LOOPED,
+    "semaphore": _LOOPED,
 }
 # A recipe's own: the code that reads each (tests/unit/test_settings_read.py holds the names to
 # the registry). A user's recipe (exec, exec:PATH, module:Name) may read any parameter.
@@ -308,6 +325,13 @@ RECIPE_PARAMS: dict[str, tuple[str, ...]] = {
     "etcd3-python": ("lock_ttl_s",),  # recipes/etcd3_lock.py (the Go ones lease the session's)
     "etcd-mutex-go": ("unlock_timeout_ms", "unlock_retry"),  # client/drivers/etcd/main.go
     "rwlock": ("mode",),  # recipes/rwlock.py, when the workload does not choose the mode
+    # issue 51's recipes (each module reads them in its setup)
+    "etcd-v3lock": ("lock_ttl_s",),  # recipes/etcd_v3lock.py: its lease's TTL
+    "etcd-v3election": ("lock_ttl_s",),  # recipes/etcd_v3election.py
+    "python-redis-lock": ("lock_ttl_s",),  # recipes/python_redis_lock.py: expire
+    "pottery-redlock": ("lock_ttl_s",),  # recipes/pottery_redlock.py: auto_release_time
+    "kazoo-lease": ("lock_ttl_s",),  # recipes/kazoo_lease.py: the lease's duration
+    "kazoo-rwlock": ("mode",),  # recipes/kazoo_rwlock.py, as rwlock
 }
 # A service's servers' own (each backend's cluster reads them as it starts its servers).
 SERVICE_PARAMS: dict[str, tuple[str, ...]] = {

@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from zkjepsen.checker.exercised import Exercised
-from zkjepsen.checker.linearizability import Linearizable
-from zkjepsen.checker.models import Register
+from zkjepsen.checker.linear import Linearizable
+from zkjepsen.checker.linear.models import Register
 from zkjepsen.recipes.base import param
 from zkjepsen.workloads.common import ensure, error_name, is_definite
 

@@ -5,7 +5,8 @@ writers write it with their token (`f: "write"`, as in `lock`).
 
 The recipe must offer `with_mode(mode)` (the `rwlock` recipe does); a plain mutex is used for
 both modes (stricter than needed, still correct). The loop is the one of `lock`
-(client/loop.py `LockLoop`, with a client for each mode); in-process only.
+(client/loop.py `LockLoop`, with a client for each mode): in-process for a Python recipe; a
+program serves both modes, each request naming its side (`mode`, docs/client-protocol.md).
 Params: lock_path, resource_path, resource, hold_s, think_s, read_frac, acquire_timeout_s.
 Checkers: lock (mode-aware belief + effect overlap), fencing.
 """

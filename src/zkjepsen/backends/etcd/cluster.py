@@ -26,14 +26,15 @@ from zkjepsen.backends.etcd import gateway
 from zkjepsen.backends.etcd.image import etcd_image
 from zkjepsen.backends.etcd.service import EtcdSettings
 from zkjepsen.backends.etcd.session import EtcdSession
+from zkjepsen.backends.etcd.versions import UPGRADES
 from zkjepsen.docker.cluster import Node
 from zkjepsen.docker.image import ensure_image
 from zkjepsen.docker.servers import Container, ServerCluster
 from zkjepsen.errors import EnvironmentProblem
+from zkjepsen.spec import TestSpec
 
 CLIENT_PORT = gateway.CLIENT_PORT
 PEER_PORT = 2380
-UPGRADES = {"3.4": "3.5"}  # a rolling upgrade's next version
 SIZES = (1, 3, 5, 7)  # odd: an even member adds no fault tolerance (etcd's FAQ)
 
 
@@ -83,9 +84,10 @@ class EtcdBackend(ServerCluster):
         return [Container(n, self._args(n, self.nodes)) for n in self.nodes]
 
     @classmethod
-    def for_spec(cls, spec: Any, store_dir: Any, **kw: Any) -> EtcdBackend:
+    def for_spec(cls, spec: TestSpec, store_dir: Any, **kw: Any) -> EtcdBackend:
         backend = super().for_spec(spec, store_dir, **kw)
-        backend.settings = (getattr(spec, "service", None) or EtcdSettings()).settled()
+        given = spec.service if isinstance(spec.service, EtcdSettings) else EtcdSettings()
+        backend.settings = given.settled()
         return backend
 
     def _args(self, node: Node, peers: list[Node], state: str = "new") -> list[str]:
@@ -217,9 +219,6 @@ class EtcdBackend(ServerCluster):
         raise EnvironmentProblem(f"no etcd member answered {path}: {last}")
 
     # ---- Backend ----------------------------------------------------------------------------
-    def connect_string(self, nodes: list[Node] | None = None) -> str:
-        return ",".join(n.address for n in (nodes or self.nodes))
-
     def host_session(self, timeout_s: float):
 
         return EtcdSession(self.connect_string(), timeout=timeout_s)

@@ -10,6 +10,16 @@ from zkjepsen.backends.etcd import versions
 from zkjepsen.backends.plugin import SERVERS_IMAGE, BackendInfo, Service, ServiceOption
 from zkjepsen.backends.shared import fsync_option, parse_fsync
 from zkjepsen.errors import BadInput
+from zkjepsen.faultkinds.abilities import (
+    DATA_FILES,
+    LEADER,
+    PEERS,
+    RECONFIGURE,
+    RESTART_SERVERS,
+    SERVER_CLOCK,
+    UPGRADE,
+)
+from zkjepsen.spec import TestSpec
 
 
 @dataclass(frozen=True)
@@ -46,11 +56,19 @@ class EtcdSettings:
             )
         return replace(self, version=v.name, fsync=self.fsync or "strict")
 
-    def check(self, spec: Any, language: str) -> None:
+    def check(self, spec: TestSpec, language: str) -> None:
         """A Go recipe needs a driver built for the version's client packages."""
         why = versions.without_driver(versions.get(self.version), spec.recipe, language)
         if why:
             raise BadInput(why)
+
+    def lacks(self) -> dict[str, str]:
+        """Abilities the backend declares that this version has not (ability -> why)."""
+        v = versions.get(self.version)
+        if v.name in versions.UPGRADES:
+            return {}
+        steps = ", ".join(f"{a} -> {b}" for a, b in versions.UPGRADES.items())
+        return {UPGRADE: f"etcd {v.etcd} has no next version to roll to (upgrades: {steps})"}
 
     def describe(self) -> str:
         v = versions.get(self.version)
@@ -82,7 +100,9 @@ SERVICE = Service(
             "zkjepsen.backends.etcd.cluster:etcd_backend",
             sizes=(1, 3, 5, 7),
             service="etcd 3.4.23",
-            abilities=frozenset({"peers", "leader", "reconfigure", "server-clock", "data-files"}),
+            abilities=frozenset(
+                {PEERS, LEADER, RECONFIGURE, SERVER_CLOCK, DATA_FILES, RESTART_SERVERS, UPGRADE}
+            ),
             # election timeout 1 s (etcd's default) + a restarted member replaying its WAL
             election_s=5.0,
         ),

@@ -42,6 +42,9 @@ VERSIONS: dict[str, EtcdVersion] = {
     ),
 }
 DEFAULT = "3.4"
+# A rolling upgrade's next version: a version not here has none, and rolling-upgrade is
+# refused on it (EtcdSettings.lacks).
+UPGRADES = {"3.4": "3.5"}
 
 
 def get(name: str | None) -> EtcdVersion:

@@ -31,8 +31,9 @@ from zkjepsen.backends.postgres.schema import SETUP_SQL
 from zkjepsen.backends.postgres.service import PostgresSettings
 from zkjepsen.backends.postgres.session import PostgresSession
 from zkjepsen.docker.cluster import Node
-from zkjepsen.docker.servers import Container, ServerCluster
+from zkjepsen.docker.servers import OneServerCluster
 from zkjepsen.errors import EnvironmentProblem
+from zkjepsen.spec import TestSpec
 
 PG_PORT = 5432
 
@@ -82,7 +83,7 @@ class PgSettings:
         return out
 
 
-class PostgresBackend(ServerCluster):
+class PostgresBackend(OneServerCluster):
     port = PG_PORT
     # The locks read no server clock (nothing expires by time on the server), so clock faults
     # there would test nothing; libfaketime is not preloaded into PostgreSQL.
@@ -90,6 +91,7 @@ class PostgresBackend(ServerCluster):
     no_faketime = "PostgreSQL's locks read no server clock; libfaketime is not preloaded"
     data_dir = DATA_DIR  # in the container (initdb'd in the image): the power-loss layer's
     data_files = ("pg_wal/0*",)  # the WAL segments: what a commit's durability rests on
+    corrupt_files = data_files  # corrupt-file's choice: any of them
 
     def __init__(
         self,
@@ -103,30 +105,15 @@ class PostgresBackend(ServerCluster):
         self.service = (service or PostgresSettings()).settled()
 
     @classmethod
-    def for_spec(
-        cls, spec: Any, store_dir: Any, *, backend, client, engine, server_image, client_image
-    ):
+    def for_spec(cls, spec: TestSpec, store_dir: Any, **kw: Any):
         """As every server cluster's, with the run's durability preset (`--fsync`)."""
-        out = super().for_spec(
-            spec,
-            store_dir,
-            backend=backend,
-            client=client,
-            engine=engine,
-            server_image=server_image,
-            client_image=client_image,
-        )
-        if isinstance(getattr(spec, "service", None), PostgresSettings):
+        out = super().for_spec(spec, store_dir, **kw)
+        if isinstance(spec.service, PostgresSettings):
             out.service = spec.service.settled()
         return out
 
     def args(self) -> list[str]:
         return self.settings.args() + self.service.server_args()
-
-    def plan(self) -> list[Container]:
-        if len(self.nodes) != 1:
-            raise EnvironmentProblem("the postgres backend runs exactly one server")
-        return [Container(self.nodes[0], self.args())]
 
     def ready(self) -> bool:
         n = self.nodes[0]
@@ -157,16 +144,6 @@ class PostgresBackend(ServerCluster):
         self.psql(SETUP_SQL)
 
     # ---- Backend ----------------------------------------------------------------------------
-    def connect_string(self, nodes: list[Node] | None = None) -> str:
-        return ",".join(n.address for n in (nodes or self.nodes))
-
-    def leader(self) -> Node | None:
-        """The primary, when it answers queries."""
-        return self.nodes[0] if self.nodes and self.ready() else None
-
-    def role_of(self, node: Node) -> str:
-        return "primary" if self.ready() else "not serving"
-
     def host_session(self, timeout_s: float):
 
         return PostgresSession(self.connect_string(), timeout=timeout_s)

@@ -10,13 +10,13 @@ from typing import Any
 from zkjepsen.backends.plugin import BackendInfo, Service
 from zkjepsen.backends.shared import fsync_option
 from zkjepsen.errors import BadInput
+from zkjepsen.faultkinds.abilities import DATA_FILES, LEADER, TERMINATE_SESSION
+from zkjepsen.spec import TestSpec
 
 # --fsync: strict is PostgreSQL's durable default (fsync=on, synchronous_commit=on: a commit is
 # acknowledged once its WAL is flushed); relaxed is synchronous_commit=off (the commit is
 # acknowledged at once, the WAL writer flushes it within ~3 x wal_writer_delay, 200 ms).
 FSYNC = ("strict", "relaxed")
-# The disk faults whose target means nothing distinct on one server (it is all of them).
-ONE_SERVER_REFUSED = ("power-loss-majority", "power-loss-leader")
 
 
 @dataclass(frozen=True)
@@ -39,15 +39,13 @@ class PostgresSettings:
     def settled(self) -> PostgresSettings:
         return replace(self, fsync=self.fsync or "strict")
 
-    def check(self, spec: Any, language: str) -> None:
-        """A power loss of a majority or of the leader is that of the one server: refused,
-        so no run claims to have tested what it could not."""
-        asked = [n for n in getattr(spec, "nemesis", ()) if n in ONE_SERVER_REFUSED]
-        if asked:
-            raise BadInput(
-                f"{asked[0]} does not apply to PostgreSQL: its one server is the majority and "
-                "the leader (use power-loss-one or power-loss-all)"
-            )
+    def check(self, spec: TestSpec, language: str) -> None:
+        """Nothing needs the whole test. (A power loss of a majority or of the leader of its
+        one server is refused by the faults' own predicate: faultkinds `SEVERAL_SERVERS`.)"""
+
+    def lacks(self) -> dict[str, str]:
+        """Nothing its backend declares depends on its settings."""
+        return {}
 
     def describe(self) -> str:
         return "PostgreSQL 15 synchronous_commit=off" if self.fsync == "relaxed" else ""
@@ -79,7 +77,7 @@ SERVICE = Service(
             nodes=1,
             ready_timeout_s=60.0,
             service="PostgreSQL 15",
-            abilities=frozenset({"leader", "terminate-session", "data-files"}),
+            abilities=frozenset({LEADER, TERMINATE_SESSION, DATA_FILES}),
         ),
     ),
     server_recipe=_server_recipe,

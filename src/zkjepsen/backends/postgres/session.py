@@ -16,12 +16,11 @@ Runs inside client containers (and on the host for setup and the final read).
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
 
-from zkjepsen.backends.session import BadVersion, Fenced, Stat, close_quietly
+from zkjepsen.backends.session import BadVersion, ConnectionSession, Fenced, Stat
 
 CLIENT_CONNINFO: dict[str, Any] = {
     "user": "postgres",
@@ -40,7 +39,7 @@ SET_SQL = """UPDATE zkjepsen_kv SET data = %(data)s, version = version + 1,
 RETURNING version"""
 
 
-class PostgresSession:
+class PostgresSession(ConnectionSession):
     """`PostgresSession(hosts, timeout=...)`, hosts `ip:5432`: kazoo-shaped (start/get/...)."""
 
     def __init__(self, hosts: str, timeout: float = 4.0, **_: Any) -> None:
@@ -63,36 +62,12 @@ class PostgresSession:
             **CLIENT_CONNINFO,
         )
 
-    # -- lifecycle (kazoo-shaped) -----------------------------------------------------------
-    def start(self, timeout: float = 15) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                self.conn = self.connect("data")
-                return
-            except Exception:
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.2)
-
-    def stop(self) -> None:
-        self._drop()
-
-    def close(self) -> None:
-        self._drop()
-
     @property
     def session_id(self) -> str:
         """No sessions: name the resource connection's backend (the history's `session`)."""
         return f"pg-{self.conn.info.backend_pid}" if self.conn is not None else "pg-none"
 
     # -- the protected resource -------------------------------------------------------------
-    def ensure_path(self, path: str) -> None:
-        pass  # rows need no parents
-
-    def sync(self, path: str) -> None:
-        pass  # one server: every read sees every committed write
-
     def create(self, path: str, value: bytes = b"") -> str:
 
         row = self._execute(
@@ -153,7 +128,3 @@ class PostgresSession:
         except Exception:
             self._drop()  # its state is unknown: the next statement gets a new connection
             raise
-
-    def _drop(self) -> None:
-        conn, self.conn = self.conn, None
-        close_quietly(conn)

@@ -27,6 +27,7 @@ from zkjepsen.docker import powerfs
 from zkjepsen.docker.cluster import Node
 from zkjepsen.docker.image import ImageRecipe, Progress
 from zkjepsen.docker.servers import Container, ServerCluster
+from zkjepsen.spec import TestSpec
 
 REDIS_PORT = 6379
 SENTINEL_PORT = 26379
@@ -136,9 +137,11 @@ class RedisBackend(ServerCluster):
     no_faketime = "libfaketime 0.9.10 breaks redis-server 7.0's start-up (recursive clock_gettime)"
 
     @classmethod
-    def for_spec(cls, spec: Any, store_dir: Path, **kw: Any) -> RedisBackend:
+    def for_spec(cls, spec: TestSpec, store_dir: Path, **kw: Any) -> RedisBackend:
         backend = super().for_spec(spec, store_dir, **kw)
-        backend.fsync = getattr(getattr(spec, "service", None), "fsync", None)
+        # Its settings as a table: service.py (RedisSettings) imports this module for its
+        # image, so naming the type here would make a cycle.
+        backend.fsync = (spec.service.to_json() if spec.service else {}).get("fsync")
         return backend
 
     @property

@@ -8,6 +8,14 @@ from typing import Any
 
 from zkjepsen.backends.plugin import BackendInfo, Service
 from zkjepsen.backends.shared import fsync_option, parse_fsync
+from zkjepsen.faultkinds.abilities import (
+    DATA_FILES,
+    INDEPENDENT_MASTERS,
+    LEADER,
+    PEERS,
+    SERVER_CLOCK,
+)
+from zkjepsen.spec import TestSpec
 
 # --fsync: strict (AOF, appendfsync always), relaxed (AOF, appendfsync everysec); "off" (no
 # AOF, no RDB: how Redis is commonly run for locks) is what runs when --fsync is not given.
@@ -35,8 +43,12 @@ class RedisSettings:
     def settled(self) -> RedisSettings:
         return replace(self, fsync=self.fsync or OFF)
 
-    def check(self, spec: Any, language: str) -> None:
+    def check(self, spec: TestSpec, language: str) -> None:
         pass
+
+    def lacks(self) -> dict[str, str]:
+        """Nothing its backends declare depends on its settings."""
+        return {}
 
     def describe(self) -> str:
         return {"strict": "AOF appendfsync always", "relaxed": "AOF appendfsync everysec"}.get(
@@ -52,7 +64,7 @@ def _server_recipe(settings: Any):
 
 
 _TARGET = "zkjepsen.backends.redis.cluster:redis_backend"
-_DISK = "data-files"  # the power-loss layer under /srv/data (its AOF and dump.rdb)
+_DISK = DATA_FILES  # the power-loss layer under /srv/data (its AOF and dump.rdb)
 SERVICE = Service(
     name="redis",
     label="Redis",
@@ -66,7 +78,7 @@ SERVICE = Service(
             nodes=1,
             ready_timeout_s=30.0,
             service="Redis 7.0",
-            abilities=frozenset({"leader", "server-clock", _DISK}),
+            abilities=frozenset({LEADER, SERVER_CLOCK, _DISK}),
         ),
         BackendInfo(
             "redis-sentinel",
@@ -79,7 +91,7 @@ SERVICE = Service(
             # down-after 2 s + failover-timeout 6 s (cluster.py), then the clients find it
             election_s=10.0,
             service="Redis 7.0",
-            abilities=frozenset({"peers", "leader", "server-clock", _DISK}),
+            abilities=frozenset({PEERS, LEADER, SERVER_CLOCK, _DISK}),
         ),
         BackendInfo(
             "redlock",
@@ -89,7 +101,7 @@ SERVICE = Service(
             nodes=5,
             ready_timeout_s=30.0,
             service="Redis 7.0",
-            abilities=frozenset({"independent-masters", "server-clock", _DISK}),
+            abilities=frozenset({INDEPENDENT_MASTERS, SERVER_CLOCK, _DISK}),
         ),
     ),
     server_recipe=_server_recipe,

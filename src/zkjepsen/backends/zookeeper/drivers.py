@@ -8,7 +8,7 @@ manifest names Debian's Curator, ZooKeeper, guava and slf4j jars, which the runt
 carries) and one static Go binary.
 
 Inside a client container:
-- `/opt/zkjepsen/drivers/curator/run MODE` (MODE: mutex, careful, semaphore, latch), i.e.
+- `/opt/zkjepsen/drivers/curator/run MODE` (MODE: one of CURATOR_MODES, Subject.MODES), i.e.
   `java ... -jar /opt/zkjepsen/drivers/curator/zkjepsen-curator.jar MODE`;
 - `/opt/zkjepsen/drivers/gozk/zk-lock`.
 """
@@ -27,7 +27,16 @@ LANG_DIRS = ("curator", "gozk")
 CURATOR_JAR = f"{INSTALL_DIR}/curator/zkjepsen-curator.jar"
 CURATOR_RUN = f"{INSTALL_DIR}/curator/run"
 GOZK_BIN = f"{INSTALL_DIR}/gozk/zk-lock"
-CURATOR_MODES = ("mutex", "careful", "semaphore", "latch")
+CURATOR_MODES = (
+    "mutex",
+    "careful",
+    "semaphore",
+    "latch",
+    "semaphore-v2",
+    "rwlock",
+    "selector",
+    "selector-tolerant",
+)
 
 # In the runtime image: Curator and what it needs at run time (guava, slf4j, ZooKeeper 3.8.0).
 RUNTIME_PACKAGES = ("libcurator-recipes-java",)
@@ -120,6 +129,7 @@ SHIM_EDITS = (
 """,
     ),
     ("Subject.java", "lease.getNodeName()", "Compat.nodeName(lease)"),
+    ("SemaphoreV2.java", "lease.getNodeName()", "Compat.nodeName(lease)"),
     ("Subject.java", "latch.getOurPath()", "Compat.ourPath(latch)"),
 )
 

@@ -26,13 +26,13 @@ from zkjepsen.backends.zookeeper.config import (
 )
 from zkjepsen.backends.zookeeper.fourlw import four_letter
 from zkjepsen.backends.zookeeper.image import zookeeper_recipe, zookeeper_tag
+from zkjepsen.backends.zookeeper.versions import UPGRADES
 from zkjepsen.backends.zookeeper.versions import get as zk_version
 from zkjepsen.docker import netns, resources, supervise
 from zkjepsen.docker.cluster import ContainerCluster, Node, faketime_env
 from zkjepsen.docker.image import ensure_image
 from zkjepsen.errors import BadInput, EnvironmentProblem
 
-UPGRADES = {"3.8": "3.9"}  # a rolling upgrade's next version (their images' zoo.cfg keys agree)
 # A one-server "ensemble" runs standalone: it serves every write itself, so it is the leader.
 LEADING = ("leader", "standalone")
 
@@ -59,7 +59,8 @@ class ZooKeeperEnsemble(ContainerCluster):
     removes everything."""
 
     data_dir = "/zk/data"  # dataDir (config.py): version-2/ holds the logs and snapshots
-    data_files = ("version-2/log.*", "version-2/snapshot.*")  # corrupt-file's choice
+    data_files = ("version-2/log.*", "version-2/snapshot.*")
+    corrupt_files = data_files  # corrupt-file's choice: any of them
 
     def __init__(self, spec: EnsembleSpec, store_dir: Path, *args, **kwargs) -> None:
         """`args`, `kwargs`: ContainerCluster's (run_id, client, engine, engine_local)."""

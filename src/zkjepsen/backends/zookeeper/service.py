@@ -11,6 +11,17 @@ from zkjepsen.backends.plugin import BackendInfo, Service, ServiceOption
 from zkjepsen.backends.zookeeper import versions
 from zkjepsen.backends.zookeeper.config import ZkSettings
 from zkjepsen.errors import BadInput
+from zkjepsen.faultkinds.abilities import (
+    DATA_FILES,
+    LEADER,
+    PEERS,
+    RECONFIGURE,
+    RESTART_SERVERS,
+    SERVER_CLOCK,
+    UPGRADE,
+    ZK_WIRE,
+)
+from zkjepsen.spec import TestSpec
 
 DEFAULT_TICK_MS = 500
 FSYNC = ("strict", "relaxed")  # --fsync: the durability preset (forceSync yes / no)
@@ -70,7 +81,7 @@ class ZooKeeperSettings:
             fsync=self.fsync or "strict",
         )
 
-    def check(self, spec: Any, language: str) -> None:
+    def check(self, spec: TestSpec, language: str) -> None:
         """ZooKeeper grants a session timeout within [2, 20] ticks and silently clamps one
         outside it: the run would not test the timeout asked for."""
         tick = self.tick_ms or DEFAULT_TICK_MS
@@ -84,9 +95,13 @@ class ZooKeeperSettings:
     def lacks(self) -> dict[str, str]:
         """Abilities the backend declares that this version has not (ability -> why)."""
         v = versions.get(self.version)
-        if v.reconfig:
-            return {}
-        return {"reconfigure": f"ZooKeeper {v.name} has no dynamic reconfiguration (3.5+ has)"}
+        out = {}
+        if not v.reconfig:
+            out[RECONFIGURE] = f"ZooKeeper {v.name} has no dynamic reconfiguration (3.5+ has)"
+        if v.name not in versions.UPGRADES:
+            steps = ", ".join(f"{a} -> {b}" for a, b in versions.UPGRADES.items())
+            out[UPGRADE] = f"ZooKeeper {v.name} has no next version to roll to (upgrades: {steps})"
+        return out
 
     def describe(self) -> str:
         suite = f" (clients: {self.suite().suite})" if self.client_suite else ""
@@ -139,12 +154,20 @@ def ensemble_spec(
 
 
 def zookeeper_backend(
-    spec: Any, store_dir: Path, *, backend: BackendInfo, client, engine, server_image, client_image
+    spec: TestSpec,
+    store_dir: Path,
+    *,
+    backend: BackendInfo,
+    client,
+    engine,
+    server_image,
+    client_image,
 ):
     # here, not at the top: the services' declarations stay import-light (no docker)
     from zkjepsen.backends.zookeeper.ensemble import ZooKeeperEnsemble
 
-    ens_spec = ensemble_spec(spec.service, spec.nodes, server_image, client_image)
+    settings = spec.service if isinstance(spec.service, ZooKeeperSettings) else None
+    ens_spec = ensemble_spec(settings, spec.nodes, server_image, client_image)
     return ZooKeeperEnsemble(ens_spec, store_dir, client=client, engine=engine)
 
 
@@ -172,7 +195,8 @@ SERVICE = Service(
             "a ZooKeeper ensemble of --nodes servers (3.8.0, Debian bookworm)",
             "zkjepsen.backends.zookeeper.service:zookeeper_backend",
             abilities=frozenset(
-                {"peers", "leader", "server-clock", "zk-wire", "reconfigure", "data-files"}
+                {PEERS, LEADER, SERVER_CLOCK, ZK_WIRE, RECONFIGURE, DATA_FILES}
+                | {RESTART_SERVERS, UPGRADE}
             ),
             # (initLimit + syncLimit) ticks + 5 s at tick 500 ms: 12.5 s (a restarted JVM too)
             election_s=ZkSettings().election_limit_s,

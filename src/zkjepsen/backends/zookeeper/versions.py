@@ -82,6 +82,9 @@ VERSIONS: dict[str, ZkVersion] = {
     ),
 }
 DEFAULT = "3.8"
+# A rolling upgrade's next version (their images' zoo.cfg keys agree): a version not here has
+# none, and rolling-upgrade is refused on it (ZooKeeperSettings.lacks).
+UPGRADES = {"3.8": "3.9"}
 SUITES = {v.suite: v for v in VERSIONS.values()}
 
 

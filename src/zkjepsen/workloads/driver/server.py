@@ -21,7 +21,7 @@ from kazoo.exceptions import RolledBackError
 from kazoo.retry import KazooRetry
 
 from zkjepsen.client.protocol import ProtocolFault, encode, reply
-from zkjepsen.recipes import make_recipe
+from zkjepsen.recipes import make_recipe, preload_recipe
 from zkjepsen.recipes.base import param
 from zkjepsen.workloads.common import (
     acquire_answer,
@@ -54,6 +54,7 @@ class PythonDriver:
         self.node: str | None = None  # our lock node while we believe we hold it
         self.init: dict[str, Any] = {}
         self.session_id: int | None = None
+        self.named_session: dict[str, Any] | None = None  # the recipe's own (own_session)
 
     def emit(self, msg: dict[str, Any]) -> None:
         with self.lock:
@@ -87,6 +88,7 @@ class PythonDriver:
     def op_init(self, req: dict[str, Any]) -> tuple[str, Any, str | None]:
 
         self.init = req
+        preload_recipe(self.recipe_name)
         # As client/main.py: bounded command retries, so an op under a partition ends.
         retry = {"max_tries": 3, "delay": 0.1, "backoff": 2, "max_delay": 1.0}
         self.zk = KazooClient(
@@ -145,12 +147,24 @@ class PythonDriver:
             except Exception as e:  # noqa: BLE001 - e.g. no connection right now
                 self.emit({"event": "recipe-error", "value": f"{error_name(e)}: {e}"})
                 return "fail", None, "recipe-error"
+            self.own_session(self.recipe)
         answer, usable = acquire_answer(self.recipe, req["timeout_ms"] / 1000)
+        self.own_session(self.recipe)
         if not usable:
             self.discard()
         if answer.ok:
             self.node = answer.value["node"]
         return answer.type, answer.value, answer.error
+
+    def own_session(self, recipe: Any) -> None:
+        """A recipe that locks on a session of its own (tooz opens its own kazoo client) names
+        it (`own_session()`: a `session` event's value): the client's sessions are then both,
+        as the phantom check reads them (the lock node is owned by the recipe's)."""
+        own = getattr(recipe, "own_session", None)
+        value = own() if callable(own) else None
+        if value is not None and value != self.named_session:
+            self.named_session = value  # a new one after a LOST: named again
+            self.emit({"event": "session", "value": value})
 
     def op_release(self, req: dict[str, Any]) -> tuple[str, Any, str | None]:
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from zkjepsen.backends.registry import backend_info
 from zkjepsen.backends.session import BadVersion, Fenced, session_class
-from zkjepsen.recipes import RECIPES
+from zkjepsen.recipes import RECIPES, preload_recipe
 from zkjepsen.workloads.driver.server import PythonDriver
 from zkjepsen.workloads.driver.server import main as serve_main
 
@@ -31,14 +31,18 @@ def recipe_family(recipe: str) -> str:
 
 class ServiceDriver(PythonDriver):
     token: int | None = None  # the token of the acquisition we believe we hold
+    # The run's service, when the recipe runs on several (tooz): the driver's second argument
+    family: str | None = None
 
     def op_init(self, req: dict[str, Any]) -> tuple[str, Any, str | None]:
+        preload_recipe(self.recipe_name)
         params = dict(req.get("params") or {})
         ttl_s = float(params.get("lock_ttl_s") or req["session_timeout_ms"] / 1000)
         params["lock_ttl_s"] = ttl_s  # the recipes read it from here
         self.init = {**req, "params": params}
         try:
-            self.zk = session_class(recipe_family(self.recipe_name))(req["servers"], timeout=ttl_s)
+            family = self.family or recipe_family(self.recipe_name)
+            self.zk = session_class(family)(req["servers"], timeout=ttl_s)
             self.zk.start(timeout=15)
         except Exception as e:  # noqa: BLE001
             return "fail", None, f"could not connect: {type(e).__name__}: {e}"
@@ -79,7 +83,15 @@ class ServiceDriver(PythonDriver):
 
 
 def main(argv: list[str]) -> int:
-    return serve_main(argv, ServiceDriver, "zkjepsen.workloads.driver.service")
+    """`RECIPE [SERVICE]`: the service's session serves the recipe (its first backend's when
+    not named)."""
+    if len(argv) != 2:
+        return serve_main(argv, ServiceDriver, "zkjepsen.workloads.driver.service")
+
+    class Named(ServiceDriver):
+        family = argv[1]
+
+    return serve_main(argv[:1], Named, "zkjepsen.workloads.driver.service")
 
 
 if __name__ == "__main__":

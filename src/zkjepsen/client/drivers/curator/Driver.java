@@ -31,7 +31,10 @@ import org.apache.zookeeper.data.Stat;
  * zkjepsen's client wire protocol (docs/client-protocol.md) served with the real Apache Curator
  * 5.4.0 from Debian. `java -jar zkjepsen-curator.jar MODE`, MODE one of mutex (InterProcessMutex
  * as-is), careful (the same plus a ConnectionStateListener that abandons the critical section on
- * SUSPENDED/LOST), semaphore (InterProcessSemaphoreMutex), latch (LeaderLatch, for elections).
+ * SUSPENDED/LOST), semaphore (InterProcessSemaphoreMutex), latch (LeaderLatch, for elections),
+ * semaphore-v2 (InterProcessSemaphoreV2 with `permits` leases), rwlock
+ * (InterProcessReadWriteLock: each request's `mode` picks its side), selector and
+ * selector-tolerant (LeaderSelector, cancelled at SUSPENDED or only at LOST).
  *
  * One request at a time on the main thread (Curator's mutex is owned by a thread, so acquire and
  * release must run on the same one); session-state events come from Curator's listener thread.
@@ -67,6 +70,7 @@ public final class Driver {
     private CountingRetry retry;
     private String lockPath;
     private String clientId;
+    private Map<?, ?> params = Map.of();
     private Subject subject;
     private String node; // own lock node while the application believes it holds
     private boolean dirty; // an unknown outcome may have left our own node behind
@@ -85,8 +89,8 @@ public final class Driver {
                 StandardCharsets.UTF_8);
         System.setOut(System.err); // stdout carries protocol lines only
         String mode = args.length > 0 ? args[0] : "mutex";
-        if (!List.of("mutex", "careful", "semaphore", "latch").contains(mode)) {
-            System.err.println("unknown mode " + mode + " (mutex, careful, semaphore, latch)");
+        if (!Subject.MODES.contains(mode)) {
+            System.err.println("unknown mode " + mode + " " + Subject.MODES);
             System.exit(2);
         }
         new Driver(out, mode).serve(new BufferedReader(
@@ -157,6 +161,9 @@ public final class Driver {
     }
 
     private Object handle(String op, Map<?, ?> req) throws Exception {
+        if (subject != null && req.get("mode") instanceof String) {
+            subject.select((String) req.get("mode")); // the rwlock workload's side
+        }
         switch (op) {
             case "init": return init(req);
             case "acquire": return acquire(num(req, "timeout_ms", 10000));
@@ -192,7 +199,8 @@ public final class Driver {
         }
         ZooKeeper zk = client.getZookeeperClient().getZooKeeper();
         sessionId = zk.getSessionId();
-        subject = Subject.make(mode, client, lockPath, clientId);
+        this.params = params;
+        subject = Subject.make(mode, client, lockPath, clientId, params);
         return Json.obj("session_id", "0x" + Long.toHexString(sessionId),
                 "timeout_ms", zk.getSessionTimeout());
     }
@@ -218,7 +226,7 @@ public final class Driver {
         if (subject != null) {
             subject.close();
         }
-        subject = Subject.make(mode, client, lockPath, clientId);
+        subject = Subject.make(mode, client, lockPath, clientId, params);
         node = null;
         dirty = true;
     }

@@ -1,6 +1,8 @@
 package zkjepsen.curator;
 
 import java.lang.reflect.Field;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.recipes.leader.LeaderLatch;
@@ -28,15 +30,37 @@ interface Subject {
     /** Drop listeners (never another client's node). */
     void close();
 
-    static Subject make(String mode, CuratorFramework client, String path, String id) {
+    /** The side of the lock the next requests are for (the rwlock workload's `mode`: read or
+     * write); null when the request names none. Only a read-write lock has sides. */
+    default void select(String mode) {
+    }
+
+    /** The driver's modes: the recipe each one runs. */
+    List<String> MODES = List.of("mutex", "careful", "semaphore", "latch", "semaphore-v2",
+            "rwlock", "selector", "selector-tolerant");
+
+    static Subject make(String mode, CuratorFramework client, String path, String id,
+            Map<?, ?> params) {
         switch (mode) {
             case "mutex": return new Mutex(client, path, false);
             case "careful": return new Mutex(client, path, true);
             case "semaphore": return new SemaphoreMutex(client, path);
             case "latch": return new Latch(client, path, id);
-            default: throw new IllegalArgumentException("unknown mode " + mode
-                    + " (mutex, careful, semaphore, latch)");
+            case "semaphore-v2": return new SemaphoreV2(client, path, permits(params));
+            case "rwlock": return new ReadWrite(client, path);
+            case "selector": return new Selector(client, path, id, false);
+            case "selector-tolerant": return new Selector(client, path, id, true);
+            default: throw new IllegalArgumentException("unknown mode " + mode + " " + MODES);
         }
+    }
+
+    /** The semaphore workload's `permits` (default 2), as a number or its text. */
+    static int permits(Map<?, ?> params) {
+        Object v = params.get("permits");
+        if (v instanceof Number) {
+            return ((Number) v).intValue();
+        }
+        return v == null ? 2 : Integer.parseInt(String.valueOf(v).trim());
     }
 }
 

@@ -1,0 +1,244 @@
+"""Guided vs random hunts on the zoo: per program, strategy and seed, the runs and the wall time
+to the first violation the hunt finds (or how many runs it made without one), then the median
+per program and strategy over the hunts that found one, and the gate's verdict on the program.
+
+    .venv/bin/python benchmarks/hunt.py [--budget 4m] [--seeds 1,2,3,4,5] [--store DIR] \
+        [--strategies guided,random] [--gate] [--out rows.jsonl] [--image IMG] NAME ...
+    .venv/bin/python benchmarks/hunt.py --table rows.jsonl ...   # the markdown table of rows
+
+NAME: a zoo program without .py (benchmarks/zoo/NAME.toml gives its service, command,
+workload, clients, session and parameters, a fenced control's `resource`/`property` among
+them; its schedule is ignored: the hunt chooses). Each hunt is run/hunt.py's `hunt()` with the
+CLI's short defaults (cli/hunt.py `hunt_base`), one after another (the machine is shared): no
+confirmation, no shrink, the first run that finds ends it. `--gate`: once per program, the
+gate's three scenarios (run/gate.py, as `zkjepsen gate` with the program's settings, the first
+seed) and its verdict. `--out`: each row as a JSON line as it ends (a table is made from them).
+
+The figures are a sample of the seeds given, on a loaded machine (the load average is printed
+at the start of each hunt): wall times include every run's setup and teardown; the runs column
+is the one to compare. For a fenced control (`property = effect`), a hunt that finds nothing is
+the goal: its row says how many runs it made.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+ZOO = Path(__file__).resolve().parent / "zoo"
+KEYS = ("backend", "client_cmd", "workload", "clients", "nodes", "proxy")
+# what `zkjepsen gate` takes of a program's settings
+GATE_KEYS = ("backend", "client_cmd", "client_dir", "workload", "proxy", "image")
+
+
+def settings_of(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the program's target settings, its params) from its .toml."""
+    conf = tomllib.loads((ZOO / f"{name}.toml").read_text())
+    given = {k: conf.get(k) for k in KEYS} | {"client_dir": str(ZOO), **IMAGE}
+    if conf.get("session_timeout_s") is not None:
+        given["session_timeout_s"] = conf["session_timeout_s"]
+    return given, dict(conf.get("params") or {})
+
+
+IMAGE: dict[str, str] = {}  # --image, when given: the servers' image of every run
+
+
+def base_of(name: str):
+    from zkjepsen.cli.hunt import hunt_base
+
+    given, params = settings_of(name)
+    session = given.pop("session_timeout_s", None)
+    # the program's own run length where it needs more than the hunt's 15 s (a waiter stuck
+    # behind an orphan shows past liveness's bound only in a longer run: zoo README)
+    limit = max(
+        15.0, float(tomllib.loads((ZOO / f"{name}.toml").read_text()).get("time_limit_s", 0))
+    )
+    return hunt_base(given, limit, session, params, {})
+
+
+def load() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def lines_of(folder: Path) -> list[dict]:
+    log = folder / "hunt.jsonl"
+    return [json.loads(x) for x in log.read_text().splitlines() if x] if log.exists() else []
+
+
+def one(name: str, strategy: str, seed: int, budget_s: float, store: Path) -> dict:
+    from zkjepsen.run.hunt import hunt, menu
+    from zkjepsen.store import new_run_dir
+
+    base = base_of(name)
+    folder = new_run_dir(f"bench-hunt-{name}-{strategy}-{seed}", store).path
+    at_start = load()
+    r = hunt(base, menu(base), budget_s, strategy, seed, folder)
+    found = r.found
+    return {
+        "program": name,
+        "strategy": strategy,
+        "seed": seed,
+        "found": found is not None,
+        "runs": (found["run"] + 1) if found else r.runs,
+        "wall_s": found["elapsed_s"] if found else round(r.wall_s, 1),
+        "per_run_s": round(r.wall_s / max(1, r.runs), 1),
+        "what": (found["choice"] if found else r.coverage_line()),
+        "words": found["words"] if found else "",
+        "reached": [x["reached"] for x in lines_of(folder)],
+        "load": at_start,
+        "folder": str(folder),
+    }
+
+
+def gate_of(name: str, seed: int, store: Path) -> dict:
+    """The gate's three scenarios on the program (its settings, as `zkjepsen gate` would take
+    them), one at a time: the verdict and each scenario's line."""
+    from zkjepsen.run.gate import SCENARIOS, gate_specs, run_gate, verdict
+
+    given, params = settings_of(name)
+    settings = {k: v for k, v in given.items() if v is not None and k in GATE_KEYS}
+    settings |= {"seed": seed, "time_limit_s": 60.0, "params": params}
+    names = list(SCENARIOS)
+    started = time.monotonic()
+    rows = run_gate(gate_specs(settings, names, 0.10), names, 1, store / "gate" / name)
+    v = verdict(rows)
+    return {
+        "program": name,
+        "strategy": "gate",
+        "seed": seed,
+        "verdict": {True: "VALID", False: "INVALID"}.get(v, "UNKNOWN"),
+        "rows": [f"{r.scenario} {r.valid}: {r.line}" for r in rows],
+        "wall_s": round(time.monotonic() - started, 1),
+        "load": load(),
+    }
+
+
+def summary(rows: list[dict], names: list[str], strategies: list[str]) -> None:
+    print("\nprogram                strategy  found  median runs  median wall s (of those found)")
+    for name in names:
+        for strategy in strategies:
+            got = [r for r in rows if r["program"] == name and r["strategy"] == strategy]
+            hit = [r for r in got if r["found"]]
+            runs = statistics.median(r["runs"] for r in hit) if hit else None
+            wall = statistics.median(r["wall_s"] for r in hit) if hit else None
+            print(
+                f"{name:22} {strategy:8}  {len(hit)}/{len(got)}  "
+                f"{runs if runs is not None else '-':>11}  {wall if wall is not None else '-'}"
+            )
+        for g in (r for r in rows if r["program"] == name and r["strategy"] == "gate"):
+            print(f"{name:22} gate      {g['verdict']}: " + "; ".join(g["rows"]))
+
+
+def cell(rows: list[dict]) -> str:
+    """One strategy's hunts on one program: found k of n, the runs to the first violation of
+    each seed (`-` none within the budget, with its runs), their median, the median wall."""
+    if not rows:
+        return "not measured"
+    hit = [r for r in rows if r["found"]]
+    each = ", ".join(
+        str(r["runs"]) if r["found"] else f"none in {r['runs']}"
+        for r in sorted(rows, key=lambda r: r["seed"])
+    )
+    if not hit:
+        return f"0 of {len(rows)} ({each})"
+    runs = statistics.median(r["runs"] for r in hit)
+    wall = statistics.median(r["wall_s"] for r in hit)
+    return f"{len(hit)} of {len(rows)}: runs {each}; median {runs:g} runs, {wall:.0f} s"
+
+
+def kinds(rows: list[dict]) -> str:
+    """What the hunts that found something found, counted: splits beyond a lease's nature, or
+    the invalid parts (`invalid: atomicity`)."""
+    words = [
+        "splits beyond a lease" if "beyond a lease" in r["words"] else r["words"]
+        for r in rows
+        if r["found"]
+    ]
+    return ", ".join(f"{w} {words.count(w)}" for w in dict.fromkeys(words))
+
+
+def table(paths: list[Path]) -> str:
+    """The markdown table of the rows `--out` wrote (one file or several): per program, each
+    strategy's cell and the gate's verdict, the seeds and the load they ran at."""
+    rows = [json.loads(x) for p in paths for x in p.read_text().splitlines() if x.strip()]
+    names = list(dict.fromkeys(r["program"] for r in rows))
+    out = [
+        "| program | seeds | guided: found, runs to the first violation | random: the same "
+        "| what the finds were | the gate | load |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in names:
+        mine = [r for r in rows if r["program"] == name]
+        hunts = [r for r in mine if r["strategy"] != "gate"]
+        seeds = ",".join(str(s) for s in sorted({r["seed"] for r in hunts}))
+        gate = next((r for r in mine if r["strategy"] == "gate"), None)
+        loads = sorted(float(r["load"].split()[1]) for r in mine)
+        by = {s: [r for r in hunts if r["strategy"] == s] for s in ("guided", "random")}
+        verdict = f"{gate['verdict']} ({gate['wall_s']:.0f} s)" if gate else "not run"
+        out.append(
+            f"| `{name}` | {seeds} | {cell(by['guided'])} | {cell(by['random'])} "
+            f"| {kinds(hunts) or '-'} | {verdict} | {loads[0]:.0f}-{loads[-1]:.0f} |"
+        )
+    return "\n".join(out)
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--table"]:  # the table of rows already measured: nothing is run
+        print(table([Path(p) for p in argv[1:]]))
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("names", nargs="+")
+    ap.add_argument("--budget", default="4m")
+    ap.add_argument("--seeds", default="1,2,3,4,5")
+    ap.add_argument("--strategies", default="guided,random")
+    ap.add_argument("--gate", action="store_true", help="the gate's verdict on each program")
+    ap.add_argument("--store", type=Path, default=Path("store"))
+    ap.add_argument("--out", type=Path, default=None, help="each row as a JSON line")
+    ap.add_argument("--image", default=None, help="the servers' image (as `hunt --image`)")
+    args = ap.parse_args(argv)
+    from zkjepsen.cli.engines import prepare
+    from zkjepsen.cli.options import parse_duration
+
+    budget_s = parse_duration(args.budget, "--budget")
+    if args.image:
+        IMAGE["image"] = args.image
+    seeds = [int(s) for s in args.seeds.split(",")]
+    strategies = [s.strip() for s in args.strategies.split(",")]
+    if not args.image:  # (with --image: that image as it is, nothing built)
+        prepare(None, base_of(args.names[0]).image, specs=tuple(base_of(n) for n in args.names))
+    rows = []
+
+    def keep(row: dict) -> None:
+        rows.append(row)
+        if args.out is not None:
+            with args.out.open("a") as f:
+                f.write(json.dumps(row, default=str) + "\n")
+
+    for name in args.names:
+        if args.gate:
+            g = gate_of(name, seeds[0], args.store)
+            keep(g)
+            print(f"{name:22} gate: {g['verdict']} ({g['wall_s']:.0f} s, {g['load']})", flush=True)
+        for seed in seeds:
+            for strategy in strategies:
+                row = one(name, strategy, seed, budget_s, args.store)
+                keep(row)
+                state = "found" if row["found"] else "none"
+                print(
+                    f"{name:22} {strategy:7} seed {seed}: {state} after {row['runs']} runs, "
+                    f"{row['wall_s']:.0f} s ({row['load']})  {row['what']}",
+                    flush=True,
+                )
+    summary(rows, args.names, strategies)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

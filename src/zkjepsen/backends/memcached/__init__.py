@@ -1,0 +1,1 @@
+"""memcached as a lock service (service.py, cluster.py, session.py)."""

@@ -1,0 +1,199 @@
+"""Tells a split that leases allow from a defect of the lock: the lock verdict's oracle.
+
+A lock built on a lease (a ZooKeeper session, an etcd lease, a Redis key's TTL) cannot stop two
+clients believing at once when the earlier holder stops hearing from the service for longer
+than the lease: the service lets the lease go and grants the lock again, while the frozen or
+cut-off holder cannot know until it hears back. Only a fence makes that safe. Every other split
+is a defect of the lock under test. So each belief overlap (two holds by different clients, the
+earlier one granted first) is classified:
+
+- **lease** (inherent to leases): a fault that silences its target (power rule `silence`: a
+  pause, a cut, packet loss, a proxy holding the session) landed on the earlier holder's client
+  and began before the later hold was granted; the later grant came while that silence lasted,
+  or, for a silence of at least T, within one T after it ended (a holder learns its lease is
+  gone at its next exchange with the service: a ZooKeeper ping, an etcd keepalive, a Redis
+  lease check, each within T); and by
+  the grant the service could have let the lease go: at least T had passed since the lease was
+  last renewed. When that was is not in the history; it was no earlier than the acquire's
+  invoke (the service granted after it), and, for a holder that renews (a ZooKeeper ping, an
+  etcd keepalive, a refresh thread: each every third of a lease), no earlier than T/3 before
+  the silence began. So the silence is counted from the later of the two: a Redis key set
+  with a TTL and never refreshed can run out 0.2 s after a pause began when its SET was 1.8 s
+  before, and on a loaded machine the acquire's ok is recorded well after the SET.
+- **defect** (beyond a lease's nature): any other split. A silence shorter than T, a grant
+  long after the holder could have heard, no fault at all, a fault on someone else.
+- **unjudged**: a silencing fault landed on the earlier holder before the grant, but no lease
+  length is known for it (no `session` event saying its timeout, none in the fault's record,
+  no run setting).
+
+T, per client: the fault's own record of it (client faults record the session timeout they
+scaled by), else the client's latest `session` event before the fault (`timeout_ms`: the
+negotiated session or lease), else the run's setting. Pure: a function of the history's records
+alone; a fault counts only if it landed (faultkinds.landing).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zkjepsen.faultkinds import landing, power_rule
+from zkjepsen.faultkinds.landing import Landing
+from zkjepsen.history import NEMESIS, Op
+
+S = 1_000_000_000
+LEASE, DEFECT, UNJUDGED = "lease", "defect", "unjudged"
+
+
+class FaultSpan:
+    """One executed fault from its nemesis records: start paired with end by fault id.
+    A plain class (no dataclass): `check --model lock` imports this at every start."""
+
+    __slots__ = (
+        "kind",
+        "fault_id",
+        "start",
+        "end",
+        "targets",
+        "start_value",
+        "end_value",
+        "landing",
+    )
+
+    def __init__(
+        self, kind: str, fault_id: Any, start: int, targets: list[Any], start_value: dict
+    ) -> None:
+        self.kind, self.fault_id, self.start, self.targets = kind, fault_id, start, targets
+        self.end: int | None = None
+        self.start_value: dict[str, Any] = start_value
+        self.end_value: dict[str, Any] = {}
+        self.landing = Landing(False, "not judged")
+
+
+def fault_spans(ops: list[Op], last: int) -> list[FaultSpan]:
+    """Every executed fault from the nemesis ops, start paired with end by fault id (a re-armed
+    trigger's attempts share an id and follow each other), and whether it landed (from its two
+    records: faultkinds.landing); one never ended ends at `last` (and was never seen to land)."""
+    open_: dict[Any, FaultSpan] = {}
+    out: list[FaultSpan] = []
+    for op in ops:
+        if op.process != NEMESIS or op.type == "invoke" or power_rule(op.f) is None:
+            continue
+        v = op.value if isinstance(op.value, dict) else {}
+        if v.get("phase") == "start":
+            f = FaultSpan(op.f, v.get("fault_id"), op.time, list(v.get("targets") or ()), v)
+            open_[f.fault_id] = f
+            out.append(f)
+        elif v.get("phase") == "end" and v.get("fault_id") in open_:
+            f = open_.pop(v.get("fault_id"))
+            f.end, f.end_value = op.time, v
+    for f in out:
+        if f.end is None:
+            f.end = max(last, f.start)
+        f.landing = landing(f.kind, f.start_value, f.end_value)
+    return out
+
+
+def client_of(target: Any) -> Any:
+    """The client a nemesis target names (`c3` -> 3); None for a server."""
+    if isinstance(target, str) and target[:1] == "c" and target[1:].isdigit():
+        return int(target[1:])
+    return None
+
+
+def lease_s(
+    fault: FaultSpan,
+    client: Any,
+    sessions: dict[Any, list[tuple[int, float]]],
+    default_s: float | None,
+) -> float | None:
+    """The lease (session timeout) `client` had to outlast under `fault`: the fault's own record
+    of it (a client fault aimed at that client alone), else the client's latest negotiated one
+    before the fault, else `default_s` (the run's setting; None when unknown)."""
+    for v in (fault.end_value, fault.start_value):
+        d = v["detail"] if isinstance(v.get("detail"), dict) else {}
+        if d.get("session_timeout_s") and [client] == [client_of(t) for t in fault.targets]:
+            return float(d["session_timeout_s"])
+    seen = [s for t, s in sessions.get(client, ()) if t <= fault.start]
+    return seen[-1] if seen else default_s
+
+
+def silencing(spans: list[FaultSpan]) -> dict[Any, list[FaultSpan]]:
+    """client -> the landed faults that silenced it (power rule `silence`, aimed at it)."""
+    out: dict[Any, list[FaultSpan]] = {}
+    for f in spans:
+        rule = power_rule(f.kind)
+        if rule is None or rule.landed != "silence" or not f.landing.landed:
+            continue
+        for c in {client_of(t) for t in f.targets} - {None}:
+            out.setdefault(c, []).append(f)
+    return out
+
+
+def nature(
+    earlier: Any,
+    later: Any,
+    silenced: dict[Any, list[FaultSpan]],
+    sessions: dict[Any, list[tuple[int, float]]],
+    default_s: float | None,
+) -> tuple[str, str]:
+    """(LEASE | DEFECT | UNJUDGED, why in a phrase) for a split between two holds (objects with
+    `client`, `start`: when granted): `earlier` granted first (module docstring)."""
+    grant = later.start
+    unjudged = ""
+    for f in silenced.get(earlier.client, ()):
+        end = f.end if f.end is not None else f.start
+        if f.start > grant:
+            continue
+        t = lease_s(f, earlier.client, sessions, default_s)
+        if t is None:
+            unjudged = f"{f.kind} on client {earlier.client}, whose lease length is unknown"
+            continue
+        # Its lease was last renewed no earlier than its acquire was asked, nor than a third
+        # of a lease before the silence began (module docstring).
+        renewed = max(f.start - t * S / 3, getattr(earlier, "asked", earlier.start))
+        silent = grant - renewed
+        # Frozen at the grant, or frozen past its lease and thawed less than a lease before.
+        frozen = grant <= end or (end - f.start >= t * S and grant <= end + t * S)
+        if silent >= t * S and frozen:
+            return LEASE, (
+                f"client {earlier.client} silenced by {f.kind} ({(end - f.start) / S:.2f}s) "
+                f"{silent / S:.2f}s after its lease's last renewal (lease {t:g}s) when client "
+                f"{later.client} was granted"
+            )
+    if unjudged:
+        return UNJUDGED, unjudged
+    return DEFECT, (
+        f"client {earlier.client} was not frozen or cut off past its lease when "
+        f"client {later.client} was granted"
+    )
+
+
+def classify(
+    records: list[dict[str, Any]],
+    nemesis: list[Op],
+    sessions: dict[Any, list[tuple[int, float]]],
+    default_s: float | None,
+    last: int,
+) -> dict[str, int]:
+    """Sets `nature` and `nature_why` on every belief overlap record (its `holds`: the two
+    holds, the earlier first); the count of each nature."""
+    silenced = silencing(fault_spans(nemesis, last))
+    counts = {LEASE: 0, DEFECT: 0, UNJUDGED: 0}
+    for rec in records:
+        a, b = rec["holds"]
+        earlier, later = (a, b) if a.start <= b.start else (b, a)
+        rec["nature"], rec["nature_why"] = nature(earlier, later, silenced, sessions, default_s)
+        counts[rec["nature"]] += 1
+    return counts
+
+
+def lease_words(details: dict[str, Any]) -> str:
+    """The lock part's count of splits by nature, as the end of its line: "3 of the 21 belief
+    overlaps beyond a lease's nature" ('' without overlaps; ", 2 unjudged (lease length
+    unknown)" when some are)."""
+    n = details.get("belief_overlap_count") or 0
+    if not n or "beyond_lease_count" not in details:
+        return ""
+    words = f"{details['beyond_lease_count']} of the {n} belief overlaps beyond a lease's nature"
+    unjudged = details.get("unjudged_lease_count") or 0
+    return words + (f", {unjudged} unjudged (lease length unknown)" if unjudged else "")

@@ -1,0 +1,387 @@
+/* The compiled WGL search of wgl.py's `search`, for proving a partition linearizable only
+ * (included by _fastsweep.c, not compiled alone; issue 54: on values 0..4 with crashed ops the
+ * Python search cost ~4.6 us per configuration, 2.5x Porcupine's whole check).
+ *
+ * search_valid(ops, init, budget, deadline) -> True when it found a linearization, None when
+ * it did not (none exists, or `budget` walk steps or the deadline ran out, or an op is one it
+ * cannot read). It answers "valid" only, so that the Python search stays the one that refutes
+ * and explains: True is returned only once every completed op was placed by a legal model
+ * step, in an order that the walk below keeps real-time consistent. The cache of explored
+ * configurations keys the linearized set by two 64-bit Zobrist hashes, not the set itself: a
+ * collision can only prune a branch that might have succeeded (then None, and the Python
+ * search decides), never make a linearization out of illegal steps.
+ *
+ * The walk is wgl.py's without pinned ops' third list and the model's lookahead (a pinned op
+ * is taken as the completed op it is; both only cut the search): the main list of completed
+ * ops' call and return entries in time order, the crashed ops' calls in a second list tried
+ * after the main one's candidates, up to the time of its first return entry; an identical
+ * crashed op only after the earlier one; a legal read-only op placed with no choice point. */
+#ifndef ZKJ_FASTWGL_H
+#define ZKJ_FASTWGL_H
+
+typedef struct {
+    uint64_t h1, h2;
+    Py_hash_t hs;
+    PyObject *s; /* NULL: empty slot */
+} WSlot;
+
+typedef struct {
+    WSlot *slots;
+    size_t cap, used;
+} WCache;
+
+static void wcache_free(WCache *t) {
+    for (size_t k = 0; k < t->cap; k++) Py_XDECREF(t->slots[k].s);
+    PyMem_Free(t->slots);
+}
+
+/* 1 when (h1, h2, s) is there already, else adds it and gives 0; -1 on error. */
+static int wcache_add(WCache *t, uint64_t h1, uint64_t h2, PyObject *s) {
+    Py_hash_t hs = PyObject_Hash(s);
+    if (hs == -1) return -1;
+    if (2 * (t->used + 1) > t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 1024;
+        WSlot *ns = PyMem_Calloc(cap, sizeof(WSlot));
+        if (ns == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (size_t k = 0; k < t->cap; k++) {
+            WSlot *o = &t->slots[k];
+            if (o->s == NULL) continue;
+            size_t q = (size_t)(o->h1 ^ (uint64_t)o->hs * 0x9E3779B97F4A7C15ULL) & (cap - 1);
+            while (ns[q].s != NULL) q = (q + 1) & (cap - 1);
+            ns[q] = *o;
+        }
+        PyMem_Free(t->slots);
+        t->slots = ns;
+        t->cap = cap;
+    }
+    size_t q = (size_t)(h1 ^ (uint64_t)hs * 0x9E3779B97F4A7C15ULL) & (t->cap - 1);
+    for (;; q = (q + 1) & (t->cap - 1)) {
+        WSlot *e = &t->slots[q];
+        if (e->s == NULL) break;
+        if (e->h1 != h1 || e->h2 != h2 || e->hs != hs) continue;
+        if (e->s == s) return 1;
+        int eq = PyObject_RichCompareBool(e->s, s, Py_EQ);
+        if (eq) return eq;
+    }
+    WSlot *e = &t->slots[q];
+    e->h1 = h1;
+    e->h2 = h2;
+    e->hs = hs;
+    e->s = Py_NewRef(s);
+    t->used++;
+    return 0;
+}
+
+static uint64_t splitmix(uint64_t *x) {
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+typedef struct { /* a placed op: what to restore when it is taken back */
+    Py_ssize_t i;
+    PyObject *s; /* the state before it (owned) */
+    int64_t limit;
+    uint64_t h1, h2;
+    char forced;
+} WFrame;
+
+typedef struct { /* the walk's lists (wgl.py's _entry_lists, without the pinned list) */
+    Py_ssize_t *nxt, *prv, *e_op, *call_e, *ret_e, *prev_same;
+    int64_t *e_time;
+    Py_ssize_t chead, ctail_op, crashed;
+} WLists;
+
+/* Previous identical crashed op (same transition, equal argument) of each crashed op, in call
+ * order, or -1; quadratic only among the crashed ops of one transition and argument hash. */
+static int same_crashed(Cols *c, Ev *order, Py_ssize_t k, Py_ssize_t *prev_same) {
+    Py_hash_t *hash = PyMem_Malloc(sizeof(Py_hash_t) * (k + 1));
+    if (hash == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t a = 0; a < k; a++) {
+        hash[a] = PyObject_Hash(c->args[order[a].e]);
+        if (hash[a] == -1) { /* unhashable: no symmetry pruning (as wgl.py) */
+            PyErr_Clear();
+            hash[a] = 0;
+        }
+    }
+    for (Py_ssize_t a = 0; a < k; a++) {
+        Py_ssize_t i = order[a].e;
+        for (Py_ssize_t b = a - 1; b >= 0; b--) {
+            Py_ssize_t j = order[b].e;
+            if (hash[b] != hash[a] || c->fns[j] != c->fns[i]) continue;
+            int eq = PyObject_RichCompareBool(c->args[j], c->args[i], Py_EQ);
+            if (eq < 0) {
+                PyErr_Clear();
+                continue;
+            }
+            if (eq) {
+                prev_same[i] = j;
+                break;
+            }
+        }
+    }
+    PyMem_Free(hash);
+    return 0;
+}
+
+/* The lists of wgl.py's _entry_lists: 0 main head, 1..m main entries, m+1 main tail, m+2
+ * crashed head, crashed calls, crashed tail. Entry ops: i for a call, -1-i for a return, -1-n
+ * for the main tail, -2-n for the crashed tail. 0 or -1 (no memory). */
+static int wgl_lists(Cols *c, Py_ssize_t n, WLists *w) {
+    Ev *ev = PyMem_Malloc(sizeof(Ev) * 4 * (n + 1));
+    Py_ssize_t m = 0, k = 0, half;
+    if (ev == NULL) goto nomem;
+    for (Py_ssize_t i = 0; i < n; i++) /* (time, call before return, op) as wgl.py sorts */
+        if (c->ends[i] != INT64_MAX) {
+            ev[m].key = c->starts[i] * 2;
+            ev[m++].e = i;
+        }
+    half = m;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (c->ends[i] != INT64_MAX) {
+            ev[m].key = c->ends[i] * 2 + 1;
+            ev[m++].e = n + i;
+        }
+    /* calls and returns are each a run that is usually sorted already (as in the sweep) */
+    sort_run(ev, half);
+    sort_run(ev + half, half);
+    Ev *tmp = ev + 2 * (n + 1);
+    Py_ssize_t a = 0, b = half, t = 0;
+    while (a < half && b < m) tmp[t++] = ev_cmp(&ev[b], &ev[a]) < 0 ? ev[b++] : ev[a++];
+    while (a < half) tmp[t++] = ev[a++];
+    while (b < m) tmp[t++] = ev[b++];
+    memcpy(ev, tmp, sizeof(Ev) * m);
+    Ev *cr = ev + m;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (c->ends[i] == INT64_MAX) {
+            cr[k].key = c->starts[i];
+            cr[k++].e = i;
+        }
+    sort_run(cr, k);
+    Py_ssize_t size = m + k + 4;
+    w->nxt = PyMem_Malloc(sizeof(Py_ssize_t) * size);
+    w->prv = PyMem_Malloc(sizeof(Py_ssize_t) * size);
+    w->e_op = PyMem_Malloc(sizeof(Py_ssize_t) * size);
+    w->e_time = PyMem_Malloc(sizeof(int64_t) * size);
+    w->call_e = PyMem_Calloc(n + 1, sizeof(Py_ssize_t));
+    w->ret_e = PyMem_Calloc(n + 1, sizeof(Py_ssize_t));
+    w->prev_same = PyMem_Malloc(sizeof(Py_ssize_t) * (n + 1));
+    if (!w->nxt || !w->prv || !w->e_op || !w->e_time || !w->call_e || !w->ret_e ||
+        !w->prev_same)
+        goto nomem;
+    Py_ssize_t tail = m + 1, chead = m + 2, ctail = m + 3 + k;
+    for (Py_ssize_t e = 0; e < size; e++) {
+        w->nxt[e] = e + 1;
+        w->prv[e] = e - 1;
+    }
+    w->nxt[tail] = tail;
+    w->prv[chead] = chead;
+    w->nxt[ctail] = ctail;
+    w->e_op[0] = 0;
+    w->e_time[0] = INT64_MIN;
+    for (Py_ssize_t p = 0; p < m; p++) {
+        Py_ssize_t e = p + 1, x = ev[p].e;
+        if (x < n) {
+            w->e_op[e] = x;
+            w->e_time[e] = c->starts[x];
+            w->call_e[x] = e;
+        } else {
+            w->e_op[e] = -1 - (x - n);
+            w->e_time[e] = c->ends[x - n];
+            w->ret_e[x - n] = e;
+        }
+    }
+    w->e_op[tail] = -1 - n;
+    w->e_time[tail] = INT64_MAX;
+    w->e_op[chead] = 0;
+    w->e_time[chead] = INT64_MIN;
+    for (Py_ssize_t p = 0; p < k; p++) {
+        Py_ssize_t e = m + 3 + p, x = cr[p].e;
+        w->e_op[e] = x;
+        w->e_time[e] = c->starts[x];
+        w->call_e[x] = e;
+    }
+    w->e_op[ctail] = -2 - n;
+    w->e_time[ctail] = INT64_MAX;
+    w->chead = chead;
+    w->ctail_op = -2 - n;
+    w->crashed = k;
+    for (Py_ssize_t i = 0; i < n; i++) w->prev_same[i] = -1;
+    if (same_crashed(c, cr, k, w->prev_same) < 0) goto fail;
+    PyMem_Free(ev);
+    return 0;
+nomem:
+    PyErr_NoMemory();
+fail:
+    PyMem_Free(ev);
+    return -1;
+}
+
+static void wgl_lists_free(WLists *w) {
+    PyMem_Free(w->nxt);
+    PyMem_Free(w->prv);
+    PyMem_Free(w->e_op);
+    PyMem_Free(w->e_time);
+    PyMem_Free(w->call_e);
+    PyMem_Free(w->ret_e);
+    PyMem_Free(w->prev_same);
+}
+
+/* 1 found a linearization, 0 did not (or gave up), -1 error; *steps the walk's steps. */
+static int wgl_valid(Cols *c, Py_ssize_t n, PyObject *init, long budget, double deadline,
+                     long *steps_out) {
+    WLists w = {0};
+    WCache cache = {NULL, 0, 0};
+    Py_ssize_t capstack = n < 1024 ? n + 1 : 1024; /* grown as the walk gets deeper */
+    WFrame *stack = PyMem_Malloc(sizeof(WFrame) * capstack);
+    uint64_t *z = PyMem_Malloc(sizeof(uint64_t) * 2 * (n + 1));
+    char *lin = PyMem_Calloc(n + 1, 1);
+    Py_ssize_t depth = 0;
+    long steps = 0;
+    int rc = -1;
+    PyObject *state = Py_NewRef(init);
+    if (!stack || !z || !lin) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    if (wgl_lists(c, n, &w) < 0) goto out;
+    uint64_t seed = 0x5EEDULL;
+    for (Py_ssize_t i = 0; i < 2 * n; i++) z[i] = splitmix(&seed);
+    Py_ssize_t *nxt = w.nxt, *prv = w.prv, *e_op = w.e_op;
+    int64_t *e_time = w.e_time;
+    const Py_ssize_t chead = w.chead, CTAIL = w.ctail_op;
+    Py_ssize_t remaining = n - w.crashed, e = nxt[0];
+    int64_t limit = 0;
+    uint64_t h1 = 0, h2 = 0;
+    while (remaining) {
+        if (++steps > budget) {
+            rc = 0;
+            goto out;
+        }
+        if (!(steps & 65535)) {
+            if (PyErr_CheckSignals() < 0) goto out;
+            if (deadline >= 0 && now() > deadline) {
+                rc = 0;
+                goto out;
+            }
+        }
+        Py_ssize_t i = e_op[e];
+        if (e == 0 || e == chead) { /* (heads are never walked onto; defensive) */
+            e = nxt[e];
+            continue;
+        }
+        if (i < 0) {
+            if (i != CTAIL) { /* the main list's first return entry R: now the crashed ops */
+                limit = e_time[e];
+                e = nxt[chead];
+                continue;
+            }
+            goto backtrack;
+        }
+        if (e > chead && e_time[e] > limit) goto backtrack; /* called after R: so the rest */
+        if (w.prev_same[i] >= 0 && !lin[w.prev_same[i]]) {
+            e = nxt[e];
+            continue;
+        }
+        PyObject *ns = apply(c->fns[i], state, c->args[i]);
+        if (ns == NULL) goto out;
+        if (ns == ILLEGAL) {
+            Py_DECREF(ns);
+            e = nxt[e];
+            continue;
+        }
+        uint64_t nh1 = h1 ^ z[2 * i], nh2 = h2 ^ z[2 * i + 1];
+        int had = wcache_add(&cache, nh1, nh2, ns);
+        if (had < 0) {
+            Py_DECREF(ns);
+            goto out;
+        }
+        if (!had) {
+            if (depth == capstack) {
+                WFrame *grown = PyMem_Realloc(stack, sizeof(WFrame) * 2 * capstack);
+                if (grown == NULL) {
+                    Py_DECREF(ns);
+                    PyErr_NoMemory();
+                    goto out;
+                }
+                stack = grown;
+                capstack *= 2;
+            }
+            WFrame *f = &stack[depth++];
+            f->i = i;
+            f->s = state; /* the stack owns the state before */
+            f->limit = limit;
+            f->h1 = h1;
+            f->h2 = h2;
+            f->forced = c->ro[i];
+            state = ns;
+            h1 = nh1;
+            h2 = nh2;
+            lin[i] = 1;
+            Py_ssize_t ce = w.call_e[i], re = w.ret_e[i];
+            nxt[prv[ce]] = nxt[ce];
+            prv[nxt[ce]] = prv[ce];
+            if (re) {
+                nxt[prv[re]] = nxt[re];
+                prv[nxt[re]] = prv[re];
+                remaining--;
+            }
+            e = nxt[0];
+            continue;
+        }
+        Py_DECREF(ns);
+        if (!c->ro[i]) {
+            e = nxt[e];
+            continue;
+        }
+        /* else a legal read-only op leads to an explored configuration: this one is dead */
+    backtrack:
+        for (;;) {
+            if (!depth) {
+                rc = 0;
+                goto out;
+            }
+            WFrame *f = &stack[--depth];
+            i = f->i;
+            Py_DECREF(state);
+            state = f->s;
+            limit = f->limit;
+            h1 = f->h1;
+            h2 = f->h2;
+            lin[i] = 0;
+            Py_ssize_t ce = w.call_e[i], re = w.ret_e[i];
+            if (re) {
+                nxt[prv[re]] = re;
+                prv[nxt[re]] = re;
+                remaining++;
+            }
+            nxt[prv[ce]] = ce;
+            prv[nxt[ce]] = ce;
+            if (!f->forced) {
+                e = nxt[ce];
+                break;
+            }
+        }
+    }
+    rc = 1;
+out:
+    *steps_out = steps;
+    Py_XDECREF(state);
+    if (stack != NULL)
+        for (Py_ssize_t d = 0; d < depth; d++) Py_DECREF(stack[d].s);
+    PyMem_Free(stack);
+    PyMem_Free(z);
+    PyMem_Free(lin);
+    wgl_lists_free(&w);
+    wcache_free(&cache);
+    return rc;
+}
+
+#endif

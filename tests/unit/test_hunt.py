@@ -1,0 +1,356 @@
+"""The hunt's pure parts (run/hunt.py): the menu from the one applicability predicate, the
+schedule of a choice, the guided and random choices, what a run reached, the loop's stop and
+its hunt.jsonl; and its bad input (254, one sentence, nothing created). Runs are faked here:
+what a real hunt finds is benchmarks/zoo's and docs/hunt.md's to say."""
+
+from __future__ import annotations
+
+import json
+import random
+from types import SimpleNamespace
+
+import pytest
+
+from zkjepsen.cli import main
+from zkjepsen.errors import BadInput
+from zkjepsen.run import hunt as h
+from zkjepsen.run.resolve import spec_from_json, validate_spec
+from zkjepsen.store import RunDir
+
+
+def base(**kw):
+    spec = spec_from_json({"recipe": "kazoo", "nodes": 3, "clients": 4, **kw})
+    validate_spec(spec)
+    return spec
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent")  # nothing may reach an engine
+    return tmp_path
+
+
+def run_cli(args, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    return e.value.code, capsys.readouterr().err
+
+
+# ---- bad input ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("budget", ["0", "0s", "-5s", "soon", ""])
+def test_a_budget_that_is_no_time_is_refused_before_anything(budget, here, capsys):
+    code, err = run_cli(["hunt", "--budget", budget], capsys)
+    assert code == 254, err
+    lines = [x for x in err.strip().splitlines() if x]
+    assert len(lines) == 1 and "Traceback" not in err and "budget" in err, err
+    assert not (here / "store").exists()
+
+
+def test_an_empty_menu_names_every_fault_dropped_and_why(monkeypatch):
+    def refuse_all(spec, names=None):
+        return {n: f"{n} does not apply here: a test says so" for n in h.KINDS if n != "none"}
+
+    monkeypatch.setattr(h, "refusals", refuse_all)
+    with pytest.raises(BadInput) as e:
+        h.menu(base())
+    assert "nothing to hunt with" in str(e.value)
+    assert "pause-client: pause-client does not apply here" in str(e.value)
+    assert "kill-leader" in str(e.value)
+
+
+def test_the_menu_is_what_applies_and_says_what_it_dropped():
+    m = h.menu(base())
+    faults = {f for _, f in m.arms}
+    assert {"pause-client", "isolate-client", "kill-client", "kill-leader"} <= faults
+    # no wire proxy in this run: its faults are dropped, each with the predicate's sentence
+    assert "proxy-lose-create" not in faults and "proxy-lose-create" in m.dropped
+    assert "none" not in faults
+    singles = {mo for mo, _ in m.arms if " + " not in mo}
+    assert singles == set(h.MOMENTS) - set(h.FOLLOW)  # a lock workload on ZooKeeper: all of them
+    pairs = [a for a in m.arms if " + " in a[0]]
+    assert 0 < len(pairs) <= h.PAIRS and len(m.arms) == m.singles + len(pairs)
+    with_proxy = h.menu(base(proxy=True))
+    assert "proxy-lose-create" in {f for _, f in with_proxy.arms}
+
+
+def test_faults_narrow_the_menu_and_an_unknown_one_is_refused():
+    m = h.menu(base(), ["kill-client", "pause-client"])
+    assert {f for _, f in m.arms if " + " not in f} == {"kill-client", "pause-client"}
+    assert {x for _, f in m.arms for x in f.split(" + ")} == {"kill-client", "pause-client"}
+    with pytest.raises(BadInput, match="unknown fault"):
+        h.menu(base(), ["pause-everything"])
+    with pytest.raises(BadInput, match="proxy-lose-create"):  # the only one, and it is refused
+        h.menu(base(), ["proxy-lose-create"])
+
+
+# ---- a choice's schedule ------------------------------------------------------------------------
+def test_a_client_fault_is_aimed_at_the_client_the_moment_names():
+    spec = base(time_limit_s=15.0)
+    sleep, fault = h.schedule(spec, h.Choice("on-acquire", "pause-client", "1.5x"), random.Random())
+    assert sleep == {"sleep": h.LEAD_S}
+    assert fault["target"] == "trigger" and fault["duration"] == "1.5x"
+    assert fault["trigger"]["kind"] == "acquired"
+    _, queued = h.schedule(spec, h.Choice("while-queued", "kill-client", "2x"), random.Random())
+    assert queued["trigger"]["waiting_in"] == "/zkjepsen/lock"  # ZooKeeper: seen in the queue
+    pair = h.Choice(
+        "on-acquire", "kill-leader", "2x", then=h.Choice("on-lost", "kill-client", "2x", "holder")
+    )
+    assert pair.describe() == "kill-leader 2x on-acquire + kill-client 2x on-lost -> holder"
+    assert h.Choice.from_json(pair.to_json()) == pair
+    _, server = h.schedule(spec, h.Choice("on-release", "kill-leader", "2x"), random.Random())
+    assert "target" not in server  # the leader, its own default target
+    timed = h.schedule(spec, h.Choice("at-a-time", "pause-client", "3x"), random.Random(1))
+    assert "trigger" not in timed[1] and h.LEAD_S <= timed[0]["sleep"] <= 15.0
+
+
+def test_every_option_on_the_menu_runs_with_its_role_and_magnitudes():
+    """Each option's run validates; a fault on one of several servers is aimed at any server
+    or a follower (its target, never a trigger's aim); a kind that declares a clock offset, a
+    loss rate or a clock rate gets each of PARAM_SIZES, an offset in whole seconds of the
+    lease, both signs."""
+    spec = base(time_limit_s=15.0, params={"hold_s": 3.0})
+    m = h.menu(spec)
+    seen: dict[str, set] = {}
+    for arm in m.arms:
+        for c in m.choices(arm):
+            run = h.run_spec(spec, c, 0, random.Random(0))
+            validate_spec(run)
+            for part, table in zip(c.parts(), run.generator[1::2], strict=True):
+                kind = h.KINDS[part.fault]
+                assert "aim" not in table.get("trigger", {}) or kind.target in ("holder", "random")
+                if part.target == "follower":
+                    assert kind.target == "one" and table["target"] == "follower", table
+                for name, value in table.get("params", {}).items():
+                    seen.setdefault(name, set()).add(value)
+    lease = h.lease_s(spec)
+    assert seen["offset_s"] == {round(0.5 * lease), round(2 * lease), -round(2 * lease)}, seen
+    assert seen["probability"] == {0.5, 0.9} and seen["rate"] == {2.0, 8.0}, seen
+    roles = {c.target for a in m.arms for c in m.choices(a) if c.fault == "kill-one"}
+    assert roles == {"event", "follower"}
+    assert h.roles("kill-one", "on-acquire", servers=1) == ("event",)  # one server: no follower
+    assert h.sizes("clock-skew-client") == tuple(
+        f"{d} offset_s={o}" for d in h.MAGNITUDES["during"] for o in h.PARAM_SIZES["offset_s"]
+    )
+
+
+# ---- choosing -----------------------------------------------------------------------------------
+def test_guided_tries_every_pair_before_any_twice_then_favours_what_came_close():
+    m = h.Menu([("on-acquire", "a"), ("on-release", "b"), ("mid-acquire", "c")], {}, {})
+    m.magnitudes = {"a": ("1x",), "b": ("1x",), "c": ("1x",)}
+    tally, rng = h.Tally(), random.Random(3)
+    firsts = []
+    for _ in range(3):
+        choice, why = h.choose("guided", m, tally, rng)
+        assert "untried" in why
+        firsts.append(choice.arm)
+        tally.add(choice, 0.5 if choice.fault == "b" else 0.0)
+    assert sorted(firsts) == sorted(m.arms)
+    later = [h.choose("guided", m, tally, rng)[0].fault for _ in range(1)]
+    assert later == ["b"]  # the same tries, the higher reward
+
+
+def test_guided_spreads_over_faults_and_moments_before_repeating_either():
+    """While some arm has a fault AND a moment no run has tried, a guided hunt whose runs all
+    missed picks such an arm: a few runs cover many faults and moments, not one fault's row."""
+    moments, faults = [f"m{i}" for i in range(4)], [f"f{i}" for i in range(6)]
+    m = h.Menu([(mo, f) for mo in moments for f in faults], {f: ("1x",) for f in faults}, {})
+    tally, rng = h.Tally(), random.Random(5)
+    for _ in range(4):  # min(4 moments, 6 faults) runs: each a fresh moment and a fresh fault
+        choice, _ = h.choose("guided", m, tally, rng)
+        seen = {p for a in tally.tries for p in h.components(a)}
+        assert not set(h.components(choice.arm)) & seen
+        tally.add(choice, 0.0)
+
+
+def test_guided_prefers_an_uncovered_arm_to_one_that_missed_and_a_near_miss_to_both():
+    m = h.Menu([("m1", "a"), ("m1", "b"), ("m2", "a")], {"a": ("1x",), "b": ("1x",)}, {})
+    tally = h.Tally()
+    tally.add(h.Choice("m1", "a", "1x"), 0.0)  # tried, missed
+    tally.add(h.Choice("m2", "a", "1x"), 0.0)
+    choice, _ = h.choose("guided", m, tally, random.Random(0))
+    assert choice.arm == ("m1", "b")  # the one uncovered
+    tally.add(choice, 0.0)
+    tally.add(h.Choice("m2", "a", "1x"), 0.5)  # then (m2, a) came close
+    assert h.choose("guided", m, tally, random.Random(0))[0].arm == ("m2", "a")
+
+
+def test_guided_spreads_its_magnitudes_random_draws_from_the_menu():
+    m = h.Menu([("on-acquire", "a")], {"a": ("0.5x", "1.5x", "3x")}, {})
+    tally, rng = h.Tally(), random.Random(0)
+    sizes = []
+    for _ in range(3):
+        c, _ = h.choose("guided", m, tally, rng)
+        tally.add(c, 0.0)
+        sizes.append(c.magnitude)
+    assert sorted(sizes) == ["0.5x", "1.5x", "3x"]
+    draws = {h.choose("random", m, h.Tally(), random.Random(s))[0].magnitude for s in range(40)}
+    assert draws == {"0.5x", "1.5x", "3x"}
+
+
+# ---- what a run reached -------------------------------------------------------------------------
+def lock(splits, beyond, valid=False, **kw):
+    return {"valid": valid, "belief_overlap_count": splits, "beyond_lease_count": beyond, **kw}
+
+
+def test_a_split_beyond_a_leases_nature_is_found():
+    reached, words = h.finding({"valid": False, "lock": lock(2, 1)})
+    assert reached == "found" and "1 of 2 belief overlaps beyond" in words
+
+
+def test_splits_a_fence_kept_from_the_data_are_close_not_found():
+    """A fenced lock judged by effect and valid: its belief splits beyond a lease's nature are
+    near misses (a fenced control under a fast server clock: 5 such splits, 0 effect overlaps,
+    every part valid, once called found)."""
+    r = {"valid": True, "lock": lock(5, 5, True, effect_overlap_count=0, near_miss_count=5)}
+    reached, words = h.finding(r)
+    assert reached == "close" and "the fence held" in words, words
+    assert h.finding({**r, "liveness": {"valid": False}}) == ("found", "invalid: liveness")
+    assert h.finding({**r, "fencing": {"valid": False}}) == ("found", "invalid: fencing")
+    assert h.finding({"valid": False, "lock": lock(5, 5, False)})[0] == "found"
+
+
+def test_splits_a_lease_allows_and_what_follows_from_them_are_close_not_found():
+    r = {
+        "valid": False,
+        "lock": lock(3, 0),
+        "fencing": {"valid": False},
+        "atomicity": {"valid": False},
+        "power": {"valid": True, "opportunities": 2},
+    }
+    assert h.finding(r)[0] == "close"
+
+
+def test_a_server_that_did_not_recover_is_the_faults_nature_and_the_stall_follows():
+    r = {"valid": False, "lock": lock(0, 0, True), "recovery": {"valid": False}}
+    stalled = {**r, "liveness": {"valid": False}}
+    assert h.finding(r) == ("close", h.RECOVERY_WORDS)
+    assert h.finding(stalled) == ("close", h.RECOVERY_WORDS + " (and the lock stalled with it)")
+    assert h.finding({**stalled, "fencing": {"valid": False}}) == ("found", "invalid: fencing")
+    assert h.finding({**r, "lock": lock(2, 1)})[0] == "found"
+
+
+def test_any_other_invalid_part_is_found_and_a_landed_fault_is_landed():
+    stuck = {"valid": False, "lock": lock(0, 0, True), "liveness": {"valid": False}}
+    assert h.finding(stuck) == ("found", "invalid: liveness")
+    landed = {"valid": True, "lock": lock(0, 0, True), "power": {"opportunities": 1, "line": "x"}}
+    assert h.finding(landed) == ("landed", "x")
+    assert h.finding({"valid": "unknown", "power": {"reason": "no fault landed"}})[0] == "missed"
+    error = {"valid": "unknown", "error": "the servers never formed a quorum"}
+    assert h.finding(error) == (
+        "missed",
+        "the run ended in an error: the servers never formed a quorum",
+    )
+    failed = SimpleNamespace(run=SimpleNamespace(store_dir=h.Path("")))
+    assert h.run_reached(base(), failed) == h.Reached([], [])  # not the working directory's
+
+
+# ---- the loop -----------------------------------------------------------------------------------
+def fake_runs(monkeypatch, results_of):
+    """run_jobs replaced: the i-th run's results are results_of(i, spec)."""
+    calls = []
+
+    def run_jobs(jobs, engine, parallel=1, cluster=None, store_root=None, keep_going=False):
+        (job,) = jobs
+        results = results_of(len(calls), job.spec)
+        calls.append(job.spec)
+        run = SimpleNamespace(
+            spec=job.spec,
+            results=results,
+            valid=results.get("valid"),
+            store_dir=store_root / f"run{len(calls)}",
+        )
+        return [SimpleNamespace(job=job, run=run)]
+
+    monkeypatch.setattr(h, "run_jobs", run_jobs)
+    return calls
+
+
+def test_the_hunt_stops_at_the_first_finding_and_logs_every_choice(monkeypatch, tmp_path):
+    landed = {"valid": True, "lock": lock(0, 0, True), "power": {"opportunities": 1}}
+    found = {"valid": False, "lock": lock(1, 1)}
+    calls = fake_runs(monkeypatch, lambda i, spec: found if i == 4 else landed)
+    spec = base()
+    result = h.hunt(spec, h.menu(spec), 3600.0, "guided", 7, tmp_path)
+    assert len(calls) == 5 and result.found is not None and result.found["run"] == 4
+    lines = [json.loads(x) for x in (tmp_path / "hunt.jsonl").read_text().splitlines()]
+    assert [x["run"] for x in lines] == [0, 1, 2, 3, 4]
+    assert lines[-1]["reached"] == "found" and lines[0]["reached"] == "landed"
+    for line, spec_run in zip(lines, calls, strict=True):
+        assert spec_run.nemesis[0] == line["choice"]["fault"] and spec_run.stop_on_violation
+        assert spec_run.generator[1]["fault"] == line["choice"]["fault"]
+        assert {"states", "near", "reward", "new_cells"} <= set(line)
+    assert result.coverage_line().startswith("a violation in 5 runs")
+
+
+def test_a_hunt_that_finds_nothing_says_what_it_covered(monkeypatch, tmp_path):
+    landed = {"valid": True, "lock": lock(0, 0, True), "power": {"opportunities": 1}}
+    fake_runs(monkeypatch, lambda i, spec: landed)
+    monkeypatch.setattr(h, "_while_budget", lambda started, budget, step=1: iter(range(6)))
+    spec = base()
+    m = h.menu(spec)
+    result = h.hunt(spec, m, 60.0, "random", 1, tmp_path)
+    assert result.found is None and result.runs == 6
+    line = result.coverage_line()
+    assert line.startswith("no violation in 6 runs / ")
+    assert f"of {len(m.arms)} (moment, fault) pairs covered" in line
+    assert "each at least 1 time" in line and "95 % upper bound" in line  # never a bare pass
+    assert (tmp_path / "coverage.html").is_file()
+
+
+def test_the_same_seed_makes_the_same_choices(monkeypatch, tmp_path):
+    landed = {"valid": True, "power": {"opportunities": 1}}
+    monkeypatch.setattr(h, "_while_budget", lambda started, budget, step=1: iter(range(5)))
+    spec = base()
+    m = h.menu(spec)
+    picks = []
+    for folder in ("a", "b"):
+        calls = fake_runs(monkeypatch, lambda i, s: landed)
+        (tmp_path / folder).mkdir()
+        h.hunt(spec, m, 60.0, "guided", 11, tmp_path / folder)
+        picks.append([(s.nemesis, s.generator, s.seed) for s in calls])
+    assert picks[0] == picks[1]
+
+
+def test_a_runs_states_near_misses_and_novelty_go_into_its_line_and_its_reward(
+    monkeypatch, tmp_path
+):
+    """Each run's stored history is read: its lock states and near misses go into hunt.jsonl;
+    a near miss in the history makes a landed run close (0.5), a state no earlier run reached
+    earns NOVELTY more (not the first run's), and coverage.html shows the states."""
+    s = 1_000_000_000
+
+    def rec(c, t, typ, f, value=None):
+        r = {"time": int(t * s), "process": c, "type": typ, "f": f}
+        return r if value is None else {**r, "value": value}
+
+    plain = [rec(1, 1, "invoke", "acquire"), rec(1, 1.1, "ok", "acquire")]
+    lost = [*plain, rec(1, 1.5, "event", "session-state", "LOST")]  # lost while it held
+    histories = [plain, plain, lost]
+    landed = {"valid": True, "lock": lock(0, 0, True), "power": {"opportunities": 1}}
+    calls = fake_runs(monkeypatch, lambda i, spec: landed)
+    real = h.run_jobs
+
+    def with_history(jobs, engine, **kw):
+        (out,) = real(jobs, engine, **kw)
+        folder = out.run.store_dir
+        folder.mkdir(parents=True)
+        lines = histories[len(calls) - 1]
+        (folder / "history.jsonl").write_text(
+            "".join(json.dumps({"index": i, **r}) + "\n" for i, r in enumerate(lines))
+        )
+        RunDir(folder).save_spec(out.run.spec.to_json())  # read back as `analyze` reads a run
+        return [out]
+
+    monkeypatch.setattr(h, "run_jobs", with_history)
+    monkeypatch.setattr(h, "_while_budget", lambda started, budget, step=1: iter(range(3)))
+    spec = base(session_timeout_s=2.0)
+    result = h.hunt(spec, h.menu(spec), 60.0, "guided", 3, tmp_path)
+    lines = [json.loads(x) for x in (tmp_path / "hunt.jsonl").read_text().splitlines()]
+    assert lines[0]["states"][-1].startswith("holder=one queue=0 session=ok/ok")
+    assert [x["reward"] for x in lines[:2]] == [h.REWARD["landed"]] * 2  # nothing new in run 1
+    assert lines[2]["near"] == ["client 1's session lost while it held"]
+    assert lines[2]["new_states"] == 1 and lines[2]["reward"] == h.REWARD["close"] + h.NOVELTY
+    assert result.coverage is not None and len(result.coverage.states) == 3
+    page = (tmp_path / "coverage.html").read_text()
+    assert "session=lost/ok" in page and result.picture == tmp_path / "coverage.html"
