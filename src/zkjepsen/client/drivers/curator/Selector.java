@@ -1,5 +1,6 @@
 package zkjepsen.curator;
 
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
@@ -8,12 +9,17 @@ import org.apache.curator.framework.recipes.leader.LeaderSelector;
 import org.apache.curator.framework.recipes.leader.LeaderSelectorListener;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.framework.state.ConnectionState;
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.data.Stat;
 
 /**
  * LeaderSelector for the election workload, used as its documentation shows: leadership is the
  * time `takeLeadership` runs; it returns to give leadership up. acquire = start a selector and
  * await `takeLeadership`; release = let it return (and wait for the lock node to go), then close
- * the selector. A selector not leading within the timeout is closed, so `fail` is true.
+ * the selector. A selector not leading within the timeout is closed, and `fail` is said only once
+ * its participant node is gone: close() interrupts the selector's thread, whose mutex deletes the
+ * node after close() has returned, and a node left behind would still queue (or, lowest, lead)
+ * for a client that said it gave up. A node that outlives the wait is an unknown outcome.
  *
  * `tolerant` false: the listener is LeaderSelectorListenerAdapter (leadership cancelled at
  * SUSPENDED or LOST, the documented default). `tolerant` true: the listener cancels only at LOST
@@ -100,7 +106,36 @@ final class Selector implements Subject {
             return own;
         }
         close();
+        awaitOwnNodesGone();
         return null;
+    }
+
+    /** Wait until no node of this session's is left under the election path. */
+    private void awaitOwnNodesGone() throws Exception {
+        long me = client.getZookeeperClient().getZooKeeper().getSessionId();
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (ownsANode(me)) {
+            if (System.nanoTime() > until) {
+                throw new IllegalStateException("its participant node outlived the close");
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    private boolean ownsANode(long session) throws Exception {
+        List<String> children;
+        try {
+            children = client.getChildren().forPath(path);
+        } catch (KeeperException.NoNodeException e) {
+            return false;
+        }
+        for (String child : children) {
+            Stat st = client.checkExists().forPath(path + "/" + child);
+            if (st != null && st.getEphemeralOwner() == session) {
+                return true;
+            }
+        }
+        return false;
     }
 
     @Override
