@@ -69,6 +69,7 @@ from zkjepsen.history.stream import paused_gc
 
 BIG = 8_192  # records from which a check pauses the cyclic garbage collector
 PREFIX_SHOWN = 200  # ops of the longest linearizable prefix kept in a result's details
+_NO_PAUSE = nullcontext()  # (reusable: a short check need not make one)
 __all__ = [
     "SLICE",
     "LinOp",
@@ -246,16 +247,19 @@ def _race(
 
 
 def _op_json(op: LinOp, state: Any = ILLEGAL) -> dict[str, Any]:
-    inv, comp = op.call  # (Call.status and Op.actor, inlined: a refutation reads hundreds)
+    # (Call.status, Op.actor and Action.text inlined, the tuples unpacked rather than read by
+    # attribute: a refutation reads hundreds, and a short one's cost was mostly these)
+    (inv, comp), action, start, end = op
+    label, process, client = action.label, inv.process, inv.client
     d: dict[str, Any] = {
-        "process": inv.process,
-        "actor": inv.process if inv.client is None else inv.client,
+        "process": process,
+        "actor": process if client is None else client,
         "f": inv.f,
-        "op": op.action.text,
+        "op": label if label.__class__ is str else label[0].format(*label[1:]),
         "status": "info" if comp is None else comp.type,
         "invoke_index": inv.index,
-        "start": op.start,
-        "end": op.end,
+        "start": start,
+        "end": end,
     }
     if comp is not None:
         d["complete_index"] = comp.index
@@ -315,7 +319,7 @@ class Linearizable:
         try:
             # Pausing the collector pays off on long histories only: on a short one, the
             # collection that follows re-enabling it costs more than it saved.
-            with paused_gc() if len(history.ops) > BIG else nullcontext():
+            with paused_gc() if len(history.ops) > BIG else _NO_PAUSE:
                 nemesis: list[Any] = []
                 groups = group(history, self.model, nemesis)
                 parts: dict[Any, list[LinOp]] = {}
@@ -358,8 +362,8 @@ class Linearizable:
             "model": self.model.name,
             "reason": reason,
             "partitions": len(parts) + unread,
-            "ops": sum(len(v) for v in parts.values()),
-            "configurations": sum(o.configs for o in done.values()),
+            "ops": sum(map(len, parts.values())),
+            "configurations": sum([o.configs for o in done.values()]),
             "decided_by": decided_by,
         }
         if unread:  # a refutation came first: their ops were never read into the model
@@ -432,16 +436,20 @@ def _refutation(
     details["refuted_by"] = paths.get(key, "search")
     # The tail of the prefix is what explains the failure; the HTML report has it all.
     details["longest_prefix_length"] = len(out.best)
+    ops, best, states = out.ops, out.best, out.states
+    if len(best) != len(states):
+        raise ValueError("a refutation's prefix and its states differ in length")
     details["longest_prefix"] = [
-        _op_json(out.ops[i], s)
-        for i, s in list(zip(out.best, out.states, strict=True))[-PREFIX_SHOWN:]
+        _op_json(ops[i], s)
+        for i, s in zip(best[-PREFIX_SHOWN:], states[-PREFIX_SHOWN:], strict=True)
     ]
     if out.stuck is not None:
-        details["cannot_place"] = _op_json(out.ops[out.stuck])
+        details["cannot_place"] = _op_json(ops[out.stuck])
     _name_the_op(details, out, blaming)
     where = details.get("blamed")
-    windows = fault_windows(nemesis)  # (it reads only the nemesis ops)
     if where:
+        # (fault_windows reads only the nemesis ops: none, none to look for)
+        windows = fault_windows(nemesis) if nemesis else []
         details["faults"] = faults_during(windows, where["start"], where["end"])
     violation = Violation(
         "not-linearizable",

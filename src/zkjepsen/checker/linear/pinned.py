@@ -27,19 +27,22 @@ pinned (an interval that ends before it starts is no op), and the other paths sa
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 from zkjepsen.checker.linear.model_base import cas_value, read_value, write_value
 from zkjepsen.checker.linear.wgl import LinOp, PinnedCall, is_pinned
 from zkjepsen.history import Call
 
+_END = itemgetter(3)  # a LinOp's end: None when it crashed
+
 
 def pin(ops: list[LinOp], init: Any) -> int:
     """Pin, in place, each crashed sole writer of a value some completed op read (module
     docstring): it gets the earliest return of those reads as its end. How many were pinned."""
-    crashed = [i for i, op in enumerate(ops) if op[3] is None]
-    if not crashed:
+    if None not in map(_END, ops):  # (in C: most partitions have no crashed op)
         return 0
+    crashed = [i for i, op in enumerate(ops) if op[3] is None]
     written: dict[Any, int] = {}  # value -> the crashed op writing it
     for i in crashed:
         fn, arg, ro = ops[i][1][:3]

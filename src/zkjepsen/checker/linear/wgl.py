@@ -461,12 +461,16 @@ def in_sequence(ops: list[LinOp], init: Any) -> Outcome | None:
         if op.end is None or op.start <= prev:
             return None
         prev = op.end
-    s = init
-    for i, op in enumerate(ops):
-        s = op.action.fn(s, op.action.arg)
+    # One replay gives _outcome's states too (issue 54: replaying twice, then looking for the
+    # stuck op, was a fifth of a short refutation). The ends increase with the index, so the
+    # completed op that returns first after the prefix 0..i-1 is op i.
+    s, states = init, []
+    for i, (_, action, _, _) in enumerate(ops):
+        s = action.fn(s, action.arg)
         if s is ILLEGAL:
-            return _outcome(False, ops, init, list(range(i)), i)
-    return _outcome(True, ops, init, list(range(len(ops))), len(ops))
+            return Outcome(False, ops, list(range(i)), states, i, i)
+        states.append(s)
+    return Outcome(True, ops, list(range(len(ops))), [], None, len(ops))
 
 
 def _outcome(valid: bool, ops: list[LinOp], init: Any, best: list[int], configs: int) -> Outcome:
