@@ -24,6 +24,11 @@ in a temporary directory: `cas-5x10k`, `cas-5x100k` (5 clients) and `cas-20x1k` 
 `cas-crash-5x10k` (values 0..4, 10 % of the writes and cas crashed) and `cas-unique-5x10k`
 (every write and cas writes a fresh number).
 
+`--porcupine-verbose`: Porcupine checks with CheckEventsVerbose, which also returns the partial
+linearizations its counterexamples are drawn from; CheckEvents returns a verdict alone, while
+zkjepsen's check always returns its counterexample (the longest prefix, the op that cannot be
+placed, the op to blame), which is most of a short refutation's cost (issue 54, kv c01-bad).
+
     .venv/bin/python benchmarks/vs_porcupine.py --porcupine /tmp/porcbench \\
         --data /tmp/porcupine/test_data --rounds 5 --cas
 """
@@ -82,10 +87,13 @@ def groups(data: Path, want: set[str], cas_dir: Path | None = None) -> list[Grou
 ZK_MODEL = {"etcd": "etcd-cas-register", "kv": "kv"}
 
 
-def porcupine_round(binary: str, gs: list[Group], min_cpu: float) -> dict[str, dict]:
+def porcupine_round(
+    binary: str, gs: list[Group], min_cpu: float, verbose: bool = False
+) -> dict[str, dict]:
     specs = [f"{name}={model}:{','.join(map(str, files))}" for name, model, files in gs]
+    flags = ["-verbose"] if verbose else []
     out = subprocess.run(
-        [binary, "-min", str(min_cpu), *specs], capture_output=True, text=True, check=True
+        [binary, "-min", str(min_cpu), *flags, *specs], capture_output=True, text=True, check=True
     ).stdout
     return {d["group"]: d for d in map(json.loads, out.splitlines())}
 
@@ -123,6 +131,12 @@ def main() -> int:
     ap.add_argument("--min-cpu", type=float, default=0.2, help="CPU seconds per group and side")
     ap.add_argument("--group", action="append", help="only these groups (repeatable)")
     ap.add_argument("--cas", action="store_true", help="add the generated CAS groups")
+    ap.add_argument(
+        "--porcupine-verbose",
+        action="store_true",
+        help="Porcupine checks with CheckEventsVerbose (its partial linearizations too, as "
+        "zkjepsen's check returns its counterexample) instead of CheckEvents",
+    )
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         return compare(args, Path(tmp) if args.cas else None)
@@ -146,7 +160,7 @@ def compare(args: argparse.Namespace, cas_dir: Path | None) -> int:
             sides.reverse()
         for side, _ in sides:
             if side == "porcupine":
-                res = porcupine_round(args.porcupine, gs, args.min_cpu)
+                res = porcupine_round(args.porcupine, gs, args.min_cpu, args.porcupine_verbose)
             else:
                 res = zkjepsen_round(loaded, gs, args.min_cpu)
             for name, d in res.items():
@@ -158,6 +172,8 @@ def compare(args: argparse.Namespace, cas_dir: Path | None) -> int:
     # side had one quiet round on a busy machine)
     best = {k: {m: statistics.median(v) for m, v in b.items()} for k, b in per_round.items()}
     load1 = os.getloadavg()
+    if args.porcupine_verbose:
+        print("Porcupine side: CheckEventsVerbose (verdict and partial linearizations)")
     print(
         f"{args.rounds} rounds A/B interleaved, median per pass; load average "
         f"{load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f} before, "

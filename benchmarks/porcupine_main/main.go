@@ -7,7 +7,8 @@
 // state hash, as Porcupine's tests use on test_data/kv). The files are parsed first (not
 // timed); then every file of a group is checked with porcupine.CheckEvents, pass after pass,
 // until at least -min seconds of process CPU (getrusage RUSAGE_SELF: every thread counts) are
-// spent. One JSON object per group goes to stdout:
+// spent (with -verbose, porcupine.CheckEventsVerbose, which also returns the partial
+// linearizations a counterexample is drawn from). One JSON object per group goes to stdout:
 // {"group", "files", "passes", "valid", "cpu", "wall"} (cpu and wall in seconds per pass).
 //
 // Written for zkjepsen; the parsers below are this program's own (plain field splitting), and
@@ -325,6 +326,9 @@ func cpuSeconds() float64 {
 
 func main() {
 	min := flag.Float64("min", 0.2, "CPU seconds to spend per group")
+	// -verbose: CheckEventsVerbose, which also returns the partial linearizations (what a
+	// counterexample is drawn from), as zkjepsen's check always returns its counterexample
+	verbose := flag.Bool("verbose", false, "check with CheckEventsVerbose (no timeout)")
 	flag.Parse()
 	enc := json.NewEncoder(os.Stdout)
 	for _, spec := range flag.Args() {
@@ -354,7 +358,11 @@ func main() {
 		for {
 			valid = 0
 			for _, h := range histories {
-				if porcupine.CheckEvents(m, h) {
+				if *verbose {
+					if res, _ := porcupine.CheckEventsVerbose(m, h, 0); res == porcupine.Ok {
+						valid++
+					}
+				} else if porcupine.CheckEvents(m, h) {
 					valid++
 				}
 			}
