@@ -1,7 +1,8 @@
 """The oracle that tells a split leases allow from a defect of the lock (checker/lease.py), on
 hand-made histories: a holder frozen or cut off past its lease when the next was granted is
 `lease`; any other split (a shorter silence, a grant long after the thaw, no fault, a fault on
-someone else, a fault never seen to land) is `defect`. The lock part's line says both counts."""
+someone else, a fault never seen to land) is `defect` (the faults' other natures:
+test_fault_natures.py). The lock part's line says both counts."""
 
 from __future__ import annotations
 
@@ -74,13 +75,14 @@ def test_a_holder_frozen_past_its_lease_when_the_next_is_granted_is_a_lease_spli
     assert "client 1 silenced by pause-client" in r.details["belief_overlaps"][0]["nature_why"]
     line = summarise(r)
     assert line.startswith("1 belief overlaps; first: clients [1, 2]")
-    assert line.endswith("; 0 of the 1 belief overlaps beyond a lease's nature")
+    assert line.endswith("; 0 of the 1 belief overlaps beyond a lease's or a fault's nature")
 
 
 def test_a_pause_shorter_than_the_lease_is_a_defect():
     r = split(pause=(2, 3.5)).check()  # 1.5 s frozen, lease 2 s: the service had no cause
     assert natures(r) == [DEFECT]
-    assert summarise(r).endswith("; 1 of the 1 belief overlaps beyond a lease's nature")
+    line = summarise(r)
+    assert line.endswith("; 1 of the 1 belief overlaps beyond a lease's or a fault's nature")
 
 
 def test_a_grant_before_the_lease_could_have_run_out_is_a_defect():
@@ -154,7 +156,7 @@ def test_a_valid_verdict_judged_by_effect_still_says_the_natures():
     assert res.valid is True
     line = summarise(res)
     assert line.startswith("1 belief overlaps, judged as near misses")
-    assert line.endswith("; 1 of the 1 belief overlaps beyond a lease's nature")
+    assert line.endswith("; 1 of the 1 belief overlaps beyond a lease's or a fault's nature")
 
 
 @settings(max_examples=200, deadline=None)

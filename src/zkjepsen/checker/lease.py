@@ -20,8 +20,10 @@ earlier one granted first) is classified:
   the silence began. So the silence is counted from the later of the two: a Redis key set
   with a TTL and never refreshed can run out 0.2 s after a pause began when its SET was 1.8 s
   before, and on a loaded machine the acquire's ok is recorded well after the SET.
-- **defect** (beyond a lease's nature): any other split. A silence shorter than T, a grant
-  long after the holder could have heard, no fault at all, a fault on someone else.
+- **defect** (beyond a lease's nature): any other split, unless another fault's nature explains
+  it (checker/nature.py: a server's clock run ahead, a server that lost its state; the one
+  classification, which calls this). A silence shorter than T, a grant long after the holder
+  could have heard, no fault at all, a fault on someone else.
 - **unjudged**: a silencing fault landed on the earlier holder before the grant, but no lease
   length is known for it (no `session` event saying its timeout, none in the fault's record,
   no run setting).
@@ -129,15 +131,16 @@ def silencing(spans: list[FaultSpan]) -> dict[Any, list[FaultSpan]]:
     return out
 
 
-def nature(
+def lease_nature(
     earlier: Any,
     later: Any,
     silenced: dict[Any, list[FaultSpan]],
     sessions: dict[Any, list[tuple[int, float]]],
     default_s: float | None,
-) -> tuple[str, str]:
-    """(LEASE | DEFECT | UNJUDGED, why in a phrase) for a split between two holds (objects with
-    `client`, `start`: when granted): `earlier` granted first (module docstring)."""
+) -> tuple[str, str, FaultSpan | None]:
+    """(LEASE | DEFECT | UNJUDGED, why in a phrase, the silencing fault of a LEASE) for a split
+    between two holds (objects with `client`, `start`: when granted): `earlier` granted first
+    (module docstring). The faults' other natures: checker/nature.py, which calls this."""
     grant = later.start
     unjudged = ""
     for f in silenced.get(earlier.client, ()):
@@ -155,45 +158,22 @@ def nature(
         # Frozen at the grant, or frozen past its lease and thawed less than a lease before.
         frozen = grant <= end or (end - f.start >= t * S and grant <= end + t * S)
         if silent >= t * S and frozen:
-            return LEASE, (
-                f"client {earlier.client} silenced by {f.kind} ({(end - f.start) / S:.2f}s) "
-                f"{silent / S:.2f}s after its lease's last renewal (lease {t:g}s) when client "
-                f"{later.client} was granted"
+            return (
+                LEASE,
+                (
+                    f"client {earlier.client} silenced by {f.kind} ({(end - f.start) / S:.2f}s) "
+                    f"{silent / S:.2f}s after its lease's last renewal (lease {t:g}s) when client "
+                    f"{later.client} was granted"
+                ),
+                f,
             )
     if unjudged:
-        return UNJUDGED, unjudged
-    return DEFECT, (
-        f"client {earlier.client} was not frozen or cut off past its lease when "
-        f"client {later.client} was granted"
+        return UNJUDGED, unjudged, None
+    return (
+        DEFECT,
+        (
+            f"client {earlier.client} was not frozen or cut off past its lease, nor did a fault "
+            f"end its lease on the server, when client {later.client} was granted"
+        ),
+        None,
     )
-
-
-def classify(
-    records: list[dict[str, Any]],
-    nemesis: list[Op],
-    sessions: dict[Any, list[tuple[int, float]]],
-    default_s: float | None,
-    last: int,
-) -> dict[str, int]:
-    """Sets `nature` and `nature_why` on every belief overlap record (its `holds`: the two
-    holds, the earlier first); the count of each nature."""
-    silenced = silencing(fault_spans(nemesis, last))
-    counts = {LEASE: 0, DEFECT: 0, UNJUDGED: 0}
-    for rec in records:
-        a, b = rec["holds"]
-        earlier, later = (a, b) if a.start <= b.start else (b, a)
-        rec["nature"], rec["nature_why"] = nature(earlier, later, silenced, sessions, default_s)
-        counts[rec["nature"]] += 1
-    return counts
-
-
-def lease_words(details: dict[str, Any]) -> str:
-    """The lock part's count of splits by nature, as the end of its line: "3 of the 21 belief
-    overlaps beyond a lease's nature" ('' without overlaps; ", 2 unjudged (lease length
-    unknown)" when some are)."""
-    n = details.get("belief_overlap_count") or 0
-    if not n or "beyond_lease_count" not in details:
-        return ""
-    words = f"{details['beyond_lease_count']} of the {n} belief overlaps beyond a lease's nature"
-    unjudged = details.get("unjudged_lease_count") or 0
-    return words + (f", {unjudged} unjudged (lease length unknown)" if unjudged else "")

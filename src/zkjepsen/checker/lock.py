@@ -13,10 +13,12 @@ Terms (all times are the history's monotonic ns):
 - **Belief overlap**: two definite holds of the same lock by different clients whose beliefs
   intersect (for a mode-aware rwlock: unless both are read holds). Involving a maybe hold, the
   overlap is only "possible" and never makes the verdict invalid on its own. Each belief overlap
-  has a **nature** (checker/lease.py): `lease` when the earlier holder was frozen or cut off
-  past its lease when the later one was granted (inherent to leases: only a fence saves it),
-  `defect` otherwise (beyond a lease's nature: the lock under test is wrong). The verdict does
-  not change with it; the counts say which kind the overlaps were.
+  has a **nature** (checker/nature.py, the one classification): `lease` when the earlier holder
+  was frozen or cut off past its lease when the later one was granted (inherent to leases: only
+  a fence saves it), `server-clock` or `state-lost` when a server's clock ran the lease out
+  early or a server forgot it (the fault's nature), `defect` otherwise (beyond a lease's or a
+  fault's nature: the lock under test is wrong). The verdict does not change with it; the
+  counts say which kind the overlaps were.
 - **Effect overlap** (atomicity broken) on one resource: two accepted (`ok`) writes w and w'
   carrying tokens t < t' (t' was granted later in lock order) where w is NOT certainly before w'
   in real time, i.e. w completed after w' was invoked. Either w' completed before w was invoked:
@@ -42,8 +44,9 @@ from typing import Any
 
 from zkjepsen.checker import Result, Violation
 from zkjepsen.checker.attribution import disk_fault_before
-from zkjepsen.checker.lease import DEFECT, LEASE, UNJUDGED, classify
+from zkjepsen.checker.lease import DEFECT, LEASE, UNJUDGED
 from zkjepsen.checker.lock_observe import INF, Hold, Write, observe
+from zkjepsen.checker.nature import NATURES, classify_splits
 from zkjepsen.history import History, Op, fault_windows, faults_during
 from zkjepsen.history.stream import paused_gc
 
@@ -155,7 +158,9 @@ class LockChecker:
         end_of_test = obs.last_time
         definite = [h for h in obs.holds if not h.maybe]
         belief, possible, careful = _belief_overlaps(obs.holds, definite)
-        natures = classify(belief, obs.nemesis, obs.sessions, self.lease_s, obs.last_time)
+        natures = classify_splits(
+            belief, obs.nemesis, obs.sessions, self.lease_s, obs.last_time, obs.holds
+        )
         effects = _effect_overlaps(obs.writes)
         effect_tokens = {frozenset(e["tokens"]) for e in effects}
         near = [
@@ -186,9 +191,12 @@ class LockChecker:
             "beliefs_cut_at_retirement": obs.cut_at_retirement,
             "belief_overlap_count": len(belief),
             "belief_overlaps": belief[:cap],
-            # each split's nature (checker/lease.py): beyond it, a defect of the lock
+            # each split's nature (checker/nature.py): beyond a lease's or a fault's, a defect
+            # of the lock; `lease_split_count` the splits a lease allows, `nature_counts` each
+            # fault's nature's
             "beyond_lease_count": natures[DEFECT],
             "lease_split_count": natures[LEASE],
+            "nature_counts": {k: natures[k] for k in NATURES if natures[k]},
             "unjudged_lease_count": natures[UNJUDGED],
             "careful_belief_overlap_count": len(careful),
             "careful_belief_overlaps": careful[:cap],

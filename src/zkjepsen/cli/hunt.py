@@ -294,7 +294,8 @@ def finish(
     case = hunt_case(result, suite_name(base), props, written)
     publish(junit_xml, [case], "zkjepsen hunt")
     if result.lease_splits and not result.found:
-        say(f"  lease splits (a fence is needed): run {result.lease_splits['run']}")
+        said = result.lease_splits
+        say(f"  a lease's or a fault's nature, not a defect: run {said['run']} ({said['words']})")
     left = [RunDir(result.folder).hunt_log] + (written.paths() if written else [])
     if result.picture is not None:
         left.append(result.picture)

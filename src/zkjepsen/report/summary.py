@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from zkjepsen.checker import Result, Violation, as_result
-from zkjepsen.checker.lease import lease_words
+from zkjepsen.checker.nature import lease_words, part_words
 from zkjepsen.checker.power import Power
 
 # How a violation kind reads in a sentence (plural); others read "<kind> violations".
@@ -30,7 +30,9 @@ def summarise(res: Result | Mapping[str, Any]) -> str:
     r = as_result(res)
     if r.valid is False and r.violations:
         line = _violation_line(r, r.violations[0])
-        splits = lease_words(r.details)  # the lock part: how many splits a lease cannot explain
+        # the lock part: how many splits a lease or a fault cannot explain; another part: how
+        # many of its violations no fault's nature explains
+        splits = lease_words(r.details) or part_words(r.details)
         return f"{line}; {splits}" if splits else line
     if r.valid is False:  # a checker that names no violation: its first non-empty list
         for key, items in r.details.items():

@@ -33,7 +33,7 @@ from zkjepsen.report.junit import Case
 from zkjepsen.reproduce.replay import violation_kinds
 from zkjepsen.reproduce.shrink import shrink
 from zkjepsen.run.fanout import Job
-from zkjepsen.run.hunt import Choice, finding
+from zkjepsen.run.hunt import Choice, finding, natured_parts
 from zkjepsen.run.hunt_folder import FINDING_JSON
 from zkjepsen.run.many import run_jobs
 from zkjepsen.run.outcome import note_many, reraise
@@ -73,6 +73,7 @@ def target_kinds(results: Any) -> set[str]:
     if beyond and "lock:belief" in kinds:
         return {"lock:belief"}
     skip = {"lock", *FOLLOW} if splits else set()
+    skip |= natured_parts(r)  # every violation of theirs a fault's nature (checker/nature.py)
     return {k for k in kinds if k.split(":", 1)[0] not in skip}
 
 

@@ -10,6 +10,8 @@ from zkjepsen.backends.registry import backends
 from zkjepsen.checker import Result, compose, merge_valid
 from zkjepsen.checker.liveness import LivenessChecker
 from zkjepsen.checker.lock import LockChecker
+from zkjepsen.checker.lock_observe import observe
+from zkjepsen.checker.nature import Context, with_natures
 from zkjepsen.checker.power import power_of
 from zkjepsen.checker.recovery import recovery_of
 from zkjepsen.history import History
@@ -49,6 +51,7 @@ def check_history(
         checkers = checkers_for(spec)
     checked = with_power(compose(checkers).check(history), history, spec, checkers)
     checked = with_recovery(checked, history)
+    with_fault_natures(checked, history, checkers)
     if store_dir is not None and checked.valid is not True:
         try:
             write_failures(checked, checkers, store_dir, history)
@@ -111,6 +114,23 @@ def with_power(
         checked.parts["power"] = Result("unknown", {**table, "reason": power.reason()})
     checked.valid = merge_valid([r.valid for r in checked.parts.values()])
     return checked
+
+
+def with_fault_natures(checked: Result, history: History, checkers: dict[str, Any]) -> None:
+    """Each violation of the lock's other parts (atomicity, fencing, phantom) classified as the
+    fault's nature or a defect of the lock (checker/nature.py: the lock part classifies its own
+    splits the same way), into each part's details. The verdict does not change with it; the
+    hunt reads it to tell a finding from a fault's nature."""
+    lock = next((c for c in checkers.values() if isinstance(c, LockChecker)), None)
+    if lock is None or not any(p.violations for p in checked.parts.values()):
+        return
+    obs = observe(history, *lock.names)
+    releases: dict[Any, set[int]] = {}
+    for op in history.ops:
+        if op.type == "invoke" and op.f in lock.names[1]:
+            releases.setdefault(op.actor, set()).add(op.time)
+    ctx = Context(obs.nemesis, obs.sessions, lock.lease_s, obs.last_time, obs.holds, releases)
+    with_natures({n: p for n, p in checked.parts.items() if n != "lock"}, ctx)
 
 
 def with_recovery(checked: Result, history: History) -> Result:

@@ -10,10 +10,13 @@ the run's schedule is a short sleep, then that fault on that moment (aimed at th
 moment names when the fault hits clients). `random` picks uniformly; `guided` is UCB1 over
 (moment, fault) arms, untried arms first, rewarded by how close a run came (docs/hunt.md).
 
-A run **finds** something when its verdict is invalid for a reason other than splits a lease
-allows: a belief overlap beyond a lease's nature (checker/lease.py), or any invalid part when
-there was no lease split to explain it (liveness, a lost update, a reused token...). A run
-whose only findings are lease splits is reported, once, and the hunt goes on. Every choice
+A run **finds** something when its verdict is invalid for a reason other than the faults'
+nature, as the one classification (checker/nature.py) says: a belief overlap beyond a lease's
+or a fault's nature, an atomicity, fencing or phantom violation it calls a defect, or any other
+invalid part when there was no such split to explain it (liveness, a lost update...). A run
+whose only findings are a lease's or a fault's nature (a frozen holder past its lease, a killed
+holder's half-done update, a server that lost its state, a server's clock run ahead) is
+reported, once, and the hunt goes on. Every choice
 goes to `hunt.jsonl` in the hunt's folder, one line per run as it ends, with the run's folder.
 """
 
@@ -29,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.backends.registry import backend_info
+from zkjepsen.checker.lease import LEASE
+from zkjepsen.checker.nature import NATURES, WORDS
 from zkjepsen.errors import BadInput
 from zkjepsen.faultkinds import KINDS
 from zkjepsen.run.fanout import Job, Outcome
@@ -444,8 +449,50 @@ def choose(strategy: str, m: Menu, tally: Tally, rng: random.Random) -> tuple[Ch
     return rng.choice([c for c in options if tally.sizes.get((arm, c.option), 0) == least]), why
 
 
+def natured_parts(r: dict[str, Any]) -> set[str]:
+    """The invalid parts (but the lock's) each of whose violations is a fault's nature
+    (checker/nature.py: a killed holder's half-done update, a server that lost its state, a
+    server's clock run ahead): they follow from the fault, not from the lock."""
+    return {
+        n
+        for n, p in r.items()
+        if n != "lock"
+        and isinstance(p, dict)
+        and p.get("valid") is False
+        and p.get("beyond_nature_count") == 0
+        and p.get("nature_counts")
+    }
+
+
+def natures_said(r: dict[str, Any]) -> str:
+    """What the faults' natures were, counted over the lock's splits and every other part's
+    violations, with the faults that caused them: "3 a lease's (...), 1 a server that lost its
+    state (kill-one)"."""
+    counts: dict[str, int] = {}
+    faults: dict[str, set[str]] = {}
+    for n, p in r.items():
+        if not isinstance(p, dict):
+            continue
+        listed = p.get("belief_overlaps") if n == "lock" else p.get("natures")
+        for rec in listed if isinstance(listed, list) else ():
+            f = rec.get("nature_fault") if isinstance(rec, dict) else None
+            if isinstance(f, dict) and rec.get("nature") in NATURES:
+                faults.setdefault(rec["nature"], set()).add(str(f.get("kind")))
+        for k, c in _table(p.get("nature_counts")).items():
+            counts[k] = counts.get(k, 0) + (c if isinstance(c, int) else 0)
+    if n_lease := _table(r.get("lock")).get("lease_split_count"):
+        counts[LEASE] = max(counts.get(LEASE, 0), int(n_lease))
+    return ", ".join(
+        f"{counts[k]} {WORDS[k]}" + (f" ({', '.join(sorted(faults[k]))})" if faults.get(k) else "")
+        for k in NATURES
+        if counts.get(k)
+    )
+
+
 def finding(results: Any) -> tuple[str, str]:
-    """(what the run reached: found/close/landed/missed, in words)."""
+    """(what the run reached: found/close/landed/missed, in words). Found: a violation the one
+    classification (checker/nature.py) calls a defect of the lock, or an invalid part it does
+    not classify; close: violations each of which is a lease's or a fault's nature."""
     r: dict[str, Any] = results if isinstance(results, dict) else {}
     lock: dict[str, Any] = _table(r.get("lock"))
     splits = lock.get("belief_overlap_count") or 0
@@ -456,9 +503,13 @@ def finding(results: Any) -> tuple[str, str]:
     if fenced:
         beyond = 0
     lease_only = splits > 0 and beyond == 0 and not fenced
-    # a lease split on an unfenced resource breaks its data too: the lock's, fencing's and
-    # atomicity's findings then follow from the splits
+    # a split a lease or a fault allows on an unfenced resource breaks its data too: the
+    # lock's, fencing's and atomicity's findings then follow from the splits
     follow = {"lock", "fencing", "atomicity"} if lease_only else set()
+    # a part each of whose violations is a fault's nature (a killed holder's half-done update,
+    # tokens reused by a server that restarted empty, a grant a fast server clock ended)
+    natured = natured_parts(r)
+    follow |= natured
     # a server that could not boot after a disk fault is that fault's nature (the recovery
     # part says so): a lock that stalls with it follows from it
     unrecovered = _table(r.get("recovery")).get("valid") is False
@@ -469,7 +520,7 @@ def finding(results: Any) -> tuple[str, str]:
         if isinstance(p, dict) and p.get("valid") is False and n not in follow
     ]
     if beyond:
-        return "found", f"{beyond} of {splits} belief overlaps beyond a lease's nature"
+        return "found", f"{beyond} of {splits} belief overlaps beyond a lease's or a fault's nature"
     if bad:
         return "found", "invalid: " + ", ".join(bad)
     if unrecovered:
@@ -480,8 +531,11 @@ def finding(results: Any) -> tuple[str, str]:
         return "missed", f"the run ended in an error: {str(r['error'])[:300]}"
     if fenced:
         return "close", f"{splits} belief overlaps, the fence held (lock valid by effect)"
-    if lease_only:
-        return "close", f"{splits} belief overlaps, each one a lease allows"
+    if lease_only or natured:
+        said = natures_said(r)
+        what = f"{splits} belief overlaps" if splits else "violations"
+        parts = f" (invalid: {', '.join(sorted(natured))})" if natured else ""
+        return "close", f"{what}{parts}, each a lease's or a fault's nature: {said}"
     if lock.get("near_miss_count"):
         return "close", f"{lock['near_miss_count']} near misses (the fence held)"
     if power.get("opportunities"):

@@ -1,0 +1,392 @@
+"""The one classification of a lock's violation: the fault's nature, or a defect of this lock.
+
+A lock run under faults breaks in ways no lock can prevent; a hunt that stops on them, or a
+verdict that counts them as the lock's, blames the lock for the fault. Read from the history
+alone (the nemesis's fault records, landed ones only: faultkinds.landing; the clients' ops),
+each violation gets one nature and, for a fault's, the fault that caused it:
+
+- **lease** (checker/lease.py): the earlier holder was frozen or cut off past its lease when the
+  later one was granted. For a belief overlap.
+- **server-clock**: a server's clock ran ahead while the earlier holder's lease lived (a lease
+  or session expires by the server's clock: a leader or master whose clock runs k x fast, or
+  steps forward, lets it go early). The fault (clock-rate-*, clock-bump, clock-strobe, aimed at
+  a server) landed; the later grant came in its window or within a lease after it; and by the
+  server's clock a whole lease had passed since the lease could last have been set: from the
+  acquire's invoke, its fast time counted k x, a forward step (a bump ahead at its start, a bump
+  behind at its end, a strobe in its window) counted whole. A holder that renews does so every
+  third of a lease, so a rate counts only from 3 x, and a step only as offset + min(the time
+  since the acquire, T/3) >= T. For a belief overlap and a phantom grant.
+- **state-lost**: a server that lost its state (killed and restarted empty, rolled, replaced,
+  its power or disk lost): such a fault landed between the earlier grant's asking and the later
+  grant, and the history shows the service forgot: a token granted after the fault's start no
+  greater than one granted before it on the same lock (the fence counter restarted; the lock
+  key went with it). A token granted twice across such a fault is that evidence itself. For a
+  belief overlap, a reused token, a backwards write, a phantom grant.
+- **cut-update**: a holder's multi-step update cut by a fault, the half-done state read by a
+  later holder: the writer was killed (a fault that kills clients, aimed at it) after its hold
+  began and before the read, or its hold ended mid-update, not by its own release, while a
+  landed fault was in flight (or within a lease after it). No lock makes a killed client's
+  update atomic; a ready file or a transaction does. When the writer's and the reader's holds
+  overlap, the read follows from that split and takes the split's nature. For a half-done read.
+- **defect**: anything else: the lock under test is wrong.
+- **unjudged**: a silence landed on the earlier holder but no lease length is known (lease.py).
+
+T, per client: as lease.py (the fault's record, the client's negotiated session, the run's).
+Pure: a function of the history's records (`Context`) and the violations.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from zkjepsen.checker.lease import (
+    DEFECT,
+    LEASE,
+    UNJUDGED,
+    FaultSpan,
+    client_of,
+    fault_spans,
+    lease_nature,
+    lease_s,
+    silencing,
+)
+from zkjepsen.faultkinds import KINDS
+
+S = 1_000_000_000
+CLOCK, STATE, CUT = "server-clock", "state-lost", "cut-update"
+NATURES = (LEASE, CLOCK, STATE, CUT)  # the faults' natures, in the order the words list them
+# How each reads in a verdict's line ("1 a server that lost its state").
+WORDS = {
+    LEASE: "a lease's (a holder frozen or cut off past it)",
+    CLOCK: "a server's clock run ahead",
+    STATE: "a server that lost its state",
+    CUT: "a holder's update cut by a fault",
+}
+# The observers (faultkinds) of the kinds that restart servers or take their data: killed,
+# rolled, replaced, powered off, corrupted, a Redlock master restarted.
+RESTARTS = {"killed", "roll", "members", "power-loss", "corrupted", "dropped+restarted"}
+RENEWALS = 3  # a holder that renews does so every third of a lease (lease.py)
+
+
+def _detail(f: FaultSpan) -> dict[str, Any]:
+    for v in (f.end_value, f.start_value):
+        if isinstance(v.get("detail"), dict):
+            return v["detail"]
+    return {}
+
+
+def _number(x: Any) -> float | None:
+    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+
+
+def _on_servers(f: FaultSpan) -> bool:
+    return bool(f.targets) and all(client_of(t) is None for t in f.targets)
+
+
+class Context:
+    """What the classification reads of a history: the landed faults by what they do, each
+    client's negotiated leases, the grants (for their tokens), the release invokes."""
+
+    def __init__(
+        self,
+        nemesis: list[Any],
+        sessions: dict[Any, list[tuple[int, float]]],
+        default_s: float | None,
+        last: int,
+        holds: list[Any] = (),  # type: ignore[assignment]
+        releases: dict[Any, set[int]] | None = None,
+    ) -> None:
+        spans = fault_spans(nemesis, last)
+        self.sessions, self.default_s = sessions, default_s
+        self.silenced = silencing(spans)
+        landed = [f for f in spans if f.landing.landed]
+        kinds = {f: KINDS.get(f.kind) for f in landed}
+        self.clocks = [f for f, k in kinds.items() if k and k.family == "clock" and _on_servers(f)]
+        self.restarts = [
+            f for f, k in kinds.items() if k and k.observer in RESTARTS and _on_servers(f)
+        ]
+        self.kills: dict[Any, list[FaultSpan]] = {}
+        for f, k in kinds.items():
+            for c in {client_of(t) for t in f.targets} - {None} if k and k.kills_clients else ():
+                self.kills.setdefault(c, []).append(f)
+        self.landed = landed
+        self.grants = sorted(
+            (h for h in holds if not getattr(h, "maybe", False)), key=lambda h: h.start
+        )
+        self.releases = releases or {}
+
+    def lease(self, f: FaultSpan, client: Any) -> float | None:
+        return lease_s(f, client, self.sessions, self.default_s)
+
+    def forgot(self, f: FaultSpan, key: Any = None) -> bool:
+        """Did the service forget across `f`: a token granted after its start no greater than
+        one granted before it (on `key`'s lock, or any)?"""
+        before = [
+            t
+            for h in self.grants
+            if h.start < f.start and (key is None or h.key == key)
+            if (t := _number(h.token)) is not None
+        ]
+        if not before:
+            return False
+        top = max(before)
+        return any(
+            (t := _number(h.token)) is not None and t <= top
+            for h in self.grants
+            if h.start >= f.start and (key is None or h.key == key)
+        )
+
+
+def clock_ahead(f: FaultSpan, asked: int, grant: int, t: float) -> str:
+    """Why `f` (a server's clock fault) could have run a lease set at `asked` out by `grant`
+    ('' when it could not): module docstring."""
+    d, lease = _detail(f), t * S
+    end = f.end if f.end is not None else f.start
+    if f.start > grant or grant > end + lease:
+        return ""
+    rate, offset = _number(d.get("rate")), _number(d.get("offset_s"))
+    if rate is not None and rate >= RENEWALS:
+        fast = max(0, min(grant, end) - max(asked, f.start))
+        if fast and (grant - asked) + (rate - 1) * fast >= lease:
+            return f"x{rate:g} for {fast / S:.2f}s of its lease"
+    if offset:
+        # a bump ahead steps at its start, one behind steps ahead at its end; a strobe flips
+        # ahead again and again in its window
+        step = end if offset < 0 else f.start
+        if f.kind == "clock-strobe" and offset > 0:
+            step = max(f.start, asked)
+        age = min(step - asked, lease / RENEWALS)
+        if asked <= step <= grant and abs(offset) * S + age >= lease:
+            return f"stepped ahead {abs(offset):g}s"
+    return ""
+
+
+def server_clock(ctx: Context, client: Any, asked: int, grant: int) -> tuple[str, FaultSpan] | None:
+    for f in ctx.clocks:
+        t = ctx.lease(f, client)
+        why = clock_ahead(f, asked, grant, t) if t else ""
+        if why:
+            return why, f
+    return None
+
+
+def state_lost(ctx: Context, lo: int, hi: int, key: Any = None) -> FaultSpan | None:
+    """A landed fault that restarts servers, started in [lo, hi], across which the service
+    forgot (its tokens went back)."""
+    return next((f for f in ctx.restarts if lo <= f.start <= hi and ctx.forgot(f, key)), None)
+
+
+def _fault(f: FaultSpan) -> dict[str, Any]:
+    return {"kind": f.kind, "fault_id": f.fault_id, "targets": list(f.targets)}
+
+
+def split_nature(ctx: Context, earlier: Any, later: Any) -> tuple[str, str, dict | None]:
+    """(nature, why, the fault) of a belief overlap: `earlier` granted first (objects with
+    `client`, `start`, `asked`, `key`, `token`)."""
+    nature, why, f = lease_nature(earlier, later, ctx.silenced, ctx.sessions, ctx.default_s)
+    if nature == LEASE:
+        return nature, why, _fault(f) if f else None
+    asked = getattr(earlier, "asked", earlier.start)
+    clock = server_clock(ctx, earlier.client, asked, later.start)
+    if clock:
+        return (
+            CLOCK,
+            (
+                f"{clock[1].kind} on {', '.join(map(str, clock[1].targets))} ({clock[0]}): client "
+                f"{earlier.client}'s lease ran out by the server's clock before client "
+                f"{later.client} was granted"
+            ),
+            _fault(clock[1]),
+        )
+    lost = state_lost(ctx, asked, later.start, getattr(later, "key", None))
+    if lost:
+        return (
+            STATE,
+            (
+                f"{lost.kind} on {', '.join(map(str, lost.targets))} between the two grants, and "
+                "the service forgot (a token after it no greater than one before)"
+            ),
+            _fault(lost),
+        )
+    return nature, why, None
+
+
+def _hold_of(ctx: Context, client: Any, token: Any, before: int) -> Any:
+    """The writer's hold: the one with its token, else its last grant before `before`."""
+    mine = [h for h in ctx.grants if h.client == client and h.start <= before]
+    same = [h for h in mine if token is not None and h.token == token]
+    return (same or mine or [None])[-1]
+
+
+def half_done_nature(ctx: Context, v: Any) -> tuple[str, str, dict | None]:
+    """A half-done read (checker/atomicity.py): clients (writer, reader), window [the write
+    that left it, the read]."""
+    writer, reader = v.clients[0], v.clients[-1]
+    tokens = list(v.evidence.get("tokens") or (None, None))
+    read_end = v.end if v.end is not None else v.start
+    w = _hold_of(ctx, writer, tokens[0], read_end)
+    r = _hold_of(ctx, reader, tokens[-1], read_end)
+    if w is not None and r is not None and r.start < w.end and w.start <= r.start:
+        nature, why, f = split_nature(ctx, w, r)  # the read follows from this split
+        return nature, f"the holds overlap: {why}", f
+    start = w.start if w is not None else (v.start or 0)
+    for f in ctx.kills.get(writer, ()):
+        if start <= f.start <= read_end:
+            return CUT, f"client {writer} killed by {f.kind} mid-update, before the read", _fault(f)
+    end = w.end if w is not None else None
+    if isinstance(end, int) and end <= read_end and end not in ctx.releases.get(writer, ()):
+        for f in ctx.landed:
+            t = ctx.lease(f, writer) or 0
+            stop = f.end if f.end is not None else f.start
+            if f.start <= end <= stop + t * S:
+                return (
+                    CUT,
+                    (
+                        f"client {writer}'s hold ended mid-update, not by its release, under "
+                        f"{f.kind}"
+                    ),
+                    _fault(f),
+                )
+    return DEFECT, f"client {writer}'s half-done update was not cut by a fault", None
+
+
+def token_nature(ctx: Context, v: Any) -> tuple[str, str, dict | None]:
+    """A reused token (window: its two grants) or a backwards write (window: the two writes)."""
+    lo, hi = v.start or 0, v.end if v.end is not None else v.start or 0
+    if v.kind == "reused-token":
+        # the reuse is the evidence that the counter went back: any restart between the grants
+        f = next((f for f in ctx.restarts if lo <= f.start <= hi), None)
+    else:
+        low = _number((list(v.evidence.get("tokens") or ()) or [None])[-1])
+        granted = [h.start for h in ctx.grants if low is not None and _number(h.token) == low]
+        f = next(
+            (f for f in ctx.restarts if ctx.forgot(f) and any(f.start <= g <= hi for g in granted)),
+            None,
+        )
+    if f is None:
+        return DEFECT, "no fault that restarts a server between them", None
+    return (
+        STATE,
+        f"{f.kind} on {', '.join(map(str, f.targets))}: the fence counter restarted",
+        (_fault(f)),
+    )
+
+
+def phantom_nature(ctx: Context, v: Any) -> tuple[str, str, dict | None]:
+    """A grant the service never saw: its lease ended early by a server's clock, or the server
+    forgot it."""
+    client, grant = v.clients[0], v.start or 0
+    end = v.end if v.end is not None else max((f.end or f.start for f in ctx.landed), default=grant)
+    for f in ctx.clocks:
+        t = ctx.lease(f, client)
+        if t and clock_ahead(f, grant, max(grant, min(end, (f.end or f.start) + int(t * S))), t):
+            return CLOCK, f"{f.kind}: the grant's lease ran out by the server's clock", _fault(f)
+    lost = state_lost(ctx, grant, end)
+    if lost:
+        return STATE, f"{lost.kind}: the server forgot the grant", _fault(lost)
+    return DEFECT, "no fault that ends a grant early on the server", None
+
+
+BY_KIND = {
+    "half-done-read": half_done_nature,
+    "reused-token": token_nature,
+    "backwards": token_nature,
+    "phantom-grant": phantom_nature,
+}
+
+
+def classify_violations(ctx: Context, violations: list[Any]) -> list[dict[str, Any]] | None:
+    """Each violation's nature (None when the part has no violation this classification reads:
+    its kinds are another checker's)."""
+    if not any(v.kind in BY_KIND for v in violations):
+        return None
+    out = []
+    for v in violations:
+        judge = BY_KIND.get(v.kind)
+        nature, why, f = judge(ctx, v) if judge else (DEFECT, "a kind no nature explains", None)
+        out.append(
+            {
+                "kind": v.kind,
+                "clients": list(v.clients),
+                "start": v.start,
+                "nature": nature,
+                "nature_why": why,
+                "nature_fault": f,
+            }
+        )
+    return out
+
+
+def counts_of(natures: list[str]) -> dict[str, int]:
+    return {n: natures.count(n) for n in (*NATURES, DEFECT, UNJUDGED) if natures.count(n)}
+
+
+def nature_words(counts: dict[str, int]) -> str:
+    """'1 a lease's (...), 2 a server that lost its state' for the natures counted."""
+    return ", ".join(f"{counts[n]} {WORDS[n]}" for n in NATURES if counts.get(n))
+
+
+def classify_splits(
+    records: list[dict[str, Any]],
+    nemesis: list[Any],
+    sessions: dict[Any, list[tuple[int, float]]],
+    default_s: float | None,
+    last: int,
+    holds: list[Any] = (),  # type: ignore[assignment]
+) -> dict[str, int]:
+    """Sets `nature`, `nature_why` and `nature_fault` on every belief overlap record (its
+    `holds`: the two holds); the count of each nature (every one of NATURES, DEFECT, UNJUDGED)."""
+    ctx = Context(nemesis, sessions, default_s, last, holds)
+    counts = dict.fromkeys((*NATURES, DEFECT, UNJUDGED), 0)
+    for rec in records:
+        a, b = rec["holds"]
+        earlier, later = (a, b) if a.start <= b.start else (b, a)
+        rec["nature"], rec["nature_why"], rec["nature_fault"] = split_nature(ctx, earlier, later)
+        counts[rec["nature"]] += 1
+    return counts
+
+
+def lease_words(details: dict[str, Any]) -> str:
+    """The lock part's count of splits by nature, as the end of its line: "3 of the 21 belief
+    overlaps beyond a lease's or a fault's nature" and, when some are a fault's other than a
+    lease's, which ("(2 a server that lost its state)"); '' without overlaps; ", 2 unjudged
+    (lease length unknown)" when some are."""
+    n = details.get("belief_overlap_count") or 0
+    if not n or "beyond_lease_count" not in details:
+        return ""
+    words = (
+        f"{details['beyond_lease_count']} of the {n} belief overlaps beyond a lease's or a "
+        "fault's nature"
+    )
+    counts = details.get("nature_counts") or {}
+    if any(counts.get(k) for k in NATURES if k != LEASE):
+        words += f" ({nature_words(counts)})"
+    unjudged = details.get("unjudged_lease_count") or 0
+    return words + (f", {unjudged} unjudged (lease length unknown)" if unjudged else "")
+
+
+def part_words(details: dict[str, Any]) -> str:
+    """Another part's count by nature (atomicity, fencing, phantom): "1 of the 3 beyond a
+    fault's nature (2 a server that lost its state)"; '' when it was not classified."""
+    counts = details.get("nature_counts")
+    if not isinstance(counts, dict) or "beyond_nature_count" not in details:
+        return ""
+    n = details["beyond_nature_count"] + sum(counts.get(k) or 0 for k in NATURES)
+    words = f"{details['beyond_nature_count']} of the {n} beyond a fault's nature"
+    said = nature_words(counts)
+    return f"{words} ({said})" if said else words
+
+
+def with_natures(parts: dict[str, Any], ctx: Context) -> None:
+    """Classify every other part's violations (atomicity, fencing, phantom) in place: its
+    details get `natures` (one per violation listed), `nature_counts` and
+    `beyond_nature_count` (the defects, and what was found but not listed)."""
+    for part in parts.values():
+        judged = classify_violations(ctx, list(part.violations))
+        if judged is None:
+            continue
+        counts = counts_of([j["nature"] for j in judged])
+        found = sum(part.counts.values()) if part.counts else len(judged)
+        part.details["natures"] = judged
+        part.details["nature_counts"] = counts
+        part.details["beyond_nature_count"] = counts.get(DEFECT, 0) + max(0, found - len(judged))

@@ -1,0 +1,300 @@
+"""The one classification of a violation as the fault's nature or a defect of the lock
+(checker/nature.py), on hand-made histories, as the verdict and the hunt read it: a split whose
+earlier holder's lease a fast or stepped server clock ran out, a split or a reused token across
+a server restart that forgot its tokens, a half-done update left by a killed holder, are each
+the fault's nature (named, with the fault); the same histories without the fault, or with it
+too far away, are defects, and the hunt stops only on those (run/hunt.py `finding`). The
+property tests generate such histories: a violation that follows only one of these faults is
+never called a defect, one with no fault near it always is."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from landed import with_observation
+
+from zkjepsen.checker import compose
+from zkjepsen.checker.atomicity import AtomicityChecker
+from zkjepsen.checker.fencing import FencingChecker
+from zkjepsen.checker.lease import DEFECT, LEASE
+from zkjepsen.checker.lock import LockChecker
+from zkjepsen.checker.nature import CLOCK, CUT, STATE
+from zkjepsen.history import History, Op
+from zkjepsen.report.summary import summarise
+from zkjepsen.run.analysis import with_fault_natures
+from zkjepsen.run.hunt import finding
+
+S = 1_000_000_000
+TTL = 2.0
+
+
+class H:
+    """Times in seconds; client N is process N; every client's lease TTL."""
+
+    def __init__(self):
+        self.ops: list[Op] = []
+        for c in (1, 2, 3):
+            self.add(0.1, c, "event", "session", None, {"timeout_ms": int(TTL * 1000)}, c)
+
+    def add(self, t, process, typ, f, key=None, value=None, client=None):
+        self.ops.append(Op(len(self.ops), int(t * S), process, typ, f, key, value, client))
+        return self
+
+    def acquire(self, c, t_ok, token):
+        self.add(t_ok - 0.1, c, "invoke", "acquire", "/l", None, c)
+        return self.add(t_ok, c, "ok", "acquire", "/l", {"token": token}, c)
+
+    def release(self, c, t):
+        self.add(t, c, "invoke", "release", "/l", None, c)
+        return self.add(t + 0.05, c, "ok", "release", "/l", None, c)
+
+    def hold(self, c, t_ok, t_rel, token):
+        return self.acquire(c, t_ok, token).release(c, t_rel)
+
+    def write(self, c, t, token, step, steps=2, version=1):
+        self.add(t, c, "invoke", "write", "/r", {"token": token, "step": step, "steps": steps}, c)
+        return self.add(t + 0.05, c, "ok", "write", "/r", {"version": version}, c)
+
+    def read(self, c, t, token, state):
+        self.add(t, c, "invoke", "read", "/r", {"token": token}, c)
+        return self.add(t + 0.05, c, "ok", "read", "/r", state, c)
+
+    def fault(self, t0, t1, f, targets, fid=1, detail=None):
+        start = {"fault_id": fid, "phase": "start", "targets": list(targets)}
+        end = with_observation(f, targets, {"detail": detail} if detail else None)
+        self.add(t0, "nemesis", "info", f, None, start)
+        return self.add(t1, "nemesis", "info", f, None, {**start, "phase": "end", **end})
+
+    def clock(self, t0, t1, f="clock-rate-leader", rate=None, offset=None, fid=1):
+        seen = {"offset_s": offset, "rate": rate, "via": "probe", "at_ns": 1, "samples": 3}
+        what = {"rate": rate} if rate is not None else {"offset_s": offset}
+        return self.fault(t0, t1, f, ("n1",), fid, {**what, "clock_seen": {"n1": seen}})
+
+    def judge(self):
+        """The verdict as a run's (run/analysis.py): the checkers, then the other parts'
+        natures."""
+        checkers = {
+            "lock": LockChecker().with_lease(TTL),
+            "fencing": FencingChecker(),
+            "atomicity": AtomicityChecker(),
+        }
+        history = History(sorted(self.ops, key=lambda o: (o.time, o.index)))
+        res = compose(checkers).check(history)
+        with_fault_natures(res, history, checkers)
+        return res
+
+
+def split(t2=4.5, token2=46):
+    """Client 1 holds from 1 s to 9 s with token 10; client 2 is granted at `t2`, nobody
+    silenced."""
+    return H().hold(1, 1, 9, 10).hold(2, t2, t2 + 0.5, token2)
+
+
+def natures(res):
+    return [b["nature"] for b in res.parts["lock"].details["belief_overlaps"]]
+
+
+# ---- a server's clock run ahead -----------------------------------------------------------------
+def test_a_fast_leader_clock_that_runs_the_lease_out_is_the_clocks_nature():
+    res = split().clock(2, 6, rate=8.0).judge()
+    assert natures(res) == [CLOCK]
+    b = res.parts["lock"].details["belief_overlaps"][0]
+    assert b["nature_fault"]["kind"] == "clock-rate-leader"
+    assert "ran out by the server's clock" in b["nature_why"]
+    line = summarise(res.parts["lock"])
+    assert line.endswith(
+        "0 of the 1 belief overlaps beyond a lease's or a fault's nature "
+        "(1 a server's clock run ahead)"
+    ), line
+    reached, words = finding(res.to_json())
+    assert reached == "close" and "a server's clock run ahead (clock-rate-leader)" in words
+
+
+def test_a_clock_a_renewing_holder_outpaces_or_one_long_gone_is_no_excuse():
+    assert natures(split().clock(2, 6, rate=2.0).judge()) == [DEFECT]  # renewals keep up
+    assert natures(split(t2=8).clock(2, 3, rate=8.0).judge()) == [DEFECT]  # ended 5 s before
+    assert natures(split(t2=4.5).clock(5, 6, rate=8.0).judge()) == [DEFECT]  # began after
+    assert finding(split().clock(2, 6, rate=2.0).judge().to_json())[0] == "found"
+
+
+def test_a_clock_stepped_ahead_past_the_lease_is_the_clocks_nature_either_way():
+    assert natures(split().clock(2, 6, "clock-bump", offset=5).judge()) == [CLOCK]
+    # stepped behind, then ahead again at its end: the lease set meanwhile runs out at once
+    assert natures(split().clock(2, 4, "clock-bump", offset=-5).judge()) == [CLOCK]
+    # a step smaller than what is left of a renewed lease ends none
+    assert natures(split().clock(2, 6, "clock-bump", offset=1).judge()) == [DEFECT]
+    # a step before the earlier holder asked: its lease was set on the stepped clock
+    h = H().hold(1, 3, 9, 10).hold(2, 4.5, 5, 46).clock(1, 6, "clock-bump", offset=5)
+    assert natures(h.judge()) == [DEFECT]
+
+
+# ---- a server that lost its state ---------------------------------------------------------------
+def test_a_split_across_a_restart_that_forgot_the_tokens_is_the_lost_states_nature():
+    res = split(token2=1).fault(2, 3, "kill-one", ("n1",)).judge()
+    assert natures(res) == [STATE]
+    assert res.parts["lock"].details["belief_overlaps"][0]["nature_fault"]["kind"] == "kill-one"
+    assert "a server that lost its state" in summarise(res.parts["lock"])
+
+
+def test_a_restart_the_service_remembered_across_is_no_excuse():
+    # the tokens went on (46 > 10): the service kept its state, the split is the lock's
+    assert natures(split(token2=46).fault(2, 3, "kill-one", ("n1",)).judge()) == [DEFECT]
+    # a restart before the earlier holder asked explains nothing of its grant
+    h = H().hold(3, 0.5, 0.7, 30).fault(0.8, 0.9, "kill-one", ("n1",))
+    assert natures(h.hold(1, 1, 9, 10).hold(2, 4.5, 5, 1).judge()) == [DEFECT]
+
+
+def test_a_token_reused_across_a_restart_is_the_lost_states_nature():
+    h = H().hold(1, 1, 2, 5).write(1, 1.5, 5, 1, 1, 1)
+    h.fault(3, 4, "kill-majority", ("n1", "n2"))
+    h.hold(2, 5, 6, 5).write(2, 5.5, 5, 1, 1, 2)
+    res = h.judge()
+    fencing = res.parts["fencing"]
+    assert fencing.valid is False  # the verdict is unchanged
+    assert [n["nature"] for n in fencing.details["natures"]] == [STATE]
+    assert fencing.details["beyond_nature_count"] == 0
+    assert "0 of the 1 beyond a fault's nature (1 a server that lost its state)" in summarise(
+        fencing
+    )
+    reached, words = finding(res.to_json())
+    assert reached == "close" and "kill-majority" in words, words
+
+
+def test_a_token_reused_with_no_restart_is_a_defect():
+    h = H().hold(1, 1, 2, 5).write(1, 1.5, 5, 1, 1, 1).hold(2, 5, 6, 5).write(2, 5.5, 5, 1, 1, 2)
+    res = h.judge()
+    assert [n["nature"] for n in res.parts["fencing"].details["natures"]] == [DEFECT]
+    assert finding(res.to_json()) == ("found", "invalid: fencing")
+
+
+# ---- a killed holder's half-done update ---------------------------------------------------------
+def half_done(kill=True, released=False):
+    """Client 1 writes step 1 of 2 and is killed (or releases, or its hold just goes on past
+    no fault); client 2, granted after, reads the half-done state."""
+    h = H().acquire(1, 1, 10).write(1, 1.5, 10, 1)
+    if kill:
+        h.fault(2, 2.1, "kill-client", ("c1",))
+    if released:
+        h.release(1, 2)
+    h.acquire(2, 3, 11).read(2, 3.2, 11, {"step": 1, "steps": 2, "writer": 1, "writer_token": 10})
+    return h.release(2, 4)
+
+
+def test_a_killed_holders_half_done_update_is_the_kills_nature():
+    res = half_done().judge()
+    atomicity = res.parts["atomicity"]
+    assert atomicity.valid is False
+    assert [n["nature"] for n in atomicity.details["natures"]] == [CUT]
+    assert atomicity.details["natures"][0]["nature_fault"]["kind"] == "kill-client"
+    reached, words = finding(res.to_json())
+    assert reached == "close" and "a holder's update cut by a fault (kill-client)" in words
+
+
+def test_a_half_done_update_its_holder_released_is_a_defect():
+    res = half_done(kill=False, released=True).judge()
+    assert [n["nature"] for n in res.parts["atomicity"].details["natures"]] == [DEFECT]
+    assert finding(res.to_json()) == ("found", "invalid: atomicity")
+
+
+def test_a_half_done_read_inside_a_split_takes_the_splits_nature():
+    # the writer still held when the reader was granted: the read follows from the split
+    h = H().acquire(1, 1, 10).write(1, 1.5, 10, 1).clock(2, 6, rate=8.0)
+    h.acquire(2, 4.5, 11).read(2, 4.6, 11, {"step": 1, "steps": 2, "writer": 1, "writer_token": 10})
+    res = h.release(2, 5).release(1, 8).judge()
+    assert [n["nature"] for n in res.parts["atomicity"].details["natures"]] == [CLOCK]
+    h2 = H().acquire(1, 1, 10).write(1, 1.5, 10, 1)
+    h2.acquire(2, 4.5, 11).read(
+        2, 4.6, 11, {"step": 1, "steps": 2, "writer": 1, "writer_token": 10}
+    )
+    res2 = h2.release(2, 5).release(1, 8).judge()
+    assert [n["nature"] for n in res2.parts["atomicity"].details["natures"]] == [DEFECT]
+
+
+# ---- the properties ------------------------------------------------------------------------------
+NATURE_OF = {"rate": CLOCK, "restart": STATE, "pause": LEASE}
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    fault=st.sampled_from(sorted(NATURE_OF)),
+    begin=st.integers(15, 40),  # the fault's start, in 0.1 s after client 1 was granted at 1 s
+    length=st.integers(25, 60),  # its length in 0.1 s (past the 2 s lease)
+    into=st.integers(21, 60),  # the later grant, in 0.1 s after the fault began
+)
+def test_a_split_that_follows_only_a_fault_is_its_nature_never_a_defect(fault, begin, length, into):
+    """Client 1 holds from 1 s to 20 s; one fault (a fast leader clock x8, a server killed and
+    restarted empty, a pause of client 1) begins `begin` after and lasts `length`; client 2 is
+    granted `into` after it began, within the fault or a lease after it. The split is that
+    fault's nature, named with it."""
+    t0, t1 = 1 + begin / 10, 1 + (begin + length) / 10
+    grant = t0 + min(into, length + 19) / 10
+    h = H().hold(1, 1, 20, 10).hold(2, grant, grant + 0.3, 1 if fault == "restart" else 46)
+    if fault == "rate":
+        h.clock(t0, t1, rate=8.0)
+    elif fault == "restart":
+        h.fault(t0, t1, "kill-one", ("n1",))
+    else:
+        h.fault(t0, t1, "pause-client", ("c1",))
+    res = h.judge()
+    (b,) = res.parts["lock"].details["belief_overlaps"]
+    assert b["nature"] == NATURE_OF[fault], b["nature_why"]
+    assert finding(res.to_json())[0] == "close"
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    fault=st.sampled_from(["rate", "restart", "pause", "kill", "none"]),
+    grant=st.integers(12, 80),  # the later grant, in 0.1 s
+    t0=st.integers(0, 60),
+    length=st.integers(1, 30),
+    far=st.sampled_from(["before", "after", "elsewhere"]),
+)
+def test_a_split_with_no_fault_near_it_is_always_a_defect(fault, grant, t0, length, far):
+    """The same split, with a fault that cannot explain it: one that ended more than a lease
+    before client 1 asked (before), one that began after client 2 was granted (after), or one
+    aimed elsewhere (a pause and a kill of client 3, a restart the tokens say nothing was
+    lost in, a clock slower than a renewing holder's renewals). Always a defect, and found."""
+    g = 1 + grant / 10
+    h = H().hold(1, 1 + 0.1, 20, 10).hold(2, max(g, 1.2), max(g, 1.2) + 0.3, 46)
+    if far == "before":
+        a, b = -3.0 - length / 10, -3.0  # ended 3 s (past a 2 s lease) before client 1 asked
+    elif far == "after":
+        a, b = max(g, 1.2) + 0.05 + t0 / 100, max(g, 1.2) + 0.1 + (t0 + length) / 10
+    else:
+        a, b = 1.2 + t0 / 10, 1.2 + (t0 + length) / 10
+    if fault == "rate":
+        h.clock(a, b, rate=8.0 if far != "elsewhere" else 2.0)
+    elif fault == "restart":
+        h.fault(a, b, "kill-one", ("n1",))  # the tokens went on: nothing was lost
+        if far != "elsewhere":
+            h.ops = [o for o in h.ops if not (o.f == "acquire" and o.process == 2)]
+            h.acquire(2, max(g, 1.2), 1)
+    elif fault in ("pause", "kill"):
+        kind = "pause-client" if fault == "pause" else "kill-client"
+        h.fault(a, b, kind, ("c1",) if far != "elsewhere" else ("c3",))
+    res = h.judge()
+    for b_ in res.parts["lock"].details["belief_overlaps"]:
+        assert b_["nature"] == DEFECT, (fault, far, b_["nature_why"])
+    if res.parts["lock"].details["belief_overlaps"]:
+        assert finding(res.to_json())[0] == "found"
+
+
+@settings(max_examples=100, deadline=None)
+@given(kill_at=st.integers(0, 9), read_at=st.integers(12, 40), killed=st.booleans())
+def test_a_half_done_read_is_the_kills_nature_only_when_the_writer_was_killed(
+    kill_at, read_at, killed
+):
+    """Client 1 writes step 1 of 2 at 1.5 s; it is killed at 1.6-2.5 s, or it releases then;
+    client 2, granted after, reads the half-done state: a cut update when it was killed, else
+    a defect (a holder that lets go mid-update)."""
+    t = 1.6 + kill_at / 10
+    h = H().acquire(1, 1, 10).write(1, 1.5, 10, 1)
+    h.fault(t, t + 0.05, "kill-client", ("c1",)) if killed else h.release(1, t)
+    r = t + 0.2 + read_at / 10
+    h.acquire(2, r - 0.1, 11).read(
+        2, r, 11, {"step": 1, "steps": 2, "writer": 1, "writer_token": 10}
+    )
+    res = h.release(2, r + 1).judge()
+    (n,) = res.parts["atomicity"].details["natures"]
+    assert n["nature"] == (CUT if killed else DEFECT), n["nature_why"]
+    assert finding(res.to_json())[0] == ("close" if killed else "found")
