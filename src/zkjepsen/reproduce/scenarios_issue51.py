@@ -107,6 +107,30 @@ CURATOR_460 = (
     "connection suspended leads to simultaneous leaders'"
 )
 
+# CURATOR-595's steps: one server, a session of 4 s, one permit; while a lease is held the server
+# is down for 2 session timeouts (SIGKILL 0.5 s into the hold, restarted at the fault's end).
+# The client posts LOST a session timeout after SUSPENDED; the restarted server restores the
+# session from its log with a fresh timeout, so the lease node lives on after LOST until the
+# server expires it, and only then does a waiter get the permit. The holder's application keeps
+# its Lease through LOST (nothing in the recipe takes it back): holds of 20 s outlast the outage
+# and the restored session, and the waiter is granted beside it.
+SERVER_DOWN = steps(
+    sleep(4), on(on_acquire(delay_s=0.5, retries=10), fault("kill-one", duration="2x"))
+)
+SEMAPHORE_595 = {
+    "workload": "semaphore",
+    "nemesis": ["kill-one"],
+    "nodes": 1,
+    "clients": 3,
+    "time_limit_s": 50.0,
+    "session_timeout_s": 4.0,
+    "params": {"permits": 1, "hold_s": 20.0, "hold_fixed": True, "acquire_timeout_s": 40.0},
+}
+CURATOR_595 = (
+    "CURATOR-595 (https://github.com/apache/curator/issues/1112): 'InterProcessSemaphoreV2 "
+    "LOST isn't releasing permits for other clients'"
+)
+
 ISSUE51 = [
     Scenario(
         "curator-460-selector-tolerates-suspended",
@@ -230,5 +254,22 @@ ISSUE51 = [
         {"curator-java-rwlock": BELIEF},
         source="Curator InterProcessReadWriteLock (5.4.0): InterProcessMutex's per-thread belief",
         schedule=PAUSE_HOLDER,
+    ),
+    Scenario(
+        "curator-595-semaphore-lease-outlives-lost",
+        "InterProcessSemaphoreV2 across a server restart: LOST frees no permit, and the Lease "
+        "outlives it (CURATOR-595)",
+        "1. One server, a session of 4 s, one permit, three clients holding for 20 s each. "
+        "2. 0.5 s into a hold the server is killed, and restarted 8 s later. 3. The holder's "
+        "client is SUSPENDED at once and posts LOST a session timeout later. 4. The restarted "
+        "server restores the holder's session from its log with a fresh timeout: its lease "
+        "node outlives LOST, and the waiters get no permit until the server expires it "
+        "(CURATOR-595's complaint). 5. The holder's application still holds its Lease (the "
+        "recipe never takes one back), and once the restored session expires a waiter is "
+        "granted the one permit beside it: two holders of one permit.",
+        SEMAPHORE_595,
+        {"curator-java-semaphore-v2": _x(("semaphore:excess",))},
+        source=CURATOR_595,
+        schedule=SERVER_DOWN,
     ),
 ]
