@@ -196,6 +196,27 @@ def test_a_half_done_update_its_holder_released_is_a_defect():
     assert finding(res.to_json()) == ("found", "invalid: atomicity")
 
 
+def test_a_holder_that_gave_up_mid_update_under_a_fault_is_cut_without_one_a_defect():
+    """A careful holder stops at SUSPENDED (client/loop.py's `abandon`) and releases: under a
+    rolling restart (a zk_stale_predecessor hunt's find) its half-done update is the fault's
+    nature; with no fault near, the holder let go mid-update on its own."""
+
+    def gave_up(fault):
+        h = H().acquire(1, 1, 10).write(1, 1.5, 10, 1)
+        if fault:
+            h.fault(1.7, 6, "rolling-restart", ("n1", "n2", "n3"))
+        h.add(2, 1, "event", "abandon", None, {"token": 10, "after_writes": 1}, 1)
+        h.release(1, 2.01).acquire(2, 3, 11)
+        h.read(2, 3.2, 11, {"step": 1, "steps": 2, "writer": 1, "writer_token": 10})
+        return h.release(2, 4).judge()
+
+    (n,) = gave_up(True).parts["atomicity"].details["natures"]
+    assert n["nature"] == CUT and "gave its hold up" in n["nature_why"], n
+    assert n["nature_fault"]["kind"] == "rolling-restart"
+    assert finding(gave_up(True).to_json())[0] == "close"
+    assert [x["nature"] for x in gave_up(False).parts["atomicity"].details["natures"]] == [DEFECT]
+
+
 def test_a_half_done_read_inside_a_split_takes_the_splits_nature():
     # the writer still held when the reader was granted: the read follows from the split
     h = H().acquire(1, 1, 10).write(1, 1.5, 10, 1).clock(2, 6, rate=8.0)

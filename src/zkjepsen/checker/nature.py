@@ -24,8 +24,10 @@ each violation gets one nature and, for a fault's, the fault that caused it:
   belief overlap, a reused token, a backwards write, a phantom grant.
 - **cut-update**: a holder's multi-step update cut by a fault, the half-done state read by a
   later holder: the writer was killed (a fault that kills clients, aimed at it) after its hold
-  began and before the read, or its hold ended mid-update, not by its own release, while a
-  landed fault was in flight (or within a lease after it). No lock makes a killed client's
+  began and before the read, or it stopped mid-update (its hold ended, not by its own release,
+  or it gave the hold up: client/loop.py's `abandon` event, a holder that no longer believes it
+  holds, as a careful one does at SUSPENDED or LOST) while a landed fault was in flight (or
+  within a lease after it). No lock makes a killed client's
   update atomic; a ready file or a transaction does. When the writer's and the reader's holds
   overlap, the read follows from that split and takes the split's nature. For a half-done read.
 - **defect**: anything else: the lock under test is wrong.
@@ -95,6 +97,7 @@ class Context:
         last: int,
         holds: list[Any] = (),  # type: ignore[assignment]
         releases: dict[Any, set[int]] | None = None,
+        abandons: dict[Any, list[int]] | None = None,
     ) -> None:
         spans = fault_spans(nemesis, last)
         self.sessions, self.default_s = sessions, default_s
@@ -113,7 +116,8 @@ class Context:
         self.grants = sorted(
             (h for h in holds if not getattr(h, "maybe", False)), key=lambda h: h.start
         )
-        self.releases = releases or {}
+        self.releases = releases or {}  # client -> its release invokes' times
+        self.abandons = abandons or {}  # client -> its `abandon` events' times
 
     def lease(self, f: FaultSpan, client: Any) -> float | None:
         return lease_s(f, client, self.sessions, self.default_s)
@@ -150,10 +154,10 @@ def clock_ahead(f: FaultSpan, asked: int, grant: int, t: float) -> str:
         if fast and (grant - asked) + (rate - 1) * fast >= lease:
             return f"x{rate:g} for {fast / S:.2f}s of its lease"
     if offset:
-        # a bump ahead steps at its start, one behind steps ahead at its end; a strobe flips
-        # ahead again and again in its window
+        # a bump ahead steps at its start, one behind steps ahead at its end; a strobe (its
+        # record has a period) flips ahead again and again in its window
         step = end if offset < 0 else f.start
-        if f.kind == "clock-strobe" and offset > 0:
+        if d.get("period_s") is not None and offset > 0:
             step = max(f.start, asked)
         age = min(step - asked, lease / RENEWALS)
         if asked <= step <= grant and abs(offset) * S + age >= lease:
@@ -233,20 +237,20 @@ def half_done_nature(ctx: Context, v: Any) -> tuple[str, str, dict | None]:
     for f in ctx.kills.get(writer, ()):
         if start <= f.start <= read_end:
             return CUT, f"client {writer} killed by {f.kind} mid-update, before the read", _fault(f)
+    # where it stopped mid-update: it gave up (an `abandon`: it no longer believed it held, as a
+    # careful holder does at SUSPENDED or LOST), or its hold ended, not by its release
+    stops = [
+        (t, "gave its hold up") for t in ctx.abandons.get(writer, ()) if start <= t <= read_end
+    ]
     end = w.end if w is not None else None
     if isinstance(end, int) and end <= read_end and end not in ctx.releases.get(writer, ()):
+        stops.append((end, "its hold ended, not by its release"))
+    for at, how in stops:
         for f in ctx.landed:
             t = ctx.lease(f, writer) or 0
             stop = f.end if f.end is not None else f.start
-            if f.start <= end <= stop + t * S:
-                return (
-                    CUT,
-                    (
-                        f"client {writer}'s hold ended mid-update, not by its release, under "
-                        f"{f.kind}"
-                    ),
-                    _fault(f),
-                )
+            if f.start <= at <= stop + t * S:
+                return CUT, f"client {writer} stopped mid-update ({how}) under {f.kind}", _fault(f)
     return DEFECT, f"client {writer}'s half-done update was not cut by a fault", None
 
 

@@ -126,10 +126,15 @@ def with_fault_natures(checked: Result, history: History, checkers: dict[str, An
         return
     obs = observe(history, *lock.names)
     releases: dict[Any, set[int]] = {}
+    abandons: dict[Any, list[int]] = {}  # a holder that gave up mid-update (client/loop.py)
     for op in history.ops:
         if op.type == "invoke" and op.f in lock.names[1]:
             releases.setdefault(op.actor, set()).add(op.time)
-    ctx = Context(obs.nemesis, obs.sessions, lock.lease_s, obs.last_time, obs.holds, releases)
+        elif op.type == "event" and op.f == "abandon":
+            abandons.setdefault(op.actor, []).append(op.time)
+    ctx = Context(
+        obs.nemesis, obs.sessions, lock.lease_s, obs.last_time, obs.holds, releases, abandons
+    )
     with_natures({n: p for n, p in checked.parts.items() if n != "lock"}, ctx)
 
 
