@@ -231,12 +231,12 @@ def half_done_nature(ctx: Context, v: Any) -> tuple[str, str, dict | None]:
     w = _hold_of(ctx, writer, tokens[0], read_end)
     r = _hold_of(ctx, reader, tokens[-1], read_end)
     if w is not None and r is not None and r.start < w.end and w.start <= r.start:
-        nature, why, f = split_nature(ctx, w, r)  # the read follows from this split
-        return nature, f"the holds overlap: {why}", f
+        nature, why, fault = split_nature(ctx, w, r)  # the read follows from this split
+        return nature, f"the holds overlap: {why}", fault
     start = w.start if w is not None else (v.start or 0)
-    for f in ctx.kills.get(writer, ()):
-        if start <= f.start <= read_end:
-            return CUT, f"client {writer} killed by {f.kind} mid-update, before the read", _fault(f)
+    for k in ctx.kills.get(writer, ()):
+        if start <= k.start <= read_end:
+            return CUT, f"client {writer} killed by {k.kind} mid-update, before the read", _fault(k)
     # where it stopped mid-update: it gave up (an `abandon`: it no longer believed it held, as a
     # careful holder does at SUSPENDED or LOST), or its hold ended, not by its release
     stops = [
