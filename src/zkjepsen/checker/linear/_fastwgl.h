@@ -82,6 +82,107 @@ static uint64_t splitmix(uint64_t *x) {
     return z ^ (z >> 31);
 }
 
+/* Domination among configurations that differ only in crashed ops (issue 54: a 5 x 10 k
+ * history over values 0..4 with 10 % crashed ops left 338 crashed ops the search could place,
+ * and it tried their subsets one by one). Identical crashed ops are placed in call order (the
+ * symmetry rule), so the crashed ops a configuration has used are, per kind (transition and
+ * argument), the first c[kind] of that kind. Take (C, s, c) and (C, s, c') with the same
+ * completed ops C linearized, the same state s, and c' <= c in every kind. Whatever order
+ * finishes from (C, s, c) finishes from (C, s, c') too: the candidates' real-time limit
+ * depends on C only, and its m-th use of a kind (op c[kind] + m of it) maps to op c'[kind] + m,
+ * called no later, an identical transition. So once (C, s, c') is visited (then it either
+ * failed, or is an ancestor whose other branches hold that finish), (C, s, c) is pruned. A
+ * wrong prune here could only lose a proof (this search answers "valid" only). Kept when the
+ * crashed ops fall into at most DOM_KINDS kinds (repeated values); unique values have a kind
+ * per op and keep the exact cache alone. */
+#define DOM_KINDS 64
+
+typedef struct {
+    uint64_t g1, g2;
+    Py_hash_t hs;
+    PyObject *s; /* NULL: empty slot */
+    size_t vec;  /* offset of its counts in the arena */
+} DSlot;
+
+typedef struct {
+    DSlot *slots;
+    size_t cap, used;
+    uint16_t *arena;
+    size_t arena_cap, arena_used;
+    int kinds;
+} DTable;
+
+static void dtable_free(DTable *t) {
+    for (size_t k = 0; k < t->cap; k++) Py_XDECREF(t->slots[k].s);
+    PyMem_Free(t->slots);
+    PyMem_Free(t->arena);
+}
+
+static int dom_leq(const uint16_t *a, const uint16_t *b, int k) {
+    for (int j = 0; j < k; j++)
+        if (a[j] > b[j]) return 0;
+    return 1;
+}
+
+/* 1 when a visited (g1, g2, s, c') has c' <= cnt (then pruned), else adds (g1, g2, s, cnt)
+ * and gives 0; -1 on error. One slot per visit: the visits of one (C, s) share a probe run. */
+static int dtable_visit(DTable *t, uint64_t g1, uint64_t g2, PyObject *s, const uint16_t *cnt) {
+    Py_hash_t hs = PyObject_Hash(s);
+    if (hs == -1) return -1;
+    const int k = t->kinds;
+    if (t->cap) {
+        size_t q = (size_t)(g1 ^ (uint64_t)hs * 0x9E3779B97F4A7C15ULL) & (t->cap - 1);
+        for (;; q = (q + 1) & (t->cap - 1)) {
+            DSlot *e = &t->slots[q];
+            if (e->s == NULL) break;
+            if (e->g1 != g1 || e->g2 != g2 || e->hs != hs) continue;
+            if (!dom_leq(t->arena + e->vec, cnt, k)) continue;
+            int eq = e->s == s ? 1 : PyObject_RichCompareBool(e->s, s, Py_EQ);
+            if (eq) return eq;
+        }
+    }
+    if (2 * (t->used + 1) > t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 1024;
+        DSlot *ns = PyMem_Calloc(cap, sizeof(DSlot));
+        if (ns == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (size_t j = 0; j < t->cap; j++) {
+            DSlot *o = &t->slots[j];
+            if (o->s == NULL) continue;
+            size_t q = (size_t)(o->g1 ^ (uint64_t)o->hs * 0x9E3779B97F4A7C15ULL) & (cap - 1);
+            while (ns[q].s != NULL) q = (q + 1) & (cap - 1);
+            ns[q] = *o;
+        }
+        PyMem_Free(t->slots);
+        t->slots = ns;
+        t->cap = cap;
+    }
+    if (t->arena_used + k > t->arena_cap) {
+        size_t cap = t->arena_cap ? 2 * t->arena_cap : (size_t)1024 * (k ? k : 1);
+        uint16_t *na = PyMem_Realloc(t->arena, cap * sizeof(uint16_t));
+        if (na == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->arena = na;
+        t->arena_cap = cap;
+    }
+    memcpy(t->arena + t->arena_used, cnt, k * sizeof(uint16_t));
+    size_t q = (size_t)(g1 ^ (uint64_t)hs * 0x9E3779B97F4A7C15ULL) & (t->cap - 1);
+    while (t->slots[q].s != NULL) q = (q + 1) & (t->cap - 1);
+    DSlot *e = &t->slots[q];
+    e->g1 = g1;
+    e->g2 = g2;
+    e->hs = hs;
+    e->s = Py_NewRef(s);
+    e->vec = t->arena_used;
+    t->arena_used += k;
+    t->used++;
+    return 0;
+}
+
 typedef struct { /* a placed op: what to restore when it is taken back */
     Py_ssize_t i;
     PyObject *s; /* the state before it (owned) */
@@ -234,6 +335,29 @@ static void wgl_lists_free(WLists *w) {
     PyMem_Free(w->prev_same);
 }
 
+/* Each crashed op's kind (its chain of identical crashed ops: prev_same), -1 for completed
+ * ops; the number of kinds, or DOM_KINDS + 1 when there are more (or a chain longer than a
+ * count holds). */
+static int crashed_kinds(const WLists *w, Py_ssize_t n, int *kind) {
+    int nk = 0;
+    Py_ssize_t *len = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) kind[i] = -1;
+    len = PyMem_Calloc(DOM_KINDS + 1, sizeof(Py_ssize_t));
+    if (len == NULL) return DOM_KINDS + 1;
+    for (Py_ssize_t p = 0; p < w->crashed; p++) { /* call order: a chain's first op first */
+        Py_ssize_t x = w->e_op[w->chead + 1 + p];
+        Py_ssize_t prev = w->prev_same[x];
+        int kd = prev >= 0 ? kind[prev] : nk++;
+        if (kd < 0 || nk > DOM_KINDS || ++len[kd] >= UINT16_MAX) {
+            PyMem_Free(len);
+            return DOM_KINDS + 1;
+        }
+        kind[x] = kd;
+    }
+    PyMem_Free(len);
+    return nk;
+}
+
 /* 1 found a linearization, 0 did not (or gave up), -1 error; *steps the walk's steps. */
 static int wgl_valid(Cols *c, Py_ssize_t n, PyObject *init, long budget, double deadline,
                      long *steps_out) {
@@ -243,15 +367,21 @@ static int wgl_valid(Cols *c, Py_ssize_t n, PyObject *init, long budget, double 
     WFrame *stack = PyMem_Malloc(sizeof(WFrame) * capstack);
     uint64_t *z = PyMem_Malloc(sizeof(uint64_t) * 2 * (n + 1));
     char *lin = PyMem_Calloc(n + 1, 1);
+    int *kind = PyMem_Malloc(sizeof(int) * (n + 1));
+    DTable dt = {NULL, 0, 0, NULL, 0, 0, 0};
+    uint16_t cnt[DOM_KINDS] = {0};
+    uint64_t g1 = 0, g2 = 0; /* the completed ops' part of (h1, h2) */
     Py_ssize_t depth = 0;
     long steps = 0;
     int rc = -1;
     PyObject *state = Py_NewRef(init);
-    if (!stack || !z || !lin) {
+    if (!stack || !z || !lin || !kind) {
         PyErr_NoMemory();
         goto out;
     }
     if (wgl_lists(c, n, &w) < 0) goto out;
+    dt.kinds = crashed_kinds(&w, n, kind);
+    const int dom = dt.kinds >= 1 && dt.kinds <= DOM_KINDS;
     uint64_t seed = 0x5EEDULL;
     for (Py_ssize_t i = 0; i < 2 * n; i++) z[i] = splitmix(&seed);
     Py_ssize_t *nxt = w.nxt, *prv = w.prv, *e_op = w.e_op;
@@ -299,6 +429,21 @@ static int wgl_valid(Cols *c, Py_ssize_t n, PyObject *init, long budget, double 
         }
         uint64_t nh1 = h1 ^ z[2 * i], nh2 = h2 ^ z[2 * i + 1];
         int had = wcache_add(&cache, nh1, nh2, ns);
+        if (!had && dom) { /* new: unless a visited configuration dominates it */
+            int kd = kind[i];
+            uint64_t ng1 = g1, ng2 = g2;
+            if (kd < 0) {
+                ng1 ^= z[2 * i];
+                ng2 ^= z[2 * i + 1];
+            } else
+                cnt[kd]++;
+            had = dtable_visit(&dt, ng1, ng2, ns, cnt);
+            if (kd >= 0 && had) cnt[kd]--; /* (kept when it is placed) */
+            if (!had && kd < 0) {
+                g1 = ng1;
+                g2 = ng2;
+            }
+        }
         if (had < 0) {
             Py_DECREF(ns);
             goto out;
@@ -356,6 +501,13 @@ static int wgl_valid(Cols *c, Py_ssize_t n, PyObject *init, long budget, double 
             h1 = f->h1;
             h2 = f->h2;
             lin[i] = 0;
+            if (dom) {
+                if (kind[i] < 0) {
+                    g1 ^= z[2 * i];
+                    g2 ^= z[2 * i + 1];
+                } else
+                    cnt[kind[i]]--;
+            }
             Py_ssize_t ce = w.call_e[i], re = w.ret_e[i];
             if (re) {
                 nxt[prv[re]] = re;
@@ -379,6 +531,8 @@ out:
     PyMem_Free(stack);
     PyMem_Free(z);
     PyMem_Free(lin);
+    PyMem_Free(kind);
+    dtable_free(&dt);
     wgl_lists_free(&w);
     wcache_free(&cache);
     return rc;

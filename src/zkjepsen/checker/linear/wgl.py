@@ -22,6 +22,9 @@ FAST_STEPS = 4096
 FAST_STEPS_PER_OP = 64
 FIRST_OPS = 2048
 FIRST_STEPS_PER_OP = 8
+# engine._patient's budget: the compiled search once more on a partition with crashed ops that
+# the sweep and the structural paths left undecided, before the Python search
+PATIENT_STEPS_PER_OP = 1024
 LOOKAHEAD = 16  # return entries a model's lookahead looks at (see `hopeless` in search)
 INF = float("inf")
 
