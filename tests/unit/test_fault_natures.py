@@ -210,6 +210,18 @@ def test_a_holder_that_gave_up_mid_update_under_a_fault_is_cut_without_one_a_def
         h.read(2, 3.2, 11, {"step": 1, "steps": 2, "writer": 1, "writer_token": 10})
         return h.release(2, 4).judge()
 
+    def noticed_late(fault_at):
+        # it checks before each write: a fault over by the time it looked still cut it, if
+        # it came after its last write (or less than a lease before)
+        h = H().acquire(1, 1, 10).write(1, 1.5, 10, 1)
+        h.fault(fault_at, fault_at + 0.2, "pause-server", ("n2",))
+        h.add(4.5, 1, "event", "abandon", None, {"token": 10, "after_writes": 1}, 1)
+        h.release(1, 4.51).acquire(2, 5, 11)
+        h.read(2, 5.2, 11, {"step": 1, "steps": 2, "writer": 1, "writer_token": 10})
+        return [x["nature"] for x in h.release(2, 6).judge().parts["atomicity"].details["natures"]]
+
+    assert noticed_late(1.7) == [CUT]
+    assert noticed_late(-3.0) == [DEFECT]  # over 2.8 s (past a lease) before it wrote
     (n,) = gave_up(True).parts["atomicity"].details["natures"]
     assert n["nature"] == CUT and "gave its hold up" in n["nature_why"], n
     assert n["nature_fault"]["kind"] == "rolling-restart"

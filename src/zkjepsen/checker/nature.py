@@ -26,8 +26,9 @@ each violation gets one nature and, for a fault's, the fault that caused it:
   later holder: the writer was killed (a fault that kills clients, aimed at it) after its hold
   began and before the read, or it stopped mid-update (its hold ended, not by its own release,
   or it gave the hold up: client/loop.py's `abandon` event, a holder that no longer believes it
-  holds, as a careful one does at SUSPENDED or LOST) while a landed fault was in flight (or
-  within a lease after it). No lock makes a killed client's
+  holds, as a careful one does at SUSPENDED or LOST, checked before each write, so it let go
+  between its last write and the event) while a landed fault was in flight (or within a lease
+  after it). No lock makes a killed client's
   update atomic; a ready file or a transaction does. When the writer's and the reader's holds
   overlap, the read follows from that split and takes the split's nature. For a half-done read.
 - **defect**: anything else: the lock under test is wrong.
@@ -237,19 +238,23 @@ def half_done_nature(ctx: Context, v: Any) -> tuple[str, str, dict | None]:
     for k in ctx.kills.get(writer, ()):
         if start <= k.start <= read_end:
             return CUT, f"client {writer} killed by {k.kind} mid-update, before the read", _fault(k)
-    # where it stopped mid-update: it gave up (an `abandon`: it no longer believed it held, as a
-    # careful holder does at SUSPENDED or LOST), or its hold ended, not by its release
+    # when it stopped mid-update: it gave up (an `abandon`: it no longer believed it held, as a
+    # careful holder does at SUSPENDED or LOST; it checks before each write, so it let go
+    # between its last write and then), or its hold ended, not by its release
+    wrote = v.start if v.start is not None else start
     stops = [
-        (t, "gave its hold up") for t in ctx.abandons.get(writer, ()) if start <= t <= read_end
+        (wrote, t, "gave its hold up")
+        for t in ctx.abandons.get(writer, ())
+        if start <= t <= read_end and t >= wrote
     ]
     end = w.end if w is not None else None
     if isinstance(end, int) and end <= read_end and end not in ctx.releases.get(writer, ()):
-        stops.append((end, "its hold ended, not by its release"))
-    for at, how in stops:
+        stops.append((end, end, "its hold ended, not by its release"))
+    for lo, hi, how in stops:
         for f in ctx.landed:
             t = ctx.lease(f, writer) or 0
             stop = f.end if f.end is not None else f.start
-            if f.start <= at <= stop + t * S:
+            if f.start <= hi and lo <= stop + t * S:
                 return CUT, f"client {writer} stopped mid-update ({how}) under {f.kind}", _fault(f)
     return DEFECT, f"client {writer}'s half-done update was not cut by a fault", None
 
