@@ -154,13 +154,10 @@ def cell(rows: list[dict]) -> str:
 
 
 def kinds(rows: list[dict]) -> str:
-    """What the hunts that found something found, counted: splits beyond a lease's nature, or
-    the invalid parts (`invalid: atomicity`)."""
-    words = [
-        "splits beyond a lease" if "beyond a lease" in r["words"] else r["words"]
-        for r in rows
-        if r["found"]
-    ]
+    """What the hunts that found something found, counted: splits beyond a lease's or a fault's
+    nature (checker/nature.py), or the invalid parts (`invalid: atomicity`)."""
+    beyond = "splits beyond a lease's or a fault's nature"
+    words = [beyond if "beyond a lease" in r["words"] else r["words"] for r in rows if r["found"]]
     return ", ".join(f"{w} {words.count(w)}" for w in dict.fromkeys(words))
 
 
