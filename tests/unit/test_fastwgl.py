@@ -1,8 +1,9 @@
 """The compiled search (checker/linear/_fastwgl.h, wgl.proven_valid) against the Python WGL
 search: on random histories of every register and kv model, valid by construction or damaged,
 with crashed ops, it proves valid exactly the partitions the Python search finds linearizable
-(given the budget to finish), never one the search refutes; with a small budget it gives up
-(None), it does not guess; and a whole check keeps its verdict with it and without it."""
+(given the budget to finish), with its domination among crashed ops or without, never one the
+search refutes; with a small budget it gives up (None), it does not guess; and a whole check
+keeps its verdict with it and without it."""
 
 from __future__ import annotations
 
@@ -37,6 +38,10 @@ def test_the_compiled_search_proves_what_the_python_search_finds_valid(model):
             want = run(ops, m.init(), m.lookahead()).valid
             got = proven_valid(ops, m.init(), None, per_op=1 << 20)
             assert (got is not None) == want, (model, case)
+            # and with the domination among crashed ops (engine._patient's): it prunes only
+            # what a visited configuration covers, so it proves exactly as much
+            dom = proven_valid(ops, m.init(), None, per_op=1 << 20, dominate=True)
+            assert (dom is not None) == want, (model, case, "dominate")
             if got is not None:
                 assert got.valid is True and got.best == [] and got.stuck is None
             seen[want] += 1

@@ -376,12 +376,17 @@ out:
     return res;
 }
 
-/* search_valid(ops, init, budget, deadline) -> (True or None, steps): _fastwgl.h's search. */
+/* search_valid(ops, init, budget, deadline[, dominate]) -> (True or None, steps): _fastwgl.h's
+ * search; `dominate` true turns on its domination among crashed ops (dearer steps, far fewer
+ * of them where crashed ops repeat). */
 static PyObject *py_search_valid(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
-    if (argc != 4 || !PyList_CheckExact(argv[0])) {
-        PyErr_SetString(PyExc_TypeError, "search_valid(ops: list, init, budget, deadline)");
+    if ((argc != 4 && argc != 5) || !PyList_CheckExact(argv[0])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "search_valid(ops: list, init, budget, deadline, dominate=False)");
         return NULL;
     }
+    int dominate = argc == 5 ? PyObject_IsTrue(argv[4]) : 0;
+    if (dominate < 0) return NULL;
     if (ILLEGAL == NULL) Py_RETURN_NOTIMPLEMENTED;
     long budget = PyLong_AsLong(argv[2]);
     if (budget == -1 && PyErr_Occurred()) return NULL;
@@ -399,7 +404,7 @@ static PyObject *py_search_valid(PyObject *self, PyObject *const *argv, Py_ssize
         res = Py_NewRef(Py_NotImplemented);
         goto out;
     }
-    int found = wgl_valid(&c, n, argv[1], budget, deadline, &steps);
+    int found = wgl_valid(&c, n, argv[1], budget, deadline, dominate, &steps);
     if (found < 0) {
         /* a transition that raised: the Python search meets it again and says so */
         if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) goto out;

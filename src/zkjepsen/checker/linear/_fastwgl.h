@@ -93,8 +93,9 @@ static uint64_t splitmix(uint64_t *x) {
  * called no later, an identical transition. So once (C, s, c') is visited (then it either
  * failed, or is an ancestor whose other branches hold that finish), (C, s, c) is pruned. A
  * wrong prune here could only lose a proof (this search answers "valid" only). Kept when the
- * crashed ops fall into at most DOM_KINDS kinds (repeated values); unique values have a kind
- * per op and keep the exact cache alone. */
+ * caller asks (a probe costs ~4 plain steps: engine._patient asks, the first attempts do not)
+ * and the crashed ops fall into at most DOM_KINDS kinds (repeated values); unique values have
+ * a kind per op and keep the exact cache alone. */
 #define DOM_KINDS 64
 
 typedef struct {
@@ -360,7 +361,7 @@ static int crashed_kinds(const WLists *w, Py_ssize_t n, int *kind) {
 
 /* 1 found a linearization, 0 did not (or gave up), -1 error; *steps the walk's steps. */
 static int wgl_valid(Cols *c, Py_ssize_t n, PyObject *init, long budget, double deadline,
-                     long *steps_out) {
+                     int dominate, long *steps_out) {
     WLists w = {0};
     WCache cache = {NULL, 0, 0};
     Py_ssize_t capstack = n < 1024 ? n + 1 : 1024; /* grown as the walk gets deeper */
@@ -380,7 +381,7 @@ static int wgl_valid(Cols *c, Py_ssize_t n, PyObject *init, long budget, double 
         goto out;
     }
     if (wgl_lists(c, n, &w) < 0) goto out;
-    dt.kinds = crashed_kinds(&w, n, kind);
+    dt.kinds = dominate ? crashed_kinds(&w, n, kind) : 0;
     const int dom = dt.kinds >= 1 && dt.kinds <= DOM_KINDS;
     uint64_t seed = 0x5EEDULL;
     for (Py_ssize_t i = 0; i < 2 * n; i++) z[i] = splitmix(&seed);

@@ -208,7 +208,7 @@ def _patient(ops: list[LinOp], init: Any, deadline: float | None) -> Outcome | N
     if deadline is not None:
         now = time.monotonic()
         deadline = now + (deadline - now) / 2
-    return proven_valid(ops, init, deadline, PATIENT_STEPS_PER_OP)
+    return proven_valid(ops, init, deadline, PATIENT_STEPS_PER_OP, dominate=True)
 
 
 def _prover(deadline: float | None) -> Any:

@@ -426,7 +426,11 @@ def _lookahead_test(
 
 
 def proven_valid(
-    ops: list[LinOp], init: Any, deadline: float | None = None, per_op: int = FAST_STEPS_PER_OP
+    ops: list[LinOp],
+    init: Any,
+    deadline: float | None = None,
+    per_op: int = FAST_STEPS_PER_OP,
+    dominate: bool = False,
 ) -> Outcome | None:
     """A valid outcome when the compiled search (_fastwgl.h) finds a linearization of `ops`
     within its step budget, else None: not built, none found (the partition may still be
@@ -434,11 +438,12 @@ def proven_valid(
     refutes: `search` does, with the longest prefix a counterexample needs. The compiled walk
     is this module's without the pinned ops' list and the model's lookahead (both only cut
     the search), so any model's transitions are applied; a linearization is only reported
-    once every completed op was placed by a legal model step, in real-time order."""
+    once every completed op was placed by a legal model step, in real-time order.
+    `dominate`: with the domination among crashed ops (_fastwgl.h; engine._patient)."""
     if _search_valid is None:
         return None
     budget = FAST_STEPS + per_op * len(ops)
-    out = _search_valid(ops, init, budget, deadline)
+    out = _search_valid(ops, init, budget, deadline, dominate)
     if out is NotImplemented or out[0] is not True:
         return None
     return Outcome(True, ops, [], [], None, out[1])
