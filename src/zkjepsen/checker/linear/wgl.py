@@ -472,7 +472,8 @@ def in_sequence(ops: list[LinOp], init: Any) -> Outcome | None:
     # One replay gives _outcome's states too (issue 54: replaying twice, then looking for the
     # stuck op, was a fifth of a short refutation). The ends increase with the index, so the
     # completed op that returns first after the prefix 0..i-1 is op i.
-    s, states = init, []
+    s = init
+    states: list[Any] = []
     for i, (_, action, _, _) in enumerate(ops):
         s = action.fn(s, action.arg)
         if s is ILLEGAL:
