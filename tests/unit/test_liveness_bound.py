@@ -4,6 +4,9 @@ named with how long it waited; waiting behind other holders is a queue, not a ha
 
 import re
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from zkjepsen.checker.liveness import LivenessChecker
 from zkjepsen.history import Op
 from zkjepsen.report.summary import summarise
@@ -119,3 +122,41 @@ def test_curator_724_leaves_the_latch_parent_to_curator_and_fast_container_reapi
         old.schedule is sc.schedule and old.spec("x").service.given()["client_suite"] == "bullseye"
     )
     assert "liveness:stuck" in old.expect["curator-java-latch"].absent
+
+
+def _queue(holds: list[float], gap: float) -> list[Op]:
+    """Client 1 holds for each of `holds` seconds in turn, `gap` s between a release and its
+    next grant; client 2 asks at 0.5 s and is granted only after the last release."""
+    recs, t = [(0.5, 2, "invoke", "acquire", None)], 0.0
+    for hold in holds:
+        recs += [(t, 1, "invoke", "acquire", None), (t + 0.01, 1, "ok", "acquire", None)]
+        t += 0.01 + hold
+        recs += [(t, 1, "invoke", "release", None), (t + 0.01, 1, "ok", "release", None)]
+        t += 0.01 + gap
+    recs += [(t, 2, "ok", "acquire", None), (t + 0.1, 2, "invoke", "release", None)]
+    return _ops(recs + [(t + 0.2, 2, "ok", "release", None)])
+
+
+def test_a_waiter_behind_one_long_hold_is_in_a_queue_not_a_stall():
+    """CURATOR-595's scenario: 20 s holds, a waiter behind one of them for 20 s, no fault. The
+    stall rule (15 s with no grant) had called it stuck; nobody else's hold was subtracted."""
+    assert LivenessChecker(grace_s=5).check(_queue([20.0], 0.05)).valid is True
+
+
+def test_the_same_wait_with_the_lock_free_is_a_stall():
+    res = LivenessChecker(grace_s=5).check(_queue([2.0], 18.0))
+    assert res.valid is False and res.details["stuck"][0]["clients"] == [2]
+
+
+@given(
+    holds=st.lists(st.floats(0.1, 40.0), min_size=1, max_size=6),
+    gap=st.floats(0.0, 40.0),
+)
+@settings(max_examples=300, deadline=None)
+def test_a_stall_is_time_the_lock_stood_free_while_someone_waited(holds, gap):
+    """Whatever the holds before client 2's grant, it is stalled exactly when a stretch with
+    no grant held at least stall_s (15 s) of free lock, i.e. a free gap of 15 s or more
+    between a release and the next grant: a queue of long holds is never one."""
+    res = LivenessChecker(grace_s=5).check(_queue(holds, gap))
+    free_gaps = [gap + 0.01] * len(holds)  # each release to the next grant, the lock free
+    assert (res.valid is False) == any(g >= 15.0 for g in free_gaps), (holds, gap, res.details)

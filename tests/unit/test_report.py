@@ -134,6 +134,8 @@ def test_liveness_flags_a_stall_that_a_late_grant_ends():
     recs = [
         (0, 1, "invoke", "acquire", None),
         (1, 1, "ok", "acquire", None),
+        (1.5, 1, "invoke", "release", None),  # the lock is free: only the orphan blocks
+        (1.6, 1, "ok", "release", None),
         (2, "nemesis", "info", "proxy-lose-create", fault),
         (3, 2, "invoke", "acquire", None),
         (4, "nemesis", "info", "proxy-lose-create", {**fault, "phase": "end"}),
@@ -156,6 +158,8 @@ def test_liveness_flags_a_stall_of_clients_that_keep_timing_out_and_asking_again
     recs = [
         (0, 1, "invoke", "acquire", None),
         (1, 1, "ok", "acquire", None),
+        (1.5, 1, "invoke", "release", None),  # the leaked node blocks, not client 1's hold
+        (1.6, 1, "ok", "release", None),
         (2, "nemesis", "info", "proxy-drop-request", fault),
         (4, "nemesis", "info", "proxy-drop-request", {**fault, "phase": "end"}),
     ]

@@ -16,7 +16,9 @@ longest session timeout) in which no acquire completed `ok` while some client's 
 pending for that whole stretch, or who kept asking all along (attempts that time out, each
 followed by the next within `retry_gap_s`). An orphan node blocks waiters that asked before the
 heal and never ask again, or times out every attempt of those that retry; only a harness timeout
-(or the end of the run) frees them, and the grants that follow must not hide the stall.
+(or the end of the run) frees them, and the grants that follow must not hide the stall. Only
+time nobody else may have held the lock counts towards a stall, as towards the bound: a waiter
+behind one hold longer than `stall_s` is in a queue (a scenario's 20 s holds were called stuck).
 
 **The bound.** A service declares how long a lock may stay unavailable after a heal: its
 session (or lease) timeout, the life of a dead holder's node, plus its election time (a new
@@ -161,8 +163,12 @@ class LivenessChecker:
         self, history: History, start: int, end: int, min_ns: float
     ) -> dict[str, Any] | None:
         """The first stretch of [start, end] of at least min_ns with no acquire granted while
-        some acquire was pending all along; None if there is none."""
-        calls = [c for c in history.calls(validate=False) if c.invoke.f in self.acquire]
+        some acquire was pending all along, and at least min_ns of that wait while no other
+        client held the lock (a waiter behind one long hold is a queue, not a stall: the
+        bound's rule); None if there is none."""
+        every = history.calls(validate=False)
+        calls = [c for c in every if c.invoke.f in self.acquire]
+        held = _holds(every, self.acquire, self.release, end)
         grants = sorted(
             c.complete.time
             for c in calls
@@ -179,6 +185,7 @@ class LivenessChecker:
                     actor
                     for actor, lo, hi in _asking(calls, end, self.retry_gap_ns)
                     if min(b, hi) - max(a, lo) >= min_ns
+                    and _free(held, actor, max(a, lo), min(b, hi)) >= min_ns
                 },
                 key=str,
             )
@@ -208,8 +215,7 @@ class LivenessChecker:
             lo = max(lo, healed)
             if hi <= lo:
                 continue
-            others = [(a, b) for who, a, b in held if who != actor]
-            free = (hi - lo) - _covered(others, lo, hi)
+            free = _free(held, actor, lo, hi)
             if free > bound_ns and (worst is None or free > worst[0]):
                 worst = (free, actor, lo, hi)
         if worst is None:
@@ -301,6 +307,11 @@ def _waits(calls: list, end: int, gap_ns: int) -> list[tuple[Any, int, int]]:
         if lo is not None:
             out.append((actor, lo, hi))
     return out
+
+
+def _free(held: list[tuple[Any, int, int]], actor: Any, lo: int, hi: int) -> int:
+    """How much of [lo, hi] no client but `actor` may have held the lock."""
+    return (hi - lo) - _covered([(a, b) for who, a, b in held if who != actor], lo, hi)
 
 
 def _covered(spans: list[tuple[int, int]], lo: int, hi: int) -> int:
