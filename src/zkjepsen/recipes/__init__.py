@@ -209,9 +209,10 @@ RECIPES: dict[str, RecipeInfo] = {
         "InterProcessSemaphoreV2 as-is, `permits` leases (`semaphore` workload; Java, real "
         "library)",
         "a Lease outlives its session: a holder paused or cut off past its session believes in "
-        "a lease another took (permits + 1 holders); CURATOR-595 (LOST does not release the "
-        "permit for others) and CURATOR-335 (an orphaned lease node deadlocks the semaphore) "
-        "are liveness",
+        "a lease another took (permits + 1 holders); CURATOR-595 (LOST frees no permit, the "
+        "restored session keeps the lease node, and the holder's Lease outlives LOST: an "
+        "excess, scenario curator-595-semaphore-lease-outlives-lost); CURATOR-335 (an orphaned "
+        "lease node deadlocks the semaphore) was fixed in Curator 2.11/3.2",
         command=(_CURATOR, "semaphore-v2"),
         language="java",
         source="library",
