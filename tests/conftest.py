@@ -22,6 +22,13 @@ from pathlib import Path
 import images  # tests/images.py (pytest puts the conftest's folder on sys.path)
 import leftovers  # tests/leftovers.py
 import pytest
+from hypothesis import HealthCheck, settings
+
+# No property test may fail on time: Hypothesis's default 200 ms deadline per example and its
+# too_slow health check are timed assertions, and a busy machine once failed a correct example
+# at 363 ms (test_hunt_state). Every test file gets this profile, whatever it forgets to say.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 REPO = Path(__file__).resolve().parents[1]
 

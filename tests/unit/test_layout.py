@@ -223,3 +223,20 @@ def test_no_two_test_modules_share_a_name():
     for path in tests.rglob("test_*.py"):
         by_name.setdefault(path.name, []).append(str(path.relative_to(tests)))
     assert {n: p for n, p in by_name.items() if len(p) > 1} == {}
+
+
+def test_no_property_test_fails_on_time():
+    """Hypothesis's per-example deadline and too_slow health check are timed assertions; the
+    suite's profile (tests/conftest.py) turns both off, and no test turns a deadline back on."""
+    from hypothesis import HealthCheck, settings
+
+    assert settings.default.deadline is None
+    assert HealthCheck.too_slow in settings.default.suppress_health_check
+    tests = Path(__file__).resolve().parents[1]
+    timed = [
+        f"{p.relative_to(tests)}:{n}"
+        for p in tests.rglob("*.py")
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if re.search(r"\bdeadline\s*=\s*(?!None\b)(\d|timedelta)", line)
+    ]
+    assert timed == [], timed
