@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 from killed_runs import labelled
+from template_check import check_template
 
 from zkjepsen.backends.mariadb.session import MariaDBSession
 from zkjepsen.backends.registry import make_backend
@@ -22,7 +23,6 @@ from zkjepsen.run.spec import TestSpec
 
 pytestmark = pytest.mark.integration
 SPEC = SimpleNamespace(nodes=1, params={}, tick_ms=500, service=None)
-TEMPLATES = Path(__file__).resolve().parents[2] / "docs" / "templates"
 
 
 @pytest.fixture(scope="module")
@@ -85,26 +85,8 @@ def test_client_check_passes_the_template_against_the_modules_server(
 ):
     """`client check --backend mariadb` of docs/templates/mariadb_lock.py in a client
     container, as a run mounts it, against the module's server (--hosts)."""
-    from click.testing import CliRunner
-
-    from zkjepsen.cli.app import cli
-
     monkeypatch.chdir(tmp_path)  # the check's folder: store/client-check/
-    out = CliRunner().invoke(
-        cli,
-        [
-            "client",
-            "check",
-            "--backend",
-            "mariadb",
-            "--hosts",
-            mdb.connect_string(),
-            "--in-image",
-            "python3 mariadb_lock.py",
-            "--client-dir",
-            str(TEMPLATES),
-        ],
-    )
+    out = check_template("mariadb", mdb.connect_string(), "mariadb_lock.py")
     assert out.exit_code == 0, out.output
     assert "conforms" in out.output
 

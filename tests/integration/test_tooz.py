@@ -6,11 +6,11 @@ run has (the library mounted into the client containers, the driver the backend'
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from killed_runs import labelled
+from template_check import check_template
 
 from zkjepsen.backends.memcached.session import MemcachedSession
 from zkjepsen.backends.registry import make_backend
@@ -21,7 +21,6 @@ from zkjepsen.run.spec import TestSpec
 
 pytestmark = pytest.mark.integration
 SPEC = SimpleNamespace(nodes=1, params={}, tick_ms=500, service=None)
-TEMPLATES = Path(__file__).resolve().parents[2] / "docs" / "templates"
 
 
 @pytest.fixture(scope="module")
@@ -101,26 +100,8 @@ def test_client_check_passes_the_template_against_the_modules_server(
 ):
     """`client check --backend memcached` of docs/templates/memcached_lock.py in a client
     container, as a run mounts it, against the module's server (--hosts)."""
-    from click.testing import CliRunner
-
-    from zkjepsen.cli.app import cli
-
     monkeypatch.chdir(tmp_path)  # the check's folder: store/client-check/
-    out = CliRunner().invoke(
-        cli,
-        [
-            "client",
-            "check",
-            "--backend",
-            "memcached",
-            "--hosts",
-            mc.connect_string(),
-            "--in-image",
-            "python3 memcached_lock.py",
-            "--client-dir",
-            str(TEMPLATES),
-        ],
-    )
+    out = check_template("memcached", mc.connect_string(), "memcached_lock.py")
     assert out.exit_code == 0, out.output
     assert "conforms" in out.output
 
