@@ -177,9 +177,40 @@ def refresh_measured() -> dict:
     data = json.loads(MEASURED.read_text()) if MEASURED.exists() else {}
     for q in QUESTIONS:
         if q.matrix and (m := measured_from_store(q)) is not None:
-            data[q.key] = m
+            data[q.key] = with_lost_stores(data.get(q.key), m)
     MEASURED.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
     return data
+
+
+def store_of(command: str) -> str:
+    """The store a matrix command wrote (its `--store`), which names the runs behind a cell."""
+    argv = shlex.split(command)
+    return argv[argv.index("--store") + 1] if "--store" in argv else ""
+
+
+def with_lost_stores(old: dict | None, new: dict) -> dict:
+    """`new` (the cells the stores on this machine hold) plus the cells `old` had from stores
+    that are not on this machine: a store lives where it was run, so a table measured in parts
+    on several machines (or sessions) keeps every part's counts; a store that is here is read
+    again whole (its cells replace the ones it had before)."""
+    if not old:
+        return new
+    here = {store_of(c.get("command", new["command"])) for c in new["cells"]}
+    here.add(store_of(new["command"]))
+    lost = []
+    for c in old.get("cells", []):
+        command = c.get("command", old["command"])
+        if store_of(command) not in here:
+            lost.append(c | {"command": command, "started": c.get("started", old["started"])})
+    if not lost:
+        return new
+    cells = [
+        c
+        | {"command": c.get("command", new["command"]), "started": c.get("started", new["started"])}
+        for c in new["cells"]
+    ]
+    first = min([*lost, *cells], key=lambda c: c["started"])
+    return {"command": first["command"], "started": first["started"], "cells": [*lost, *cells]}
 
 
 def run_matrices(keys: list[str]) -> None:

@@ -103,3 +103,57 @@ def test_a_row_from_a_sweep_folder_says_its_boundary_runs_load_and_command(tmp_p
     assert argv[argv.index("--over") + 1] == "rate=2:8:3"
     assert argv[argv.index("--until-boundary") + 1] == "1"
     assert argv[argv.index("--recipe") + 1] == "etcd-mutex-go"
+
+
+def test_a_table_measured_in_parts_keeps_the_counts_of_stores_not_on_this_machine():
+    """A part's store lives where it was run: refreshing the data from the stores here keeps a
+    lost part's cells, and reads a part that is here again whole (no double count)."""
+
+    def cmd(store: str) -> str:
+        return f"zkjepsen matrix --recipes r --runs 1 --store {store} --out {store}/matrix.md"
+
+    old = {
+        "command": cmd("/tmp/gone"),
+        "started": "2026-11-28 10:00 UTC",
+        "cells": [
+            {
+                "row": "r",
+                "col": "f",
+                "k": 1,
+                "n": 2,
+                "command": cmd("/tmp/gone"),
+                "started": "2026-11-28 10:00 UTC",
+            },
+            {
+                "row": "r",
+                "col": "f",
+                "k": 0,
+                "n": 3,
+                "command": cmd("store/findings/t/here"),
+                "started": "2026-11-28 11:00 UTC",
+            },
+        ],
+    }
+    new = {
+        "command": cmd("store/findings/t/here"),
+        "started": "2026-11-28 11:00 UTC",
+        "cells": [
+            {
+                "row": "r",
+                "col": "f",
+                "k": 2,
+                "n": 5,
+                "command": cmd("store/findings/t/here"),
+                "started": "2026-11-28 11:00 UTC",
+            }
+        ],
+    }
+    kept = fc.with_lost_stores(old, new)
+    assert sorted((fc.store_of(c["command"]), c["n"]) for c in kept["cells"]) == [
+        ("/tmp/gone", 2),
+        ("store/findings/t/here", 5),
+    ]
+    assert kept["started"] == "2026-11-28 10:00 UTC"
+    assert fc.with_lost_stores(None, new) == new
+    only_here = {**old, "cells": old["cells"][1:]}
+    assert fc.with_lost_stores(only_here, new) == new
