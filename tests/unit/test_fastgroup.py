@@ -112,3 +112,46 @@ def test_compiled_grouping_and_building_match_python(model, monkeypatch):
                 fast_built += direct is not NotImplemented
     assert fast_used > 100
     assert fast_built > 100  # the compiled builder did build, it did not just give up
+
+
+@pytest.mark.parametrize("model", sorted(MODELS))
+def test_compiled_counterexample_records_match_python(model):
+    """_fastgroup.op_json / op_jsons (a refutation's records) give exactly engine's
+    _py_op_json, keys in the same order, for every op of every model's messy histories:
+    completed, failed and crashed, with and without a key, a client or a state (ILLEGAL:
+    none), pinned ones too."""
+    from zkjepsen.checker.linear import engine
+    from zkjepsen.checker.linear._fastgroup import op_json, op_jsons
+    from zkjepsen.checker.linear.models import ILLEGAL
+    from zkjepsen.checker.linear.wgl import PinnedCall
+
+    rng = random.Random(f"opjson-{model}")
+    seen = 0
+    for _ in range(150):
+        h = messy(model, rng)
+        m = make_model(model, 0 if model == "cas-register" else None)
+        grouped = _both(lin.group, h, m)
+        if grouped[0] != "ok":
+            continue
+        for calls in grouped[1].values():
+            ops = _both(lin.builder(m, reduce=False), calls)[1]
+            if not isinstance(ops, list):
+                continue
+            if ops and rng.random() < 0.3:  # a pinned op: a crashed call given an end
+                op = ops[0]
+                ops[0] = op._replace(call=PinnedCall(*op.call), end=op.start + 1)
+            states = [rng.choice([ILLEGAL, None, 0, "ab", (1, "x"), {"k": [1]}]) for _ in ops]
+            for op, s in zip(ops, states, strict=True):
+                want = engine._py_op_json(op, s)  # noqa: SLF001
+                got = op_json(op, s, ILLEGAL)
+                assert got == want and list(got) == list(want), (op, s)
+                assert list(op_json(op, ILLEGAL, ILLEGAL)) == list(engine._py_op_json(op))  # noqa: SLF001
+                seen += 1
+            idx = [rng.randrange(len(ops)) for _ in ops] if ops else []
+            assert op_jsons(ops, idx, states, ILLEGAL) == [
+                engine._py_op_json(ops[i], s)  # noqa: SLF001
+                for i, s in zip(idx, states, strict=True)
+            ]
+    assert seen > 100
+    with pytest.raises(ValueError, match="as many states"):
+        op_jsons([], [0], [], ILLEGAL)

@@ -9,6 +9,10 @@
  * build(calls, action_of, LinOp, Call) turns one partition's pairs into LinOps as `build` does
  * (before the model's reduce); NotImplemented when the model raised or an argument does not
  * hash: the Python path then builds them again and words the error.
+ * op_json(op, state, illegal) is engine._py_op_json: a LinOp as a counterexample's record;
+ * op_jsons(ops, indices, states, illegal) those of ops[i] for each index with its state, in
+ * one call (a short refutation's prefix: issue 54, kv c01-bad). test_fastgroup checks both
+ * against the Python one.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -16,7 +20,7 @@
 #include <string.h>
 
 static PyObject *s_type, *s_process, *s_key, *s_f, *s_value, *s_time, *s_client;
-static PyObject *s_invoke, *s_event, *s_info;
+static PyObject *s_invoke, *s_event, *s_info, *s_index;
 
 static int is_str(PyObject *o, PyObject *interned) { /* interned: an ASCII str */
     if (o == interned) return 1;
@@ -28,10 +32,10 @@ static int is_str(PyObject *o, PyObject *interned) { /* interned: an ASCII str *
 /* The history's Op class and where its slots live (setup(Op) finds them): an Op's field is
  * read straight from its slot, not through attribute lookup; anything else is looked up. */
 static PyTypeObject *op_type;
-enum { F_TYPE, F_PROCESS, F_KEY, F_F, F_VALUE, F_TIME, F_CLIENT, NFIELDS };
+enum { F_TYPE, F_PROCESS, F_KEY, F_F, F_VALUE, F_TIME, F_CLIENT, F_INDEX, NFIELDS };
 static Py_ssize_t offsets[NFIELDS];
-static PyObject **names[NFIELDS] = {&s_type, &s_process, &s_key, &s_f,
-                                    &s_value, &s_time, &s_client};
+static PyObject **names[NFIELDS] = {&s_type, &s_process, &s_key,    &s_f,
+                                    &s_value, &s_time,   &s_client, &s_index};
 
 /* A new reference to op.<field>, or NULL with an exception set. */
 static PyObject *field(PyObject *op, int which) {
@@ -354,21 +358,138 @@ static PyObject *py_build(PyObject *self, PyObject *const *argv, Py_ssize_t argc
     return ops;
 }
 
+/* ---- a counterexample's records (engine._py_op_json) ---- */
+
+static PyObject *s_actor, *s_op, *s_status, *s_invoke_index, *s_start, *s_end, *s_complete_index,
+    *s_state_after, *s_format;
+
+/* d[k] = v, stealing v (NULL: an error already set). */
+static int put(PyObject *d, PyObject *k, PyObject *v) {
+    if (v == NULL) return -1;
+    int r = PyDict_SetItem(d, k, v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* An Action's text: its label if a str, else label[0].format(*label[1:]). */
+static PyObject *label_text(PyObject *label) {
+    if (PyUnicode_CheckExact(label)) return Py_NewRef(label);
+    PyObject *t = PyTuple_Check(label) ? Py_NewRef(label) : PySequence_Tuple(label);
+    if (t == NULL) return NULL;
+    PyObject *out;
+    if (PyTuple_GET_SIZE(t) == 0) {
+        PyErr_SetString(PyExc_IndexError, "tuple index out of range");
+        out = NULL;
+    } else { /* args[0], the format, is the method's self */
+        out = PyObject_VectorcallMethod(s_format, &PyTuple_GET_ITEM(t, 0),
+                                        (size_t)PyTuple_GET_SIZE(t), NULL);
+    }
+    Py_DECREF(t);
+    return out;
+}
+
+/* One LinOp's record, the keys in _py_op_json's order; state_after unless state is illegal. */
+static PyObject *one_json(PyObject *op, PyObject *state, PyObject *illegal) {
+    if (!PyTuple_Check(op) || PyTuple_GET_SIZE(op) != 4 ||
+        !PyTuple_Check(PyTuple_GET_ITEM(op, 0)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(op, 0)) != 2 ||
+        !PyTuple_Check(PyTuple_GET_ITEM(op, 1)) || PyTuple_GET_SIZE(PyTuple_GET_ITEM(op, 1)) < 4) {
+        PyErr_SetString(PyExc_TypeError, "op_json: a LinOp ((invoke, completion), action, "
+                                         "start, end)");
+        return NULL;
+    }
+    PyObject *call = PyTuple_GET_ITEM(op, 0);
+    PyObject *inv = PyTuple_GET_ITEM(call, 0), *comp = PyTuple_GET_ITEM(call, 1);
+    PyObject *d = PyDict_New();
+    if (d == NULL) return NULL;
+    PyObject *process = field(inv, F_PROCESS), *client = field(inv, F_CLIENT);
+    int bad = process == NULL || client == NULL ||
+              put(d, s_process, Py_NewRef(process)) < 0 ||
+              put(d, s_actor, Py_NewRef(client == Py_None ? process : client)) < 0;
+    Py_XDECREF(process);
+    Py_XDECREF(client);
+    if (bad || put(d, s_f, field(inv, F_F)) < 0 ||
+        put(d, s_op, label_text(PyTuple_GET_ITEM(PyTuple_GET_ITEM(op, 1), 3))) < 0 ||
+        put(d, s_status, comp == Py_None ? Py_NewRef(s_info) : field(comp, F_TYPE)) < 0 ||
+        put(d, s_invoke_index, field(inv, F_INDEX)) < 0 ||
+        put(d, s_start, Py_NewRef(PyTuple_GET_ITEM(op, 2))) < 0 ||
+        put(d, s_end, Py_NewRef(PyTuple_GET_ITEM(op, 3))) < 0 ||
+        (comp != Py_None && put(d, s_complete_index, field(comp, F_INDEX)) < 0))
+        goto fail;
+    PyObject *key = field(inv, F_KEY);
+    if (key == NULL) goto fail;
+    if (key != Py_None) {
+        if (put(d, s_key, key) < 0) goto fail;
+    } else {
+        Py_DECREF(key);
+    }
+    if (state != NULL && state != illegal && put(d, s_state_after, PyObject_Repr(state)) < 0)
+        goto fail;
+    return d;
+fail:
+    Py_DECREF(d);
+    return NULL;
+}
+
+static PyObject *py_op_json(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+    if (argc != 3) {
+        PyErr_SetString(PyExc_TypeError, "op_json(op, state, illegal)");
+        return NULL;
+    }
+    return one_json(argv[0], argv[1], argv[2]);
+}
+
+static PyObject *py_op_jsons(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+    if (argc != 4) {
+        PyErr_SetString(PyExc_TypeError, "op_jsons(ops, indices, states, illegal)");
+        return NULL;
+    }
+    PyObject *out = NULL, *idx = PySequence_Fast(argv[1], "op_jsons: indices, a sequence");
+    PyObject *states = idx == NULL ? NULL : PySequence_Fast(argv[2], "op_jsons: states");
+    if (states == NULL) goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(idx);
+    if (PySequence_Fast_GET_SIZE(states) != n) {
+        PyErr_SetString(PyExc_ValueError, "op_jsons: as many states as indices");
+        goto done;
+    }
+    if ((out = PyList_New(n)) == NULL) goto done;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        PyObject *op = PyObject_GetItem(argv[0], PySequence_Fast_GET_ITEM(idx, j));
+        PyObject *d =
+            op == NULL ? NULL : one_json(op, PySequence_Fast_GET_ITEM(states, j), argv[3]);
+        Py_XDECREF(op);
+        if (d == NULL) {
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyList_SET_ITEM(out, j, d);
+    }
+done:
+    Py_XDECREF(idx);
+    Py_XDECREF(states);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"group", (PyCFunction)(void (*)(void))py_group, METH_FASTCALL, NULL},
     {"build", (PyCFunction)(void (*)(void))py_build, METH_FASTCALL, NULL},
     {"setup", py_setup, METH_O, NULL},
+    {"op_json", (PyCFunction)(void (*)(void))py_op_json, METH_FASTCALL, NULL},
+    {"op_jsons", (PyCFunction)(void (*)(void))py_op_jsons, METH_FASTCALL, NULL},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fastgroup", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__fastgroup(void) {
-    const char *names[] = {"type", "process", "key",    "f",     "value",
-                           "time", "client",  "invoke", "event", "info"};
-    PyObject **slots[] = {&s_type,  &s_process, &s_key,    &s_f,     &s_value,
-                          &s_time, &s_client,  &s_invoke, &s_event, &s_info};
-    for (int i = 0; i < 10; i++)
+    const char *names[] = {"type",   "process", "key",          "f",     "value",
+                           "time",   "client",  "invoke",       "event", "info",
+                           "index",  "actor",   "op",           "status", "invoke_index",
+                           "start",  "end",     "complete_index", "state_after", "format"};
+    PyObject **slots[] = {&s_type,  &s_process, &s_key,     &s_f,     &s_value,
+                          &s_time,  &s_client,  &s_invoke,  &s_event, &s_info,
+                          &s_index, &s_actor,   &s_op,      &s_status, &s_invoke_index,
+                          &s_start, &s_end,     &s_complete_index, &s_state_after, &s_format};
+    for (int i = 0; i < 20; i++)
         if ((*slots[i] = PyUnicode_InternFromString(names[i])) == NULL) return NULL;
     return PyModule_Create(&module);
 }

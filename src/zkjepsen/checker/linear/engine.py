@@ -69,6 +69,12 @@ from zkjepsen.errors import BadInput
 from zkjepsen.history import History, fault_windows, faults_during
 from zkjepsen.history.stream import paused_gc
 
+try:  # a counterexample's records in C (_fastgroup.c), when built; the same in Python below
+    from zkjepsen.checker.linear._fastgroup import op_json as _c_op_json
+    from zkjepsen.checker.linear._fastgroup import op_jsons as _c_op_jsons
+except ImportError:  # pragma: no cover - not built: _py_op_json
+    _c_op_json = _c_op_jsons = None  # type: ignore[assignment]
+
 BIG = 8_192  # records from which a check pauses the cyclic garbage collector
 PREFIX_SHOWN = 200  # ops of the longest linearizable prefix kept in a result's details
 _END = itemgetter(3)  # a LinOp's end: None when it crashed
@@ -268,7 +274,8 @@ def _race(
     return True, done, "every partition is linearizable"
 
 
-def _op_json(op: LinOp, state: Any = ILLEGAL) -> dict[str, Any]:
+def _py_op_json(op: LinOp, state: Any = ILLEGAL) -> dict[str, Any]:
+    """One op as a counterexample's record (_fastgroup.op_json in C, when built)."""
     # (Call.status, Op.actor and Action.text inlined, the tuples unpacked rather than read by
     # attribute: a refutation reads hundreds, and a short one's cost was mostly these)
     (inv, comp), action, start, end = op
@@ -290,6 +297,20 @@ def _op_json(op: LinOp, state: Any = ILLEGAL) -> dict[str, Any]:
     if state is not ILLEGAL:
         d["state_after"] = repr(state)
     return d
+
+
+def _op_json(op: LinOp, state: Any = ILLEGAL) -> dict[str, Any]:
+    """One op as a counterexample's record, with the state after it unless ILLEGAL."""
+    if _c_op_json is None:
+        return _py_op_json(op, state)
+    return _c_op_json(op, state, ILLEGAL)
+
+
+def _op_jsons(ops: list[LinOp], indices: list[int], states: list[Any]) -> list[dict[str, Any]]:
+    """The records of ops[i] for each index, each with its state (a prefix): one C call."""
+    if _c_op_jsons is None:
+        return [_py_op_json(ops[i], s) for i, s in zip(indices, states, strict=True)]
+    return _c_op_jsons(ops, indices, states, ILLEGAL)
 
 
 def _nothing_to_test(history: History, model: Model) -> str | None:
@@ -461,18 +482,16 @@ def _refutation(
     ops, best, states = out.ops, out.best, out.states
     if len(best) != len(states):
         raise ValueError("a refutation's prefix and its states differ in length")
-    details["longest_prefix"] = [
-        _op_json(ops[i], s)
-        for i, s in zip(best[-PREFIX_SHOWN:], states[-PREFIX_SHOWN:], strict=True)
-    ]
+    details["longest_prefix"] = _op_jsons(ops, best[-PREFIX_SHOWN:], states[-PREFIX_SHOWN:])
     if out.stuck is not None:
         details["cannot_place"] = _op_json(ops[out.stuck])
     _name_the_op(details, out, blaming)
     where = details.get("blamed")
     if where:
-        # (fault_windows reads only the nemesis ops: none, none to look for)
+        # (fault_windows reads only the nemesis ops, faults_during the windows: none, none
+        # to look for)
         windows = fault_windows(nemesis) if nemesis else []
-        details["faults"] = faults_during(windows, where["start"], where["end"])
+        details["faults"] = faults_during(windows, where["start"], where["end"]) if windows else []
     violation = Violation(
         "not-linearizable",
         (where["actor"],) if where else (),
