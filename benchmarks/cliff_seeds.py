@@ -15,7 +15,8 @@ crash_cliff._plant; the history is then not linearizable).
 
 Each history is generated in this process, which then forks: the child checks it and reports
 getrusage(RUSAGE_SELF) CPU time of the check alone, and its peak RSS (ru_maxrss, which counts
-the generated history the child inherited: an upper bound of the check's own). Writing and
+the generated history the child inherited: an upper bound of the check's own) with its RSS at
+the start (that inheritance: the peak less it is what the check added). Writing and
 re-reading a 1 M-op log costs minutes on a busy machine and says nothing about the checker.
 
     .venv/bin/python benchmarks/cliff_seeds.py --sizes 150000 --seeds 20
@@ -44,6 +45,12 @@ from zkjepsen.history import History  # noqa: E402
 SHAPES = {"late": None, "unread": crash_cliff.UNREAD}
 
 
+def _rss_mib() -> float:
+    """This process's resident set now, in MiB (pages shared with the parent count)."""
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
 def _check_in_child(h: History, time_limit: float = 60.0) -> dict:
     """Check `h` in a forked child; its verdict, reason, CPU seconds and peak MiB. The time
     limit is the checker's, on the wall clock: on a machine loaded by others, give it more
@@ -52,6 +59,7 @@ def _check_in_child(h: History, time_limit: float = 60.0) -> dict:
     pid = os.fork()
     if pid == 0:  # the child: check, report, exit without running the parent's cleanup
         os.close(rd)
+        start_mib = _rss_mib()  # the history and all the parent held, inherited
         r0 = resource.getrusage(resource.RUSAGE_SELF)
         res = Linearizable(make_model("etcd-cas-register"), time_limit=time_limit).check(h)
         r1 = resource.getrusage(resource.RUSAGE_SELF)
@@ -64,6 +72,7 @@ def _check_in_child(h: History, time_limit: float = 60.0) -> dict:
             "k": [a["k"] for a in d.get("ambiguous", [])],
             "cpu": cpu,
             "peak_mib": r1.ru_maxrss / 1024,
+            "start_mib": start_mib,
         }
         os.write(wr, json.dumps(out).encode())
         os._exit(0)
@@ -108,7 +117,8 @@ def main() -> int:
                         f"{n} {shape} {kind} seed {seed}: {got.get('valid')} "
                         f"({'right' if got.get('valid') == expect else 'NOT ' + str(expect)}) "
                         f"by {got.get('decided_by')}, check cpu {got.get('cpu', 0):.2f} s, "
-                        f"peak {got.get('peak_mib', 0):.0f} MiB (generated in {made:.1f} s)"
+                        f"peak {got.get('peak_mib', 0):.0f} MiB, at the start "
+                        f"{got.get('start_mib', 0):.0f} MiB (generated in {made:.1f} s)"
                         + (
                             f"; k {got['k']}: {got['reason']}"
                             if got.get("valid") == "unknown"
