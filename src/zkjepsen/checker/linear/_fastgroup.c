@@ -319,27 +319,19 @@ static int build_one(PyObject *inv, PyObject *comp, PyObject *action_of, PyObjec
     return 0;
 }
 
-static PyObject *py_build(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
-    if (argc != 6 || !PyList_CheckExact(argv[0]) || !PyType_Check(argv[2]) ||
-        !PyType_Check(argv[3]) || !PyType_IsSubtype((PyTypeObject *)argv[2], &PyTuple_Type) ||
-        !PyType_IsSubtype((PyTypeObject *)argv[3], &PyTuple_Type) || !PyType_Check(argv[4]) ||
-        !PyType_IsSubtype((PyTypeObject *)argv[4], &PyTuple_Type) ||
-        (argv[5] != Py_None &&
-         (!PyTuple_CheckExact(argv[5]) || PyTuple_GET_SIZE(argv[5]) != 2 ||
-          !PyDict_CheckExact(PyTuple_GET_ITEM(argv[5], 1))))) {
-        PyErr_SetString(PyExc_TypeError,
-                        "build(calls: list, action_of, LinOp, Call, Action, table)");
-        return NULL;
-    }
-    PyObject *calls = argv[0], *action_of = argv[1], *table = NULL;
-    PyTypeObject *linop = (PyTypeObject *)argv[2], *call = (PyTypeObject *)argv[3];
-    PyTypeObject *action_t = (PyTypeObject *)argv[4];
-    if (argv[5] != Py_None) {
-        table = PyTuple_GET_ITEM(argv[5], 1);
-        Py_XSETREF(none_as, Py_NewRef(PyTuple_GET_ITEM(argv[5], 0)));
+/* One partition's LinOps (a new list), NotImplemented when the Python path must redo it, or
+ * NULL on an error to raise. build_args: (action_of, LinOp, Call, Action, table), checked. */
+static PyObject *build_ops(PyObject *calls, PyObject *const *build_args) {
+    PyObject *action_of = build_args[0], *table = NULL;
+    PyTypeObject *linop = (PyTypeObject *)build_args[1], *call = (PyTypeObject *)build_args[2];
+    PyTypeObject *action_t = (PyTypeObject *)build_args[3];
+    if (build_args[4] != Py_None) {
+        table = PyTuple_GET_ITEM(build_args[4], 1);
+        Py_XSETREF(none_as, Py_NewRef(PyTuple_GET_ITEM(build_args[4], 0)));
     }
     PyObject *ops = PyList_New(0);
     if (ops == NULL) return NULL;
+    if (!PyList_CheckExact(calls)) GIVE_UP;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(calls); i++) {
         PyObject *pair = PyList_GET_ITEM(calls, i);
         if (!PyList_CheckExact(pair) || PyList_GET_SIZE(pair) != 2) GIVE_UP;
@@ -356,6 +348,121 @@ static PyObject *py_build(PyObject *self, PyObject *const *argv, Py_ssize_t argc
         }
     }
     return ops;
+}
+
+/* build's arguments after calls: (action_of, LinOp, Call, Action, table); 0 when they fit. */
+static int bad_build_args(PyObject *const *a) {
+    return !PyType_Check(a[1]) || !PyType_Check(a[2]) ||
+           !PyType_IsSubtype((PyTypeObject *)a[1], &PyTuple_Type) ||
+           !PyType_IsSubtype((PyTypeObject *)a[2], &PyTuple_Type) || !PyType_Check(a[3]) ||
+           !PyType_IsSubtype((PyTypeObject *)a[3], &PyTuple_Type) ||
+           (a[4] != Py_None &&
+            (!PyTuple_CheckExact(a[4]) || PyTuple_GET_SIZE(a[4]) != 2 ||
+             !PyDict_CheckExact(PyTuple_GET_ITEM(a[4], 1))));
+}
+
+static PyObject *py_build(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+    if (argc != 6 || !PyList_CheckExact(argv[0]) || bad_build_args(argv + 1)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "build(calls: list, action_of, LinOp, Call, Action, table)");
+        return NULL;
+    }
+    return build_ops(argv[0], argv + 1);
+}
+
+/* settle(groups, action_of, LinOp, Call, Action, table, init, decide, deadline, first_ops,
+ *        parts, empty, done, paths, Outcome, path): engine's first pass over a history's
+ * partitions, in the groups' order, for the short ones the sweep decides (issue 54: a short
+ * history's check was mostly Python calls per partition). Each group is built as build()
+ * does (the model's reduce must be the base one: none); one with no op goes to `empty`; one
+ * with no crashed op and fewer than first_ops gets decide(ops, init(), deadline), and when
+ * that says (True, made): parts[k] = ops, done[k] = Outcome(True, ops, [], [], None, made),
+ * paths[k] = path. It stops at the first group it does not settle so and returns (n, ops,
+ * decided): n groups settled; the next one's ops (None: build gave up, the Python path words
+ * why) and decide's (verdict, made) for them (None: not asked, or decide answered
+ * NotImplemented). (len(groups), None, None) when it settled them all. */
+static PyObject *py_settle(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
+    if (argc != 16 || !PyDict_CheckExact(argv[0]) || bad_build_args(argv + 1) ||
+        !PyLong_CheckExact(argv[9]) || !PyDict_CheckExact(argv[10]) ||
+        !PyAnySet_CheckExact(argv[11]) || !PyDict_CheckExact(argv[12]) ||
+        !PyDict_CheckExact(argv[13]) || !PyType_Check(argv[14]) ||
+        !PyType_IsSubtype((PyTypeObject *)argv[14], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "settle(groups, action_of, LinOp, Call, Action, table, init, decide, "
+                        "deadline, first_ops, parts, empty, done, paths, Outcome, path)");
+        return NULL;
+    }
+    PyObject *groups = argv[0], *init = argv[6], *decide = argv[7], *deadline = argv[8];
+    PyObject *parts = argv[10], *empty = argv[11], *done = argv[12], *paths = argv[13];
+    PyTypeObject *outcome_t = (PyTypeObject *)argv[14];
+    Py_ssize_t first_ops = PyLong_AsSsize_t(argv[9]), pos = 0, n = 0;
+    if (first_ops == -1 && PyErr_Occurred()) return NULL;
+    PyObject *k, *calls, *ops = NULL;
+    while (PyDict_Next(groups, &pos, &k, &calls)) {
+        Py_INCREF(k);
+        Py_INCREF(calls);
+        ops = build_ops(calls, argv + 1);
+        Py_DECREF(calls);
+        if (ops == NULL) goto fail;
+        if (ops == Py_NotImplemented) {
+            Py_DECREF(ops);
+            Py_DECREF(k);
+            return Py_BuildValue("(nOO)", n, Py_None, Py_None);
+        }
+        Py_ssize_t m = PyList_GET_SIZE(ops);
+        if (m == 0) {
+            Py_DECREF(ops);
+            int r = PySet_Add(empty, k);
+            Py_DECREF(k);
+            if (r < 0) return NULL;
+            n++;
+            continue;
+        }
+        int skip = m >= first_ops; /* (long, or with a crashed op: the Python path) */
+        for (Py_ssize_t i = 0; i < m && !skip; i++)
+            skip = PyTuple_GET_ITEM(PyList_GET_ITEM(ops, i), 3) == Py_None;
+        PyObject *got = NULL;
+        if (!skip) {
+            PyObject *s0 = PyObject_CallNoArgs(init);
+            if (s0 == NULL) goto fail;
+            PyObject *args[3] = {ops, s0, deadline};
+            got = PyObject_Vectorcall(decide, args, 3, NULL);
+            Py_DECREF(s0);
+            if (got == NULL) goto fail;
+        }
+        int pair = got != NULL && PyTuple_CheckExact(got) && PyTuple_GET_SIZE(got) == 2;
+        if (!pair || PyTuple_GET_ITEM(got, 0) != Py_True) { /* (NotImplemented: not asked) */
+            PyObject *out = Py_BuildValue("(nOO)", n, ops, pair ? got : Py_None);
+            Py_XDECREF(got);
+            Py_DECREF(ops);
+            Py_DECREF(k);
+            return out;
+        }
+        PyObject *best = PyList_New(0), *states = PyList_New(0);
+        PyObject *o = best && states ? outcome_t->tp_alloc(outcome_t, 6) : NULL;
+        if (o == NULL) {
+            Py_XDECREF(best);
+            Py_XDECREF(states);
+            Py_DECREF(got);
+            goto fail;
+        }
+        PyObject *items[6] = {Py_True, ops, best, states, Py_None, PyTuple_GET_ITEM(got, 1)};
+        for (int i = 0; i < 6; i++)
+            PyTuple_SET_ITEM(o, i, i == 2 || i == 3 ? items[i] : Py_NewRef(items[i]));
+        Py_DECREF(got);
+        int r = PyDict_SetItem(parts, k, ops) < 0 || PyDict_SetItem(done, k, o) < 0 ||
+                PyDict_SetItem(paths, k, argv[15]) < 0;
+        Py_DECREF(o);
+        Py_DECREF(ops);
+        Py_DECREF(k);
+        if (r) return NULL;
+        n++;
+    }
+    return Py_BuildValue("(nOO)", n, Py_None, Py_None);
+fail:
+    Py_XDECREF(ops);
+    Py_DECREF(k);
+    return NULL;
 }
 
 /* ---- a counterexample's records (engine._py_op_json) ---- */
@@ -472,6 +579,7 @@ done:
 static PyMethodDef methods[] = {
     {"group", (PyCFunction)(void (*)(void))py_group, METH_FASTCALL, NULL},
     {"build", (PyCFunction)(void (*)(void))py_build, METH_FASTCALL, NULL},
+    {"settle", (PyCFunction)(void (*)(void))py_settle, METH_FASTCALL, NULL},
     {"setup", py_setup, METH_O, NULL},
     {"op_json", (PyCFunction)(void (*)(void))py_op_json, METH_FASTCALL, NULL},
     {"op_jsons", (PyCFunction)(void (*)(void))py_op_jsons, METH_FASTCALL, NULL},

@@ -11,3 +11,22 @@ def op_json(op: Any, state: Any, illegal: Any, /) -> dict[str, Any]: ...
 def op_jsons(
     ops: list[Any], indices: list[int], states: list[Any], illegal: Any, /
 ) -> list[dict[str, Any]]: ...
+def settle(
+    groups: dict[Any, Any],
+    action_of: Any,
+    linop: type,
+    call: type,
+    action: type,
+    table: Any,
+    init: Any,
+    decide: Any,
+    deadline: float | None,
+    first_ops: int,
+    parts: dict[Any, Any],
+    empty: set[Any],
+    done: dict[Any, Any],
+    paths: dict[Any, str],
+    outcome: type,
+    path: str,
+    /,
+) -> tuple[int, Any, Any]: ...

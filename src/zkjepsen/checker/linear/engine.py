@@ -43,6 +43,7 @@ import os
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import nullcontext
+from itertools import islice
 from operator import itemgetter
 from typing import Any
 
@@ -51,9 +52,9 @@ from zkjepsen.checker.linear.ambiguity import explain, summary
 from zkjepsen.checker.linear.blame import blame
 from zkjepsen.checker.linear.models import ILLEGAL, Model
 from zkjepsen.checker.linear.overwritten import fast_decide
-from zkjepsen.checker.linear.partitions import build, builder, group, prepare
+from zkjepsen.checker.linear.partitions import build, builder, group, prepare, settle
 from zkjepsen.checker.linear.pinned import pin
-from zkjepsen.checker.linear.sweep import decide
+from zkjepsen.checker.linear.sweep import _fast_decide, decide
 from zkjepsen.checker.linear.wgl import (
     FIRST_OPS,
     FIRST_STEPS_PER_OP,
@@ -79,6 +80,7 @@ BIG = 8_192  # records from which a check pauses the cyclic garbage collector
 PREFIX_SHOWN = 200  # ops of the longest linearizable prefix kept in a result's details
 _END = itemgetter(3)  # a LinOp's end: None when it crashed
 _NO_PAUSE = nullcontext()  # (reusable: a short check need not make one)
+_DECIDE = decide if _fast_decide is None else _fast_decide  # the first pass's sweep
 __all__ = [
     "SLICE",
     "LinOp",
@@ -108,13 +110,16 @@ def check_partitions(
     total: int | None = None,
     paths: dict[Any, str] | None = None,
     progress: dict[Any, list[int]] | None = None,
+    settled: tuple[dict[Any, Outcome], Any] | None = None,
 ) -> tuple[Any, dict[Any, Outcome], str]:
     """Race the partitions' searches round-robin. Returns (verdict, outcomes, reason): the first
     refuted partition ends everything; a budget running out gives "unknown". `parts` may be
     (key, ops) pairs made on demand (`total` of them at most): a refutation then ends the
     check before the later partitions are even built. `paths` gets, per decided partition,
     what decided it: "sweep", "read-from" or "search"; `progress` the longest prefix each
-    search reached (indices into its ops), for an unknown verdict's explanation."""
+    search reached (indices into its ops), for an unknown verdict's explanation. `settled`:
+    the outcomes of partitions a first pass decided (`_settled`), and the sweep's (verdict,
+    made) for the first of `parts`, or None."""
     if paths is None:
         paths = {}
     if progress is None:
@@ -126,8 +131,8 @@ def check_partitions(
     # limit is honoured to within one slice, not one round over all partitions.
     t0 = time.monotonic()
     deadline = None if time_limit is None else t0 + time_limit
-    done: dict[Any, Outcome] = {}
-    running, ended = _fast_paths(parts, model, deadline, time_limit, total, done, paths)
+    done, decided = ({}, None) if settled is None else settled
+    running, ended = _fast_paths(parts, model, (deadline, time_limit), total, done, paths, decided)
     if ended is not None:
         return ended
     return _race(running, done, (paths, progress), t0, deadline, time_limit, memory_limit)
@@ -136,18 +141,20 @@ def check_partitions(
 def _fast_paths(
     parts: Iterable[tuple[Any, list[LinOp]]],
     model: Model,
-    deadline: float | None,
-    time_limit: float | None,
+    limits: tuple[float | None, float | None],
     total: int | None,
     done: dict[Any, Outcome],
     paths: dict[Any, str],
+    decided: Any = None,
 ) -> tuple[dict[Any, Any], tuple[Any, dict[Any, Outcome], str] | None]:
     """The sweep and the read-from path over each partition as it is built; the searches left
     to race, and the check's end when a partition was refuted or the time ran out first.
 
     The sweep first (sweep.py): it decides most partitions at a fraction of WGL's cost. A
     partition it refutes is searched by WGL alone, for the counterexample; one it gives up
-    on goes to WGL with the others."""
+    on goes to WGL with the others. `decided`: the sweep's answer for the first of `parts`,
+    when the first pass (`_settled`) asked it already."""
+    deadline, time_limit = limits
     look = model.lookahead()
     init, new = model.init, tuple.__new__
     running: dict[Any, Any] = {}
@@ -158,7 +165,10 @@ def _fast_paths(
                 done[k] = proof
                 paths[k] = "search"
                 continue
-        verdict, made = decide(ops, init(), deadline)
+        if decided is None:
+            verdict, made = decide(ops, init(), deadline)
+        else:
+            (verdict, made), decided = decided, None
         if verdict:
             done[k] = new(Outcome, (True, ops, [], [], None, made))  # (no Python-level __new__)
             paths[k] = "sweep"
@@ -367,9 +377,12 @@ class Linearizable:
                 groups = group(history, self.model, nemesis)
                 parts: dict[Any, list[LinOp]] = {}
                 empty: set[Any] = set()
-                built = _built(groups, builder(self.model), parts, empty, self.model.init())
                 paths: dict[Any, str] = {}
                 progress: dict[Any, list[int]] = {}
+                done: dict[Any, Outcome] = {}
+                built, decided = _settled(
+                    groups, self.model, (parts, empty, done, paths), t0, self.time_limit
+                )
                 verdict, done, reason = check_partitions(
                     built,
                     self.model,
@@ -378,6 +391,7 @@ class Linearizable:
                     len(groups),
                     paths,
                     progress,
+                    (done, decided),
                 )
                 if not parts and verdict is True:
                     missing = _nothing_to_test(history, self.model)
@@ -445,18 +459,41 @@ def _ambiguity(
     return f"{reason}; {summary(worst, found[worst])}{more}"
 
 
+def _settled(
+    groups: dict[Any, Any],
+    model: Model,
+    into: tuple[dict[Any, list[LinOp]], set[Any], dict[Any, Outcome], dict[Any, str]],
+    t0: float,
+    time_limit: float | None,
+) -> tuple[Iterator[tuple[Any, list[LinOp]]], Any]:
+    """The first pass, in C (partitions.settle): the short partitions with no crashed op that
+    the sweep finds valid, settled into `into` (parts, empty, done, paths) without a Python
+    call each (issue 54: a short history's check was mostly those calls). The partitions
+    left, built on demand (`_built`), and the sweep's answer for the first of them (or None)."""
+    deadline = None if time_limit is None else t0 + time_limit
+    n, first, decided = settle(groups, model, _DECIDE, deadline, FIRST_OPS, into, Outcome)
+    parts, empty = into[0], into[1]
+    return _built(groups, builder(model), parts, empty, model.init(), n, first), decided
+
+
 def _built(
     groups: dict[Any, Any],
     make: Any,
     parts: dict[Any, list[LinOp]],
     empty: set[Any],
     init: Any,
+    start: int = 0,
+    first: list[LinOp] | None = None,
 ) -> Iterator[tuple[Any, list[LinOp]]]:
     """Each group's ops for the search, built on demand: a group with none goes to `empty`,
     the others to `parts` as they are yielded, with the crashed writes what was read pins
-    made completed (pinned.py)."""
-    for k, calls in groups.items():
-        ops = make(calls)
+    made completed (pinned.py). From the `start`-th group on; `first`: its ops, if built."""
+    items: Iterable[tuple[Any, Any]] = groups.items()
+    if start:
+        items = islice(items, start, None)
+    for k, calls in items:
+        ops = make(calls) if first is None else first
+        first = None
         if ops is None:
             empty.add(k)
         else:

@@ -21,6 +21,10 @@ except ImportError:  # pragma: no cover - the pure-Python paths below give the s
     _fast_build = _fast_group = None  # type: ignore[assignment]  # None: not built
 else:
     _fast_setup(Op)  # it reads an Op's fields from their slots
+try:  # (an older build of the module may lack it: then no first pass)
+    from zkjepsen.checker.linear._fastgroup import settle as _fast_settle
+except ImportError:  # pragma: no cover
+    _fast_settle = None  # type: ignore[assignment]
 
 
 _PLAIN_KEYS = frozenset((str, int, type(None)))  # partition keys that need no freezing
@@ -96,6 +100,30 @@ def builder(model: Model, reduce: bool = True) -> Callable[[list[list[Any]]], An
         return reduce_ops(fast) if reduce else fast
 
     return build_fast
+
+
+def settle(
+    groups: dict[Any, list[list[Any]]],
+    model: Model,
+    decide: Callable[[list[LinOp], Any, float | None], Any],
+    deadline: float | None,
+    first_ops: int,
+    into: tuple[dict[Any, list[LinOp]], set[Any], dict[Any, Any], dict[Any, str]],
+    outcome: type,
+) -> tuple[int, list[LinOp] | None, Any]:
+    """A check's first pass, in C (_fastgroup.settle): the groups, in order, built as `builder`
+    builds them, and the short ones with no crashed op that `decide` (the sweep) finds valid
+    settled: into `into` = (parts, empty, done, paths) as the check's own loop would put them
+    (done: outcome(True, ops, [], [], None, made), paths: "sweep"). It stops at the first group
+    it does not settle: (groups settled, that group's ops or None, the sweep's answer for them
+    or None); (0, None, None) when not built or when the model reduces its ops."""
+    if _fast_settle is None or type(model).reduce is not Model.reduce:
+        return 0, None, None
+    table = model.action_table()
+    how = (model.action, LinOp, Call, Action, table)  # build's arguments
+    return _fast_settle(
+        groups, *how, model.init, decide, deadline, first_ops, *into, outcome, "sweep"
+    )
 
 
 def build(calls: list[list[Any]], model: Model, reduce: bool = True) -> list[LinOp] | None:
