@@ -12,11 +12,16 @@ import shutil
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_checker_brute import brute_force, crashed_as_never_completed, to_history
+from test_checker_pinned import call
 from test_fastsweep import MODELS_HERE, history
 
 from zkjepsen.checker.linear import Linearizable, make_model, prepare
 from zkjepsen.checker.linear import engine as engine_mod
 from zkjepsen.checker.linear import wgl as wgl_mod
+from zkjepsen.checker.linear.pinned import pin, unpinned
 from zkjepsen.checker.linear.wgl import proven_valid, run
 from zkjepsen.history import History, Op
 
@@ -119,3 +124,97 @@ def test_a_check_keeps_its_verdict_without_the_compiled_search(monkeypatch):
     assert [r.valid for r in with_it] == [r.valid for r in without]
     assert [r.valid for r in with_it] == [k % 2 == 0 for k in range(24)]
     assert any(r.details["decided_by"].get("search") for r in with_it)
+
+
+@st.composite
+def pinned_histories(draw: Any) -> list[dict]:
+    """An etcd CAS-register history over 0..2 that is linearizable by construction (each op
+    takes effect at a point of its interval, a crashed one later or never), with crashed
+    writes of values nothing else writes (10, 11, ...) that took effect and that a completed
+    read then read: pinned.py pins those. Damaged or not: a read's value replaced, or a read
+    of a pinned value called after the write that overwrote it (the "twice" pattern)."""
+    calls = [call("write", 0, 0, -10, -9)]
+    points: list[tuple[float, int]] = []
+    for idx in range(draw(st.integers(2, 9))):
+        planted = idx == 0  # (at least one such write)
+        f = "write" if planted else draw(st.sampled_from(["read", "write", "write", "cas"]))
+        start = draw(st.integers(0, 40))
+        span = draw(st.integers(1, 8))
+        crashed = planted or (f != "read" and draw(st.integers(0, 2)) == 0)
+        unique = planted or (f == "write" and crashed and draw(st.booleans()))
+        v = 10 + idx if unique else draw(st.integers(0, 2))
+        typ = "info" if crashed else "ok"
+        arg = [draw(st.integers(0, 2)), v] if f == "cas" else (None if f == "read" else v)
+        calls.append(call(f, arg, arg, start, None if crashed else start + span, typ))
+        late = draw(st.integers(0, 40)) if crashed else draw(st.integers(0, span - 1))
+        if not crashed or planted or draw(st.integers(0, 3)):  # (or a crashed op never does)
+            points.append((start + late + 0.5 + len(calls) * 1e-4, len(calls) - 1))
+    reg: Any = 0
+    for p, k in sorted(points):
+        c = calls[k]
+        if c["f"] == "read":
+            c["out"] = reg
+        elif c["f"] == "write":
+            reg = c["value"]
+            if reg >= 10:  # a completed read of it right after (or a cas from it): pinned
+                t = int(p)
+                lo, hi = draw(st.integers(0, 3)), draw(st.integers(0, 3))
+                if draw(st.booleans()):
+                    calls.append(call("read", None, reg, t - lo, t + 1 + hi))
+                else:
+                    cas = [reg, draw(st.sampled_from([0, 1, 2, reg]))]
+                    calls.append(call("cas", cas, cas, t - lo, t + 1 + hi))
+                    reg = cas[1]
+        elif reg == c["value"][0]:
+            reg = c["value"][1]
+        elif c["type"] == "ok":
+            c["type"] = "fail"
+    for c in calls:
+        if c["f"] == "read" and c["out"] is None:  # a read that never took effect: none
+            c["out"] = 0
+    damage = draw(st.sampled_from(["none", "value", "twice"]))
+    reads = [c for c in calls if c["f"] == "read"]
+    if damage == "value" and reads:
+        draw(st.sampled_from(reads))["out"] = draw(st.sampled_from([0, 1, 2, *range(10, 20)]))
+    elif damage == "twice":
+        t = draw(st.integers(0, 60))
+        calls.append(call("read", None, draw(st.integers(10, 19)), t, t + 1))
+    return calls
+
+
+@settings(max_examples=300, deadline=None)
+@given(pinned_histories())
+def test_the_compiled_search_with_pinned_ops_proves_what_the_python_search_finds_valid(calls):
+    """The compiled walk's pinned list and dead-configuration test (_fastwgl.h, wgl.py's
+    `_pinned_test`): with pinned ops it proves exactly what the Python search (the same
+    prunings) and the brute force (none) find linearizable, with its domination or without,
+    and as much as without the pins."""
+    m = make_model("etcd-cas-register")
+    (ops,) = prepare(to_history(calls), m).values()
+    pin(ops, m.init())
+    want = run(ops, m.init(), m.lookahead()).valid
+    if len(calls) <= 12:
+        assert want == brute_force(crashed_as_never_completed(calls), "etcd-cas-register")
+    for dominate in (False, True):
+        got = proven_valid(ops, m.init(), None, per_op=1 << 20, dominate=dominate)
+        assert (got is not None) == want, dominate
+        bare = proven_valid(unpinned(ops), m.init(), None, per_op=1 << 20, dominate=dominate)
+        assert (bare is not None) == want, (dominate, "unpinned")
+
+
+def test_the_pinned_histories_have_pinned_ops_and_both_answers():
+    """The property above is not vacuous: its histories have pinned ops, and both answers."""
+    m = make_model("etcd-cas-register")
+    seen = {True: 0, False: 0}
+    pinned = 0
+
+    @settings(max_examples=200, deadline=None, database=None)
+    @given(pinned_histories())
+    def tally(calls: list[dict]) -> None:
+        nonlocal pinned
+        (ops,) = prepare(to_history(calls), m).values()
+        pinned += pin(ops, m.init()) > 0
+        seen[run(ops, m.init()).valid] += 1
+
+    tally()
+    assert pinned >= 150 and seen[True] >= 20 and seen[False] >= 20, (pinned, seen)

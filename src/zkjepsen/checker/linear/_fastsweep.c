@@ -376,16 +376,40 @@ out:
     return res;
 }
 
-/* search_valid(ops, init, budget, deadline[, dominate]) -> (True or None, steps): _fastwgl.h's
- * search; `dominate` true turns on its domination among crashed ops (dearer steps, far fewer
- * of them where crashed ops repeat). */
+/* The pinned ops (wgl.is_pinned: a call of class `cls`, an end) of `ops`, as a flag per op,
+ * or NULL (*none set) when there are none; NULL with *none clear when out of memory. */
+static char *pinned_flags(PyObject *ops, Py_ssize_t n, PyObject *cls, int *none) {
+    char *flags = NULL;
+    *none = 1;
+    if (cls == Py_None) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *op = PyTuple_GET_ITEM(ops, i); /* (a LinOp: cols_fill checked it) */
+        if ((PyObject *)Py_TYPE(PyTuple_GET_ITEM(op, 0)) != cls ||
+            PyTuple_GET_ITEM(op, 3) == Py_None)
+            continue;
+        if (flags == NULL && (flags = PyMem_Calloc(n + 1, 1)) == NULL) {
+            *none = 0;
+            PyErr_NoMemory();
+            return NULL;
+        }
+        flags[i] = 1;
+    }
+    return flags;
+}
+
+/* search_valid(ops, init, budget, deadline[, dominate[, pinned_call]]) -> (True or None,
+ * steps): _fastwgl.h's search; `dominate` true turns on its domination among crashed ops
+ * (dearer steps, far fewer of them where crashed ops repeat); `pinned_call`, wgl.PinnedCall:
+ * the ops whose call is one and that have an end are pinned.py's (their own list, and the
+ * dead-configuration test of wgl.py's _pinned_test). */
 static PyObject *py_search_valid(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
-    if ((argc != 4 && argc != 5) || !PyList_CheckExact(argv[0])) {
-        PyErr_SetString(PyExc_TypeError,
-                        "search_valid(ops: list, init, budget, deadline, dominate=False)");
+    if (argc < 4 || argc > 6 || !PyList_CheckExact(argv[0])) {
+        PyErr_SetString(PyExc_TypeError, "search_valid(ops: list, init, budget, deadline, "
+                                         "dominate=False, pinned_call=None)");
         return NULL;
     }
-    int dominate = argc == 5 ? PyObject_IsTrue(argv[4]) : 0;
+    int dominate = argc >= 5 ? PyObject_IsTrue(argv[4]) : 0;
+    PyObject *pinned_call = argc == 6 ? argv[5] : Py_None;
     if (dominate < 0) return NULL;
     if (ILLEGAL == NULL) Py_RETURN_NOTIMPLEMENTED;
     long budget = PyLong_AsLong(argv[2]);
@@ -397,14 +421,17 @@ static PyObject *py_search_valid(PyObject *self, PyObject *const *argv, Py_ssize
     Py_ssize_t n = PyTuple_GET_SIZE(ops);
     Cols c = {0};
     PyObject *res = NULL;
+    char *pinned = NULL;
     long steps = 0;
-    int ok = cols_fill(ops, n, &c);
+    int ok = cols_fill(ops, n, &c), none;
     if (ok < 0) goto out;
     if (!ok) {
         res = Py_NewRef(Py_NotImplemented);
         goto out;
     }
-    int found = wgl_valid(&c, n, argv[1], budget, deadline, dominate, &steps);
+    pinned = pinned_flags(ops, n, pinned_call, &none);
+    if (pinned == NULL && !none) goto out;
+    int found = wgl_valid(&c, n, argv[1], budget, deadline, dominate, pinned, &steps);
     if (found < 0) {
         /* a transition that raised: the Python search meets it again and says so */
         if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) goto out;
@@ -414,6 +441,7 @@ static PyObject *py_search_valid(PyObject *self, PyObject *const *argv, Py_ssize
     res = Py_BuildValue("(Ol)", found ? Py_True : Py_None, steps);
 out:
     Py_DECREF(ops);
+    PyMem_Free(pinned);
     cols_free(&c);
     return res;
 }

@@ -17,5 +17,11 @@ def setup(
 ) -> None: ...
 def decide(ops: list[Any], init: Any, deadline: float | None, /) -> Any: ...
 def search_valid(
-    ops: list[Any], init: Any, budget: int, deadline: float | None, dominate: bool = ..., /
+    ops: list[Any],
+    init: Any,
+    budget: int,
+    deadline: float | None,
+    dominate: bool = ...,
+    pinned_call: type | None = ...,
+    /,
 ) -> Any: ...

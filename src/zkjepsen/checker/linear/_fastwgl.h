@@ -11,11 +11,18 @@
  * collision can only prune a branch that might have succeeded (then None, and the Python
  * search decides), never make a linearization out of illegal steps.
  *
- * The walk is wgl.py's without pinned ops' third list and the model's lookahead (a pinned op
- * is taken as the completed op it is; both only cut the search): the main list of completed
- * ops' call and return entries in time order, the crashed ops' calls in a second list tried
- * after the main one's candidates, up to the time of its first return entry; an identical
- * crashed op only after the earlier one; a legal read-only op placed with no choice point. */
+ * The walk is wgl.py's without the model's lookahead (it only cuts the search): the main list
+ * of completed ops' call and return entries in time order, the crashed ops' calls in a second
+ * list tried after the main one's candidates, up to the time of its first return entry R; the
+ * pinned ops' calls (pinned.py) in a third, tried after the crashed ones, and first when R is
+ * the pinned op's own return; an identical crashed op only after the earlier one; a legal
+ * read-only op placed with no choice point; and wgl.py's dead-configuration test for pinned
+ * writes (`_pinned_test`): an op that leaves a pinned op's value v while a completed reader
+ * of v is still unplaced is not placed (v is never written again, so that reader never can
+ * be). Issue 54: without the third list and the test, a pinned `write 9` spanning 3,000 time
+ * units was tried at every configuration of that span and, once overwritten, a dead end found
+ * only at the read of 9; 5 x 10 k seed 2 with the plant went past 27 M steps unproved, where
+ * the same history with the write called just before its read is proved in 4.2 M. */
 #ifndef ZKJ_FASTWGL_H
 #define ZKJ_FASTWGL_H
 
@@ -189,14 +196,20 @@ typedef struct { /* a placed op: what to restore when it is taken back */
     PyObject *s; /* the state before it (owned) */
     int64_t limit;
     uint64_t h1, h2;
-    char forced;
+    char forced, rp;
 } WFrame;
 
-typedef struct { /* the walk's lists (wgl.py's _entry_lists, without the pinned list) */
+typedef struct { /* the walk's lists (wgl.py's _entry_lists) */
     Py_ssize_t *nxt, *prv, *e_op, *call_e, *ret_e, *prev_same;
     int64_t *e_time;
-    Py_ssize_t chead, ctail_op, crashed;
+    Py_ssize_t chead, ctail_op, crashed, dhead, dtail;
 } WLists;
+
+typedef struct { /* wgl.py's _pinned_test: each pinned value's completed readers not placed */
+    PyObject *slot;         /* dict: a pinned op's value -> its slot (NULL: no pinned op) */
+    Py_ssize_t *unplaced;   /* per slot */
+    Py_ssize_t *reader;     /* per op: the slot of the pinned value it reads, or -1 */
+} WPins;
 
 /* Previous identical crashed op (same transition, equal argument) of each crashed op, in call
  * order, or -1; quadratic only among the crashed ops of one transition and argument hash. */
@@ -234,14 +247,16 @@ static int same_crashed(Cols *c, Ev *order, Py_ssize_t k, Py_ssize_t *prev_same)
 }
 
 /* The lists of wgl.py's _entry_lists: 0 main head, 1..m main entries, m+1 main tail, m+2
- * crashed head, crashed calls, crashed tail. Entry ops: i for a call, -1-i for a return, -1-n
- * for the main tail, -2-n for the crashed tail. 0 or -1 (no memory). */
-static int wgl_lists(Cols *c, Py_ssize_t n, WLists *w) {
+ * crashed head, crashed calls, crashed tail, pinned head, pinned calls, pinned tail. Entry
+ * ops: i for a call, -1-i for a return, -1-n for the main tail, -2-n for the crashed tail,
+ * -3-n for the pinned tail. A pinned op (pinned[i], or none when pinned is NULL) has its
+ * return in the main list and its call in the third. 0 or -1 (no memory). */
+static int wgl_lists(Cols *c, Py_ssize_t n, const char *pinned, WLists *w) {
     Ev *ev = PyMem_Malloc(sizeof(Ev) * 4 * (n + 1));
-    Py_ssize_t m = 0, k = 0, half;
+    Py_ssize_t m = 0, k = 0, np = 0, half;
     if (ev == NULL) goto nomem;
     for (Py_ssize_t i = 0; i < n; i++) /* (time, call before return, op) as wgl.py sorts */
-        if (c->ends[i] != INT64_MAX) {
+        if (c->ends[i] != INT64_MAX && !(pinned && pinned[i])) {
             ev[m].key = c->starts[i] * 2;
             ev[m++].e = i;
         }
@@ -253,7 +268,7 @@ static int wgl_lists(Cols *c, Py_ssize_t n, WLists *w) {
         }
     /* calls and returns are each a run that is usually sorted already (as in the sweep) */
     sort_run(ev, half);
-    sort_run(ev + half, half);
+    sort_run(ev + half, m - half);
     Ev *tmp = ev + 2 * (n + 1);
     Py_ssize_t a = 0, b = half, t = 0;
     while (a < half && b < m) tmp[t++] = ev_cmp(&ev[b], &ev[a]) < 0 ? ev[b++] : ev[a++];
@@ -267,7 +282,15 @@ static int wgl_lists(Cols *c, Py_ssize_t n, WLists *w) {
             cr[k++].e = i;
         }
     sort_run(cr, k);
-    Py_ssize_t size = m + k + 4;
+    Ev *pc = cr + k; /* (m + k + pinned <= 2 n: a pinned op has no call among the m) */
+    if (pinned)
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (pinned[i] && c->ends[i] != INT64_MAX) {
+                pc[np].key = c->starts[i];
+                pc[np++].e = i;
+            }
+    sort_run(pc, np);
+    Py_ssize_t size = m + k + np + 6;
     w->nxt = PyMem_Malloc(sizeof(Py_ssize_t) * size);
     w->prv = PyMem_Malloc(sizeof(Py_ssize_t) * size);
     w->e_op = PyMem_Malloc(sizeof(Py_ssize_t) * size);
@@ -279,6 +302,7 @@ static int wgl_lists(Cols *c, Py_ssize_t n, WLists *w) {
         !w->prev_same)
         goto nomem;
     Py_ssize_t tail = m + 1, chead = m + 2, ctail = m + 3 + k;
+    Py_ssize_t dhead = ctail + 1, dtail = dhead + 1 + np;
     for (Py_ssize_t e = 0; e < size; e++) {
         w->nxt[e] = e + 1;
         w->prv[e] = e - 1;
@@ -286,6 +310,8 @@ static int wgl_lists(Cols *c, Py_ssize_t n, WLists *w) {
     w->nxt[tail] = tail;
     w->prv[chead] = chead;
     w->nxt[ctail] = ctail;
+    w->prv[dhead] = dhead;
+    w->nxt[dtail] = dtail;
     w->e_op[0] = 0;
     w->e_time[0] = INT64_MIN;
     for (Py_ssize_t p = 0; p < m; p++) {
@@ -312,6 +338,18 @@ static int wgl_lists(Cols *c, Py_ssize_t n, WLists *w) {
     }
     w->e_op[ctail] = -2 - n;
     w->e_time[ctail] = INT64_MAX;
+    w->e_op[dhead] = 0;
+    w->e_time[dhead] = INT64_MIN;
+    for (Py_ssize_t p = 0; p < np; p++) {
+        Py_ssize_t e = dhead + 1 + p, x = pc[p].e;
+        w->e_op[e] = x;
+        w->e_time[e] = c->starts[x];
+        w->call_e[x] = e;
+    }
+    w->e_op[dtail] = -3 - n;
+    w->e_time[dtail] = INT64_MAX;
+    w->dhead = dhead;
+    w->dtail = dtail;
     w->chead = chead;
     w->ctail_op = -2 - n;
     w->crashed = k;
@@ -359,10 +397,101 @@ static int crashed_kinds(const WLists *w, Py_ssize_t n, int *kind) {
     return nk;
 }
 
-/* 1 found a linearization, 0 did not (or gave up), -1 error; *steps the walk's steps. */
+/* The value a pinned op i writes (borrowed), or NULL: a write's argument, a cas's new value. */
+static PyObject *pinned_value(Cols *c, Py_ssize_t i) {
+    PyObject *a = c->args[i];
+    if (c->fns[i] == WRITE) return a;
+    if (c->fns[i] == CAS && !c->ro[i] && PyTuple_CheckExact(a) && PyTuple_GET_SIZE(a) == 2)
+        return PyTuple_GET_ITEM(a, 1);
+    return NULL;
+}
+
+/* The value a completed op reads (borrowed), or NULL: a read's, a cas's old value. */
+static PyObject *read_of(Cols *c, Py_ssize_t i) {
+    PyObject *a = c->args[i];
+    if (c->fns[i] == READ) return a;
+    if (c->fns[i] == CAS && PyTuple_CheckExact(a) && PyTuple_GET_SIZE(a) == 2)
+        return PyTuple_GET_ITEM(a, 0);
+    return NULL;
+}
+
+/* Slot of v in d (>= 0), -1 when v is not there (or does not hash), -2 on error. */
+static Py_ssize_t pins_slot(PyObject *d, PyObject *v) {
+    PyObject *sl = PyDict_GetItemWithError(d, v);
+    if (sl != NULL) return PyLong_AsSsize_t(sl);
+    if (!PyErr_Occurred()) return -1;
+    if (!PyErr_ExceptionMatches(PyExc_TypeError)) return -2;
+    PyErr_Clear(); /* a value that does not hash is no pinned one */
+    return -1;
+}
+
+static void wgl_pins_free(WPins *p) {
+    Py_XDECREF(p->slot);
+    PyMem_Free(p->unplaced);
+    PyMem_Free(p->reader);
+}
+
+/* wgl.py's _pinned_test's data in *p: the pinned ops' values and, per value, the completed
+ * ops (pinned ones aside) that read it. p->slot stays NULL without pinned ops. 0 or -1. */
+static int wgl_pins(Cols *c, Py_ssize_t n, const char *pinned, WPins *p) {
+    Py_ssize_t np = 0;
+    if (pinned == NULL) return 0;
+    PyObject *d = PyDict_New();
+    if (d == NULL) return -1;
+    p->slot = d;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = pinned[i] ? pinned_value(c, i) : NULL;
+        if (v == NULL) continue;
+        Py_ssize_t have = pins_slot(d, v);
+        if (have < -1) return -1;
+        if (have >= 0 || PyObject_Hash(v) == -1) {
+            PyErr_Clear();
+            continue;
+        }
+        PyObject *sl = PyLong_FromSsize_t(np);
+        if (sl == NULL || PyDict_SetItem(d, v, sl) < 0) {
+            Py_XDECREF(sl);
+            return -1;
+        }
+        Py_DECREF(sl);
+        np++;
+    }
+    if (!np) {
+        Py_CLEAR(p->slot);
+        return 0;
+    }
+    p->unplaced = PyMem_Calloc(np, sizeof(Py_ssize_t));
+    p->reader = PyMem_Malloc(sizeof(Py_ssize_t) * (n + 1));
+    if (p->unplaced == NULL || p->reader == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = c->ends[i] == INT64_MAX || pinned[i] ? NULL : read_of(c, i);
+        Py_ssize_t s = v == NULL ? -1 : pins_slot(d, v);
+        if (s < -1) return -1;
+        p->reader[i] = s;
+        if (s >= 0) p->unplaced[s]++;
+    }
+    return 0;
+}
+
+/* wgl.py's _pinned_test: 1 when op i, taking the state from prev to ns, leaves a pinned op's
+ * value while a completed reader of it other than i is unplaced (then a dead configuration:
+ * nothing writes that value again), else 0; -1 on error. */
+static int pinned_dead(const WPins *p, PyObject *prev, PyObject *ns, Py_ssize_t i) {
+    Py_ssize_t s = pins_slot(p->slot, prev);
+    if (s < -1) return -1;
+    if (s < 0 || p->unplaced[s] - (p->reader[i] == s) <= 0) return 0;
+    return compare(prev, ns, Py_NE);
+}
+
+/* 1 found a linearization, 0 did not (or gave up), -1 error; *steps the walk's steps.
+ * pinned: per op whether it is pinned (pinned.py), or NULL when none is. */
 static int wgl_valid(Cols *c, Py_ssize_t n, PyObject *init, long budget, double deadline,
-                     int dominate, long *steps_out) {
+                     int dominate, const char *pinned, long *steps_out) {
     WLists w = {0};
+    WPins pins = {NULL, NULL, NULL};
     WCache cache = {NULL, 0, 0};
     Py_ssize_t capstack = n < 1024 ? n + 1 : 1024; /* grown as the walk gets deeper */
     WFrame *stack = PyMem_Malloc(sizeof(WFrame) * capstack);
@@ -380,16 +509,19 @@ static int wgl_valid(Cols *c, Py_ssize_t n, PyObject *init, long budget, double 
         PyErr_NoMemory();
         goto out;
     }
-    if (wgl_lists(c, n, &w) < 0) goto out;
+    if (wgl_lists(c, n, pinned, &w) < 0) goto out;
+    if (wgl_pins(c, n, pinned, &pins) < 0) goto out;
     dt.kinds = dominate ? crashed_kinds(&w, n, kind) : 0;
     const int dom = dt.kinds >= 1 && dt.kinds <= DOM_KINDS;
     uint64_t seed = 0x5EEDULL;
     for (Py_ssize_t i = 0; i < 2 * n; i++) z[i] = splitmix(&seed);
     Py_ssize_t *nxt = w.nxt, *prv = w.prv, *e_op = w.e_op;
     int64_t *e_time = w.e_time;
-    const Py_ssize_t chead = w.chead, CTAIL = w.ctail_op;
+    const Py_ssize_t chead = w.chead, CTAIL = w.ctail_op, dhead = w.dhead, dtail = w.dtail;
+    const Py_ssize_t DTAIL = -3 - n;
     Py_ssize_t remaining = n - w.crashed, e = nxt[0];
     int64_t limit = 0;
+    char rp = 0; /* whether R, the main list's first return entry, is a pinned op's */
     uint64_t h1 = 0, h2 = 0;
     while (remaining) {
         if (++steps > budget) {
@@ -404,19 +536,39 @@ static int wgl_valid(Cols *c, Py_ssize_t n, PyObject *init, long budget, double 
             }
         }
         Py_ssize_t i = e_op[e];
-        if (e == 0 || e == chead) { /* (heads are never walked onto; defensive) */
+        if (e == 0 || e == chead || e == dhead) { /* (heads are never walked onto) */
             e = nxt[e];
             continue;
         }
         if (i < 0) {
-            if (i != CTAIL) { /* the main list's first return entry R: now the crashed ops */
+            /* The end of a list: after the main one's first return entry R, the crashed then
+             * the pinned ops called no later than R; the pinned ones first when R is a pinned
+             * op's return. After the second of them, every candidate was tried. */
+            if (i == CTAIL) {
+                if (!rp && nxt[dhead] != dtail) {
+                    e = nxt[dhead];
+                    continue;
+                }
+            } else if (i == DTAIL) {
+                if (rp) {
+                    e = nxt[chead];
+                    continue;
+                }
+            } else {
                 limit = e_time[e];
-                e = nxt[chead];
+                Py_ssize_t j = -1 - i;
+                rp = pinned != NULL && j < n && pinned[j];
+                e = rp ? nxt[dhead] : nxt[chead];
                 continue;
             }
             goto backtrack;
         }
-        if (e > chead && e_time[e] > limit) goto backtrack; /* called after R: so the rest */
+        if (e > chead && e_time[e] > limit) { /* called after R: so the rest of its list */
+            if ((e < dhead) == rp) goto backtrack; /* the second list: all tried */
+            e = e < dhead ? nxt[dhead] : nxt[chead];
+            if (e == dtail) goto backtrack;
+            continue;
+        }
         if (w.prev_same[i] >= 0 && !lin[w.prev_same[i]]) {
             e = nxt[e];
             continue;
@@ -427,6 +579,15 @@ static int wgl_valid(Cols *c, Py_ssize_t n, PyObject *init, long budget, double 
             Py_DECREF(ns);
             e = nxt[e];
             continue;
+        }
+        if (pins.slot != NULL && !c->ro[i] && ns != state) {
+            int dead = pinned_dead(&pins, state, ns, i);
+            if (dead) { /* (as wgl.py: its key would be cached, and no frame kept) */
+                Py_DECREF(ns);
+                if (dead < 0) goto out;
+                e = nxt[e];
+                continue;
+            }
         }
         uint64_t nh1 = h1 ^ z[2 * i], nh2 = h2 ^ z[2 * i + 1];
         int had = wcache_add(&cache, nh1, nh2, ns);
@@ -467,10 +628,12 @@ static int wgl_valid(Cols *c, Py_ssize_t n, PyObject *init, long budget, double 
             f->h1 = h1;
             f->h2 = h2;
             f->forced = c->ro[i];
+            f->rp = rp;
             state = ns;
             h1 = nh1;
             h2 = nh2;
             lin[i] = 1;
+            if (pins.slot != NULL && pins.reader[i] >= 0) pins.unplaced[pins.reader[i]]--;
             Py_ssize_t ce = w.call_e[i], re = w.ret_e[i];
             nxt[prv[ce]] = nxt[ce];
             prv[nxt[ce]] = prv[ce];
@@ -499,9 +662,11 @@ static int wgl_valid(Cols *c, Py_ssize_t n, PyObject *init, long budget, double 
             Py_DECREF(state);
             state = f->s;
             limit = f->limit;
+            rp = f->rp;
             h1 = f->h1;
             h2 = f->h2;
             lin[i] = 0;
+            if (pins.slot != NULL && pins.reader[i] >= 0) pins.unplaced[pins.reader[i]]++;
             if (dom) {
                 if (kind[i] < 0) {
                     g1 ^= z[2 * i];
@@ -534,6 +699,7 @@ out:
     PyMem_Free(lin);
     PyMem_Free(kind);
     dtable_free(&dt);
+    wgl_pins_free(&pins);
     wgl_lists_free(&w);
     wcache_free(&cache);
     return rc;

@@ -436,14 +436,14 @@ def proven_valid(
     within its step budget, else None: not built, none found (the partition may still be
     valid: its cache may have pruned the way), or the budget or deadline ran out. It never
     refutes: `search` does, with the longest prefix a counterexample needs. The compiled walk
-    is this module's without the pinned ops' list and the model's lookahead (both only cut
-    the search), so any model's transitions are applied; a linearization is only reported
-    once every completed op was placed by a legal model step, in real-time order.
-    `dominate`: with the domination among crashed ops (_fastwgl.h; engine._patient)."""
+    is this module's without the model's lookahead (it only cuts the search), with the pinned
+    ops' list and `_pinned_test`, so any model's transitions are applied; a linearization is
+    only reported once every completed op was placed by a legal model step, in real-time
+    order. `dominate`: with the domination among crashed ops (_fastwgl.h; engine._patient)."""
     if _search_valid is None:
         return None
     budget = FAST_STEPS + per_op * len(ops)
-    out = _search_valid(ops, init, budget, deadline, dominate)
+    out = _search_valid(ops, init, budget, deadline, dominate, PinnedCall)
     if out is NotImplemented or out[0] is not True:
         return None
     return Outcome(True, ops, [], [], None, out[1])
