@@ -54,7 +54,7 @@ from zkjepsen.checker.linear.models import ILLEGAL, Model
 from zkjepsen.checker.linear.overwritten import fast_decide
 from zkjepsen.checker.linear.partitions import build, builder, group, prepare, settle
 from zkjepsen.checker.linear.pinned import pin
-from zkjepsen.checker.linear.sweep import _fast_decide, decide
+from zkjepsen.checker.linear.sweep import decide
 from zkjepsen.checker.linear.wgl import (
     FIRST_OPS,
     FIRST_STEPS_PER_OP,
@@ -75,12 +75,16 @@ try:  # a counterexample's records in C (_fastgroup.c), when built; the same in 
     from zkjepsen.checker.linear._fastgroup import op_jsons as _c_op_jsons
 except ImportError:  # pragma: no cover - not built: _py_op_json
     _c_op_json = _c_op_jsons = None  # type: ignore[assignment]
+try:  # the compiled sweep (set up by sweep.py, imported above), for the first pass to call
+    from zkjepsen.checker.linear._fastsweep import decide as _c_decide
+except ImportError:  # pragma: no cover - not built: sweep.decide
+    _c_decide = None  # type: ignore[assignment]
 
 BIG = 8_192  # records from which a check pauses the cyclic garbage collector
 PREFIX_SHOWN = 200  # ops of the longest linearizable prefix kept in a result's details
 _END = itemgetter(3)  # a LinOp's end: None when it crashed
 _NO_PAUSE = nullcontext()  # (reusable: a short check need not make one)
-_DECIDE = decide if _fast_decide is None else _fast_decide  # the first pass's sweep
+_DECIDE = decide if _c_decide is None else _c_decide  # the first pass's sweep
 __all__ = [
     "SLICE",
     "LinOp",
