@@ -41,8 +41,8 @@ def _wait_for_new_run(client, proc: subprocess.Popen, role: str, count: int, tim
     pytest.fail(f"no run of pid {proc.pid} with {count} {role} containers within {timeout}s")
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_signal_during_a_faulty_run_removes_everything(sig, docker_client, zk_image, tmp_path):
+def _faulty_run_signalled(sig, docker_client, tmp_path) -> dict:
+    """A faulty `zkjepsen test` sent `sig` in its main phase: what it said and what is left."""
     proc = subprocess.Popen(
         [
             *ZKJEPSEN,
@@ -66,22 +66,30 @@ def test_signal_during_a_faulty_run_removes_everything(sig, docker_client, zk_im
         stderr=subprocess.PIPE,
         text=True,
     )
-    run_id = _wait_for_new_run(docker_client, proc, "client", 3)
-    time.sleep(4)  # into the main phase, clients running (a partition may be in place)
+    try:
+        run_id = _wait_for_new_run(docker_client, proc, "client", 3)
+        time.sleep(4)  # into the main phase, clients running (a partition may be in place)
+    except BaseException:
+        if proc.poll() is None:  # it tears its run down
+            proc.send_signal(signal.SIGINT)
+            proc.wait(timeout=240)
+        raise
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=120)
-    assert proc.returncode != 0
-    assert "Traceback" not in err
     flt = {"label": f"{resources.RUN_LABEL}={run_id}"}
-    assert docker_client.containers.list(all=True, filters=flt, ignore_removed=True) == []
-    assert docker_client.networks.list(filters=flt) == []
-    assert not (resources.SCRATCH_ROOT / run_id).exists()
-    assert f"everything run {run_id} started was removed" in err
     (run_dir,) = tmp_path.glob("*/latest")
     analyze = subprocess.run(
         [*ZKJEPSEN, "analyze", str(run_dir)], capture_output=True, text=True, timeout=300
     )
-    assert analyze.returncode in (0, 1, 2), analyze.stderr  # a verdict from what was recorded
+    return {
+        "run_id": run_id,
+        "returncode": proc.returncode,
+        "err": err,
+        "containers": docker_client.containers.list(all=True, filters=flt, ignore_removed=True),
+        "networks": docker_client.networks.list(filters=flt),
+        "scratch": (resources.SCRATCH_ROOT / run_id).exists(),
+        "analyze": analyze,
+    }
 
 
 def _bench():
@@ -97,6 +105,78 @@ def _bench():
     return module
 
 
+DURING = [signal.SIGINT, signal.SIGTERM]
+SECOND = [
+    (signal.SIGINT, signal.SIGINT, "teardown"),  # a second Ctrl-C while tearing down
+    (signal.SIGTERM, signal.SIGINT, "main"),  # faults active, then Ctrl-C during the teardown
+]
+AFTER = [(signal.SIGTERM, 143), (signal.SIGINT, 130)]
+
+
+@pytest.fixture(scope="module")
+def interrupted(docker_client, zk_image, tmp_path_factory):
+    """The signalled runs of the parametrized tests below, two at a time (as
+    benchmarks/interrupts.py runs them; each watched by its own pid and run id): each test
+    asserts on its own run's outcome, an exception in its thread included. Returns
+    {(test, param): (outcome or exception, its folder)}."""
+    import random
+    from concurrent.futures import ThreadPoolExecutor
+
+    bench = _bench()
+    jobs = {}
+    for sig in DURING:
+        jobs["during", sig] = lambda d, sig=sig: _faulty_run_signalled(sig, docker_client, d)
+    for first, second, moment in SECOND:
+        rng = random.Random()
+        delay = rng.uniform(0.0, 0.8) if moment == "teardown" else rng.uniform(1.0, 4.0)
+        after = rng.uniform(0.1, 1.0)
+        jobs["second", first, second, moment] = (
+            lambda d, a=(first, moment, delay, second), after=after: bench.interrupted_run(
+                docker_client, d, *a, second_after_s=after
+            )
+        )
+    for sig, _ in AFTER:
+        jobs["after", sig] = lambda d, sig=sig: bench.interrupted_run(
+            docker_client, d, sig, "report", 0.0, None, nemesis="none", time_limit=3
+        )
+    folders = {key: tmp_path_factory.mktemp("interrupted") for key in jobs}
+
+    def one(key):
+        try:
+            return jobs[key](folders[key])
+        except BaseException as e:  # noqa: BLE001 - the test of this run raises it
+            return e
+
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)  # see _sigint_not_ignored
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            done = dict(zip(jobs, pool.map(one, jobs), strict=True))
+    finally:
+        signal.signal(signal.SIGINT, old)
+    return {key: (done[key], folders[key]) for key in jobs}
+
+
+def _outcome(interrupted, *key):
+    out, folder = interrupted[key]
+    if isinstance(out, BaseException):
+        raise out
+    return out, folder
+
+
+@pytest.mark.parametrize("sig", DURING)
+def test_signal_during_a_faulty_run_removes_everything(sig, interrupted):
+    out, _ = _outcome(interrupted, "during", sig)
+    run_id, err = out["run_id"], out["err"]
+    assert out["returncode"] != 0
+    assert "Traceback" not in err
+    assert out["containers"] == []
+    assert out["networks"] == []
+    assert not out["scratch"]
+    assert f"everything run {run_id} started was removed" in err
+    analyze = out["analyze"]
+    assert analyze.returncode in (0, 1, 2), analyze.stderr  # a verdict from what was recorded
+
+
 def _assert_clean_and_analyzable(out):
     assert out.run_id, out
     assert "traceback on stderr" not in out.notes, out
@@ -107,23 +187,9 @@ def _assert_clean_and_analyzable(out):
         assert f"everything run {out.run_id} started was removed" in out.message, out
 
 
-@pytest.mark.parametrize(
-    ("first", "second", "moment"),
-    [
-        (signal.SIGINT, signal.SIGINT, "teardown"),  # a second Ctrl-C while tearing down
-        (signal.SIGTERM, signal.SIGINT, "main"),  # faults active, then Ctrl-C during the teardown
-    ],
-)
-def test_a_second_signal_cannot_interrupt_the_teardown(
-    first, second, moment, docker_client, zk_image, tmp_path
-):
-    import random
-
-    rng = random.Random()
-    delay = rng.uniform(0.0, 0.8) if moment == "teardown" else rng.uniform(1.0, 4.0)
-    out = _bench().interrupted_run(
-        docker_client, tmp_path, first, moment, delay, second, second_after_s=rng.uniform(0.1, 1.0)
-    )
+@pytest.mark.parametrize(("first", "second", "moment"), SECOND)
+def test_a_second_signal_cannot_interrupt_the_teardown(first, second, moment, interrupted):
+    out, _ = _outcome(interrupted, "second", first, second, moment)
     _assert_clean_and_analyzable(out)
 
 
@@ -228,16 +294,14 @@ def test_a_run_whose_servers_vanish_ends_promptly_with_a_sentence(
     assert not (resources.SCRATCH_ROOT / run_id).exists()
 
 
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+@pytest.mark.parametrize(("sig", "code"), AFTER)
 def test_a_signal_after_the_teardown_says_where_the_folder_is_and_analyze_finishes_it(
-    sig, code, docker_client, zk_image, tmp_path
+    sig, code, interrupted
 ):
     """Sent as soon as run.log says "ensemble torn down": the check and the reports were cut
     short. Before, SIGTERM there ended the process silently (143, no latency.png or rate.png)
     and SIGINT said only "zkjepsen: interrupted."."""
-    out = _bench().interrupted_run(
-        docker_client, tmp_path, sig, "report", 0.0, None, nemesis="none", time_limit=3
-    )
+    out, tmp_path = _outcome(interrupted, "after", sig)
     if "exited before the signal" in out.notes:
         pytest.skip("the run finished its reports before the signal landed")
     assert out.returncode == code and "Traceback" not in out.stderr, out
