@@ -276,3 +276,84 @@ def test_a_server_that_cannot_boot_keeps_the_line_that_says_why():
     assert (
         _tail("\n".join(zk)).splitlines()[0] == "Caused by: java.io.IOException: CRC check failed"
     )
+
+
+class _Servers:
+    """A backend whose servers are names, recording what was done to them (pure logic: which
+    servers a disk fault stops and boots, not Docker's part)."""
+
+    def __init__(self, scratch, files: dict[str, list[str]]):
+        self.scratch, self.done = str(scratch), []
+        self.nodes = {n: SimpleNamespace(name=n) for n in files}
+        self.data_files = self.corrupt_files = ("*.log",)
+        for name, names in files.items():
+            (scratch / "nodes" / name / "data").mkdir(parents=True)
+            for f in names:
+                (scratch / "nodes" / name / "data" / f).write_bytes(b"entries")
+
+    def kill(self, node):
+        self.done.append(("kill", node.name))
+
+    def restart(self, node):
+        self.done.append(("restart", node.name))
+
+    def state(self, node):
+        return "running"
+
+    def halt(self, node):
+        self.done.append(("halt", node.name))
+
+    def power(self, node, mode, writeback_s=0.0):
+        self.done.append(("power", node.name))
+        return {}  # the layer is not running there
+
+
+def _ctx(backend):
+    def each(fn, items):
+        return [fn(x) for x in items]
+
+    return SimpleNamespace(backend=backend, node=lambda n: backend.nodes[n], each=each, live=None)
+
+
+@pytest.mark.parametrize("with_files", [("n1",), ("n1", "n2"), ()])
+def test_a_disk_fault_stops_a_server_only_when_it_can_go_in_and_boots_only_what_it_stopped(
+    tmp_path, monkeypatch, with_files
+):
+    """corrupt-file on servers one of which has saved nothing yet: nothing is stopped and
+    nothing booted (a Redis stopped and booted for a fault that "never went in" came back empty,
+    and its fence counter restarted); where every target has a file, each is stopped, written
+    down as `stopped`, damaged and booted."""
+    from zkjepsen.faultkinds.landing import stopped_servers
+    from zkjepsen.nemesis import NemesisError
+
+    monkeypatch.setattr(disk, "BOOT_WATCH_S", 0.0)
+    servers = _Servers(tmp_path, {n: (["w.log"] if n in with_files else []) for n in ("n1", "n2")})
+    kind, ctx, detail = disk.CorruptFile(), _ctx(servers), {"mode": "flip", "seed": 3}
+    targets = ["n1", "n2"]
+    if len(with_files) < 2:
+        with pytest.raises(NemesisError, match="none of its data files"):
+            kind.apply(ctx, targets, detail)
+        kind.undo(ctx, targets, detail)
+        assert servers.done == [] and stopped_servers({}, {"detail": detail}) == []
+        return
+    kind.apply(ctx, targets, detail)
+    kind.undo(ctx, targets, detail)
+    assert servers.done == [("kill", "n1"), ("kill", "n2"), ("restart", "n1"), ("restart", "n2")]
+    assert stopped_servers({}, {"detail": detail}) == targets
+
+
+def test_a_power_loss_the_layer_did_not_answer_still_says_the_servers_it_stopped(
+    tmp_path, monkeypatch
+):
+    from zkjepsen.faultkinds.landing import stopped_servers
+    from zkjepsen.nemesis import NemesisError
+
+    monkeypatch.setattr(disk, "BOOT_WATCH_S", 0.0)
+    servers = _Servers(tmp_path, {"n1": ["w.log"]})
+    kind = disk.PowerLoss(mode="drop")
+    detail = {"writeback_s": 0.0}
+    with pytest.raises(NemesisError, match="answered no power-loss counts"):
+        kind.apply(_ctx(servers), ["n1"], detail)
+    kind.undo(_ctx(servers), ["n1"], detail)
+    assert stopped_servers({}, {"detail": detail}) == ["n1"]
+    assert servers.done[-1] == ("restart", "n1")

@@ -331,3 +331,26 @@ def test_a_half_done_read_is_the_kills_nature_only_when_the_writer_was_killed(
     (n,) = res.parts["atomicity"].details["natures"]
     assert n["nature"] == (CUT if killed else DEFECT), n["nature_why"]
     assert finding(res.to_json())[0] == ("close" if killed else "found")
+
+
+def test_a_fault_that_stopped_a_server_but_never_went_in_is_still_a_restart():
+    """A disk fault whose damage never went in (its apply raised after it stopped the server)
+    did restart it: a token reused across it is a lost state's nature, not the lock's defect
+    (seen: a hunt flagged the fenced Redis control after a corrupt-file on a Redis that had
+    saved nothing). One that stopped nothing excuses nothing."""
+    missed = {"detail": {"mode": "flip", "booted": ["n1"]}, "error": "NemesisError: no files"}
+
+    def reuse(end):
+        h = H().hold(1, 1, 2, 5).write(1, 1.5, 5, 1, 1, 1)
+        start = {"fault_id": 1, "phase": "start", "targets": ["n1"]}
+        h.add(3, "nemesis", "info", "corrupt-file", None, start)
+        h.add(4, "nemesis", "info", "corrupt-file", None, {**start, "phase": "end", **end})
+        return h.hold(2, 5, 6, 5).write(2, 5.5, 5, 1, 1, 2).judge()
+
+    stopped = {**missed, "detail": {**missed["detail"], "stopped": ["n1"]}}
+    res = reuse(stopped)
+    assert [n["nature"] for n in res.parts["fencing"].details["natures"]] == [STATE]
+    assert finding(res.to_json())[0] == "close"
+    res = reuse(missed)
+    assert [n["nature"] for n in res.parts["fencing"].details["natures"]] == [DEFECT]
+    assert finding(res.to_json()) == ("found", "invalid: fencing")

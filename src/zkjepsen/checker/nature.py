@@ -54,6 +54,7 @@ from zkjepsen.checker.lease import (
     silencing,
 )
 from zkjepsen.faultkinds import KINDS
+from zkjepsen.faultkinds.landing import stopped_servers
 
 S = 1_000_000_000
 CLOCK, STATE, CUT = "server-clock", "state-lost", "cut-update"
@@ -106,8 +107,16 @@ class Context:
         landed = [f for f in spans if f.landing.landed]
         kinds = {f: KINDS.get(f.kind) for f in landed}
         self.clocks = [f for f, k in kinds.items() if k and k.family == "clock" and _on_servers(f)]
+        # A restart is any fault that stopped a server, landed or not: its own effect may have
+        # missed (a disk fault whose damage never went in) while the stop and boot happened.
         self.restarts = [
-            f for f, k in kinds.items() if k and k.observer in RESTARTS and _on_servers(f)
+            f
+            for f in spans
+            if _on_servers(f)
+            and (
+                (f in kinds and (k := kinds[f]) is not None and k.observer in RESTARTS)
+                or stopped_servers(f.start_value, f.end_value)
+            )
         ]
         self.kills: dict[Any, list[FaultSpan]] = {}
         for f, k in kinds.items():

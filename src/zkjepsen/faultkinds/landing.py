@@ -225,7 +225,22 @@ OBSERVED_KEYS = (
     "clock_seen", "clock_healed", "heal_step_s", "heal_step_via", "lost", "lost_bytes",
     "booted", "failed_to_start", "why_not_started", "file", "flipped_offsets", "truncated_to",
     "served", "intended", "failed", "steps", "acted", "acts", "terminated", "holding_when_hit",
+    "stopped",
 )  # fmt: skip
+
+
+def stopped_servers(start_value: Any, end_value: Any) -> list[str]:
+    """The servers a fault stopped, whatever it landed as. A kind that stops a server writes
+    it down at once (`stopped`; a kill's `killed`), before anything it does next can fail: a
+    disk fault whose damage never went in, or a kill whose trigger's state had ended, still
+    restarted the servers it stopped, and a service without persistence forgot its state
+    across that restart (checker/nature.py reads this, not `landing`, for a lost state)."""
+    names: list[str] = []
+    for value in (start_value, end_value):
+        detail = _table(_table(value).get("detail"))
+        for key in ("stopped", "killed"):
+            names += [n for n in sorted(_names(detail.get(key))) if n not in names]
+    return names
 
 
 def unobserved(detail: Any) -> dict[str, Any]:

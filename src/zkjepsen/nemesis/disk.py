@@ -76,6 +76,9 @@ class PowerLoss:
         detail["holders_at_power_loss"] = [f"c{i}" for i in sorted(holders)]
         ctx.each(lambda name: _halt(ctx, name), targets)  # all at once, then each layer drops
 
+        # halted, each is restarted at the end (`undo` boots it) whatever the layer says next
+        detail["stopped"] = list(targets)
+
         def one(name: str) -> tuple[str, dict[str, int]]:
             node = ctx.node(name)
             counts = ctx.backend.power(node, self.mode, detail.get("writeback_s", 0.0))
@@ -93,7 +96,7 @@ class PowerLoss:
             )
 
     def undo(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
-        boot(ctx, targets, detail)
+        boot(ctx, stopped_of(targets, detail), detail)
 
 
 def _halt(ctx: NemesisContext, name: str) -> None:
@@ -149,6 +152,14 @@ def settle(ctx: NemesisContext) -> None:
     """At the main phase's start: what the servers wrote while starting is on disk (a machine
     that has run a while), so a power loss takes only what the test's own traffic left."""
     ctx.each(lambda node: ctx.backend.power(node, "sync"), list(ctx.backend.nodes))
+
+
+def stopped_of(targets: list[str], detail: Detail) -> list[str]:
+    """The targets the apply stopped (`stopped`): only those are booted at the end. An apply
+    that failed before it stopped a server leaves it running; booting it would restart it,
+    the very effect the fault is recorded as never having had."""
+    stopped = set(detail.get("stopped") or ())
+    return [t for t in targets if t in stopped]
 
 
 def boot(ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
@@ -216,16 +227,23 @@ class CorruptFile:
         return resolve_servers(ctx, target, rng), {"mode": mode, "seed": rng.randrange(2**31)}
 
     def apply(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
+        # Whether it can go in, asked before any server is stopped: a fault that cannot damage
+        # a file must change nothing (a Redis that has saved nothing yet, stopped and booted
+        # for a fault "that never went in", came back empty and its fence counter restarted).
+        empty = [name for name in targets if newest_data_file(ctx, name) is None]
+        if empty:
+            raise NemesisError(f"{', '.join(empty)} has none of its data files yet")
         for name in targets:
             ctx.backend.kill(ctx.node(name))
+            detail.setdefault("stopped", []).append(name)  # restarted at the end, whatever next
             path = newest_data_file(ctx, name)
             if path is None:
-                raise NemesisError(f"{name} has none of its data files yet")
+                raise NemesisError(f"{name}'s data files went as it stopped")
             detail["file"] = str(path.name)
             detail.update(corrupt(path, detail["mode"], random.Random(detail["seed"])))
 
     def undo(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
-        boot(ctx, targets, detail)
+        boot(ctx, stopped_of(targets, detail), detail)
 
 
 def newest_data_file(ctx: NemesisContext, name: str) -> Path | None:
