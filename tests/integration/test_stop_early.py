@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+
+import pytest
 
 from zkjepsen.docker import resources
 from zkjepsen.nemesis.generator import fault, on, sleep, steps
@@ -18,8 +21,9 @@ from zkjepsen.store import RunDir
 
 
 def test_stop_on_violation_ends_the_main_phase_at_the_split_and_leaves_nothing(
-    zk_image, store_root, docker_client
+    zk_image, store_root, docker_client, fenced_gate
 ):
+    """(`fenced_gate`: that gate's runs go on beside this one's, read by its own test.)"""
     spec = TestSpec(
         recipe="kazoo",
         workload="lock",
@@ -135,17 +139,34 @@ def test_gate_fails_kazoos_lock_at_the_first_split(zk_image, store_root, tmp_pat
     assert "::error title=zkjepsen gate%3A kazoo on zookeeper%3A client-pause::" in out, out
 
 
-def test_gate_judges_a_fenced_resource_with_its_bounds(zk_image, store_root, tmp_path):
+@pytest.fixture(scope="module")
+def fenced_gate(zk_image, tmp_path_factory):
+    """The fenced gate of `test_gate_judges_a_fenced_resource_with_its_bounds`, started when
+    the module's first test asks for it, so that it runs beside that test's run and not after
+    it: (its process, its JUnit XML)."""
+    tmp = tmp_path_factory.mktemp("fenced")
+    xml = tmp / "good.xml"
+    proc = subprocess.Popen(
+        [*ZKJEPSEN, "gate",
+         "--recipe", "kazoo", "--scenarios", "client-pause,leader-kill", "--time-limit", "10s",
+         "--parallel", "2", "--param", "resource=fenced", "--param", "property=effect",
+         "--param", "writes=1", "--image", zk_image, "--store", str(tmp / "store"),
+         "--junit-xml", str(xml)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    yield proc, xml
+    if proc.poll() is None:  # its test did not run: it ends its runs on SIGINT
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=240)
+
+
+def test_gate_judges_a_fenced_resource_with_its_bounds(fenced_gate):
     """Fencing makes kazoo's split holders a near miss: judged on effects (property=effect, one
     write per hold, so no multi-step update to leave half done) the gate is not invalid, and
     each scenario says how many faults landed and the bound they give (in the JUnit XML too)."""
-    xml = tmp_path / "good.xml"
-    code, out = gate(
-        "--recipe", "kazoo", "--scenarios", "client-pause,leader-kill", "--time-limit", "10s",
-        "--parallel", "2", "--param", "resource=fenced", "--param", "property=effect",
-        "--param", "writes=1", "--image", zk_image, "--store", str(store_root),
-        "--junit-xml", str(xml),
-    )  # fmt: skip
+    proc, xml = fenced_gate
+    out, _ = proc.communicate(timeout=240)
+    code = proc.returncode
     assert code in (0, 2), out
     rows = [x for x in out.splitlines() if x.startswith("  ")]
     assert len(rows) == 2, out
