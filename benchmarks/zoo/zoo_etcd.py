@@ -126,16 +126,24 @@ class Driver:
         self.fence_key = ""
 
     def init(self, req: dict) -> tuple[str, Any, str | None]:
-        host, _, port = req["servers"].split(",")[0].rpartition(":")
+        self.servers, self.at = req["servers"].split(","), -1
         params = req.get("params") or {}
         ttl = float(params.get("lock_ttl_s") or req["session_timeout_ms"] / 1000)
         self.ttl_s = max(1, math.ceil(ttl))
         self.lock_key = "/locks/" + req["lock_path"].lstrip("/")
         self.lock_path = req["lock_path"]
-        self.etcd = etcd3.client(host=host, port=int(port), timeout=2)
+        self.failover()
         self.etcd.status()  # connected
         sid = f"etcd-{uuid.uuid4().hex[:8]}"
         return "ok", {"session_id": sid, "timeout_ms": self.ttl_s * 1000}, None
+
+    def failover(self) -> None:
+        """Talk to the next server of the list: python-etcd3 0.12's client has one endpoint,
+        and a program that keeps the first server's would be cut off for good once that member
+        is removed or replaced (seen: the control stuck after member-remove-leader)."""
+        self.at = (self.at + 1) % len(self.servers)
+        host, _, port = self.servers[self.at].rpartition(":")
+        self.etcd = etcd3.client(host=host, port=int(port), timeout=2)
 
     def acquire(self, req: dict) -> tuple[str, Any, str | None]:
         if self.lock is None:
@@ -196,6 +204,10 @@ class Driver:
         return "ok", None, None
 
 
+# python-etcd3's errors when the server it talks to does not answer
+UNREACHABLE = ("ConnectionFailedError", "ConnectionTimeoutError")
+
+
 def serve(lock_class: type[LeaseLock]) -> None:
     """The protocol loop: one request a line on stdin, one answer a line on stdout."""
     d = Driver(lock_class)
@@ -205,6 +217,8 @@ def serve(lock_class: type[LeaseLock]) -> None:
             type_, value, error = getattr(d, req["op"])(req)
         except Exception as e:  # noqa: BLE001 - anything unclassified: it may have happened
             type_, value, error = "info", None, f"{type(e).__name__}: {e}"
+        if error and error.split(":")[0] in UNREACHABLE:
+            d.failover()  # the next op goes to another server (a lock in hand keeps its own)
         msg = {"in_reply_to": req["id"], "type": type_, "value": value}
         send({**msg, "error": error} if error else msg)
         if req["op"] == "close":
