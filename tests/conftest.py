@@ -46,17 +46,17 @@ SHARED = {"ensemble3": "docker", "shared_ensemble3": "docker"}
 # named counts as short; a wrong figure costs balance at the end, never a result.
 LONG = {
     "test_hunt_live": 950,  # rank 1; 774-951 s at load 40-80 (2026-11-29)
-    "test_pytest_plugin": 940,
+    "test_pytest_plugin": 750,  # 940 x 110/138 s (730f150, 2026-11-29)
     "test_redis_backend": 540,  # rank 1
-    "test_interrupts": 480,
+    "test_interrupts": 390,  # 480 x 91/111 s (1de93f7)
     "test_etcd": 470,  # rank 1
-    "test_session_scenarios_live": 370,
-    "test_cluster": 320,
+    "test_session_scenarios_live": 220,  # 370 x 88/148 s (3819d5a)
+    "test_cluster": 230,  # 320 x 174/239 s (dbb6969)
     "test_client_clock_forms": 300,  # rank 1
     "test_etcd_go": 300,  # rank 1
     "test_redlock_faults": 270,  # rank 1
-    "test_site_browser": 250,
-    "test_stop_early": 250,
+    "test_site_browser": 180,  # 250 x 43/61 s (f40a4e3)
+    "test_stop_early": 150,  # 250 x 40/66 s (2b568dc)
     "test_phantom_live": 190,  # rank 1
     "test_install": 160,
     "test_multistep_barrier": 150,
