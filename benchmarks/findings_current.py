@@ -111,16 +111,22 @@ QUESTIONS = (
 )  # fmt: skip
 
 
-def command_of(q: Question, part: str = "", recipes: str = "", runs: int = 0) -> str:
+def command_of(
+    q: Question, part: str = "", recipes: str = "", runs: int = 0, nemeses: str = "", seed: int = 1
+) -> str:
     """The matrix command behind q's table; for a part of a table measured in parts (a matrix
-    per group of rows, store/findings/<key>/<part>, each resumed as far as its rows need),
-    that part's rows and runs."""
+    per group of rows or columns, store/findings/<key>/<part>, each resumed as far as its
+    cells need), that part's rows, columns, runs and seed (matrix's default seed is 1)."""
     store = f"store/findings/{q.key}" + (f"/{part}" if part else "")
     argv = list(q.matrix)
     if recipes:
         argv[argv.index("--recipes") + 1] = recipes
+    if nemeses:
+        argv[argv.index("--nemeses") + 1] = nemeses
     if runs:
         argv[argv.index("--runs") + 1] = str(runs)
+    if seed != 1:
+        argv += ["--seed", str(seed)]
     return shlex.join(
         ["zkjepsen", "matrix", *argv, "--store", store, "--out", store + "/matrix.md"]
     )
@@ -164,7 +170,14 @@ def store_cells(q: Question, store: Path, part: str = "") -> dict:
             row |= {"n": c["runs"], "unknown": c["unknown"], "date": started[:10]}
             out.append(row)
     command = (
-        command_of(q, part, ",".join(settings["recipes"]), int(settings["runs"]))
+        command_of(
+            q,
+            part,
+            ",".join(settings["recipes"]),
+            int(settings["runs"]),
+            ",".join(settings["nemeses"]),
+            int(settings.get("seed") or 1),
+        )
         if part
         else command_of(q)
     )
