@@ -307,6 +307,22 @@ static int same_crashed(Cols *c, Ev *order, Py_ssize_t k, Py_ssize_t *prev_same)
  * ops: i for a call, -1-i for a return, -1-n for the main tail, -2-n for the crashed tail,
  * -3-n for the pinned tail. A pinned op (pinned[i], or none when pinned is NULL) has its
  * return in the main list and its call in the third. 0 or -1 (no memory). */
+/* One of the walk's lists of calls kept apart (the crashed ops', the pinned ops'): its head,
+   each call in the order given, then its tail, whose op says which list it ends. */
+static void wgl_calls(const Cols *c, Py_ssize_t head, const Ev *calls, Py_ssize_t count,
+                      Py_ssize_t tail_op, WLists *w) {
+    w->e_op[head] = 0;
+    w->e_time[head] = INT64_MIN;
+    for (Py_ssize_t p = 0; p < count; p++) {
+        Py_ssize_t e = head + 1 + p, x = calls[p].e;
+        w->e_op[e] = x;
+        w->e_time[e] = c->starts[x];
+        w->call_e[x] = e;
+    }
+    w->e_op[head + 1 + count] = tail_op;
+    w->e_time[head + 1 + count] = INT64_MAX;
+}
+
 static int wgl_lists(Cols *c, Py_ssize_t n, const char *pinned, WLists *w) {
     Ev *ev = PyMem_Malloc(sizeof(Ev) * 4 * (n + 1));
     Py_ssize_t m = 0, k = 0, np = 0, half;
@@ -384,26 +400,8 @@ static int wgl_lists(Cols *c, Py_ssize_t n, const char *pinned, WLists *w) {
     }
     w->e_op[tail] = -1 - n;
     w->e_time[tail] = INT64_MAX;
-    w->e_op[chead] = 0;
-    w->e_time[chead] = INT64_MIN;
-    for (Py_ssize_t p = 0; p < k; p++) {
-        Py_ssize_t e = m + 3 + p, x = cr[p].e;
-        w->e_op[e] = x;
-        w->e_time[e] = c->starts[x];
-        w->call_e[x] = e;
-    }
-    w->e_op[ctail] = -2 - n;
-    w->e_time[ctail] = INT64_MAX;
-    w->e_op[dhead] = 0;
-    w->e_time[dhead] = INT64_MIN;
-    for (Py_ssize_t p = 0; p < np; p++) {
-        Py_ssize_t e = dhead + 1 + p, x = pc[p].e;
-        w->e_op[e] = x;
-        w->e_time[e] = c->starts[x];
-        w->call_e[x] = e;
-    }
-    w->e_op[dtail] = -3 - n;
-    w->e_time[dtail] = INT64_MAX;
+    wgl_calls(c, chead, cr, k, -2 - n, w); /* ends at ctail */
+    wgl_calls(c, dhead, pc, np, -3 - n, w); /* ends at dtail */
     w->dhead = dhead;
     w->dtail = dtail;
     w->chead = chead;
