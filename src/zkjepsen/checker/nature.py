@@ -109,14 +109,11 @@ class Context:
         self.clocks = [f for f, k in kinds.items() if k and k.family == "clock" and _on_servers(f)]
         # A restart is any fault that stopped a server, landed or not: its own effect may have
         # missed (a disk fault whose damage never went in) while the stop and boot happened.
+        restarting = {f for f, k in kinds.items() if k and k.observer in RESTARTS}
         self.restarts = [
             f
             for f in spans
-            if _on_servers(f)
-            and (
-                (f in kinds and (k := kinds[f]) is not None and k.observer in RESTARTS)
-                or stopped_servers(f.start_value, f.end_value)
-            )
+            if _on_servers(f) and (f in restarting or stopped_servers(f.start_value, f.end_value))
         ]
         self.kills: dict[Any, list[FaultSpan]] = {}
         for f, k in kinds.items():
