@@ -3,12 +3,17 @@ to the first violation the hunt finds (or how many runs it made without one), th
 per program and strategy over the hunts that found one, and the gate's verdict on the program.
 
     .venv/bin/python benchmarks/hunt.py [--budget 4m] [--seeds 1,2,3,4,5] [--store DIR] \
-        [--strategies guided,random] [--gate] [--out rows.jsonl] [--image IMG] NAME ...
+        [--strategies guided,random] [--gate] [--out rows.jsonl] [--image IMG] \
+        [--param KEY=VALUE ...] NAME ...
     .venv/bin/python benchmarks/hunt.py --table rows.jsonl ...   # the markdown table of rows
 
 NAME: a zoo program without .py (benchmarks/zoo/NAME.toml gives its service, command,
 workload, clients, session and parameters, a fenced control's `resource`/`property` among
-them; its schedule is ignored: the hunt chooses). Each hunt is run/hunt.py's `hunt()` with the
+them; its schedule is ignored: the hunt chooses). Or `recipe:RECIPE[@FAULT,...]`: a recipe of
+the catalogue on its own backend with the hunt's defaults, as `zkjepsen hunt --recipe RECIPE
+[--faults FAULT,...]` takes it (`recipe:kazoo@kill-leader`: one cell, the fault kind pinned; a
+pinned fault that needs the wire proxy turns it on; `--param` applies to recipe names only).
+Each hunt is run/hunt.py's `hunt()` with the
 CLI's short defaults (cli/hunt.py `hunt_base`), one after another (the machine is shared): no
 confirmation, no shrink, the first run that finds ends it. `--gate`: once per program, the
 gate's three scenarios (run/gate.py, as `zkjepsen gate` with the program's settings, the first
@@ -50,9 +55,34 @@ def settings_of(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
 IMAGE: dict[str, str] = {}  # --image, when given: the servers' image of every run
 
 
+RECIPE = "recipe:"
+PARAMS: dict[str, Any] = {}  # --param: the workload parameters of every recipe NAME
+
+
+def cell_of(name: str) -> tuple[str, list[str] | None]:
+    """`recipe:kazoo@kill-leader` -> ("kazoo", ["kill-leader"]); no `@`: every fault (None)."""
+    recipe, _, faults = name.removeprefix(RECIPE).partition("@")
+    return recipe, [f.strip() for f in faults.split(",")] if faults else None
+
+
+def recipe_base(name: str):
+    """A recipe NAME's base spec: `zkjepsen hunt --recipe R --faults F --param ...` with the
+    CLI's defaults (15 s runs, its own session), behind the wire proxy if a pinned fault
+    needs one."""
+    from zkjepsen.cli.hunt import hunt_base
+    from zkjepsen.faultkinds import KINDS, WIRE_PROXY
+
+    recipe, faults = cell_of(name)
+    proxy = any(WIRE_PROXY in KINDS[f].client_needs for f in faults or () if f in KINDS)
+    given = {"recipe": recipe, "proxy": proxy or None, **IMAGE}
+    return hunt_base(given, 15.0, None, dict(PARAMS), {})
+
+
 def base_of(name: str):
     from zkjepsen.cli.hunt import hunt_base
 
+    if name.startswith(RECIPE):
+        return recipe_base(name)
     given, params = settings_of(name)
     session = given.pop("session_timeout_s", None)
     # the program's own run length where it needs more than the hunt's 15 s (a waiter stuck
@@ -77,10 +107,14 @@ def one(name: str, strategy: str, seed: int, budget_s: float, store: Path) -> di
     from zkjepsen.store import new_run_dir
 
     base = base_of(name)
-    folder = new_run_dir(f"bench-hunt-{name}-{strategy}-{seed}", store).path
+    label = name.removeprefix(RECIPE).replace("@", "-").replace(",", "-")
+    folder = new_run_dir(f"bench-hunt-{label}-{strategy}-{seed}", store).path
     at_start = load()
-    r = hunt(base, menu(base), budget_s, strategy, seed, folder)
+    only = cell_of(name)[1] if name.startswith(RECIPE) else None  # --faults, as the CLI's
+    r = hunt(base, menu(base, only), budget_s, strategy, seed, folder)
     found = r.found
+    lines = lines_of(folder)
+    split = next((x for x in lines if "belief overlaps" in x["words"]), None)
     return {
         "program": name,
         "strategy": strategy,
@@ -91,7 +125,9 @@ def one(name: str, strategy: str, seed: int, budget_s: float, store: Path) -> di
         "per_run_s": round(r.wall_s / max(1, r.runs), 1),
         "what": (found["choice"] if found else r.coverage_line()),
         "words": found["words"] if found else "",
-        "reached": [x["reached"] for x in lines_of(folder)],
+        "reached": [x["reached"] for x in lines],
+        # the first run with a split of any nature (a lease's too), 1-based, and when it ended
+        "first_split": [split["run"] + 1, split["elapsed_s"]] if split else None,
         "load": at_start,
         "folder": str(folder),
     }
@@ -199,11 +235,13 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--store", type=Path, default=Path("store"))
     ap.add_argument("--out", type=Path, default=None, help="each row as a JSON line")
     ap.add_argument("--image", default=None, help="the servers' image (as `hunt --image`)")
+    ap.add_argument("--param", action="append", default=[], help="KEY=VALUE, recipe NAMEs only")
     args = ap.parse_args(argv)
     from zkjepsen.cli.engines import prepare
-    from zkjepsen.cli.options import parse_duration
+    from zkjepsen.cli.options import parse_duration, parse_params
 
     budget_s = parse_duration(args.budget, "--budget")
+    PARAMS.update(parse_params(args.param))
     if args.image:
         IMAGE["image"] = args.image
     seeds = [int(s) for s in args.seeds.split(",")]
