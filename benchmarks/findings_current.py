@@ -323,19 +323,21 @@ def boundary_notes() -> list[Path]:
     return sorted(NOTES.glob("*boundar*.md"))
 
 
-def boundary_rows(text: str, where: str) -> list[dict]:
-    """The rows of the block after BOUNDARY_MARK in a note's `text`; a row lacking a field, or
-    a note without the block, stops the script (ValueError naming `where`)."""
-    if BOUNDARY_MARK not in text:
-        raise ValueError(f"{where}: no {BOUNDARY_MARK!r} block")
-    after = text.split(BOUNDARY_MARK, 1)[1].lstrip()
+def boundary_rows(
+    text: str, where: str, mark: str = BOUNDARY_MARK, keys: tuple[str, ...] = BOUNDARY_KEYS
+) -> list[dict]:
+    """The rows of the block after `mark` in a note's `text`; a row lacking a field, or a note
+    without the block, stops the script (ValueError naming `where`)."""
+    if mark not in text:
+        raise ValueError(f"{where}: no {mark!r} block")
+    after = text.split(mark, 1)[1].lstrip()
     if not after.startswith("```json\n"):
         raise ValueError(f"{where}: the mark is not followed by a ```json block")
     rows = json.loads(after[len("```json\n") :].split("\n```", 1)[0])
     for k, row in enumerate(rows):
-        lacking = [f for f in BOUNDARY_KEYS if not str(row.get(f, "")).strip()]
+        lacking = [f for f in keys if not str(row.get(f, "")).strip()]
         if lacking:
-            raise ValueError(f"{where}: row {k} ({row.get('lock')}) lacks {', '.join(lacking)}")
+            raise ValueError(f"{where}: row {k} ({row.get(keys[0])}) lacks {', '.join(lacking)}")
     return rows
 
 
@@ -377,6 +379,54 @@ def boundaries_table(notes: list[tuple[str, str]]) -> list[str]:
 
 def read_boundary_notes() -> list[tuple[str, str]]:
     return [(p.name, p.read_text()) for p in boundary_notes()]
+
+
+# ---- the hunt's cells: the dated notes' blocks -> the table ---------------------------------
+# A dated hunt note (docs/findings/*hunt*.md) may hold, after HUNT_MARK, a JSON block: one row
+# per cell hunted guided and random (`benchmarks/hunt.py --block ROWS.jsonl` prints them, its
+# budget, date, command and section left to fill). The table is drawn from those blocks alone.
+HUNT_MARK = "<!-- hunt cells: benchmarks/findings_current.py reads the next block -->"
+HUNT_KEYS = (
+    "program", "seeds", "guided", "random", "finds", "budget", "load", "date", "command",
+    "section",
+)  # fmt: skip
+HUNT_TITLE = "The catalogue's rare cells hunted: guided vs random (`zkjepsen hunt`)"
+
+
+def read_hunt_notes() -> list[tuple[str, str]]:
+    notes = sorted(NOTES.glob("*hunt*.md"))
+    return [(p.name, t) for p in notes if HUNT_MARK in (t := p.read_text())]
+
+
+def hunt_table(notes: list[tuple[str, str]]) -> list[str]:
+    """The hunted cells' table from (note's file name, its text) pairs (none: no table)."""
+    rows = [(n, r) for n, text in notes for r in boundary_rows(text, n, HUNT_MARK, HUNT_KEYS)]
+    if not rows:
+        return []
+    lines = [
+        f"### {HUNT_TITLE}",
+        "",
+        "A cell is a recipe with one fault kind pinned (`zkjepsen hunt --recipe R --faults F`; "
+        "the hunt chooses the moment, the target and the magnitude, docs/hunt.md). Per seed, "
+        "the runs to the first violation the hunt calls a defect (a split beyond a lease's or a "
+        "fault's nature, or an invalid part no fault explains), or `none in N` runs within the "
+        "budget; the median wall time includes each run's setup on a shared, loaded machine, so "
+        "compare runs. Each row: its date and the command below.",
+        "",
+        "| cell | seeds | budget | guided: found, runs to the first violation | random: the "
+        "same | what the finds were | load | date |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    letters: dict[str, str] = {}
+    for name, r in rows:
+        how = f"[{name}](findings/{name}#{slug(r['section'])}): `{r['command']}`"
+        letter = letters.setdefault(how, "abcdefghijklmnopqrstuvwxyz"[len(letters)])
+        keys = ("program", "seeds", "budget", "guided", "random", "finds", "load")
+        lines.append("| " + " | ".join(r[k] for k in keys) + f" | {r['date']} · {letter} |")
+    lines.append("")
+    lines += [f"{letter}. {how}" + "  " for how, letter in letters.items()]
+    lines[-1] = lines[-1].rstrip()
+    return [*lines, ""]
 
 
 def row_from_sweep(folder: Path) -> dict:
@@ -441,6 +491,7 @@ def current(measured: dict, carried: dict, notes: list[tuple[str, str]] | None =
     for q in QUESTIONS:
         lines += table(q, measured, carried)
     lines += boundaries_table(read_boundary_notes() if notes is None else notes)
+    lines += hunt_table(read_hunt_notes())
     return "\n".join([*lines, END])
 
 

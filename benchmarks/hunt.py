@@ -6,6 +6,7 @@ per program and strategy over the hunts that found one, and the gate's verdict o
         [--strategies guided,random] [--gate] [--out rows.jsonl] [--image IMG] \
         [--param KEY=VALUE ...] NAME ...
     .venv/bin/python benchmarks/hunt.py --table rows.jsonl ...   # the markdown table of rows
+    .venv/bin/python benchmarks/hunt.py --block rows.jsonl ...   # a note's JSON block of them
 
 NAME: a zoo program without .py (benchmarks/zoo/NAME.toml gives its service, command,
 workload, clients, session and parameters, a fenced control's `resource`/`property` among
@@ -197,34 +198,55 @@ def kinds(rows: list[dict]) -> str:
     return ", ".join(f"{w} {words.count(w)}" for w in dict.fromkeys(words))
 
 
-def table(paths: list[Path]) -> str:
-    """The markdown table of the rows `--out` wrote (one file or several): per program, each
-    strategy's cell and the gate's verdict, the seeds and the load they ran at."""
+def programs(paths: list[Path]) -> list[dict]:
+    """The rows `--out` wrote (one file or several), per program: its seeds, each strategy's
+    cell, what the finds were, the gate's verdict and the load they ran at."""
     rows = [json.loads(x) for p in paths for x in p.read_text().splitlines() if x.strip()]
-    names = list(dict.fromkeys(r["program"] for r in rows))
+    out = []
+    for name in dict.fromkeys(r["program"] for r in rows):
+        mine = [r for r in rows if r["program"] == name]
+        hunts = [r for r in mine if r["strategy"] != "gate"]
+        gate = next((r for r in mine if r["strategy"] == "gate"), None)
+        loads = sorted(float(r["load"].split()[1]) for r in mine)
+        by = {s: [r for r in hunts if r["strategy"] == s] for s in ("guided", "random")}
+        out.append(
+            {
+                "program": f"`{name}`",
+                "seeds": ",".join(str(s) for s in sorted({r["seed"] for r in hunts})),
+                "guided": cell(by["guided"]),
+                "random": cell(by["random"]),
+                "finds": kinds(hunts) or "-",
+                "gate": f"{gate['verdict']} ({gate['wall_s']:.0f} s)" if gate else "not run",
+                "load": f"{loads[0]:.0f}-{loads[-1]:.0f}",
+            }
+        )
+    return out
+
+
+def table(paths: list[Path]) -> str:
+    """The markdown table of the rows `--out` wrote (one file or several)."""
     out = [
         "| program | seeds | guided: found, runs to the first violation | random: the same "
         "| what the finds were | the gate | load |",
         "|---|---|---|---|---|---|---|",
     ]
-    for name in names:
-        mine = [r for r in rows if r["program"] == name]
-        hunts = [r for r in mine if r["strategy"] != "gate"]
-        seeds = ",".join(str(s) for s in sorted({r["seed"] for r in hunts}))
-        gate = next((r for r in mine if r["strategy"] == "gate"), None)
-        loads = sorted(float(r["load"].split()[1]) for r in mine)
-        by = {s: [r for r in hunts if r["strategy"] == s] for s in ("guided", "random")}
-        verdict = f"{gate['verdict']} ({gate['wall_s']:.0f} s)" if gate else "not run"
-        out.append(
-            f"| `{name}` | {seeds} | {cell(by['guided'])} | {cell(by['random'])} "
-            f"| {kinds(hunts) or '-'} | {verdict} | {loads[0]:.0f}-{loads[-1]:.0f} |"
-        )
+    keys = ("program", "seeds", "guided", "random", "finds", "gate", "load")
+    out += ["| " + " | ".join(p[k] for k in keys) + " |" for p in programs(paths)]
     return "\n".join(out)
 
 
+def block(paths: list[Path]) -> str:
+    """The same rows as a dated note's JSON block of hunted cells (docs/findings.md's table of
+    them is drawn from such blocks: benchmarks/findings_current.py); `budget`, `date`,
+    `command` and `section` are left to fill."""
+    fill = {"budget": "", "date": "", "command": "", "section": ""}
+    rows = [{k: v for k, v in p.items() if k != "gate"} | fill for p in programs(paths)]
+    return json.dumps(rows, indent=1, ensure_ascii=False)
+
+
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--table"]:  # the table of rows already measured: nothing is run
-        print(table([Path(p) for p in argv[1:]]))
+    if argv[:1] in (["--table"], ["--block"]):  # of rows already measured: nothing is run
+        print((table if argv[0] == "--table" else block)([Path(p) for p in argv[1:]]))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("names", nargs="+")
