@@ -28,6 +28,10 @@ earlier one granted first) is classified:
   length is known for it (no `session` event saying its timeout, none in the fault's record,
   no run setting).
 
+A `lease` split stays one only while the fault explains the earlier holder's belief: one lease
+after the heal, never after its own LOST (checker/nature.py `past_excuse`, which the one
+classification applies to what this returns).
+
 T, per client: the fault's own record of it (client faults record the session timeout they
 scaled by), else the client's latest `session` event before the fault (`timeout_ms`: the
 negotiated session or lease), else the run's setting. Pure: a function of the history's records

@@ -17,8 +17,10 @@ Terms (all times are the history's monotonic ns):
   was frozen or cut off past its lease when the later one was granted (inherent to leases: only
   a fence saves it), `server-clock` or `state-lost` when a server's clock ran the lease out
   early or a server forgot it (the fault's nature), `defect` otherwise (beyond a lease's or a
-  fault's nature: the lock under test is wrong). The verdict does not change with it; the
-  counts say which kind the overlaps were.
+  fault's nature: the lock under test is wrong), and `defect` too when the earlier holder
+  still wrote, while the later held, more than a lease after the fault healed or after its own
+  LOST (nature.py `past_excuse`). The verdict does not change with it; the counts say which
+  kind the overlaps were.
 - **Effect overlap** (atomicity broken) on one resource: two accepted (`ok`) writes w and w'
   carrying tokens t < t' (t' was granted later in lock order) where w is NOT certainly before w'
   in real time, i.e. w completed after w' was invoked. Either w' completed before w was invoked:
@@ -159,7 +161,14 @@ class LockChecker:
         definite = [h for h in obs.holds if not h.maybe]
         belief, possible, careful = _belief_overlaps(obs.holds, definite)
         natures = classify_splits(
-            belief, obs.nemesis, obs.sessions, self.lease_s, obs.last_time, obs.holds
+            belief,
+            obs.nemesis,
+            obs.sessions,
+            self.lease_s,
+            obs.last_time,
+            obs.holds,
+            obs.acts,
+            obs.told,
         )
         effects = _effect_overlaps(obs.writes)
         effect_tokens = {frozenset(e["tokens"]) for e in effects}

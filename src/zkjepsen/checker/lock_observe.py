@@ -100,6 +100,11 @@ class LockObservations:
         # client -> [(time, negotiated session or lease s)], from its `session` events: the
         # lease a split is judged against (checker/lease.py)
         self.sessions: dict[Any, list[tuple[int, float]]] = {}
+        # client -> the invokes of its claims (CLAIMS: each after `holding()` said yes), and
+        # its own word that its session or lease is gone (TOLD): how long a fault excuses a
+        # split (checker/nature.py `past_excuse`)
+        self.acts: dict[Any, list[int]] = {}
+        self.told: dict[Any, list[int]] = {}
 
 
 def _mode(invoked: Any, granted: dict[str, Any]) -> str:
@@ -112,6 +117,12 @@ def _mode(invoked: Any, granted: dict[str, Any]) -> str:
 
 
 CLIENT_DEATHS = client_killers()  # nemesis ops that end a client process (as declared)
+# Ops a holder invokes only after `holding()` said yes (client/loop.py): each is its belief,
+# said at that instant. Beside the workload's writes: a counter's `add`, the ready node's
+# re-creation. (A read, `unready` and a release say nothing of it.)
+CLAIMS = ("add", "ready")
+# A client's own word that its session or lease is gone (client-protocol.md `session-state`).
+TOLD = ("LOST", "CLOSED")
 
 
 def _client_number(target: Any) -> Any:
@@ -130,7 +141,9 @@ def observe(
     """One pass: holds (with belief ends), accepted writes, counts of rejected/unknown writes.
     Reads the history as `Record` tuples (history/stream.py): a streamed history builds no Op."""
     acq, rel, wr = frozenset(acquire), frozenset(release), frozenset(write)
+    claims = wr | frozenset(CLAIMS)
     obs = LockObservations()
+    acts, told = obs.acts, obs.told
     pending: dict[Any, Record] = {}  # process -> its open invoke
     open_holds: dict[tuple[Any, Any], Hold] = {}  # (client, lock key) -> hold still believed
     holds, writes = obs.holds, obs.writes
@@ -144,7 +157,9 @@ def observe(
         client = p if c is None else c
         if typ == "invoke":
             pending[p] = r
-            if f in rel or f in acq:
+            if f in claims:
+                acts.setdefault(client, []).append(t)
+            elif f in rel or f in acq:
                 if key is None and f in rel and (client, None) not in open_holds:
                     key = _keyless_release(open_holds, client, r)
                 h = open_holds.pop((client, key), None)
@@ -156,6 +171,8 @@ def observe(
         if typ == "event":
             if f == "session":
                 _session(obs.sessions, client, value, t)
+            elif f == "session-state" and value in TOLD:
+                told.setdefault(client, []).append(t)
             _client_event(open_holds, client, f, value, t)
             continue
         inv = pending.pop(p, None)

@@ -31,7 +31,20 @@ each violation gets one nature and, for a fault's, the fault that caused it:
   after it). No lock makes a killed client's
   update atomic; a ready file or a transaction does. When the writer's and the reader's holds
   overlap, the read follows from that split and takes the split's nature. For a half-done read.
-- **defect**: anything else: the lock under test is wrong.
+- **defect**: anything else: the lock under test is wrong. And a split a fault's nature began
+  is a defect once the earlier holder believes past what the fault explains (`past_excuse`,
+  the one rule of how long an excuse lasts): a fault excuses a holder's belief while it is
+  frozen or cut off and for one lease T after that silence ends (the heal; a later silence of
+  it that begins within that time carries the excuse on), the time a holder that renews every
+  third of a lease has to hear that its lease is gone (a ZooKeeper ping, an etcd keepalive
+  answered TTL 0, a Redis lease check), and never after its own history says it was told so
+  (a `session-state` LOST or CLOSED of its client after its grant: every nature). What the
+  history shows of a belief at an instant is what the holder did: its loop asks `holding()`
+  before each write (a counter's add, the ready node's re-creation) and invokes it only on a
+  yes, so a write invoked while the later holder held, after the excuse ended, is the
+  evidence (lock_observe.CLAIMS); the belief's recorded end (its release invoke) is not, as a
+  careful holder that stopped believing still sleeps out its hold before it next asks. A
+  holder that never acts past the excuse keeps it.
 - **unjudged**: a silence landed on the earlier holder but no lease length is known (lease.py).
 
 T, per client: as lease.py (the fault's record, the client's negotiated session, the run's).
@@ -40,6 +53,7 @@ Pure: a function of the history's records (`Context`) and the violations.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from typing import Any
 
 from zkjepsen.checker.lease import (
@@ -100,6 +114,8 @@ class Context:
         holds: list[Any] = (),  # type: ignore[assignment]
         releases: dict[Any, set[int]] | None = None,
         abandons: dict[Any, list[int]] | None = None,
+        acts: dict[Any, list[int]] | None = None,
+        told: dict[Any, list[int]] | None = None,
     ) -> None:
         spans = fault_spans(nemesis, last)
         self.sessions, self.default_s = sessions, default_s
@@ -125,6 +141,8 @@ class Context:
         )
         self.releases = releases or {}  # client -> its release invokes' times
         self.abandons = abandons or {}  # client -> its `abandon` events' times
+        self.acts = acts or {}  # client -> its claims' invokes, in time order (lock_observe)
+        self.told = told or {}  # client -> its session-state LOST/CLOSED events' times
 
     def lease(self, f: FaultSpan, client: Any) -> float | None:
         return lease_s(f, client, self.sessions, self.default_s)
@@ -191,34 +209,76 @@ def _fault(f: FaultSpan) -> dict[str, Any]:
     return {"kind": f.kind, "fault_id": f.fault_id, "targets": list(f.targets)}
 
 
+def past_excuse(ctx: Context, earlier: Any, later: Any, silence: FaultSpan | None) -> str:
+    """Why `earlier`'s belief went on past what a fault's nature excuses, while `later` held
+    ('' when it did not): its first claim (a write invoked after `holding()` said yes) in the
+    two holds' overlap that came after its client was told LOST (or CLOSED) since its grant,
+    or, for a lease's nature (`silence`: the fault that froze or cut it off), more than one
+    lease after that silence ended (a later silence of it that began within that lease
+    carries the excuse on). The one rule of how long an excuse lasts (module docstring)."""
+    client = earlier.client
+    acts = ctx.acts.get(client)
+    if not acts:
+        return ""
+    lo = max(earlier.start, later.start)
+    hi = min(earlier.end, later.end)
+    told = ctx.told.get(client, ())
+    told_at = next((t for t in told[bisect_right(told, earlier.start) :] if t < hi), None)
+    until, healed, t = float("inf"), 0, 0.0
+    if silence is not None:
+        t = ctx.lease(silence, client) or 0.0
+        healed = silence.end if silence.end is not None else silence.start
+        until = healed + t * S
+        for g in sorted(ctx.silenced.get(client, ()), key=lambda g: g.start):
+            end = g.end if g.end is not None else g.start
+            if silence.start <= g.start <= until and end + t * S > until:
+                healed, until = end, end + t * S
+    limit = min(until, told_at if told_at is not None else float("inf"))
+    for act in acts[bisect_right(acts, max(lo, limit)) :]:
+        if act >= hi:
+            break
+        if told_at is not None and act > told_at:
+            return (
+                f"but client {client} still claimed the lock (a write at {act / S:.2f}s) "
+                f"{(act - told_at) / S:.2f}s after its own session-state said it was lost, "
+                f"while client {later.client} held"
+            )
+        return (
+            f"but client {client} still claimed the lock (a write at {act / S:.2f}s) "
+            f"{(act - healed) / S:.2f}s after its silence ended, past the lease ({t:g}s) it "
+            f"had to learn in, while client {later.client} held"
+        )
+    return ""
+
+
 def split_nature(ctx: Context, earlier: Any, later: Any) -> tuple[str, str, dict | None]:
     """(nature, why, the fault) of a belief overlap: `earlier` granted first (objects with
-    `client`, `start`, `asked`, `key`, `token`)."""
+    `client`, `start`, `end`, `asked`, `key`, `token`). A fault's nature lasts only as long as
+    `past_excuse` says: past it, the split is a defect, and the why says both."""
     nature, why, f = lease_nature(earlier, later, ctx.silenced, ctx.sessions, ctx.default_s)
     if nature == LEASE:
+        past = past_excuse(ctx, earlier, later, f)
+        if past:
+            return DEFECT, f"{why}; {past}", None
         return nature, why, _fault(f) if f else None
     asked = getattr(earlier, "asked", earlier.start)
     clock = server_clock(ctx, earlier.client, asked, later.start)
     if clock:
-        return (
-            CLOCK,
-            (
-                f"{clock[1].kind} on {', '.join(map(str, clock[1].targets))} ({clock[0]}): client "
-                f"{earlier.client}'s lease ran out by the server's clock before client "
-                f"{later.client} was granted"
-            ),
-            _fault(clock[1]),
+        why = (
+            f"{clock[1].kind} on {', '.join(map(str, clock[1].targets))} ({clock[0]}): client "
+            f"{earlier.client}'s lease ran out by the server's clock before client "
+            f"{later.client} was granted"
         )
+        past = past_excuse(ctx, earlier, later, None)
+        return (DEFECT, f"{why}; {past}", None) if past else (CLOCK, why, _fault(clock[1]))
     lost = state_lost(ctx, asked, later.start, getattr(later, "key", None))
     if lost:
-        return (
-            STATE,
-            (
-                f"{lost.kind} on {', '.join(map(str, lost.targets))} between the two grants, and "
-                "the service forgot (a token after it no greater than one before)"
-            ),
-            _fault(lost),
+        why = (
+            f"{lost.kind} on {', '.join(map(str, lost.targets))} between the two grants, and "
+            "the service forgot (a token after it no greater than one before)"
         )
+        past = past_excuse(ctx, earlier, later, None)
+        return (DEFECT, f"{why}; {past}", None) if past else (STATE, why, _fault(lost))
     return nature, why, None
 
 
@@ -348,10 +408,13 @@ def classify_splits(
     default_s: float | None,
     last: int,
     holds: list[Any] = (),  # type: ignore[assignment]
+    acts: dict[Any, list[int]] | None = None,
+    told: dict[Any, list[int]] | None = None,
 ) -> dict[str, int]:
     """Sets `nature`, `nature_why` and `nature_fault` on every belief overlap record (its
-    `holds`: the two holds); the count of each nature (every one of NATURES, DEFECT, UNJUDGED)."""
-    ctx = Context(nemesis, sessions, default_s, last, holds)
+    `holds`: the two holds); the count of each nature (every one of NATURES, DEFECT, UNJUDGED).
+    `acts`, `told`: each client's claims and LOST events (lock_observe), for `past_excuse`."""
+    ctx = Context(nemesis, sessions, default_s, last, holds, acts=acts, told=told)
     counts = dict.fromkeys((*NATURES, DEFECT, UNJUDGED), 0)
     for rec in records:
         a, b = rec["holds"]

@@ -133,7 +133,15 @@ def with_fault_natures(checked: Result, history: History, checkers: dict[str, An
         elif op.type == "event" and op.f == "abandon":
             abandons.setdefault(op.actor, []).append(op.time)
     ctx = Context(
-        obs.nemesis, obs.sessions, lock.lease_s, obs.last_time, obs.holds, releases, abandons
+        obs.nemesis,
+        obs.sessions,
+        lock.lease_s,
+        obs.last_time,
+        obs.holds,
+        releases,
+        abandons,
+        obs.acts,
+        obs.told,
     )
     with_natures({n: p for n, p in checked.parts.items() if n != "lock"}, ctx)
 
