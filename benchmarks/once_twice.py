@@ -13,7 +13,9 @@ before a completed blind write j of the generated history:
   the last write before r2, and nothing else wrote 9. Not linearizable.
 `--brute` confirms each verdict by window_brute.py's brute force on the window from the
 crashed write's call to the last planted read's return (needs a short `--late`; its memo
-stays in this process, so the peak RSS of the checks forked after it counts it too).
+stays in this process, so the peak RSS of the checks forked after it counts it too): its
+reduced search, checked against the plain one by tests/unit/test_window_brute.py (`--plain`:
+the plain one, out of reach on 20x1k's windows).
 
     .venv/bin/python benchmarks/once_twice.py --case 5x10k --case 20x1k --seeds 20
     .venv/bin/python benchmarks/once_twice.py --case 5x10k --seeds 5 --late 40 --brute
@@ -24,7 +26,9 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -132,16 +136,17 @@ def _events(
     return History(ops), marks
 
 
-def brute(h: History, marks: list[int]) -> bool:
+def brute(h: History, marks: list[int], reduced: bool = True) -> bool:
     """window_brute.py's verdict on the window [the crashed write's call, the last planted
-    read's return]: False means no order of the window, so the history is not linearizable."""
+    read's return]: False means no order of the window, so the history is not linearizable.
+    `reduced`: by its reduced search (20x1k's windows are out of the plain one's reach)."""
     cs = window_brute.calls(h)
     last = h.ops[marks[-1]]
     r = next(
         k for k, c in enumerate(cs) if c[6] == last.process and c[4] == last.time and c[0] == "read"
     )
     a = h.ops[marks[0]].time
-    return window_brute.window(cs, r, a, [*range(VALUES), PLANTED], False)[0]
+    return window_brute.window(cs, r, a, [*range(VALUES), PLANTED], False, reduced)[0]
 
 
 def main() -> int:
@@ -153,6 +158,9 @@ def main() -> int:
     ap.add_argument("--twin", action="store_true", help="two overlapping reads of 9 before j")
     ap.add_argument("--kind", action="append", choices=["valid", "invalid"])
     ap.add_argument("--brute", action="store_true", help="and the window's brute force")
+    ap.add_argument(
+        "--plain", action="store_true", help="the brute force's plain search, not its reduced one"
+    )
     ap.add_argument("--time-limit", type=float, default=60.0, help="the check's (wall) limit")
     args = ap.parse_args()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -174,7 +182,14 @@ def main() -> int:
                 if got.get("valid") == "unknown":
                     line += f"; k {got['k']}: {got['reason']}"
                 if args.brute:
-                    line += f"; brute force on the window: {brute(h, marks)}"
+                    t0 = time.process_time()
+                    verdict = brute(h, marks, not args.plain)
+                    line += (
+                        f"; brute force on the window: {verdict} "
+                        f"({'plain' if args.plain else 'reduced'}, "
+                        f"{time.process_time() - t0:.2f} CPU-s, this process's peak "
+                        f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB)"
+                    )
                 print(line, flush=True)
     for (name, kind, verdict), count in sorted(tally.items(), key=str):
         print(f"{name} {kind}: {verdict} x{count}")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -66,11 +67,13 @@ def step(f: str, arg: Any, status: str, got: Any, s: Any) -> Any:
     return new if s == old else NO
 
 
-def window(cs: list, r: int, a: Any, domain: list[Any], drop_read: bool) -> tuple[bool, int, int]:
-    """Whether the window [a, the read's return] has an order (module docstring); the
-    number of its ops, and of the distinct free ones."""
+def window_ops(
+    cs: list, r: int, a: Any, drop_read: bool
+) -> tuple[set[tuple[str, Any]], list[tuple[Any, ...]]]:
+    """The window [a, the read's return] (module docstring): its free ops as (f, arg), and its
+    ops as (f, arg, status, got, start, end or None, must)."""
     b = cs[r][5]
-    free, ops = set(), []  # ops: (f, arg, status, got, start, end or None, must)
+    free, ops = set(), []
     for k, (f, arg, status, got, start, end, _) in enumerate(cs):
         if (end is not None and end < a) or start > b or (drop_read and k == r):
             continue
@@ -82,7 +85,11 @@ def window(cs: list, r: int, a: Any, domain: list[Any], drop_read: bool) -> tupl
             continue
         must = status != "info" and end is not None and end <= b
         ops.append((f, arg, status, got, start, end if must else None, must))
-    musts = frozenset(i for i, o in enumerate(ops) if o[6])
+    return free, ops
+
+
+def closure(free: set[tuple[str, Any]]) -> Callable[[Any], frozenset]:
+    """The states the free ops reach from a state, any of them any number of times."""
 
     @cache
     def reach(s: Any) -> frozenset:
@@ -96,6 +103,24 @@ def window(cs: list, r: int, a: Any, domain: list[Any], drop_read: bool) -> tupl
                     todo.append(y)
         return frozenset(seen)
 
+    return reach
+
+
+def window(
+    cs: list, r: int, a: Any, domain: list[Any], drop_read: bool, reduced: bool = False
+) -> tuple[bool, int, int]:
+    """Whether the window [a, the read's return] has an order (module docstring); the
+    number of its ops, and of the distinct free ones. `reduced`: the same answer by
+    `_reduced` (fewer configurations), else by the plain search over every order."""
+    free, ops = window_ops(cs, r, a, drop_read)
+    search = _reduced if reduced else _plain
+    sys.setrecursionlimit(10_000)
+    return search(ops, closure(free), domain), len(ops), len(free)
+
+
+def _plain(ops: list[tuple[Any, ...]], reach: Callable[[Any], frozenset], domain: list) -> bool:
+    """Every order: an op is placed when no must op left unplaced returned before its call."""
+    musts = frozenset(i for i, o in enumerate(ops) if o[6])
     failed: set = set()
 
     def go(placed: frozenset, s: Any) -> bool:
@@ -114,8 +139,69 @@ def window(cs: list, r: int, a: Any, domain: list[Any], drop_read: bool) -> tupl
         failed.add((placed, s))
         return False
 
-    sys.setrecursionlimit(10_000)
-    return any(go(frozenset(), s) for s in [None, *domain]), len(ops), len(free)
+    return any(go(frozenset(), s) for s in [None, *domain])
+
+
+def _changes(op: tuple[Any, ...]) -> bool:
+    """Whether the op can change the register (a read or a failed cas never does)."""
+    return op[0] != "read" and op[2] != "fail"
+
+
+def _reduced(ops: list[tuple[Any, ...]], reach: Callable[[Any], frozenset], domain: list) -> bool:
+    """`_plain`'s answer over fewer configurations, by three reductions of the orders, each
+    keeping an order wherever there was one (why, below); checked against `_plain` by
+    `--agree`.
+    1. Optional ops that cannot change the register (a read running at the window's end, a
+       failed cas) are left out: placing one changes no state and no other op's constraint.
+    2. Optional ops of the same (f, arg, status) are one class: a configuration is its placed
+       musts, the COUNT placed of each class, and the state. The one placed next is the
+       class's earliest call: it may be placed whenever a later one may, so an order that
+       places a later one has a twin that places the earlier one there.
+    3. A must op that leaves the state as it is (a read of the current value, a failed cas
+       whose old value is not it), once it may be placed, is placed at once, without a
+       branch: moving it earlier in an order keeps every state the others see, and it only
+       ever relaxes the real-time constraints of the ops after it.
+    """
+    musts = [i for i, o in enumerate(ops) if o[6]]
+    classes: dict[tuple, list[tuple[Any, ...]]] = {}
+    for o in ops:
+        if not o[6] and _changes(o):
+            key = (o[0], tuple(o[1]) if o[0] == "cas" else o[1], o[2])
+            classes.setdefault(key, []).append(o)
+    members = [sorted(v, key=lambda o: o[4]) for v in classes.values()]
+    ends = {m: ops[m][5] for m in musts}
+    failed: set = set()
+
+    def go(left: frozenset, counts: tuple[int, ...], s: Any) -> bool:
+        first_end = min((ends[m] for m in left), default=None)
+        ready = [m for m in left if first_end is None or ops[m][4] <= first_end]
+        for m in ready:
+            f, arg, status, got = ops[m][:4]
+            if not _changes(ops[m]) and step(f, arg, status, got, s) is s:
+                return go(left - {m}, counts, s)  # 3.
+        if not left:
+            return True
+        if (left, counts, s) in failed:
+            return False
+        for s2 in reach(s):
+            for m in ready:
+                ns = step(*ops[m][:4], s2)
+                if ns is not NO and go(left - {m}, counts, ns):
+                    return True
+            for c, group in enumerate(members):
+                if counts[c] == len(group):
+                    continue
+                o = group[counts[c]]
+                if first_end is not None and first_end < o[4]:
+                    continue
+                ns = step(*o[:4], s2)
+                if ns is not NO and go(left, (*counts[:c], counts[c] + 1, *counts[c + 1 :]), ns):
+                    return True
+        failed.add((left, counts, s))
+        return False
+
+    start = (frozenset(musts), (0,) * len(members))
+    return any(go(*start, s) for s in [None, *domain])
 
 
 def main() -> int:
