@@ -115,11 +115,12 @@ def window(
     free, ops = window_ops(cs, r, a, drop_read)
     search = _reduced if reduced else _plain
     sys.setrecursionlimit(10_000)
-    return search(ops, closure(free), domain), len(ops), len(free)
+    return search(ops, free, domain), len(ops), len(free)
 
 
-def _plain(ops: list[tuple[Any, ...]], reach: Callable[[Any], frozenset], domain: list) -> bool:
+def _plain(ops: list[tuple[Any, ...]], free: set[tuple[str, Any]], domain: list) -> bool:
     """Every order: an op is placed when no must op left unplaced returned before its call."""
+    reach = closure(free)
     musts = frozenset(i for i, o in enumerate(ops) if o[6])
     failed: set = set()
 
@@ -147,10 +148,25 @@ def _changes(op: tuple[Any, ...]) -> bool:
     return op[0] != "read" and op[2] != "fail"
 
 
-def _reduced(ops: list[tuple[Any, ...]], reach: Callable[[Any], frozenset], domain: list) -> bool:
-    """`_plain`'s answer over fewer configurations, by three reductions of the orders, each
-    keeping an order wherever there was one (why, below); checked against `_plain` by
-    `--agree`.
+def _needs(op: tuple[Any, ...]) -> Any:
+    """The value the register must hold for a completed op to be placed (a read's, an ok
+    cas's old value), else NO."""
+    if op[0] == "read":
+        return op[3]
+    return op[1][0] if op[0] == "cas" and op[2] == "ok" else NO
+
+
+def _makes(op: tuple[Any, ...]) -> Any:
+    """The value an op may leave in the register (a write's, a cas's new one), else NO."""
+    if op[0] == "write":
+        return op[1]
+    return op[1][1] if op[0] == "cas" and op[2] != "fail" else NO
+
+
+def _reduced(ops: list[tuple[Any, ...]], free: set[tuple[str, Any]], domain: list) -> bool:
+    """`_plain`'s answer over fewer configurations, by four reductions of the orders, each
+    keeping an order wherever there was one (why, below); held to `_plain` by
+    tests/unit/test_window_brute.py.
     1. Optional ops that cannot change the register (a read running at the window's end, a
        failed cas) are left out: placing one changes no state and no other op's constraint.
     2. Optional ops of the same (f, arg, status) are one class: a configuration is its placed
@@ -161,7 +177,12 @@ def _reduced(ops: list[tuple[Any, ...]], reach: Callable[[Any], frozenset], doma
        whose old value is not it), once it may be placed, is placed at once, without a
        branch: moving it earlier in an order keeps every state the others see, and it only
        ever relaxes the real-time constraints of the ops after it.
+    4. A configuration is dead when a must op left needs a value (a read's, an ok cas's old
+       one) that is not the state and that no op left, optional op left or free op can
+       write: the register holds a value only after an op wrote it.
     """
+    reach = closure(free)
+    free_makes = {_makes((f, list(arg) if f == "cas" else arg, "ok")) for f, arg in free}
     musts = [i for i, o in enumerate(ops) if o[6]]
     classes: dict[tuple, list[tuple[Any, ...]]] = {}
     for o in ops:
@@ -171,6 +192,10 @@ def _reduced(ops: list[tuple[Any, ...]], reach: Callable[[Any], frozenset], doma
     members = [sorted(v, key=lambda o: o[4]) for v in classes.values()]
     ends = {m: ops[m][5] for m in musts}
     failed: set = set()
+
+    def _can_make(left: frozenset, counts: tuple[int, ...]) -> set[Any]:
+        made = free_makes | {_makes(ops[m]) for m in left}
+        return made | {_makes(g[0]) for c, g in enumerate(members) if counts[c] < len(g)}
 
     def go(left: frozenset, counts: tuple[int, ...], s: Any) -> bool:
         first_end = min((ends[m] for m in left), default=None)
@@ -182,6 +207,10 @@ def _reduced(ops: list[tuple[Any, ...]], reach: Callable[[Any], frozenset], doma
         if not left:
             return True
         if (left, counts, s) in failed:
+            return False
+        needed = {_needs(ops[m]) for m in left} - {s, NO}
+        if needed and not needed <= _can_make(left, counts):  # 4.
+            failed.add((left, counts, s))
             return False
         for s2 in reach(s):
             for m in ready:
