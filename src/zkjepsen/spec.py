@@ -64,7 +64,20 @@ CLIENT_MODES = ("protocol", "in-process")
 FAULT_TRIGGERS = ("acquired", "acquired-each", "time")
 # What `fault_target` may name (nemesis/targets.py resolves each): a role, a client by number,
 # or servers by name. Anything else used to fall through to a random client without a word.
-FAULT_TARGETS = ("one", "leader", "follower", "minority", "majority", "all", "holder", "random")
+# `shared-master`: a master the current Redlock holder's grant is on (nemesis/redlock.py; only
+# where run/resolve.py `role_refusal` allows it).
+SHARED_MASTER = "shared-master"
+FAULT_TARGETS = (
+    "one",
+    "leader",
+    "follower",
+    "minority",
+    "majority",
+    "all",
+    "holder",
+    "random",
+    SHARED_MASTER,
+)
 FAULT_TARGET_RE = re.compile(r"^(?:client:[0-9]{1,3}|n[1-9](?:,n[1-9])*)$")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,127}$")
 

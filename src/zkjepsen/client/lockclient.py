@@ -97,6 +97,22 @@ class LockClient(Protocol):
         return Answer("fail", error="unsupported")
 
 
+# An acquire's answer may name the servers that granted it (`ip:port`, Redlock's masters that
+# said yes: recipes/base.py `Token.granted`, docs/client-protocol.md). The client loop records
+# them beside the op's value, as the record's own field (`acquired_record`).
+GRANTED = "granted"
+
+
+def acquired_record(value: Any) -> tuple[Any, dict[str, Any]]:
+    """An acquire's answered value split in two: the value the checkers read (token, seq,
+    node...) and the fields recorded beside it (`granted`, when the answer names them)."""
+    if not isinstance(value, dict) or GRANTED not in value:
+        return value, {}
+    rest = {k: v for k, v in value.items() if k != GRANTED}
+    granted = value[GRANTED]
+    return rest, ({GRANTED: list(granted)} if granted else {})
+
+
 def why(e: ProtocolFault) -> str:
     """The `error` of an op a protocol fault ended."""
     return "stopped" if isinstance(e, Stopped) else "client-error"
@@ -135,7 +151,16 @@ class WireLockClient(LockClient):
                     "{token: int or null, node: path}"
                 )
             seq = v.get("seq") if isinstance(v.get("seq"), int) else seq_of(node)
-            return Answer("ok", {"token": token, "seq": seq, "node": node})
+            granted = v.get(GRANTED)
+            if granted is not None and not (
+                isinstance(granted, list) and all(isinstance(g, str) for g in granted)
+            ):
+                raise client.fault(
+                    f"acquire was answered ok with granted {granted!r}, not a list of the "
+                    "servers' addresses (ip:port)"
+                )
+            value = {"token": token, "seq": seq, "node": node}
+            return Answer("ok", value | ({GRANTED: granted} if granted else {}))
         if r.type == "fail":
             return Answer("fail", error=r.error or "timeout")
         return Answer("info", error=r.error or "info")

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from zkjepsen.client.lockclient import Answer, Doc, LockClient, why
+from zkjepsen.client.lockclient import Answer, Doc, LockClient, acquired_record, why
 from zkjepsen.client.protocol import ProtocolFault
 
 # workload -> (acquire f, release f, default lock path, resource param, default resource path)
@@ -191,8 +191,9 @@ class LockLoop:
             op.info(extra, error=why(e))
             raise
         if a.ok:
-            op.ok(a.value if extra is None else {**a.value, **extra})
-            return a.value
+            value, beside = acquired_record(a.value)  # the granting servers, beside its value
+            op.ok(value if extra is None else {**value, **extra}, **beside)
+            return value
         (op.fail if a.type == "fail" else op.info)(extra, error=a.error)
         return None
 

@@ -10,7 +10,9 @@ Each kind declares its **observer** (`FaultKind.observer`), a function of the de
 reads, and when that means landed, is `OBSERVERS`' docstrings (docs/verdicts.md says it for
 the reader). What every kind shares comes first: a fault whose apply raised never went in; one
 whose trigger's state had ended when it went in (`landed: false`), or whose holder had let go
-when it was hit (`holding_when_hit: false`), missed that state. A record without the
+when it was hit (`holding_when_hit: false`), missed that state; so did one aimed at a master a
+Redlock holder shares (`shared-master`) whose master held no such holder's lock the instant
+before the hit (`held_on_master: false`, nemesis/redlock.py). A record without the
 observation its kind needs (a run stored before observations existed) is missed, "no
 observation recorded".
 
@@ -225,7 +227,7 @@ OBSERVED_KEYS = (
     "clock_seen", "clock_healed", "heal_step_s", "heal_step_via", "lost", "lost_bytes",
     "booted", "failed_to_start", "why_not_started", "file", "flipped_offsets", "truncated_to",
     "served", "intended", "failed", "steps", "acted", "acts", "terminated", "holding_when_hit",
-    "stopped",
+    "stopped", "held_on_master", "lock_on_master", "holders_on_master",
 )  # fmt: skip
 
 
@@ -268,6 +270,8 @@ def landing_of(
     detail = {**_table(start.get("detail")), **_table(end.get("detail"))}
     if detail.get("holding_when_hit") is False:
         return _missed("the holder had let go when hit")
+    if detail.get("held_on_master") is False:
+        return _missed("its master held no holder's lock when hit")
     if not end:
         return _missed("never ended")
     targets = [str(t) for t in (end.get("targets") or start.get("targets") or ())]

@@ -9,10 +9,11 @@ also weighs kills, errors and unknown outcomes on the whole history).
 
 The rules (the ones the nemesis has always targeted by): an `ok` of an acquire (ACQUIRE_FS)
 makes its client a holder from that record's time; an `invoke` of a release (RELEASE_FS) ends
-it. An acquire invoked and not yet answered puts its client in the queue, in invoke order. A
-client's `session` events give its session ids and timeout, its `session-state` events its
-session's state. The host's own session (client 0) is not a client under test: left out.
-Pure: no file, no clock.
+it. Where that `ok` names the servers that granted it (`granted`: Redlock's masters that said
+yes, recipes/redlock.py), they are the holder's grant until then. An acquire invoked and not
+yet answered puts its client in the queue, in invoke order. A client's `session` events give
+its session ids and timeout, its `session-state` events its session's state. The host's own
+session (client 0) is not a client under test: left out. Pure: no file, no clock.
 """
 
 from __future__ import annotations
@@ -40,12 +41,15 @@ class Session:
 class Holding:
     """Who holds now, as a value. `holders`: client -> history time (ns) of the grant it
     believes it holds; `queue`: clients whose acquire is in flight, oldest invoke first;
-    `sessions`: client -> its `Session`; `at_ns`: the newest record folded in."""
+    `sessions`: client -> its `Session`; `at_ns`: the newest record folded in; `grants`:
+    holder -> the servers its grant's record names (`granted`), for the holders whose record
+    names them."""
 
     holders: Mapping[int, int] = field(default_factory=dict)
     queue: tuple[int, ...] = ()
     sessions: Mapping[int, Session] = field(default_factory=dict)
     at_ns: int = 0
+    grants: Mapping[int, tuple[str, ...]] = field(default_factory=dict)
 
     def newest_holder(self, among: Iterable[int] | None = None) -> int | None:
         """The holder granted last (ties: the higher client), among `among` if given: it has
@@ -69,6 +73,11 @@ class Holding:
                 for c, s in sorted(self.sessions.items())
             },
             "at_ns": self.at_ns,
+            **(
+                {"grants": {str(c): list(g) for c, g in sorted(self.grants.items())}}
+                if self.grants
+                else {}
+            ),
         }
 
 
@@ -80,6 +89,7 @@ class HoldState:
         self.holders: dict[int, int] = {}
         self.queue: dict[int, int] = {}  # client -> its pending acquire's invoke time
         self.sessions: dict[int, Session] = {}
+        self.grants: dict[int, tuple[str, ...]] = {}
         self.at_ns = 0
 
     def feed(self, client: Any, rec: Mapping[str, Any]) -> None:
@@ -95,8 +105,14 @@ class HoldState:
                 self.queue.pop(client, None)
                 if typ == "ok":
                     self.holders[client] = at
+                    granted = rec.get("granted")
+                    if isinstance(granted, list) and granted:
+                        self.grants[client] = tuple(str(g) for g in granted)
+                    else:
+                        self.grants.pop(client, None)
         elif f in RELEASE_FS and typ == "invoke":
             self.holders.pop(client, None)
+            self.grants.pop(client, None)
         elif typ == "event" and f in ("session", "session-state"):
             self._session(client, f, rec.get("value"))
 
@@ -116,6 +132,7 @@ class HoldState:
             queue,
             MappingProxyType(dict(self.sessions)),
             self.at_ns,
+            MappingProxyType(dict(self.grants)),
         )
 
 

@@ -8,6 +8,7 @@ read the declarations through here before anything starts.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -25,8 +26,13 @@ from zkjepsen.nemesis.partition import Cut, IsolateClient, PacketLoss
 from zkjepsen.nemesis.pg import TerminateHolder
 from zkjepsen.nemesis.process import ProcessFault
 from zkjepsen.nemesis.proxy import ProxyFault
-from zkjepsen.nemesis.redlock import PartitionRedlock
+from zkjepsen.nemesis.redlock import (
+    PartitionRedlock,
+    observe_shared_master,
+    resolve_shared_master,
+)
 from zkjepsen.nemesis.targets import NemesisContext
+from zkjepsen.spec import SHARED_MASTER
 
 
 class FaultImpl(Protocol):
@@ -150,6 +156,25 @@ def families() -> list[FaultFamily]:
     return sorted(found.values(), key=lambda f: (f.rank, f.name))
 
 
+@dataclass(frozen=True)
+class RoleTarget:
+    """A server target read from the lock's state when its fault starts, not a kind's own pick:
+    `resolve(ctx, client, rng)` (the client the trigger's firing named, or None) gives the
+    server's name, which the kind then resolves as a named server, and what it adds to the
+    fault's detail; `observe(ctx, targets, detail)`, the instant before the hit, writes the
+    proof at the target that faultkinds/landing.py reads."""
+
+    resolve: Callable[[NemesisContext, int | None, random.Random], tuple[str, Detail]]
+    observe: Callable[[NemesisContext, list[str], Detail], None]
+
+
+# The fault targets that are such roles (spec.py FAULT_TARGETS; where they apply: run/resolve.py
+# `role_refusal`): a master the current Redlock holder's grant is on.
+ROLE_TARGETS: dict[str, RoleTarget] = {
+    SHARED_MASTER: RoleTarget(resolve_shared_master, observe_shared_master),
+}
+
+
 def nemesis_lines() -> list[tuple[str, str]]:
     """(name, line) of every declared kind, for `zkjepsen list nemeses`."""
     return [(n, k.line()) for n, k in sorted(KINDS.items())]
@@ -161,11 +186,13 @@ __all__ = [
     "FAULTS",
     "IMPLEMENTATIONS",
     "KINDS",
+    "ROLE_TARGETS",
     "SERVER_CLOCK",
     "WIRE_PROXY",
     "BoundFault",
     "FaultFamily",
     "FaultImpl",
+    "RoleTarget",
     "families",
     "nemesis_lines",
     "program_warp",

@@ -17,6 +17,19 @@ empty (no persistence, no delayed restart); client 2 takes the lock on C, D, E. 
   before it (the holder's on exactly its side's three) and on the restarted master after (gone: the
   proof that it forgot), and how long it was down.
 
+The target `shared-master` (any fault on one server: kill-one, pause-server, clock-bump...)
+is a master the CURRENT holder's lock is on: the masters that said yes to its acquire, as the
+recipe recorded them in the acquire's record (`granted`, recipes/redlock.py), read from the
+live history at the firing (history/holding.py `grants`), never guessed. A fault aimed at it
+when no holder's record names its masters waits for the next such holder (a trigger's aim,
+nemesis/triggers.py; a timed fault here, up to SHARED_MASTER_WAIT session timeouts, then it
+is unresolved). Its loss is Kleppmann's case: a holder on exactly 3 masters keeps 2 when one
+forgets, and a second client reaches a majority with the other two. `detail["shared_master"]`
+names the holder, the masters of its grant and the one hit; right before the hit, the master
+itself is asked for its lock keys (`lock_on_master`), and `held_on_master` says whether a
+holder whose recorded grant names that master had its lock there: the proof at the target
+(faultkinds/landing.py: a fault whose master held no such lock missed).
+
 n1 is never cut and never restarted: it also stores the resource and the fencing-token
 counter (backends/redis/session.py), which are not part of the lock. So n1 is a master both
 sides always share: a forward jump of its clock while a cut client holds (the catalogue's
@@ -37,8 +50,10 @@ from zkjepsen.nemesis import NemesisError, NoTargets
 from zkjepsen.nemesis.family import Detail, Params
 from zkjepsen.nemesis.partition import IptablesFault, drop_both_ways
 from zkjepsen.nemesis.targets import NemesisContext, resolve_client, running_clients
+from zkjepsen.nemesis.triggers import choose_master, grant_of
 
 RESOURCE_MASTER = "n1"
+SHARED_MASTER_WAIT = 3.0  # a timed shared-master fault waits this many session timeouts
 
 
 class PartitionRedlock(IptablesFault):
@@ -179,3 +194,68 @@ def _lock_values(ctx: NemesisContext, node: Node) -> dict[str, str] | None:
         return None
     finally:
         r.close()
+
+
+def resolve_shared_master(
+    ctx: NemesisContext, prefer: int | None, rng: random.Random
+) -> tuple[str, Detail]:
+    """The master a `shared-master` fault hits, and how it was chosen: one of the masters the
+    current holder's grant is on, as its acquire's record names them (`prefer`: the client
+    the trigger's firing named, while it still holds). Waits for such a holder (up to
+    SHARED_MASTER_WAIT session timeouts); NoTargets if none came."""
+    live = ctx.live
+    if live is None:
+        raise NemesisError("shared-master needs the clients' histories (their grants)")
+    names = {n.address: n.name for n in ctx.backend.nodes}
+    wait_s = SHARED_MASTER_WAIT * ctx.session_timeout_s
+    deadline = time.monotonic() + wait_s
+    unknown: tuple[str, ...] = ()
+    while True:
+        now = live.holding()
+        found = grant_of(now, prefer)
+        if found is not None:
+            holder, granted = found
+            chosen = choose_master(granted, names, rng)
+            if chosen is not None:
+                master, on = chosen
+                return master, {
+                    "shared_master": {
+                        "holder": f"c{holder}",
+                        "granted": on,  # the masters its acquire's record names
+                        "master": master,
+                        "grant_ns": now.holders[holder],
+                        "named_by": "trigger" if holder == prefer else "holder",
+                    }
+                }
+            unknown = granted
+        if time.monotonic() >= deadline:
+            why = (
+                f" (its grant names {', '.join(unknown)}: no server of this run)" if unknown else ""
+            )
+            raise NoTargets(
+                f"shared-master: no holder's acquire named the masters that granted it within "
+                f"{wait_s:g} s{why}"
+            )
+        time.sleep(0.01)
+
+
+def observe_shared_master(ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
+    """Right before the hit: the master's own lock keys (`lock_on_master`; None: it did not
+    answer) and whether a holder whose recorded grant names that master had its lock there
+    now (`held_on_master`, the holders in `holders_on_master`). Asked of who holds now, not
+    of the holder chosen, so that a replay (the same master, another moment) says the same
+    thing of its own hit."""
+    master = targets[0] if len(targets) == 1 else None
+    live = ctx.live
+    if master is None or live is None:
+        detail["held_on_master"] = False
+        return
+    names = {n.address: n.name for n in ctx.backend.nodes}
+    now = live.holding()
+    granted_here = [c for c, g in now.grants.items() if master in {names.get(a) for a in g}]
+    values = _lock_values(ctx, ctx.node(master))
+    owners = {v.split(":", 1)[0] for v in (values or {}).values()}
+    there = sorted(c for c in granted_here if f"client-{c}" in owners)
+    detail["lock_on_master"] = values
+    detail["holders_on_master"] = [f"c{c}" for c in there]
+    detail["held_on_master"] = bool(there)

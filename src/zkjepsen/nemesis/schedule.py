@@ -28,7 +28,7 @@ from zkjepsen.nemesis import Nemesis, NemesisError, NoTargets, generator
 from zkjepsen.nemesis.arming import MISS_FIELDS, await_trigger
 from zkjepsen.nemesis.arming import landed as fault_landed
 from zkjepsen.nemesis.executed import FaultOp, Planned, PlannedHeal, Table, read_faults
-from zkjepsen.nemesis.faults import FAULTS, families
+from zkjepsen.nemesis.faults import FAULTS, ROLE_TARGETS, families
 from zkjepsen.nemesis.nemesis_log import NemesisLog, record_value
 from zkjepsen.nemesis.targets import NemesisContext, ScheduleFiles
 from zkjepsen.nemesis.triggers import Trigger
@@ -62,9 +62,15 @@ class FaultNemesis(Nemesis):
         start, apply it. An apply that raised is recorded in `error`: its end still undoes."""
         kind = FAULTS[op.f]
         targets, detail = op.targets, op.detail
+        role = ROLE_TARGETS.get(op.target or "")  # a server read from the lock's state
         if targets is None:
             rng = random.Random(f"{self.seed}:{op.fault_id}")
-            found, detail = kind.resolve(self.ctx, op.aim or op.target, rng, dict(op.params))
+            target = op.aim or op.target
+            read: Table = {}  # what the role adds to the detail
+            if role is not None:  # at the firing: whom the trigger's firing named, if anyone
+                target, read = role.resolve(self.ctx, (op.fired or {}).get("client"), rng)
+            found, detail = kind.resolve(self.ctx, target, rng, dict(op.params))
+            detail = {**detail, **read}
             targets = tuple(found)
         # One table for apply and undo to record in; a replay's, without the old observations
         detail = unobserved(detail)
@@ -73,6 +79,8 @@ class FaultNemesis(Nemesis):
         self.current[op.fault_id] = op  # an interrupt inside apply still ends it
         error = None
         try:
+            if role is not None:  # its proof at the target, the instant before the hit
+                role.observe(self.ctx, list(targets), detail)
             kind.apply(self.ctx, list(targets), detail)
         except Exception as e:  # noqa: BLE001 - recorded; the end undoes what went in
             error = f"{type(e).__name__}: {e}"

@@ -14,19 +14,23 @@ generator call that makes them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from zkjepsen.history.holding import ACQUIRE_FS, RELEASE_FS, Holding
 from zkjepsen.history.live import LiveHistory
+from zkjepsen.spec import SHARED_MASTER
 
 KINDS = ("acquired", "released", "session", "invoked", "leader-changed")
 LANDS = ("acquired", "invoked")  # events that begin a state a fault can land inside
 # Whom a firing names instead of the event's own client (`aim`), read from the live lock state
-# at the match: the newest holder, the waiter first in line, the waiter queued last. A match
+# at the match: the newest holder, the waiter first in line, the waiter queued last; for a
+# server's fault aimed at `shared-master`, the newest holder whose grant's record names the
+# servers that granted it (a master of it is then the target: nemesis/redlock.py). A match
 # when nobody has that role does not count: the trigger waits for the next one.
-AIMS = ("holder", "next-waiter", "any-waiter")
+AIMS = ("holder", "next-waiter", "any-waiter", SHARED_MASTER)
 
 
 @dataclass(frozen=True)
@@ -195,10 +199,38 @@ def aimed_client(aim: str | None, now: Holding, event_client: int | None) -> int
     own client where another has the role; None when nobody has it."""
     if aim == "holder":
         return now.newest_holder()
+    if aim == SHARED_MASTER:  # the holder whose masters a server's fault is aimed at
+        return now.newest_holder(among=now.grants)
     queue = [c for c in now.queue if c != event_client] or list(now.queue)
     if not queue:
         return None
     return queue[0] if aim == "next-waiter" else queue[-1]
+
+
+def grant_of(now: Holding, prefer: int | None = None) -> tuple[int, tuple[str, ...]] | None:
+    """The holder a `shared-master` fault is aimed through, and the servers its grant's record
+    names: `prefer` (the client the firing named) while it still holds a recorded grant, else
+    the newest holder with one; None when no holder's record names its servers."""
+    if prefer is not None and prefer in now.holders and now.grants.get(prefer):
+        return prefer, now.grants[prefer]
+    holder = now.newest_holder(among=[c for c, g in now.grants.items() if g])
+    return None if holder is None else (holder, now.grants[holder])
+
+
+def choose_master(
+    granted: Iterable[str], names: Mapping[str, str], rng: random.Random
+) -> tuple[str, list[str]] | None:
+    """One server of a grant, drawn from the fault's own RNG (a plan replays), and every server
+    the grant is on, by name: `granted` are the addresses the recipe recorded (`ip:port`),
+    `names` the run's servers' names by address. An address no server has is left out (never
+    guessed); None when none is left."""
+    on = sorted({names[a] for a in granted if a in names}, key=_server_order)
+    return (rng.choice(on), on) if on else None
+
+
+def _server_order(name: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in name if ch.isdigit())
+    return (int(digits) if digits else 0, name)
 
 
 class QueueWatch:

@@ -44,6 +44,10 @@ class RecipeInfo:
     # library whose dependencies would shadow what other recipes' clients import (tooz's
     # tenacity over the etcd image's pinned one), or found by its entry points (tooz's drivers).
     distributions: tuple[str, ...] = ()
+    # Whether its acquire's record names the servers that granted it (`granted`: Redlock's
+    # masters that said yes, recipes/base.py `Token.granted`): what the `shared-master`
+    # target reads (run/resolve.py `role_refusal`).
+    records_grants: bool = False
 
 
 _M = "zkjepsen.recipes."
@@ -285,6 +289,7 @@ RECIPES: dict[str, RecipeInfo] = {
         "no fencing; validity judged by the client's clock; a pause past the validity time, "
         "or a master that forgets the key (restart without persistence), splits holders",
         backends=("redlock",),
+        records_grants=True,
     ),
     # The popular Python Redis locks as shipped on PyPI (issue 51), on the redis backends.
     "python-redis-lock": RecipeInfo(

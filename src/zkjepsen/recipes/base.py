@@ -28,10 +28,19 @@ class Token:
     token: int | None
     seq: int | None
     node: str
+    # The servers that granted it, by address (`ip:port`), where a lock lives on several
+    # independent ones (Redlock: the masters that said yes). The client loop records them
+    # beside the op's value (its `granted` field), where the nemesis reads them: the
+    # `shared-master` target (nemesis/redlock.py).
+    granted: tuple[str, ...] = ()
 
     def to_value(self, **extra: Any) -> dict[str, Any]:
-        """The `value` of an `acquire` ok record (the checkers read exactly these keys)."""
-        return {"token": self.token, "seq": self.seq, "node": self.node, **extra}
+        """The `value` of an `acquire` ok answer (the checkers read exactly token, seq and
+        node; `granted`, when there is one, is moved beside the value by the client loop)."""
+        out = {"token": self.token, "seq": self.seq, "node": self.node, **extra}
+        if self.granted:
+            out["granted"] = list(self.granted)
+        return out
 
 
 @runtime_checkable

@@ -15,6 +15,10 @@ master that restarts without persistence forgets the key and a second client rea
 majority; a master whose clock jumps ahead expires the key early. (The token in the history is
 `INCR` on the first master right after the acquisition, for the checkers.)
 The TTL is `lock_ttl_s` (default: the session timeout).
+
+Each acquisition records the masters that said yes (`Token.granted`, their `ip:port`): the
+acquire's record names them (`granted`), and the nemesis's `shared-master` target reads them
+there to hit a master the current holder's lock is on (nemesis/redlock.py).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import os
 import random
 import time
+from dataclasses import replace
 from typing import Any
 
 from zkjepsen.recipes.base import RedisRecipe, Token, service_token
@@ -49,6 +54,7 @@ class Redlock(RedisRecipe):
             )
             for h, p in self.session.addrs
         ]
+        self.addresses = [f"{h}:{p}" for h, p in self.session.addrs]  # as the nemesis names them
         self.quorum = len(self.masters) // 2 + 1
         self.value: bytes | None = None
         self.valid_until = 0.0  # time.monotonic() until which the lock is valid
@@ -71,7 +77,12 @@ class Redlock(RedisRecipe):
         while True:
             value = f"{self.identifier}:{os.urandom(10).hex()}".encode()
             start = time.monotonic()
-            votes = sum(self._lock_instance(m, value) for m in self.masters)
+            granted = tuple(
+                a
+                for a, m in zip(self.addresses, self.masters, strict=True)
+                if self._lock_instance(m, value)
+            )
+            votes = len(granted)
             drift_s = (self.ttl_ms * CLOCK_DRIFT_FACTOR + 2) / 1000
             validity_s = self.ttl_ms / 1000 - (time.monotonic() - start) - drift_s
             if votes >= self.quorum and validity_s > 0:
@@ -81,7 +92,7 @@ class Redlock(RedisRecipe):
                 except Exception:
                     self.release()
                     raise
-                return service_token(self.path, token)
+                return replace(service_token(self.path, token), granted=granted)
             self._unlock_all(value)
             if time.monotonic() >= deadline:
                 return None

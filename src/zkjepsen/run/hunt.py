@@ -40,9 +40,9 @@ from zkjepsen.run.fanout import Job, Outcome
 from zkjepsen.run.hunt_coverage import Coverage, write_html
 from zkjepsen.run.hunt_state import Reached, reached
 from zkjepsen.run.many import run_jobs
-from zkjepsen.run.resolve import refusals, validate_spec
+from zkjepsen.run.resolve import refusals, role_refusal, validate_spec
 from zkjepsen.run.stored import StoredRun
-from zkjepsen.spec import TestSpec
+from zkjepsen.spec import SHARED_MASTER, TestSpec
 from zkjepsen.store import RunDir
 
 STRATEGIES = ("guided", "random")
@@ -82,7 +82,12 @@ ROLES: dict[str, tuple[str, ...]] = {
 }
 # Whom a fault on one server hits: its kind's own pick (any server), or one that does not lead
 # (nemesis/targets.py `follower`) where a server leads; the leader's faults are their own kinds.
+# Where the run allows it (run/resolve.py `role_refusal`, the one predicate), also a master
+# the current Redlock holder's grant is on (`shared-master`, nemesis/redlock.py), read at the
+# firing from the holder's acquire record: a trigger's aim (a match when no holder's record
+# names its masters does not count) and the fault's target.
 SERVER_ROLES = ("event", "follower")
+LOCK_SERVER_ROLES = (SHARED_MASTER,)
 # Magnitudes by the kind's power rule: durations as multiples of the session (lease) timeout,
 # short and long of it for silences; a kill's down time; a clock fault's length.
 MAGNITUDES = {"silence": ("0.5x", "1.5x", "3x"), "instant": ("0.5x", "2x"), "during": ("1x", "3x")}
@@ -227,10 +232,11 @@ def fault_table(spec: TestSpec, part: Choice, lane: int) -> dict[str, Any]:
     fault: dict[str, Any] = {"fault": part.fault, "duration": duration}
     if params:
         fault["params"] = params
-    if part.target == "follower":  # a server's fault: the role is its target (SERVER_ROLES)
-        fault["target"] = "follower"
+    if part.target in ("follower", *LOCK_SERVER_ROLES):  # a server's fault: its role, its target
+        fault["target"] = part.target
     on_client = kind.target in ("holder", "random")
-    trigger = trigger_table(spec, part.moment, part.target if on_client else "event")
+    aimed = on_client or part.target in LOCK_SERVER_ROLES  # the trigger waits for a holder
+    trigger = trigger_table(spec, part.moment, part.target if aimed else "event")
     if trigger is not None:
         fault["trigger"] = trigger
         if on_client:  # a client's fault: the client the moment names
@@ -287,12 +293,17 @@ def moments(base: TestSpec) -> list[str]:
     return out
 
 
-def roles(fault: str, moment: str, servers: int = 1) -> tuple[str, ...]:
+def roles(
+    fault: str, moment: str, servers: int = 1, spec: TestSpec | None = None
+) -> tuple[str, ...]:
     """Whom `fault` may hit on `moment`: a client's fault a role of the lock (ROLES), a fault
-    on one of several servers any or a follower (SERVER_ROLES), else its kind's own target."""
+    on one of several servers any or a follower (SERVER_ROLES), and, in the run `spec` where
+    `role_refusal` allows it, a master the Redlock holder shares (LOCK_SERVER_ROLES); else its
+    kind's own target."""
     target = KINDS[fault].target
     if target == "one" and servers > 1:
-        return SERVER_ROLES
+        lock = [r for r in LOCK_SERVER_ROLES if spec and role_refusal(spec, r, fault) is None]
+        return (*SERVER_ROLES, *lock)
     if target not in ("holder", "random"):
         return ("event",)  # its kind's own target (the leader, a minority, all...)
     return ROLES[moment]
@@ -321,7 +332,7 @@ def menu(base: TestSpec, only: list[str] | None = None) -> Menu:
                 continue
             options = [
                 Choice(moment, name, size, role)
-                for role in roles(name, moment, base.nodes)
+                for role in roles(name, moment, base.nodes, base)
                 for size in m.magnitudes[name]
             ]
             try:

@@ -23,7 +23,7 @@ from zkjepsen.backends.registry import backend_info
 from zkjepsen.errors import BadInput
 from zkjepsen.faultkinds import KINDS
 from zkjepsen.recipes import resolve_backend
-from zkjepsen.spec import TestSpec
+from zkjepsen.spec import SHARED_MASTER, TestSpec
 from zkjepsen.workloads.params import (
     KNOWN,
     RECIPE_PARAMS,
@@ -39,7 +39,7 @@ ACQUIRING = ("lock", "election", "counter", "rwlock", "raw", "semaphore")
 ON_ACQUIRE = ("acquired", "acquired-each")
 SERVERS = re.compile(r"^n([0-9]+)$")
 CLIENT_AIMS = ("holder", "random")  # a fault kind aimed at a client (nemesis/targets.py)
-SERVER_ROLES = ("one", "leader", "follower", "minority", "majority")
+SERVER_ROLES = ("one", "leader", "follower", "minority", "majority", SHARED_MASTER)
 
 
 @dataclass(frozen=True)

@@ -28,14 +28,20 @@ from zkjepsen.client.command import (
 )
 from zkjepsen.errors import BadInput
 from zkjepsen.faultkinds import KINDS
-from zkjepsen.faultkinds.abilities import CLIENT_CLOCK, PEERS, SERVER_CLOCK, WIRE_PROXY
+from zkjepsen.faultkinds.abilities import (
+    CLIENT_CLOCK,
+    INDEPENDENT_MASTERS,
+    PEERS,
+    SERVER_CLOCK,
+    WIRE_PROXY,
+)
 from zkjepsen.faultkinds.facts import RunFacts
 from zkjepsen.recipes import RECIPES, resolve_backend, validate_recipe
 from zkjepsen.run.analysis import checkers_for
 from zkjepsen.run.readers import Shape, check_can_act, check_read
 from zkjepsen.run.recording import record_schedule, settle_generator
 from zkjepsen.run.spec import read_spec
-from zkjepsen.spec import TestSpec
+from zkjepsen.spec import SHARED_MASTER, TestSpec
 from zkjepsen.workloads import get_workload
 from zkjepsen.workloads.params import validate_params
 
@@ -188,6 +194,7 @@ def validate_spec(spec: TestSpec, alone: bool = True) -> None:
     _check_nemeses(spec, names)
     validate_program(spec)
     _settle_backend(spec, names)
+    _check_roles(spec, names)
     spec.params = validate_params(
         spec.params, user_recipe=":" in spec.recipe or spec.recipe == "exec"
     )
@@ -290,6 +297,52 @@ def _settle_backend(spec: TestSpec, names: list[str]) -> None:
         raise BadInput(
             f"the wire proxy speaks ZooKeeper's protocol; backend {spec.backend} has none"
         )
+
+
+def role_refusal(spec: TestSpec, role: str, fault: str | None = None) -> str | None:
+    """Why the server role `role` (SHARED_MASTER; any other: None) cannot aim a fault in the
+    run `spec` resolves to (of kind `fault`, when given); None: it can. THE predicate for it,
+    "may I" and "which" alike: `validate_spec` (a fault_target, a schedule's item) and the
+    hunt's menu (the roles a fault gets, run/hunt.py) read it; nothing else decides.
+
+    It applies where the servers are Redlock's independent masters, the recipe's acquire
+    records the masters that granted it (RecipeInfo.records_grants: never guessed), and the
+    fault hits one server."""
+    if role != SHARED_MASTER:
+        return None
+    facts = run_facts(spec)
+    if INDEPENDENT_MASTERS not in facts.abilities:
+        return (
+            f"target {role} is a master a Redlock holder's grant is on, and backend "
+            f"{facts.backend} is not Redlock's independent masters (backend redlock is)"
+        )
+    info = RECIPES.get(spec.recipe)
+    if info is None or not info.records_grants:
+        grants = ", ".join(sorted(n for n, r in RECIPES.items() if r.records_grants))
+        return (
+            f"target {role} reads the masters that granted the holder's lock from its "
+            f"acquire's record, and recipe {spec.recipe} records none (recipes that do: "
+            f"{grants})"
+        )
+    kind = KINDS.get(fault or "")
+    if kind is not None and kind.target != "one":
+        return f"target {role} names one server, and {fault} is aimed at {kind.target}"
+    return None
+
+
+def _check_roles(spec: TestSpec, names: list[str]) -> None:
+    """A fault_target, or a schedule item's target, naming a role `role_refusal` refuses."""
+    asked: list[tuple[str | None, str]] = []
+    if spec.fault_target == SHARED_MASTER and spec.generator is None:
+        asked += [(n, "fault_target") for n in names]
+    for i, item in enumerate(spec.generator or ()):
+        if isinstance(item, dict) and item.get("target") == SHARED_MASTER:
+            f = item.get("fault")
+            asked.append((f if isinstance(f, str) else None, f"the schedule's item {i + 1}"))
+    for fault, where in asked:
+        why = role_refusal(spec, SHARED_MASTER, fault)
+        if why:
+            raise BadInput(f"{where} {SHARED_MASTER}: {why}")
 
 
 def fault_refusal(spec: TestSpec, name: str) -> str | None:
