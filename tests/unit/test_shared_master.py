@@ -211,7 +211,11 @@ def test_resolving_names_the_holder_its_grant_and_the_master_hit(monkeypatch):
         "granted": ["n2", "n3", "n4"],
         "grant_ns": 10,
         "named_by": "trigger",
+        "decisive": True,  # 3 of 5: its loss leaves the holder short of a majority
     }
+    wide = holding_of({2: [acquired(10, ["n1", "n2", "n3", "n4"])]})
+    _, detail = nr.resolve_shared_master(ctx_with(wide), 2, random.Random(1))
+    assert detail["shared_master"]["decisive"] is False  # 4 of 5: one loss leaves 3
     with pytest.raises(NoTargets, match="no holder's acquire named"):
         nr.resolve_shared_master(ctx_with(holding_of({})), None, random.Random(1))
 

@@ -24,11 +24,13 @@ live history at the firing (history/holding.py `grants`), never guessed. A fault
 when no holder's record names its masters waits for the next such holder (a trigger's aim,
 nemesis/triggers.py; a timed fault here, up to SHARED_MASTER_WAIT session timeouts, then it
 is unresolved). Its loss is Kleppmann's case: a holder on exactly 3 masters keeps 2 when one
-forgets, and a second client reaches a majority with the other two. `detail["shared_master"]`
-names the holder, the masters of its grant and the one hit; right before the hit, the master
-itself is asked for its lock keys (`lock_on_master`), and `held_on_master` says whether a
-holder whose recorded grant names that master had its lock there: the proof at the target
-(faultkinds/landing.py: a fault whose master held no such lock missed).
+forgets, and a second client reaches a majority with the other two (`decisive`: the grant is
+exactly a quorum; on 4 or 5 masters one loss is not enough, and the detail says so).
+`detail["shared_master"]` names the holder, the masters of its grant and the one hit; right
+before the hit, the master itself is asked for its lock keys (`lock_on_master`), and
+`held_on_master` says whether a holder whose recorded grant names that master had its lock
+there: the proof at the target (faultkinds/landing.py: a fault whose master held no such lock
+missed).
 
 n1 is never cut and never restarted: it also stores the resource and the fencing-token
 counter (backends/redis/session.py), which are not part of the lock. So n1 is a master both
@@ -218,6 +220,7 @@ def resolve_shared_master(
             chosen = choose_master(granted, names, rng)
             if chosen is not None:
                 master, on = chosen
+                quorum = len(names) // 2 + 1
                 return master, {
                     "shared_master": {
                         "holder": f"c{holder}",
@@ -225,6 +228,9 @@ def resolve_shared_master(
                         "master": master,
                         "grant_ns": now.holders[holder],
                         "named_by": "trigger" if holder == prefer else "holder",
+                        # its loss leaves the holder short of a majority (a grant of exactly a
+                        # quorum): the masters outside the grant and this one make another
+                        "decisive": len(on) == quorum,
                     }
                 }
             unknown = granted
