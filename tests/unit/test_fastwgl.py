@@ -61,6 +61,33 @@ def test_a_budget_run_out_gives_no_answer_not_a_guess():
     assert wgl_mod._search_valid(ops, m.init(), 3, None) == (None, 4)  # noqa: SLF001
 
 
+def test_a_memory_bound_run_out_gives_no_answer_not_a_guess():
+    """The compiled search runs between the engine's RSS polls, so it keeps its tables under
+    the bound it is given itself: past it, no answer (the Python search, polled, decides)."""
+    rng = random.Random("fastwgl-memory")
+    m = make_model("etcd-cas-register")
+    (ops,) = prepare(cas_history(rng, 400, 5, False), m).values()
+    assert proven_valid(ops, m.init(), None, per_op=1 << 20, dominate=True) is not None
+    assert proven_valid(ops, m.init(), None, 1 << 20, True, max_bytes=1 << 30) is not None
+    assert proven_valid(ops, m.init(), None, 1 << 20, True, max_bytes=1) is None
+    assert wgl_mod._search_valid(ops, m.init(), 1 << 30, None, True, None, 1) == (None, 1)  # noqa: SLF001
+
+
+def test_a_check_gives_its_compiled_searches_its_memory_limit(monkeypatch):
+    bounds: list[int | None] = []
+    real = engine_mod.proven_valid
+
+    def spy(*args: Any, **kw: Any) -> Any:
+        bounds.append(kw.get("max_bytes", args[5] if len(args) > 5 else None))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(engine_mod, "proven_valid", spy)
+    rng = random.Random("fastwgl-memory-check")
+    h = cas_history(rng, 2500, 5, False)  # long: the compiled search goes first
+    assert Linearizable(make_model("etcd-cas-register"), memory_limit=123 << 20).check(h).valid
+    assert bounds and set(bounds) == {123 << 20}
+
+
 def test_unsortable_times_and_raising_transitions_are_left_to_the_python_search():
     m = make_model("register")
     h = History([Op(0, 0.5, 0, "invoke", "write", None, 1), Op(1, 1.5, 0, "ok", "write", None)])

@@ -397,19 +397,25 @@ static char *pinned_flags(PyObject *ops, Py_ssize_t n, PyObject *cls, int *none)
     return flags;
 }
 
-/* search_valid(ops, init, budget, deadline[, dominate[, pinned_call]]) -> (True or None,
- * steps): _fastwgl.h's search; `dominate` true turns on its domination among crashed ops
- * (dearer steps, far fewer of them where crashed ops repeat); `pinned_call`, wgl.PinnedCall:
- * the ops whose call is one and that have an end are pinned.py's (their own list, and the
- * dead-configuration test of wgl.py's _pinned_test). */
+/* search_valid(ops, init, budget, deadline[, dominate[, pinned_call[, max_bytes]]]) ->
+ * (True or None, steps): _fastwgl.h's search; `dominate` true turns on its domination among
+ * crashed ops (dearer steps, far fewer of them where crashed ops repeat); `pinned_call`,
+ * wgl.PinnedCall: the ops whose call is one and that have an end are pinned.py's (their own
+ * list, and the dead-configuration test of wgl.py's _pinned_test); `max_bytes` (None or 0:
+ * none): the most its tables may hold (wgl_valid), past which it gives up (None). */
 static PyObject *py_search_valid(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
-    if (argc < 4 || argc > 6 || !PyList_CheckExact(argv[0])) {
+    if (argc < 4 || argc > 7 || !PyList_CheckExact(argv[0])) {
         PyErr_SetString(PyExc_TypeError, "search_valid(ops: list, init, budget, deadline, "
-                                         "dominate=False, pinned_call=None)");
+                                         "dominate=False, pinned_call=None, max_bytes=None)");
         return NULL;
     }
     int dominate = argc >= 5 ? PyObject_IsTrue(argv[4]) : 0;
-    PyObject *pinned_call = argc == 6 ? argv[5] : Py_None;
+    PyObject *pinned_call = argc >= 6 ? argv[5] : Py_None;
+    size_t max_bytes = 0;
+    if (argc == 7 && argv[6] != Py_None) {
+        max_bytes = PyLong_AsSize_t(argv[6]);
+        if (max_bytes == (size_t)-1 && PyErr_Occurred()) return NULL;
+    }
     if (dominate < 0) return NULL;
     if (ILLEGAL == NULL) Py_RETURN_NOTIMPLEMENTED;
     long budget = PyLong_AsLong(argv[2]);
@@ -431,7 +437,7 @@ static PyObject *py_search_valid(PyObject *self, PyObject *const *argv, Py_ssize
     }
     pinned = pinned_flags(ops, n, pinned_call, &none);
     if (pinned == NULL && !none) goto out;
-    int found = wgl_valid(&c, n, argv[1], budget, deadline, dominate, pinned, &steps);
+    int found = wgl_valid(&c, n, argv[1], budget, deadline, dominate, pinned, max_bytes, &steps);
     if (found < 0) {
         /* a transition that raised: the Python search meets it again and says so */
         if (PyErr_ExceptionMatches(PyExc_KeyboardInterrupt)) goto out;

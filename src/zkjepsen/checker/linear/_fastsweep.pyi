@@ -23,5 +23,6 @@ def search_valid(
     deadline: float | None,
     dominate: bool = ...,
     pinned_call: type | None = ...,
+    max_bytes: int | None = ...,
     /,
 ) -> Any: ...

@@ -540,10 +540,23 @@ static int pinned_dead(const WPins *p, PyObject *prev, PyObject *ns, Py_ssize_t 
     return compare(prev, ns, Py_NE);
 }
 
+/* The bytes the walk's own tables hold: the cache, the domination's slots and count vectors,
+ * the stack (the states they point to are the model's, shared, and not counted). */
+static size_t wgl_bytes(const WCache *c, const DTable *d, Py_ssize_t capstack) {
+    return c->cap * sizeof(WSlot) + d->cap * sizeof(DSlot) +
+           d->nodes_cap * (d->kinds * sizeof(uint16_t) + sizeof(size_t)) +
+           (size_t)capstack * sizeof(WFrame);
+}
+
 /* 1 found a linearization, 0 did not (or gave up), -1 error; *steps the walk's steps.
- * pinned: per op whether it is pinned (pinned.py), or NULL when none is. */
+ * pinned: per op whether it is pinned (pinned.py), or NULL when none is. max_bytes (0: none):
+ * the walk gives up once its tables, were each to double once more, would pass it: checked at
+ * the first step and every 65,536 steps after, in which a large table doubles at most once,
+ * and a doubling holds the old table and the new, three times the old, at once, so the
+ * tables never hold more than max_bytes (issue 54: the check's memory bounded by design; the
+ * compiled search runs outside the engine's RSS polls). */
 static int wgl_valid(Cols *c, Py_ssize_t n, PyObject *init, long budget, double deadline,
-                     int dominate, const char *pinned, long *steps_out) {
+                     int dominate, const char *pinned, size_t max_bytes, long *steps_out) {
     WLists w = {0};
     WPins pins = {NULL, NULL, NULL};
     WCache cache = {NULL, 0, 0};
@@ -582,9 +595,13 @@ static int wgl_valid(Cols *c, Py_ssize_t n, PyObject *init, long budget, double 
             rc = 0;
             goto out;
         }
-        if (!(steps & 65535)) {
+        if (!(steps & 65535) || steps == 1) {
             if (PyErr_CheckSignals() < 0) goto out;
             if (deadline >= 0 && now() > deadline) {
+                rc = 0;
+                goto out;
+            }
+            if (max_bytes && 3 * wgl_bytes(&cache, &dt, capstack) > max_bytes) {
                 rc = 0;
                 goto out;
             }

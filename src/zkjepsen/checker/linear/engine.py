@@ -136,7 +136,8 @@ def check_partitions(
     t0 = time.monotonic()
     deadline = None if time_limit is None else t0 + time_limit
     done, decided = ({}, None) if settled is None else settled
-    running, ended = _fast_paths(parts, model, (deadline, time_limit), total, done, paths, decided)
+    limits = (deadline, time_limit, memory_limit)
+    running, ended = _fast_paths(parts, model, limits, total, done, paths, decided)
     if ended is not None:
         return ended
     return _race(running, done, (paths, progress), t0, deadline, time_limit, memory_limit)
@@ -145,7 +146,7 @@ def check_partitions(
 def _fast_paths(
     parts: Iterable[tuple[Any, list[LinOp]]],
     model: Model,
-    limits: tuple[float | None, float | None],
+    limits: tuple[float | None, float | None, int | None],
     total: int | None,
     done: dict[Any, Outcome],
     paths: dict[Any, str],
@@ -158,13 +159,13 @@ def _fast_paths(
     partition it refutes is searched by WGL alone, for the counterexample; one it gives up
     on goes to WGL with the others. `decided`: the sweep's answer for the first of `parts`,
     when the first pass (`_settled`) asked it already."""
-    deadline, time_limit = limits
+    deadline, time_limit, memory = limits  # memory: the compiled searches' (proven_valid)
     look = model.lookahead()
     init, new = model.init, tuple.__new__
     running: dict[Any, Any] = {}
     for k, ops in parts:
         if len(ops) >= FIRST_OPS:  # the compiled search first on a long one (wgl.FIRST_OPS)
-            proof = proven_valid(ops, init(), deadline, FIRST_STEPS_PER_OP)
+            proof = proven_valid(ops, init(), deadline, FIRST_STEPS_PER_OP, max_bytes=memory)
             if proof is not None:
                 done[k] = proof
                 paths[k] = "search"
@@ -187,7 +188,9 @@ def _fast_paths(
             # what the sweep cannot (crashed ops, heavy concurrency), and explains a
             # refutation by a core of a few ops the search then needs only a few steps for;
             # where values repeat, overwritten.py refutes a read of an overwritten value.
-            fast = fast_decide(ops, init(), None if verdict is False else _prover(deadline))
+            fast = fast_decide(
+                ops, init(), None if verdict is False else _prover(deadline, memory)
+            )
             if fast is not None:
                 done[k] = fast[1]
                 paths[k] = fast[2]
@@ -199,7 +202,7 @@ def _fast_paths(
                 running = {k: search(ops, model.init(), look)}
                 break
             else:
-                proof = _patient(ops, model.init(), deadline)
+                proof = _patient(ops, model.init(), deadline, memory)
                 if proof is not None:
                     done[k] = proof
                     paths[k] = "search"
@@ -217,25 +220,29 @@ def _fast_paths(
     return running, None
 
 
-def _patient(ops: list[LinOp], init: Any, deadline: float | None) -> Outcome | None:
+def _patient(
+    ops: list[LinOp], init: Any, deadline: float | None, memory: int | None
+) -> Outcome | None:
     """The compiled search again, with PATIENT_STEPS_PER_OP and half the time left, on a
     partition with crashed ops that nothing else decided: there its domination of crashed
     ops (_fastwgl.h) proves valid what the Python search, which has none, runs out of time
     on (issue 54: 5 x 10 k over values 0..4 with 10 % crashed ops, seed 2, k = 338: 4.2 M
-    steps, 430 per op). Without crashed ops the earlier budgets stand."""
+    steps, 430 per op). Without crashed ops the earlier budgets stand. `memory`: the check's
+    memory limit, held by the search's own tables (the engine's RSS polls are not running)."""
     if None not in map(_END, ops):
         return None
     if deadline is not None:
         now = time.monotonic()
         deadline = now + (deadline - now) / 2
-    return proven_valid(ops, init, deadline, PATIENT_STEPS_PER_OP, dominate=True)
+    return proven_valid(ops, init, deadline, PATIENT_STEPS_PER_OP, True, memory)
 
 
-def _prover(deadline: float | None) -> Any:
+def _prover(deadline: float | None, memory: int | None) -> Any:
     """The compiled search's proof of a partition (wgl.proven_valid), with the check's
-    deadline, as fast_decide takes it: tried where the read-from path does not apply and
-    before the overwritten reads' pass, which a valid partition would pay for nothing."""
-    return lambda ops, init: proven_valid(ops, init, deadline)
+    deadline and memory limit, as fast_decide takes it: tried where the read-from path does
+    not apply and before the overwritten reads' pass, which a valid partition would pay for
+    nothing."""
+    return lambda ops, init: proven_valid(ops, init, deadline, max_bytes=memory)
 
 
 def _race(

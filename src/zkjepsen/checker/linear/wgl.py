@@ -431,6 +431,7 @@ def proven_valid(
     deadline: float | None = None,
     per_op: int = FAST_STEPS_PER_OP,
     dominate: bool = False,
+    max_bytes: int | None = None,
 ) -> Outcome | None:
     """A valid outcome when the compiled search (_fastwgl.h) finds a linearization of `ops`
     within its step budget, else None: not built, none found (the partition may still be
@@ -439,11 +440,13 @@ def proven_valid(
     is this module's without the model's lookahead (it only cuts the search), with the pinned
     ops' list and `_pinned_test`, so any model's transitions are applied; a linearization is
     only reported once every completed op was placed by a legal model step, in real-time
-    order. `dominate`: with the domination among crashed ops (_fastwgl.h; engine._patient)."""
+    order. `dominate`: with the domination among crashed ops (_fastwgl.h; engine._patient).
+    `max_bytes`: the most its tables may hold (the check's memory limit: it runs between the
+    engine's RSS polls), past which it gives up (None)."""
     if _search_valid is None:
         return None
     budget = FAST_STEPS + per_op * len(ops)
-    out = _search_valid(ops, init, budget, deadline, dominate, PinnedCall)
+    out = _search_valid(ops, init, budget, deadline, dominate, PinnedCall, max_bytes)
     if out is NotImplemented or out[0] is not True:
         return None
     return Outcome(True, ops, [], [], None, out[1])
