@@ -188,9 +188,7 @@ def _fast_paths(
             # what the sweep cannot (crashed ops, heavy concurrency), and explains a
             # refutation by a core of a few ops the search then needs only a few steps for;
             # where values repeat, overwritten.py refutes a read of an overwritten value.
-            fast = fast_decide(
-                ops, init(), None if verdict is False else _prover(deadline, memory)
-            )
+            fast = fast_decide(ops, init(), None if verdict is False else _prover(deadline, memory))
             if fast is not None:
                 done[k] = fast[1]
                 paths[k] = fast[2]
