@@ -69,7 +69,8 @@ def probe(args: argparse.Namespace) -> None:
     deadline = time.monotonic() + args.limit
     call = None if args.no_pins else wgl.PinnedCall
     t0 = time.process_time()
-    out = wgl._search_valid(ops, MODEL.init(), args.budget, deadline, not args.no_dominate, call)  # noqa: SLF001
+    dom = not args.no_dominate
+    out = wgl._search_valid(ops, MODEL.init(), args.budget, deadline, dom, call, args.max_bytes)  # noqa: SLF001
     cpu = time.process_time() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
@@ -122,6 +123,9 @@ def main() -> int:
     ap.add_argument("--late", type=int, default=once_twice.LATE)
     ap.add_argument("--variant", choices=["as-is", "late-start", "no-crashed"], default="as-is")
     ap.add_argument("--budget", type=int, default=30_000_000, help="walk steps")
+    ap.add_argument(
+        "--max-bytes", type=int, default=None, help="the search's tables' bound (none: none)"
+    )
     ap.add_argument("--limit", type=float, default=200.0, help="wall seconds")
     ap.add_argument("--no-pins", action="store_true")
     ap.add_argument("--no-dominate", action="store_true")
