@@ -141,8 +141,10 @@ class Context:
         )
         self.releases = releases or {}  # client -> its release invokes' times
         self.abandons = abandons or {}  # client -> its `abandon` events' times
-        self.acts = acts or {}  # client -> its claims' invokes, in time order (lock_observe)
-        self.told = told or {}  # client -> its session-state LOST/CLOSED events' times
+        # client -> its claims' invokes, and its session-state LOST/CLOSED events' times
+        # (lock_observe), each in time order (a history's records may come a little out of it)
+        self.acts = {c: sorted(ts) for c, ts in (acts or {}).items()}
+        self.told = {c: sorted(ts) for c, ts in (told or {}).items()}
 
     def lease(self, f: FaultSpan, client: Any) -> float | None:
         return lease_s(f, client, self.sessions, self.default_s)
