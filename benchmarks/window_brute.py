@@ -8,7 +8,9 @@ b is the read's return; a is some time before it.
 - Ops that returned before a, and ops called after b, are left out.
 - Ops called before a (crashed ones, and those still running at a) may be placed anywhere in
   the window, any number of times ("free": a crashed write called long ago may land at any
-  moment); reads among them are left out. The register holds any value at a.
+  moment); reads among them are left out. The register holds at a nothing yet, or a value
+  that an op called before a writes (any such value: the last op placed before the window
+  was called before a, and so was every op before it).
 - Ops called in the window that crashed or were still running at b may happen once, or not.
 - The others (called at or after a, returned by b) happen, in an order that respects real
   time.
@@ -113,6 +115,8 @@ def window(
     number of its ops, and of the distinct free ones. `reduced`: the same answer by
     `_reduced` (fewer configurations), else by the plain search over every order."""
     free, ops = window_ops(cs, r, a, drop_read)
+    before = {_makes((f, arg, status)) for f, arg, status, *_, start, _, _ in cs if start < a}
+    domain = [v for v in domain if v in before]  # what the register may hold at a
     search = _reduced if reduced else _plain
     sys.setrecursionlimit(10_000)
     return search(ops, free, domain), len(ops), len(free)

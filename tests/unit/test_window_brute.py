@@ -79,3 +79,19 @@ def test_a_read_explained_once_but_not_twice() -> None:
     for search in (wb._plain, wb._reduced):
         assert search([crashed, r1, j], set(), [0])
         assert not search([crashed, r1, j, r2], set(), [0])
+
+
+def test_the_register_holds_at_the_window_start_only_what_was_written_before_it() -> None:
+    """The window opens at the crashed `write 9`'s call: 9, which nothing called before it
+    writes, is not a value the register may hold there (else it would explain the first read
+    of 9, and the crashed write the second)."""
+    cs = [  # (f, arg, status, got, start, end, process)
+        ("write", 0, "ok", None, 0, 1, 0),
+        ("write", 9, "info", None, 2, None, 1),
+        ("read", None, "ok", 9, 3, 4, 2),
+        ("write", 0, "ok", None, 5, 6, 0),
+        ("read", None, "ok", 9, 7, 8, 3),
+    ]
+    for reduced in (False, True):
+        assert wb.window(cs, 2, 2, [0, 1, 9], False, reduced)[0]  # up to the first read
+        assert not wb.window(cs, 4, 2, [0, 1, 9], False, reduced)[0]  # up to the second
