@@ -89,10 +89,19 @@ def test_a_holder_that_writes_past_the_heal_and_a_lease_is_a_defect():
 
 def test_a_holder_that_writes_after_it_was_told_lost_is_a_defect_within_the_lease_too():
     # zk_suspended_held: it reconnects, is told its session expired, and writes on at once
-    r = cut([1.2, 5.6]).state(1, 2.8, "SUSPENDED").state(1, 5.3, "LOST").check()
+    r = cut([1.2, 5.4, 5.6]).state(1, 2.8, "SUSPENDED").state(1, 5.3, "LOST").check()
     assert nature(r) == DEFECT
     why = r.details["belief_overlaps"][0]["nature_why"]
     assert "0.30s after its own session-state said it was lost" in why
+
+
+def test_the_first_write_after_a_lost_may_have_been_asked_before_it():
+    """A holder frozen between its `holding()` and its write is told LOST as it thaws and
+    writes a millisecond later: that write says nothing of a belief after the LOST; the next
+    one, asked after the first returned, does."""
+    h = cut([1.2, 5.301]).state(1, 2.8, "SUSPENDED").state(1, 5.3, "LOST")
+    assert nature(h.check()) == LEASE
+    assert nature(h.write(1, 5.8, 10).check()) == DEFECT
 
 
 def test_a_write_refused_by_a_fence_still_says_the_holder_believed():
@@ -162,7 +171,7 @@ def test_a_holder_told_lost_after_another_faults_nature_is_a_defect_too():
     def run(lost):
         h = H().hold(1, 1.0, 9.0, 10).hold(2, 4.0, 8.0, 5)
         h.fault(2.0, 2.5, "kill-one", targets=("n1",))
-        h.write(1, 6.0, 10)
+        h.write(1, 5.5, 10).write(1, 6.0, 10)
         if lost:
             h.state(1, 5.0, "LOST")
         return nature(h.check())
@@ -189,8 +198,9 @@ times = st.floats(min_value=0.0, max_value=1.0)
 def test_the_zoo_pattern_is_always_a_defect(freeze, kind, grant_at, told, learn, late, before):
     """A holder silenced past its lease (the later holder granted while it was, or within a
     lease after), that claims the lock past the excuse while the later one holds: after the
-    heal and a lease, or after its own LOST. Both zoo programs leave this; the old rule called
-    every one a lease's nature."""
+    heal and a lease, or after its own LOST (twice: the first claim after a LOST may have
+    been asked before it). Both zoo programs leave this; the old rule called every one a
+    lease's nature."""
     a, b = 1.5, 1.5 + freeze
     grant = a + T + 0.1 + grant_at * (b + T - a - T - 0.2)  # its lease could have run out
     if told:
@@ -204,6 +214,7 @@ def test_the_zoo_pattern_is_always_a_defect(freeze, kind, grant_at, told, learn,
         h.write(1, 1.0 + x * (a - 1.0), 10)
     if lost is not None:
         h.state(1, a + 0.7, "SUSPENDED").state(1, lost, "LOST")
+        h.write(1, act - 0.005, 10)  # the claim it may have asked for before its LOST
     h.write(1, act, 10)
     assert nature(h.check()) == DEFECT
 

@@ -229,6 +229,29 @@ def test_a_holder_that_gave_up_mid_update_under_a_fault_is_cut_without_one_a_def
     assert [x["nature"] for x in gave_up(False).parts["atomicity"].details["natures"]] == [DEFECT]
 
 
+def test_a_write_of_the_update_a_server_fault_left_unanswered_cut_it():
+    """etcd_blind_delete's hunt (2026-11-29): the holder's second write ends `info` during a
+    partition of the leader, it releases, the next holder reads step 1 of 2. The update
+    stopped at that write, whatever its holder believed: the fault's nature; the same write
+    gone unanswered with no fault near is a defect, and so is one that was never sent."""
+
+    def unanswered(fault, typ="info"):
+        h = H().acquire(1, 1, 10).write(1, 1.5, 10, 1)
+        if fault:
+            h.fault(1.8, 2.6, "partition-leader", ("n1",))
+        h.add(2.0, 1, "invoke", "write", "/r", {"token": 10, "step": 2, "steps": 2}, 1)
+        h.add(2.5, 1, typ, "write", "/r", None, 1)
+        h.release(1, 2.6).acquire(2, 3, 11)
+        h.read(2, 3.2, 11, {"step": 1, "steps": 2, "writer": 1, "writer_token": 10})
+        return h.release(2, 4).judge().parts["atomicity"].details["natures"]
+
+    for typ in ("info", "fail"):
+        (n,) = unanswered(True, typ)
+        assert n["nature"] == CUT and "failed or went unanswered" in n["nature_why"], n
+        assert n["nature_fault"]["kind"] == "partition-leader"
+        assert [x["nature"] for x in unanswered(False, typ)] == [DEFECT]
+
+
 def test_a_half_done_read_inside_a_split_takes_the_splits_nature():
     # the writer still held when the reader was granted: the read follows from the split
     h = H().acquire(1, 1, 10).write(1, 1.5, 10, 1).clock(2, 6, rate=8.0)

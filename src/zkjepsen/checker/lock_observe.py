@@ -105,6 +105,9 @@ class LockObservations:
         # split (checker/nature.py `past_excuse`)
         self.acts: dict[Any, list[int]] = {}
         self.told: dict[Any, list[int]] = {}
+        # client -> (invoke, completion) of each of its writes that failed or went unanswered:
+        # where a multi-step update stopped (checker/nature.py `half_done_nature`)
+        self.unsure: dict[Any, list[tuple[int, int]]] = {}
 
 
 def _mode(invoked: Any, granted: dict[str, Any]) -> str:
@@ -215,10 +218,12 @@ def observe(
                     if not isinstance(version, int):
                         version = None
                 writes.append(Write(client, inv[5], token, inv[1], t, version))
-            elif typ == "fail":
-                obs.rejected_writes += 1
             else:
-                obs.unknown_writes += 1
+                if typ == "fail":
+                    obs.rejected_writes += 1
+                else:
+                    obs.unknown_writes += 1
+                obs.unsure.setdefault(client, []).append((inv[1], t))
     obs.last_time = t
     return obs
 

@@ -27,8 +27,8 @@ each violation gets one nature and, for a fault's, the fault that caused it:
   began and before the read, or it stopped mid-update (its hold ended, not by its own release,
   or it gave the hold up: client/loop.py's `abandon` event, a holder that no longer believes it
   holds, as a careful one does at SUSPENDED or LOST, checked before each write, so it let go
-  between its last write and the event) while a landed fault was in flight (or within a lease
-  after it). No lock makes a killed client's
+  between its last write and the event; or a write of the update failed or went unanswered)
+  while a landed fault was in flight (or within a lease after it). No lock makes a killed client's
   update atomic; a ready file or a transaction does. When the writer's and the reader's holds
   overlap, the read follows from that split and takes the split's nature. For a half-done read.
 - **defect**: anything else: the lock under test is wrong. And a split a fault's nature began
@@ -38,7 +38,9 @@ each violation gets one nature and, for a fault's, the fault that caused it:
   it that begins within that time carries the excuse on), the time a holder that renews every
   third of a lease has to hear that its lease is gone (a ZooKeeper ping, an etcd keepalive
   answered TTL 0, a Redis lease check), and never after its own history says it was told so
-  (a `session-state` LOST or CLOSED of its client after its grant: every nature). What the
+  (a `session-state` LOST or CLOSED of its client after its grant: every nature; the
+  evidence then is its second claim after the LOST, the first whose `holding()` surely came
+  after it). What the
   history shows of a belief at an instant is what the holder did: its loop asks `holding()`
   before each write (a counter's add, the ready node's re-creation) and invokes it only on a
   yes, so a write invoked while the later holder held, after the excuse ended, is the
@@ -116,6 +118,7 @@ class Context:
         abandons: dict[Any, list[int]] | None = None,
         acts: dict[Any, list[int]] | None = None,
         told: dict[Any, list[int]] | None = None,
+        unsure: dict[Any, list[tuple[int, int]]] | None = None,
     ) -> None:
         spans = fault_spans(nemesis, last)
         self.sessions, self.default_s = sessions, default_s
@@ -145,6 +148,8 @@ class Context:
         # (lock_observe), each in time order (a history's records may come a little out of it)
         self.acts = {c: sorted(ts) for c, ts in (acts or {}).items()}
         self.told = {c: sorted(ts) for c, ts in (told or {}).items()}
+        # client -> (invoke, completion) of its writes that failed or went unanswered
+        self.unsure = unsure or {}
 
     def lease(self, f: FaultSpan, client: Any) -> float | None:
         return lease_s(f, client, self.sessions, self.default_s)
@@ -214,10 +219,11 @@ def _fault(f: FaultSpan) -> dict[str, Any]:
 def past_excuse(ctx: Context, earlier: Any, later: Any, silence: FaultSpan | None) -> str:
     """Why `earlier`'s belief went on past what a fault's nature excuses, while `later` held
     ('' when it did not): its first claim (a write invoked after `holding()` said yes) in the
-    two holds' overlap that came after its client was told LOST (or CLOSED) since its grant,
-    or, for a lease's nature (`silence`: the fault that froze or cut it off), more than one
-    lease after that silence ended (a later silence of it that began within that lease
-    carries the excuse on). The one rule of how long an excuse lasts (module docstring)."""
+    two holds' overlap that it asked `holding()` for after its client was told LOST (or
+    CLOSED) since its grant (the second claim after the LOST, below), or, for a lease's
+    nature (`silence`: the fault that froze or cut it off), more than one lease after that
+    silence ended (a later silence of it that began within that lease carries the excuse on).
+    The one rule of how long an excuse lasts (module docstring)."""
     client = earlier.client
     acts = ctx.acts.get(client)
     if not acts:
@@ -235,21 +241,27 @@ def past_excuse(ctx: Context, earlier: Any, later: Any, silence: FaultSpan | Non
             end = g.end if g.end is not None else g.start
             if silence.start <= g.start <= until and end + t * S > until:
                 healed, until = end, end + t * S
-    limit = min(until, told_at if told_at is not None else float("inf"))
-    for act in acts[bisect_right(acts, max(lo, limit)) :]:
+    # After its LOST, the evidence is a claim whose `holding()` came after it: the loop asks
+    # before each claim, once the claim before it returned, so the second claim after the
+    # LOST (the first may have been asked before it: a holder frozen between its question and
+    # its write is told LOST the moment it thaws, and writes a millisecond later)
+    i = bisect_right(acts, told_at) + 1 if told_at is not None else len(acts)
+    knew = acts[i] if i < len(acts) else float("inf")
+    for act in acts[bisect_right(acts, lo) :]:
         if act >= hi:
             break
-        if told_at is not None and act > told_at:
+        if told_at is not None and act >= knew:
             return (
                 f"but client {client} still claimed the lock (a write at {act / S:.2f}s) "
                 f"{(act - told_at) / S:.2f}s after its own session-state said it was lost, "
                 f"while client {later.client} held"
             )
-        return (
-            f"but client {client} still claimed the lock (a write at {act / S:.2f}s) "
-            f"{(act - healed) / S:.2f}s after its silence ended, past the lease ({t:g}s) it "
-            f"had to learn in, while client {later.client} held"
-        )
+        if act > until:
+            return (
+                f"but client {client} still claimed the lock (a write at {act / S:.2f}s) "
+                f"{(act - healed) / S:.2f}s after its silence ended, past the lease ({t:g}s) "
+                f"it had to learn in, while client {later.client} held"
+            )
     return ""
 
 
@@ -314,6 +326,13 @@ def half_done_nature(ctx: Context, v: Any) -> tuple[str, str, dict | None]:
         (wrote, t, "gave its hold up")
         for t in ctx.abandons.get(writer, ())
         if start <= t <= read_end and t >= wrote
+    ]
+    # or a write of the update failed or went unanswered (a server fault in its way): the
+    # update stopped there whatever the holder believed
+    stops += [
+        (called, done, "a write of it failed or went unanswered")
+        for called, done in ctx.unsure.get(writer, ())
+        if wrote <= called <= read_end
     ]
     end = w.end if w is not None else None
     if isinstance(end, int) and end <= read_end and end not in ctx.releases.get(writer, ()):

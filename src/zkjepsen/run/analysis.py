@@ -142,6 +142,7 @@ def with_fault_natures(checked: Result, history: History, checkers: dict[str, An
         abandons,
         obs.acts,
         obs.told,
+        obs.unsure,
     )
     with_natures({n: p for n, p in checked.parts.items() if n != "lock"}, ctx)
 
