@@ -160,6 +160,30 @@ def test_a_token_reused_across_a_restart_is_the_lost_states_nature():
     assert reached == "close" and "kill-majority" in words, words
 
 
+def test_writes_out_of_token_order_after_a_restart_that_forgot_are_its_nature_in_the_lock_too():
+    """redis_client_clock's hunts (2026-11-29): the one Redis restarts empty, the fence counter
+    starts again, the next holder's smaller token is accepted after the earlier holder's
+    larger one. No two holders overlapped; the lock part's effect overlap is that restart's
+    nature, as the fencing part's backwards write is; with no restart, a defect."""
+
+    def judged(restart):
+        h = H().hold(1, 1, 2, 5).write(1, 1.5, 5, 1, 1, 1)
+        if restart:
+            h.fault(3, 4, "kill-majority", ("n1", "n2"))
+        return h.hold(2, 5, 6, 2).write(2, 5.5, 2, 1, 1, 2).judge()
+
+    res = judged(True)
+    lock = res.parts["lock"]
+    assert lock.valid is False and lock.details["belief_overlap_count"] == 0
+    assert [n["nature"] for n in lock.details["effect_natures"]] == [STATE]
+    assert lock.details["effect_beyond_nature_count"] == 0
+    reached, words = finding(res.to_json())
+    assert reached == "close" and "lock" in words and "kill-majority" in words, words
+    lock = judged(False).parts["lock"]
+    assert [n["nature"] for n in lock.details["effect_natures"]] == [DEFECT]
+    assert finding(judged(False).to_json())[0] == "found"
+
+
 def test_a_token_reused_with_no_restart_is_a_defect():
     h = H().hold(1, 1, 2, 5).write(1, 1.5, 5, 1, 1, 1).hold(2, 5, 6, 5).write(2, 5.5, 5, 1, 1, 2)
     res = h.judge()

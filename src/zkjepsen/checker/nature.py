@@ -347,13 +347,18 @@ def half_done_nature(ctx: Context, v: Any) -> tuple[str, str, dict | None]:
 
 
 def token_nature(ctx: Context, v: Any) -> tuple[str, str, dict | None]:
-    """A reused token (window: its two grants) or a backwards write (window: the two writes)."""
+    """A reused token (window: its two grants), or a write accepted out of token order (window:
+    the two writes): the fencing part's backwards write, the lock part's effect overlap (a
+    write with the smaller token accepted after, or beside, one with the larger)."""
     lo, hi = v.start or 0, v.end if v.end is not None else v.start or 0
     if v.kind == "reused-token":
         # the reuse is the evidence that the counter went back: any restart between the grants
         f = next((f for f in ctx.restarts if lo <= f.start <= hi), None)
     else:
-        low = _number((list(v.evidence.get("tokens") or ()) or [None])[-1])
+        # the smaller token granted after a restart that forgot: the counter went back, so
+        # token order is no longer grant order
+        tokens = [x for x in map(_number, v.evidence.get("tokens") or ()) if x is not None]
+        low = min(tokens) if tokens else None
         granted = [h.start for h in ctx.grants if low is not None and _number(h.token) == low]
         f = next(
             (f for f in ctx.restarts if ctx.forgot(f) and any(f.start <= g <= hi for g in granted)),
@@ -387,6 +392,7 @@ BY_KIND = {
     "half-done-read": half_done_nature,
     "reused-token": token_nature,
     "backwards": token_nature,
+    "effect": token_nature,
     "phantom-grant": phantom_nature,
 }
 
@@ -489,3 +495,20 @@ def with_natures(parts: dict[str, Any], ctx: Context) -> None:
         part.details["natures"] = judged
         part.details["nature_counts"] = counts
         part.details["beyond_nature_count"] = counts.get(DEFECT, 0) + max(0, found - len(judged))
+
+
+def with_effect_natures(lock: Any, ctx: Context) -> None:
+    """Classify the lock part's effect overlaps (its own splits are classified by the lock
+    checker): its details get `effect_natures`, `effect_nature_counts` and
+    `effect_beyond_nature_count` (the defects, and the overlaps found but not listed). A
+    write out of token order after a restart that forgot is that restart's nature, as the
+    fencing part's backwards write is."""
+    effects = [v for v in lock.violations if v.kind == "effect"]
+    if not effects:
+        return
+    judged = classify_violations(ctx, effects) or []
+    counts = counts_of([j["nature"] for j in judged])
+    found = int(lock.details.get("effect_overlap_count") or len(judged))
+    lock.details["effect_natures"] = judged
+    lock.details["effect_nature_counts"] = counts
+    lock.details["effect_beyond_nature_count"] = counts.get(DEFECT, 0) + max(0, found - len(judged))

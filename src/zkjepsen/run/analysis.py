@@ -11,7 +11,7 @@ from zkjepsen.checker import Result, compose, merge_valid
 from zkjepsen.checker.liveness import LivenessChecker
 from zkjepsen.checker.lock import LockChecker
 from zkjepsen.checker.lock_observe import observe
-from zkjepsen.checker.nature import Context, with_natures
+from zkjepsen.checker.nature import Context, with_effect_natures, with_natures
 from zkjepsen.checker.power import power_of
 from zkjepsen.checker.recovery import recovery_of
 from zkjepsen.history import History
@@ -145,6 +145,8 @@ def with_fault_natures(checked: Result, history: History, checkers: dict[str, An
         obs.unsure,
     )
     with_natures({n: p for n, p in checked.parts.items() if n != "lock"}, ctx)
+    if "lock" in checked.parts:
+        with_effect_natures(checked.parts["lock"], ctx)
 
 
 def with_recovery(checked: Result, history: History) -> Result:

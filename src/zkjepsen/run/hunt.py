@@ -461,10 +461,12 @@ def choose(strategy: str, m: Menu, tally: Tally, rng: random.Random) -> tuple[Ch
 
 
 def natured_parts(r: dict[str, Any]) -> set[str]:
-    """The invalid parts (but the lock's) each of whose violations is a fault's nature
-    (checker/nature.py: a killed holder's half-done update, a server that lost its state, a
-    server's clock run ahead): they follow from the fault, not from the lock."""
-    return {
+    """The invalid parts each of whose violations is a fault's nature (checker/nature.py: a
+    killed holder's half-done update, a server that lost its state, a server's clock run
+    ahead): they follow from the fault, not from the lock. The lock's own part is one when
+    its only violations are effect overlaps (its splits are judged apart, by `finding`) and
+    each is a fault's nature: writes out of token order after a restart that forgot."""
+    out = {
         n
         for n, p in r.items()
         if n != "lock"
@@ -473,6 +475,15 @@ def natured_parts(r: dict[str, Any]) -> set[str]:
         and p.get("beyond_nature_count") == 0
         and p.get("nature_counts")
     }
+    lock = _table(r.get("lock"))
+    if (
+        lock.get("valid") is False
+        and set(_table(lock.get("violation_counts"))) == {"effect"}
+        and lock.get("effect_beyond_nature_count") == 0
+        and lock.get("effect_nature_counts")
+    ):
+        out.add("lock")
+    return out
 
 
 def natures_said(r: dict[str, Any]) -> str:
@@ -484,13 +495,15 @@ def natures_said(r: dict[str, Any]) -> str:
     for n, p in r.items():
         if not isinstance(p, dict):
             continue
-        listed = p.get("belief_overlaps") if n == "lock" else p.get("natures")
-        for rec in listed if isinstance(listed, list) else ():
-            f = rec.get("nature_fault") if isinstance(rec, dict) else None
-            if isinstance(f, dict) and rec.get("nature") in NATURES:
-                faults.setdefault(rec["nature"], set()).add(str(f.get("kind")))
-        for k, c in _table(p.get("nature_counts")).items():
-            counts[k] = counts.get(k, 0) + (c if isinstance(c, int) else 0)
+        own = [p.get("belief_overlaps"), p.get("effect_natures")] if n == "lock" else None
+        for listed in own or [p.get("natures")]:
+            for rec in listed if isinstance(listed, list) else ():
+                f = rec.get("nature_fault") if isinstance(rec, dict) else None
+                if isinstance(f, dict) and rec.get("nature") in NATURES:
+                    faults.setdefault(rec["nature"], set()).add(str(f.get("kind")))
+        for table in (p.get("nature_counts"), p.get("effect_nature_counts")):
+            for k, c in _table(table).items():
+                counts[k] = counts.get(k, 0) + (c if isinstance(c, int) else 0)
     if n_lease := _table(r.get("lock")).get("lease_split_count"):
         counts[LEASE] = max(counts.get(LEASE, 0), int(n_lease))
     return ", ".join(
