@@ -184,6 +184,31 @@ def test_writes_out_of_token_order_after_a_restart_that_forgot_are_its_nature_in
     assert finding(judged(False).to_json())[0] == "found"
 
 
+def test_a_token_granted_while_a_restart_was_under_way_is_its_nature_when_reused():
+    """The kill's start is recorded before the server goes down: a token granted 13 ms after
+    it came from the counter the restart then lost, and its reuse after is that restart's."""
+    h = H().hold(1, 1, 2, 5).write(1, 1.5, 5, 1, 1, 1)
+    h.fault(2.5, 4, "kill-majority", ("n1", "n2"))
+    h.hold(2, 2.513, 3, 6).hold(3, 5, 6, 6)
+    (n,) = [x for x in h.judge().parts["fencing"].details["natures"] if x["kind"] == "reused-token"]
+    assert n["nature"] == STATE, n
+    h = H().hold(1, 1, 2, 5).fault(2.5, 2.6, "kill-majority", ("n1", "n2"))
+    h.hold(2, 3, 3.5, 6).hold(3, 5, 6, 6)  # granted after the restart was over: no excuse
+    (n,) = h.judge().parts["fencing"].details["natures"]
+    assert n["nature"] == DEFECT, n
+
+
+def test_versions_given_twice_after_a_restart_say_nothing_of_the_order():
+    """A restart that forgot the resource gives its versions again: ordered by version, the
+    writes before it interleave with those after and look out of order. Then real time
+    decides: each holder wrote in token order, no violation before the restart."""
+    h = H().hold(1, 1, 2, 1).write(1, 1.5, 1, 1, 1, 1).hold(2, 2.5, 3, 2)
+    h.write(2, 2.7, 2, 1, 1, 2).fault(3.5, 4, "kill-majority", ("n1", "n2"))
+    h.hold(3, 5, 6, 3).write(3, 5.5, 3, 1, 1, 1)  # version 1 again
+    res = h.judge()
+    assert res.parts["fencing"].valid and res.parts["lock"].valid, res.to_json()
+
+
 def test_a_token_reused_with_no_restart_is_a_defect():
     h = H().hold(1, 1, 2, 5).write(1, 1.5, 5, 1, 1, 1).hold(2, 5, 6, 5).write(2, 5.5, 5, 1, 1, 2)
     res = h.judge()

@@ -18,7 +18,7 @@ from typing import Any
 
 from zkjepsen.checker import Result, Violation
 from zkjepsen.checker.attribution import disk_fault_before
-from zkjepsen.checker.lock import out_of_version_order
+from zkjepsen.checker.lock import in_version_order, out_of_version_order
 from zkjepsen.checker.lock_observe import Hold, LockObservations, Write, observe
 from zkjepsen.history import History, Op, fault_windows, faults_during
 from zkjepsen.history.stream import paused_gc
@@ -91,7 +91,7 @@ def _backwards(writes: list[Write], faults: list[Any]) -> list[dict[str, Any]]:
         if w.token is not None:
             by_key.setdefault(w.key, []).append(w)
     for key, ws in by_key.items():
-        if all(w.version is not None for w in ws):
+        if in_version_order(ws):
             # The resource's versions give its exact acceptance order (see lock.py).
             for w, top, _ in out_of_version_order(ws):
                 # In version order top came first, but its ack can come later in real time

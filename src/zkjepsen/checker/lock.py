@@ -92,7 +92,7 @@ def effect_overlaps(writes: list[Write]) -> list[tuple[Write, Write, str]]:
         if w.token is not None:
             by_key.setdefault(w.key, []).append(w)
     for ws in by_key.values():
-        if all(w.version is not None for w in ws):
+        if in_version_order(ws):
             out += out_of_version_order(ws)
             continue
         ws.sort(key=lambda w: w.start)
@@ -107,6 +107,15 @@ def effect_overlaps(writes: list[Write]) -> list[tuple[Write, Write, str]]:
                 kind = "stale-after-newer" if newer.end < w.start else "interleaved"
                 out.append((w, newer, kind))
     return out
+
+
+def in_version_order(ws: list[Write]) -> bool:
+    """Whether the resource's versions give its acceptance order: every accepted write
+    recorded one, and no two the same. A version given twice means the resource's counter
+    went back (a server restarted without it): sorting by version would then interleave the
+    writes before it with those after, and invent order violations, so real time decides."""
+    versions = [w.version for w in ws]
+    return None not in versions and len(set(versions)) == len(versions)
 
 
 def out_of_version_order(ws: list[Write]) -> list[tuple[Write, Write, str]]:

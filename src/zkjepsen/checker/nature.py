@@ -352,8 +352,10 @@ def token_nature(ctx: Context, v: Any) -> tuple[str, str, dict | None]:
     write with the smaller token accepted after, or beside, one with the larger)."""
     lo, hi = v.start or 0, v.end if v.end is not None else v.start or 0
     if v.kind == "reused-token":
-        # the reuse is the evidence that the counter went back: any restart between the grants
-        f = next((f for f in ctx.restarts if lo <= f.start <= hi), None)
+        # the reuse is the evidence that the counter went back: any restart between the grants,
+        # or under way at the first (its start is recorded before the server goes down: a
+        # grant 13 ms after a kill-majority's start came from the counter it then lost)
+        f = next((f for f in ctx.restarts if f.start <= hi and lo <= (f.end or f.start)), None)
     else:
         # the smaller token granted after a restart that forgot: the counter went back, so
         # token order is no longer grant order
