@@ -89,19 +89,24 @@ def test_a_holder_that_writes_past_the_heal_and_a_lease_is_a_defect():
 
 def test_a_holder_that_writes_after_it_was_told_lost_is_a_defect_within_the_lease_too():
     # zk_suspended_held: it reconnects, is told its session expired, and writes on at once
-    r = cut([1.2, 5.4, 5.6]).state(1, 2.8, "SUSPENDED").state(1, 5.3, "LOST").check()
+    r = cut([1.2, 5.6]).state(1, 2.8, "SUSPENDED").state(1, 5.3, "LOST").check()
     assert nature(r) == DEFECT
     why = r.details["belief_overlaps"][0]["nature_why"]
     assert "0.30s after its own session-state said it was lost" in why
 
 
-def test_the_first_write_after_a_lost_may_have_been_asked_before_it():
+def test_the_first_write_after_a_lost_may_have_been_asked_before_it_by_a_frozen_holder():
     """A holder frozen between its `holding()` and its write is told LOST as it thaws and
     writes a millisecond later: that write says nothing of a belief after the LOST; the next
-    one, asked after the first returned, does."""
-    h = cut([1.2, 5.301]).state(1, 2.8, "SUSPENDED").state(1, 5.3, "LOST")
+    one, asked after the first returned, does. Not frozen, it asked right before it wrote."""
+    h = cut([1.2, 5.301], f="pause-client").state(1, 5.3, "LOST")
     assert nature(h.check()) == LEASE
     assert nature(h.write(1, 5.8, 10).check()) == DEFECT
+    h = cut([1.2, 5.301]).state(1, 2.8, "SUSPENDED").state(1, 5.3, "LOST")  # cut off
+    assert nature(h.check()) == DEFECT
+    # frozen before its write before: that one was asked for after the thaw
+    h = cut([4.9, 5.301], f="pause-client", heal=4.8).state(1, 5.3, "LOST")
+    assert nature(h.check()) == DEFECT
 
 
 def test_a_write_refused_by_a_fence_still_says_the_holder_believed():

@@ -39,8 +39,8 @@ each violation gets one nature and, for a fault's, the fault that caused it:
   third of a lease has to hear that its lease is gone (a ZooKeeper ping, an etcd keepalive
   answered TTL 0, a Redis lease check), and never after its own history says it was told so
   (a `session-state` LOST or CLOSED of its client after its grant: every nature; the
-  evidence then is its second claim after the LOST, the first whose `holding()` surely came
-  after it). What the
+  evidence then is its first claim after the LOST, or the second when it was frozen between
+  the claim before and this one and told at its thaw). What the
   history shows of a belief at an instant is what the holder did: its loop asks `holding()`
   before each write (a counter's add, the ready node's re-creation) and invokes it only on a
   yes, so a write invoked while the later holder held, after the excuse ended, is the
@@ -148,6 +148,13 @@ class Context:
         # (lock_observe), each in time order (a history's records may come a little out of it)
         self.acts = {c: sorted(ts) for c, ts in (acts or {}).items()}
         self.told = {c: sorted(ts) for c, ts in (told or {}).items()}
+        # client -> the landed freezes of it (a kind seen to land as `frozen`: pause-client)
+        self.frozen: dict[Any, list[FaultSpan]] = {}
+        for f, k in kinds.items():
+            for c in (
+                {client_of(t) for t in f.targets} - {None} if k and k.observer == "frozen" else ()
+            ):
+                self.frozen.setdefault(c, []).append(f)
         # client -> (invoke, completion) of its writes that failed or went unanswered
         self.unsure = unsure or {}
 
@@ -220,7 +227,8 @@ def past_excuse(ctx: Context, earlier: Any, later: Any, silence: FaultSpan | Non
     """Why `earlier`'s belief went on past what a fault's nature excuses, while `later` held
     ('' when it did not): its first claim (a write invoked after `holding()` said yes) in the
     two holds' overlap that it asked `holding()` for after its client was told LOST (or
-    CLOSED) since its grant (the second claim after the LOST, below), or, for a lease's
+    CLOSED) since its grant (the first claim after the LOST, or the second when a freeze may
+    have come between its question and its write, below), or, for a lease's
     nature (`silence`: the fault that froze or cut it off), more than one lease after that
     silence ended (a later silence of it that began within that lease carries the excuse on).
     The one rule of how long an excuse lasts (module docstring)."""
@@ -241,11 +249,17 @@ def past_excuse(ctx: Context, earlier: Any, later: Any, silence: FaultSpan | Non
             end = g.end if g.end is not None else g.start
             if silence.start <= g.start <= until and end + t * S > until:
                 healed, until = end, end + t * S
-    # After its LOST, the evidence is a claim whose `holding()` came after it: the loop asks
-    # before each claim, once the claim before it returned, so the second claim after the
-    # LOST (the first may have been asked before it: a holder frozen between its question and
-    # its write is told LOST the moment it thaws, and writes a millisecond later)
-    i = bisect_right(acts, told_at) + 1 if told_at is not None else len(acts)
+    # After its LOST, the evidence is a claim whose `holding()` came after it. The loop asks
+    # right before each claim, so the first claim after the LOST, unless the holder may have
+    # been frozen between its question and its write: a freeze of it began after its claim
+    # before and by the LOST. Told the moment it thaws, it writes a millisecond later
+    # (etcd-mutex-go under pause-client: LOST, and its write 0.9 ms after, both before the
+    # freeze's end was even recorded). Then the claim after that one.
+    i = bisect_right(acts, told_at) if told_at is not None else len(acts)
+    if i < len(acts) and told_at is not None:
+        prev = acts[i - 1] if i else earlier.start
+        if any(prev < g.start <= told_at for g in ctx.frozen.get(client, ())):
+            i += 1
     knew = acts[i] if i < len(acts) else float("inf")
     for act in acts[bisect_right(acts, lo) :]:
         if act >= hi:
