@@ -365,16 +365,23 @@ def boundaries_table(notes: list[tuple[str, str]]) -> list[str]:
         "| date |",
         "|---|---|---|---|---|---|---|",
     ]
+    keys = ("lock", "fault", "boundary", "claim", "runs", "load")
+    return [*lines, *lettered(rows, keys), ""]
+
+
+def lettered(rows: list[tuple[str, dict[str, str]]], keys: tuple[str, ...]) -> list[str]:
+    """A dated table's rows (`keys`' cells, then its date and a letter), then each letter's
+    command, linked to the note it was measured in."""
+    lines: list[str] = []
     letters: dict[str, str] = {}
     for name, r in rows:
         how = f"[{name}](findings/{name}#{slug(r['section'])}): `{r['command']}`"
         letter = letters.setdefault(how, "abcdefghijklmnopqrstuvwxyz"[len(letters)])
-        cells = [r["lock"], r["fault"], r["boundary"], r["claim"], r["runs"], r["load"]]
-        lines.append("| " + " | ".join(cells) + f" | {r['date']} · {letter} |")
+        lines.append("| " + " | ".join(r[k] for k in keys) + f" | {r['date']} · {letter} |")
     lines.append("")
     lines += [f"{letter}. {how}" + "  " for how, letter in letters.items()]
     lines[-1] = lines[-1].rstrip()
-    return [*lines, ""]
+    return lines
 
 
 def read_boundary_notes() -> list[tuple[str, str]]:
@@ -417,16 +424,8 @@ def hunt_table(notes: list[tuple[str, str]]) -> list[str]:
         "same | what the finds were | load | date |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    letters: dict[str, str] = {}
-    for name, r in rows:
-        how = f"[{name}](findings/{name}#{slug(r['section'])}): `{r['command']}`"
-        letter = letters.setdefault(how, "abcdefghijklmnopqrstuvwxyz"[len(letters)])
-        keys = ("program", "seeds", "budget", "guided", "random", "finds", "load")
-        lines.append("| " + " | ".join(r[k] for k in keys) + f" | {r['date']} · {letter} |")
-    lines.append("")
-    lines += [f"{letter}. {how}" + "  " for how, letter in letters.items()]
-    lines[-1] = lines[-1].rstrip()
-    return [*lines, ""]
+    keys = ("program", "seeds", "budget", "guided", "random", "finds", "load")
+    return [*lines, *lettered(rows, keys), ""]
 
 
 def row_from_sweep(folder: Path) -> dict:
