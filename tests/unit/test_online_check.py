@@ -368,3 +368,28 @@ def test_a_counter_run_is_followed_for_its_lock_and_its_reads():
 
     chk = online_checker({"lock": LockChecker(fail_on=("belief",)), "counter": CounterChecker()})
     assert chk.kinds == {"belief", "read-out-of-bounds"}
+
+
+def test_versions_given_again_after_a_restart_order_nothing():
+    """A restart that forgot the resource gives its versions again: a write before it (token 3,
+    version 3) and one after (token 4, version 1) are in token order in real time, not out of
+    it; the offline checker (lock.in_version_order) then orders by real time, and so does this
+    one from the first version that comes twice."""
+
+    def write(t, client, token, version):
+        inv = {"time": t, "process": client, "client": client, "type": "invoke", "f": "write"}
+        inv.update(key="/r", value={"token": token})
+        ok = {"time": t + 1, "process": client, "client": client, "type": "ok", "f": "write"}
+        ok.update(key="/r", value={"version": version})
+        return [inv, ok]
+
+    records = write(10, 1, 1, 1) + write(20, 1, 2, 2) + write(30, 1, 3, 3)
+    records += write(40, 2, 4, 1) + write(50, 2, 5, 2)  # after the restart
+    for i, r in enumerate(records):
+        r["index"] = i
+    chk = OnlineLockChecker(kinds=("effect",))
+    for r in records:
+        chk.feed(r)
+    chk.finish()
+    assert chk.confirmed() == []
+    assert offline(records)["effect"] == set()

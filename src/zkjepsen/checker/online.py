@@ -20,7 +20,9 @@ What is judged online (the kinds that can make the verdict invalid):
   have all been fed past max(start): then no end at or below it can still come.
 - **effect** (`checker.lock`): accepted writes w, x on one resource with token(w) < token(x) and
   x invoked before w completed; with every write carrying the resource's version, a smaller
-  token accepted at a larger version. Decided as soon as both writes are accepted.
+  token accepted at a larger version (until a version comes twice: a restart gave them again,
+  and real time decides, as offline: lock.in_version_order). Decided as soon as both writes
+  are accepted.
 - **reused-token** (`checker.fencing`): two ok acquires of one lock granted the same token.
 It assumes a resource's writes either all record versions or none do (what every workload does):
 the offline checker picks its order by whether ALL of them do, which no prefix can tell.
@@ -83,6 +85,9 @@ class OnlineLockChecker(OnlineFindings):
         self.by_client: dict[Any, list[_Hold]] = {}
         self.kills: dict[Any, list[int]] = {}  # client -> times a kill-client started
         self.writes: dict[Any, list[_Write]] = {}  # resource -> accepted writes with a token
+        # resource -> the versions its accepted writes recorded, or None once one came twice
+        # (a restart gave them again: from then on real time orders its writes, as offline)
+        self.versions: dict[Any, set[int] | None] = {}
         # (lock, token) -> the first grant's (client, time)
         self.granted: dict[tuple[Any, Any], tuple[Any, int]] = {}
         self.candidates: list[tuple[_Hold, _Hold]] = []  # belief pairs not yet decided
@@ -201,12 +206,18 @@ class OnlineLockChecker(OnlineFindings):
 
     def _accepted(self, w: _Write) -> None:
         ws = self.writes.setdefault(w.key, [])
+        seen = self.versions.setdefault(w.key, set())
+        if seen is not None and w.version is not None:
+            if w.version in seen:
+                seen = self.versions[w.key] = None
+            else:
+                seen.add(w.version)
         if "effect" in self.kinds:
             for x in ws:
                 if x.token == w.token:
                     continue
                 small, big = (w, x) if w.token < x.token else (x, w)
-                if w.version is not None and x.version is not None:
+                if seen is not None and w.version is not None and x.version is not None:
                     broken = small.version > big.version
                     kind = "stale-after-newer"
                 else:
