@@ -504,13 +504,9 @@ def with_natures(parts: dict[str, Any], ctx: Context) -> None:
     `beyond_nature_count` (the defects, and what was found but not listed)."""
     for part in parts.values():
         judged = classify_violations(ctx, list(part.violations))
-        if judged is None:
-            continue
-        counts = counts_of([j["nature"] for j in judged])
-        found = sum(part.counts.values()) if part.counts else len(judged)
-        part.details["natures"] = judged
-        part.details["nature_counts"] = counts
-        part.details["beyond_nature_count"] = counts.get(DEFECT, 0) + max(0, found - len(judged))
+        if judged is not None:
+            found = sum(part.counts.values()) if part.counts else len(judged)
+            _put(part.details, "", judged, found)
 
 
 def with_effect_natures(lock: Any, ctx: Context) -> None:
@@ -520,11 +516,16 @@ def with_effect_natures(lock: Any, ctx: Context) -> None:
     write out of token order after a restart that forgot is that restart's nature, as the
     fencing part's backwards write is."""
     effects = [v for v in lock.violations if v.kind == "effect"]
-    if not effects:
-        return
-    judged = classify_violations(ctx, effects) or []
+    if effects:
+        judged = classify_violations(ctx, effects) or []
+        found = int(lock.details.get("effect_overlap_count") or len(judged))
+        _put(lock.details, "effect_", judged, found)
+
+
+def _put(details: dict[str, Any], prefix: str, judged: list[dict[str, Any]], found: int) -> None:
+    """The classified violations into `details`, with their counts and the defects (and
+    what was found but not listed), under `prefix`."""
     counts = counts_of([j["nature"] for j in judged])
-    found = int(lock.details.get("effect_overlap_count") or len(judged))
-    lock.details["effect_natures"] = judged
-    lock.details["effect_nature_counts"] = counts
-    lock.details["effect_beyond_nature_count"] = counts.get(DEFECT, 0) + max(0, found - len(judged))
+    details[f"{prefix}natures"] = judged
+    details[f"{prefix}nature_counts"] = counts
+    details[f"{prefix}beyond_nature_count"] = counts.get(DEFECT, 0) + max(0, found - len(judged))
