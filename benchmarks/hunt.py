@@ -3,10 +3,11 @@ to the first violation the hunt finds (or how many runs it made without one), th
 per program and strategy over the hunts that found one, and the gate's verdict on the program.
 
     .venv/bin/python benchmarks/hunt.py [--budget 4m] [--seeds 1,2,3,4,5] [--store DIR] \
-        [--strategies guided,random] [--gate] [--out rows.jsonl] [--image IMG] \
+        [--strategies guided,random] [--gate | --gate-only] [--out rows.jsonl] [--image IMG] \
         [--param KEY=VALUE ...] NAME ...
     .venv/bin/python benchmarks/hunt.py --table rows.jsonl ...   # the markdown table of rows
     .venv/bin/python benchmarks/hunt.py --block rows.jsonl ...   # a note's JSON block of them
+    .venv/bin/python benchmarks/hunt.py --gate-table rows.jsonl ...  # program x gate scenario
 
 NAME: a zoo program without .py (benchmarks/zoo/NAME.toml gives its service, command,
 workload, clients, session and parameters, a fenced control's `resource`/`property` among
@@ -18,7 +19,12 @@ Each hunt is run/hunt.py's `hunt()` with the
 CLI's short defaults (cli/hunt.py `hunt_base`), one after another (the machine is shared): no
 confirmation, no shrink, the first run that finds ends it. `--gate`: once per program, the
 gate's three scenarios (run/gate.py, as `zkjepsen gate` with the program's settings, the first
-seed) and its verdict. `--out`: each row as a JSON line as it ends (a table is made from them).
+seed) and its verdict. `--gate-only`: the gate and no hunt, every scenario run to its own end
+(as `zkjepsen gate --run-all`: the first invalid one does not end the others), so each
+scenario's verdict is known; each scenario's row says what it saw (its belief overlaps, how many
+beyond a lease's or a fault's nature, its effect overlaps, and what the hunt's rule calls the
+run: `found` a defect, `close` only a fault's nature). `--out`: each row as a JSON line as it
+ends (a table is made from them).
 
 The figures are a sample of the seeds given, on a loaded machine (the load average is printed
 at the start of each hunt): wall times include every run's setup and teardown; the runs column
@@ -134,27 +140,106 @@ def one(name: str, strategy: str, seed: int, budget_s: float, store: Path) -> di
     }
 
 
-def gate_of(name: str, seed: int, store: Path) -> dict:
+WORD = {True: "VALID", False: "INVALID"}
+
+
+def scenario_of(row: Any, wall_s: float | None) -> dict:
+    """One gate scenario's run, as the note's table reads it: its verdict, what its lock part
+    saw, and what the hunt's rule (run/hunt.py `finding`) calls the run: `found` (a defect of
+    the lock, or an invalid part no nature explains), `close` (each violation a lease's or a
+    fault's nature), `landed`/`missed` (none)."""
+    from zkjepsen.run.hunt import finding
+
+    results = row.run.results if row.run is not None and isinstance(row.run.results, dict) else {}
+    lock = results.get("lock") if isinstance(results.get("lock"), dict) else {}
+    details = lock.get("details") if isinstance(lock.get("details"), dict) else lock
+    reached, words = finding(results)
+    return {
+        "scenario": row.scenario,
+        "verdict": WORD.get(row.valid, "UNKNOWN"),
+        "reached": reached,
+        "words": words,
+        "splits": details.get("belief_overlap_count"),
+        "beyond": details.get("beyond_lease_count"),
+        "lease": details.get("lease_split_count"),
+        "effect": details.get("effect_overlap_count"),
+        "invalid": sorted(
+            k for k, p in results.items() if isinstance(p, dict) and p.get("valid") is False
+        ),
+        "line": row.line,
+        "skipped": row.skipped,
+        "wall_s": wall_s,
+        "folder": row.store_dir,
+    }
+
+
+def gate_of(name: str, seed: int, store: Path, run_all: bool = False) -> dict:
     """The gate's three scenarios on the program (its settings, as `zkjepsen gate` would take
-    them), one at a time: the verdict and each scenario's line."""
+    them), one at a time: the verdict and each scenario's line and what it saw. `run_all`:
+    every scenario to its own end (`gate --run-all`), not just until the first invalid one."""
     from zkjepsen.run.gate import SCENARIOS, gate_specs, run_gate, verdict
 
     given, params = settings_of(name)
     settings = {k: v for k, v in given.items() if v is not None and k in GATE_KEYS}
     settings |= {"seed": seed, "time_limit_s": 60.0, "params": params}
     names = list(SCENARIOS)
+    at_start = load()
     started = time.monotonic()
-    rows = run_gate(gate_specs(settings, names, 0.10), names, 1, store / "gate" / name)
+    ended: list[float] = []  # one scenario at a time: each one's wall is from the one before
+
+    def done(row: Any) -> None:
+        ended.append(time.monotonic())
+        print(f"  {name} {row.scenario}: {WORD.get(row.valid, 'UNKNOWN')} {row.line}", flush=True)
+
+    specs = gate_specs(settings, names, 0.10)
+    rows = run_gate(specs, names, 1, store / "gate" / name, on_done=done, run_all=run_all)
+    walls = [round(b - a, 1) for a, b in zip([started, *ended], ended, strict=False)]
     v = verdict(rows)
     return {
         "program": name,
         "strategy": "gate",
         "seed": seed,
-        "verdict": {True: "VALID", False: "INVALID"}.get(v, "UNKNOWN"),
+        "run_all": run_all,
+        "verdict": WORD.get(v, "UNKNOWN"),
         "rows": [f"{r.scenario} {r.valid}: {r.line}" for r in rows],
+        "scenarios": [
+            scenario_of(r, walls[i] if i < len(walls) and not r.skipped else None)
+            for i, r in enumerate(rows)
+        ],
         "wall_s": round(time.monotonic() - started, 1),
-        "load": load(),
+        "load": load(),  # at its end; `load_start` at its start
+        "load_start": at_start,
     }
+
+
+def gate_cell(s: dict) -> str:
+    """One scenario of the gate table: `INVALID, found: 1 of 1 beyond (12 s)`."""
+    if s.get("skipped"):
+        return f"{s['verdict']} ({s['skipped']})"
+    seen = f"{s['splits'] or 0} splits, {s['beyond'] or 0} beyond, {s['effect'] or 0} effect"
+    wall = f", {s['wall_s']:.0f} s" if s.get("wall_s") is not None else ""
+    bad = f"; invalid: {', '.join(s['invalid'])}" if s["invalid"] else ""
+    return f"{s['verdict']}, {s['reached']} ({seen}{bad}{wall})"
+
+
+def gate_table(paths: list[Path]) -> str:
+    """The gate rows `--out` wrote, as a markdown table: program x scenario, the verdict."""
+    rows = [json.loads(x) for p in paths for x in p.read_text().splitlines() if x.strip()]
+    gates = [r for r in rows if r["strategy"] == "gate" and r.get("scenarios")]
+    names = list(dict.fromkeys(s["scenario"] for g in gates for s in g["scenarios"]))
+    out = [
+        "| program | " + " | ".join(names) + " | the gate | wall | load |",
+        "|---|" + "---|" * (len(names) + 3),
+    ]
+    for g in gates:
+        by = {s["scenario"]: gate_cell(s) for s in g["scenarios"]}
+        cells = [by.get(n, "-") for n in names]
+        out.append(
+            f"| `{g['program']}` | "
+            + " | ".join(cells)
+            + f" | {g['verdict']} | {g['wall_s']:.0f} s | {g['load'].split()[-1]} |"
+        )
+    return "\n".join(out)
 
 
 def summary(rows: list[dict], names: list[str], strategies: list[str]) -> None:
@@ -245,8 +330,9 @@ def block(paths: list[Path]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] in (["--table"], ["--block"]):  # of rows already measured: nothing is run
-        print((table if argv[0] == "--table" else block)([Path(p) for p in argv[1:]]))
+    shown = {"--table": table, "--block": block, "--gate-table": gate_table}
+    if argv[:1] and argv[0] in shown:  # of rows already measured: nothing is run
+        print(shown[argv[0]]([Path(p) for p in argv[1:]]))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("names", nargs="+")
@@ -254,6 +340,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--seeds", default="1,2,3,4,5")
     ap.add_argument("--strategies", default="guided,random")
     ap.add_argument("--gate", action="store_true", help="the gate's verdict on each program")
+    ap.add_argument(
+        "--gate-only",
+        action="store_true",
+        help="only the gate, each of its scenarios to its own end (`gate --run-all`); no hunt",
+    )
     ap.add_argument("--store", type=Path, default=Path("store"))
     ap.add_argument("--out", type=Path, default=None, help="each row as a JSON line")
     ap.add_argument("--image", default=None, help="the servers' image (as `hunt --image`)")
@@ -279,11 +370,11 @@ def main(argv: list[str]) -> int:
                 f.write(json.dumps(row, default=str) + "\n")
 
     for name in args.names:
-        if args.gate:
-            g = gate_of(name, seeds[0], args.store)
+        if args.gate or args.gate_only:
+            g = gate_of(name, seeds[0], args.store, run_all=args.gate_only)
             keep(g)
             print(f"{name:22} gate: {g['verdict']} ({g['wall_s']:.0f} s, {g['load']})", flush=True)
-        for seed in seeds:
+        for seed in seeds if not args.gate_only else ():
             for strategy in strategies:
                 row = one(name, strategy, seed, budget_s, args.store)
                 keep(row)

@@ -76,3 +76,47 @@ def _written(rows: list[dict]) -> Path:
     path = Path(tempfile.mkdtemp()) / "rows.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
+
+
+def test_gate_only_runs_every_scenario_to_its_end_and_no_hunt(monkeypatch, tmp_path, capsys):
+    """`--gate-only`: the gate alone, as `gate --run-all` (each scenario's own verdict); each
+    scenario's row says what its lock part saw and what the hunt's rule calls the run."""
+    import zkjepsen.run.gate as gate
+    import zkjepsen.run.hunt as hunt_mod
+
+    asked = {}
+    lock = {"valid": False, "belief_overlap_count": 2, "beyond_lease_count": 0}
+    lock |= {"lease_split_count": 2, "effect_overlap_count": 0}
+
+    def fake_run_gate(specs, names, parallel, store_root=None, on_done=None, run_all=False):
+        asked["run_all"], asked["names"] = run_all, names
+        out = []
+        for n in names:
+            run = type("R", (), {"results": {"lock": lock} if n == "client-pause" else {}})()
+            row = gate.GateRow(n, False if n == "client-pause" else True, "x", None, run)
+            on_done(row)
+            out.append(row)
+        return out
+
+    monkeypatch.setattr(gate, "run_gate", fake_run_gate)
+    monkeypatch.setattr(hunt_mod, "hunt", lambda *a, **k: pytest.fail("no hunt with --gate-only"))
+    out = tmp_path / "rows.jsonl"
+    argv = ["--gate-only", "--image", "x", "--out", str(out), "--store", str(tmp_path)]
+    assert bench.main([*argv, "zk_no_relist"]) == 0
+    assert asked == {"run_all": True, "names": list(gate.SCENARIOS)}
+    (row,) = [json.loads(x) for x in out.read_text().splitlines()]
+    pause = row["scenarios"][0]
+    assert row["verdict"] == "INVALID" and row["run_all"] is True
+    assert (pause["verdict"], pause["reached"], pause["splits"], pause["beyond"]) == (
+        "INVALID",
+        "close",  # two splits, both a lease's nature: the gate caught it only by a lease
+        2,
+        0,
+    )
+    assert [s["verdict"] for s in row["scenarios"][1:]] == ["VALID", "VALID"]
+    drawn = bench.gate_table([out])
+    assert drawn.splitlines()[0].startswith("| program | client-pause | client-cut | leader-kill")
+    assert "| `zk_no_relist` | INVALID, close (2 splits, 0 beyond, 0 effect; invalid: lock" in drawn
+    # and plain --gate keeps the gate's own early end (the first invalid scenario ends the rest)
+    bench.gate_of("zk_no_relist", 1, tmp_path)
+    assert asked["run_all"] is False
