@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,8 @@ from hostile import (
     Hung,
     Tally,
     examples,
+    hang_guard,
+    hung,
     make_kind,
     nested,
     refusal_wrong,
@@ -117,26 +118,18 @@ def expected(f: File) -> tuple[str, Any]:
 
 def opened(path: Path, f: File, folder: Path) -> tuple[str, Any]:
     """What the opener did: ("read", the value) or ("refused", the sentence)."""
-
-    def fire(signum: int, frame: Any) -> None:
-        raise Hung
-
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.setitimer(signal.ITIMER_REAL, BOUND_S)
     try:
-        if f.kind == "toml":
-            text = regular.read_text(path, "config", LIMIT, within=folder)
-            return "read", config.parse_toml(text, "config")
-        return "read", regular.read_json(path, "document", limit=LIMIT, within=folder)
+        with hang_guard(BOUND_S):
+            if f.kind == "toml":
+                text = regular.read_text(path, "config", LIMIT, within=folder)
+                return "read", config.parse_toml(text, "config")
+            return "read", regular.read_json(path, "document", limit=LIMIT, within=folder)
     except BadInput as e:
         return "refused", str(e)
     except Hung:
-        return f"still reading after {BOUND_S}s", None
+        return f"still reading: {hung(BOUND_S)}", None
     except BaseException as e:  # noqa: BLE001 - anything else is the finding
         return f"raised {type(e).__name__}: {e}", None
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
 
 
 def test_the_opener_reads_exactly_what_it_may_and_refuses_the_rest(tmp_path, request):

@@ -12,12 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
+from hostile import cpu_bounded
 from stored_folder import jsonl, lock_records, make_run, stored_spec
 from test_bad_input import assert_refused, run_cli
 
 from zkjepsen.run.stored_checks import STORED_SPEC_FIELDS
 
-BOUND_S = 60  # a refusal takes well under a second; a hang is caught with this margin
+BOUND_S = 60  # CPU seconds (hostile.cpu_bounded): a refusal takes well under one
 
 
 @pytest.fixture
@@ -215,7 +216,7 @@ def cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
         env=env,
         capture_output=True,
         text=True,
-        timeout=BOUND_S,
+        **cpu_bounded(BOUND_S),
     )
 
 

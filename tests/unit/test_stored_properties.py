@@ -1,6 +1,6 @@
 """Property: a stored run folder with any one file corrupted is refused by `analyze`, `replay` and
 `shrink`: exit 254, exactly one line on stderr, no traceback, nothing written outside the
-folder, and no hang past BOUND_S (a real-time timer cuts the command; a cut is a failure).
+folder, and no hang (hostile.hang_guard cuts the command; a cut is a failure).
 
 A corruption that changes content is wrong, so 254 is the only right answer for it (2 would be
 a judgement of evidence that should have been refused, 255 a reader meeting what no schema let
@@ -29,25 +29,23 @@ are printed at the end; ZKJEPSEN_STORED_EXAMPLES (default 150) and ZKJEPSEN_STOR
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
-import signal
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import hostile
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 from stored_folder import jsonl, lock_records, make_run, stored_spec
 
-from zkjepsen.cli import main
 from zkjepsen.run.stored_checks import STORED_SPEC_FIELDS
 
 DEAD_ENGINE = "unix:///nonexistent/zkjepsen-stored-property.sock"
-BOUND_S = 20  # a refusal takes well under a second
+BOUND_S = 20  # CPU seconds (hostile.hang_guard): a refusal takes well under one
 EXAMPLES = int(os.environ.get("ZKJEPSEN_STORED_EXAMPLES", "150"))
 SEED = os.environ.get("ZKJEPSEN_STORED_SEED")
 COMMANDS = ("analyze", "replay", "shrink")
@@ -527,34 +525,10 @@ CORRUPTIONS = st.one_of(
 
 
 # ---- running one --------------------------------------------------------------------------------
-class Hung(BaseException):
-    """The command ran past BOUND_S (raised by the timer; a BaseException, so no `except
-    Exception` in the command can swallow it)."""
-
-
 def run_bounded(argv: list[str]) -> tuple[int | str, str]:
-    err = io.StringIO()
-
-    def fire(signum, frame):
-        raise Hung
-
-    old = signal.signal(signal.SIGALRM, fire)
-    signal.setitimer(signal.ITIMER_REAL, BOUND_S)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
-            try:
-                main(argv)
-                code: int | str = 0
-            except SystemExit as e:
-                code = e.code if isinstance(e.code, int) else 1
-            except Hung:
-                code = f"still running after {BOUND_S}s"
-            except BaseException as e:  # noqa: BLE001 - a traceback is the finding
-                code = f"raised {type(e).__name__}: {e}"
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, old)
-    return code, err.getvalue()
+    """(exit code, or what went wrong instead; stderr): hostile.py's guard, one for all."""
+    code, _, err = hostile.run_bounded(argv, BOUND_S)
+    return code, err
 
 
 def snapshot(root: Path, skip: Path) -> set[str]:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hostile import cpu_bounded
 
 from zkjepsen.docker import timewarp as tw
 from zkjepsen.nemesis import generator as g
@@ -69,7 +70,7 @@ def _probe(built: Path, control: Path, count: int, ms: int) -> list[list[int]]:
         [str(built / "zkj-timewarp"), str(control), str(built / "clockprobe"), str(count), str(ms)],
         capture_output=True,
         text=True,
-        timeout=30,
+        **cpu_bounded(30),  # a hang fails; a busy machine does not
     )
     assert run.returncode == 0, run.stderr
     return [[int(x) for x in line.split()] for line in run.stdout.splitlines()]
