@@ -74,6 +74,28 @@ def test_the_menu_is_what_applies_and_says_what_it_dropped():
     assert "proxy-lose-create" in {f for _, f in with_proxy.arms}
 
 
+def test_near_expiry_aims_at_its_holder_only_where_a_hold_lasts_that_long():
+    """near-expiry fires 0.8 of the lease after a grant: with the zoo's zk_orphan_create holds
+    (hold_s 0.3: 0 to 0.6 s) and a 2 s session the holder has let go by then, and a fault
+    aimed at it missed every attempt (a hunt's run spent on it, 2026-11-29: 5 of 5 "its
+    trigger's state had ended"); a waiter is still there. Mutant: the rule removed fails it."""
+
+    def near(**p):
+        spec = base(session_timeout_s=2.0, params=p)
+        return h.roles("clock-skew-client", "near-expiry", spec.nodes, spec)
+
+    assert near(hold_s=0.3) == ("next-waiter",)  # at most 0.6 s < 1.6 s
+    assert near(hold_s=1.5, hold_fixed=True) == ("next-waiter",)  # exactly 1.5 s < 1.6 s
+    assert near(hold_s=0.9) == h.ROLES["near-expiry"]  # up to 1.8 s
+    assert near(hold_s=3.0, hold_fixed=True) == h.ROLES["near-expiry"]  # the hunt's default
+    assert h.longest_hold(base()) == 0.4  # client/loop.py's default 0.2 s, drawn up to twice
+    spec = base(session_timeout_s=2.0, params={"hold_s": 0.3})
+    assert h.roles("kill-leader", "near-expiry", 3, spec) == ("event",)  # not a client's
+    m = h.menu(spec)
+    aims = {c.target for c in m.choices(("near-expiry", "pause-client"))}
+    assert aims == {"next-waiter"}
+
+
 def test_faults_narrow_the_menu_and_an_unknown_one_is_refused():
     m = h.menu(base(), ["kill-client", "pause-client"])
     assert {f for _, f in m.arms if " + " not in f} == {"kill-client", "pause-client"}
@@ -172,7 +194,87 @@ def test_guided_prefers_an_uncovered_arm_to_one_that_missed_and_a_near_miss_to_b
     assert choice.arm == ("m1", "b")  # the one uncovered
     tally.add(choice, 0.0)
     tally.add(h.Choice("m2", "a", "1x"), 0.5)  # then (m2, a) came close
+    tally.add(h.Choice("m1", "b", "1x"), 0.0)  # and b missed again: as many tries as a's
     assert h.choose("guided", m, tally, random.Random(0))[0].arm == ("m2", "a")
+    # within a kind, too: of its two arms the one that came close
+    one = h.Menu([("m1", "a"), ("m2", "a")], {"a": ("1x",)}, {})
+    assert h.choose("guided", one, tally, random.Random(0))[0].arm == ("m2", "a")
+
+
+def test_guided_chooses_the_fault_kind_first_so_a_kind_on_few_moments_is_not_outnumbered():
+    """A kind on one moment beside a kind on seven: the guided hunt draws each kind once before
+    either twice (a choice over arms would draw the one-moment kind 1 time in 8, and after a
+    miss on its moment not at all before the seven). Mutant: the choice over every arm at once
+    (no kind first) fails it."""
+    moments = [f"m{i}" for i in range(7)]
+    m = h.Menu([(mo, "a") for mo in moments] + [("m0", "b")], {"a": ("1x",), "b": ("1x",)}, {})
+    for seed in range(20):
+        tally, rng, kinds = h.Tally(), random.Random(seed), []
+        for _ in range(2):
+            choice, why = h.choose("guided", m, tally, rng)
+            kinds.append(choice.fault)
+            tally.add(choice, 0.0)
+        assert sorted(kinds) == ["a", "b"], (seed, kinds)
+        assert "kinds untried" in why
+
+
+def test_within_its_kind_guided_takes_a_moment_no_run_has_had():
+    """Kind a missed on m0; m1 landed with kind b. Of a's untried arms the guided hunt takes
+    m2, the moment no run has had (credited PRIOR), not m1, which only landed. Mutant: an
+    untried part left out of the prior (not credited PRIOR) fails it."""
+    arms = [("m0", "a"), ("m1", "a"), ("m2", "a"), ("m1", "b")]
+    m = h.Menu(arms, {"a": ("1x",), "b": ("1x",)}, {})
+    tally = h.Tally()
+    tally.add(h.Choice("m0", "a", "1x"), 0.0)
+    for _ in range(3):  # b three times: its kind's exploration below a's
+        tally.add(h.Choice("m1", "b", "1x"), 0.25)
+    for seed in range(10):
+        assert h.choose("guided", m, tally, random.Random(seed))[0].arm == ("m2", "a")
+
+
+def test_guided_tries_the_lock_clients_faults_before_the_servers():
+    """The prior: a fault at the lock client's own boundary (its process, its wire, its clock)
+    is tried before any fault on the servers, even after one of them came close; then the
+    servers' too. Mutant: SERVER_PRIOR = PRIOR (no prior by where a fault acts) fails it."""
+    clients = ["pause-client", "proxy-lose-create", "clock-skew-client"]
+    servers = ["kill-leader", "power-loss-all", "torn-write", "partition-halves", "clock-bump"]
+    assert all(h.at_client(f) for f in clients) and not any(h.at_client(f) for f in servers)
+    moments = [f"m{i}" for i in range(7)]
+    faults = clients + servers
+    m = h.Menu([(mo, f) for f in faults for mo in moments], {f: ("1x",) for f in faults}, {})
+    reward = {"pause-client": 0.75}  # close, and new states; every other run landed
+    for seed in range(20):
+        tally, rng, order = h.Tally(), random.Random(seed), []
+        for _ in range(20):
+            choice, _ = h.choose("guided", m, tally, rng)
+            order.append(choice.fault)
+            tally.add(choice, reward.get(choice.fault, 0.25))
+        firsts = list(dict.fromkeys(order))
+        assert sorted(firsts[: len(clients)]) == sorted(clients), (seed, order)
+        assert set(order) == set(faults), (seed, order)  # the servers' faults too, after
+
+
+def test_on_the_real_menu_guided_tries_every_client_fault_kind_first_random_stays_uniform():
+    """On kazoo's menu behind the wire proxy (the zoo's zk_orphan_create: proxy-lose-create is
+    one kind of 38, with 24 pairs), every run landing and no more: the guided hunt's first runs
+    are every kind at the client's boundary, each once (a pair of two such kinds may come
+    between). Random draws an arm uniformly (the baseline, the same RNG): its first draw is
+    the RNG's choice of the menu's arms."""
+    m = h.menu(base(proxy=True))
+    kinds = {f for _, f in m.arms if " + " not in f}
+    clients = {f for f in kinds if h.at_client(f)}
+    assert "proxy-lose-create" in clients and len(clients) < len(kinds) // 3
+    for seed in range(3):
+        tally, rng, order = h.Tally(), random.Random(seed), []
+        while not clients <= set(order):
+            choice, _ = h.choose("guided", m, tally, rng)
+            order.append(choice.fault)
+            tally.add(choice, 0.25)
+        assert all(h.at_client(x) for f in order for x in f.split(" + ")), (seed, order)
+        assert len(order) <= len(clients) + 2, (seed, order)  # a pair of two such kinds, once
+        assert h.choose("random", m, h.Tally(), random.Random(seed))[0].arm == (
+            random.Random(seed).choice(m.arms)
+        )
 
 
 def test_guided_spreads_its_magnitudes_random_draws_from_the_menu():
@@ -354,3 +456,30 @@ def test_a_runs_states_near_misses_and_novelty_go_into_its_line_and_its_reward(
     assert result.coverage is not None and len(result.coverage.states) == 3
     page = (tmp_path / "coverage.html").read_text()
     assert "session=lost/ok" in page and result.picture == tmp_path / "coverage.html"
+
+
+def test_a_pair_is_judged_by_what_its_kinds_earned_alone_and_waits_behind_untried_kinds():
+    """The zoo's zk_orphan_create, guided seed 2 (2026-11-29): after proxy-delay-reply landed
+    (and reached new states: 0.75), the pair `partition-halves + proxy-delay-reply` took runs 4
+    and 5 before 7 client kinds were ever tried: its prior was its kinds' means over every run,
+    its own included (a run of the pair raised its own prior), and an untried server kind was
+    not discounted in it. Now a pair's prior is its kinds' estimates as single arms: an untried
+    client kind goes first. Mutant: the kinds' means over every run (the pair's own included)
+    fails it."""
+    arms = [("on-acquire", "proxy-delay-reply"), ("on-acquire", "proxy-lose-create")]
+    arms += [("on-acquire", "partition-halves")]
+    arms += [("on-acquire + mid-acquire", "partition-halves + proxy-delay-reply")]
+    faults = ["proxy-delay-reply", "proxy-lose-create", "partition-halves"]
+    m = h.Menu(arms, {f: ("1x",) for f in faults}, {})
+    m.options[arms[3]] = [
+        h.Choice("on-acquire", "partition-halves", "1x", then=h.Choice("mid-acquire", x, "1x"))
+        for x in ("proxy-delay-reply",)
+    ]
+    tally = h.Tally()
+    tally.add(h.Choice("on-acquire", "proxy-delay-reply", "1x"), 0.75)
+    pair = m.options[arms[3]][0]
+    tally.add(pair, 0.75)  # the pair's own run: it must not lift its prior
+    for seed in range(10):
+        got = h.choose("guided", m, tally, random.Random(seed))[0]
+        assert got.fault == "proxy-lose-create", (seed, got)
+    assert h.kind_prior(pair.arm[1], tally, m.arms) == (0.25 + (0.75 + 0.5) / 2) / 2

@@ -172,7 +172,8 @@ def settle_finding(
     type=click.Choice(["guided", "random"]),
     default="guided",
     show_default=True,
-    help="guided: untried (moment, fault) pairs first, then UCB1 on how close runs came; "
+    help="guided: each fault kind once, the lock client's own (its wire, process, clock) "
+    "before the servers', each on a moment not yet tried, then UCB1 on how close runs came; "
     "random: uniform over the same menu.",
 )
 @click.option(

@@ -37,6 +37,19 @@ from zkjepsen.checker.nature import NATURES, WORDS
 from zkjepsen.errors import BadInput
 from zkjepsen.faultkinds import KINDS
 from zkjepsen.run.fanout import Job, Outcome
+from zkjepsen.run.hunt_choice import (  # noqa: F401 - the guided choice, as it was named here
+    CLIENT_TARGETS,
+    EXPLORE,
+    PRIOR,
+    SERVER_PRIOR,
+    SHRINK,
+    Tally,
+    at_client,
+    choose,
+    components,
+    kind_prior,
+    part_prior,
+)
 from zkjepsen.run.hunt_coverage import Coverage, write_html
 from zkjepsen.run.hunt_state import Reached, reached
 from zkjepsen.run.many import run_jobs
@@ -293,6 +306,15 @@ def moments(base: TestSpec) -> list[str]:
     return out
 
 
+def longest_hold(spec: TestSpec) -> float:
+    """The longest hold the run's clients make (client/loop.py: `hold_s` exactly with
+    `hold_fixed`, else drawn from 0 to twice it; 0.2 s by default)."""
+    p = spec.params if isinstance(spec.params, dict) else {}
+    hold = p.get("hold_s", 0.2)
+    hold = float(hold) if isinstance(hold, (int, float)) else 0.2
+    return hold if p.get("hold_fixed") else 2 * hold
+
+
 def roles(
     fault: str, moment: str, servers: int = 1, spec: TestSpec | None = None
 ) -> tuple[str, ...]:
@@ -306,6 +328,10 @@ def roles(
         return (*SERVER_ROLES, *lock)
     if target not in ("holder", "random"):
         return ("event",)  # its kind's own target (the leader, a minority, all...)
+    if moment == "near-expiry" and spec and longest_hold(spec) < NEAR_EXPIRY * lease_s(spec):
+        # the grant's holder has let go before its age nears the lease: a fault aimed at it
+        # would miss every time (its trigger's state had ended); a waiter is still there
+        return tuple(r for r in ROLES[moment] if r != "event")
     return ROLES[moment]
 
 
@@ -370,7 +396,7 @@ def _add_pairs(base: TestSpec, m: Menu, seconds: list[str], rng: random.Random) 
         fault = rng.choice(clients)
         options = [
             replace(first, then=Choice(moment, fault, size, role))
-            for role in roles(fault, moment)
+            for role in roles(fault, moment, spec=base)
             for size in m.magnitudes[fault]
         ]
         arm = options[0].arm
@@ -393,71 +419,6 @@ def _causes(fault: str, moment: str) -> bool:
         landed = kind.power.landed if kind.power else None
         return landed == "silence" or (landed == "instant" and kind.target != "holder")
     return True
-
-
-@dataclass
-class Tally:
-    """What the guided strategy knows: each arm's tries and reward, each part's (a fault, a
-    moment) over every arm it is in, and each option's tries within its arm."""
-
-    tries: dict[tuple[str, str], int] = field(default_factory=dict)
-    reward: dict[tuple[str, str], float] = field(default_factory=dict)
-    sizes: dict[tuple[tuple[str, str], tuple[str, str]], int] = field(default_factory=dict)
-    parts: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # -> [tries, reward]
-
-    def add(self, choice: Choice, reward: float) -> None:
-        self.tries[choice.arm] = self.tries.get(choice.arm, 0) + 1
-        self.reward[choice.arm] = self.reward.get(choice.arm, 0.0) + reward
-        key = (choice.arm, choice.option)
-        self.sizes[key] = self.sizes.get(key, 0) + 1
-        for part in components(choice.arm):
-            t = self.parts.setdefault(part, [0.0, 0.0])
-            t[0] += 1
-            t[1] += reward
-
-    def estimate(self, arm: tuple[str, str]) -> tuple[float, float]:
-        """(the arm's estimated reward, its parts' mean): its own mean, shrunk toward the mean
-        of its parts (a fault, a moment) over the other arms they are in; PRIOR for parts
-        never tried (optimism: the untried looks as good as what came close)."""
-        means = [t[1] / t[0] for p in components(arm) if (t := self.parts.get(p)) and t[0]]
-        prior = sum(means) / len(means) if means else PRIOR
-        k = self.tries.get(arm, 0)
-        return (self.reward.get(arm, 0.0) + SHRINK * prior) / (k + SHRINK), prior
-
-
-PRIOR = 0.5  # the reward an untried fault or moment is credited with
-SHRINK = 1.0  # how many tries' weight an arm's parts carry in its estimate
-EXPLORE = 0.5  # the exploration term's weight
-
-
-def components(arm: tuple[str, str]) -> list[tuple[str, str]]:
-    moments_, faults = arm[0].split(" + "), arm[1].split(" + ")
-    return [("moment", x) for x in moments_] + [("fault", x) for x in faults]
-
-
-def choose(strategy: str, m: Menu, tally: Tally, rng: random.Random) -> tuple[Choice, str]:
-    """The next choice and why."""
-    if strategy == "random":
-        return rng.choice(m.choices(rng.choice(m.arms))), "uniform over the menu"
-    n = sum(tally.tries.values())
-
-    def score(a: tuple[str, str]) -> float:
-        est, _ = tally.estimate(a)
-        return est + EXPLORE * math.sqrt(math.log(n + 1) / (tally.tries.get(a, 0) + 1))
-
-    scores = {a: score(a) for a in m.arms}
-    best = max(scores.values())
-    arm = rng.choice([a for a in m.arms if scores[a] >= best - 1e-12])
-    est, prior = tally.estimate(arm)
-    k = tally.tries.get(arm, 0)
-    untried = sum(1 for a in m.arms if a not in tally.tries)
-    why = (
-        f"score {best:.2f}: estimate {est:.2f} ({k} tries; its fault and moment "
-        f"{prior:.2f} elsewhere) + exploration; {untried} of {len(m.arms)} pairs untried"
-    )
-    options = m.choices(arm)
-    least = min(tally.sizes.get((arm, c.option), 0) for c in options)
-    return rng.choice([c for c in options if tally.sizes.get((arm, c.option), 0) == least]), why
 
 
 def natured_parts(r: dict[str, Any]) -> set[str]:
