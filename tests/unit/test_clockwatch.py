@@ -231,7 +231,9 @@ def test_a_program_whose_clock_is_never_seen_is_a_missed_fault_not_an_error(tmp_
     detail: dict[str, Any] = {"offset_s": 3600}
     tail = Tailer(tmp_path / "client-1.jsonl")
     got = client_clock.await_seen(tail, 7, rate=False, wait_s=0.2)
-    assert got == {"offset_s": None, "rate": None, "via": "", "samples": 0, "at_ns": None}
+    assert got == {
+        "offset_s": None, "rate": None, "via": "", "samples": 0, "at_ns": None, "first_ns": None
+    }  # fmt: skip
     detail["clock_seen"] = {"c1": got}
     assert not landing("clock-skew-client", {}, end_record(detail)).landed
 

@@ -227,7 +227,7 @@ OBSERVED_KEYS = (
     "clock_seen", "clock_healed", "heal_step_s", "heal_step_via", "lost", "lost_bytes",
     "booted", "failed_to_start", "why_not_started", "file", "flipped_offsets", "truncated_to",
     "served", "intended", "failed", "steps", "acted", "acts", "terminated", "holding_when_hit",
-    "stopped", "held_on_master", "lock_on_master", "holders_on_master",
+    "stopped", "held_on_master", "lock_on_master", "holders_on_master", "went_in_ns",
 )  # fmt: skip
 
 

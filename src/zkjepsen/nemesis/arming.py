@@ -141,4 +141,19 @@ def landed(ctx: NemesisContext, p: FaultOp, op: FaultOp) -> bool | None:
         return None
     live.poll()
     records = live.records(client)
-    return trigger.still_on(records, fired["event_ns"], op.applied_ns)
+    return trigger.still_on(records, fired["event_ns"], went_in(op))
+
+
+def went_in(op: FaultOp) -> int:
+    """When the fault went in at its target: when its apply returned, or earlier, when its
+    effect was seen at the target before that (`went_in_ns` in its detail, the history's
+    time: a clock fault's apply waits for the program's clock to be read under the new
+    setting, and a program whose clock now says its holder's lease is over may take the lock
+    in that wait: the state then ended by the fault's own effect, inside it)."""
+    seen = (op.detail or {}).get(WENT_IN)
+    applied = int(op.applied_ns or 0)
+    ok = isinstance(seen, int) and not isinstance(seen, bool)
+    return min(applied, seen) if ok else applied
+
+
+WENT_IN = "went_in_ns"  # a fault's detail: when its effect was first seen at its target

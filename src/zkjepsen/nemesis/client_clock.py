@@ -46,6 +46,7 @@ from typing import Any
 from zkjepsen.client.clockwatch import measure
 from zkjepsen.client.spec import CONTROL_DIR, CONTROL_NAME, WARP_NAME
 from zkjepsen.history.live import Cursor
+from zkjepsen.nemesis.arming import WENT_IN
 from zkjepsen.nemesis.clock import CLOCK, rate_ended, record_heal_steps, remember_rate
 from zkjepsen.nemesis.family import Detail, Params
 from zkjepsen.nemesis.targets import NemesisContext, resolve_client
@@ -107,7 +108,7 @@ class ClientClock:
         return [client], detail
 
     def apply(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
-        for key in ("clock_seen", "clock_healed", "heal_step_s", "heal_step_via"):
+        for key in ("clock_seen", "clock_healed", "heal_step_s", "heal_step_via", WENT_IN):
             detail.pop(key, None)  # a replay's detail: the run it replays saw those
         spec = f"{detail['offset_s']:+d}" if self.kind == "skew" else f"+0 x{detail['rate']:g}"
         seen = {}
@@ -118,6 +119,11 @@ class ClientClock:
             if self.kind == "rate":
                 remember_rate(ctx, name, detail)
         detail["clock_seen"] = seen
+        # when every target's clock was first read under the new setting (the history's time):
+        # the fault went in then, not when the measurement above was complete (arming.went_in)
+        firsts = [x.get("first_ns") for x in seen.values()]
+        if firsts and all(isinstance(t, int) for t in firsts):
+            detail[WENT_IN] = max(firsts)
 
     def undo(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         healed = {}
@@ -155,6 +161,7 @@ def await_seen(tail: Cursor, gen: int | str, rate: bool, wait_s: float = WAIT_S)
     finds within `wait_s`: as soon as it has an offset (and a rate, if `rate`), else what it
     has when the time is up. Never raises: nothing seen is a measurement of nothing."""
     values: list[dict[str, Any]] = []
+    first_ns = None  # the history's time of the first record read under `gen`
     deadline = time.monotonic() + wait_s
     while True:
         for rec in tail.poll():
@@ -163,7 +170,9 @@ def await_seen(tail: Cursor, gen: int | str, rate: bool, wait_s: float = WAIT_S)
                 continue
             if v.get("samples"):
                 values.append(v)
-        got = measure(values)
+                if first_ns is None and isinstance(rec.get("time"), int):
+                    first_ns = rec["time"]
+        got = measure(values) | {"first_ns": first_ns}
         if got["offset_s"] is not None and (got["rate"] is not None or not rate):
             break
         if time.monotonic() >= deadline:
