@@ -63,6 +63,37 @@ def hunt_base(
     return base
 
 
+# A test config's schedule: the hunt chooses its own, so these keys of a `--config` are not used
+# (said once, never silently); every other key is a target setting, as `test` reads it.
+SCHEDULE_KEYS = (
+    "nemesis",
+    "generator",
+    "fault_trigger",
+    "fault_target",
+    "fault_duration_s",
+    "interval_s",
+    "max_faults",
+    "stop_on_violation",
+    "until_power",
+    "seed",
+    "name",
+    "engine",
+)
+
+
+def with_hunt_config(config: Path | None, cli: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The target settings of a hunt: `--config`'s (as `test --config` reads it, the command
+    line winning, both checked) without its schedule; and the schedule keys it left out."""
+    if config is None:
+        return cli, []
+    from zkjepsen.cli.run import read_config, with_config
+
+    toml = read_config(config)
+    unused = sorted(k for k in toml if k in SCHEDULE_KEYS)
+    target = {k: v for k, v in toml.items() if k not in SCHEDULE_KEYS}
+    return with_config(target, cli, config), unused
+
+
 def suite_name(base: Any) -> str:
     """The JUnit suite: `kazoo on zookeeper`, or a program's own command on its service."""
     from zkjepsen.report.junit import suite_of
@@ -165,7 +196,16 @@ def settle_finding(
 @click.option("--nodes", type=click.IntRange(1, 9), default=None)
 @click.option("--clients", type=click.IntRange(1, 100), default=None)
 @click.option("--session-timeout", default=None, help="Session (lease) timeout [default: 2s].")
-@click.option("--time-limit", default="15s", show_default=True, help="Main phase of each run.")
+@click.option(
+    "--time-limit", default=None, help="Main phase of each run [default: the config's, or 15s]."
+)
+@click.option(
+    "--config",
+    "config",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A `test` TOML file: its target settings (its schedule is the hunt's to choose).",
+)
 @click.option("--budget", default="10m", show_default=True, help="How long to hunt, e.g. 10m.")
 @click.option(
     "--strategy",
@@ -207,6 +247,7 @@ def hunt_command(
     clients,
     session_timeout,
     time_limit,
+    config,
     budget,
     strategy,
     faults,
@@ -240,16 +281,20 @@ def hunt_command(
         "clients": clients,
         "image": image,
     }
-    session_s = (
-        parse_duration(session_timeout, "--session-timeout")
-        if session_timeout is not None
-        else None
-    )
+    cli = {k: v for k, v in given.items() if v is not None}
+    if session_timeout is not None:
+        cli["session_timeout_s"] = parse_duration(session_timeout, "--session-timeout")
+    if time_limit is not None:
+        cli["time_limit_s"] = parse_duration(time_limit, "--time-limit")
+    if params:
+        cli["params"] = parse_params(params)
+    settings, unused = with_hunt_config(config, cli)
+    settings = dict(settings)
     base = hunt_base(
-        given,
-        parse_duration(time_limit, "--time-limit"),
-        session_s,
-        parse_params(params),
+        settings,
+        float(settings.pop("time_limit_s", 15.0)),
+        None,
+        dict(settings.pop("params", None) or {}),
         service_tables("hunt", service_opts),
     )
     only = [f.strip() for f in faults.split(",")] if faults is not None else None
@@ -265,6 +310,8 @@ def hunt_command(
         f"{len(the_menu.arms)} (moment, fault) pairs on the menu"
         + (f"; dropped: {', '.join(sorted(the_menu.dropped))}" if the_menu.dropped else "")
     )
+    if unused:
+        say(f"  not used from {config} (the hunt chooses the schedule): {', '.join(unused)}")
     try:
         result, written = run_hunt(
             base, the_menu, budget_s, strategy, seed, run_dir.path, parallel, dask, shrink_s
