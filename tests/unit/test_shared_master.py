@@ -71,7 +71,8 @@ def test_redlock_records_the_masters_that_said_yes_and_the_loop_records_them_bes
     tok = r.acquire(1.0)
     assert tok is not None and tok.granted == ("10.0.0.1:6379", "10.0.0.3:6379", "10.0.0.5:6379")
     value, beside = acquired_record(tok.to_value())
-    assert value == {"token": 7, "seq": 7, "node": tok.node}  # what the checkers read, as ever
+    # what the checkers read, as ever, and when its validity ends (test_own_lease.py)
+    assert value == {"token": 7, "seq": 7, "node": tok.node, "valid_ms": tok.valid_ms}
     assert beside == {"granted": ["10.0.0.1:6379", "10.0.0.3:6379", "10.0.0.5:6379"]}
     # a recipe that records none answers as before
     assert acquired_record(Token(1, 1, "/l/x").to_value()) == (

@@ -178,6 +178,8 @@ class LockChecker:
             obs.holds,
             obs.acts,
             obs.told,
+            obs.abandons,
+            obs.dark,
         )
         effects = _effect_overlaps(obs.writes)
         effect_tokens = {frozenset(e["tokens"]) for e in effects}

@@ -32,6 +32,7 @@ class Hold:
         "seq",
         "node",
         "asked",
+        "valid_end",
     )
 
     def __init__(
@@ -48,11 +49,13 @@ class Hold:
         seq: Any = None,
         node: Any = None,
         asked: int | None = None,  # the acquire's invoke: the service granted after it
+        valid_end: float = INF,  # when its own lease's validity ended (its `valid_ms`)
     ) -> None:
         self.client, self.process, self.key, self.token = client, process, key, token
         self.start, self.end, self.careful_end, self.maybe = start, end, careful_end, maybe
         self.mode, self.seq, self.node = mode, seq, node
         self.asked = start if asked is None else asked
+        self.valid_end = valid_end
 
     def __repr__(self) -> str:
         return "Hold(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__) + ")"
@@ -108,6 +111,12 @@ class LockObservations:
         # client -> (invoke, completion) of each of its writes that failed or went unanswered:
         # where a multi-step update stopped (checker/nature.py `half_done_nature`)
         self.unsure: dict[Any, list[tuple[int, int]]] = {}
+        # client -> its `abandon` events' times: its `holding()` said no (client/loop.py)
+        self.abandons: dict[Any, list[int]] = {}
+        # client -> its signs of being cut off from the service (a session-state in DARK, the
+        # invoke of a request of it that went unanswered): whether its `holding()`'s no came
+        # of its session's trouble (checker/nature.py `lease_over`)
+        self.dark: dict[Any, list[int]] = {}
 
 
 def _mode(invoked: Any, granted: dict[str, Any]) -> str:
@@ -126,6 +135,8 @@ CLIENT_DEATHS = client_killers()  # nemesis ops that end a client process (as de
 CLAIMS = ("add", "ready")
 # A client's own word that its session or lease is gone (client-protocol.md `session-state`).
 TOLD = ("LOST", "CLOSED")
+# Its word that it is cut off from the service.
+DARK = ("SUSPENDED", *TOLD)
 
 
 def _client_number(target: Any) -> Any:
@@ -176,12 +187,18 @@ def observe(
                 _session(obs.sessions, client, value, t)
             elif f == "session-state" and value in TOLD:
                 told.setdefault(client, []).append(t)
+            elif f == "abandon":
+                obs.abandons.setdefault(client, []).append(t)
+            if f == "session-state" and value in DARK:
+                obs.dark.setdefault(client, []).append(t)
             _client_event(open_holds, client, f, value, t)
             continue
         inv = pending.pop(p, None)
         if inv is None:
             continue
         f = inv[4]
+        if typ == "info":  # unanswered: it could not hear from the service then
+            obs.dark.setdefault(client, []).append(inv[1])
         if typ == "info" and c is None and f not in acq:
             # The process is retired and, with no `client` field, its successor cannot be
             # linked to it: end its beliefs here rather than let them run to the end of time.
@@ -204,6 +221,7 @@ def observe(
                 v.get("seq"),
                 v.get("node"),
                 inv[1],
+                _valid_end(v, inv[1]) if not maybe else INF,
             )
             holds.append(h)
             open_holds[(client, inv[5])] = h
@@ -226,6 +244,17 @@ def observe(
                 obs.unsure.setdefault(client, []).append((inv[1], t))
     obs.last_time = t
     return obs
+
+
+def _valid_end(value: dict[str, Any], asked: int) -> float:
+    """When a grant's own lease ended by its holder's clock: the acquire's `valid_ms` (when it
+    ends, in ms after the acquire was called: recipes/base.py `Token.valid_ms`) after its
+    invoke (`asked`), which is recorded before the call, so never later than it ended; INF when
+    it says none."""
+    ms = value.get("valid_ms")
+    if isinstance(ms, (int, float)) and not isinstance(ms, bool) and 0 <= ms < 1e12:
+        return asked + int(ms * 1_000_000)
+    return INF
 
 
 def _end_beliefs_at_kill(

@@ -6,7 +6,10 @@ alone (the nemesis's fault records, landed ones only: faultkinds.landing; the cl
 each violation gets one nature and, for a fault's, the fault that caused it:
 
 - **lease** (checker/lease.py): the earlier holder was frozen or cut off past its lease when the
-  later one was granted. For a belief overlap.
+  later one was granted; or, with no fault needed, it held past its own lease and
+  its lock told it so (`own_lease`: the validity its acquire's record gives, or its
+  `holding()`'s no, ran out before the later grant, and it made no claim while the later
+  held). For a belief overlap.
 - **server-clock**: a server's clock ran ahead while the earlier holder's lease lived (a lease
   or session expires by the server's clock: a leader or master whose clock runs k x fast, or
   steps forward, lets it go early). The fault (clock-rate-*, clock-bump, clock-strobe, aimed at
@@ -77,7 +80,7 @@ CLOCK, STATE, CUT = "server-clock", "state-lost", "cut-update"
 NATURES = (LEASE, CLOCK, STATE, CUT)  # the faults' natures, in the order the words list them
 # How each reads in a verdict's line ("1 a server that lost its state").
 WORDS = {
-    LEASE: "a lease's (a holder frozen or cut off past it)",
+    LEASE: "a lease's (a holder frozen, cut off or holding past it)",
     CLOCK: "a server's clock run ahead",
     STATE: "a server that lost its state",
     CUT: "a holder's update cut by a fault",
@@ -119,10 +122,13 @@ class Context:
         acts: dict[Any, list[int]] | None = None,
         told: dict[Any, list[int]] | None = None,
         unsure: dict[Any, list[tuple[int, int]]] | None = None,
+        dark: dict[Any, list[int]] | None = None,
     ) -> None:
         spans = fault_spans(nemesis, last)
         self.sessions, self.default_s = sessions, default_s
         self.silenced = silencing(spans)
+        # client -> its signs of trouble with the service (lock_observe's `dark`)
+        self.dark = {c: sorted(ts) for c, ts in (dark or {}).items()}
         landed = [f for f in spans if f.landing.landed]
         kinds = {f: KINDS.get(f.kind) for f in landed}
         self.clocks = [f for f, k in kinds.items() if k and k.family == "clock" and _on_servers(f)]
@@ -307,7 +313,72 @@ def split_nature(ctx: Context, earlier: Any, later: Any) -> tuple[str, str, dict
         )
         past = past_excuse(ctx, earlier, later, None)
         return (DEFECT, f"{why}; {past}", None) if past else (STATE, why, _fault(lost))
+    if nature == DEFECT:
+        own = own_lease(ctx, earlier, later)
+        if own:
+            return LEASE, own, None
     return nature, why, None
+
+
+def own_lease(ctx: Context, earlier: Any, later: Any) -> str:
+    """Why `earlier`'s belief had ended by its own lease clock when `later` was granted ('' when
+    it had not): a lock without renewal whose holder is told by its own clock that its lease
+    is over (Redlock's validity), held past that by the workload, is no split of the lock.
+    Its own word says so: the acquire's record gave the ms left of its lease (`valid_ms`:
+    lock_observe `Hold.valid_end`) and the later grant came after they ran out; or, where the
+    record says none, its `holding()` said no in this hold (an `abandon`) and the later grant
+    came a lease T after it asked (a lease set no earlier than the asking could have run out
+    unrenewed). And it made no claim (a write invoked after `holding()` said yes:
+    lock_observe.CLAIMS) while `later` held: a holder that wrote on while another held was not
+    told by its lock that its lease was over, whatever its clock said, and that is a defect
+    (redis-set-px's `holding()` never asks its clock). The same rule as `past_excuse`: the
+    evidence of a belief is what the holder did, never its recorded end."""
+    client, grant = earlier.client, later.start
+    said = lease_over(ctx, earlier, grant)
+    if not said:
+        return ""
+    acts = ctx.acts.get(client, ())
+    hi = min(earlier.end, later.end)
+    wrote = next((a for a in acts[bisect_right(acts, grant) :] if a < hi), None)
+    if wrote is not None:
+        return ""
+    return (
+        f"client {earlier.client} held past its own lease with no fault on it: {said} before "
+        f"client {later.client} was granted at {grant / S:.2f}s, and it made no claim while "
+        f"client {later.client} held"
+    )
+
+
+def lease_over(ctx: Context, hold: Any, at: int) -> str:
+    """Why `hold`'s own lease was over by `at` by its holder's own clock ('' when nothing says
+    so): the validity its acquire's record gives ran out by then; or, where the record gives
+    none, its `holding()` said no in the hold (an `abandon`) and a lease T had passed since it
+    asked (a lease set no earlier than the asking could have run out unrenewed), with no sign
+    of trouble with the service from its grant to `at` (a SUSPENDED, LOST or CLOSED, a request
+    unanswered: lock_observe's `dark`): a no that came of its session's trouble says nothing
+    of its lease's clock, and a lock that renews (a ZooKeeper session) keeps its lease through
+    a queue longer than T and a SUSPENDED that ends CONNECTED. `own_lease`'s and
+    `half_done_nature`'s one reading of it."""
+    valid_end = getattr(hold, "valid_end", float("inf"))
+    if valid_end != float("inf"):
+        return f"its acquire's validity ran out at {valid_end / S:.2f}s" if valid_end <= at else ""
+    gave_up = [t for t in ctx.abandons.get(hold.client, ()) if hold.start < t <= hold.end]
+    t = lease_of(ctx, hold.client, hold.start)
+    asked = getattr(hold, "asked", hold.start)
+    if not gave_up or t is None or at < asked + t * S:
+        return ""
+    if any(hold.start <= x <= at for x in ctx.dark.get(hold.client, ())):
+        return ""
+    return (
+        f"its holding() said no (an abandon at {gave_up[0] / S:.2f}s) and its lease "
+        f"({t:g}s) from its asking at {asked / S:.2f}s had run out"
+    )
+
+
+def lease_of(ctx: Context, client: Any, at: int) -> float | None:
+    """`client`'s lease at `at`: its latest negotiated one before, else the run's (lease.py)."""
+    seen = [s for t, s in ctx.sessions.get(client, ()) if t <= at]
+    return seen[-1] if seen else ctx.default_s
 
 
 def _hold_of(ctx: Context, client: Any, token: Any, before: int) -> Any:
@@ -357,6 +428,15 @@ def half_done_nature(ctx: Context, v: Any) -> tuple[str, str, dict | None]:
             stop = f.end if f.end is not None else f.start
             if f.start <= hi and lo <= stop + t * S:
                 return CUT, f"client {writer} stopped mid-update ({how}) under {f.kind}", _fault(f)
+    # no fault: it gave its update up because its own lease was over as its lock had told it
+    # (the validity its acquire's record gives): an update that outlasts the lease (a
+    # workload's hold longer than a TTL lock's) no lock makes atomic. Without that record a
+    # holder that let go with no fault near did so on its own (a lock that renews).
+    for _, hi, how in stops:
+        if w is not None and how == "gave its hold up" and getattr(w, "valid_end", hi + 1) <= hi:
+            over = lease_over(ctx, w, hi)
+            why = f"client {writer} gave its update up as its own lease was over: {over}"
+            return LEASE, why, None
     return DEFECT, f"client {writer}'s half-done update was not cut by a fault", None
 
 
@@ -453,11 +533,24 @@ def classify_splits(
     holds: list[Any] = (),  # type: ignore[assignment]
     acts: dict[Any, list[int]] | None = None,
     told: dict[Any, list[int]] | None = None,
+    abandons: dict[Any, list[int]] | None = None,
+    dark: dict[Any, list[int]] | None = None,
 ) -> dict[str, int]:
     """Sets `nature`, `nature_why` and `nature_fault` on every belief overlap record (its
     `holds`: the two holds); the count of each nature (every one of NATURES, DEFECT, UNJUDGED).
-    `acts`, `told`: each client's claims and LOST events (lock_observe), for `past_excuse`."""
-    ctx = Context(nemesis, sessions, default_s, last, holds, acts=acts, told=told)
+    `acts`, `told`: each client's claims and LOST events (lock_observe), for `past_excuse`;
+    `abandons`, `dark`: its `abandon` events and its signs of trouble, for `own_lease`."""
+    ctx = Context(
+        nemesis,
+        sessions,
+        default_s,
+        last,
+        holds,
+        abandons=abandons,
+        acts=acts,
+        told=told,
+        dark=dark,
+    )
     counts = dict.fromkeys((*NATURES, DEFECT, UNJUDGED), 0)
     for rec in records:
         a, b = rec["holds"]

@@ -101,6 +101,11 @@ class LockClient(Protocol):
 # said yes: recipes/base.py `Token.granted`, docs/client-protocol.md). The client loop records
 # them beside the op's value, as the record's own field (`acquired_record`).
 GRANTED = "granted"
+# An acquire's answer may say when its lease's validity ends, in ms by the holder's own clock
+# after it was asked for the lock (a lock without renewal: Redlock's validity;
+# recipes/base.py `Token.valid_ms`, docs/client-protocol.md): kept in the op's value, where
+# the lock checker reads it.
+VALID_MS = "valid_ms"
 
 
 def acquired_record(value: Any) -> tuple[Any, dict[str, Any]]:
@@ -159,7 +164,19 @@ class WireLockClient(LockClient):
                     f"acquire was answered ok with granted {granted!r}, not a list of the "
                     "servers' addresses (ip:port)"
                 )
+            valid_ms = v.get(VALID_MS)
+            if valid_ms is not None and not (
+                isinstance(valid_ms, (int, float))
+                and not isinstance(valid_ms, bool)
+                and 0 <= valid_ms < 1e12
+            ):
+                raise client.fault(
+                    f"acquire was answered ok with valid_ms {valid_ms!r}, not when its lease "
+                    "ends, in ms after the request (a number >= 0)"
+                )
             value = {"token": token, "seq": seq, "node": node}
+            if valid_ms is not None:
+                value[VALID_MS] = valid_ms
             return Answer("ok", value | ({GRANTED: granted} if granted else {}))
         if r.type == "fail":
             return Answer("fail", error=r.error or "timeout")

@@ -33,11 +33,21 @@ class Token:
     # beside the op's value (its `granted` field), where the nemesis reads them: the
     # `shared-master` target (nemesis/redlock.py).
     granted: tuple[str, ...] = ()
+    # For a lock without renewal whose acquire knows how long its lease is valid (Redlock's
+    # validity: the TTL less the acquisition's time and the clock drift): when it ends, in ms
+    # by the holder's own clock after the acquire was CALLED (not after it returned: the
+    # answer's way to the record is no part of it). Its `holding()` says no after that; the
+    # checkers end its belief there, counted from the acquire's invoke, which is recorded
+    # before the call (checker/nature.py `own_lease`).
+    valid_ms: int | None = None
 
     def to_value(self, **extra: Any) -> dict[str, Any]:
-        """The `value` of an `acquire` ok answer (the checkers read exactly token, seq and
-        node; `granted`, when there is one, is moved beside the value by the client loop)."""
+        """The `value` of an `acquire` ok answer (the checkers read token, seq, node and, when
+        the recipe knows it, `valid_ms`; `granted`, when there is one, is moved beside the
+        value by the client loop)."""
         out = {"token": self.token, "seq": self.seq, "node": self.node, **extra}
+        if self.valid_ms is not None:
+            out["valid_ms"] = self.valid_ms
         if self.granted:
             out["granted"] = list(self.granted)
         return out

@@ -4,7 +4,9 @@ per-master timeout; the lock is held if a majority (3) said yes and the time spe
 TTL: validity = ttl - elapsed - drift (drift = 1 % of the ttl + 2 ms). Otherwise unlock every
 master (compare-and-delete) and retry after a random delay. Release: compare-and-delete on all.
 The application must finish its work within the validity time: `holding()` says true only
-until then (by the client's own monotonic clock).
+until then (by the client's own monotonic clock). The acquire's record says when it ends, after the
+call (`valid_ms`), so the checkers end the holder's belief there (checker/nature.py
+`own_lease`).
 
 Source: https://redis.io/docs/latest/develop/use/patterns/distributed-locks/ ("The Redlock
 algorithm"); the critique: Martin Kleppmann, "How to do distributed locking" (2016).
@@ -73,7 +75,8 @@ class Redlock(RedisRecipe):
                 pass
 
     def acquire(self, timeout: float | None) -> Token | None:
-        deadline = time.monotonic() + (timeout if timeout is not None else 1e9)
+        called = time.monotonic()  # the validity is told from here (Token.valid_ms)
+        deadline = called + (timeout if timeout is not None else 1e9)
         while True:
             value = f"{self.identifier}:{os.urandom(10).hex()}".encode()
             start = time.monotonic()
@@ -92,7 +95,9 @@ class Redlock(RedisRecipe):
                 except Exception:
                     self.release()
                     raise
-                return replace(service_token(self.path, token), granted=granted)
+                # when the validity ends, after the call: its holding() says no after
+                valid_ms = max(0, int((self.valid_until - called) * 1000))
+                return replace(service_token(self.path, token), granted=granted, valid_ms=valid_ms)
             self._unlock_all(value)
             if time.monotonic() >= deadline:
                 return None

@@ -143,6 +143,7 @@ def with_fault_natures(checked: Result, history: History, checkers: dict[str, An
         obs.acts,
         obs.told,
         obs.unsure,
+        obs.dark,
     )
     with_natures({n: p for n, p in checked.parts.items() if n != "lock"}, ctx)
     if "lock" in checked.parts:
