@@ -222,6 +222,12 @@ def gate_cell(s: dict) -> str:
     return f"{s['verdict']}, {s['reached']} ({seen}{bad}{wall})"
 
 
+def loads(g: dict) -> str:
+    """A gate row's load average at its start and its end: `7.6-18.4`."""
+    end = g["load"].split()[-1]
+    return f"{g['load_start'].split()[-1]}-{end}" if g.get("load_start") else end
+
+
 def gate_table(paths: list[Path]) -> str:
     """The gate rows `--out` wrote, as a markdown table: program x scenario, the verdict."""
     rows = [json.loads(x) for p in paths for x in p.read_text().splitlines() if x.strip()]
@@ -237,7 +243,7 @@ def gate_table(paths: list[Path]) -> str:
         out.append(
             f"| `{g['program']}` | "
             + " | ".join(cells)
-            + f" | {g['verdict']} | {g['wall_s']:.0f} s | {g['load'].split()[-1]} |"
+            + f" | {g['verdict']} | {g['wall_s']:.0f} s | {loads(g)} |"
         )
     return "\n".join(out)
 

@@ -175,6 +175,8 @@ def row_of(scenario: str, run: Any) -> GateRow:
         parts += reasons[:2]
     if results.get("error"):
         parts.append(str(results["error"]))
+    if run.valid is False:
+        parts.append(nature_only(results))
     skipped = ""
     if early.get("reason") == "asked":
         skipped = f"stopped {early['after_main_start_s']:g}s in: {REASONS['asked']}"
@@ -182,6 +184,21 @@ def row_of(scenario: str, run: Any) -> GateRow:
         skipped = NOT_RUN
     line = "; ".join(p for p in parts if p)
     return GateRow(scenario, run.valid, line, folder or None, run, skipped)
+
+
+def nature_only(results: dict[str, Any]) -> str:
+    """For an invalid scenario each of whose violations the one classification
+    (checker/nature.py) calls a lease's or a fault's nature (the hunt's `close`), what they
+    were: "no defect of the lock seen: 4 a server that lost its state (kill-leader)", else ''.
+    The verdict stays invalid (an unfenced resource split by a paused holder, or a fence
+    counter a restart forgot, is broken data); the line says it was not the lock's own step:
+    a fence, or a service that keeps its state (`--fsync`), is what was missing."""
+    from zkjepsen.run.hunt import finding, natures_said
+
+    reached, words = finding(results)
+    if reached != "close":
+        return ""
+    return f"no defect of the lock seen: {natures_said(results) or words}"
 
 
 def gate_cases(rows: list[GateRow]) -> list[Any]:
