@@ -8,8 +8,11 @@ is a defect of the lock under test. So each belief overlap (two holds by differe
 earlier one granted first) is classified:
 
 - **lease** (inherent to leases): a fault that silences its target (power rule `silence`: a
-  pause, a cut, packet loss, a proxy holding the session) landed on the earlier holder's client
-  and began before the later hold was granted; the later grant came while that silence lasted,
+  pause, a cut, packet loss, a proxy holding the session) landed on the earlier holder's client,
+  or a fault on servers landed that the holder's own records show cut it off
+  (`server_silences`: its SUSPENDED, LOST or CLOSED, a request of it unanswered; a holder whose
+  session the servers could not keep alive is in the same position as one cut off), and began
+  before the later hold was granted; the later grant came while that silence lasted,
   or, for a silence of at least T, within one T after it ended (a holder learns its lease is
   gone at its next exchange with the service: a ZooKeeper ping, an etcd keepalive, a Redis
   lease check, each within T); and by
@@ -42,7 +45,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from zkjepsen.faultkinds import landing, power_rule
+from zkjepsen.faultkinds import KINDS, landing, power_rule
 from zkjepsen.faultkinds.landing import Landing
 from zkjepsen.history import NEMESIS, Op
 
@@ -132,6 +135,49 @@ def silencing(spans: list[FaultSpan]) -> dict[Any, list[FaultSpan]]:
             continue
         for c in {client_of(t) for t in f.targets} - {None}:
             out.setdefault(c, []).append(f)
+    return out
+
+
+def server_silences(
+    spans: list[FaultSpan],
+    dark: dict[Any, list[int]],
+    back: dict[Any, list[int]],
+    lease: Any,
+    told: dict[Any, list[int]] | None = None,
+) -> dict[Any, list[FaultSpan]]:
+    """client -> the landed faults on servers that silenced it, as seen at the client: a fault
+    on servers (not a clock's: a clock ahead is its own nature) silences a client only when the
+    client's own records show it cut off from the service in the fault's window or within a
+    lease T after it (`dark`: its session-state SUSPENDED, LOST or CLOSED, or a request of it
+    that went unanswered, `info`, invoked then), never because the fault was sent or named a
+    server; and not when they show its session outlived the silence: back (`back`: CONNECTED or
+    RECONNECTED) after its first sign with no LOST or CLOSED (`told`) in the window, on the same
+    session, so the service never let its lease go (a split then is the lock's: a ZooKeeper
+    waiter granted beside a holder whose leader was killed and who reconnected). Its silence
+    runs from the fault's start to the later of the heal and its last sign: each one a
+    FaultSpan with that end, for `lease_nature` and `past_excuse` as a client's own silence
+    is. `lease(f, client)`: its T (None: unknown)."""
+    out: dict[Any, list[FaultSpan]] = {}
+    for f in spans:
+        k = KINDS.get(f.kind)
+        on_servers = bool(f.targets) and all(client_of(t) is None for t in f.targets)
+        if not on_servers or not f.landing.landed or (k is not None and k.family == "clock"):
+            continue
+        heal = f.end if f.end is not None else f.start
+        for c, signs in dark.items():
+            t = lease(f, c)
+            if t is None:
+                continue
+            seen = [x for x in signs if f.start <= x <= heal + t * S]
+            if not seen:
+                continue
+            lost = any(f.start <= x <= heal + t * S for x in (told or {}).get(c, ()))
+            if not lost and any(x >= seen[0] for x in back.get(c, ())):
+                continue  # its session outlived the silence: the service kept its lease
+            g = FaultSpan(f.kind, f.fault_id, f.start, f.targets, f.start_value)
+            g.end = max(heal, seen[-1])
+            g.end_value, g.landing = f.end_value, f.landing
+            out.setdefault(c, []).append(g)
     return out
 
 

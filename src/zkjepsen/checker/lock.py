@@ -180,6 +180,7 @@ class LockChecker:
             obs.told,
             obs.abandons,
             obs.dark,
+            obs.back,
         )
         effects = _effect_overlaps(obs.writes)
         effect_tokens = {frozenset(e["tokens"]) for e in effects}

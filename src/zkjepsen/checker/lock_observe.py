@@ -114,9 +114,12 @@ class LockObservations:
         # client -> its `abandon` events' times: its `holding()` said no (client/loop.py)
         self.abandons: dict[Any, list[int]] = {}
         # client -> its signs of being cut off from the service (a session-state in DARK, the
-        # invoke of a request of it that went unanswered): whether its `holding()`'s no came
-        # of its session's trouble (checker/nature.py `lease_over`)
+        # invoke of a request of it that went unanswered), and its CONNECTED or RECONNECTED
+        # events': whether its `holding()`'s no came of its session's trouble
+        # (checker/nature.py `lease_over`), when a fault on servers silenced it
+        # (checker/lease.py `server_silences`)
         self.dark: dict[Any, list[int]] = {}
+        self.back: dict[Any, list[int]] = {}
 
 
 def _mode(invoked: Any, granted: dict[str, Any]) -> str:
@@ -135,8 +138,9 @@ CLIENT_DEATHS = client_killers()  # nemesis ops that end a client process (as de
 CLAIMS = ("add", "ready")
 # A client's own word that its session or lease is gone (client-protocol.md `session-state`).
 TOLD = ("LOST", "CLOSED")
-# Its word that it is cut off from the service.
+# Its word that it is cut off from the service, and that it is back.
 DARK = ("SUSPENDED", *TOLD)
+BACK = ("CONNECTED", "RECONNECTED")
 
 
 def _client_number(target: Any) -> Any:
@@ -191,6 +195,8 @@ def observe(
                 obs.abandons.setdefault(client, []).append(t)
             if f == "session-state" and value in DARK:
                 obs.dark.setdefault(client, []).append(t)
+            elif f == "session-state" and value in BACK:
+                obs.back.setdefault(client, []).append(t)
             _client_event(open_holds, client, f, value, t)
             continue
         inv = pending.pop(p, None)

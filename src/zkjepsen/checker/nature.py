@@ -6,7 +6,8 @@ alone (the nemesis's fault records, landed ones only: faultkinds.landing; the cl
 each violation gets one nature and, for a fault's, the fault that caused it:
 
 - **lease** (checker/lease.py): the earlier holder was frozen or cut off past its lease when the
-  later one was granted; or, with no fault needed, it held past its own lease and
+  later one was granted (a fault aimed at it, or one on servers its own records show cut it
+  off: lease.py `server_silences`); or, with no fault needed, it held past its own lease and
   its lock told it so (`own_lease`: the validity its acquire's record gives, or its
   `holding()`'s no, ran out before the later grant, and it made no claim while the later
   held). For a belief overlap.
@@ -70,6 +71,7 @@ from zkjepsen.checker.lease import (
     fault_spans,
     lease_nature,
     lease_s,
+    server_silences,
     silencing,
 )
 from zkjepsen.faultkinds import KINDS
@@ -123,10 +125,23 @@ class Context:
         told: dict[Any, list[int]] | None = None,
         unsure: dict[Any, list[tuple[int, int]]] | None = None,
         dark: dict[Any, list[int]] | None = None,
+        back: dict[Any, list[int]] | None = None,
     ) -> None:
         spans = fault_spans(nemesis, last)
         self.sessions, self.default_s = sessions, default_s
+        # client -> the faults that silenced it: aimed at it, or on servers when its own
+        # records show it cut off then (lease.py `server_silences`: its SUSPENDED, LOST or
+        # CLOSED, a request of it unanswered; `dark`, `back`: lock_observe's)
         self.silenced = silencing(spans)
+        by_servers = server_silences(
+            spans,
+            {c: sorted(ts) for c, ts in (dark or {}).items()},
+            {c: sorted(ts) for c, ts in (back or {}).items()},
+            lambda f, c: lease_s(f, c, sessions, default_s),
+            told,
+        )
+        for c, fs in by_servers.items():
+            self.silenced[c] = sorted([*self.silenced.get(c, ()), *fs], key=lambda f: f.start)
         # client -> its signs of trouble with the service (lock_observe's `dark`)
         self.dark = {c: sorted(ts) for c, ts in (dark or {}).items()}
         landed = [f for f in spans if f.landing.landed]
@@ -535,11 +550,14 @@ def classify_splits(
     told: dict[Any, list[int]] | None = None,
     abandons: dict[Any, list[int]] | None = None,
     dark: dict[Any, list[int]] | None = None,
+    back: dict[Any, list[int]] | None = None,
 ) -> dict[str, int]:
     """Sets `nature`, `nature_why` and `nature_fault` on every belief overlap record (its
     `holds`: the two holds); the count of each nature (every one of NATURES, DEFECT, UNJUDGED).
     `acts`, `told`: each client's claims and LOST events (lock_observe), for `past_excuse`;
-    `abandons`, `dark`: its `abandon` events and its signs of trouble, for `own_lease`."""
+    `abandons`, `dark`: its `abandon` events and its signs of trouble, for `own_lease`;
+    `dark`, `back`: its signs of being cut off and of being back, for a fault on servers that
+    silenced it (lease.py `server_silences`)."""
     ctx = Context(
         nemesis,
         sessions,
@@ -550,6 +568,7 @@ def classify_splits(
         acts=acts,
         told=told,
         dark=dark,
+        back=back,
     )
     counts = dict.fromkeys((*NATURES, DEFECT, UNJUDGED), 0)
     for rec in records:

@@ -144,6 +144,7 @@ def with_fault_natures(checked: Result, history: History, checkers: dict[str, An
         obs.told,
         obs.unsure,
         obs.dark,
+        obs.back,
     )
     with_natures({n: p for n, p in checked.parts.items() if n != "lock"}, ctx)
     if "lock" in checked.parts:
