@@ -126,12 +126,14 @@ def lease_s(
     return seen[-1] if seen else default_s
 
 
-def silencing(spans: list[FaultSpan]) -> dict[Any, list[FaultSpan]]:
-    """client -> the landed faults that silenced it (power rule `silence`, aimed at it)."""
+def silencing(spans: list[FaultSpan], went_in: Any = None) -> dict[Any, list[FaultSpan]]:
+    """client -> the landed faults that silenced it (power rule `silence`, aimed at it);
+    `went_in(f)`, when given, says whether f acted on its target instead of its landing."""
     out: dict[Any, list[FaultSpan]] = {}
     for f in spans:
         rule = power_rule(f.kind)
-        if rule is None or rule.landed != "silence" or not f.landing.landed:
+        acted = went_in(f) if went_in is not None else f.landing.landed
+        if rule is None or rule.landed != "silence" or not acted:
             continue
         for c in {client_of(t) for t in f.targets} - {None}:
             out.setdefault(c, []).append(f)
@@ -144,6 +146,7 @@ def server_silences(
     back: dict[Any, list[int]],
     lease: Any,
     told: dict[Any, list[int]] | None = None,
+    went_in: Any = None,
 ) -> dict[Any, list[FaultSpan]]:
     """client -> the landed faults on servers that silenced it, as seen at the client: a fault
     on servers (not a clock's: a clock ahead is its own nature) silences a client only when the
@@ -161,7 +164,8 @@ def server_silences(
     for f in spans:
         k = KINDS.get(f.kind)
         on_servers = bool(f.targets) and all(client_of(t) is None for t in f.targets)
-        if not on_servers or not f.landing.landed or (k is not None and k.family == "clock"):
+        acted = went_in(f) if went_in is not None else f.landing.landed
+        if not on_servers or not acted or (k is not None and k.family == "clock"):
             continue
         heal = f.end if f.end is not None else f.start
         for c, signs in dark.items():

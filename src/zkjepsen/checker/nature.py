@@ -2,8 +2,8 @@
 
 A lock run under faults breaks in ways no lock can prevent; a hunt that stops on them, or a
 verdict that counts them as the lock's, blames the lock for the fault. Read from the history
-alone (the nemesis's fault records, landed ones only: faultkinds.landing; the clients' ops),
-each violation gets one nature and, for a fault's, the fault that caused it:
+alone (the nemesis's fault records, those that acted on their targets: `went_in`; the
+clients' ops), each violation gets one nature and, for a fault's, the fault that caused it:
 
 - **lease** (checker/lease.py): the earlier holder was frozen or cut off past its lease when the
   later one was granted (a fault aimed at it, or one on servers its own records show cut it
@@ -74,7 +74,7 @@ from zkjepsen.checker.lease import (
     server_silences,
     silencing,
 )
-from zkjepsen.faultkinds import KINDS
+from zkjepsen.faultkinds import KINDS, landing
 from zkjepsen.faultkinds.landing import stopped_servers
 
 S = 1_000_000_000
@@ -98,6 +98,28 @@ def _detail(f: FaultSpan) -> dict[str, Any]:
         if isinstance(v.get("detail"), dict):
             return v["detail"]
     return {}
+
+
+# What a fault's detail says of its moment, not of its target: the power line's reasons to
+# count an executed fault missed (faultkinds/landing.py), which say nothing of what it did.
+MOMENT = ("holding_when_hit", "held_on_master")
+
+
+def went_in(f: FaultSpan) -> bool:
+    """Did `f` act on its target, as its own observation there says (the killed client seen
+    gone, the paused one seen frozen), whatever the power line makes of it: a fault whose
+    trigger's state had ended when it went in (`landed: false`), or whose holder had let go,
+    is no opportunity (missed), but it still killed, froze or cut what it hit, and a
+    violation it caused is its nature (a kill-client re-armed after its trigger's acquire
+    completed still killed the holder mid-update)."""
+    if f.landing.landed:
+        return True
+    end = {k: v for k, v in f.end_value.items() if k != "landed"}
+    start = dict(f.start_value)
+    for v in (start, end):
+        if isinstance(v.get("detail"), dict):
+            v["detail"] = {k: x for k, x in v["detail"].items() if k not in MOMENT}
+    return landing(f.kind, start, end).landed
 
 
 def _number(x: Any) -> float | None:
@@ -132,19 +154,21 @@ class Context:
         # client -> the faults that silenced it: aimed at it, or on servers when its own
         # records show it cut off then (lease.py `server_silences`: its SUSPENDED, LOST or
         # CLOSED, a request of it unanswered; `dark`, `back`: lock_observe's)
-        self.silenced = silencing(spans)
+        self.silenced = silencing(spans, went_in)
         by_servers = server_silences(
             spans,
             {c: sorted(ts) for c, ts in (dark or {}).items()},
             {c: sorted(ts) for c, ts in (back or {}).items()},
             lambda f, c: lease_s(f, c, sessions, default_s),
             told,
+            went_in,
         )
         for c, fs in by_servers.items():
             self.silenced[c] = sorted([*self.silenced.get(c, ()), *fs], key=lambda f: f.start)
         # client -> its signs of trouble with the service (lock_observe's `dark`)
         self.dark = {c: sorted(ts) for c, ts in (dark or {}).items()}
-        landed = [f for f in spans if f.landing.landed]
+        # what the faults did at their targets, not what the power line counts (`went_in`)
+        landed = [f for f in spans if went_in(f)]
         kinds = {f: KINDS.get(f.kind) for f in landed}
         self.clocks = [f for f, k in kinds.items() if k and k.family == "clock" and _on_servers(f)]
         # A restart is any fault that stopped a server, landed or not: its own effect may have
@@ -234,10 +258,23 @@ def server_clock(ctx: Context, client: Any, asked: int, grant: int) -> tuple[str
     return None
 
 
-def state_lost(ctx: Context, lo: int, hi: int, key: Any = None) -> FaultSpan | None:
-    """A landed fault that restarts servers, started in [lo, hi], across which the service
-    forgot (its tokens went back)."""
-    return next((f for f in ctx.restarts if lo <= f.start <= hi and ctx.forgot(f, key)), None)
+def state_lost(
+    ctx: Context, lo: int, hi: int, key: Any = None, went_back: bool = False
+) -> FaultSpan | None:
+    """A fault that restarts servers, under way at some time in [lo, hi] (started by `hi`,
+    not over before `lo`: a restart's start is recorded before the server goes down, so a grant
+    13 ms after a kill's start came from the state it then lost), across which the service
+    forgot: its tokens went back (`ctx.forgot`), or the caller's two grants show it themselves
+    (`went_back`: the later one's token no greater than the earlier one's)."""
+    return next(
+        (
+            f
+            for f in ctx.restarts
+            if f.start <= hi and lo < (f.end if f.end is not None else f.start)
+            if went_back or ctx.forgot(f, key)
+        ),
+        None,
+    )
 
 
 def _fault(f: FaultSpan) -> dict[str, Any]:
@@ -320,7 +357,9 @@ def split_nature(ctx: Context, earlier: Any, later: Any) -> tuple[str, str, dict
         )
         past = past_excuse(ctx, earlier, later, None)
         return (DEFECT, f"{why}; {past}", None) if past else (CLOCK, why, _fault(clock[1]))
-    lost = state_lost(ctx, asked, later.start, getattr(later, "key", None))
+    tokens = _number(getattr(earlier, "token", None)), _number(getattr(later, "token", None))
+    went_back = None not in tokens and tokens[1] <= tokens[0]  # type: ignore[operator]
+    lost = state_lost(ctx, asked, later.start, getattr(later, "key", None), went_back)
     if lost:
         why = (
             f"{lost.kind} on {', '.join(map(str, lost.targets))} between the two grants, and "
