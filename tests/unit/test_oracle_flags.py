@@ -81,14 +81,16 @@ def test_a_kill_the_power_line_calls_missed_still_killed_its_holder_mid_update()
 # ---- h4 (12:27): a restart under way when the earlier holder asked -----------------------------
 
 
-def restarted(kill_at=18.574, heal_at=19.8, later_token=1):
-    """store/h4-gate/gate/redis_client_clock/gate-leader-kill/20261129T121931: kill-leader's
-    start recorded at 18.574 (one Redis, no persistence); client 3 asks at 18.622 and is granted
-    token 2 at 18.629, the server not yet down; it restarts empty; client 1 is granted token 1
-    at 20.30 while client 3 holds (to 20.37)."""
-    h = H().acquire(3, 18.629, 2, asked=18.622).release(3, 20.37)
+def restarted(kill_at=18.574, heal_at=19.8, tokens=(2, 1)):
+    """store/h4-gate/gate/redis_client_clock/gate-leader-kill/20261129T121931: client 2 was
+    granted token 2 at 16.166; kill-leader's start recorded at 18.574 (one Redis, no
+    persistence); client 3 asks at 18.622 and is granted token 2 again at 18.629, the server not
+    yet down; it restarts empty; client 1 is granted token 1 at 20.30 while client 3 holds (to
+    20.37)."""
+    h = H().acquire(2, 16.166, 2).release(2, 18.5)
+    h.acquire(3, 18.629, tokens[0], asked=18.622).release(3, 20.37)
     h.fault(kill_at, heal_at, "kill-leader", ("n1",))
-    h.acquire(1, 20.30, later_token).release(1, 21.0)
+    h.acquire(1, 20.30, tokens[1]).release(1, 21.0)
     (b,) = h.judge().parts["lock"].details["belief_overlaps"]
     return b
 
@@ -96,7 +98,8 @@ def restarted(kill_at=18.574, heal_at=19.8, later_token=1):
 def test_a_restart_under_way_at_the_earlier_asking_is_the_state_lost():
     b = restarted()
     assert b["nature"] == STATE and b["nature_fault"]["kind"] == "kill-leader", b
-    # the tokens went on (3 after 2): nothing says the service forgot
-    assert restarted(later_token=3)["nature"] == DEFECT
-    # a restart over before the earlier holder asked explains nothing of its grant
-    assert restarted(kill_at=15.0, heal_at=16.0)["nature"] == DEFECT
+    # the tokens went on (3, 4 after 2): nothing says the service forgot
+    assert restarted(tokens=(3, 4))["nature"] == DEFECT
+    # a restart over before the earlier holder asked explains nothing of its grant, though
+    # the tokens went back across it
+    assert restarted(kill_at=16.3, heal_at=16.4)["nature"] == DEFECT

@@ -258,20 +258,17 @@ def server_clock(ctx: Context, client: Any, asked: int, grant: int) -> tuple[str
     return None
 
 
-def state_lost(
-    ctx: Context, lo: int, hi: int, key: Any = None, went_back: bool = False
-) -> FaultSpan | None:
+def state_lost(ctx: Context, lo: int, hi: int, key: Any = None) -> FaultSpan | None:
     """A fault that restarts servers, under way at some time in [lo, hi] (started by `hi`,
     not over before `lo`: a restart's start is recorded before the server goes down, so a grant
     13 ms after a kill's start came from the state it then lost), across which the service
-    forgot: its tokens went back (`ctx.forgot`), or the caller's two grants show it themselves
-    (`went_back`: the later one's token no greater than the earlier one's)."""
+    forgot: its tokens went back (`ctx.forgot`)."""
     return next(
         (
             f
             for f in ctx.restarts
             if f.start <= hi and lo < (f.end if f.end is not None else f.start)
-            if went_back or ctx.forgot(f, key)
+            if ctx.forgot(f, key)
         ),
         None,
     )
@@ -357,9 +354,7 @@ def split_nature(ctx: Context, earlier: Any, later: Any) -> tuple[str, str, dict
         )
         past = past_excuse(ctx, earlier, later, None)
         return (DEFECT, f"{why}; {past}", None) if past else (CLOCK, why, _fault(clock[1]))
-    tokens = _number(getattr(earlier, "token", None)), _number(getattr(later, "token", None))
-    went_back = None not in tokens and tokens[1] <= tokens[0]  # type: ignore[operator]
-    lost = state_lost(ctx, asked, later.start, getattr(later, "key", None), went_back)
+    lost = state_lost(ctx, asked, later.start, getattr(later, "key", None))
     if lost:
         why = (
             f"{lost.kind} on {', '.join(map(str, lost.targets))} between the two grants, and "
