@@ -127,7 +127,7 @@ def test_the_checks_catch_what_they_look_for(tmp_path):
 
 def test_the_sample_config_loads_as_a_test() -> None:
     """examples/etcd-pause.toml, which the README shows, is a valid test (names resolved too)."""
-    from zkjepsen.cli.run import read_config, with_config
+    from zkjepsen.cli.config import read_config, with_config
     from zkjepsen.run.resolve import spec_from_json, validate_spec
 
     path = REPO / "examples" / "etcd-pause.toml"

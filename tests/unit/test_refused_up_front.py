@@ -114,7 +114,7 @@ def test_config_values_hidden_by_an_option_are_still_validated(config, cli, word
 
 
 def test_the_command_line_wins_over_a_valid_config(here):
-    from zkjepsen.cli.run import with_config
+    from zkjepsen.cli.config import with_config
 
     toml = {"clients": 4, "nodes": 5, "params": {"hold_s": 1, "resource": "fenced"}}
     got = with_config(toml, {"clients": 2, "params": {"hold_s": 2}}, Path("t.toml"))

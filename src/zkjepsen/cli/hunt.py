@@ -86,7 +86,7 @@ def with_hunt_config(config: Path | None, cli: dict[str, Any]) -> tuple[dict[str
     line winning, both checked) without its schedule; and the schedule keys it left out."""
     if config is None:
         return cli, []
-    from zkjepsen.cli.run import read_config, with_config
+    from zkjepsen.cli.config import read_config, with_config
 
     toml = read_config(config)
     unused = sorted(k for k in toml if k in SCHEDULE_KEYS)
