@@ -160,3 +160,42 @@ def test_a_stall_is_time_the_lock_stood_free_while_someone_waited(holds, gap):
     res = LivenessChecker(grace_s=5).check(_queue(holds, gap))
     free_gaps = [gap + 0.01] * len(holds)  # each release to the next grant, the lock free
     assert (res.valid is False) == any(g >= 15.0 for g in free_gaps), (holds, gap, res.details)
+
+
+def _wedged(kill_end=None):
+    """h2-2 (store/h2-redis_ex_units/.../hunt-kill-client/20261129T124337): client 3 granted at
+    60.76 s, its process killed at 60.84 s (kill-client, healed 67.33 s); its key, put with a
+    lease of 2000 s where 2 s was meant, outlives it; clients 1, 2 and 4, asking since 57-61 s,
+    wait to the run's end (78.6 s), nobody granted. `kill_end`: the kill's end record (None:
+    it was seen to kill client 3)."""
+    from landed import with_observation
+
+    start = {"fault_id": 1, "phase": "start", "targets": ["c3"]}
+    end = with_observation("kill-client", ["c3"], kill_end)
+    recs = [
+        (57.06, 2, "invoke", "acquire", None),
+        (57.07, 4, "invoke", "acquire", None),
+        (60.74, 1, "invoke", "acquire", None),
+        (60.70, 3, "invoke", "acquire", None),
+        (60.76, 3, "ok", "acquire", {"token": 7}),
+        (60.84, "nemesis", "info", "kill-client", start),
+        (67.33, "nemesis", "info", "kill-client", {**start, "phase": "end", **end}),
+        (78.6, 1, "info", "acquire", None),
+        (79.0, 2, "info", "acquire", None),
+        (79.6, 4, "info", "acquire", None),
+    ]
+    return _ops(recs)
+
+
+def test_a_dead_holder_holds_nothing_a_lock_it_wedged_is_stuck():
+    res = LivenessChecker(grace_s=5).with_bound(2.0, 5.0).check(_wedged())
+    assert res.valid is False, res.details
+    stuck = res.details["stuck"][0]
+    assert stuck["clients"] in ([1], [2], [4]) and stuck["waited_s"] > 7.0
+    assert "every waiter within" not in summarise(res)
+
+
+def test_a_kill_that_did_not_kill_its_holder_leaves_it_holding():
+    not_killed = {"detail": {"killed": [], "not_killed": ["c3"]}}
+    res = LivenessChecker(grace_s=5).with_bound(2.0, 5.0).check(_wedged(not_killed))
+    assert res.valid is True  # a live holder keeps the others waiting: a queue

@@ -168,7 +168,7 @@ class LivenessChecker:
         bound's rule); None if there is none."""
         every = history.calls(validate=False)
         calls = [c for c in every if c.invoke.f in self.acquire]
-        held = _holds(every, self.acquire, self.release, end)
+        held = _holds(every, self.acquire, self.release, end, _deaths(history.ops, end))
         grants = sorted(
             c.complete.time
             for c in calls
@@ -208,7 +208,7 @@ class LivenessChecker:
         bound_ns = int(sum(self.bound) * S)
         hist = history if isinstance(history, History) else History(history)
         calls = hist.calls(validate=False)
-        held = _holds(calls, self.acquire, self.release, end)
+        held = _holds(calls, self.acquire, self.release, end, _deaths(hist.ops, end))
         asking = [c for c in calls if c.invoke.f in self.acquire]
         worst: tuple[int, Any, int, int] | None = None
         for actor, lo, hi in _waits(asking, end, self.retry_gap_ns):
@@ -256,12 +256,31 @@ def bound_text(bound: tuple[float, float]) -> str:
     return f"{session + election:g} s (session {session:g} s + election {election:g} s)"
 
 
+def _deaths(ops: list[Op], end: int) -> dict[Any, list[int]]:
+    """client -> when a fault killed its process (nature.kills_of: a kind that kills clients,
+    aimed at it, seen to act there), each at the fault's start."""
+    from zkjepsen.checker.lease import fault_spans
+    from zkjepsen.checker.nature import kills_of
+
+    kills = kills_of(fault_spans([op for op in ops if op.process == NEMESIS], end))
+    return {c: sorted(f.start for f in fs) for c, fs in kills.items()}
+
+
 def _holds(
-    calls: list, acquire: frozenset[str], release: frozenset[str], end: int
+    calls: list,
+    acquire: frozenset[str],
+    release: frozenset[str],
+    end: int,
+    deaths: dict[Any, list[int]] | None = None,
 ) -> list[tuple[Any, int, int]]:
     """(actor, from, to): who may have held the lock when: from each acquire that did not
     fail (ok, or unknown) to the end of that client's next release (a failed release: to its
-    next acquire), or `end`."""
+    next acquire), or `end`; or to its process's death (`deaths`), if that came first. A dead
+    client holds nothing: what it left on the servers (a node, a key) is the lock's to free
+    within the bound, and a waiter kept out by it past the bound is stuck (a key put with a
+    lease of 2000 s where 2 s was meant, its holder killed, was called "every waiter within
+    7 s" while three waited 19-22 s)."""
+    deaths = deaths or {}
     by_actor: dict[Any, list] = {}
     for c in calls:
         if c.invoke.f in acquire or c.invoke.f in release:
@@ -281,7 +300,13 @@ def _holds(
                 start = None
         if start is not None:
             out.append((actor, start, end))
-    return out
+    return [_until_death(h, deaths.get(h[0], ())) for h in out]
+
+
+def _until_death(hold: tuple[Any, int, int], deaths: Iterable[int]) -> tuple[Any, int, int]:
+    """The hold cut at the first death of its client inside it."""
+    actor, lo, hi = hold
+    return actor, lo, min([hi, *(t for t in deaths if lo <= t < hi)])
 
 
 def _waits(calls: list, end: int, gap_ns: int) -> list[tuple[Any, int, int]]:

@@ -122,6 +122,20 @@ def went_in(f: FaultSpan) -> bool:
     return landing(f.kind, start, end).landed
 
 
+def kills_of(spans: list[FaultSpan]) -> dict[Any, list[FaultSpan]]:
+    """client -> the faults that killed its process: a kind that kills clients, aimed at it,
+    that went in (`went_in`). One answer for every checker that asks when a client died (the
+    cut update here, a dead holder's hold in liveness.py)."""
+    out: dict[Any, list[FaultSpan]] = {}
+    for f in spans:
+        k = KINDS.get(f.kind)
+        if k is None or not k.kills_clients or not went_in(f):
+            continue
+        for c in {client_of(t) for t in f.targets} - {None}:
+            out.setdefault(c, []).append(f)
+    return out
+
+
 def _number(x: Any) -> float | None:
     return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
 
@@ -179,10 +193,7 @@ class Context:
             for f in spans
             if _on_servers(f) and (f in restarting or stopped_servers(f.start_value, f.end_value))
         ]
-        self.kills: dict[Any, list[FaultSpan]] = {}
-        for f, k in kinds.items():
-            for c in {client_of(t) for t in f.targets} - {None} if k and k.kills_clients else ():
-                self.kills.setdefault(c, []).append(f)
+        self.kills = kills_of(landed)
         self.landed = landed
         self.grants = sorted(
             (h for h in holds if not getattr(h, "maybe", False)), key=lambda h: h.start
