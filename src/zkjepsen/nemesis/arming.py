@@ -152,8 +152,9 @@ def went_in(op: FaultOp) -> int:
     in that wait: the state then ended by the fault's own effect, inside it)."""
     seen = (op.detail or {}).get(WENT_IN)
     applied = int(op.applied_ns or 0)
-    ok = isinstance(seen, int) and not isinstance(seen, bool)
-    return min(applied, seen) if ok else applied
+    if isinstance(seen, int) and not isinstance(seen, bool):
+        return min(applied, seen)
+    return applied
 
 
 WENT_IN = "went_in_ns"  # a fault's detail: when its effect was first seen at its target

@@ -122,8 +122,9 @@ class ClientClock:
         # when every target's clock was first read under the new setting (the history's time):
         # the fault went in then, not when the measurement above was complete (arming.went_in)
         firsts = [x.get("first_ns") for x in seen.values()]
-        if firsts and all(isinstance(t, int) for t in firsts):
-            detail[WENT_IN] = max(firsts)
+        ints = [t for t in firsts if isinstance(t, int)]
+        if firsts and len(ints) == len(firsts):
+            detail[WENT_IN] = max(ints)
 
     def undo(self, ctx: NemesisContext, targets: list[str], detail: Detail) -> None:
         healed = {}
