@@ -176,7 +176,10 @@ def test_help_lists_every_name_of_its_registry():
     assert not [b for b in registry.backend_names() if b not in backend], backend
 
 
-FINDINGS_MAX_LINES = 400  # the current answers first, short; the lab notes under docs/findings/
+# The current answers, above the history, are what a reader reads: short. The history below
+# them is an index that grows by one line a lab note, by design (it was the index, not the
+# answers, that passed the 400 lines this limit once counted over the whole file).
+FINDINGS_MAX_LINES = 250
 
 
 def test_findings_md_is_short_and_its_history_lists_every_lab_note():
@@ -184,7 +187,8 @@ def test_findings_md_is_short_and_its_history_lists_every_lab_note():
     import findings_index  # benchmarks/findings_index.py: what writes the history
 
     text = (DOCS / "findings.md").read_text()
-    assert len(text.splitlines()) <= FINDINGS_MAX_LINES
+    answers = text.split("\n## History\n", 1)[0]
+    assert len(answers.splitlines()) <= FINDINGS_MAX_LINES
     assert findings_index.rewritten(text) == text, (
         "docs/findings.md's history is not current: .venv/bin/python benchmarks/findings_index.py"
     )
