@@ -24,6 +24,7 @@ from zkjepsen.backends.registry import backend_info
 from zkjepsen.errors import BadInput
 from zkjepsen.report.junit import case_of, folder_of
 from zkjepsen.run.fanout import NOT_RUN, Job
+from zkjepsen.run.hunt import finding, natures_said
 from zkjepsen.run.many import run_jobs
 from zkjepsen.run.resolve import spec_from_json, validate_spec
 
@@ -193,8 +194,6 @@ def nature_only(results: dict[str, Any]) -> str:
     The verdict stays invalid (an unfenced resource split by a paused holder, or a fence
     counter a restart forgot, is broken data); the line says it was not the lock's own step:
     a fence, or a service that keeps its state (`--fsync`), is what was missing."""
-    from zkjepsen.run.hunt import finding, natures_said
-
     reached, words = finding(results)
     if reached != "close":
         return ""
