@@ -118,6 +118,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("hunt", "params"): "param",
     ("hunt", "session_timeout"): "duration",
     ("hunt", "time_limit"): "duration",
+    ("hunt", "config"): "config",
     ("hunt", "budget"): "duration",
     ("hunt", "faults"): "nemesis-list",
     ("hunt", "image"): "image",

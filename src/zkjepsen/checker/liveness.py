@@ -39,6 +39,8 @@ from typing import Any
 
 from zkjepsen.checker import Result, Violation
 from zkjepsen.checker.fairness import fairness, fault_grace_ns, starved_note
+from zkjepsen.checker.lease import fault_spans
+from zkjepsen.checker.nature import kills_of
 from zkjepsen.history import NEMESIS, History, Op, fault_windows
 
 S = 1_000_000_000
@@ -259,9 +261,6 @@ def bound_text(bound: tuple[float, float]) -> str:
 def _deaths(ops: list[Op], end: int) -> dict[Any, list[int]]:
     """client -> when a fault killed its process (nature.kills_of: a kind that kills clients,
     aimed at it, seen to act there), each at the fault's start."""
-    from zkjepsen.checker.lease import fault_spans
-    from zkjepsen.checker.nature import kills_of
-
     kills = kills_of(fault_spans([op for op in ops if op.process == NEMESIS], end))
     return {c: sorted(f.start for f in fs) for c, fs in kills.items()}
 
