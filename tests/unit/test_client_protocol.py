@@ -9,6 +9,7 @@ import random
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -70,8 +71,14 @@ def run_loop(
     seconds: float = 2.5,
     workload: str = "lock",
     params: dict | None = None,
+    until: Callable[[list[dict]], bool] | None = None,
     **kw,
 ) -> list[dict]:
+    """The loop's records over `seconds`, or, with `until`, until its records satisfy it (a
+    loaded machine may need far longer than a quiet one to start the program and go round:
+    a fixed span failed a correct change at load 28; `seconds` is then only a hang bound)."""
+    if until is not None:
+        seconds = 120.0
     path = tmp_path / "client-1.jsonl"
     rec = Recorder(str(path), time.monotonic_ns(), 1, 3)
     params = {"hold_s": 0.02, "think_s": 0.01, **(params or {})}
@@ -97,14 +104,35 @@ def run_loop(
         **kw,
     )
     assert client.start() or client.gave_up
+    if until is not None:
+        threading.Thread(target=_stop_when, args=(path, until, ctx.stop_event), daemon=True).start()
     lock_loop(ctx, client, workload).run()  # as client/main.py runs it
     client.program.kill()
     rec.close()
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+def _stop_when(path: Path, until: Callable[[list[dict]], bool], stop: threading.Event) -> None:
+    while not stop.wait(0.05):
+        try:
+            recs = [json.loads(x) for x in path.read_text().splitlines() if x.endswith("}")]
+        except (OSError, ValueError):
+            continue
+        if until(recs):
+            stop.set()
+
+
+def _oks(recs: list[dict], *fs: str) -> bool:
+    return all(any(r["f"] == f and r["type"] == "ok" for r in recs) for f in fs)
+
+
 def test_remote_loop_records_what_the_in_process_loop_records(tmp_path: Path) -> None:
-    recs = run_loop(tmp_path, fake(), params={"resource": "fenced"})
+    recs = run_loop(
+        tmp_path,
+        fake(),
+        params={"resource": "fenced"},
+        until=lambda rs: _oks(rs, "acquire", "write", "read", "release"),
+    )
     oks = [r for r in recs if r["type"] == "ok"]
     acq = next(r for r in oks if r["f"] == "acquire")
     assert acq["key"] == "/zkjepsen/lock" and set(acq["value"]) == {"token", "seq", "node"}
@@ -131,7 +159,13 @@ def test_rwlock_through_the_protocol_names_each_side(tmp_path: Path) -> None:
     # One program serves both sides: each acquire, release and holding names its `mode`, and
     # the fake puts the side it was asked for into the node's name and refuses a release that
     # names another side (recorded info): so a side lost on the way shows in the history.
-    recs = run_loop(tmp_path, fake(), workload="rwlock", params={"resource": "fenced"})
+    def both_sides(rs: list[dict]) -> bool:
+        got = {r["value"].get("mode") for r in rs if r["f"] == "acquire" and r["type"] == "ok"}
+        return got == {"read", "write"} and _oks(rs, "write", "release")
+
+    recs = run_loop(
+        tmp_path, fake(), workload="rwlock", params={"resource": "fenced"}, until=both_sides
+    )
     acquired = [r for r in recs if r["f"] == "acquire" and r["type"] == "ok"]
     assert {r["value"]["mode"] for r in acquired} == {"read", "write"}, acquired
     for r in acquired:
@@ -144,7 +178,13 @@ def test_rwlock_through_the_protocol_names_each_side(tmp_path: Path) -> None:
 
 
 def test_counter_through_the_protocol(tmp_path: Path) -> None:
-    recs = run_loop(tmp_path, fake(), workload="counter", params={"resource": "token"})
+    recs = run_loop(
+        tmp_path,
+        fake(),
+        workload="counter",
+        params={"resource": "token"},
+        until=lambda rs: sum(r["f"] == "add" and r["type"] == "ok" for r in rs) >= 3,
+    )
     adds = [r for r in recs if r["f"] == "add" and r["type"] == "ok"]
     assert adds and [a["read"] for a in adds] == list(range(len(adds)))
 
