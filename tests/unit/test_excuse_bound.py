@@ -9,6 +9,7 @@ correct holder, whose last claim is within the excuse, never is a defect (proper
 
 from __future__ import annotations
 
+from hand_history import LEASE_S, HandHistory
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from landed import with_observation
@@ -16,24 +17,15 @@ from landed import with_observation
 from zkjepsen.checker.lease import DEFECT, LEASE
 from zkjepsen.checker.lock import LockChecker
 from zkjepsen.checker.nature import STATE
-from zkjepsen.history import History, Op
+from zkjepsen.history import History
 from zkjepsen.run.hunt import finding
 
 S = 1_000_000_000
-T = 2.0  # every client's lease
+T = LEASE_S  # every client's lease (hand_history)
 
 
-class H:
+class H(HandHistory):
     """Times in seconds; client N is process N; every client's lease T."""
-
-    def __init__(self):
-        self.ops: list[Op] = []
-        for c in (1, 2, 3):
-            self.add(0.1, c, "event", "session", None, {"timeout_ms": int(T * 1000)}, c)
-
-    def add(self, t, process, typ, f, key=None, value=None, client=None):
-        self.ops.append(Op(len(self.ops), int(t * S), process, typ, f, key, value, client))
-        return self
 
     def hold(self, c, t_ok, t_rel, token, lock="/l"):
         self.add(t_ok - 0.1, c, "invoke", "acquire", lock, None, c)
@@ -45,9 +37,6 @@ class H:
         self.add(t, c, "invoke", f, "/r", {"token": token, "step": 1, "steps": 1}, c)
         value = {"version": 1} if typ == "ok" else None
         return self.add(t + 0.05, c, typ, f, "/r", value, c)
-
-    def state(self, c, t, state):
-        return self.add(t, c, "event", "session-state", None, state, c)
 
     def fault(self, t0, t1, f="isolate-client", targets=("c1",), fid=1):
         start = {"fault_id": fid, "phase": "start", "targets": list(targets)}

@@ -9,6 +9,7 @@ never called a defect, one with no fault near it always is."""
 
 from __future__ import annotations
 
+from hand_history import LEASE_S, HandHistory
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from landed import with_observation
@@ -19,26 +20,17 @@ from zkjepsen.checker.fencing import FencingChecker
 from zkjepsen.checker.lease import DEFECT, LEASE
 from zkjepsen.checker.lock import LockChecker
 from zkjepsen.checker.nature import CLOCK, CUT, STATE
-from zkjepsen.history import History, Op
+from zkjepsen.history import History
 from zkjepsen.report.summary import summarise
 from zkjepsen.run.analysis import with_fault_natures
 from zkjepsen.run.hunt import finding
 
 S = 1_000_000_000
-TTL = 2.0
+TTL = LEASE_S  # every client's lease (hand_history)
 
 
-class H:
+class H(HandHistory):
     """Times in seconds; client N is process N; every client's lease TTL."""
-
-    def __init__(self):
-        self.ops: list[Op] = []
-        for c in (1, 2, 3):
-            self.add(0.1, c, "event", "session", None, {"timeout_ms": int(TTL * 1000)}, c)
-
-    def add(self, t, process, typ, f, key=None, value=None, client=None):
-        self.ops.append(Op(len(self.ops), int(t * S), process, typ, f, key, value, client))
-        return self
 
     def acquire(self, c, t_ok, token):
         self.add(t_ok - 0.1, c, "invoke", "acquire", "/l", None, c)

@@ -5,6 +5,7 @@ already under way when the earlier holder asked."""
 
 from __future__ import annotations
 
+from hand_history import LEASE_S, HandHistory
 from landed import with_observation
 
 from zkjepsen.checker import compose
@@ -12,23 +13,14 @@ from zkjepsen.checker.atomicity import AtomicityChecker
 from zkjepsen.checker.lease import DEFECT
 from zkjepsen.checker.lock import LockChecker
 from zkjepsen.checker.nature import CUT, STATE
-from zkjepsen.history import History, Op
+from zkjepsen.history import History
 from zkjepsen.run.analysis import with_fault_natures
 
 S = 1_000_000_000
-T = 2.0
+T = LEASE_S  # every client's lease (hand_history)
 
 
-class H:
-    def __init__(self):
-        self.ops: list[Op] = []
-        for c in (1, 2, 3):
-            self.add(0.1, c, "event", "session", None, {"timeout_ms": int(T * 1000)}, c)
-
-    def add(self, t, process, typ, f, key=None, value=None, client=None):
-        self.ops.append(Op(len(self.ops), int(t * S), process, typ, f, key, value, client))
-        return self
-
+class H(HandHistory):
     def acquire(self, c, t_ok, token, asked=None):
         self.add(t_ok - 0.01 if asked is None else asked, c, "invoke", "acquire", "/l", None, c)
         return self.add(t_ok, c, "ok", "acquire", "/l", {"token": token}, c)

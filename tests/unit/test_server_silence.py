@@ -7,28 +7,20 @@ split between it and the next a defect, as a fault that was only sent, or missed
 
 from __future__ import annotations
 
+from hand_history import LEASE_S, HandHistory
 from landed import with_observation
 
 from zkjepsen.checker.lease import DEFECT, LEASE
 from zkjepsen.checker.lock import LockChecker
-from zkjepsen.history import History, Op
+from zkjepsen.history import History
 from zkjepsen.run.hunt import finding
 
 S = 1_000_000_000
-T = 2.0  # every client's lease
+T = LEASE_S  # every client's lease (hand_history)
 
 
-class H:
+class H(HandHistory):
     """Times in seconds; client N is process N; every client's lease T."""
-
-    def __init__(self):
-        self.ops: list[Op] = []
-        for c in (1, 2, 3):
-            self.add(0.1, c, "event", "session", None, {"timeout_ms": int(T * 1000)}, c)
-
-    def add(self, t, process, typ, f, key=None, value=None, client=None):
-        self.ops.append(Op(len(self.ops), int(t * S), process, typ, f, key, value, client))
-        return self
 
     def hold(self, c, t_ok, t_rel, token):
         self.add(t_ok - 0.1, c, "invoke", "acquire", "/l", None, c)
@@ -40,9 +32,6 @@ class H:
         self.add(t, c, "invoke", "write", "/r", {"token": token, "step": 1, "steps": 1}, c)
         value = {"version": int(t * 100)} if typ == "ok" else None
         return self.add(t + 0.5, c, typ, "write", "/r", value, c)
-
-    def state(self, c, t, state):
-        return self.add(t, c, "event", "session-state", None, state, c)
 
     def fault(self, t0, t1, f="pause-leader", targets=("n1",), landed=True, end=None):
         start = {"fault_id": 1, "phase": "start", "targets": list(targets)}
