@@ -8,12 +8,31 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol, TypeVar
 
 from zkjepsen.faultkinds import KINDS
 
-Choice = Any  # run/hunt.py's Choice (which imports this module): its arm, option, fault
-Menu = Any  # run/hunt.py's Menu: its arms and each arm's choices
+
+class Choice(Protocol):
+    """What the choice reads of run/hunt.py's Choice (which imports this module, so it is
+    named here by its fields): the arm it is of, and its option within the arm."""
+
+    @property
+    def arm(self) -> tuple[str, str]: ...
+
+    @property
+    def option(self) -> tuple[str, str]: ...
+
+
+C = TypeVar("C", bound=Choice)
+
+
+class Menu(Protocol[C]):
+    """What the choice reads of run/hunt.py's Menu: its arms and each arm's choices."""
+
+    arms: list[tuple[str, str]]
+
+    def choices(self, arm: tuple[str, str]) -> list[C]: ...
 
 
 @dataclass
@@ -78,7 +97,9 @@ def part_prior(part: tuple[str, str]) -> float:
     return PRIOR if what == "moment" or at_client(name) else SERVER_PRIOR
 
 
-def kind_prior(kinds: str, tally: Tally | None = None, arms: list | None = None) -> float:
+def kind_prior(
+    kinds: str, tally: Tally | None = None, arms: list[tuple[str, str]] | None = None
+) -> float:
     """A fault kind's prior, as `part_prior`; a pair's, the mean of its two kinds' estimates
     as single arms (what each earned alone, shrunk toward its prior as `choose` shrinks a
     kind's): a pair of faults that came close alone is worth its try, and the pair's own
@@ -98,7 +119,7 @@ def components(arm: tuple[str, str]) -> list[tuple[str, str]]:
     return [("moment", x) for x in moments_] + [("fault", x) for x in faults]
 
 
-def choose(strategy: str, m: Menu, tally: Tally, rng: random.Random) -> tuple[Choice, str]:
+def choose(strategy: str, m: Menu[C], tally: Tally, rng: random.Random) -> tuple[C, str]:
     """The next choice and why. Guided: first the fault kind (a pair's two kinds as one), by
     UCB1 over the kinds with each kind's prior (`kind_prior`); then, within it, the arm (its
     moment), by UCB1 over its arms with what their parts earned elsewhere; then its least-tried
