@@ -9,22 +9,22 @@ per program and strategy over the hunts that found one, and the gate's verdict o
     .venv/bin/python benchmarks/hunt.py --block rows.jsonl ...   # a note's JSON block of them
     .venv/bin/python benchmarks/hunt.py --gate-table rows.jsonl ...  # program x gate scenario
 
-NAME: a zoo program without .py (benchmarks/zoo/NAME.toml gives its service, command,
-workload, clients, session and parameters, a fenced control's `resource`/`property` among
-them; its schedule is ignored: the hunt chooses). Or `recipe:RECIPE[@FAULT,...]`: a recipe of
-the catalogue on its own backend with the hunt's defaults, as `zkjepsen hunt --recipe RECIPE
-[--faults FAULT,...]` takes it (`recipe:kazoo@kill-leader`: one cell, the fault kind pinned; a
-pinned fault that needs the wire proxy turns it on; `--param` applies to recipe names only).
-Each hunt is run/hunt.py's `hunt()` with the
-CLI's short defaults (cli/hunt.py `hunt_base`), one after another (the machine is shared): no
-confirmation, no shrink, the first run that finds ends it. `--gate`: once per program, the
-gate's three scenarios (run/gate.py, as `zkjepsen gate` with the program's settings, the first
-seed) and its verdict. `--gate-only`: the gate and no hunt, every scenario run to its own end
-(as `zkjepsen gate --run-all`: the first invalid one does not end the others), so each
-scenario's verdict is known; each scenario's row says what it saw (its belief overlaps, how many
-beyond a lease's or a fault's nature, its effect overlaps, and what the hunt's rule calls the
-run: `found` a defect, `close` only a fault's nature). `--out`: each row as a JSON line as it
-ends (a table is made from them).
+NAME: a zoo program without .py (benchmarks/zoo/NAME.toml, or benchmarks/zoo-outside/'s, gives
+its service, command, workload, clients, session and parameters, a fenced control's
+`resource`/`property` among them; its schedule is ignored: the hunt chooses). Or
+`recipe:RECIPE[@FAULT,...]`: a recipe of the catalogue on its own backend with the hunt's
+defaults, as `zkjepsen hunt --recipe RECIPE [--faults FAULT,...]` takes it
+(`recipe:kazoo@kill-leader`: one cell, the fault kind pinned; a pinned fault that needs the wire
+proxy turns it on; `--param` applies to recipe names only). Each hunt is run/hunt.py's `hunt()`
+with the CLI's short defaults (cli/hunt.py `hunt_base`), one after another (the machine is
+shared): no confirmation, no shrink, the first run that finds ends it. `--gate`: once per
+program, the gate's three scenarios (run/gate.py, as `zkjepsen gate` with the program's
+settings, the first seed) and its verdict. `--gate-only`: the gate and no hunt, every scenario
+run to its own end (as `zkjepsen gate --run-all`: the first invalid one does not end the
+others), so each scenario's verdict is known; each scenario's row says what it saw (its belief
+overlaps, how many beyond a lease's or a fault's nature, its effect overlaps, and what the
+hunt's rule calls the run: `found` a defect, `close` only a fault's nature). `--out`: each row
+as a JSON line as it ends (a table is made from them).
 
 The figures are a sample of the seeds given, on a loaded machine (the load average is printed
 at the start of each hunt): wall times include every run's setup and teardown; the runs column
@@ -50,10 +50,24 @@ KEYS = ("backend", "client_cmd", "workload", "clients", "nodes", "proxy")
 GATE_KEYS = ("backend", "client_cmd", "client_dir", "workload", "proxy", "image")
 
 
+# The outsider's zoo (benchmarks/zoo-outside/README.md): programs written from the user docs
+# alone, hunted the same way; its names do not meet the zoo's.
+ZOOS = (ZOO, ZOO.parent / "zoo-outside")
+
+
+def zoo_of(name: str) -> Path:
+    """The zoo folder that holds NAME.toml (the zoo's first, then the outsider's)."""
+    for folder in ZOOS:
+        if (folder / f"{name}.toml").is_file():
+            return folder
+    raise SystemExit(f"{name!r} is not a program of {' or '.join(str(z) for z in ZOOS)}")
+
+
 def settings_of(name: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the program's target settings, its params) from its .toml."""
-    conf = tomllib.loads((ZOO / f"{name}.toml").read_text())
-    given = {k: conf.get(k) for k in KEYS} | {"client_dir": str(ZOO), **IMAGE}
+    zoo = zoo_of(name)
+    conf = tomllib.loads((zoo / f"{name}.toml").read_text())
+    given = {k: conf.get(k) for k in KEYS} | {"client_dir": str(zoo), **IMAGE}
     if conf.get("session_timeout_s") is not None:
         given["session_timeout_s"] = conf["session_timeout_s"]
     return given, dict(conf.get("params") or {})
@@ -95,7 +109,8 @@ def base_of(name: str):
     # the program's own run length where it needs more than the hunt's 15 s (a waiter stuck
     # behind an orphan shows past liveness's bound only in a longer run: zoo README)
     limit = max(
-        15.0, float(tomllib.loads((ZOO / f"{name}.toml").read_text()).get("time_limit_s", 0))
+        15.0,
+        float(tomllib.loads((zoo_of(name) / f"{name}.toml").read_text()).get("time_limit_s", 0)),
     )
     return hunt_base(given, limit, session, params, {})
 

@@ -120,3 +120,15 @@ def test_gate_only_runs_every_scenario_to_its_end_and_no_hunt(monkeypatch, tmp_p
     # and plain --gate keeps the gate's own early end (the first invalid scenario ends the rest)
     bench.gate_of("zk_no_relist", 1, tmp_path)
     assert asked["run_all"] is False
+
+
+def test_an_outsiders_program_is_hunted_from_its_own_folder():
+    """A NAME of benchmarks/zoo-outside/ runs with that folder as its client_dir (its base
+    module is there), and a NAME of neither zoo is refused by name."""
+    given, params = bench.settings_of("zk_persistent_node")
+    assert Path(given["client_dir"]).name == "zoo-outside"
+    assert (Path(given["client_dir"]) / "zk_base.py").is_file()
+    assert given["backend"] == "zookeeper" and params["resource"] == "unguarded"
+    assert Path(bench.settings_of("zk_orphan_create")[0]["client_dir"]).name == "zoo"
+    with pytest.raises(SystemExit, match="no_such_program"):
+        bench.settings_of("no_such_program")
