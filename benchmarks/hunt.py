@@ -298,10 +298,40 @@ def cell(rows: list[dict]) -> str:
 
 def kinds(rows: list[dict]) -> str:
     """What the hunts that found something found, counted: splits beyond a lease's or a fault's
-    nature (checker/nature.py), or the invalid parts (`invalid: atomicity`)."""
+    nature (checker/nature.py), or the invalid parts (`invalid: atomicity`); then the fault
+    kinds of the runs that found them (a pair's two as `a + b`), counted."""
     beyond = "splits beyond a lease's or a fault's nature"
-    words = [beyond if "beyond a lease" in r["words"] else r["words"] for r in rows if r["found"]]
-    return ", ".join(f"{w} {words.count(w)}" for w in dict.fromkeys(words))
+    hit = [r for r in rows if r["found"]]
+    words = [beyond if "beyond a lease" in r["words"] else r["words"] for r in hit]
+    said = ", ".join(f"{w} {words.count(w)}" for w in dict.fromkeys(words))
+    by = [fault_of(r["what"]) for r in hit if isinstance(r.get("what"), dict)]
+    if by:
+        said += "; by " + ", ".join(f"{k} {by.count(k)}" for k in sorted(set(by), key=by.index))
+    return said
+
+
+def fault_of(choice: dict) -> str:
+    """A found run's fault kinds, from its choice: `clock-skew-client`, a pair `a + b`."""
+    then = choice.get("then")
+    return str(choice["fault"]) + (f" + {fault_of(then)}" if isinstance(then, dict) else "")
+
+
+def ratio(by: dict[str, list[dict]]) -> str:
+    """Random's median over guided's, in runs and in wall time to the first violation, over
+    the hunts of each that found one (the issue's goal: guided's median at least 5x shorter,
+    on the programs random finds at all); `-` when either found none."""
+    hit = {s: [r for r in rows if r["found"]] for s, rows in by.items()}
+    if not hit.get("guided") or not hit.get("random"):
+        return "-"
+    med = {s: [statistics.median(r[k] for r in hit[s]) for k in ("runs", "wall_s")] for s in hit}
+    runs, wall = (med["random"][i] / med["guided"][i] for i in (0, 1))
+    return f"{runs:.1f}x runs, {wall:.1f}x wall"
+
+
+def cost(rows: list[dict]) -> str:
+    """The median wall time of a run (its setup and teardown included) over the hunts."""
+    each = [r["per_run_s"] for r in rows if r.get("per_run_s")]
+    return f"{statistics.median(each):.0f} s" if each else "-"
 
 
 def programs(paths: list[Path]) -> list[dict]:
@@ -322,6 +352,8 @@ def programs(paths: list[Path]) -> list[dict]:
                 "guided": cell(by["guided"]),
                 "random": cell(by["random"]),
                 "finds": kinds(hunts) or "-",
+                "ratio": ratio(by),
+                "cost": cost(hunts),
                 "gate": f"{gate['verdict']} ({gate['wall_s']:.0f} s)" if gate else "not run",
                 "load": f"{loads[0]:.0f}-{loads[-1]:.0f}",
             }
@@ -333,10 +365,10 @@ def table(paths: list[Path]) -> str:
     """The markdown table of the rows `--out` wrote (one file or several)."""
     out = [
         "| program | seeds | guided: found, runs to the first violation | random: the same "
-        "| what the finds were | the gate | load |",
-        "|---|---|---|---|---|---|---|",
+        "| random's median / guided's | what the finds were, by | a run | the gate | load |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    keys = ("program", "seeds", "guided", "random", "finds", "gate", "load")
+    keys = ("program", "seeds", "guided", "random", "ratio", "finds", "cost", "gate", "load")
     out += ["| " + " | ".join(p[k] for k in keys) + " |" for p in programs(paths)]
     return "\n".join(out)
 
@@ -346,7 +378,8 @@ def block(paths: list[Path]) -> str:
     them is drawn from such blocks: benchmarks/findings_current.py); `budget`, `date`,
     `command` and `section` are left to fill."""
     fill = {"budget": "", "date": "", "command": "", "section": ""}
-    rows = [{k: v for k, v in p.items() if k != "gate"} | fill for p in programs(paths)]
+    drop = ("gate", "ratio", "cost")  # the table's columns, not findings.md's
+    rows = [{k: v for k, v in p.items() if k not in drop} | fill for p in programs(paths)]
     return json.dumps(rows, indent=1, ensure_ascii=False)
 
 

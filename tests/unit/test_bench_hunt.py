@@ -132,3 +132,66 @@ def test_an_outsiders_program_is_hunted_from_its_own_folder():
     assert Path(bench.settings_of("zk_orphan_create")[0]["client_dir"]).name == "zoo"
     with pytest.raises(SystemExit, match="no_such_program"):
         bench.settings_of("no_such_program")
+
+
+def test_the_table_says_randoms_median_over_guideds_and_what_found_each():
+    """The issue's goal is a ratio of medians over the hunts that found one: the table says it,
+    and by which fault kinds the finds came (a pair as `a + b`); `-` when a side found none."""
+    skew = {"fault": "clock-skew-client", "moment": "at-a-time"}
+    pair = {"fault": "kill-client", "then": {"fault": "clock-rate-client"}}
+    rows = [
+        {
+            "program": "p",
+            "strategy": "guided",
+            "seed": 1,
+            "found": True,
+            "runs": 1,
+            "wall_s": 20.0,
+            "what": skew,
+            "words": "1 of 1 beyond a lease",
+            "load": "load 2.0",
+            "per_run_s": 20.0,
+        },
+        {
+            "program": "p",
+            "strategy": "guided",
+            "seed": 2,
+            "found": True,
+            "runs": 3,
+            "wall_s": 60.0,
+            "what": pair,
+            "words": "invalid: atomicity",
+            "load": "load 3.0",
+            "per_run_s": 20.0,
+        },
+        {
+            "program": "p",
+            "strategy": "random",
+            "seed": 1,
+            "found": True,
+            "runs": 8,
+            "wall_s": 160.0,
+            "what": skew,
+            "words": "1 of 1 beyond a lease",
+            "load": "load 2.0",
+            "per_run_s": 20.0,
+        },
+        {
+            "program": "p",
+            "strategy": "random",
+            "seed": 2,
+            "found": False,
+            "runs": 30,
+            "wall_s": 600.0,
+            "what": "coverage",
+            "words": "",
+            "load": "load 2.0",
+            "per_run_s": 20.0,
+        },
+    ]
+    (p,) = bench.programs([_written(rows)])
+    assert p["ratio"] == "4.0x runs, 4.0x wall"  # 8 / median(1, 3); 160 / median(20, 60)
+    assert p["finds"].endswith("; by clock-skew-client 2, kill-client + clock-rate-client 1")
+    assert p["cost"] == "20 s"
+    assert bench.programs([_written(rows[:2])])[0]["ratio"] == "-"  # random not measured
+    assert "| 4.0x runs, 4.0x wall |" in bench.table([_written(rows)])
