@@ -8,6 +8,7 @@ per program and strategy over the hunts that found one, and the gate's verdict o
     .venv/bin/python benchmarks/hunt.py --table rows.jsonl ...   # the markdown table of rows
     .venv/bin/python benchmarks/hunt.py --block rows.jsonl ...   # a note's JSON block of them
     .venv/bin/python benchmarks/hunt.py --gate-table rows.jsonl ...  # program x gate scenario
+    .venv/bin/python benchmarks/hunt.py --learned rows.jsonl ...  # the kinds guided preferred
 
 NAME: a zoo program without .py (benchmarks/zoo/NAME.toml, or benchmarks/zoo-outside/'s, gives
 its service, command, workload, clients, session and parameters, a fenced control's
@@ -383,8 +384,34 @@ def block(paths: list[Path]) -> str:
     return json.dumps(rows, indent=1, ensure_ascii=False)
 
 
+def learned(paths: list[Path]) -> str:
+    """What the guided hunts learned to prefer, per program: each fault kind (a pair as
+    `a + b`) its hunts drew, how often, and the mean reward its runs earned (run/hunt.py
+    REWARD: 1 found, 0.5 close, 0.25 landed, 0 missed, novelty on top), best first; read
+    from each hunt's own hunt.jsonl (its folder in the row)."""
+    rows = [json.loads(x) for p in paths for x in p.read_text().splitlines() if x.strip()]
+    out = ["| program | guided runs | kinds drawn | best by mean reward (runs, mean) |"]
+    out.append("|---|---|---|---|")
+    for name in dict.fromkeys(r["program"] for r in rows):
+        runs = [
+            line
+            for r in rows
+            if r["program"] == name and r["strategy"] == "guided" and r.get("folder")
+            for line in lines_of(Path(r["folder"]))
+        ]
+        if not runs:
+            continue
+        by: dict[str, list[float]] = {}
+        for line in runs:
+            by.setdefault(fault_of(line["choice"]), []).append(float(line.get("reward", 0.0)))
+        ranked = sorted(by.items(), key=lambda kv: (-statistics.mean(kv[1]), -len(kv[1])))
+        best = ", ".join(f"{k} ({len(v)}, {statistics.mean(v):.2f})" for k, v in ranked[:4])
+        out.append(f"| `{name}` | {len(runs)} | {len(by)} | {best} |")
+    return "\n".join(out)
+
+
 def main(argv: list[str]) -> int:
-    shown = {"--table": table, "--block": block, "--gate-table": gate_table}
+    shown = {"--table": table, "--block": block, "--gate-table": gate_table, "--learned": learned}
     if argv[:1] and argv[0] in shown:  # of rows already measured: nothing is run
         print(shown[argv[0]]([Path(p) for p in argv[1:]]))
         return 0

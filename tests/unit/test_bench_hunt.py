@@ -195,3 +195,26 @@ def test_the_table_says_randoms_median_over_guideds_and_what_found_each():
     assert p["cost"] == "20 s"
     assert bench.programs([_written(rows[:2])])[0]["ratio"] == "-"  # random not measured
     assert "| 4.0x runs, 4.0x wall |" in bench.table([_written(rows)])
+
+
+def test_what_guided_learned_is_read_from_each_hunts_own_log(tmp_path):
+    """`--learned`: per program, the kinds its guided hunts drew and their mean reward, best
+    first, from each hunt's hunt.jsonl; random's hunts are not the guidance's."""
+    folder = tmp_path / "h"
+    folder.mkdir()
+    lines = [
+        {"choice": {"fault": "kill-client"}, "reward": 0.25},
+        {"choice": {"fault": "clock-skew-client", "then": {"fault": "kill-client"}}, "reward": 0.5},
+        {"choice": {"fault": "kill-client"}, "reward": 0.0},
+        {"choice": {"fault": "clock-skew-client"}, "reward": 1.0},
+    ]
+    (folder / "hunt.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    rows = [
+        {"program": "p", "strategy": "guided", "folder": str(folder)},
+        {"program": "p", "strategy": "random", "folder": str(folder)},
+    ]
+    drawn = bench.learned([_written(rows)]).splitlines()
+    assert drawn[2] == (
+        "| `p` | 4 | 3 | clock-skew-client (1, 1.00), clock-skew-client + kill-client (1, 0.50), "
+        "kill-client (2, 0.12) |"
+    )
