@@ -19,10 +19,16 @@ earlier one granted first) is classified:
   the grant the service could have let the lease go: at least T had passed since the lease was
   last renewed. When that was is not in the history; it was no earlier than the acquire's
   invoke (the service granted after it), and, for a holder that renews (a ZooKeeper ping, an
-  etcd keepalive, a refresh thread: each every third of a lease), no earlier than T/3 before
-  the silence began. So the silence is counted from the later of the two: a Redis key set
-  with a TTL and never refreshed can run out 0.2 s after a pause began when its SET was 1.8 s
-  before, and on a loaded machine the acquire's ok is recorded well after the SET.
+  etcd keepalive, a refresh thread), no earlier than one renewal period before the silence
+  began: the longest gap between two renewals its program declared (`renew_ms` of its
+  `session` event: etcd's Go client renews up to T/3 + 0.5 s apart, its keepalive loop waking
+  every 500 ms), else T/3 (a ZooKeeper client pings after T/3 idle). So the silence is counted
+  from the later of the two: a Redis key set with a TTL and never refreshed can run out 0.2 s
+  after a pause began when its SET was 1.8 s before, and on a loaded machine the acquire's ok
+  is recorded well after the SET. A silence begins when its fault went in at its target
+  (`FaultSpan.silent_from`: its end record's `went_in_ns`), not at its start record, written
+  before the apply: counted from there, a pause that took 2.2 s to apply would excuse a
+  split inside those seconds.
 - **defect** (beyond a lease's nature): any other split, unless another fault's nature explains
   it (checker/nature.py: a server's clock run ahead, a server that lost its state; the one
   classification, which calls this). A silence shorter than T, a grant long after the holder
@@ -51,6 +57,11 @@ from zkjepsen.history import NEMESIS, Op
 
 S = 1_000_000_000
 LEASE, DEFECT, UNJUDGED = "lease", "defect", "unjudged"
+# A fault's end record: when it went in at its target (nemesis/schedule.py writes it)
+WENT_IN = "went_in_ns"
+# client -> its `session` events in time order: (when, its lease T in s, the longest gap
+# between two renewals it declared in s, None when it declared none: `renew_ms`)
+Sessions = dict[Any, list[tuple[int, float, float | None]]]
 
 
 class FaultSpan:
@@ -66,6 +77,7 @@ class FaultSpan:
         "start_value",
         "end_value",
         "landing",
+        "went_in",
     )
 
     def __init__(
@@ -76,6 +88,16 @@ class FaultSpan:
         self.start_value: dict[str, Any] = start_value
         self.end_value: dict[str, Any] = {}
         self.landing = Landing(False, "not judged")
+        # When it went in at its target (`went_in_ns` of its end record: the nemesis's
+        # arming.went_in, its apply's return or its effect seen before that); its start record
+        # for a history without it. A silence begins here, not at the start record, which is
+        # written before the apply (a pause took 2.2 s to apply under load).
+        self.went_in = start
+
+    def silent_from(self) -> int:
+        """When its silence began: when it went in (never before its start, nor after its end)."""
+        end = self.end if self.end is not None else self.went_in
+        return max(self.start, min(self.went_in, end))
 
 
 def fault_spans(ops: list[Op], last: int) -> list[FaultSpan]:
@@ -95,6 +117,9 @@ def fault_spans(ops: list[Op], last: int) -> list[FaultSpan]:
         elif v.get("phase") == "end" and v.get("fault_id") in open_:
             f = open_.pop(v.get("fault_id"))
             f.end, f.end_value = op.time, v
+            went = v.get(WENT_IN)
+            if isinstance(went, int) and not isinstance(went, bool):
+                f.went_in = went
     for f in out:
         if f.end is None:
             f.end = max(last, f.start)
@@ -112,7 +137,7 @@ def client_of(target: Any) -> Any:
 def lease_s(
     fault: FaultSpan,
     client: Any,
-    sessions: dict[Any, list[tuple[int, float]]],
+    sessions: Sessions,
     default_s: float | None,
 ) -> float | None:
     """The lease (session timeout) `client` had to outlast under `fault`: the fault's own record
@@ -122,8 +147,17 @@ def lease_s(
         d = v["detail"] if isinstance(v.get("detail"), dict) else {}
         if d.get("session_timeout_s") and [client] == [client_of(t) for t in fault.targets]:
             return float(d["session_timeout_s"])
-    seen = [s for t, s in sessions.get(client, ()) if t <= fault.start]
+    seen = [s for t, s, _ in sessions.get(client, ()) if t <= fault.start]
     return seen[-1] if seen else default_s
+
+
+def renewal_s(fault: FaultSpan, client: Any, sessions: Sessions, t: float) -> float:
+    """The longest gap between two renewals of `client`'s lease of T = `t` under `fault`: what
+    its latest session before the fault declared (`renew_ms`: etcd's Go client renews up to
+    T/3 + 0.5 s apart), else a third of the lease (a ZooKeeper client pings when idle T/3)."""
+    seen = [r for at, _, r in sessions.get(client, ()) if at <= fault.start]
+    declared = seen[-1] if seen else None
+    return declared if declared is not None else t / 3
 
 
 def silencing(spans: list[FaultSpan], went_in: Any = None) -> dict[Any, list[FaultSpan]]:
@@ -172,6 +206,8 @@ def server_silences(
             t = lease(f, c)
             if t is None:
                 continue
+            # its signs are evidence from the start record on (a kill may act before its
+            # apply returns); its silence begins when the fault went in (g.went_in)
             seen = [x for x in signs if f.start <= x <= heal + t * S]
             if not seen:
                 continue
@@ -180,7 +216,7 @@ def server_silences(
                 continue  # its session outlived the silence: the service kept its lease
             g = FaultSpan(f.kind, f.fault_id, f.start, f.targets, f.start_value)
             g.end = max(heal, seen[-1])
-            g.end_value, g.landing = f.end_value, f.landing
+            g.end_value, g.landing, g.went_in = f.end_value, f.landing, f.went_in
             out.setdefault(c, []).append(g)
     return out
 
@@ -189,7 +225,7 @@ def lease_nature(
     earlier: Any,
     later: Any,
     silenced: dict[Any, list[FaultSpan]],
-    sessions: dict[Any, list[tuple[int, float]]],
+    sessions: Sessions,
     default_s: float | None,
 ) -> tuple[str, str, FaultSpan | None]:
     """(LEASE | DEFECT | UNJUDGED, why in a phrase, the silencing fault of a LEASE) for a split
@@ -198,24 +234,26 @@ def lease_nature(
     grant = later.start
     unjudged = ""
     for f in silenced.get(earlier.client, ()):
-        end = f.end if f.end is not None else f.start
-        if f.start > grant:
+        began = f.silent_from()  # when it went in, not its start record (FaultSpan)
+        end = f.end if f.end is not None else began
+        if began > grant:
             continue
         t = lease_s(f, earlier.client, sessions, default_s)
         if t is None:
             unjudged = f"{f.kind} on client {earlier.client}, whose lease length is unknown"
             continue
-        # Its lease was last renewed no earlier than its acquire was asked, nor than a third
-        # of a lease before the silence began (module docstring).
-        renewed = max(f.start - t * S / 3, getattr(earlier, "asked", earlier.start))
+        # Its lease was last renewed no earlier than its acquire was asked, nor than one
+        # renewal period (declared, else T/3) before the silence began (module docstring).
+        every = renewal_s(f, earlier.client, sessions, t)
+        renewed = max(began - every * S, getattr(earlier, "asked", earlier.start))
         silent = grant - renewed
         # Frozen at the grant, or frozen past its lease and thawed less than a lease before.
-        frozen = grant <= end or (end - f.start >= t * S and grant <= end + t * S)
+        frozen = grant <= end or (end - began >= t * S and grant <= end + t * S)
         if silent >= t * S and frozen:
             return (
                 LEASE,
                 (
-                    f"client {earlier.client} silenced by {f.kind} ({(end - f.start) / S:.2f}s) "
+                    f"client {earlier.client} silenced by {f.kind} ({(end - began) / S:.2f}s) "
                     f"{silent / S:.2f}s after its lease's last renewal (lease {t:g}s) when client "
                     f"{later.client} was granted"
                 ),

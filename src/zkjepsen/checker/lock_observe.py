@@ -5,12 +5,15 @@ and their effects, read straight from the stream as tuples (no Op per record). S
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zkjepsen.errors import BadInput
 from zkjepsen.faultkinds import client_killers
 from zkjepsen.history import NEMESIS, Op
 from zkjepsen.history.stream import Record, records
+
+if TYPE_CHECKING:
+    from zkjepsen.checker.lease import Sessions
 
 INF = float("inf")
 
@@ -102,7 +105,7 @@ class LockObservations:
         self.nemesis: list[Op] = []  # for the fault windows
         # client -> [(time, negotiated session or lease s)], from its `session` events: the
         # lease a split is judged against (checker/lease.py)
-        self.sessions: dict[Any, list[tuple[int, float]]] = {}
+        self.sessions: Sessions = {}
         # client -> the invokes of its claims (CLAIMS: each after `holding()` said yes), and
         # its own word that its session or lease is gone (TOLD): how long a fault excuses a
         # split (checker/nature.py `past_excuse`)
@@ -278,11 +281,15 @@ def _end_beliefs_at_kill(
             h.careful_end = min(h.careful_end, t)
 
 
-def _session(sessions: dict[Any, list[tuple[int, float]]], client: Any, value: Any, t: int) -> None:
-    """A new session's negotiated timeout (`timeout_ms`: a number > 0), kept per client."""
+def _session(sessions: Sessions, client: Any, value: Any, t: int) -> None:
+    """A new session's negotiated timeout (`timeout_ms`: a number > 0), kept per client, with
+    the longest gap between two renewals of it the program declared (`renew_ms`, a number in
+    (0, timeout_ms]: the recorder refused any other; None when it declared none)."""
     ms = value.get("timeout_ms") if isinstance(value, dict) else None
     if isinstance(ms, (int, float)) and not isinstance(ms, bool) and ms > 0:
-        sessions.setdefault(client, []).append((t, ms / 1000))
+        r = value.get("renew_ms")
+        ok = isinstance(r, (int, float)) and not isinstance(r, bool) and 0 < r <= ms
+        sessions.setdefault(client, []).append((t, ms / 1000, r / 1000 if ok else None))
 
 
 def _client_event(

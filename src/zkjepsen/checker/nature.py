@@ -67,6 +67,7 @@ from zkjepsen.checker.lease import (
     LEASE,
     UNJUDGED,
     FaultSpan,
+    Sessions,
     client_of,
     fault_spans,
     lease_nature,
@@ -151,7 +152,7 @@ class Context:
     def __init__(
         self,
         nemesis: list[Any],
-        sessions: dict[Any, list[tuple[int, float]]],
+        sessions: Sessions,
         default_s: float | None,
         last: int,
         holds: list[Any] = (),  # type: ignore[assignment]
@@ -309,11 +310,11 @@ def past_excuse(ctx: Context, earlier: Any, later: Any, silence: FaultSpan | Non
     until, healed, t = float("inf"), 0, 0.0
     if silence is not None:
         t = ctx.lease(silence, client) or 0.0
-        healed = silence.end if silence.end is not None else silence.start
+        healed = silence.end if silence.end is not None else silence.silent_from()
         until = healed + t * S
-        for g in sorted(ctx.silenced.get(client, ()), key=lambda g: g.start):
-            end = g.end if g.end is not None else g.start
-            if silence.start <= g.start <= until and end + t * S > until:
+        for g in sorted(ctx.silenced.get(client, ()), key=lambda g: g.silent_from()):
+            end = g.end if g.end is not None else g.silent_from()
+            if silence.silent_from() <= g.silent_from() <= until and end + t * S > until:
                 healed, until = end, end + t * S
     # After its LOST, the evidence is a claim whose `holding()` came after it. The loop asks
     # right before each claim, so the first claim after the LOST, unless the holder may have
@@ -324,7 +325,7 @@ def past_excuse(ctx: Context, earlier: Any, later: Any, silence: FaultSpan | Non
     i = bisect_right(acts, told_at) if told_at is not None else len(acts)
     if i < len(acts) and told_at is not None:
         prev = acts[i - 1] if i else earlier.start
-        if any(prev < g.start <= told_at for g in ctx.frozen.get(client, ())):
+        if any(prev < g.silent_from() <= told_at for g in ctx.frozen.get(client, ())):
             i += 1
     knew = acts[i] if i < len(acts) else float("inf")
     for act in acts[bisect_right(acts, lo) :]:
@@ -437,7 +438,7 @@ def lease_over(ctx: Context, hold: Any, at: int) -> str:
 
 def lease_of(ctx: Context, client: Any, at: int) -> float | None:
     """`client`'s lease at `at`: its latest negotiated one before, else the run's (lease.py)."""
-    seen = [s for t, s in ctx.sessions.get(client, ()) if t <= at]
+    seen = [s for t, s, _ in ctx.sessions.get(client, ()) if t <= at]
     return seen[-1] if seen else ctx.default_s
 
 
@@ -587,7 +588,7 @@ def nature_words(counts: dict[str, int]) -> str:
 def classify_splits(
     records: list[dict[str, Any]],
     nemesis: list[Any],
-    sessions: dict[Any, list[tuple[int, float]]],
+    sessions: Sessions,
     default_s: float | None,
     last: int,
     holds: list[Any] = (),  # type: ignore[assignment]

@@ -43,7 +43,7 @@ from typing import Any
 from zkjepsen.checker import Violation
 from zkjepsen.checker.attribution import LOST_STATE_KINDS, counts_against, locks_of
 from zkjepsen.checker.bounds import upper_bound
-from zkjepsen.checker.lease import FaultSpan, client_of, fault_spans, lease_s
+from zkjepsen.checker.lease import FaultSpan, Sessions, client_of, fault_spans, lease_s
 from zkjepsen.checker.lock_observe import observe
 from zkjepsen.checker.power_table import FaultPower, Opportunity, Power, ranked
 from zkjepsen.faultkinds import UNKNOWN_RULE, client_killers, power_rule
@@ -134,11 +134,12 @@ def _missed(faults: list[FaultSpan]) -> dict[str, tuple[int, tuple[tuple[str, in
 
 def _sessions_and_paths(
     ops: list[Op], acq: frozenset[str], rel: frozenset[str], last: int
-) -> tuple[dict[Any, list[tuple[int, float]]], dict[Any, list[tuple[int, int]]]]:
-    """client -> [(time, negotiated timeout s)] from its `session` events; client -> the spans
+) -> tuple[Sessions, dict[Any, list[tuple[int, int]]]]:
+    """client -> [(time, negotiated timeout s, None)] from its `session` events (lease.py
+    `Sessions`: the power line does not read a renewal period); client -> the spans
     it was in the lock path: from an acquire invoke to its release invoke (when it stopped
     believing), a failed acquire's completion, its SIGKILL or its program's death."""
-    timeouts: dict[Any, list[tuple[int, float]]] = {}
+    timeouts: Sessions = {}
     paths: dict[Any, list[tuple[int, int]]] = {}
     began: dict[Any, int] = {}  # client -> when its current path began
     pending: dict[Any, str] = {}  # process -> the op it invoked
@@ -158,7 +159,7 @@ def _sessions_and_paths(
         c = op.actor
         if op.type == "event":
             if op.f == "session" and isinstance(v, dict) and v.get("timeout_ms"):
-                timeouts.setdefault(c, []).append((op.time, v["timeout_ms"] / 1000))
+                timeouts.setdefault(c, []).append((op.time, v["timeout_ms"] / 1000, None))
             elif op.f == "client-error":
                 leave(c, op.time)
         elif op.type == "invoke":
@@ -190,7 +191,7 @@ def _opportunity(
     fault: FaultSpan,
     beliefs: dict[Any, list[tuple[int, float]]],
     paths: dict[Any, list[tuple[int, int]]],
-    timeouts: dict[Any, list[tuple[int, float]]],
+    timeouts: Sessions,
     default_timeout_s: float,
 ) -> Opportunity | None:
     if _vetoed(fault):

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from zkjepsen.client.program import Program, Stopped
-from zkjepsen.client.protocol import VERSION, Event, ProtocolFault, Reply
+from zkjepsen.client.protocol import VERSION, Event, ProtocolFault, Reply, session_problem
 
 MAX_FAULTS = 5
 INIT_TIMEOUT_S = 20.0
@@ -92,7 +92,15 @@ class ProgramClient:
                 self._record_fault("init was answered ok without a session_id")
                 self.program.kill()
                 continue
-            self.ctx.event("session", {"session_id": sid, "timeout_ms": value.get("timeout_ms")})
+            problem = session_problem(value)
+            if problem:
+                self._record_fault(f"init was answered ok with a bad session: {problem}")
+                self.program.kill()
+                continue
+            session = {"session_id": sid, "timeout_ms": value.get("timeout_ms")}
+            if "renew_ms" in value:  # its lease's longest gap between renewals (protocol.py)
+                session["renew_ms"] = value["renew_ms"]
+            self.ctx.event("session", session)
             return True
         return False
 

@@ -69,6 +69,9 @@ def parse_line(line: bytes) -> Reply | Event:
                 f"malformed message from the program: {_short(line)} has an "
                 "event that is not a name"
             )
+        problem = session_problem(msg.get("value")) if name == "session" else ""
+        if problem:
+            raise ProtocolFault(f"malformed message from the program: {problem}")
         return Event(name, msg.get("value"))
     rid, type_ = msg.get("in_reply_to"), msg.get("type")
     if not isinstance(rid, int) or isinstance(rid, bool):
@@ -83,6 +86,24 @@ def parse_line(line: bytes) -> Reply | Event:
         )
     error = msg.get("error")
     return Reply(rid, type_, msg.get("value"), None if error is None else str(error))
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and x == x and x != float("inf")
+
+
+def session_problem(value: Any) -> str:
+    """What is wrong with a session's description (the `init` answer's value, a `session`
+    event's): '' when nothing. Its optional `renew_ms` (the longest gap between two renewals
+    of the program's lease) must be a number > 0 and no more than its `timeout_ms`."""
+    if not isinstance(value, dict) or "renew_ms" not in value:
+        return ""
+    r, t = value["renew_ms"], value.get("timeout_ms")
+    if not _number(r) or r <= 0:
+        return f"a session's renew_ms must be a number of ms > 0, not {r!r}"
+    if not _number(t) or r > t:
+        return f"a session's renew_ms ({r!r}) must be no more than its timeout_ms ({t!r})"
+    return ""
 
 
 def request(rid: int, op: str, **fields: Any) -> dict[str, Any]:

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from zkjepsen.nemesis.arming import WENT_IN
 from zkjepsen.nemesis.family import Detail, FaultFamily, Params
 from zkjepsen.nemesis.targets import (
     NemesisContext,
@@ -72,6 +73,11 @@ class ProcessFault:
                 ctx.backend.pause(ctx.node(name))
 
         ctx.each(one, targets)
+        if ctx.now_ns is not None:
+            # in place now (docker pause returns once the cgroup is frozen, kill once the
+            # signal is sent): the apply's return comes later, after the observation below
+            # and the read of who held, which take seconds under load (arming.went_in)
+            detail[WENT_IN] = ctx.now_ns()
         observe(ctx, targets, detail, "killed" if kill else "frozen", self.on == "client")
         if self.on == "client":
             note_holding(ctx, targets[0], detail)

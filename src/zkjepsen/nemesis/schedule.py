@@ -25,7 +25,7 @@ from zkjepsen.docker.signals import signals_deferred
 from zkjepsen.faultkinds import landing
 from zkjepsen.faultkinds.landing import unobserved
 from zkjepsen.nemesis import Nemesis, NemesisError, NoTargets, generator
-from zkjepsen.nemesis.arming import MISS_FIELDS, await_trigger
+from zkjepsen.nemesis.arming import MISS_FIELDS, WENT_IN, await_trigger, went_in
 from zkjepsen.nemesis.arming import landed as fault_landed
 from zkjepsen.nemesis.executed import FaultOp, Planned, PlannedHeal, Table, read_faults
 from zkjepsen.nemesis.faults import FAULTS, ROLE_TARGETS, families
@@ -127,6 +127,11 @@ class FaultNemesis(Nemesis):
             seen = landing(op.f, self.started.pop(op.fault_id, {}), value)
             op = replace(op, observed=seen._asdict())
             value["observed"] = op.observed
+            if op.applied_ns is not None:
+                # when it went in at its target (arming.went_in: its apply's return, or its
+                # effect seen before that), which its start record, written before the apply,
+                # is not: the checkers count a silence from here (checker/lease.py FaultSpan)
+                value[WENT_IN] = went_in(op)
         if self.log is not None:
             at = op.start_ns if phase == "start" else op.end_ns
             self.log.record(at or 0, op.f, value)
@@ -228,7 +233,7 @@ def run_nemesis(
     files.path.mkdir(parents=True, exist_ok=True)
     stop = stop_event or threading.Event()
     log = NemesisLog(files.nemesis_log, t0_ns)
-    ctx = NemesisContext(backend, pool, session_timeout_s=plan.session_timeout_s)
+    ctx = NemesisContext(backend, pool, session_timeout_s=plan.session_timeout_s, now_ns=log.now)
     origin_ns = time.monotonic_ns()
     env = generator.Env(plan.session_timeout_s, plan.fault_duration_s, plan.fault_params)
     planned: list[Planned]

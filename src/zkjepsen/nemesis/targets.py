@@ -58,6 +58,9 @@ class NemesisContext:
     dirty_clocks: set[str] = field(default_factory=set)  # nodes whose clock needs a reset
     lock: threading.Lock = field(default_factory=threading.Lock)
     state: dict[str, Any] = field(default_factory=dict)  # per-family live state (strobes)
+    # The history's time now (the nemesis log's clock), for a family to say when its fault
+    # went in (arming.WENT_IN); None outside a run
+    now_ns: Callable[[], int] | None = None
     _exec: ThreadPoolExecutor = field(
         default_factory=lambda: ThreadPoolExecutor(8, thread_name_prefix="nemesis")
     )

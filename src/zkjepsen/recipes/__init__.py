@@ -48,6 +48,10 @@ class RecipeInfo:
     # masters that said yes, recipes/base.py `Token.granted`): what the `shared-master`
     # target reads (run/resolve.py `role_refusal`).
     records_grants: bool = False
+    # The longest gap between two renewals of its lease, as a share of the lease, where its
+    # library's source says it is longer than the third the checkers assume otherwise (its
+    # driver's `init` answers it as `renew_ms`: checker/lease.py `renewal_s`). None: a third.
+    renew_share: float | None = None
 
 
 _M = "zkjepsen.recipes."
@@ -301,6 +305,9 @@ RECIPES: dict[str, RecipeInfo] = {
         "runs); the dead renewal thread tells the application nothing",
         source="library",
         backends=("redis", "redis-sentinel"),
+        # redis_lock.Lock: _lock_renewal_interval = expire * 2 / 3, its thread waits that long
+        # between two extend()s
+        renew_share=2 / 3,
     ),
     "pottery-redlock": RecipeInfo(
         _M + "pottery_redlock:PotteryRedlock",

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from zkjepsen.backends.registry import service_of, settings_from_table
+from zkjepsen.client.protocol import session_problem
 from zkjepsen.errors import BadInput
 
 # Every field of a stored spec that changes what a replay would run. A stored test.json written
@@ -173,13 +174,16 @@ def _grant(value: Any) -> bool:
 def _session(value: Any) -> bool:
     """What a client's `session` event says (client/loop.py): null, or a table whose
     `timeout_ms` (the session's length, which the power line and fairness divide) is a number
-    >= 0 or null."""
+    >= 0 or null, and whose `renew_ms`, if it has one, is a number > 0 and no more than its
+    timeout_ms (client/protocol.py `session_problem`)."""
     if value is None:
         return True
     if type(value) is not dict:
         return False
     t = value.get("timeout_ms")
-    return t is None or (type(t) in (int, float) and t >= 0 and t != float("inf"))
+    if not (t is None or (type(t) in (int, float) and t >= 0 and t != float("inf"))):
+        return False
+    return not session_problem(value)  # its renew_ms, if any: the recorder's own rule
 
 
 # (f, type) -> (what the value must be, the test). The lock-shaped workloads' grants
@@ -187,7 +191,11 @@ def _session(value: Any) -> bool:
 VALUE_SHAPES = {
     ("acquire", "ok"): ("null or a table with a whole-number token", _grant),
     ("elected", "ok"): ("null or a table with a whole-number token", _grant),
-    ("session", "event"): ("null or a table whose timeout_ms is a number >= 0 or null", _session),
+    ("session", "event"): (
+        "null or a table whose timeout_ms is a number >= 0 or null (and renew_ms, if any, a "
+        "number > 0 and no more than its timeout_ms)",
+        _session,
+    ),
 }
 
 

@@ -216,6 +216,7 @@ NEMESIS_VALUE = Table(
         "observed": Field(
             Table({"landed": OneOf((True, False, None)), "why": Str(empty=True)}), required=False
         ),
+        "went_in_ns": Field(NS, required=False),  # an end's: when it went in at its target
     },
     what="a fault's start or end (a table with fault_id, phase and targets)",
 )

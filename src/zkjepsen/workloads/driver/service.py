@@ -14,6 +14,7 @@ Runs inside the client containers.
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
@@ -27,6 +28,17 @@ from zkjepsen.workloads.driver.server import main as serve_main
 def recipe_family(recipe: str) -> str:
 
     return backend_info(RECIPES[recipe].backends[0]).family
+
+
+def lease_words(recipe: str, ttl_s: float) -> dict[str, int]:
+    """The init answer's lease: `timeout_ms`, and `renew_ms` (the longest gap between two
+    renewals) where the recipe's library renews less often than every third of it
+    (recipes: `renew_share`)."""
+    out = {"timeout_ms": int(ttl_s * 1000)}
+    share = RECIPES[recipe].renew_share if recipe in RECIPES else None
+    if share is not None:
+        out["renew_ms"] = min(out["timeout_ms"], math.ceil(ttl_s * 1000 * share))
+    return out
 
 
 class ServiceDriver(PythonDriver):
@@ -47,7 +59,8 @@ class ServiceDriver(PythonDriver):
         except Exception as e:  # noqa: BLE001
             return "fail", None, f"could not connect: {type(e).__name__}: {e}"
         self.session_id = 0
-        return "ok", {"session_id": self.zk.session_id, "timeout_ms": int(ttl_s * 1000)}, None
+        value = {"session_id": self.zk.session_id, **lease_words(self.recipe_name, ttl_s)}
+        return "ok", value, None
 
     def op_acquire(self, req: dict[str, Any]) -> tuple[str, Any, str | None]:
         type_, value, error = super().op_acquire(req)

@@ -44,9 +44,21 @@ func (s *session) done() bool {
 	}
 }
 
+// describe is the session as the protocol says it: its id, its lease (timeout_ms) and the
+// longest gap between two renewals of that lease (renew_ms), which the checkers count a frozen
+// holder's lease from. clientv3 (clientv3/lease.go, etcd 3.4) does not renew every TTL/3: on
+// each keep-alive answer recvKeepAlive sets nextKeepAlive = now + TTL/3, and sendKeepAliveLoop
+// sends the keep-alives that are due, then sleeps retryConnWait (500 ms) before it looks again.
+// So a renewal can come TTL/3 + 0.5 s after the answer to the last (1.17 s with a 2 s lease:
+// 58 % of it, where a third is 0.67 s). Not counted: the round trip of each keep-alive.
 func (s *session) describe() map[string]interface{} {
-	return map[string]interface{}{"session_id": s.id(), "timeout_ms": s.ttlMs}
+	return map[string]interface{}{
+		"session_id": s.id(), "timeout_ms": s.ttlMs, "renew_ms": (s.ttlMs+2)/3 + keepAliveLoopMs,
+	}
 }
+
+// keepAliveLoopMs is clientv3's retryConnWait: how often its sendKeepAliveLoop wakes.
+const keepAliveLoopMs = 500
 
 // newSession starts a concurrency.Session with the driver's TTL. NewSession has no deadline of
 // its own (it grants the lease with the client's context), so it runs aside and is abandoned
