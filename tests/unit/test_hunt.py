@@ -482,4 +482,29 @@ def test_a_pair_is_judged_by_what_its_kinds_earned_alone_and_waits_behind_untrie
     for seed in range(10):
         got = h.choose("guided", m, tally, random.Random(seed))[0]
         assert got.fault == "proxy-lose-create", (seed, got)
-    assert h.kind_prior(pair.arm[1], tally, m.arms) == (0.25 + (0.75 + 0.5) / 2) / 2
+    # partition-halves was never tried alone: the pair waits behind it (PAIR_WAIT)
+    assert h.kind_prior(pair.arm[1], tally, m.arms) == h.PAIR_WAIT
+    tally.add(h.Choice("on-acquire", "partition-halves", "1x"), 0.25)
+    assert h.kind_prior(pair.arm[1], tally, m.arms) == ((0.25 + 0.25) / 2 + (0.75 + 0.5) / 2) / 2
+
+
+def test_a_pair_waits_until_each_of_its_kinds_was_tried_alone_on_the_real_menu():
+    """etcd_keepalive_ignored, guided seed 1 (2026-11-29, quiet machine): after the client
+    kinds' sweep, seven pairs holding a client kind took runs 8-14 (their prior, the mean of a
+    client kind's estimate and an untried server kind's prior, beat the servers' kinds alone),
+    while the servers' kinds that expose its bug (a cut of its one endpoint) were never tried.
+    Property: on kazoo's menu behind the proxy (38 kinds, 24 pairs), whatever each run earns,
+    no pair is drawn while one of its kinds was never tried alone. Mutant: a pair's prior as
+    before (the mean of its kinds' estimates) fails it."""
+    m = h.menu(base(proxy=True))
+    singles = {f for _, f in m.arms if " + " not in f}
+    for seed in range(6):
+        tally, rng, alone = h.Tally(), random.Random(seed), set()
+        for _ in range(len(singles) + 4):
+            choice, _ = h.choose("guided", m, tally, rng)
+            parts = choice.arm[1].split(" + ")
+            if len(parts) > 1:
+                assert set(parts) <= alone, (seed, choice.arm, len(alone))
+            else:
+                alone.add(parts[0])
+            tally.add(choice, rng.choice((0.0, 0.25, 0.5, 0.75)))

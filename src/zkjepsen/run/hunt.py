@@ -40,6 +40,7 @@ from zkjepsen.run.fanout import Job, Outcome
 from zkjepsen.run.hunt_choice import (  # noqa: F401 - the guided choice, as it was named here
     CLIENT_TARGETS,
     EXPLORE,
+    PAIR_WAIT,
     PRIOR,
     SERVER_PRIOR,
     SHRINK,
