@@ -458,6 +458,32 @@ def test_a_runs_states_near_misses_and_novelty_go_into_its_line_and_its_reward(
     assert "session=lost/ok" in page and result.picture == tmp_path / "coverage.html"
 
 
+def test_a_faults_nature_earns_close_once_per_kind(monkeypatch, tmp_path):
+    """etcd_keepalive_ignored, guided seed 3 (2026-11-29): kill-client's runs were close every
+    time (a killed holder's half-done update, the fault's nature) and, with pause-client's
+    lease splits, kept the client kinds and their pairs ahead of 45 untried kinds for 15 runs.
+    A nature is reported once: the same kind showing the same nature again earns a landing;
+    another nature, or a near miss in its history, is close again. A pair (here
+    pause-client twice) is judged by what its kinds showed alone too."""
+    lease = {"valid": False, "lock": lock(2, 0, lease_split_count=2), "power": {}}
+    cut = {
+        "valid": False,
+        "lock": lock(0, 0, True),
+        "atomicity": {"valid": False, "beyond_nature_count": 0, "nature_counts": {"cut": 1}},
+    }
+    results = [lease, lease, cut, lease]
+    fake_runs(monkeypatch, lambda i, spec: results[i])
+    monkeypatch.setattr(h, "_while_budget", lambda started, budget, step=1: iter(range(4)))
+    spec = base(session_timeout_s=2.0)
+    h.hunt(spec, h.menu(spec, ["pause-client"]), 60.0, "guided", 1, tmp_path)
+    lines = [json.loads(x) for x in (tmp_path / "hunt.jsonl").read_text().splitlines()]
+    assert [x["reached"] for x in lines] == ["close"] * 4
+    assert [x["reward"] for x in lines] == [
+        h.REWARD[w] for w in ("close", "landed", "close", "landed")
+    ]
+    assert h.natures_of(cut) == {"cut"} and h.natures_of(lease) == {"lease"}
+
+
 def test_a_pair_is_judged_by_what_its_kinds_earned_alone_and_waits_behind_untried_kinds():
     """The zoo's zk_orphan_create, guided seed 2 (2026-11-29): after proxy-delay-reply landed
     (and reached new states: 0.75), the pair `partition-halves + proxy-delay-reply` took runs 4

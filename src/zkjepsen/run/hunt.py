@@ -448,10 +448,26 @@ def natured_parts(r: dict[str, Any]) -> set[str]:
     return out
 
 
+def natures_of(r: dict[str, Any]) -> set[str]:
+    """The natures (checker/nature.py NATURES) a run's violations had, as `natures_said`
+    counts them."""
+    return {k for k, n in _nature_counts(r)[0].items() if n}
+
+
 def natures_said(r: dict[str, Any]) -> str:
     """What the faults' natures were, counted over the lock's splits and every other part's
     violations, with the faults that caused them: "3 a lease's (...), 1 a server that lost its
     state (kill-one)"."""
+    counts, faults = _nature_counts(r)
+    return ", ".join(
+        f"{counts[k]} {WORDS[k]}" + (f" ({', '.join(sorted(faults[k]))})" if faults.get(k) else "")
+        for k in NATURES
+        if counts.get(k)
+    )
+
+
+def _nature_counts(r: dict[str, Any]) -> tuple[dict[str, int], dict[str, set[str]]]:
+    """(nature -> how many violations had it, nature -> the fault kinds that caused them)."""
     counts: dict[str, int] = {}
     faults: dict[str, set[str]] = {}
     for n, p in r.items():
@@ -468,11 +484,7 @@ def natures_said(r: dict[str, Any]) -> str:
                 counts[k] = counts.get(k, 0) + (c if isinstance(c, int) else 0)
     if n_lease := _table(r.get("lock")).get("lease_split_count"):
         counts[LEASE] = max(counts.get(LEASE, 0), int(n_lease))
-    return ", ".join(
-        f"{counts[k]} {WORDS[k]}" + (f" ({', '.join(sorted(faults[k]))})" if faults.get(k) else "")
-        for k in NATURES
-        if counts.get(k)
-    )
+    return counts, faults
 
 
 def finding(results: Any) -> tuple[str, str]:
@@ -568,6 +580,8 @@ class _Hunt:
     rng: random.Random
     tally: Tally = field(default_factory=Tally)
     lines: list[dict[str, Any]] = field(default_factory=list)
+    # fault kind (a pair: `a + b`) -> the natures its close runs had (`ended`)
+    natures: dict[str, set[str]] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     coverage: Coverage = field(init=False)
 
@@ -596,6 +610,15 @@ class _Hunt:
         else:
             new = self.coverage.add(choice.arm, *choice.option, what.states)
         reward = REWARD[reached]
+        natures = natures_of(_table(outcome.run.results)) if reached == "close" else set()
+        kind = choice.arm[1]
+        known = set().union(*(self.natures.get(k, ()) for k in {kind, *kind.split(" + ")}))
+        if natures and natures <= known and not what.near:
+            # A fault's nature is reported once (a lease's splits, a killed holder's half-done
+            # update): its kind (or a pair, what its kinds showed alone) showing it again came
+            # no closer to a defect than a landing.
+            reward = REWARD["landed"]
+        self.natures.setdefault(kind, set()).update(natures)
         if what.near and reached in ("landed", "missed"):
             reward = REWARD["close"]  # it came close in its history, where no checker looks
         if fresh and not first:  # a lock state no run had reached (the first reaches all)
