@@ -11,6 +11,8 @@ over thousands of seeds where a real hunt (15-130 s a run) affords five (issue 5
     .venv/bin/python benchmarks/hunt_sim.py --replay DIR ...      # the sim's choice, real runs
 
 NAME: a model of MODELS (a zoo program, or `program+variant`); none: every model.
+`--natures-once P`: acd58ee's reward rule (a kind's fault nature, seen again, earns a landing)
+on the share P of close runs it applies to (NATURES_ONCE_SHARE, 0.41, measured); 0: off.
 
 **A simulated hunt** is `run/hunt.py` `hunt()` with one run at a time (`parallel=1`): per run,
 `choose` with the hunt's seeded RNG, `run_spec` on the same RNG (as `_Hunt.round` draws the
@@ -62,6 +64,10 @@ from zkjepsen.run.hunt import NOVELTY, REWARD, Choice, Menu, menu, run_spec  # n
 from zkjepsen.run.hunt_choice import Tally, at_client, choose  # noqa: E402
 
 OUTCOMES = ("close", "landed", "missed")
+# Of the live hunts' close runs (96 by 16:27 UTC), 39 were a fault's nature with no near miss:
+# the ones acd58ee's rule turns into a landing when their kind showed a nature before.
+NATURES_ONCE_SHARE = 0.41
+NATURES_ONCE = 0.0  # the share the sims use: --natures-once
 SHRINK_TO_POOL = 3.0  # a kind's own outcome counts weigh against its side's pool as this many runs
 KS = (5, 10)
 
@@ -245,6 +251,70 @@ def base_of_program(program: str) -> Any:
 # that did not find: [close, landed, missed] by the reward less its novelty; `novelty` the
 # share of non-first runs that earned NOVELTY.
 CALIBRATION: dict[str, Any] = {
+    # by the verdict alone (`reached`: no near-miss lift, no novelty), from every m-* store at
+    # 16:33 UTC (51 hunts, m-a5 and m-b5 under 3edea30 and acd58ee): --without-near
+    "kinds_without_near": {
+        "etcd": {
+            "clock-bump": [0, 3, 0],
+            "clock-rate-client": [5, 10, 1],
+            "clock-rate-leader": [4, 1, 0],
+            "clock-rate-one": [0, 2, 0],
+            "clock-skew-client": [2, 11, 0],
+            "clock-strobe": [1, 0, 0],
+            "isolate-client": [5, 7, 4],
+            "kill-client": [12, 23, 0],
+            "kill-leader": [1, 1, 0],
+            "kill-majority": [1, 0, 1],
+            "kill-minority": [1, 2, 0],
+            "kill-one": [0, 1, 0],
+            "member-add": [0, 3, 0],
+            "member-remove": [1, 1, 0],
+            "member-remove-leader": [0, 3, 0],
+            "member-replace": [0, 2, 0],
+            "partition-bridge": [0, 5, 0],
+            "partition-halves": [0, 0, 1],
+            "partition-leader": [2, 5, 0],
+            "partition-one": [1, 0, 0],
+            "pause-client": [4, 18, 5],
+            "pause-leader": [0, 2, 0],
+            "pause-server": [0, 0, 2],
+            "power-loss-all": [1, 1, 1],
+            "power-loss-leader": [1, 4, 0],
+            "power-loss-majority": [1, 0, 1],
+            "power-loss-one": [2, 3, 1],
+            "rolling-restart": [1, 1, 0],
+            "rolling-upgrade": [0, 2, 0],
+            "torn-write": [1, 0, 0],
+        },
+        "redis": {
+            "clock-bump": [0, 1, 0],
+            "clock-skew-client": [0, 1, 0],
+            "isolate-client": [4, 0, 1],
+            "kill-client": [6, 3, 0],
+            "kill-leader": [1, 0, 0],
+            "kill-majority": [2, 0, 0],
+            "kill-one": [2, 0, 0],
+            "pause-client": [2, 1, 7],
+            "torn-write": [4, 0, 0],
+        },
+        "zookeeper": {
+            "clock-bump": [0, 1, 0],
+            "clock-rate-client": [2, 8, 1],
+            "clock-skew-client": [3, 0, 10],
+            "isolate-client": [5, 3, 1],
+            "kill-client": [5, 2, 2],
+            "pause-client": [2, 0, 4],
+            "pause-server": [0, 1, 0],
+            "power-loss-leader": [5, 0, 0],
+            "proxy-close-after": [0, 1, 0],
+            "proxy-delay-reply": [1, 3, 0],
+            "proxy-drop-pings": [0, 0, 4],
+            "proxy-drop-request": [2, 3, 1],
+            "proxy-hold-session": [3, 0, 0],
+            "rolling-restart": [3, 0, 0],
+            "torn-write": [0, 1, 0],
+        },
+    },
     "kinds": {
         "etcd": {
             "clock-rate-client": [4, 3, 0],
@@ -369,6 +439,7 @@ def base_class(line: dict[str, Any], first: bool) -> str:
 
 def calibrate(dirs: list[Path]) -> dict[str, Any]:
     kinds: dict[str, dict[str, list[int]]] = {}
+    reached_only: dict[str, dict[str, list[int]]] = {}  # by the verdict alone: no near lift
     novel = [0, 0]
     finds: dict[str, dict[str, list[int]]] = {}
     families: dict[str, str] = {}
@@ -394,8 +465,11 @@ def calibrate(dirs: list[Path]) -> dict[str, Any]:
             for part in c.parts():
                 counts = kinds.setdefault(fam, {}).setdefault(part.fault, [0, 0, 0])
                 counts[OUTCOMES.index(got)] += 1
+                plain = reached_only.setdefault(fam, {}).setdefault(part.fault, [0, 0, 0])
+                plain[OUTCOMES.index(line["reached"])] += 1
     return {
         "kinds": kinds,
+        "kinds_without_near": reached_only,
         "novelty": round(novel[1] / novel[0], 3) if novel[0] else 0.0,
         "novelty_runs": novel[0],
         "finds": finds,  # program -> fault -> [runs with it, runs that found]
@@ -404,12 +478,15 @@ def calibrate(dirs: list[Path]) -> dict[str, Any]:
 
 def said(cal: dict[str, Any]) -> str:
     """The calibration as CALIBRATION's literal: a kind's counts, a program's finds, a line each."""
-    out = ["{", '    "kinds": {']
-    for fam, kinds in sorted(cal["kinds"].items()):
-        out.append(f"        {fam!r}: {{")
-        out += [f"            {k!r}: {v}," for k, v in sorted(kinds.items())]
-        out.append("        },")
-    out += ["    },", f'    "novelty": {cal["novelty"]},']
+    out = ["{"]
+    for table in ("kinds", "kinds_without_near"):
+        out.append(f"    {table!r}: {{")
+        for fam, kinds in sorted(cal[table].items()):
+            out.append(f"        {fam!r}: {{")
+            out += [f"            {k!r}: {v}," for k, v in sorted(kinds.items())]
+            out.append("        },")
+        out.append("    },")
+    out += [f'    "novelty": {cal["novelty"]},']
     out += [f'    "novelty_runs": {cal["novelty_runs"]},', '    "finds": {']
     for prog, faults in sorted(cal["finds"].items()):
         out.append(f"        {prog!r}: {{")
@@ -418,12 +495,16 @@ def said(cal: dict[str, Any]) -> str:
     return "\n".join([*out, "    },", "}"]).replace("'", '"')
 
 
+KINDS_TABLE = "kinds"  # --without-near: "kinds_without_near" (3edea30's near misses, roughly)
+
+
 def pooled(family: str, client: bool) -> list[float]:
     """The side's (client or server) outcome shares on the family, else over every family."""
-    for fams in ([family], list(CALIBRATION.get("kinds", {}))):
+    table = CALIBRATION.get(KINDS_TABLE, {})
+    for fams in ([family], list(table)):
         tot = [0, 0, 0]
         for fam in fams:
-            for kind, counts in CALIBRATION.get("kinds", {}).get(fam, {}).items():
+            for kind, counts in table.get(fam, {}).items():
                 if at_client(kind) == client:
                     tot = [a + b for a, b in zip(tot, counts, strict=True)]
         if sum(tot):
@@ -436,7 +517,7 @@ def outcome_shares(family: str, kind: str) -> tuple[float, float, float]:
     """A single kind's shares of close, landed, missed: its own counts shrunk toward its side's
     pool by SHRINK_TO_POOL runs' weight."""
     pool = pooled(family, at_client(kind))
-    own = CALIBRATION.get("kinds", {}).get(family, {}).get(kind, [0, 0, 0])
+    own = CALIBRATION.get(KINDS_TABLE, {}).get(family, {}).get(kind, [0, 0, 0])
     n = sum(own)
     a, b, _ = (
         (o + SHRINK_TO_POOL * p) / (n + SHRINK_TO_POOL) for o, p in zip(own, pool, strict=True)
@@ -464,6 +545,11 @@ class Sim:
     cap: int = 40
     novelty: float | None = None  # None: CALIBRATION's
     outcomes: Callable[[Choice, random.Random], str] | None = None  # None: draw_outcome
+    # acd58ee's rule (run/hunt.py `ended`): a close run whose only news is a fault's nature its
+    # kind (or a pair's kinds) had shown before earns a landing. This is the chance a close run
+    # is such a one (a nature, no near miss); 0: the rule off (the reward before acd58ee).
+    # None: NATURES_ONCE (--natures-once).
+    natures_once: float | None = None
     family: str = field(init=False)
     menu: Menu = field(init=False)
     tally: Tally = field(init=False, default_factory=Tally)
@@ -473,6 +559,8 @@ class Sim:
         self.family = family_of(self.model.program)
         if self.novelty is None:
             self.novelty = float(CALIBRATION.get("novelty", 0.0))
+        if self.natures_once is None:
+            self.natures_once = NATURES_ONCE
 
     def outcome(self, choice: Choice, rng: random.Random) -> str:
         if self.outcomes is not None:
@@ -485,6 +573,8 @@ class Sim:
         rng = random.Random(seed)  # the hunt's own, as run/hunt.py's hunt() seeds it
         world = random.Random(f"world {seed}")  # the runs' outcomes: not the choice's stream
         tally = self.tally = Tally()  # the last hunt's, to read
+        natured: set[str] = set()  # kinds whose close runs showed a nature (`_Hunt.natures`)
+        self.chosen: list[Choice] = []  # the last hunt's choices, in order
         best = self.oracle_choice() if strategy == "oracle" else None
         for i in range(self.cap):
             if best is not None:
@@ -494,9 +584,16 @@ class Sim:
                     "guided" if strategy == "sweep" else strategy, self.menu, tally, rng
                 )
                 run_spec(base, choice, rng.randrange(2**31), rng)  # _Hunt.round's draws
+            self.chosen.append(choice)
             if world.random() < self.model.p_find(choice):
                 return i + 1
-            reward = REWARD[self.outcome(choice, world)]
+            reached = self.outcome(choice, world)
+            reward = REWARD[reached]
+            if reached == "close" and world.random() < (self.natures_once or 0.0):
+                kind = choice.arm[1]
+                if natured & {kind, *kind.split(" + ")}:
+                    reward = REWARD["landed"]  # the same nature again (all natures as one)
+                natured.add(kind)
             if i and world.random() < (self.novelty or 0.0):
                 reward = min(1.0, reward + NOVELTY)
             tally.add(choice, 0.0 if strategy == "sweep" else reward)
@@ -707,6 +804,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cap", type=int, default=40, help="runs a hunt makes at most")
     p.add_argument("--strategies", default="guided,random,sweep,oracle")
     p.add_argument("--novelty", type=float, default=None, help="P(NOVELTY), default calibrated")
+    p.add_argument(
+        "--natures-once",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="acd58ee's reward rule, a close run being a nature without a near miss with P",
+    )
+    p.add_argument(
+        "--without-near",
+        action="store_true",
+        help="a run's reach by its verdict alone, no near-miss lift (3edea30, roughly)",
+    )
     p.add_argument("--sweep", action="store_true", help="guided under changed constants")
     p.add_argument("--settings", help="--sweep: only these labels of SWEEP, `;` between them")
     p.add_argument("--five", action="store_true", help="the ratio a 5-seed benchmark shows")
@@ -733,7 +842,13 @@ def main(argv: list[str] | None = None) -> int:
         return 254
     if a.novelty is not None:
         CALIBRATION["novelty"] = a.novelty
-    print(f"N {a.seeds} hunts a strategy, cap {a.cap} runs, novelty {CALIBRATION.get('novelty')}")
+    global NATURES_ONCE, KINDS_TABLE
+    NATURES_ONCE = a.natures_once
+    KINDS_TABLE = "kinds_without_near" if a.without_near else "kinds"
+    print(
+        f"N {a.seeds} hunts a strategy, cap {a.cap} runs, novelty {CALIBRATION.get('novelty')}, "
+        f"natures once {NATURES_ONCE}, outcomes {KINDS_TABLE}"
+    )
     if a.positions is not None:
         print("| program | one kind shows it, its side | mean runs: guided, sweep, random |")
         print("|---|---|---|")

@@ -87,6 +87,23 @@ def test_the_sim_bookkeeping_is_the_hunts():
         assert reward == pytest.approx(tries * REWARD["landed"]), part
 
 
+def test_a_kinds_nature_again_earns_a_landing():
+    """acd58ee's reward rule as the sim keeps it: a close run of a kind (or of a pair one of
+    whose kinds) that showed a nature before earns a landing, its first one close."""
+    model = sim.Model(PROGRAM, (), "nothing shows it")
+    s = sim.Sim(model, 12, novelty=0.0, outcomes=lambda c, r: "close", natures_once=1.0)
+    assert s.hunt("guided", 5) is None
+    seen: set[str] = set()
+    want = 0.0
+    for choice in s.chosen:
+        kind = choice.arm[1]
+        again = bool(seen & {kind, *kind.split(" + ")})
+        want += REWARD["landed"] if again else REWARD["close"]
+        seen.add(kind)
+    assert sum(s.tally.reward.values()) == pytest.approx(want)
+    assert want < 12 * REWARD["close"]  # some kind came twice in 12 runs
+
+
 def test_constants_are_set_for_the_block_and_restored():
     before = hunt_choice.PRIOR
     with sim.constants(PRIOR=0.9):
