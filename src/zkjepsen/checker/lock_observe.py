@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from zkjepsen.checker.lease import WENT_IN
 from zkjepsen.errors import BadInput
 from zkjepsen.faultkinds import client_killers
 from zkjepsen.history import NEMESIS, Op
@@ -271,14 +272,29 @@ def _end_beliefs_at_kill(
 ) -> None:
     """A SIGKILLed client process believes nothing any more: its holds end at the kill (its
     lock node lingers until the session expires; a successor taking the lock then is the
-    recipe working, not a second believer)."""
+    recipe working, not a second believer). At the kill's start record, every hold of its
+    targets; at its end record, a hold one of them took between that record and the moment
+    the kill went in (its end record's `went_in_ns`, the nemesis's arming.went_in): a kill
+    aimed at a client as it was granted (on an acquire) lands a few ms after its start
+    record, and that hold, never released, ran to the restart (etcd_waiter_lease, guided
+    seed 1, 2026-11-29: a 4 s kill-client went in 0.1 s after its start record, 0.1 s after
+    its target's grant; the next waiter, granted when the dead holder's lease ran out 2 s
+    later, was called a second believer beside it, a defect)."""
     v = value if isinstance(value, dict) else {}
-    if f in CLIENT_DEATHS and v.get("phase") == "start":
-        dead = {_client_number(x) for x in v.get("targets") or ()}
+    if f not in CLIENT_DEATHS:
+        return
+    dead = {_client_number(x) for x in v.get("targets") or ()}
+    if v.get("phase") == "start":
         for ck in [ck for ck in open_holds if ck[0] in dead]:
             h = open_holds.pop(ck)
             h.end = t
             h.careful_end = min(h.careful_end, t)
+    went = v.get(WENT_IN)
+    if v.get("phase") == "end" and type(went) is int and went <= t:
+        for ck in [ck for ck, h in open_holds.items() if ck[0] in dead and h.start <= went]:
+            h = open_holds.pop(ck)
+            h.end = went
+            h.careful_end = min(h.careful_end, went)
 
 
 def _session(sessions: Sessions, client: Any, value: Any, t: int) -> None:
