@@ -233,6 +233,7 @@ def lease_nature(
     (module docstring). The faults' other natures: checker/nature.py, which calls this."""
     grant = later.start
     unjudged = ""
+    thawed = ""  # a silence past its lease that ended more than a lease before the grant
     for f in silenced.get(earlier.client, ()):
         began = f.silent_from()  # when it went in, not its start record (FaultSpan)
         end = f.end if f.end is not None else began
@@ -249,6 +250,12 @@ def lease_nature(
         silent = grant - renewed
         # Frozen at the grant, or frozen past its lease and thawed less than a lease before.
         frozen = grant <= end or (end - began >= t * S and grant <= end + t * S)
+        if end - began >= t * S and grant > end + t * S:
+            thawed = (
+                f"client {earlier.client} was silenced past its lease by {f.kind} "
+                f"({(end - began) / S:.2f}s), but its silence ended {(grant - end) / S:.2f}s "
+                f"before client {later.client} was granted, more than a lease ({t:g}s) before"
+            )
         if silent >= t * S and frozen:
             return (
                 LEASE,
@@ -261,6 +268,8 @@ def lease_nature(
             )
     if unjudged:
         return UNJUDGED, unjudged, None
+    if thawed:  # said as it was: it was frozen past its lease, only not at the grant
+        return DEFECT, thawed, None
     return (
         DEFECT,
         (
