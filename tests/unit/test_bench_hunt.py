@@ -39,11 +39,11 @@ def test_a_pinned_proxy_fault_turns_the_proxy_on():
     assert not bench.base_of("recipe:curator-java@kill-leader").proxy
 
 
-def test_a_notes_block_of_hunted_cells_is_drawn_as_findings_mds_table():
+def test_a_notes_block_of_hunted_cells_is_drawn_as_findings_mds_table(tmp_path):
     import findings_current as fc
 
     rows = [json.loads(x) for x in ROWS.splitlines()]
-    (row,) = json.loads(bench.block([_written(rows)]))
+    (row,) = json.loads(bench.block([_written(rows, tmp_path)]))
     assert row["program"] == "`recipe:kazoo@kill-leader`" and row["load"] == "5-8"
     assert row["guided"] == "1 of 1: runs 3; median 3 runs, 80 s"
     assert row["random"] == "0 of 1 (none in 9)"
@@ -70,10 +70,9 @@ nature", "load": "load 5.2"}
 """
 
 
-def _written(rows: list[dict]) -> Path:
-    import tempfile
-
-    path = Path(tempfile.mkdtemp()) / "rows.jsonl"
+def _written(rows: list[dict], folder: Path) -> Path:
+    """The rows as `--out` writes them, in the test's own folder (pytest removes it)."""
+    path = folder / f"rows-{len(list(folder.glob('rows-*')))}.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
@@ -134,7 +133,7 @@ def test_an_outsiders_program_is_hunted_from_its_own_folder():
         bench.settings_of("no_such_program")
 
 
-def test_the_table_says_randoms_median_over_guideds_and_what_found_each():
+def test_the_table_says_randoms_median_over_guideds_and_what_found_each(tmp_path):
     """The issue's goal is a ratio of medians over the hunts that found one: the table says it,
     and by which fault kinds the finds came (a pair as `a + b`); `-` when a side found none."""
     skew = {"fault": "clock-skew-client", "moment": "at-a-time"}
@@ -189,12 +188,12 @@ def test_the_table_says_randoms_median_over_guideds_and_what_found_each():
             "per_run_s": 20.0,
         },
     ]
-    (p,) = bench.programs([_written(rows)])
+    (p,) = bench.programs([_written(rows, tmp_path)])
     assert p["ratio"] == "4.0x runs, 4.0x wall"  # 8 / median(1, 3); 160 / median(20, 60)
     assert p["finds"].endswith("; by clock-skew-client 2, kill-client + clock-rate-client 1")
     assert p["cost"] == "20 s"
-    assert bench.programs([_written(rows[:2])])[0]["ratio"] == "-"  # random not measured
-    assert "| 4.0x runs, 4.0x wall |" in bench.table([_written(rows)])
+    assert bench.programs([_written(rows[:2], tmp_path)])[0]["ratio"] == "-"  # random not measured
+    assert "| 4.0x runs, 4.0x wall |" in bench.table([_written(rows, tmp_path)])
 
 
 def test_what_guided_learned_is_read_from_each_hunts_own_log(tmp_path):
@@ -213,7 +212,7 @@ def test_what_guided_learned_is_read_from_each_hunts_own_log(tmp_path):
         {"program": "p", "strategy": "guided", "folder": str(folder)},
         {"program": "p", "strategy": "random", "folder": str(folder)},
     ]
-    drawn = bench.learned([_written(rows)]).splitlines()
+    drawn = bench.learned([_written(rows, tmp_path)]).splitlines()
     assert drawn[2] == (
         "| `p` | 4 | 3 | clock-skew-client (1, 1.00), clock-skew-client + kill-client (1, 0.50), "
         "kill-client (2, 0.12) |"
