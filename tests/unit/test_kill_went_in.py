@@ -77,3 +77,33 @@ def test_a_dead_client_is_a_believer_only_for_a_hold_it_took_after_the_kill_went
     h.grant(1, 6.0, later, 5)
     h.release(1, 12.0)
     assert h.overlaps() == (0 if granted <= went_in else 1)
+
+
+def test_the_cut_update_and_liveness_date_a_death_when_the_kill_went_in():
+    """The same rule where the other checkers ask when a client died (nature.kills_of): a
+    holder granted between a kill's start record and its going in, killed after its first
+    step, left a half-done update that a kill cut, not a defect (its hold ends at the kill,
+    under it); and liveness counts its hold as ended at its death, not at the start record
+    before it was granted (the mutant of `_deaths` fails the last line)."""
+    from zkjepsen.checker import compose
+    from zkjepsen.checker.atomicity import AtomicityChecker
+    from zkjepsen.checker.liveness import _deaths
+    from zkjepsen.checker.nature import CUT
+    from zkjepsen.run.analysis import with_fault_natures
+
+    h = H(clients=(1, 4))
+    h.grant(4, 3.2, 5.976, 4)
+    h.add(5.98, 4, "invoke", "write", "/r", {"token": 4, "step": 1, "steps": 2}, 4)
+    h.add(5.983, 4, "ok", "write", "/r", {"version": 1}, 4)
+    h.kill(4, 5.973, 10.392, 6.08)
+    h.grant(1, 6.0, 8.217, 5)
+    state = {"step": 1, "steps": 2, "writer": 4, "writer_token": 4}
+    h.add(8.218, 1, "invoke", "read", "/r", {"token": 5}, 1)
+    h.add(8.219, 1, "ok", "read", "/r", state, 1)
+    h.release(1, 9.0)
+    history = History(sorted(h.ops, key=lambda o: (o.time, o.index)))
+    checkers = {"lock": LockChecker().with_lease(LEASE_S), "atomicity": AtomicityChecker()}
+    res = compose(checkers).check(history)
+    with_fault_natures(res, history, checkers)
+    assert [n["nature"] for n in res.parts["atomicity"].details["natures"]] == [CUT]
+    assert _deaths(history.ops, int(11 * S)) == {4: [int(6.08 * S)]}

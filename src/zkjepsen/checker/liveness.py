@@ -260,9 +260,9 @@ def bound_text(bound: tuple[float, float]) -> str:
 
 def _deaths(ops: list[Op], end: int) -> dict[Any, list[int]]:
     """client -> when a fault killed its process (nature.kills_of: a kind that kills clients,
-    aimed at it, seen to act there), each at the fault's start."""
+    aimed at it, seen to act there), each when it went in (`silent_from`)."""
     kills = kills_of(fault_spans([op for op in ops if op.process == NEMESIS], end))
-    return {c: sorted(f.start for f in fs) for c, fs in kills.items()}
+    return {c: sorted(f.silent_from() for f in fs) for c, fs in kills.items()}
 
 
 def _holds(

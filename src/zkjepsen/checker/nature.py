@@ -126,7 +126,9 @@ def went_in(f: FaultSpan) -> bool:
 def kills_of(spans: list[FaultSpan]) -> dict[Any, list[FaultSpan]]:
     """client -> the faults that killed its process: a kind that kills clients, aimed at it,
     that went in (`went_in`). One answer for every checker that asks when a client died (the
-    cut update here, a dead holder's hold in liveness.py)."""
+    cut update here, a dead holder's hold in liveness.py): each died at `f.silent_from()`, when
+    its end record says the kill went in (its start record in an older history), as the lock
+    part ends a killed client's beliefs (lock_observe `_end_beliefs_at_kill`)."""
     out: dict[Any, list[FaultSpan]] = {}
     for f in spans:
         k = KINDS.get(f.kind)
@@ -462,7 +464,7 @@ def half_done_nature(ctx: Context, v: Any) -> tuple[str, str, dict | None]:
         return nature, f"the holds overlap: {why}", fault
     start = w.start if w is not None else (v.start or 0)
     for k in ctx.kills.get(writer, ()):
-        if start <= k.start <= read_end:
+        if start <= k.silent_from() <= read_end:  # it died when the kill went in
             return CUT, f"client {writer} killed by {k.kind} mid-update, before the read", _fault(k)
     # when it stopped mid-update: it gave up (an `abandon`: it no longer believed it held, as a
     # careful holder does at SUSPENDED or LOST; it checks before each write, so it let go
