@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from program_ctx import program_ctx
 
 from zkjepsen.client.conformance import Conformance
 from zkjepsen.client.lockclient import WireLockClient
@@ -21,7 +22,6 @@ from zkjepsen.client.main import lock_loop
 from zkjepsen.client.program_client import ProgramClient
 from zkjepsen.client.protocol import Event, ProtocolFault, Reply, parse_line
 from zkjepsen.client.recorder import Recorder
-from zkjepsen.workloads.context import ClientContext
 
 FAKE = str(Path(__file__).resolve().parent.parent / "subjects" / "fake_program.py")
 
@@ -80,20 +80,8 @@ def run_loop(
     if until is not None:
         seconds = 120.0
     path = tmp_path / "client-1.jsonl"
-    rec = Recorder(str(path), time.monotonic_ns(), 1, 3)
     params = {"hold_s": 0.02, "think_s": 0.01, **(params or {})}
-    ctx = ClientContext(
-        client=1,
-        nclients=3,
-        session=None,
-        hosts="",
-        recipe="fake",
-        params=params,
-        recorder=rec,
-        deadline=time.monotonic() + seconds,
-        rng=random.Random(1),
-        stop_event=threading.Event(),
-    )
+    ctx, rec = program_ctx(path, params=params, seconds=seconds)
     client = ProgramClient(
         ctx,
         argv,
@@ -260,20 +248,8 @@ def test_list_recipes_shows_language_and_source() -> None:
 
 def test_the_run_ending_mid_request_is_not_a_client_error(tmp_path: Path) -> None:
     path = tmp_path / "client-1.jsonl"
-    rec = Recorder(str(path), time.monotonic_ns(), 1, 3)
-    stop = threading.Event()
-    ctx = ClientContext(
-        client=1,
-        nclients=3,
-        session=None,
-        hosts="",
-        recipe="fake",
-        params={},
-        recorder=rec,
-        deadline=time.monotonic() + 60,
-        rng=random.Random(1),
-        stop_event=stop,
-    )
+    ctx, rec = program_ctx(path)
+    stop = ctx.stop_event
     client = ProgramClient(
         ctx,
         fake("hang-acquire:1"),

@@ -16,9 +16,7 @@ Docker (a tiny program answering `init`; the executor with a fake family)."""
 from __future__ import annotations
 
 import json
-import random
 import sys
-import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -28,18 +26,17 @@ from hand_history import LEASE_S, HandHistory
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from landed import with_observation
+from program_ctx import program_ctx
 
 from zkjepsen.checker.lease import DEFECT, LEASE
 from zkjepsen.checker.lock import LockChecker
 from zkjepsen.client.program_client import ProgramClient
 from zkjepsen.client.protocol import ProtocolFault, parse_line, session_problem
-from zkjepsen.client.recorder import Recorder
 from zkjepsen.history import History
 from zkjepsen.nemesis import arming, schedule
 from zkjepsen.nemesis.process import ProcessFault
 from zkjepsen.nemesis.targets import NemesisContext
 from zkjepsen.run.stored_checks import VALUE_SHAPES
-from zkjepsen.workloads.context import ClientContext
 
 S = 1_000_000_000
 T = LEASE_S  # every client's lease (hand_history): 2 s
@@ -152,19 +149,7 @@ def start_program(tmp_path: Path, value: dict) -> list[dict]:
     prog = tmp_path / "prog.py"
     prog.write_text(PROGRAM)
     path = tmp_path / "client-1.jsonl"
-    rec = Recorder(str(path), time.monotonic_ns(), 1, 1)
-    ctx = ClientContext(
-        client=1,
-        nclients=1,
-        session=None,
-        hosts="",
-        recipe="fake",
-        params={},
-        recorder=rec,
-        deadline=time.monotonic() + 60,
-        rng=random.Random(1),
-        stop_event=threading.Event(),
-    )
+    ctx, rec = program_ctx(path, nclients=1)
     client = ProgramClient(
         ctx,
         [sys.executable, str(prog), json.dumps(value)],
