@@ -15,7 +15,10 @@ empty (no persistence, no delayed restart); client 2 takes the lock on C, D, E. 
   half can reach a majority (the empty master and the two the cut half cannot see) while the first
   holder still holds. `detail` records the holder at the restart, the lock's value on every master
   before it (the holder's on exactly its side's three) and on the restarted master after (gone: the
-  proof that it forgot), and how long it was down.
+  proof that it forgot), and how long it was down. A cut client's every try waits out the two
+  masters it cannot see while an uncut one's takes milliseconds, so where the uncut clients hand
+  the lock straight to each other (little think time) the cut half seldom wins it, and the
+  fault does not land: `restarted` is false, and landing says why.
 
 The target `shared-master` (any fault on one server: kill-one, pause-server, clock-bump...)
 is a master the CURRENT holder's lock is on: the masters that said yes to its acquire, as the
