@@ -24,16 +24,21 @@ if TYPE_CHECKING:
 
 
 def record_schedule(spec: TestSpec, gen: Gen | None, schedule: Any) -> None:
-    """In place: an executed `schedule` to replay names the run's faults (and no generator
-    runs); else a `gen` is unrolled into `spec.generator`. Neither: the spec as it is."""
+    """In place: an executed `schedule` to replay names the run's faults, in the spec's order
+    (and no generator runs); else a `gen` is unrolled into `spec.generator`. Neither: the spec
+    as it is."""
     # here, not at the top: the nemesis loads every fault's module; only a run with faults needs it
     from zkjepsen.nemesis import generator, recorded
 
     if schedule is not None:
         try:
-            names = list(dict.fromkeys(f.f for f in read_faults(schedule)))
+            ran = list(dict.fromkeys(f.f for f in read_faults(schedule)))
         except NotAFault as e:
             raise BadInput(f"the schedule to replay: {e}") from None
+        # The names in the order the spec gave them, then any it did not name in the order they
+        # ran: faults in two lanes start in whichever order their timing gives, and a replay
+        # named (and filed) by that order was not the same test as its original.
+        names = [n for n in spec.nemesis if n in ran] + [n for n in ran if n not in spec.nemesis]
         spec.nemesis, spec.generator = names or ["none"], None
         return
     if gen is None:
