@@ -29,6 +29,12 @@ def test_two_lanes_that_ran_in_the_other_order_keep_the_spec_s_names():
     assert spec.generator is None
 
 
+def test_a_spec_that_names_a_fault_twice_replays_it_named_once():
+    spec = TestSpec(recipe="kazoo", nemesis=["pause-client", "pause-client", "kill-client"])
+    record_schedule(spec, None, _ran(["kill-client", "pause-client"]))
+    assert spec.nemesis == ["pause-client", "kill-client"]
+
+
 @given(
     named=st.permutations(KINDS).map(lambda p: p[:3]),
     order=st.permutations(KINDS),

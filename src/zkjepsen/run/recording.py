@@ -38,7 +38,7 @@ def record_schedule(spec: TestSpec, gen: Gen | None, schedule: Any) -> None:
         # The names in the order the spec gave them, then any it did not name in the order they
         # ran: faults in two lanes start in whichever order their timing gives, and a replay
         # named (and filed) by that order was not the same test as its original.
-        names = [n for n in spec.nemesis if n in ran] + [n for n in ran if n not in spec.nemesis]
+        names = list(dict.fromkeys([n for n in spec.nemesis if n in ran] + ran))  # once each
         spec.nemesis, spec.generator = names or ["none"], None
         return
     if gen is None:
