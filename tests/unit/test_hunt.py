@@ -290,6 +290,51 @@ def test_guided_spreads_its_magnitudes_random_draws_from_the_menu():
     assert draws == {"0.5x", "1.5x", "3x"}
 
 
+def test_an_arms_first_tries_are_options_that_can_land_and_the_short_silence_still_comes():
+    """The outsider's redis_ex_units, guided seed 1 (2026-11-29): its first run was
+    `pause-client 0.5x`, a silence shorter than the session, which the power rule never counts
+    as an opportunity: a miss by the tool's own terms, and `pause-client` judged on it.
+    Property, on kazoo's menu narrowed to the client's silences, whatever each run earns: in
+    every arm, no option that cannot land is drawn before each one that can was drawn once,
+    and the short ones still come (nothing is left off the menu). Mutant: the plain
+    least-tried pick (no `option_tries` penalty) fails it."""
+    m = h.menu(base(), ["pause-client", "isolate-client"])
+    for seed in range(8):
+        tally, rng = h.Tally(), random.Random(seed)
+        drawn: dict = {}
+        for _ in range(200):
+            c, _ = h.choose("guided", m, tally, rng)
+            tally.add(c, rng.choice([0.0, 0.25, 0.5]))
+            drawn.setdefault(c.arm, []).append(c)
+        for arm, got in drawn.items():
+            said = (seed, arm, [c.describe() for c in got])
+            can = [c for c in m.choices(arm) if m.can_land(c)]
+            short = [c for c in m.choices(arm) if not m.can_land(c)]
+            assert all(m.can_land(c) for c in got[: len(can)]), said
+            # a short one counts as tried once more, no more: by the time each that can land
+            # was drawn twice, each short one was drawn once
+            rounds = 2 * len(can) + len(short)
+            if len(got) >= rounds:
+                assert all(c in got[:rounds] for c in short), said
+
+
+def test_a_silence_can_land_when_it_outlasts_the_session_in_the_magnitudes_own_leases():
+    """`Menu.can_land` is the power rule's silence: at least the session timeout. A kill or a
+    clock fault lands at any size; a pair only if both its parts can; where the lease is a
+    recipe's TTL twice the session, half of it is a whole session."""
+    short = h.Choice("on-acquire", "pause-client", "0.5x")
+    m = h.menu(base(), ["pause-client"])
+    assert m.silence_floor == 1.0
+    assert not m.can_land(short) and m.can_land(h.Choice("on-acquire", "pause-client", "1.5x"))
+    assert m.can_land(h.Choice("on-acquire", "kill-client", "0.5x"))
+    assert m.can_land(h.Choice("on-acquire", "clock-skew-client", "1x offset_s=0.5x"))
+    pair = h.Choice("on-acquire", "kill-client", "2x", then=short)
+    assert not m.can_land(pair) and m.can_land(h.replace(pair, then=None))
+    assert h.Menu([], {}, {}, silence_floor=0.5).can_land(short)
+    ttl = base(recipe="redis-set-px", session_timeout_s=2.0, params={"lock_ttl_s": 4.0})
+    assert h.menu(ttl, ["pause-client"]).silence_floor == 0.5
+
+
 # ---- what a run reached -------------------------------------------------------------------------
 def lock(splits, beyond, valid=False, **kw):
     return {"valid": valid, "belief_overlap_count": splits, "beyond_lease_count": beyond, **kw}

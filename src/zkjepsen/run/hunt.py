@@ -171,12 +171,27 @@ class Menu:
     magnitudes: dict[str, tuple[str, ...]]  # fault -> its magnitudes
     dropped: dict[str, str]  # fault -> why it is not on the menu
     options: dict[tuple[str, str], list[Choice]] = field(default_factory=dict)  # arm -> choices
+    # the least a silence must last, in the magnitudes' leases, to be an opportunity (the power
+    # rule's session timeout over the lease: 1 where the lease is the session)
+    silence_floor: float = 1.0
 
     def choices(self, arm: tuple[str, str]) -> list[Choice]:
         if arm in self.options:
             return self.options[arm]
         moment, fault = arm
         return [Choice(moment, fault, s) for s in self.magnitudes[fault]]
+
+    def can_land(self, choice: Choice) -> bool:
+        """Can the fault land where the lock could break, by the power rule's own terms
+        (checker/power.py)? Not a silence shorter than the session timeout: the session
+        outlives it, so it is an opportunity for no one it hits. A pair: both its parts."""
+        for part in choice.parts():
+            kind = KINDS.get(part.fault)
+            length = part.magnitude.split()[0]
+            if kind is not None and kind.power and kind.power.landed == "silence":
+                if length.endswith("x") and float(length[:-1]) < self.silence_floor:
+                    return False
+        return True
 
     @property
     def singles(self) -> int:
@@ -344,7 +359,7 @@ def menu(base: TestSpec, only: list[str] | None = None) -> Menu:
         raise BadInput(f"unknown fault(s) {', '.join(unknown)}; `zkjepsen list nemeses` names them")
     refused = refusals(base)
     dropped: dict[str, str] = {}
-    m = Menu([], {}, {})
+    m = Menu([], {}, {}, silence_floor=base.session_timeout_s / lease_s(base))
     rng = random.Random(0)
     here = moments(base)
     for name, kind in KINDS.items():

@@ -34,6 +34,8 @@ class Menu(Protocol[C]):
 
     def choices(self, arm: tuple[str, str]) -> list[C]: ...
 
+    def can_land(self, choice: C) -> bool: ...
+
 
 @dataclass
 class Tally:
@@ -132,7 +134,7 @@ def choose(strategy: str, m: Menu[C], tally: Tally, rng: random.Random) -> tuple
     """The next choice and why. Guided: first the fault kind (a pair's two kinds as one), by
     UCB1 over the kinds with each kind's prior (`kind_prior`); then, within it, the arm (its
     moment), by UCB1 over its arms with what their parts earned elsewhere; then its least-tried
-    option (role, magnitude). Random: an arm uniformly, then an option uniformly."""
+    option (role, magnitude; `option_tries`). Random: an arm uniformly, then an option uniformly."""
     if strategy == "random":
         return rng.choice(m.choices(rng.choice(m.arms))), "uniform over the menu"
     n = sum(tally.tries.values())
@@ -166,5 +168,18 @@ def choose(strategy: str, m: Menu[C], tally: Tally, rng: random.Random) -> tuple
         f"{prior:.2f} elsewhere) + exploration; {untried} of {len(m.arms)} pairs untried"
     )
     options = m.choices(arm)
-    least = min(tally.sizes.get((arm, c.option), 0) for c in options)
-    return rng.choice([c for c in options if tally.sizes.get((arm, c.option), 0) == least]), why
+    least = min(option_tries(tally, arm, c, m.can_land(c)) for c in options)
+    return rng.choice(
+        [c for c in options if option_tries(tally, arm, c, m.can_land(c)) == least]
+    ), why
+
+
+def option_tries(tally: Tally, arm: tuple[str, str], choice: Choice, lands: bool) -> int:
+    """How tried an option of `arm` counts as, for the least-tried pick: its tries, and one
+    more for an option that cannot land where the lock could break (`lands` false: run/hunt.py
+    `Menu.can_land`, a silence shorter than the session). Its run would be a miss by the
+    power rule's own terms, and judge its kind on a choice of magnitude, not on the kind (a
+    0.5x `pause-client` first on the outsider's redis_ex_units, 2026-11-29): so each arm's
+    first try is one that can land, and the short one still comes once the others were tried
+    as often."""
+    return tally.sizes.get((arm, choice.option), 0) + (0 if lands else 1)
