@@ -291,14 +291,16 @@ def test_guided_spreads_its_magnitudes_random_draws_from_the_menu():
 
 
 def test_an_arms_first_tries_are_options_that_can_land_and_the_short_silence_still_comes():
-    """The outsider's redis_ex_units, guided seed 1 (2026-11-29): its first run was
-    `pause-client 0.5x`, a silence shorter than the session, which the power rule never counts
-    as an opportunity: a miss by the tool's own terms, and `pause-client` judged on it.
-    Property, on kazoo's menu narrowed to the client's silences, whatever each run earns: in
-    every arm, no option that cannot land is drawn before each one that can was drawn once,
-    and the short ones still come (nothing is left off the menu). Mutant: the plain
-    least-tried pick (no `option_tries` penalty) fails it."""
-    m = h.menu(base(), ["pause-client", "isolate-client"])
+    """The outsider's redis_ex_units and zk_persistent_node, guided seed 1 (2026-11-29): of
+    their first five runs, three were options the power rule never counts as an opportunity:
+    `pause-client 0.5x` and `isolate-client 0.5x` (a silence shorter than the session), and
+    `kill-client` on a release aimed at the releasing client (out of its lock path, killed
+    before it came back): misses by the tool's own terms, and each kind judged on them (both
+    bugs need a kill of the holder). Property, on kazoo's menu narrowed to those kinds,
+    whatever each run earns: in every arm, no option that cannot land is drawn before each one
+    that can was drawn once, and the others still come (nothing is left off the menu). Mutant:
+    the plain least-tried pick (no `option_tries` penalty) fails it."""
+    m = h.menu(base(), ["pause-client", "isolate-client", "kill-client"])
     for seed in range(8):
         tally, rng = h.Tally(), random.Random(seed)
         drawn: dict = {}
@@ -319,9 +321,10 @@ def test_an_arms_first_tries_are_options_that_can_land_and_the_short_silence_sti
 
 
 def test_a_silence_can_land_when_it_outlasts_the_session_in_the_magnitudes_own_leases():
-    """`Menu.can_land` is the power rule's silence: at least the session timeout. A kill or a
-    clock fault lands at any size; a pair only if both its parts can; where the lease is a
-    recipe's TTL twice the session, half of it is a whole session."""
+    """`Menu.can_land` is the power rule's: a silence at least the session timeout, a client in
+    its lock path. A kill or a clock fault lands at any size; a pair only if both its parts
+    can; where the lease is a recipe's TTL twice the session, half of it is a whole session;
+    the client whose release is the moment is out of its path."""
     short = h.Choice("on-acquire", "pause-client", "0.5x")
     m = h.menu(base(), ["pause-client"])
     assert m.silence_floor == 1.0
@@ -331,6 +334,12 @@ def test_a_silence_can_land_when_it_outlasts_the_session_in_the_magnitudes_own_l
     pair = h.Choice("on-acquire", "kill-client", "2x", then=short)
     assert not m.can_land(pair) and m.can_land(h.replace(pair, then=None))
     assert h.Menu([], {}, {}, silence_floor=0.5).can_land(short)
+    # the moment's own client, leaving its lock path: frozen or killed, it cannot come back
+    # into it; cut off, it can (its next acquire hangs in the cut); the next waiter is in it
+    for fault, lands in (("kill-client", False), ("pause-client", False), ("isolate-client", True)):
+        assert m.can_land(h.Choice("on-release", fault, "3x")) is lands, fault
+        assert m.can_land(h.Choice("on-release", fault, "3x", "next-waiter")), fault
+        assert m.can_land(h.Choice("on-acquire", fault, "3x")), fault
     ttl = base(recipe="redis-set-px", session_timeout_s=2.0, params={"lock_ttl_s": 4.0})
     assert h.menu(ttl, ["pause-client"]).silence_floor == 0.5
 

@@ -110,6 +110,8 @@ MAGNITUDES = {"silence": ("0.5x", "1.5x", "3x"), "instant": ("0.5x", "2x"), "dur
 # it (whole seconds: a clock steps whole seconds); a loss rate a lease rides out (one keepalive
 # of three gets through at 0.5) and one it does not; a clock rate about the default's (4).
 PARAM_SIZES = {"offset_s": ("0.5x", "2x", "-2x"), "probability": ("0.5", "0.9"), "rate": ("2", "8")}
+# How a client fault is seen to land when it stops the client's process (faultkinds observers)
+STOPS_THE_CLIENT = ("frozen", "killed")
 PAIRS = 24  # pairs of faults in two lanes on the menu: sampled, seeded, from the valid ones
 # What a run reached, as the guided strategy's reward: found > came close > landed > missed;
 # a run that reached a lock state no earlier run of the hunt had reached earns NOVELTY more.
@@ -183,13 +185,22 @@ class Menu:
 
     def can_land(self, choice: Choice) -> bool:
         """Can the fault land where the lock could break, by the power rule's own terms
-        (checker/power.py)? Not a silence shorter than the session timeout: the session
-        outlives it, so it is an opportunity for no one it hits. A pair: both its parts."""
+        (checker/power.py: a client at risk is one in its lock path, from its acquire's invoke
+        to its release's)? Not a silence shorter than the session timeout: the session
+        outlives it, so it is an opportunity for no one it hits. Not a fault that freezes or
+        kills the client whose release is the moment (`on-release`, aimed at its `event`):
+        the moment takes that client out of its lock path, and frozen or dead it cannot come
+        back into it while the fault lasts. A pair: both its parts."""
         for part in choice.parts():
             kind = KINDS.get(part.fault)
+            if kind is None or kind.power is None:
+                continue
             length = part.magnitude.split()[0]
-            if kind is not None and kind.power and kind.power.landed == "silence":
-                if length.endswith("x") and float(length[:-1]) < self.silence_floor:
+            if kind.power.landed == "silence" and length.endswith("x"):
+                if float(length[:-1]) < self.silence_floor:
+                    return False
+            if part.moment == "on-release" and part.target == "event":
+                if at_client(part.fault) and kind.observer in STOPS_THE_CLIENT:
                     return False
         return True
 
