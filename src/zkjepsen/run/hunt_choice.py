@@ -177,9 +177,9 @@ def choose(strategy: str, m: Menu[C], tally: Tally, rng: random.Random) -> tuple
 def option_tries(tally: Tally, arm: tuple[str, str], choice: Choice, lands: bool) -> int:
     """How tried an option of `arm` counts as, for the least-tried pick: its tries, and one
     more for an option that cannot land where the lock could break (`lands` false: run/hunt.py
-    `Menu.can_land`, a silence shorter than the session). Its run would be a miss by the
-    power rule's own terms, and judge its kind on a choice of magnitude, not on the kind (a
-    0.5x `pause-client` first on the outsider's redis_ex_units, 2026-11-29): so each arm's
-    first try is one that can land, and the short one still comes once the others were tried
-    as often."""
+    `Menu.can_land`, a silence shorter than the session, a freeze or kill of the client whose
+    release is the moment). Its run would be a miss by the power rule's own terms, and judge
+    its kind on a choice of magnitude or aim, not on the kind (a 0.5x `pause-client` first on
+    the outsider's redis_ex_units, 2026-11-29): so each arm's first try is one that can land,
+    and the others still come once those were tried as often."""
     return tally.sizes.get((arm, choice.option), 0) + (0 if lands else 1)
