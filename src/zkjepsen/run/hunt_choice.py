@@ -168,10 +168,9 @@ def choose(strategy: str, m: Menu[C], tally: Tally, rng: random.Random) -> tuple
         f"{prior:.2f} elsewhere) + exploration; {untried} of {len(m.arms)} pairs untried"
     )
     options = m.choices(arm)
-    least = min(option_tries(tally, arm, c, m.can_land(c)) for c in options)
-    return rng.choice(
-        [c for c in options if option_tries(tally, arm, c, m.can_land(c)) == least]
-    ), why
+    tries = [option_tries(tally, arm, c, m.can_land(c)) for c in options]
+    least = min(tries)
+    return rng.choice([c for c, t in zip(options, tries, strict=True) if t == least]), why
 
 
 def option_tries(tally: Tally, arm: tuple[str, str], choice: Choice, lands: bool) -> int:
