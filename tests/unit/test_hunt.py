@@ -156,6 +156,54 @@ def test_every_option_on_the_menu_runs_with_its_role_and_magnitudes():
     )
 
 
+SILENCING = [  # (the spec's settings, why): holds fixed and drawn, short and long, a TTL lease
+    ({"params": {"hold_s": 3.0, "hold_fixed": True}}, "the hunt's default"),
+    ({"params": {"hold_s": 0.3}}, "the zoo's short drawn holds"),
+    ({"params": {"hold_s": 20.0, "hold_fixed": True}}, "a hold longer than any need"),
+    ({"params": {"hold_s": 6.0}}, "drawn up to 12 s: long on average, short in a draw"),
+    ({"recipe": "redis-set-px", "params": {"lock_ttl_s": 5.0}}, "a lease that is not the session"),
+    ({"proxy": True, "params": {"hold_s": 1.5, "hold_fixed": True}}, "the proxy's silences"),
+]
+
+
+@pytest.mark.parametrize("settings,why", SILENCING, ids=[w for _, w in SILENCING])
+def test_a_run_that_silences_a_client_holds_past_the_silence_and_two_leases(settings, why):
+    """Property over every option of the menu: where a run's schedule silences a client (a
+    client kind whose power rule is a silence, `Lx` of the session timeout), every hold of the
+    run is fixed and lasts the silence and two leases more, so that a holder silenced past
+    its lease is back in its hold a lease after the one it had to learn in (the bare-PEXPIRE
+    renewal of the outside zoo cannot show otherwise); every other run keeps the given params.
+    Read from the run's own schedule, not from the choice."""
+    spec = base(time_limit_s=15.0, **settings)
+    lease = h.lease_s(spec)
+    silencing = 0
+    m = h.menu(spec)
+    for arm in m.arms:
+        for c in m.choices(arm):
+            run = h.run_spec(spec, c, 0, random.Random(0))
+            seconds = [
+                float(t["duration"][:-1]) * spec.session_timeout_s
+                for t in run.generator[1::2]
+                if h.KINDS[t["fault"]].power.landed == "silence"
+                and h.KINDS[t["fault"]].target in ("holder", "random")
+            ]
+            if not seconds:
+                assert run.params == spec.params, (c.describe(), why)
+                continue
+            silencing += 1
+            need = max(seconds) + 2 * lease
+            assert run.params["hold_fixed"] is True, (c.describe(), why)
+            assert run.params["hold_s"] >= need - 1e-6, (c.describe(), run.params, why)
+            assert h.longest_hold(run) >= h.longest_hold(spec) or not spec.params.get(
+                "hold_fixed"
+            ), (c.describe(), why)
+            others = {k: v for k, v in run.params.items() if k not in ("hold_s", "hold_fixed")}
+            assert others == {
+                k: v for k, v in spec.params.items() if k not in ("hold_s", "hold_fixed")
+            }
+    assert silencing, why  # the property was exercised
+
+
 # ---- choosing -----------------------------------------------------------------------------------
 def test_guided_tries_every_pair_before_any_twice_then_favours_what_came_close():
     m = h.Menu([("on-acquire", "a"), ("on-release", "b"), ("mid-acquire", "c")], {}, {})

@@ -112,6 +112,9 @@ MAGNITUDES = {"silence": ("0.5x", "1.5x", "3x"), "instant": ("0.5x", "2x"), "dur
 PARAM_SIZES = {"offset_s": ("0.5x", "2x", "-2x"), "probability": ("0.5", "0.9"), "rate": ("2", "8")}
 # How a client fault is seen to land when it stops the client's process (faultkinds observers)
 STOPS_THE_CLIENT = ("frozen", "killed")
+# A run that silences a client holds for at least the silence and this many leases more: a
+# lease to learn in after the heal, and one more to show what the holder believes (run_params).
+AFTER_SILENCE = 2.0
 PAIRS = 24  # pairs of faults in two lanes on the menu: sampled, seeded, from the valid ones
 # What a run reached, as the guided strategy's reward: found > came close > landed > missed;
 # a run that reached a lock state no earlier run of the hunt had reached earns NOVELTY more.
@@ -308,6 +311,7 @@ def run_spec(base: TestSpec, choice: Choice, seed: int, rng: random.Random) -> T
     faults = list(dict.fromkeys(p.fault for p in choice.parts()))
     return replace(
         base,
+        params=run_params(base, choice),
         nemesis=faults,
         generator=schedule(base, choice, rng),
         seed=seed,
@@ -315,6 +319,36 @@ def run_spec(base: TestSpec, choice: Choice, seed: int, rng: random.Random) -> T
         fault_trigger=None,
         name=f"hunt-{'-'.join(faults)}",
     )
+
+
+def client_silence(part: Choice) -> float:
+    """How long `part` silences a client, in session timeouts (its magnitude's `x`): a client
+    kind whose power rule is a silence (a pause, a cut, pings dropped); else 0."""
+    kind = KINDS.get(part.fault)
+    length = part.magnitude.split()[0] if part.magnitude else ""
+    if kind is None or kind.power is None or kind.power.landed != "silence":
+        return 0.0
+    if not at_client(part.fault) or not length.endswith("x"):
+        return 0.0
+    return float(length[:-1])
+
+
+def run_params(base: TestSpec, choice: Choice) -> Any:
+    """The run's workload params: the base's, except that a run which silences a client holds
+    for at least the silence and AFTER_SILENCE leases more (fixed). A holder silenced past
+    its lease shows what it believes only back in its hold after the lease it had to learn
+    in (checker/nature.py `past_excuse`: a claim within a lease of the heal is a lease's
+    nature); a hold that ends inside the silence, or within a lease of it, hides every belief
+    a defect keeps (a bare renewal that revives the next holder's key, a loss never heard)."""
+    silence = max((client_silence(p) for p in choice.parts()), default=0.0)
+    if not silence or not isinstance(base.params, dict):
+        return base.params
+    need = round(silence * base.session_timeout_s + AFTER_SILENCE * lease_s(base), 3)
+    hold = base.params.get("hold_s")
+    hold = float(hold) if isinstance(hold, (int, float)) else 0.0
+    if base.params.get("hold_fixed") and hold >= need:
+        return base.params
+    return {**base.params, "hold_s": max(need, hold), "hold_fixed": True}
 
 
 def moments(base: TestSpec) -> list[str]:
