@@ -172,8 +172,10 @@ def test_a_run_that_silences_a_client_holds_past_the_silence_and_two_leases(sett
     client kind whose power rule is a silence, `Lx` of the session timeout), every hold of the
     run is fixed and lasts the silence and two leases more, so that a holder silenced past
     its lease is back in its hold a lease after the one it had to learn in (the bare-PEXPIRE
-    renewal of the outside zoo cannot show otherwise); every other run keeps the given params.
-    Read from the run's own schedule, not from the choice."""
+    renewal of the outside zoo cannot show otherwise), and the run lasts two such holds and two
+    leases (the trigger fires at the grant after the one in progress; the silenced holder's
+    release must still act on the next holder); every other run keeps the given params and
+    time limit. Read from the run's own schedule, not from the choice."""
     spec = base(time_limit_s=15.0, **settings)
     lease = h.lease_s(spec)
     silencing = 0
@@ -189,11 +191,18 @@ def test_a_run_that_silences_a_client_holds_past_the_silence_and_two_leases(sett
             ]
             if not seconds:
                 assert run.params == spec.params, (c.describe(), why)
+                assert run.time_limit_s == spec.time_limit_s, (c.describe(), why)
                 continue
             silencing += 1
             need = max(seconds) + 2 * lease
             assert run.params["hold_fixed"] is True, (c.describe(), why)
             assert run.params["hold_s"] >= need - 1e-6, (c.describe(), run.params, why)
+            # a stretched hold: the grant in progress when the trigger arms, the silenced one,
+            # two leases after; a hold given long enough is the user's, with their time limit
+            hold = run.params["hold_s"]
+            stretched = run.params != spec.params
+            least = max(spec.time_limit_s, 2 * hold + 2 * lease) if stretched else spec.time_limit_s
+            assert run.time_limit_s >= least - 1e-6, (c.describe(), why)
             assert h.longest_hold(run) >= h.longest_hold(spec) or not spec.params.get(
                 "hold_fixed"
             ), (c.describe(), why)

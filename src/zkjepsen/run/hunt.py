@@ -309,9 +309,14 @@ def schedule(spec: TestSpec, choice: Choice, rng: random.Random) -> list[dict[st
 
 def run_spec(base: TestSpec, choice: Choice, seed: int, rng: random.Random) -> TestSpec:
     faults = list(dict.fromkeys(p.fault for p in choice.parts()))
+    params = run_params(base, choice)
+    limit = base.time_limit_s
+    if params is not base.params:  # two holds and what follows them (run_params)
+        limit = max(limit, round(2 * params["hold_s"] + AFTER_SILENCE * lease_s(base), 3))
     return replace(
         base,
-        params=run_params(base, choice),
+        params=params,
+        time_limit_s=limit,
         nemesis=faults,
         generator=schedule(base, choice, rng),
         seed=seed,
@@ -339,7 +344,10 @@ def run_params(base: TestSpec, choice: Choice) -> Any:
     its lease shows what it believes only back in its hold after the lease it had to learn
     in (checker/nature.py `past_excuse`: a claim within a lease of the heal is a lease's
     nature); a hold that ends inside the silence, or within a lease of it, hides every belief
-    a defect keeps (a bare renewal that revives the next holder's key, a loss never heard)."""
+    a defect keeps (a bare renewal that revives the next holder's key, a loss never heard).
+    Such a run lasts two of its holds and two leases at least (`run_spec`): a trigger armed
+    in the first grant's hold fires at the next grant, and the silenced holder's release
+    still has time to act on the next holder (a blind delete of its key)."""
     silence = max((client_silence(p) for p in choice.parts()), default=0.0)
     if not silence or not isinstance(base.params, dict):
         return base.params
