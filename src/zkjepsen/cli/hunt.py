@@ -197,7 +197,10 @@ def settle_finding(
 @click.option("--clients", type=click.IntRange(1, 100), default=None)
 @click.option("--session-timeout", default=None, help="Session (lease) timeout [default: 2s].")
 @click.option(
-    "--time-limit", default=None, help="Main phase of each run [default: the config's, or 15s]."
+    "--time-limit",
+    default=None,
+    help="Main phase of each run [default: the config's, or 15s; a run that silences a "
+    "client lasts two of its stretched holds and two leases, if longer].",
 )
 @click.option(
     "--config",
