@@ -164,7 +164,7 @@ def scenario_of(row: Any, wall_s: float | None) -> dict:
     saw, and what the hunt's rule (run/hunt.py `finding`) calls the run: `found` (a defect of
     the lock, or an invalid part no nature explains), `close` (each violation a lease's or a
     fault's nature), `landed`/`missed` (none)."""
-    from zkjepsen.run.hunt import finding
+    from zkjepsen.run.finding import finding
 
     results = row.run.results if row.run is not None and isinstance(row.run.results, dict) else {}
     lock = results.get("lock") if isinstance(results.get("lock"), dict) else {}

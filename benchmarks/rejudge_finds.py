@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 from zkjepsen.run.analysis import check_run
-from zkjepsen.run.hunt import finding
+from zkjepsen.run.finding import finding
 from zkjepsen.run.stored import StoredRun
 
 

@@ -23,7 +23,7 @@ from zkjepsen.checker.nature import CLOCK, CUT, STATE
 from zkjepsen.history import History
 from zkjepsen.report.summary import summarise
 from zkjepsen.run.analysis import with_fault_natures
-from zkjepsen.run.hunt import finding
+from zkjepsen.run.finding import finding
 
 S = 1_000_000_000
 TTL = LEASE_S  # every client's lease (hand_history)

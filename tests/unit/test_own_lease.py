@@ -17,7 +17,7 @@ from zkjepsen.client.protocol import Reply
 from zkjepsen.history import History, Op
 from zkjepsen.recipes.base import Token
 from zkjepsen.recipes.redlock import Redlock
-from zkjepsen.run.hunt import finding
+from zkjepsen.run.finding import finding
 
 S = 1_000_000_000
 T = 2.0  # every client's lease (the TTL)

@@ -13,7 +13,7 @@ from landed import with_observation
 from zkjepsen.checker.lease import DEFECT, LEASE
 from zkjepsen.checker.lock import LockChecker
 from zkjepsen.history import History
-from zkjepsen.run.hunt import finding
+from zkjepsen.run.finding import finding
 
 S = 1_000_000_000
 T = LEASE_S  # every client's lease (hand_history)

@@ -33,7 +33,8 @@ from zkjepsen.report.junit import Case
 from zkjepsen.reproduce.replay import violation_kinds
 from zkjepsen.reproduce.shrink import shrink
 from zkjepsen.run.fanout import Job
-from zkjepsen.run.hunt import Choice, finding, natured_parts
+from zkjepsen.run.finding import finding, natured_parts
+from zkjepsen.run.hunt import Choice
 from zkjepsen.run.hunt_folder import FINDING_JSON
 from zkjepsen.run.many import run_jobs
 from zkjepsen.run.outcome import note_many, reraise

@@ -24,7 +24,7 @@ from zkjepsen.backends.registry import backend_info
 from zkjepsen.errors import BadInput
 from zkjepsen.report.junit import case_of, folder_of
 from zkjepsen.run.fanout import NOT_RUN, Job
-from zkjepsen.run.hunt import finding, natures_said
+from zkjepsen.run.finding import finding, natures_said
 from zkjepsen.run.many import run_jobs
 from zkjepsen.run.resolve import spec_from_json, validate_spec
 
