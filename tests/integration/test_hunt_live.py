@@ -16,7 +16,10 @@ The control's hunt takes seed 2, whose first choice freezes the holder 3 leases 
 it acquires (seed 1's two choices both missed there: no run could tell, exit 2).
 `--shrink-budget 1s` leaves the shrink no time to try a simpler schedule: it replays the
 original for the reproducer.
-`--parallel 2`: the confirmation's and the replays' runs two at a time. The clients of a Redis
+`--parallel 2`: the confirmation's and the replays' runs two at a time. `--session-timeout 1s`:
+a silence, and the hold it stretches to outlast it (docs/hunt.md), are multiples of the lease,
+so every run stays within the hunt's 15 s (with 2 s a `pause-client 3x` run held 10 s and
+lasted 24 s; the module took 355 s instead of 93). The clients of a Redis
 run are the ZooKeeper image's (`zk_image`: built here, not by the hunt)."""
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ def hunt(program: str, store: Path, budget: str, seed: int, *more: str):
     params = tomllib.loads((ZOO / f"{program}.toml").read_text()).get("params", {})
     given = [f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in params.items()]
     settings = ["--budget", budget, "--seed", str(seed), "--parallel", "2", "--store", str(store)]
+    settings += ["--session-timeout", "1s"]  # runs of 15 s (the module docstring)
     return subprocess.run(
         [sys.executable, "-m", "zkjepsen.cli", "hunt", "--client-cmd", f"python3 {program}.py"]
         + ["--client-dir", str(ZOO), "--backend", "redis", "--faults", "pause-client"]
