@@ -45,7 +45,7 @@ SHARED = {"ensemble3": "docker", "shared_ensemble3": "docker"}
 # 40, 2026-11-28; `benchmarks/suite_time.py`), handed out first within their rank. A module not
 # named counts as short; a wrong figure costs balance at the end, never a result.
 LONG = {
-    "test_hunt_live": 950,  # rank 1; 774-951 s at load 40-80 (2026-11-29)
+    "test_hunt_live": 450,  # rank 1; 774-951 s at load 40-80; 1 s sessions: 93 s quiet (eaa742d)
     "test_pytest_plugin": 750,  # 940 x 110/138 s (730f150, 2026-11-29)
     "test_redis_backend": 540,  # rank 1
     "test_interrupts": 390,  # 480 x 91/111 s (1de93f7)
