@@ -310,7 +310,7 @@ def run_spec(base: TestSpec, choice: Choice, seed: int, rng: random.Random) -> T
     faults = list(dict.fromkeys(p.fault for p in choice.parts()))
     params = run_params(base, choice)
     limit = base.time_limit_s
-    if params is not base.params:  # two holds and what follows them (run_params)
+    if params != base.params:  # stretched: two holds and what follows them (run_params)
         limit = max(limit, round(2 * params["hold_s"] + AFTER_SILENCE * lease_s(base), 3))
     return replace(
         base,
