@@ -129,14 +129,14 @@ def test_close_after_drops_the_connection_not_the_session(rig):
 def test_dropped_pings_expire_the_idle_clients_session(rig):
     pool, nem = rig
     op = _nem(nem, "proxy-drop-pings", "client:2")
-    t = time.monotonic_ns()
     lost = _wait(
         lambda: [r for r in _recs(pool, 2, "session-state") if r["value"] == "LOST"], 6 * SESSION_S
     )
     _nem(nem, None, None, "end", op)
     assert _events(pool, 2, "ping-dropped")
     assert lost, "the servers never expired the idle session"
-    # Expiry, not a closed connection: the loss comes late. Not a whole session timeout after
-    # the fault, though: an idle client pings every third of its timeout, so the servers' last
-    # sight of it can be that much before the fault began (CI once saw LOST after 2.6 s of 3).
-    assert (time.monotonic_ns() - t) / 1e9 >= SESSION_S * 0.5
+    # Expiry, not a closed connection: kazoo says LOST only when the servers expired the
+    # session (a closed connection is SUSPENDED, then CONNECTED on the same session), and the
+    # proxy closed nothing; it only dropped pings. (An elapsed-time bound said this before,
+    # and a busy machine decides elapsed time, not the behaviour.)
+    assert not _events(pool, 2, "closed-after"), _events(pool, 2, "closed-after")
