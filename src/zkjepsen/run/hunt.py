@@ -197,10 +197,8 @@ class Menu:
             kind = KINDS.get(part.fault)
             if kind is None or kind.power is None:
                 continue
-            length = part.magnitude.split()[0]
-            if kind.power.landed == "silence" and length.endswith("x"):
-                if float(length[:-1]) < self.silence_floor:
-                    return False
+            if 0 < silence_of(part) < self.silence_floor:
+                return False
             if part.moment == "on-release" and part.target == "event":
                 if at_client(part.fault) and kind.observer in STOPS_THE_CLIENT:
                     return False
@@ -325,16 +323,19 @@ def run_spec(base: TestSpec, choice: Choice, seed: int, rng: random.Random) -> T
     )
 
 
-def client_silence(part: Choice) -> float:
-    """How long `part` silences a client, in session timeouts (its magnitude's `x`): a client
+def silence_of(part: Choice) -> float:
+    """How long `part` silences what it hits, in session timeouts (its magnitude's `x`): a
     kind whose power rule is a silence (a pause, a cut, pings dropped); else 0."""
     kind = KINDS.get(part.fault)
     length = part.magnitude.split()[0] if part.magnitude else ""
     if kind is None or kind.power is None or kind.power.landed != "silence":
         return 0.0
-    if not at_client(part.fault) or not length.endswith("x"):
-        return 0.0
-    return float(length[:-1])
+    return float(length[:-1]) if length.endswith("x") else 0.0
+
+
+def client_silence(part: Choice) -> float:
+    """How long `part` silences a client (`silence_of`, a client kind's only); else 0."""
+    return silence_of(part) if at_client(part.fault) else 0.0
 
 
 def run_params(base: TestSpec, choice: Choice) -> Any:
