@@ -293,6 +293,50 @@ def test_a_write_of_the_update_a_server_fault_left_unanswered_cut_it():
         assert [x["nature"] for x in unanswered(False, typ)] == [DEFECT]
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    steps=st.integers(2, 4),
+    accepted=st.integers(0, 2),
+    then=st.sampled_from(["release", "abandon"]),
+    gap=st.floats(0.2, 6.0),
+    fault=st.sampled_from(["power-loss-all", "partition-leader", "kill-majority", None]),
+)
+def test_a_state_left_by_a_write_gone_unanswered_is_cut_by_the_fault_in_its_way(
+    steps, accepted, then, gap, fault
+):
+    """The write that left the half-done state read went unanswered (`info`) and took effect,
+    so no accepted write left it (etcd_waiter_lease's random hunt, 2026-11-30: its step 1 as
+    every server lost power; the next holder read step 1 of 2 five seconds later). The update
+    stopped at that write: the fault in its way's nature, however long before the read the
+    reader came and whatever the holder did next; with no fault near, a defect. (The read's
+    time once stood for when the update stopped, and every stop before it was missed.)"""
+    accepted = min(accepted, steps - 2)
+    h = H().acquire(1, 1, 10)
+    t = 1.2
+    for step in range(1, accepted + 1):
+        h.write(1, t, 10, step, steps, version=step)
+        t += 0.1
+    if fault:
+        h.fault(t - 0.05, t + 2.0, fault, ("n1", "n2", "n3"))
+    left = accepted + 1
+    h.add(t, 1, "invoke", "write", "/r", {"token": 10, "step": left, "steps": steps}, 1)
+    h.add(t + 0.1, 1, "info", "write", "/r", None, 1)
+    end = t + 0.2
+    if then == "abandon":
+        h.add(end, 1, "event", "abandon", None, {"token": 10, "after_writes": left}, 1)
+    h.release(1, end + 0.01)
+    read_at = end + gap + 0.2
+    h.acquire(2, end + gap, 11)
+    state = {"step": left, "steps": steps, "writer": 1, "writer_token": 10, "version": left}
+    h.read(2, read_at, 11, state)
+    (n,) = h.release(2, read_at + 1).judge().parts["atomicity"].details["natures"]
+    if fault is None:
+        assert n["nature"] == DEFECT, n
+    else:
+        assert n["nature"] == CUT, n
+        assert n["nature_fault"]["kind"] == fault
+
+
 def test_a_half_done_read_inside_a_split_takes_the_splits_nature():
     # the writer still held when the reader was granted: the read follows from the split
     h = H().acquire(1, 1, 10).write(1, 1.5, 10, 1).clock(2, 6, rate=8.0)

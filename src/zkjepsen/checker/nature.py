@@ -469,7 +469,13 @@ def half_done_nature(ctx: Context, v: Any) -> tuple[str, str, dict | None]:
     # when it stopped mid-update: it gave up (an `abandon`: it no longer believed it held, as a
     # careful holder does at SUSPENDED or LOST; it checks before each write, so it let go
     # between its last write and then), or its hold ended, not by its release
-    wrote = v.start if v.start is not None else start
+    # The update stopped after the write that left the state read: that write's completion
+    # when it was an accepted one (the violation's start). When no accepted write left it (the
+    # write that did went unanswered, yet took effect: etcd_waiter_lease's hunt, 2026-11-30,
+    # its step 1 `info` as every server lost power), the violation starts at the read, which
+    # says nothing of when the update stopped: it began in the writer's hold, and that is all.
+    left = v.evidence.get("left_by_write")
+    wrote = v.start if v.start is not None and left else start
     stops = [
         (wrote, t, "gave its hold up")
         for t in ctx.abandons.get(writer, ())
