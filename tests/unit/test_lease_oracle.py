@@ -200,3 +200,39 @@ def test_every_split_gets_one_nature_and_only_a_silenced_earlier_holder_is_excus
         ]
         if not excusing:
             assert b["nature"] == DEFECT, b
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    pause=st.floats(2.5, 6.0),  # past the 2 s lease
+    told_after=st.floats(0.0, 0.3),  # its LOST, that long after the thaw
+    grant_after=st.floats(2.1, 5.0),  # the next grant, more than a lease after the thaw
+    claim=st.sampled_from([None, "after-told", "before-told"]),
+    reports=st.booleans(),  # does its session say LOST at all
+)
+def test_a_holder_told_its_session_was_lost_that_never_claimed_again_is_no_defect(
+    pause, told_after, grant_after, claim, reports
+):
+    """A holder frozen past its lease, told LOST as it thawed, asleep in its hold (a hold that
+    outlasts the silence) when the next was granted more than a lease after the thaw, giving
+    up at its first look (zk_orphan_create's guided hunt, 2026-11-30, seed 5: told at 17.33 s,
+    the next granted at 19.70 s, its abandon at 19.71 s). Its recorded hold outlasted its
+    belief; it never acted on it: a lease's nature, its why saying so. A claim after the LOST,
+    or no LOST said at all, leaves it a defect (`lease_nature`'s late grant)."""
+    thaw = 2.0 + pause
+    grant = thaw + grant_after
+    told_at = thaw + told_after
+    h = H().session(1, 0.5, 2.0).session(2, 0.5, 2.0).hold(1, 1, grant + 1.0)
+    h.hold(2, grant, grant + 0.5).fault(2.0, thaw)
+    if reports:
+        h.add(told_at, 1, "event", "session-state", None, "LOST", 1)
+    if claim == "after-told":
+        h.add((told_at + grant) / 2, 1, "invoke", "write", "/r", {"token": 1}, 1)
+    if claim == "before-told" and told_after > 0.05:
+        h.add(thaw + 0.01, 1, "invoke", "write", "/r", {"token": 1}, 1)
+    (b,) = h.check().details["belief_overlaps"]
+    excused = reports and claim != "after-told"
+    assert b["nature"] == (LEASE if excused else DEFECT), b
+    if excused:
+        assert "was told its session was lost" in b["nature_why"]
+        assert "made no claim after it" in b["nature_why"]

@@ -228,12 +228,16 @@ def lease_nature(
     sessions: Sessions,
     default_s: float | None,
 ) -> tuple[str, str, FaultSpan | None]:
-    """(LEASE | DEFECT | UNJUDGED, why in a phrase, the silencing fault of a LEASE) for a split
-    between two holds (objects with `client`, `start`: when granted): `earlier` granted first
-    (module docstring). The faults' other natures: checker/nature.py, which calls this."""
+    """(LEASE | DEFECT | UNJUDGED, why in a phrase, the silencing fault) for a split between two
+    holds (objects with `client`, `start`: when granted): `earlier` granted first (module
+    docstring). The fault: of a LEASE, the silence that explains it; of a DEFECT, a silence
+    past its lease that ended more than a lease before the grant (what the holder believed
+    after it is checker/nature.py's to judge, by what it did); else None. The faults' other
+    natures: checker/nature.py, which calls this."""
     grant = later.start
     unjudged = ""
     thawed = ""  # a silence past its lease that ended more than a lease before the grant
+    thawed_by: FaultSpan | None = None
     for f in silenced.get(earlier.client, ()):
         began = f.silent_from()  # when it went in, not its start record (FaultSpan)
         end = f.end if f.end is not None else began
@@ -256,6 +260,7 @@ def lease_nature(
                 f"({(end - began) / S:.2f}s), but its silence ended {(grant - end) / S:.2f}s "
                 f"before client {later.client} was granted, more than a lease ({t:g}s) before"
             )
+            thawed_by = f
         if silent >= t * S and frozen:
             return (
                 LEASE,
@@ -269,7 +274,7 @@ def lease_nature(
     if unjudged:
         return UNJUDGED, unjudged, None
     if thawed:  # said as it was: it was frozen past its lease, only not at the grant
-        return DEFECT, thawed, None
+        return DEFECT, thawed, thawed_by
     return (
         DEFECT,
         (

@@ -348,6 +348,36 @@ def past_excuse(ctx: Context, earlier: Any, later: Any, silence: FaultSpan | Non
     return ""
 
 
+def told_and_let_be(ctx: Context, earlier: Any, later: Any, silence: FaultSpan) -> str:
+    """Why `earlier`'s belief had ended before `later` was granted although its recorded hold
+    had not ('' when it had not): silenced past its lease (`silence`, which ended more than a
+    lease before the grant), its client was then told its session was lost (its own
+    session-state LOST or CLOSED, after the silence began and before the grant), and it made
+    no claim from then to the end of the two holds' overlap. A careful holder's belief ends
+    where it is told (lock_observe's careful beliefs); its recorded hold outlasts that only
+    while it sleeps in its hold and has not asked (a hold that outlasts a silence: run/hunt.py
+    `run_params`), and a stale belief it never acts on is no split of the lock. The evidence
+    of a belief is what the holder did, never its recorded end: `past_excuse`'s rule, and
+    `own_lease`'s. Without that word from its session (a program that reports none) the
+    recorded hold stands, as `lease_nature` judged it."""
+    client = earlier.client
+    told = ctx.told.get(client, ())
+    told_at = next(
+        (t for t in told[bisect_right(told, silence.silent_from()) :] if t < later.start), None
+    )
+    if told_at is None:
+        return ""
+    hi = min(earlier.end, later.end)
+    acts = ctx.acts.get(client, ())
+    claimed = next((a for a in acts[bisect_right(acts, told_at) :] if a < hi), None)
+    if claimed is not None:
+        return ""
+    return (
+        f"but client {client} was told its session was lost at {told_at / S:.2f}s, before "
+        f"client {later.client} was granted, and made no claim after it"
+    )
+
+
 def split_nature(ctx: Context, earlier: Any, later: Any) -> tuple[str, str, dict | None]:
     """(nature, why, the fault) of a belief overlap: `earlier` granted first (objects with
     `client`, `start`, `end`, `asked`, `key`, `token`). A fault's nature lasts only as long as
@@ -358,6 +388,10 @@ def split_nature(ctx: Context, earlier: Any, later: Any) -> tuple[str, str, dict
         if past:
             return DEFECT, f"{why}; {past}", None
         return nature, why, _fault(f) if f else None
+    if nature == DEFECT and f is not None:
+        told = told_and_let_be(ctx, earlier, later, f)
+        if told:
+            return LEASE, f"{why}; {told}", _fault(f)
     asked = getattr(earlier, "asked", earlier.start)
     clock = server_clock(ctx, earlier.client, asked, later.start)
     if clock:
