@@ -348,6 +348,15 @@ def past_excuse(ctx: Context, earlier: Any, later: Any, silence: FaultSpan | Non
     return ""
 
 
+def first_claim(ctx: Context, earlier: Any, later: Any, since: float) -> int | None:
+    """`earlier`'s first claim (a write invoked after `holding()` said yes: lock_observe's
+    CLAIMS) after `since` and before the two holds' overlap ends; None when it made none. The
+    evidence of a belief is what the holder did (`told_and_let_be`, `own_lease`)."""
+    acts = ctx.acts.get(earlier.client, ())
+    hi = min(earlier.end, later.end)
+    return next((a for a in acts[bisect_right(acts, since) :] if a < hi), None)
+
+
 def told_and_let_be(ctx: Context, earlier: Any, later: Any, silence: FaultSpan) -> str:
     """Why `earlier`'s belief had ended before `later` was granted although its recorded hold
     had not ('' when it had not): silenced past its lease (`silence`, which ended more than a
@@ -365,12 +374,7 @@ def told_and_let_be(ctx: Context, earlier: Any, later: Any, silence: FaultSpan) 
     told_at = next(
         (t for t in told[bisect_right(told, silence.silent_from()) :] if t < later.start), None
     )
-    if told_at is None:
-        return ""
-    hi = min(earlier.end, later.end)
-    acts = ctx.acts.get(client, ())
-    claimed = next((a for a in acts[bisect_right(acts, told_at) :] if a < hi), None)
-    if claimed is not None:
+    if told_at is None or first_claim(ctx, earlier, later, told_at) is not None:
         return ""
     return (
         f"but client {client} was told its session was lost at {told_at / S:.2f}s, before "
@@ -430,14 +434,11 @@ def own_lease(ctx: Context, earlier: Any, later: Any) -> str:
     told by its lock that its lease was over, whatever its clock said, and that is a defect
     (redis-set-px's `holding()` never asks its clock). The same rule as `past_excuse`: the
     evidence of a belief is what the holder did, never its recorded end."""
-    client, grant = earlier.client, later.start
+    grant = later.start
     said = lease_over(ctx, earlier, grant)
     if not said:
         return ""
-    acts = ctx.acts.get(client, ())
-    hi = min(earlier.end, later.end)
-    wrote = next((a for a in acts[bisect_right(acts, grant) :] if a < hi), None)
-    if wrote is not None:
+    if first_claim(ctx, earlier, later, grant) is not None:
         return ""
     return (
         f"client {earlier.client} held past its own lease with no fault on it: {said} before "
