@@ -172,7 +172,10 @@ class Conformance:
         r = self.call("A", "holding")
         if r.type != "ok" or r.value is not True:
             self.problem(f"holding right after acquire answered {r.type} {r.value!r}, not ok true")
-        r = self.call("A", "read", path=self.resource, sync=False)
+        # The check created the resource on its own session, maybe through another server:
+        # without `sync` a follower behind the leader may not have it yet (NoNodeError, a
+        # fresh clone's suite at load 3, 2026-11-30), a stale read ZooKeeper allows.
+        r = self.call("A", "read", path=self.resource, sync=True)
         if self.expect("A", r, "ok", "read of the resource"):
             v = r.value if isinstance(r.value, dict) else {}
             if v.get("data") != "{}" or not isinstance(v.get("version"), int):
